@@ -1,0 +1,65 @@
+"""A dialogue as a ko/en pair: situation, labels, and turns aligned side by side.
+
+Text from the data is drawn with ``st.text`` only, so markup in a dialogue shows as the
+characters it is and never runs.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from koed_core.dialogue import Dialogue, Turn
+from koed_core.labels import by_name
+
+ROLE_BADGE = {
+    "speaker": ("Speaker", ":material/record_voice_over:", "blue"),
+    "listener": ("Listener", ":material/hearing:", "green"),
+}
+COLUMN_WIDTHS = [1.2, 5, 5]
+
+
+def render_labels(dialogue: Dialogue) -> None:
+    """The gold labels as chips with their Korean glosses."""
+    with st.container(horizontal=True):
+        for name in dialogue.labels:
+            label = by_name()[name]
+            color = "violet" if label.origin == "korean" else "orange"
+            st.badge(label.display, color=color, help=label.description or None)
+
+
+def render_dialogue(dialogue: Dialogue) -> None:
+    """The whole dialogue: header, situation in both languages, then every turn."""
+    st.subheader(f"Dialogue {dialogue.conv_id}", anchor=False)
+    render_labels(dialogue)
+    head = st.columns(COLUMN_WIDTHS)
+    head[1].markdown("**한국어 · KoED reconstruction**")
+    head[2].markdown("**English · EmpatheticDialogues**")
+    with st.container(border=True):
+        row = st.columns(COLUMN_WIDTHS)
+        row[0].badge("Situation", icon=":material/description:", color="gray")
+        row[1].text(dialogue.situation_ko or "(none)")
+        row[2].text(dialogue.situation_en or "(none)")
+    for turn in dialogue.turns:
+        _render_turn(turn)
+    added = dialogue.ko_only_turns
+    if added:
+        st.caption(f"{added} of {len(dialogue.turns)} turns exist only in Korean.")
+
+
+def _render_turn(turn: Turn) -> None:
+    label, icon, color = ROLE_BADGE[turn.role]
+    with st.container(border=True):
+        row = st.columns(COLUMN_WIDTHS)
+        row[0].badge(f"{turn.position} · {label}", icon=icon, color=color)
+        if turn.ko:
+            row[1].text(turn.ko)
+        else:
+            row[1].badge("No Korean text", color="gray")
+        if turn.en:
+            row[2].text(turn.en)
+        else:
+            row[2].badge(
+                "Korean-only turn: added in the reconstruction",
+                icon=":material/add_circle:",
+                color="red",
+            )

@@ -1,0 +1,60 @@
+"""The explorer's filter widgets, bound to the URL so a shared link opens the same view."""
+
+from __future__ import annotations
+
+from typing import cast
+
+import streamlit as st
+
+from components import state
+from koed_core.filters import MODE_TEXT, ORIGIN_TEXT, DialogueFilter, FilterIndex, MatchMode, Origin
+from koed_core.labels import by_name, label_names
+
+KO_ONLY_CHOICES = {"any": None, "with": True, "without": False}
+BIND = "query-params"
+
+
+def filter_form(index: FilterIndex) -> DialogueFilter:
+    """Draw the filters in the sidebar and return what they say.
+
+    Bound widgets write their option values into the URL as they are, so the options are
+    the short codes (``afraid``, ``exact``) and the longer wording goes in captions.
+    """
+    bar = st.sidebar
+    bar.header("Filter dialogues")
+    labels = bar.multiselect(
+        "Emotion labels", label_names(), key=state.LABELS, bind=BIND, placeholder="Any emotion"
+    )
+    if labels:
+        bar.caption(" · ".join(by_name()[name].display for name in labels))
+    mode = bar.radio(
+        "Match", list(MODE_TEXT), key=state.MODE, bind=BIND, horizontal=True,
+        help="all: the dialogue has every chosen label (maybe more). exact: its label set "
+        "is the chosen set. any: it has at least one of them.",
+    )  # fmt: skip
+    origin = bar.radio(
+        "Records", list(ORIGIN_TEXT), key=state.ORIGIN, bind=BIND, horizontal=True,
+        help="korean: the jeong (정) and han (한) records written for KoED. "
+        "ed: the records adapted from EmpatheticDialogues.",
+    )  # fmt: skip
+    text = bar.text_input(
+        "Text contains", key=state.TEXT, bind=BIND, placeholder="e.g. 엄마 or grandmother",
+        help="Searches situations and turns in both languages.",
+    )  # fmt: skip
+    low, high = min(index.n_turns, default=1), max(index.n_turns, default=1)
+    turns = (low, high)
+    if high > low:
+        turns = bar.slider("Number of turns", low, high, (low, high), key=state.TURNS, bind=BIND)
+    ko_only = bar.radio(
+        "Korean-only turns", list(KO_ONLY_CHOICES), key=state.KO_ONLY, bind=BIND,
+        horizontal=True, help="Turns the reconstruction added with no English original.",
+    )  # fmt: skip
+    return DialogueFilter(
+        labels=frozenset(labels),
+        mode=cast(MatchMode, mode),
+        origin=cast(Origin, origin),
+        text=text,
+        min_turns=turns[0] if turns[0] > low else None,
+        max_turns=turns[1] if turns[1] < high else None,
+        ko_only_turns=KO_ONLY_CHOICES[ko_only],
+    )

@@ -1,0 +1,91 @@
+"""The one place that caches: settings, the dataset, its filter index and adaptation scores.
+
+Objects cached here are shared by every session, so they hold only data that is the same
+for everybody (the dataset is immutable) and never anything about one user.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import NamedTuple
+
+import pandas as pd
+import streamlit as st
+
+from koed_core import adaptation
+from koed_core.config import Settings
+from koed_core.dataset import Dataset, load_dataset
+from koed_core.filters import FilterIndex
+from koed_core.sources import DataSource, resolve_source
+
+
+def settings() -> Settings:
+    """Settings from secrets and the environment, read on every run (cheap, always current)."""
+    try:
+        secrets = dict(st.secrets)
+    except FileNotFoundError:
+        secrets = {}
+    return Settings.from_sources(os.environ, secrets)
+
+
+class Loaded(NamedTuple):
+    """The dataset the app shows and where it came from."""
+
+    source: DataSource
+    dataset: Dataset
+
+
+def current_dataset() -> Loaded:
+    """Resolve the source and load it (cached per file version).
+
+    Raises:
+        DatasetError: the chosen file is missing or malformed; the caller shows it.
+    """
+    config = settings()
+    source = resolve_source(config.data_path, config.cache_dir)
+    stat = source.path.stat()
+    return Loaded(source, _load(str(source.path), stat.st_mtime_ns, stat.st_size))
+
+
+@st.cache_resource(show_spinner="Loading dialogues...", max_entries=4)
+def _load(path: str, mtime_ns: int, size: int) -> Dataset:
+    # mtime and size are part of the key so an edited file is read again.
+    return load_dataset(Path(path))
+
+
+@st.cache_resource(max_entries=4)
+def filter_index(_dataset: Dataset, sha256: str) -> FilterIndex:
+    """The filter index of a dataset, keyed by its hash."""
+    return FilterIndex(_dataset.dialogues)
+
+
+@st.cache_resource
+def encoder() -> adaptation.UseEncoder:
+    """The multilingual sentence encoder, loaded once per process."""
+    return adaptation.UseEncoder()
+
+
+def cached_similarities(dataset: Dataset) -> pd.DataFrame | None:
+    """Adaptation scores if already on disk, else None (computing is the page's choice)."""
+    path = adaptation.cache_file(dataset, encoder(), settings().cache_dir)
+    if not path.is_file():
+        return None
+    return _read_similarities(dataset, str(path))
+
+
+@st.cache_data(max_entries=4)
+def _read_similarities(_dataset: Dataset, path: str) -> pd.DataFrame:
+    return adaptation.pair_similarities(_dataset, encoder(), settings().cache_dir)
+
+
+def compute_similarities(dataset: Dataset) -> pd.DataFrame:
+    """Embed every ko/en pair with a progress bar, then cache on disk."""
+    bar = st.progress(0.0, text="Embedding ko/en pairs...")
+
+    def progress(done: int, total: int) -> None:
+        bar.progress(done / max(total, 1), text=f"Embedding texts: {done:,} of {total:,}")
+
+    frame = adaptation.pair_similarities(dataset, encoder(), settings().cache_dir, progress)
+    bar.empty()
+    return frame

@@ -1,0 +1,72 @@
+"""Which data the page shows, its licence, its load warnings, and the way to the real file."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from components import resources
+from koed_core.dataset import Dataset
+from koed_core.errors import DatasetError, KoedError
+from koed_core.sources import (
+    ATTRIBUTION,
+    OFFICIAL,
+    SAMPLE_NOTE,
+    DataSource,
+    download_official,
+    official_cache_path,
+)
+
+
+def load_or_stop() -> resources.Loaded:
+    """The current dataset; on a bad file, a clear error and a stopped page."""
+    try:
+        return resources.current_dataset()
+    except DatasetError as err:
+        st.error(f"The dataset could not be loaded.\n\n{err}", icon=":material/error:")
+        st.info("Fix the file, or unset KOED_DATA to use the official file or the sample.")
+        st.stop()
+
+
+def render_source_banner(source: DataSource, dataset: Dataset) -> None:
+    """One line naming the source, with attribution, licence and warnings a click away."""
+    icon = ":material/science:" if source.kind == "sample" else ":material/database:"
+    with st.expander(f"Data: {source.description}", icon=icon):
+        st.text(f"File: {source.path}\nsha256: {dataset.sha256}")
+        st.text(SAMPLE_NOTE if source.kind == "sample" else ATTRIBUTION)
+        if source.kind != "sample":
+            st.caption("Shown for research. Licence: CC BY-NC 4.0 (non-commercial).")
+        _render_warnings(dataset)
+        if source.kind == "sample":
+            _download_button()
+
+
+def _render_warnings(dataset: Dataset) -> None:
+    counts = dataset.stats().warnings
+    if not counts:
+        return
+    st.caption(
+        "Oddities in the file, loaded anyway: "
+        + ", ".join(f"{kind} ({n})" for kind, n in counts.items())
+    )
+    rows = [{"kind": w.kind, "record": w.index, "conv_id": w.conv_id, "message": w.message}
+            for w in dataset.warnings]  # fmt: skip
+    st.dataframe(rows, hide_index=True, height=200)
+
+
+def _download_button() -> None:
+    if not st.button("Download the official KoED (2.9 MB, sha256-verified)"):
+        return
+    target = official_cache_path(resources.settings().cache_dir)
+    bar = st.progress(0.0, text="Downloading KoED.json...")
+    try:
+        download_official(
+            target,
+            url=resources.settings().data_url,
+            expected_sha256=OFFICIAL.sha256,
+            progress=lambda done, total: bar.progress(min(done / total, 1.0)),
+        )
+    except KoedError as err:
+        bar.empty()
+        st.error(str(err))
+        return
+    st.rerun()

@@ -1,0 +1,24 @@
+"""Every session-state key the pages use, defined once.
+
+The explorer's filter widgets are bound to URL query parameters (``bind="query-params"``),
+so their keys are also the parameter names of a shared link: keep them short and stable.
+"""
+
+from __future__ import annotations
+
+# Explorer filters: session keys == URL query parameters.
+LABELS = "labels"
+MODE = "mode"
+ORIGIN = "origin"
+TEXT = "q"
+TURNS = "turns"
+KO_ONLY = "ko_only"
+DIALOGUE = "d"
+
+# Adaptation page: its own dialogue picker, also linkable.
+ADAPT_DIALOGUE = "ad"
+ADAPT_ORDER = "order"
+
+# Not in the URL.
+EXPLORER_TABLE = "explorer.table"
+OVERVIEW_TABLE = "overview.combinations"

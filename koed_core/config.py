@@ -1,0 +1,46 @@
+"""Settings, read once from the environment and Streamlit secrets by the caller.
+
+Core functions take a :class:`Settings` or plain arguments and never read the
+environment themselves, so tests can build any configuration directly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from koed_core.sources import OFFICIAL
+
+
+def _default_cache_dir() -> Path:
+    return Path.home() / ".cache" / "koed-studio"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Where KoED Studio reads its data and keeps its caches."""
+
+    data_path: str | None = None
+    """A KoED file chosen by the user (``KOED_DATA``); wins over every other source."""
+    cache_dir: Path = _default_cache_dir()
+    """Downloaded official file and computed caches (``KOED_CACHE_DIR``)."""
+    data_url: str = OFFICIAL.url
+    """Where ``koed data download`` fetches the official file (``KOED_DATA_URL``)."""
+
+    @classmethod
+    def from_sources(
+        cls, env: Mapping[str, str], secrets: Mapping[str, Any] | None = None
+    ) -> Settings:
+        """Secrets override the environment, which overrides the defaults."""
+        merged: dict[str, Any] = {}
+        for key, attr in (
+            ("KOED_DATA", "data_path"),
+            ("KOED_CACHE_DIR", "cache_dir"),
+            ("KOED_DATA_URL", "data_url"),
+        ):
+            value = (secrets or {}).get(key) or env.get(key)
+            if value:
+                merged[attr] = Path(value).expanduser() if attr == "cache_dir" else str(value)
+        return cls(**merged)

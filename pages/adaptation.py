@@ -1,0 +1,59 @@
+"""How far each Korean turn departs from its English original, sortable for linguists."""
+
+import streamlit as st
+
+from components import charts, resources, state
+from components.source_banner import load_or_stop, render_source_banner
+from koed_core import adaptation
+from koed_core.filters import DialogueFilter, to_params
+
+st.title("Adaptation: what the reconstruction changed")
+st.caption(
+    "Each Korean turn is compared with its English original by a multilingual sentence "
+    "encoder (Universal Sentence Encoder, multilingual v3, offline). Cosine similarity near "
+    "1: the Korean says what the English says. Low: the turn was rewritten for Korean "
+    "culture. Korean-only turns have no English pair and no score."
+)
+source, dataset = load_or_stop()
+render_source_banner(source, dataset)
+sims = resources.cached_similarities(dataset)
+if sims is None:
+    st.info(
+        f"Similarities for this dataset are not computed yet ({len(dataset):,} dialogues; "
+        "about 15 s for the full KoED on two cores). They are then kept on disk."
+    )
+    if not st.button("Compute similarities", type="primary"):
+        st.stop()
+    resources.compute_similarities(dataset)
+    st.rerun()
+
+departures = adaptation.dialogue_departures(dataset.dialogues, sims)
+st.plotly_chart(charts.similarity_histogram(departures), width="stretch")
+order = st.radio(
+    "Sort dialogues by", ["most rewritten first", "closest first"], key=state.ADAPT_ORDER,
+    horizontal=True, bind="query-params",
+)  # fmt: skip
+if order == "closest first":
+    departures = departures.iloc[::-1].reset_index(drop=True)
+st.dataframe(
+    departures, hide_index=True, height=320,
+    column_config={
+        c: st.column_config.ProgressColumn(c, min_value=0.0, max_value=1.0, format="%.2f")
+        for c in ("situation_similarity", "mean_similarity", "min_similarity")
+    },
+)  # fmt: skip
+conv_id = st.selectbox(
+    "Turn by turn", departures["conv_id"].tolist(), index=None, key=state.ADAPT_DIALOGUE,
+    bind="query-params", placeholder="Pick a dialogue to see each turn's similarity",
+)  # fmt: skip
+dialogue = dataset.get(conv_id) if conv_id else None
+if dialogue is not None:
+    st.dataframe(
+        adaptation.turn_table(dialogue, sims), hide_index=True,
+        column_config={"similarity": st.column_config.ProgressColumn(
+            "similarity", min_value=0.0, max_value=1.0, format="%.2f")},
+    )  # fmt: skip
+    st.page_link(
+        "pages/explorer.py", label="Open side by side in the explorer", icon=":material/forum:",
+        query_params=to_params(DialogueFilter(), conv_id=dialogue.conv_id),
+    )  # fmt: skip

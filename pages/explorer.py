@@ -1,0 +1,64 @@
+"""Browse KoED as ko/en pairs, filtered by emotion combination."""
+
+import pandas as pd
+import streamlit as st
+
+from components import resources, state
+from components.dialogue_view import render_dialogue
+from components.filter_form import BIND, filter_form
+from components.source_banner import load_or_stop, render_source_banner
+from koed_core.export import to_csv, to_jsonl
+
+st.title("Dialogue explorer")
+source, dataset = load_or_stop()
+render_source_banner(source, dataset)
+index = resources.filter_index(dataset, dataset.sha256)
+flt = filter_form(index)
+matches = index.filter(flt)
+
+st.subheader(f"{len(matches):,} of {len(dataset):,} dialogues match", anchor=False)
+st.text(f"Filter: {flt.describe()}")
+left, right, _ = st.columns([1, 1, 4])
+left.download_button(
+    "CSV (one row per turn)", lambda: to_csv(matches), file_name="koed_filtered.csv",
+    mime="text/csv", icon=":material/download:", disabled=not matches,
+)  # fmt: skip
+right.download_button(
+    "JSONL (one dialogue per line)", lambda: to_jsonl(matches),
+    file_name="koed_filtered.jsonl", mime="application/jsonl", icon=":material/download:",
+    disabled=not matches,
+)  # fmt: skip
+if not matches:
+    st.info("No dialogue matches. Loosen a filter in the sidebar.")
+    st.stop()
+
+table = pd.DataFrame(
+    {
+        "conv_id": [d.conv_id for d in matches],
+        "labels": [" + ".join(d.labels) for d in matches],
+        "situation (ko)": [d.situation_ko for d in matches],
+        "situation (en)": [d.situation_en for d in matches],
+        "turns": [len(d.turns) for d in matches],
+        "ko-only": [d.ko_only_turns for d in matches],
+    }
+)
+
+
+def _open_selected() -> None:
+    rows = st.session_state[state.EXPLORER_TABLE].selection.rows
+    if rows:
+        st.session_state[state.DIALOGUE] = table["conv_id"].iloc[rows[0]]
+
+
+st.dataframe(
+    table, hide_index=True, height=300, key=state.EXPLORER_TABLE,
+    on_select=_open_selected, selection_mode="single-row",
+)  # fmt: skip
+conv_id = st.selectbox(
+    "Open a dialogue", table["conv_id"].tolist(), index=None, key=state.DIALOGUE, bind=BIND,
+    placeholder="Pick a conv_id, or click a row above",
+)  # fmt: skip
+if conv_id:
+    dialogue = dataset.get(conv_id)
+    if dialogue is not None:
+        render_dialogue(dialogue)

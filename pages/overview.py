@@ -1,0 +1,36 @@
+"""Label frequencies, co-occurrence and combinations; a combination opens the explorer."""
+
+import streamlit as st
+
+from components import charts, state
+from components.source_banner import load_or_stop, render_source_banner
+from koed_core import overview
+from koed_core.filters import DialogueFilter, to_params
+
+st.title("Label overview")
+source, dataset = load_or_stop()
+render_source_banner(source, dataset)
+stats = dataset.stats()
+cols = st.columns(4)
+cols[0].metric("Dialogues", f"{stats.dialogues:,}")
+cols[1].metric("Labels used", stats.labels)
+cols[2].metric("Distinct label sets", stats.label_sets)
+cols[3].metric("Korean-only turns", f"{stats.ko_only_turns:,} of {stats.turns:,}")
+
+freq = overview.label_frequencies(dataset.dialogues)
+st.plotly_chart(charts.label_frequency_chart(freq), width="stretch")
+st.plotly_chart(charts.cooccurrence_heatmap(overview.cooccurrence(dataset.dialogues)),
+                width="stretch")  # fmt: skip
+
+st.subheader("Label combinations", anchor=False)
+st.caption("Select a row to open the explorer filtered to exactly that combination.")
+combos = overview.combinations(dataset.dialogues)
+picked = st.dataframe(
+    combos, hide_index=True, height=400, key=state.OVERVIEW_TABLE,
+    on_select="rerun", selection_mode="single-row",
+)  # fmt: skip
+rows = picked.selection.rows if picked else []
+if rows:
+    labels = overview.split_combination(combos["combination"].iloc[rows[0]])
+    params = to_params(DialogueFilter(labels=labels, mode="exact"))
+    st.switch_page("pages/explorer.py", query_params=params)
