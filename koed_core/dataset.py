@@ -145,7 +145,10 @@ def _decode_json(data: bytes, path: Path | str) -> Any:
         return json.loads(text)
     except json.JSONDecodeError as err:
         where = f"line {err.lineno}, column {err.colno}"
-        if err.pos >= len(text.rstrip()):
+        body = text.strip()
+        closers = {"[": "]", "{": "}"}
+        unclosed = body[0] in closers and not body.endswith(closers[body[0]])
+        if err.pos >= len(body) or (unclosed and err.msg.startswith("Unterminated string")):
             message = f"truncated: the JSON stops before it is complete ({err.msg} at {where})"
         else:
             message = f"not valid JSON: {err.msg} at {where}"

@@ -68,4 +68,4 @@ def to_csv(dialogues: Sequence[Dialogue]) -> str:
         for d in dialogues
         for t in d.turns
     ]
-    return pd.DataFrame(rows, columns=CSV_COLUMNS).to_csv(index=False)
+    return str(pd.DataFrame(rows, columns=CSV_COLUMNS).to_csv(index=False))

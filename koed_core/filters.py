@@ -86,7 +86,7 @@ class FilterIndex:
 
     def positions(self, flt: DialogueFilter) -> list[int]:
         """Indices into ``dialogues`` of the matches."""
-        keep = range(len(self.dialogues))
+        keep: Sequence[int] = range(len(self.dialogues))
         wanted = flt.labels
         if wanted:
             sets = self.label_sets

@@ -22,7 +22,7 @@ if sims is None:
         f"Similarities for this dataset are not computed yet ({len(dataset):,} dialogues; "
         "about 15 s for the full KoED on two cores). They are then kept on disk."
     )
-    if not st.button("Compute similarities", type="primary"):
+    if not st.button("Compute similarities", type="primary", key=state.ADAPT_COMPUTE):
         st.stop()
     resources.compute_similarities(dataset)
     st.rerun()

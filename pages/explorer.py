@@ -18,12 +18,12 @@ matches = index.filter(flt)
 
 st.subheader(f"{len(matches):,} of {len(dataset):,} dialogues match", anchor=False)
 st.text(f"Filter: {flt.describe()}")
-left, right, _ = st.columns([1, 1, 4])
-left.download_button(
+buttons = st.container(horizontal=True)
+buttons.download_button(
     "CSV (one row per turn)", lambda: to_csv(matches), file_name="koed_filtered.csv",
     mime="text/csv", icon=":material/download:", disabled=not matches,
 )  # fmt: skip
-right.download_button(
+buttons.download_button(
     "JSONL (one dialogue per line)", lambda: to_jsonl(matches),
     file_name="koed_filtered.jsonl", mime="application/jsonl", icon=":material/download:",
     disabled=not matches,
@@ -61,4 +61,4 @@ conv_id = st.selectbox(
 if conv_id:
     dialogue = dataset.get(conv_id)
     if dialogue is not None:
-        render_dialogue(dialogue)
+        render_dialogue(dialogue, [w for w in dataset.warnings if w.conv_id == conv_id])

@@ -1,0 +1,82 @@
+"""Explorer performance on the official file and on a 25,000-dialogue synthetic corpus.
+
+Prints one ``name: value`` line per figure. Targets (issue 2): a filter change at 25,000
+dialogues under 50 ms; the explorer's first AppTest run on the official file under 1.5 s.
+
+    python bench/explorer.py [PATH_TO_KoED.json]
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from koed_core.dataset import load_dataset  # noqa: E402
+from koed_core.filters import DialogueFilter, FilterIndex  # noqa: E402
+
+DEFAULT_FILE = ROOT.parent / "shared" / "data" / "KoED.json"
+SYNTHETIC_SIZE = 25_000
+REPEATS = 7
+FILTERS = [
+    DialogueFilter(labels=frozenset({"afraid", "grateful"}), mode="exact"),
+    DialogueFilter(labels=frozenset({"sad", "lonely"}), mode="any"),
+    DialogueFilter(origin="korean", ko_only_turns=True),
+    DialogueFilter(text="엄마"),
+    DialogueFilter(text="grandmother", min_turns=4, max_turns=6),
+    DialogueFilter(labels=frozenset({"anxious"}), text="회사", ko_only_turns=False),
+]
+
+
+def timed(fn, repeats: int = REPEATS) -> float:  # type: ignore[no-untyped-def]
+    """Median wall time of ``fn`` in seconds."""
+    samples = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        samples.append(time.perf_counter() - start)
+    return statistics.median(samples)
+
+
+def slowest_filter_ms(index: FilterIndex) -> float:
+    """The slowest of the representative filter changes (each a median), in ms."""
+    return max(timed(lambda f=f: index.positions(f)) for f in FILTERS) * 1000
+
+
+def main() -> None:
+    path = Path(sys.argv[1]) if len(sys.argv) > 1 else DEFAULT_FILE
+    dataset = load_dataset(path)
+    print(f"load_s: {timed(lambda: load_dataset(path), 5):.3f}")
+    print(f"filter_ms_1360: {slowest_filter_ms(FilterIndex(dataset.dialogues)):.2f}")
+
+    copies = -(-SYNTHETIC_SIZE // len(dataset))
+    synthetic = [
+        replace(d, conv_id=f"{d.conv_id}#{n}") for n in range(copies) for d in dataset.dialogues
+    ][:SYNTHETIC_SIZE]
+    start = time.perf_counter()
+    big = FilterIndex(synthetic)
+    print(f"index_build_s_25k: {time.perf_counter() - start:.3f}")
+    print(f"filter_ms_25k: {slowest_filter_ms(big):.2f}")
+
+    from streamlit.testing.v1 import AppTest
+
+    os.environ["KOED_DATA"] = str(path)
+    start = time.perf_counter()
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60).run()
+    first = time.perf_counter() - start
+    if at.exception:
+        raise SystemExit(f"explorer raised: {at.exception[0].value}")
+    print(f"explorer_first_run_s: {first:.3f}")
+    start = time.perf_counter()
+    at.multiselect(key="labels").set_value(["jeong"]).run()
+    print(f"explorer_filter_rerun_s: {time.perf_counter() - start:.3f}")
+
+
+if __name__ == "__main__":
+    main()

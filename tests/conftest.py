@@ -1,0 +1,74 @@
+"""Shared fixtures: paths, an isolated cache, a local file server, cleared Streamlit caches."""
+
+from __future__ import annotations
+
+import http.server
+import threading
+from collections.abc import Iterator
+from functools import partial
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+OFFICIAL_FILE = ROOT.parent / "shared" / "data" / "KoED.json"
+
+
+@pytest.fixture(autouse=True)
+def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Every test gets its own cache folder and no user dataset unless it sets one."""
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("KOED_CACHE_DIR", str(cache))
+    monkeypatch.delenv("KOED_DATA", raising=False)
+    monkeypatch.delenv("KOED_DATA_URL", raising=False)
+    return cache
+
+
+@pytest.fixture(autouse=True)
+def clear_streamlit_caches() -> Iterator[None]:
+    """cache_resource outlives an AppTest run; without this, state leaks between tests."""
+    yield
+    import sys
+
+    if "streamlit" in sys.modules:
+        import streamlit as st
+
+        st.cache_data.clear()
+        st.cache_resource.clear()
+
+
+@pytest.fixture
+def official_file() -> Path:
+    """The official KoED file from shared/ (never a copy inside the project)."""
+    if not OFFICIAL_FILE.is_file():
+        pytest.skip(f"official KoED file not found at {OFFICIAL_FILE}")
+    return OFFICIAL_FILE
+
+
+class FileServer:
+    """A stdlib HTTP server on localhost serving one folder: the far side of a download."""
+
+    def __init__(self, folder: Path) -> None:
+        handler = partial(_QuietHandler, directory=str(folder))
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def url(self, name: str) -> str:
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}/{name}"
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+        pass
+
+
+@pytest.fixture
+def file_server(tmp_path: Path) -> Iterator[tuple[FileServer, Path]]:
+    """A running local server and the folder it serves."""
+    folder = tmp_path / "served"
+    folder.mkdir()
+    server = FileServer(folder)
+    server.thread.start()
+    yield server, folder
+    server.httpd.shutdown()
+    server.httpd.server_close()

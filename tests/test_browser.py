@@ -1,0 +1,108 @@
+"""One real-browser smoke test: streamlit run + Debian's chromium through Playwright."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM = Path("/usr/bin/chromium")
+ARTIFACTS = ROOT / "tests" / "artifacts"
+CHROMIUM_ARGS = [
+    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]  # fmt: skip
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian chromium is not installed"),
+]
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture
+def server(official_file: Path, tmp_path: Path) -> Iterator[str]:
+    port = _free_port()
+    env = {**os.environ, "KOED_DATA": str(official_file), "KOED_CACHE_DIR": str(tmp_path)}
+    log = (tmp_path / "streamlit.log").open("w")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless=true",
+         f"--server.port={port}", "--browser.gatherUsageStats=false",
+         "--server.fileWatcherType=none"],
+        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError((tmp_path / "streamlit.log").read_text()) from None
+                time.sleep(0.3)
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+        log.close()
+
+
+def test_explorer_in_a_real_browser(server: str) -> None:
+    from playwright.sync_api import expect, sync_playwright
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 1800})
+        page.set_default_timeout(30_000)
+        page.goto(server + "/")
+        expect(page.get_by_role("heading", name="Dialogue explorer")).to_be_visible()
+        expect(page.get_by_text("1,360 of 1,360 dialogues match")).to_be_visible()
+
+        # Filter by a combination: exactly {afraid, grateful}.
+        labels = page.get_by_test_id("stMultiSelect").locator("input")
+        for name in ("afraid", "grateful"):
+            labels.fill(name)
+            page.keyboard.press("Enter")
+        page.keyboard.press("Escape")
+        page.get_by_test_id("stSidebar").get_by_text("exact", exact=True).click()
+        expect(page.get_by_text("5 of 1,360 dialogues match")).to_be_visible()
+        expect(page.get_by_text("Filter: emotion is exactly afraid, grateful")).to_be_visible()
+
+        # Open one dialogue; both languages show, Korean-only turns marked.
+        picker = page.get_by_test_id("stSelectbox").locator("input")
+        picker.fill("hit:636_conv:1273")
+        page.keyboard.press("Enter")
+        expect(page.get_by_text("Dialogue hit:636_conv:1273")).to_be_visible()
+        expect(page.get_by_text("어제 진짜 무서운 일 있었어.", exact=False)).to_be_visible()
+        expect(page.get_by_text("i get the horror situation in midnight")).to_be_visible()
+        expect(page.get_by_text("Korean-only turn: added in the reconstruction")).to_have_count(2)
+        assert page.get_by_test_id("stException").count() == 0
+        page.wait_for_timeout(500)
+        page.screenshot(path=str(ARTIFACTS / "explorer.png"), full_page=True)
+
+        # The URL holds the view: a new tab on the same link shows the same dialogue.
+        link = page.url
+        assert "labels=afraid" in link and "labels=grateful" in link and "mode=exact" in link
+        assert "d=hit%3A636_conv%3A1273" in link or "d=hit:636_conv:1273" in link
+        second = browser.new_page(viewport={"width": 1400, "height": 1400})
+        second.goto(link)
+        expect(second.get_by_text("5 of 1,360 dialogues match")).to_be_visible(timeout=30_000)
+        expect(second.get_by_text("Dialogue hit:636_conv:1273")).to_be_visible()
+        browser.close()

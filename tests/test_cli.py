@@ -1,0 +1,62 @@
+"""The ``koed`` console command, run as a user runs it (a subprocess)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from koed_core.sources import OFFICIAL
+
+
+def koed(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    import os
+
+    return subprocess.run(
+        [sys.executable, "-m", "koed_core.cli", *args], capture_output=True, text=True,
+        env={**os.environ, **(env or {})}, timeout=60,
+    )  # fmt: skip
+
+
+def test_check_prints_the_figures(official_file: Path) -> None:
+    result = koed("data", "check", str(official_file))
+    assert result.returncode == 0, result.stderr
+    assert "dialogues: 1360" in result.stdout
+    assert "distinct label sets: 285" in result.stdout
+    assert "Korean-only turns: 1816" in result.stdout
+    assert "repeated_label: 10" in result.stdout
+
+
+def test_check_json(official_file: Path) -> None:
+    result = koed("data", "check", str(official_file), "--json")
+    figures = json.loads(result.stdout)
+    assert figures["ok"] and figures["turns"] == 7820 and figures["sha256"] == OFFICIAL.sha256
+    assert figures["warnings"]["utter_idx_order"] == 13
+
+
+def test_check_fails_with_the_reason(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text('[{"conv_id": "x", "emotion": "joy", "situation": "", "ko_situation": "", '
+                   '"dialogue": [{"ko_utter": "가"}]}]')  # fmt: skip
+    result = koed("data", "check", str(bad))
+    assert result.returncode == 1
+    assert f"{bad}" in result.stderr and "conv_id 'x'" in result.stderr
+    assert "unknown label 'joy'" in result.stderr
+    as_json = json.loads(koed("data", "check", str(bad), "--json").stdout)
+    assert as_json["ok"] is False and "unknown label" in as_json["error"]
+
+
+def test_download_to_a_folder(file_server, official_file: Path, tmp_path: Path) -> None:
+    server, folder = file_server
+    shutil.copy(official_file, folder / "KoED.json")
+    dest = tmp_path / "out"
+    result = koed("data", "download", "--dest", str(dest),
+                  env={"KOED_DATA_URL": server.url("KoED.json")})  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert (dest / "KoED.json").read_bytes() == official_file.read_bytes()
+    failed = koed("data", "download", "--dest", str(dest),
+                  env={"KOED_DATA_URL": server.url("nothing-here.json")})  # fmt: skip
+    assert failed.returncode == 1 and "404" in failed.stderr
+    assert (dest / "KoED.json").read_bytes() == official_file.read_bytes()

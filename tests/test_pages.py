@@ -1,0 +1,146 @@
+"""Every page through AppTest: registered, renders, and the explorer's flows work."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+ROOT = Path(__file__).resolve().parents[1]
+APP = str(ROOT / "app.py")
+PAGE_FILES = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "pages").glob("*.py"))
+
+
+def _app() -> AppTest:
+    return AppTest.from_file(APP, default_timeout=60)
+
+
+def _texts(at: AppTest) -> str:
+    return "\n".join(str(t.value) for t in at.text)
+
+
+def test_every_page_file_is_registered() -> None:
+    source = (ROOT / "app.py").read_text()
+    for page in PAGE_FILES:
+        assert f'"{page}"' in source, f"{page} is not registered in app.py"
+
+
+@pytest.mark.parametrize("page", PAGE_FILES)
+def test_every_page_renders_on_the_sample(page: str) -> None:
+    at = _app().run()
+    at.switch_page(page).run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.title, f"{page} shows no title"
+    assert "Built-in sample" in at.expander[0].label
+
+
+def test_filter_list_dialogue_flow() -> None:
+    at = _app().run()
+    assert at.subheader[0].value == "34 of 34 dialogues match"
+    at.multiselect(key="labels").set_value(["jeong"]).run()
+    assert at.subheader[0].value == "1 of 34 dialogues match"
+    assert "emotion has all of jeong" in _texts(at)
+    picker = at.selectbox(key="d")
+    assert picker.options == ["sample:1_conv:33"]
+    picker.set_value("sample:1_conv:33").run()
+    texts = _texts(at)
+    assert "분식집 사장님이 오늘도" in texts  # Korean turn
+    assert "The snack shop owner guessed I was working late" in texts  # English turn
+    badges = [m.value for m in at.markdown if "-badge[" in m.value]
+    assert ":violet-badge[jeong · 정(情)]" in badges
+    assert any(b.endswith("1 · Speaker]") for b in badges)
+    assert any(b.endswith("2 · Listener]") for b in badges)
+    assert sum("Korean-only turn" in b for b in badges) == 2
+    assert not at.exception
+
+
+def test_mode_and_more_filters_narrow_the_list() -> None:
+    at = _app().run()
+    at.multiselect(key="labels").set_value(["sad", "lonely"]).run()
+    assert at.subheader[0].value == "2 of 34 dialogues match"
+    at.radio(key="mode").set_value("any").run()
+    # sad or lonely: devastated+sad, disappointed+sad, jealous+sad, lonely+sad, sad+lonely
+    assert at.subheader[0].value == "5 of 34 dialogues match"
+    at.radio(key="ko_only").set_value("with").run()
+    # of those, the dog (devastated) and the holiday-alone (lonely) dialogues add turns
+    assert at.subheader[0].value == "2 of 34 dialogues match"
+    at.radio(key="ko_only").set_value("any").run()
+    at.text_input(key="q").set_value("이민").run()
+    assert at.subheader[0].value == "1 of 34 dialogues match"
+    at.text_input(key="q").set_value("nothing like this").run()
+    assert at.info[0].value.startswith("No dialogue matches")
+
+
+def test_a_shared_link_opens_the_same_view() -> None:
+    at = _app()
+    at.query_params["labels"] = ["han"]
+    at.query_params["mode"] = "exact"
+    at.query_params["d"] = "sample:1_conv:34"
+    at.run()
+    assert at.multiselect(key="labels").value == ["han"]
+    assert at.subheader[0].value == "1 of 34 dialogues match"
+    assert "이산가족 상봉 신청도 하셨었지?" in _texts(at)
+    assert not at.exception
+
+
+def _write_dataset(tmp_path: Path, records: list[dict[str, object]]) -> Path:
+    path = tmp_path / "mine.json"
+    path.write_text(json.dumps(records, ensure_ascii=False), encoding="utf-8")
+    return path
+
+
+def test_data_text_is_shown_literally(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    hostile = '<script>alert("x")</script> **bold** [link](javascript:alert(1))'
+    record = {"conv_id": "x1", "ko_situation": hostile, "situation": "s", "emotion": ["sad"],
+              "dialogue": [{"ko_utter": hostile, "utter": "<img src=x onerror=alert(1)>"}]}  # fmt: skip
+    monkeypatch.setenv("KOED_DATA", str(_write_dataset(tmp_path, [record])))
+    at = _app()
+    at.query_params["d"] = "x1"
+    at.run()
+    assert hostile in [t.value for t in at.text]
+    assert "<img src=x onerror=alert(1)>" in [t.value for t in at.text]
+    assert not any("<script>" in m.value or "onerror" in m.value for m in at.markdown)
+    assert "Your file" in at.expander[0].label
+
+
+def test_a_broken_file_is_named_on_screen(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    record = {"conv_id": "x1", "ko_situation": "", "situation": "", "emotion": ["hapy"],
+              "dialogue": [{"ko_utter": "가"}]}  # fmt: skip
+    path = _write_dataset(tmp_path, [record])
+    monkeypatch.setenv("KOED_DATA", str(path))
+    at = _app().run()
+    assert not at.exception
+    message = at.error[0].value
+    assert str(path) in message and "conv_id 'x1'" in message and "unknown label 'hapy'" in message
+
+
+def test_official_file_with_its_warnings(
+    official_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("KOED_DATA", str(official_file))
+    at = _app().run()
+    assert at.subheader[0].value == "1,360 of 1,360 dialogues match"
+    assert any("repeated_label (10)" in c.value for c in at.caption)
+    assert "Lee, Sim, Kim and Kim" in _texts(at) and "CC BY-NC 4.0" in _texts(at)
+
+
+def test_overview_figures() -> None:
+    at = _app().run()
+    at.switch_page("pages/overview.py").run()
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Dialogues"] == "34" and metrics["Labels used"] == "34"
+    assert not at.exception
+
+
+def test_adaptation_computes_on_request_then_reads_the_cache(isolated_env: Path) -> None:
+    at = _app().run()
+    at.switch_page("pages/adaptation.py").run()
+    assert at.info[0].value.startswith("Similarities for this dataset are not computed yet")
+    at.button(key="adaptation.compute").click().run()
+    assert not at.exception
+    assert list((isolated_env / "adaptation").glob("*.csv"))
+    at.selectbox(key="ad").set_value("sample:1_conv:34").run()
+    assert not at.info and len(at.dataframe) == 2
+    assert at.dataframe[1].value["role"].tolist()[0] == "situation"
