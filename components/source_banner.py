@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from components import resources
+from components import resources, state
 from koed_core.dataset import Dataset
 from koed_core.errors import DatasetError, KoedError
 from koed_core.sources import (
@@ -54,7 +54,7 @@ def _render_warnings(dataset: Dataset) -> None:
 
 
 def _download_button() -> None:
-    if not st.button("Download the official KoED (2.9 MB, sha256-verified)"):
+    if not st.button("Download the official KoED (2.9 MB, sha256-verified)", key=state.DOWNLOAD):
         return
     target = official_cache_path(resources.settings().cache_dir)
     bar = st.progress(0.0, text="Downloading KoED.json...")
@@ -67,6 +67,9 @@ def _download_button() -> None:
         )
     except KoedError as err:
         bar.empty()
-        st.error(str(err))
+        st.error(
+            f"{err}\n\nNo network here? Copy KoED.json onto this machine another way and "
+            "start the app with `KOED_DATA=/path/to/KoED.json`."
+        )
         return
     st.rerun()

@@ -149,3 +149,18 @@ def turn_table(dialogue: Dialogue, sims: pd.DataFrame) -> pd.DataFrame:
     rows = [(0, "situation", own.get(0), dialogue.situation_ko, dialogue.situation_en)]
     rows += [(t.position, t.role, own.get(t.position), t.ko, t.en) for t in dialogue.turns]
     return pd.DataFrame(rows, columns=["position", "role", "similarity", "ko", "en"])
+
+
+def turn_departures(dialogues: Sequence[Dialogue], sims: pd.DataFrame) -> pd.DataFrame:
+    """Every scored turn of every dialogue with its texts, most rewritten first."""
+    scored = sims[sims["position"] != SITUATION_POSITION]
+    score = dict(zip(zip(scored["conv_id"], scored["position"], strict=True),
+                     scored["similarity"], strict=True))  # fmt: skip
+    rows = [
+        (d.conv_id, t.position, t.role, score[(d.conv_id, t.position)], t.ko, t.en)
+        for d in dialogues
+        for t in d.turns
+        if (d.conv_id, t.position) in score
+    ]
+    frame = pd.DataFrame(rows, columns=["conv_id", "position", "role", "similarity", "ko", "en"])
+    return frame.sort_values(["similarity", "conv_id", "position"], ignore_index=True)

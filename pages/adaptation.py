@@ -30,18 +30,24 @@ if sims is None:
 departures = adaptation.dialogue_departures(dataset.dialogues, sims)
 st.plotly_chart(charts.similarity_histogram(departures), width="stretch")
 order = st.radio(
-    "Sort dialogues by", ["most rewritten first", "closest first"], key=state.ADAPT_ORDER,
+    "Sort", ["most rewritten first", "closest first"], key=state.ADAPT_ORDER,
     horizontal=True, bind="query-params",
 )  # fmt: skip
-if order == "closest first":
-    departures = departures.iloc[::-1].reset_index(drop=True)
-st.dataframe(
-    departures, hide_index=True, height=320,
-    column_config={
-        c: st.column_config.ProgressColumn(c, min_value=0.0, max_value=1.0, format="%.2f")
-        for c in ("situation_similarity", "mean_similarity", "min_similarity")
-    },
-)  # fmt: skip
+closest = order == "closest first"
+similarity_columns = {
+    c: st.column_config.ProgressColumn(c, min_value=0.0, max_value=1.0, format="%.2f")
+    for c in ("similarity", "situation_similarity", "mean_similarity", "min_similarity")
+}
+by_dialogue, by_turn = st.tabs(["Dialogues", "Turns"])
+with by_dialogue:
+    shown = departures.iloc[::-1] if closest else departures
+    st.dataframe(shown, hide_index=True, height=320, column_config=similarity_columns)
+with by_turn:
+    turns = adaptation.turn_departures(dataset.dialogues, sims)
+    st.caption(f"{len(turns):,} turns with both a Korean and an English text.")
+    shown = turns.iloc[::-1] if closest else turns
+    st.dataframe(shown, hide_index=True, height=320, column_config=similarity_columns)
+
 conv_id = st.selectbox(
     "Turn by turn", departures["conv_id"].tolist(), index=None, key=state.ADAPT_DIALOGUE,
     bind="query-params", placeholder="Pick a dialogue to see each turn's similarity",
@@ -49,10 +55,8 @@ conv_id = st.selectbox(
 dialogue = dataset.get(conv_id) if conv_id else None
 if dialogue is not None:
     st.dataframe(
-        adaptation.turn_table(dialogue, sims), hide_index=True,
-        column_config={"similarity": st.column_config.ProgressColumn(
-            "similarity", min_value=0.0, max_value=1.0, format="%.2f")},
-    )  # fmt: skip
+        adaptation.turn_table(dialogue, sims), hide_index=True, column_config=similarity_columns
+    )
     st.page_link(
         "pages/explorer.py", label="Open side by side in the explorer", icon=":material/forum:",
         query_params=to_params(DialogueFilter(), conv_id=dialogue.conv_id),

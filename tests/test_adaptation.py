@@ -71,3 +71,7 @@ def test_departures_sort_rewritten_first_and_skip_korean_only(
     turns = adaptation.turn_table(ds.get("rewritten"), sims)
     assert turns["role"].tolist() == ["situation", "speaker", "listener"]
     assert math.isnan(turns.loc[2, "similarity"])  # Korean-only: no pair, no score
+
+    every_turn = adaptation.turn_departures(ds.dialogues, sims)
+    assert every_turn["conv_id"].tolist() == ["rewritten", "close"]  # Korean-only turn absent
+    assert every_turn["similarity"].is_monotonic_increasing

@@ -142,5 +142,23 @@ def test_adaptation_computes_on_request_then_reads_the_cache(isolated_env: Path)
     assert not at.exception
     assert list((isolated_env / "adaptation").glob("*.csv"))
     at.selectbox(key="ad").set_value("sample:1_conv:34").run()
-    assert not at.info and len(at.dataframe) == 2
-    assert at.dataframe[1].value["role"].tolist()[0] == "situation"
+    assert not at.info and len(at.dataframe) == 3  # dialogues, turns, the chosen dialogue
+    assert at.dataframe[2].value["role"].tolist()[0] == "situation"
+    turns = at.dataframe[1].value
+    assert turns["similarity"].is_monotonic_increasing and len(turns) > 100
+
+
+def test_download_button_switches_to_the_official_file(
+    file_server, official_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server, folder = file_server
+    monkeypatch.setenv("KOED_DATA_URL", server.url("KoED.json"))
+    at = _app().run()
+    at.button(key="source.download").click().run()
+    assert "not found" in at.error[0].value or "404" in at.error[0].value
+    assert "Built-in sample" in at.expander[0].label  # a failed download changes nothing
+    (folder / "KoED.json").write_bytes(official_file.read_bytes())
+    at.button(key="source.download").click().run()
+    assert not at.exception and not at.error
+    assert at.expander[0].label.startswith("Data: Official KoED")
+    assert at.subheader[0].value == "1,360 of 1,360 dialogues match"
