@@ -1,7 +1,8 @@
 """The ``koed`` command: the work that is not a page.
 
 ``koed data check PATH`` validates a file and prints its figures; ``koed data download``
-fetches and verifies the official file into the cache the app reads.
+fetches and verifies the official file into the cache the app reads; ``koed run`` answers
+KoED with a model and stores every response.
 """
 
 from __future__ import annotations
@@ -14,10 +15,20 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 
-from koed_core.config import Settings
+from koed_core.config import Settings, api_key
 from koed_core.dataset import load_dataset
 from koed_core.errors import KoedError
-from koed_core.sources import OFFICIAL, OFFICIAL_FILENAME, download_official, official_cache_path
+from koed_core.llm import GenerationSettings
+from koed_core.protocol import PROTOCOLS
+from koed_core.registry import load_registry, resolve_model
+from koed_core.runner import DEFAULT_CONCURRENCY
+from koed_core.sources import (
+    OFFICIAL,
+    OFFICIAL_FILENAME,
+    download_official,
+    official_cache_path,
+    resolve_source,
+)
 
 FIGURE_NAMES = {
     "dialogues": "dialogues",
@@ -47,6 +58,22 @@ def build_parser() -> argparse.ArgumentParser:
         "--dest", type=Path, help="folder to put KoED.json in (default: the app's cache)"
     )
     download.set_defaults(func=cmd_download)
+
+    run = groups.add_parser("run", help="run a model over KoED and store every response")
+    run.add_argument(
+        "--model",
+        required=True,
+        help="a name from models.toml, or openai:MODEL_ID (uses OPENAI_BASE_URL)",
+    )
+    run.add_argument("--lang", default="ko,en", help="ko, en or ko,en (default)")
+    run.add_argument("--protocol", choices=PROTOCOLS, default="single")
+    run.add_argument("--limit", type=int, help="only the first N dialogues")
+    run.add_argument("--concurrency", type=int, default=DEFAULT_CONCURRENCY)
+    run.add_argument("--db", type=Path, help="SQLite file (default: KOED_DB or data/koed.db)")
+    run.add_argument("--data", type=Path, help="KoED file (default: the app's data source)")
+    run.add_argument("--temperature", type=float, default=GenerationSettings.temperature)
+    run.add_argument("--max-tokens", type=int, default=GenerationSettings.max_tokens)
+    run.set_defaults(func=cmd_run)
     return parser
 
 
@@ -96,6 +123,49 @@ def cmd_download(args: argparse.Namespace, settings: Settings) -> int:
     if not args.dest:
         print("The app now shows the official KoED instead of the built-in sample.")
     return 0
+
+
+def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
+    """A resumable batch run with a progress bar; exit 1 if any request failed for good."""
+    from tqdm import tqdm
+
+    from koed_core.backends import make_client
+    from koed_core.runner import run_benchmark
+    from koed_core.storage import Store
+
+    langs = [lang.strip() for lang in args.lang.split(",") if lang.strip()]
+    if not langs or set(langs) - {"ko", "en"}:
+        print(f"error: --lang takes ko, en or ko,en, not {args.lang!r}", file=sys.stderr)
+        return 2
+    try:
+        spec = resolve_model(args.model, load_registry(settings.models_path), os.environ)
+        path = args.data or resolve_source(settings.data_path, settings.cache_dir).path
+        dataset = load_dataset(path)
+        client = make_client(spec, api_key(spec.api_key_env, os.environ))
+    except KoedError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    gen = GenerationSettings(temperature=args.temperature, max_tokens=args.max_tokens)
+    store = Store(args.db or settings.db_path)
+    print(f"{spec.name} on {path} ({len(dataset)} dialogues), {args.protocol}, {','.join(langs)}")
+    with tqdm(unit="req", disable=None) as bar:
+
+        def progress(done: int, total: int) -> None:
+            bar.total = total
+            bar.update(done - bar.n)
+
+        report = run_benchmark(
+            store, client, spec, dataset.dialogues, dataset.sha256, langs=langs,  # type: ignore[arg-type]
+            protocol=args.protocol, settings=gen, limit=args.limit,
+            concurrency=args.concurrency, progress=progress,
+        )  # fmt: skip
+    print(
+        f"run {report.run_id}: {report.succeeded} answered, {report.skipped} already done, "
+        f"{report.failed} failed; stored in {store.path}"
+    )
+    for kind, count in report.errors.most_common():
+        print(f"  {kind}: {count}")
+    return 1 if report.failed else 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:

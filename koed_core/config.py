@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from koed_core.paths import DATA_DIR
+from koed_core.registry import DEFAULT_REGISTRY
 from koed_core.sources import OFFICIAL
 
 
@@ -28,6 +30,10 @@ class Settings:
     """Downloaded official file and computed caches (``KOED_CACHE_DIR``)."""
     data_url: str = OFFICIAL.url
     """Where ``koed data download`` fetches the official file (``KOED_DATA_URL``)."""
+    db_path: Path = DATA_DIR / "koed.db"
+    """The SQLite file of runs, responses and ratings (``KOED_DB``)."""
+    models_path: Path = DEFAULT_REGISTRY
+    """The model registry (``KOED_MODELS``)."""
 
     @classmethod
     def from_sources(
@@ -35,12 +41,26 @@ class Settings:
     ) -> Settings:
         """Secrets override the environment, which overrides the defaults."""
         merged: dict[str, Any] = {}
-        for key, attr in (
-            ("KOED_DATA", "data_path"),
-            ("KOED_CACHE_DIR", "cache_dir"),
-            ("KOED_DATA_URL", "data_url"),
-        ):
+        for key, attr in ENV_NAMES.items():
             value = (secrets or {}).get(key) or env.get(key)
             if value:
-                merged[attr] = Path(value).expanduser() if attr == "cache_dir" else str(value)
+                merged[attr] = Path(value).expanduser() if attr in PATHS else str(value)
         return cls(**merged)
+
+
+ENV_NAMES = {
+    "KOED_DATA": "data_path",
+    "KOED_CACHE_DIR": "cache_dir",
+    "KOED_DATA_URL": "data_url",
+    "KOED_DB": "db_path",
+    "KOED_MODELS": "models_path",
+}
+PATHS = {"cache_dir", "db_path", "models_path"}
+
+
+def api_key(
+    env_name: str, env: Mapping[str, str], secrets: Mapping[str, Any] | None = None
+) -> str | None:
+    """A model's API key from secrets or the environment; callers hand it to the client only."""
+    value = (secrets or {}).get(env_name) or env.get(env_name)
+    return str(value) if value else None

@@ -19,6 +19,8 @@ class Label:
     ko: str
     origin: str  # "ed" for the 32 EmpatheticDialogues emotions, "korean" for jeong and han
     description: str = ""
+    ko_aliases: tuple[str, ...] = ()
+    """Korean stems the label parser accepts for this label (the gloss and its variants)."""
 
     @property
     def display(self) -> str:
@@ -30,7 +32,10 @@ class Label:
 def all_labels() -> tuple[Label, ...]:
     """Every label in the order of the shipped file (the 32 ED ones, then jeong and han)."""
     raw = json.loads(LABELS_FILE.read_text(encoding="utf-8"))
-    return tuple(Label(**entry) for entry in raw["labels"])
+    return tuple(
+        Label(**{**entry, "ko_aliases": tuple(entry.get("ko_aliases", ()))})
+        for entry in raw["labels"]
+    )
 
 
 @cache

@@ -1,0 +1,184 @@
+"""Run a model over KoED in both languages: concurrent, resumable, every answer stored.
+
+Requests run in a thread pool; the calling thread alone writes to SQLite, one response
+per transaction as it arrives. A run killed mid-way therefore loses only the requests in
+flight, and running it again skips every response already stored without error.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+
+from koed_core.dialogue import Dialogue, Lang
+from koed_core.emotions import ParsedReply, parse_reply, score_emotions
+from koed_core.llm import ChatClient, Completion, GenerationSettings, ModelError
+from koed_core.protocol import ListenerTask, Protocol, build_messages, build_task, prompt_version
+from koed_core.registry import ModelSpec
+from koed_core.storage import ResponseRecord, RunConfig, Store, short_hash
+
+ProgressFn = Callable[[int, int], None]
+DEFAULT_CONCURRENCY = 8
+
+
+@dataclass(frozen=True)
+class Item:
+    """One request of a run: a dialogue in one language."""
+
+    dialogue: Dialogue
+    task: ListenerTask
+    protocol: Protocol
+
+    @property
+    def messages(self) -> list[dict[str, str]]:
+        return [dict(m) for m in build_messages(self.task, self.protocol)]
+
+    @property
+    def context_hash(self) -> str:
+        return short_hash(self.messages)
+
+
+@dataclass
+class RunReport:
+    """What a run did this time."""
+
+    run_id: str
+    planned: int
+    skipped: int = 0
+    succeeded: int = 0
+    failed: int = 0
+    errors: Counter[str] = field(default_factory=Counter)
+
+
+def run_config(spec: ModelSpec, protocol: Protocol, settings: GenerationSettings,
+               dataset_sha256: str, kind: str = "batch") -> RunConfig:  # fmt: skip
+    """The configuration that identifies a run (and so what a rerun resumes)."""
+    return RunConfig(
+        model_name=spec.name, backend=spec.backend, model_id=spec.model,
+        base_url=spec.base_url, provenance=spec.provenance, protocol=protocol,
+        prompt_version=prompt_version(), temperature=settings.temperature,
+        max_tokens=settings.max_tokens, dataset_sha256=dataset_sha256, kind=kind,
+    )  # fmt: skip
+
+
+def plan(dialogues: Sequence[Dialogue], langs: Iterable[Lang], protocol: Protocol,
+         limit: int | None = None) -> list[Item]:  # fmt: skip
+    """Items in dataset order, each language; dialogues with no text in a language skip it."""
+    chosen = dialogues[:limit] if limit else dialogues
+    items = []
+    for dialogue in chosen:
+        for lang in langs:
+            task = build_task(dialogue, lang)
+            if task.turns:
+                items.append(Item(dialogue, task, protocol))
+    return items
+
+
+def to_record(run_id: str, item: Item, outcome: Completion | ModelError,
+              parsed: ParsedReply | None) -> ResponseRecord:  # fmt: skip
+    """A response row from an answer or a failure."""
+    base = {"run_id": run_id, "conv_id": item.dialogue.conv_id, "lang": item.task.lang,
+            "context_hash": item.context_hash, "prompt": item.messages}  # fmt: skip
+    if isinstance(outcome, ModelError):
+        return ResponseRecord(**base, raw=None, text=None, error=str(outcome),
+                              error_kind=outcome.kind)  # fmt: skip
+    assert parsed is not None
+    return ResponseRecord(
+        **base, raw=outcome.text, text=parsed.text, predicted=parsed.labels,
+        unknown_labels=parsed.unknown, parse_notes=parsed.notes, latency_s=outcome.latency_s,
+        prompt_tokens=outcome.prompt_tokens, completion_tokens=outcome.completion_tokens,
+    )  # fmt: skip
+
+
+def answer(client: ChatClient, item: Item, settings: GenerationSettings
+           ) -> tuple[Completion | ModelError, ParsedReply | None]:  # fmt: skip
+    """Ask once; a failure comes back as a value so a worker thread never dies with it."""
+    try:
+        completion = client.complete(build_messages(item.task, item.protocol), settings, item.task)
+    except ModelError as err:
+        return err, None
+    return completion, parse_reply(completion.text, item.protocol)
+
+
+def save(store: Store, run_id: str, item: Item, outcome: Completion | ModelError,
+         parsed: ParsedReply | None, scored: bool) -> ResponseRecord:  # fmt: skip
+    """Store one outcome with its emotion score (when the protocol names emotions)."""
+    record = to_record(run_id, item, outcome, parsed)
+    score = None
+    if scored and parsed is not None and item.protocol != "direct":
+        score = score_emotions(parsed.labels, item.dialogue.label_set)
+    store.save_response(record, score, item.dialogue.label_set if score else None)
+    return record
+
+
+def run_benchmark(
+    store: Store,
+    client: ChatClient,
+    spec: ModelSpec,
+    dialogues: Sequence[Dialogue],
+    dataset_sha256: str,
+    *,
+    langs: Sequence[Lang],
+    protocol: Protocol,
+    settings: GenerationSettings,
+    limit: int | None = None,
+    concurrency: int = DEFAULT_CONCURRENCY,
+    progress: ProgressFn | None = None,
+) -> RunReport:
+    """Answer every planned item not already stored; store each answer as it arrives."""
+    config = run_config(spec, protocol, settings, dataset_sha256)
+    run_id = store.ensure_run(config, spec.name, list(langs))
+    items = plan(dialogues, langs, protocol, limit)
+    done = store.finished(run_id)
+    pending = [i for i in items if (i.dialogue.conv_id, i.task.lang, i.context_hash) not in done]
+    report = RunReport(run_id, planned=len(items), skipped=len(items) - len(pending))
+    workers = max(1, min(concurrency, client.max_concurrency or concurrency, len(pending) or 1))
+    scored = spec.backend != "human"
+    if progress:
+        progress(report.skipped, len(items))
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        queue = iter(pending)
+        running: dict[Future[tuple[Completion | ModelError, ParsedReply | None]], Item] = {}
+
+        def submit_next() -> None:
+            item = next(queue, None)
+            if item is not None:
+                running[pool.submit(answer, client, item, settings)] = item
+
+        # Keep only `workers` requests in flight so a kill loses at most those.
+        for _ in range(workers):
+            submit_next()
+        while running:
+            finished, _ = wait(running, return_when=FIRST_COMPLETED)
+            for future in finished:
+                item = running.pop(future)
+                outcome, parsed = future.result()
+                record = save(store, run_id, item, outcome, parsed, scored)
+                if record.error:
+                    report.failed += 1
+                    report.errors[record.error_kind or "error"] += 1
+                else:
+                    report.succeeded += 1
+                submit_next()
+            if progress:
+                progress(report.skipped + report.succeeded + report.failed, len(items))
+    return report
+
+
+def timed_stream(client: ChatClient, item: Item, settings: GenerationSettings,
+                 sink: Callable[[str], None]) -> tuple[Completion, ParsedReply]:  # fmt: skip
+    """Stream one answer into ``sink`` (the chat page) and return it parsed.
+
+    Raises:
+        ModelError: the model failed; nothing is returned in its place.
+    """
+    start = time.perf_counter()
+    pieces = []
+    for piece in client.stream(build_messages(item.task, item.protocol), settings, item.task):
+        pieces.append(piece)
+        sink("".join(pieces))
+    text = "".join(pieces)
+    return Completion(text, time.perf_counter() - start), parse_reply(text, item.protocol)

@@ -1,0 +1,163 @@
+"""A scripted OpenAI-compatible server on localhost: the far side of the network in tests.
+
+It speaks ``POST /v1/chat/completions`` (whole and streamed as server-sent events) and
+``GET /v1/models``. By default it answers like a polite listener in the language of the
+conversation; a script can queue failures (429, 500, a stall) or exact replies, and every
+request body is kept for assertions. Run it alone for the browser test or the benchmark:
+
+    python tests/fake_openai.py --port 8765 [--latency 0.2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+HANGUL = re.compile(r"[\uac00-\ud7a3]")
+
+
+@dataclass
+class Step:
+    """One scripted answer: an HTTP error status, a stall, or an exact reply text."""
+
+    status: int = 200
+    text: str | None = None
+    delay_s: float = 0.0
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+def default_reply(body: dict[str, Any]) -> str:
+    """A listener's answer in the conversation's language, naming one emotion."""
+    user = body["messages"][-1]["content"]
+    if HANGUL.search(user):
+        return (
+            "Emotion: 슬픈\nResponse: 정말 속상했겠다. 괜찮으면 무슨 일이 있었는지 더 얘기해 줄래?"
+        )
+    return "Emotion: sad\nResponse: That sounds really hard. Do you want to tell me more about it?"
+
+
+class FakeOpenAI:
+    """The server object tests hold: its URL, its script and what it received."""
+
+    def __init__(self, latency_s: float = 0.0, port: int = 0) -> None:
+        self.latency_s = latency_s
+        self.script: deque[Step] = deque()
+        self.requests: list[dict[str, Any]] = []
+        self.lock = threading.Lock()
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", port), _handler(self))
+        self.httpd.daemon_threads = True
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+
+    def start(self) -> FakeOpenAI:
+        self.thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+    def queue(self, *steps: Step) -> None:
+        with self.lock:
+            self.script.extend(steps)
+
+    def next_step(self, body: dict[str, Any]) -> Step:
+        with self.lock:
+            self.requests.append(body)
+            return self.script.popleft() if self.script else Step()
+
+
+def _handler(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+            pass
+
+        def _json(self, status: int, payload: dict[str, Any], headers: dict[str, str]) -> None:
+            data = json.dumps(payload).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            for key, value in headers.items():
+                self.send_header(key, value)
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_GET(self) -> None:  # noqa: N802
+            self._json(200, {"object": "list", "data": [{"id": "fake", "object": "model"}]}, {})
+
+        def do_POST(self) -> None:  # noqa: N802
+            length = int(self.headers.get("Content-Length") or 0)
+            body = json.loads(self.rfile.read(length) or b"{}")
+            step = server.next_step(body)
+            time.sleep(server.latency_s + step.delay_s)
+            if step.status != 200:
+                error = {"error": {"message": f"scripted {step.status}", "type": "fake"}}
+                self._json(step.status, error, step.headers)
+                return
+            text = step.text if step.text is not None else default_reply(body)
+            if body.get("stream"):
+                self._stream(body, text)
+            else:
+                self._json(200, _completion(body, text), {})
+
+        def _stream(self, body: dict[str, Any], text: str) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            pieces = re.findall(r"\S+\s*|\s+", text) or [""]
+            for piece in pieces:
+                chunk = {"id": "chatcmpl-fake", "object": "chat.completion.chunk",
+                         "created": int(time.time()), "model": body.get("model", "fake"),
+                         "choices": [{"index": 0, "delta": {"content": piece},
+                                      "finish_reason": None}]}  # fmt: skip
+                self._chunk(f"data: {json.dumps(chunk)}\n\n".encode())
+            self._chunk(b"data: [DONE]\n\n")
+            self._chunk(b"")
+
+        def _chunk(self, data: bytes) -> None:
+            self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+            self.wfile.flush()
+
+    return Handler
+
+
+def _completion(body: dict[str, Any], text: str) -> dict[str, Any]:
+    prompt_words = sum(len(str(m.get("content", "")).split()) for m in body.get("messages", []))
+    return {
+        "id": "chatcmpl-fake", "object": "chat.completion", "created": int(time.time()),
+        "model": body.get("model", "fake"),
+        "choices": [{"index": 0, "finish_reason": "stop",
+                     "message": {"role": "assistant", "content": text}}],
+        "usage": {"prompt_tokens": prompt_words, "completion_tokens": len(text.split()),
+                  "total_tokens": prompt_words + len(text.split())},
+    }  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--port", type=int, default=8765)
+    parser.add_argument("--latency", type=float, default=0.0)
+    args = parser.parse_args()
+    server = FakeOpenAI(latency_s=args.latency, port=args.port).start()
+    print(f"fake OpenAI server on {server.base_url}", flush=True)
+    try:
+        server.thread.join()
+    except KeyboardInterrupt:
+        server.stop()
+
+
+if __name__ == "__main__":
+    main()
