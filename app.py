@@ -8,6 +8,10 @@ PAGES = {
         st.Page("pages/overview.py", title="Label overview", icon=":material/grid_on:"),
         st.Page("pages/adaptation.py", title="Adaptation", icon=":material/translate:"),
     ],
+    "Models": [
+        st.Page("pages/chat.py", title="Chat", icon=":material/chat:"),
+        st.Page("pages/runs.py", title="Runs", icon=":material/playlist_play:"),
+    ],
 }
 
 

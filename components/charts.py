@@ -14,13 +14,22 @@ FONT = "NanumGothic, Noto Sans KR, Malgun Gothic, sans-serif"
 def label_frequency_chart(freq: pd.DataFrame) -> go.Figure:
     """Horizontal bars, one per label, most frequent on top, gloss in the hover."""
     fig = px.bar(
-        freq.iloc[::-1], x="dialogues", y="label", orientation="h",
-        hover_data={"gloss": True, "share": ":.1%"}, text="dialogues",
+        freq.iloc[::-1],
+        x="dialogues",
+        y="label",
+        orientation="h",
+        hover_data={"gloss": True, "share": ":.1%"},
+        text="dialogues",
         title="How many dialogues carry each label",
-    )  # fmt: skip
+    )
     fig.update_traces(marker_color="#c2410c")
-    fig.update_layout(height=820, font_family=FONT, yaxis_title=None, xaxis_title="dialogues",
-                      margin={"l": 10, "r": 10, "t": 50, "b": 10})  # fmt: skip
+    fig.update_layout(
+        height=820,
+        font_family=FONT,
+        yaxis_title=None,
+        xaxis_title="dialogues",
+        margin={"l": 10, "r": 10, "t": 50, "b": 10},
+    )
     return fig
 
 
@@ -29,24 +38,31 @@ def cooccurrence_heatmap(matrix: pd.DataFrame) -> go.Figure:
     ticks = [f"{name} {gloss(name)}" for name in matrix.index]
     fig = go.Figure(
         go.Heatmap(
-            z=matrix.to_numpy(), x=ticks, y=ticks, colorscale="Oranges",
+            z=matrix.to_numpy(),
+            x=ticks,
+            y=ticks,
+            colorscale="Oranges",
             hovertemplate="%{y} + %{x}: %{z} dialogues<extra></extra>",
         )
-    )  # fmt: skip
+    )
     fig.update_layout(
         title="Which labels are given together (diagonal: dialogues with the label)",
-        height=820, font_family=FONT, yaxis_autorange="reversed",
+        height=820,
+        font_family=FONT,
+        yaxis_autorange="reversed",
         margin={"l": 10, "r": 10, "t": 50, "b": 10},
-    )  # fmt: skip
+    )
     return fig
 
 
 def similarity_histogram(departures: pd.DataFrame) -> go.Figure:
     """Distribution of per-dialogue mean ko/en similarity."""
     fig = px.histogram(
-        departures.dropna(subset=["mean_similarity"]), x="mean_similarity", nbins=40,
+        departures.dropna(subset=["mean_similarity"]),
+        x="mean_similarity",
+        nbins=40,
         title="Mean ko/en similarity per dialogue (low = rewritten more)",
-    )  # fmt: skip
+    )
     fig.update_traces(marker_color="#0f766e")
     fig.update_layout(height=320, font_family=FONT, margin={"l": 10, "r": 10, "t": 50, "b": 10})
     return fig

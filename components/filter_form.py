@@ -28,27 +28,42 @@ def filter_form(index: FilterIndex) -> DialogueFilter:
     if labels:
         bar.caption(" · ".join(by_name()[name].display for name in labels))
     mode = bar.radio(
-        "Match", list(MODE_TEXT), key=state.MODE, bind=BIND, horizontal=True,
+        "Match",
+        list(MODE_TEXT),
+        key=state.MODE,
+        bind=BIND,
+        horizontal=True,
         help="all: the dialogue has every chosen label (maybe more). exact: its label set "
         "is the chosen set. any: it has at least one of them.",
-    )  # fmt: skip
+    )
     origin = bar.radio(
-        "Records", list(ORIGIN_TEXT), key=state.ORIGIN, bind=BIND, horizontal=True,
+        "Records",
+        list(ORIGIN_TEXT),
+        key=state.ORIGIN,
+        bind=BIND,
+        horizontal=True,
         help="korean: the jeong (정) and han (한) records written for KoED. "
         "ed: the records adapted from EmpatheticDialogues.",
-    )  # fmt: skip
+    )
     text = bar.text_input(
-        "Text contains", key=state.TEXT, bind=BIND, placeholder="e.g. 엄마 or grandmother",
+        "Text contains",
+        key=state.TEXT,
+        bind=BIND,
+        placeholder="e.g. 엄마 or grandmother",
         help="Searches situations and turns in both languages.",
-    )  # fmt: skip
+    )
     low, high = min(index.n_turns, default=1), max(index.n_turns, default=1)
     turns = (low, high)
     if high > low:
         turns = bar.slider("Number of turns", low, high, (low, high), key=state.TURNS, bind=BIND)
     ko_only = bar.radio(
-        "Korean-only turns", list(KO_ONLY_CHOICES), key=state.KO_ONLY, bind=BIND,
-        horizontal=True, help="Turns the reconstruction added with no English original.",
-    )  # fmt: skip
+        "Korean-only turns",
+        list(KO_ONLY_CHOICES),
+        key=state.KO_ONLY,
+        bind=BIND,
+        horizontal=True,
+        help="Turns the reconstruction added with no English original.",
+    )
     return DialogueFilter(
         labels=frozenset(labels),
         mode=cast(MatchMode, mode),

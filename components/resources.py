@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import pandas as pd
 import streamlit as st
@@ -17,16 +17,47 @@ from koed_core import adaptation
 from koed_core.config import Settings
 from koed_core.dataset import Dataset, load_dataset
 from koed_core.filters import FilterIndex
+from koed_core.registry import ModelSpec, load_registry
 from koed_core.sources import DataSource, resolve_source
+from koed_core.storage import Store
+
+
+def secrets() -> dict[str, Any]:
+    """Streamlit secrets as a dict ({} when there is no secrets file)."""
+    try:
+        return dict(st.secrets)
+    except FileNotFoundError:
+        return {}
 
 
 def settings() -> Settings:
     """Settings from secrets and the environment, read on every run (cheap, always current)."""
-    try:
-        secrets = dict(st.secrets)
-    except FileNotFoundError:
-        secrets = {}
-    return Settings.from_sources(os.environ, secrets)
+    return Settings.from_sources(os.environ, secrets())
+
+
+def registry() -> dict[str, ModelSpec]:
+    """The model registry, read again when the file changes.
+
+    Raises:
+        RegistryError: the file is broken; pages show the message.
+    """
+    path = settings().models_path
+    return _registry(str(path), path.stat().st_mtime_ns if path.exists() else 0)
+
+
+@st.cache_data(max_entries=2)
+def _registry(path: str, mtime_ns: int) -> dict[str, ModelSpec]:
+    return load_registry(Path(path))
+
+
+@st.cache_resource(max_entries=2)
+def _store(path: str) -> Store:
+    return Store(path)
+
+
+def store() -> Store:
+    """The shared database (one connection, WAL, writes locked)."""
+    return _store(str(settings().db_path))
 
 
 class Loaded(NamedTuple):

@@ -48,8 +48,10 @@ def _render_warnings(dataset: Dataset) -> None:
         "Oddities in the file, loaded anyway: "
         + ", ".join(f"{kind} ({n})" for kind, n in counts.items())
     )
-    rows = [{"kind": w.kind, "record": w.index, "conv_id": w.conv_id, "message": w.message}
-            for w in dataset.warnings]  # fmt: skip
+    rows = [
+        {"kind": w.kind, "record": w.index, "conv_id": w.conv_id, "message": w.message}
+        for w in dataset.warnings
+    ]
     st.dataframe(rows, hide_index=True, height=200)
 
 

@@ -24,3 +24,19 @@ EXPLORER_TABLE = "explorer.table"
 OVERVIEW_TABLE = "overview.combinations"
 ADAPT_COMPUTE = "adaptation.compute"
 DOWNLOAD = "source.download"
+
+# Chat page.
+CHAT_DIALOGUE = "chat.dialogue"
+CHAT_SEARCH = "chat.search"
+CHAT_LANGS = "chat.langs"
+CHAT_MODELS = "chat.models"
+CHAT_PROTOCOL = "chat.protocol"
+CHAT_TEMPERATURE = "chat.temperature"
+CHAT_MAX_TOKENS = "chat.max_tokens"
+CHAT_SESSION = "chat.session"
+CHAT_ASK = "chat.ask"
+API_KEY = "models.api_key"
+
+# Runs page.
+RUNS_MODEL = "runs.model"
+RUNS_SELECTED = "runs.selected"

@@ -154,8 +154,13 @@ def turn_table(dialogue: Dialogue, sims: pd.DataFrame) -> pd.DataFrame:
 def turn_departures(dialogues: Sequence[Dialogue], sims: pd.DataFrame) -> pd.DataFrame:
     """Every scored turn of every dialogue with its texts, most rewritten first."""
     scored = sims[sims["position"] != SITUATION_POSITION]
-    score = dict(zip(zip(scored["conv_id"], scored["position"], strict=True),
-                     scored["similarity"], strict=True))  # fmt: skip
+    score = dict(
+        zip(
+            zip(scored["conv_id"], scored["position"], strict=True),
+            scored["similarity"],
+            strict=True,
+        )
+    )
     rows = [
         (d.conv_id, t.position, t.role, score[(d.conv_id, t.position)], t.ko, t.en)
         for d in dialogues

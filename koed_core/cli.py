@@ -155,10 +155,18 @@ def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
             bar.update(done - bar.n)
 
         report = run_benchmark(
-            store, client, spec, dataset.dialogues, dataset.sha256, langs=langs,  # type: ignore[arg-type]
-            protocol=args.protocol, settings=gen, limit=args.limit,
-            concurrency=args.concurrency, progress=progress,
-        )  # fmt: skip
+            store,
+            client,
+            spec,
+            dataset.dialogues,
+            dataset.sha256,
+            langs=langs,
+            protocol=args.protocol,
+            settings=gen,
+            limit=args.limit,
+            concurrency=args.concurrency,
+            progress=progress,
+        )
     print(
         f"run {report.run_id}: {report.succeeded} answered, {report.skipped} already done, "
         f"{report.failed} failed; stored in {store.path}"

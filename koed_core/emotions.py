@@ -18,7 +18,8 @@ EMOTION_LINE = re.compile(
     r"^\W*(?:emotions?|감정|정서)\W*\s*[:：]\s*(?P<labels>.+)$", re.IGNORECASE | re.MULTILINE
 )
 RESPONSE_LINE = re.compile(
-    r"^\W*(?:response|reply|listener|응답|답변|청자)\W*\s*[:：]\s*", re.IGNORECASE | re.MULTILINE
+    r"^\W*(?:response|reply|listener|응답|답변|청자)\W*\s*[:：][\s*_]*",
+    re.IGNORECASE | re.MULTILINE,
 )
 # Separators between labels; Korean 와/과 only as a particle ending a word ("슬픔과 외로움").
 SPLIT = re.compile(

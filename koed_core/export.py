@@ -16,9 +16,18 @@ from koed_core.dialogue import Dialogue
 from koed_core.labels import gloss
 
 CSV_COLUMNS = [
-    "conv_id", "labels", "labels_ko", "situation_ko", "situation_en",
-    "position", "role", "utter_idx", "ko", "en", "ko_only",
-]  # fmt: skip
+    "conv_id",
+    "labels",
+    "labels_ko",
+    "situation_ko",
+    "situation_en",
+    "position",
+    "role",
+    "utter_idx",
+    "ko",
+    "en",
+    "ko_only",
+]
 
 
 def dialogue_record(dialogue: Dialogue) -> dict[str, Any]:
@@ -64,7 +73,7 @@ def to_csv(dialogues: Sequence[Dialogue]) -> str:
             t.ko,
             t.en,
             t.ko_only,
-        )  # fmt: skip
+        )
         for d in dialogues
         for t in d.turns
     ]

@@ -128,10 +128,15 @@ USER_FOOTER = {"en": "Listener:", "ko": "청자:"}
 def prompt_version() -> str:
     """A short hash of every prompt template; stored with each response."""
     blob = json.dumps(
-        {"instructions": {f"{p}/{lang}": t for (p, lang), t in INSTRUCTIONS.items()},
-         "roles": ROLE_NAMES, "header": USER_HEADER, "footer": USER_FOOTER},
-        ensure_ascii=False, sort_keys=True,
-    )  # fmt: skip
+        {
+            "instructions": {f"{p}/{lang}": t for (p, lang), t in INSTRUCTIONS.items()},
+            "roles": ROLE_NAMES,
+            "header": USER_HEADER,
+            "footer": USER_FOOTER,
+        },
+        ensure_ascii=False,
+        sort_keys=True,
+    )
     return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
 

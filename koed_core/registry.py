@@ -90,8 +90,9 @@ def resolve_model(
         model = name[len(ADHOC_PREFIX) :]
         if not model:
             raise RegistryError("openai: needs a model id, e.g. openai:gpt-4o-mini")
-        return ModelSpec(name=name, backend="openai", model=model,
-                         base_url=env.get("OPENAI_BASE_URL") or None)  # fmt: skip
+        return ModelSpec(
+            name=name, backend="openai", model=model, base_url=env.get("OPENAI_BASE_URL") or None
+        )
     if name not in registry:
         known = ", ".join(sorted(registry))
         raise RegistryError(f"unknown model {name!r}; known: {known}; or use openai:MODEL_ID")

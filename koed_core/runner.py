@@ -12,11 +12,20 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
 
 from koed_core.dialogue import Dialogue, Lang
 from koed_core.emotions import ParsedReply, parse_reply, score_emotions
 from koed_core.llm import ChatClient, Completion, GenerationSettings, ModelError
-from koed_core.protocol import ListenerTask, Protocol, build_messages, build_task, prompt_version
+from koed_core.protocol import (
+    ListenerTask,
+    Message,
+    Protocol,
+    build_messages,
+    build_task,
+    prompt_version,
+)
 from koed_core.registry import ModelSpec
 from koed_core.storage import ResponseRecord, RunConfig, Store, short_hash
 
@@ -32,12 +41,14 @@ class Item:
     task: ListenerTask
     protocol: Protocol
 
-    @property
-    def messages(self) -> list[dict[str, str]]:
-        return [dict(m) for m in build_messages(self.task, self.protocol)]
+    @cached_property
+    def messages(self) -> list[Message]:
+        """The request, built once (it is sent, hashed and stored)."""
+        return build_messages(self.task, self.protocol)
 
-    @property
+    @cached_property
     def context_hash(self) -> str:
+        """Identifies the context, so a rerun recognises a stored answer."""
         return short_hash(self.messages)
 
 
@@ -53,19 +64,35 @@ class RunReport:
     errors: Counter[str] = field(default_factory=Counter)
 
 
-def run_config(spec: ModelSpec, protocol: Protocol, settings: GenerationSettings,
-               dataset_sha256: str, kind: str = "batch") -> RunConfig:  # fmt: skip
+def run_config(
+    spec: ModelSpec,
+    protocol: Protocol,
+    settings: GenerationSettings,
+    dataset_sha256: str,
+    kind: str = "batch",
+) -> RunConfig:
     """The configuration that identifies a run (and so what a rerun resumes)."""
     return RunConfig(
-        model_name=spec.name, backend=spec.backend, model_id=spec.model,
-        base_url=spec.base_url, provenance=spec.provenance, protocol=protocol,
-        prompt_version=prompt_version(), temperature=settings.temperature,
-        max_tokens=settings.max_tokens, dataset_sha256=dataset_sha256, kind=kind,
-    )  # fmt: skip
+        model_name=spec.name,
+        backend=spec.backend,
+        model_id=spec.model,
+        base_url=spec.base_url,
+        provenance=spec.provenance,
+        protocol=protocol,
+        prompt_version=prompt_version(),
+        temperature=settings.temperature,
+        max_tokens=settings.max_tokens,
+        dataset_sha256=dataset_sha256,
+        kind=kind,
+    )
 
 
-def plan(dialogues: Sequence[Dialogue], langs: Iterable[Lang], protocol: Protocol,
-         limit: int | None = None) -> list[Item]:  # fmt: skip
+def plan(
+    dialogues: Sequence[Dialogue],
+    langs: Iterable[Lang],
+    protocol: Protocol,
+    limit: int | None = None,
+) -> list[Item]:
     """Items in dataset order, each language; dialogues with no text in a language skip it."""
     chosen = dialogues[:limit] if limit else dialogues
     items = []
@@ -77,34 +104,54 @@ def plan(dialogues: Sequence[Dialogue], langs: Iterable[Lang], protocol: Protoco
     return items
 
 
-def to_record(run_id: str, item: Item, outcome: Completion | ModelError,
-              parsed: ParsedReply | None) -> ResponseRecord:  # fmt: skip
+def to_record(
+    run_id: str, item: Item, outcome: Completion | ModelError, parsed: ParsedReply | None
+) -> ResponseRecord:
     """A response row from an answer or a failure."""
-    base = {"run_id": run_id, "conv_id": item.dialogue.conv_id, "lang": item.task.lang,
-            "context_hash": item.context_hash, "prompt": item.messages}  # fmt: skip
+    base: dict[str, Any] = {
+        "run_id": run_id,
+        "conv_id": item.dialogue.conv_id,
+        "lang": item.task.lang,
+        "context_hash": item.context_hash,
+        "prompt": [dict(m) for m in item.messages],
+    }
     if isinstance(outcome, ModelError):
-        return ResponseRecord(**base, raw=None, text=None, error=str(outcome),
-                              error_kind=outcome.kind)  # fmt: skip
+        return ResponseRecord(
+            **base, raw=None, text=None, error=str(outcome), error_kind=outcome.kind
+        )
     assert parsed is not None
     return ResponseRecord(
-        **base, raw=outcome.text, text=parsed.text, predicted=parsed.labels,
-        unknown_labels=parsed.unknown, parse_notes=parsed.notes, latency_s=outcome.latency_s,
-        prompt_tokens=outcome.prompt_tokens, completion_tokens=outcome.completion_tokens,
-    )  # fmt: skip
+        **base,
+        raw=outcome.text,
+        text=parsed.text,
+        predicted=parsed.labels,
+        unknown_labels=parsed.unknown,
+        parse_notes=parsed.notes,
+        latency_s=outcome.latency_s,
+        prompt_tokens=outcome.prompt_tokens,
+        completion_tokens=outcome.completion_tokens,
+    )
 
 
-def answer(client: ChatClient, item: Item, settings: GenerationSettings
-           ) -> tuple[Completion | ModelError, ParsedReply | None]:  # fmt: skip
+def answer(
+    client: ChatClient, item: Item, settings: GenerationSettings
+) -> tuple[Completion | ModelError, ParsedReply | None]:
     """Ask once; a failure comes back as a value so a worker thread never dies with it."""
     try:
-        completion = client.complete(build_messages(item.task, item.protocol), settings, item.task)
+        completion = client.complete(item.messages, settings, item.task)
     except ModelError as err:
         return err, None
     return completion, parse_reply(completion.text, item.protocol)
 
 
-def save(store: Store, run_id: str, item: Item, outcome: Completion | ModelError,
-         parsed: ParsedReply | None, scored: bool) -> ResponseRecord:  # fmt: skip
+def save(
+    store: Store,
+    run_id: str,
+    item: Item,
+    outcome: Completion | ModelError,
+    parsed: ParsedReply | None,
+    scored: bool,
+) -> ResponseRecord:
     """Store one outcome with its emotion score (when the protocol names emotions)."""
     record = to_record(run_id, item, outcome, parsed)
     score = None
@@ -155,6 +202,7 @@ def run_benchmark(
             finished, _ = wait(running, return_when=FIRST_COMPLETED)
             for future in finished:
                 item = running.pop(future)
+                submit_next()  # refill before writing, so the pool never waits on SQLite
                 outcome, parsed = future.result()
                 record = save(store, run_id, item, outcome, parsed, scored)
                 if record.error:
@@ -162,14 +210,14 @@ def run_benchmark(
                     report.errors[record.error_kind or "error"] += 1
                 else:
                     report.succeeded += 1
-                submit_next()
             if progress:
                 progress(report.skipped + report.succeeded + report.failed, len(items))
     return report
 
 
-def timed_stream(client: ChatClient, item: Item, settings: GenerationSettings,
-                 sink: Callable[[str], None]) -> tuple[Completion, ParsedReply]:  # fmt: skip
+def timed_stream(
+    client: ChatClient, item: Item, settings: GenerationSettings, sink: Callable[[str], None]
+) -> tuple[Completion, ParsedReply]:
     """Stream one answer into ``sink`` (the chat page) and return it parsed.
 
     Raises:

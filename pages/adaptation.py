@@ -30,9 +30,12 @@ if sims is None:
 departures = adaptation.dialogue_departures(dataset.dialogues, sims)
 st.plotly_chart(charts.similarity_histogram(departures), width="stretch")
 order = st.radio(
-    "Sort", ["most rewritten first", "closest first"], key=state.ADAPT_ORDER,
-    horizontal=True, bind="query-params",
-)  # fmt: skip
+    "Sort",
+    ["most rewritten first", "closest first"],
+    key=state.ADAPT_ORDER,
+    horizontal=True,
+    bind="query-params",
+)
 closest = order == "closest first"
 similarity_columns = {
     c: st.column_config.ProgressColumn(c, min_value=0.0, max_value=1.0, format="%.2f")
@@ -49,15 +52,21 @@ with by_turn:
     st.dataframe(shown, hide_index=True, height=320, column_config=similarity_columns)
 
 conv_id = st.selectbox(
-    "Turn by turn", departures["conv_id"].tolist(), index=None, key=state.ADAPT_DIALOGUE,
-    bind="query-params", placeholder="Pick a dialogue to see each turn's similarity",
-)  # fmt: skip
+    "Turn by turn",
+    departures["conv_id"].tolist(),
+    index=None,
+    key=state.ADAPT_DIALOGUE,
+    bind="query-params",
+    placeholder="Pick a dialogue to see each turn's similarity",
+)
 dialogue = dataset.get(conv_id) if conv_id else None
 if dialogue is not None:
     st.dataframe(
         adaptation.turn_table(dialogue, sims), hide_index=True, column_config=similarity_columns
     )
     st.page_link(
-        "pages/explorer.py", label="Open side by side in the explorer", icon=":material/forum:",
+        "pages/explorer.py",
+        label="Open side by side in the explorer",
+        icon=":material/forum:",
         query_params=to_params(DialogueFilter(), conv_id=dialogue.conv_id),
-    )  # fmt: skip
+    )

@@ -20,14 +20,21 @@ st.subheader(f"{len(matches):,} of {len(dataset):,} dialogues match", anchor=Fal
 st.text(f"Filter: {flt.describe()}")
 buttons = st.container(horizontal=True)
 buttons.download_button(
-    "CSV (one row per turn)", lambda: to_csv(matches), file_name="koed_filtered.csv",
-    mime="text/csv", icon=":material/download:", disabled=not matches,
-)  # fmt: skip
-buttons.download_button(
-    "JSONL (one dialogue per line)", lambda: to_jsonl(matches),
-    file_name="koed_filtered.jsonl", mime="application/jsonl", icon=":material/download:",
+    "CSV (one row per turn)",
+    lambda: to_csv(matches),
+    file_name="koed_filtered.csv",
+    mime="text/csv",
+    icon=":material/download:",
     disabled=not matches,
-)  # fmt: skip
+)
+buttons.download_button(
+    "JSONL (one dialogue per line)",
+    lambda: to_jsonl(matches),
+    file_name="koed_filtered.jsonl",
+    mime="application/jsonl",
+    icon=":material/download:",
+    disabled=not matches,
+)
 if not matches:
     st.info("No dialogue matches. Loosen a filter in the sidebar.")
     st.stop()
@@ -51,14 +58,28 @@ def _open_selected() -> None:
 
 
 st.dataframe(
-    table, hide_index=True, height=300, key=state.EXPLORER_TABLE,
-    on_select=_open_selected, selection_mode="single-row",
-)  # fmt: skip
+    table,
+    hide_index=True,
+    height=300,
+    key=state.EXPLORER_TABLE,
+    on_select=_open_selected,
+    selection_mode="single-row",
+)
 conv_id = st.selectbox(
-    "Open a dialogue", table["conv_id"].tolist(), index=None, key=state.DIALOGUE, bind=BIND,
+    "Open a dialogue",
+    table["conv_id"].tolist(),
+    index=None,
+    key=state.DIALOGUE,
+    bind=BIND,
     placeholder="Pick a conv_id, or click a row above",
-)  # fmt: skip
+)
 if conv_id:
     dialogue = dataset.get(conv_id)
     if dialogue is not None:
         render_dialogue(dialogue, [w for w in dataset.warnings if w.conv_id == conv_id])
+        st.page_link(
+            "pages/chat.py",
+            label="Chat with models about this dialogue",
+            icon=":material/chat:",
+            query_params={"dialogue": conv_id},
+        )

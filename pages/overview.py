@@ -19,16 +19,21 @@ cols[3].metric("Korean-only turns", f"{stats.ko_only_turns:,} of {stats.turns:,}
 
 freq = overview.label_frequencies(dataset.dialogues)
 st.plotly_chart(charts.label_frequency_chart(freq), width="stretch")
-st.plotly_chart(charts.cooccurrence_heatmap(overview.cooccurrence(dataset.dialogues)),
-                width="stretch")  # fmt: skip
+st.plotly_chart(
+    charts.cooccurrence_heatmap(overview.cooccurrence(dataset.dialogues)), width="stretch"
+)
 
 st.subheader("Label combinations", anchor=False)
 st.caption("Select a row to open the explorer filtered to exactly that combination.")
 combos = overview.combinations(dataset.dialogues)
 picked = st.dataframe(
-    combos, hide_index=True, height=400, key=state.OVERVIEW_TABLE,
-    on_select="rerun", selection_mode="single-row",
-)  # fmt: skip
+    combos,
+    hide_index=True,
+    height=400,
+    key=state.OVERVIEW_TABLE,
+    on_select="rerun",
+    selection_mode="single-row",
+)
 rows = picked.selection.rows if picked else []
 if rows:
     labels = overview.split_combination(combos["combination"].iloc[rows[0]])

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.fake_openai import FakeOpenAI
+
 ROOT = Path(__file__).resolve().parents[1]
 OFFICIAL_FILE = ROOT.parent / "shared" / "data" / "KoED.json"
 
@@ -21,6 +23,9 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("KOED_CACHE_DIR", str(cache))
     monkeypatch.delenv("KOED_DATA", raising=False)
     monkeypatch.delenv("KOED_DATA_URL", raising=False)
+    monkeypatch.setenv("KOED_DB", str(tmp_path / "koed.db"))
+    for name in ("KOED_MODELS", "OPENAI_API_KEY", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
     return cache
 
 
@@ -72,3 +77,28 @@ def file_server(tmp_path: Path) -> Iterator[tuple[FileServer, Path]]:
     yield server, folder
     server.httpd.shutdown()
     server.httpd.server_close()
+
+
+@pytest.fixture
+def fake_openai() -> Iterator[FakeOpenAI]:
+    """The scripted OpenAI-compatible server, running for one test."""
+    server = FakeOpenAI().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def fake_registry(tmp_path: Path, fake_openai: FakeOpenAI, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A models.toml with one model on the fake server, used by the app through KOED_MODELS."""
+    path = tmp_path / "models.toml"
+    path.write_text(
+        "[models.fake-listener]\n"
+        'backend = "openai"\n'
+        'model = "fake-model"\n'
+        f'base_url = "{fake_openai.base_url}"\n'
+        'provenance = "korean-centric"\n'
+        "[models.human]\n"
+        'backend = "human"\n'
+    )
+    monkeypatch.setenv("KOED_MODELS", str(path))
+    return path

@@ -21,9 +21,12 @@ def encoder() -> adaptation.UseEncoder:
 
 def test_translation_scores_higher_than_a_rewrite(encoder: adaptation.UseEncoder) -> None:
     vectors = encoder.encode(
-        ["오늘 시험에 합격해서 정말 기뻐.", "I passed my exam today and I am so happy.",
-         "The train to the airport was late again."]
-    )  # fmt: skip
+        [
+            "오늘 시험에 합격해서 정말 기뻐.",
+            "I passed my exam today and I am so happy.",
+            "The train to the airport was late again.",
+        ]
+    )
     same, other = float(vectors[0] @ vectors[1]), float(vectors[0] @ vectors[2])
     assert same > 0.7 and other < 0.4
 
@@ -57,13 +60,24 @@ def test_departures_sort_rewritten_first_and_skip_korean_only(
         return {"ko_utter": ko, "utter": en}
 
     records = [
-        {"conv_id": "close", "ko_situation": "시험에 합격했다", "situation": "I passed the exam",
-         "emotion": "joyful", "dialogue": [turn("나 시험 붙었어!", "I passed the exam!")]},
-        {"conv_id": "rewritten", "ko_situation": "명절에 고향에 못 갔다",
-         "situation": "I bought a new car", "emotion": "lonely",
-         "dialogue": [turn("추석에 혼자 편의점 도시락 먹었어.", "My new car is red."),
-                      turn("한국어만 있는 턴", "")]},
-    ]  # fmt: skip
+        {
+            "conv_id": "close",
+            "ko_situation": "시험에 합격했다",
+            "situation": "I passed the exam",
+            "emotion": "joyful",
+            "dialogue": [turn("나 시험 붙었어!", "I passed the exam!")],
+        },
+        {
+            "conv_id": "rewritten",
+            "ko_situation": "명절에 고향에 못 갔다",
+            "situation": "I bought a new car",
+            "emotion": "lonely",
+            "dialogue": [
+                turn("추석에 혼자 편의점 도시락 먹었어.", "My new car is red."),
+                turn("한국어만 있는 턴", ""),
+            ],
+        },
+    ]
     ds = parse_dataset(json.dumps(records).encode())
     sims = adaptation.pair_similarities(ds, encoder, tmp_path)
     table = adaptation.dialogue_departures(ds.dialogues, sims)

@@ -17,9 +17,17 @@ ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = ROOT / "tests" / "artifacts"
 CHROMIUM_ARGS = [
-    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-]  # fmt: skip
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+KO_REPLY = "정말 속상했겠다. 괜찮으면 무슨 일이 있었는지 더 얘기해 줄래?"
+EN_REPLY = "That sounds really hard. Do you want to tell me more about it?"
 
 pytestmark = [
     pytest.mark.browser,
@@ -34,16 +42,33 @@ def _free_port() -> int:
 
 
 @pytest.fixture
-def server(official_file: Path, tmp_path: Path) -> Iterator[str]:
+def server(official_file: Path, tmp_path: Path, fake_registry: Path) -> Iterator[str]:
     port = _free_port()
-    env = {**os.environ, "KOED_DATA": str(official_file), "KOED_CACHE_DIR": str(tmp_path)}
+    env = {
+        **os.environ,
+        "KOED_DATA": str(official_file),
+        "KOED_CACHE_DIR": str(tmp_path),
+        "KOED_MODELS": str(fake_registry),
+        "KOED_DB": str(tmp_path / "koed.db"),
+    }
     log = (tmp_path / "streamlit.log").open("w")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless=true",
-         f"--server.port={port}", "--browser.gatherUsageStats=false",
-         "--server.fileWatcherType=none"],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "streamlit",
+            "run",
+            "app.py",
+            "--server.headless=true",
+            f"--server.port={port}",
+            "--browser.gatherUsageStats=false",
+            "--server.fileWatcherType=none",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 60
@@ -105,4 +130,20 @@ def test_explorer_in_a_real_browser(server: str) -> None:
         second.goto(link)
         expect(second.get_by_text("5 of 1,360 dialogues match")).to_be_visible(timeout=30_000)
         expect(second.get_by_text("Dialogue hit:636_conv:1273")).to_be_visible()
+        second.close()
+
+        # Chat: from the dialogue to the Chat page, one model answering in ko and en.
+        page.get_by_text("Chat with models about this dialogue").click()
+        expect(page.get_by_role("heading", name="Chat with models on KoED")).to_be_visible()
+        models = page.get_by_test_id("stMultiSelect").locator("input")
+        models.fill("fake-listener")
+        page.keyboard.press("Enter")
+        page.keyboard.press("Escape")
+        page.get_by_role("button", name="Answer as the Listener").click()
+        expect(page.get_by_text("fake-listener · ko")).to_be_visible()
+        expect(page.get_by_text(KO_REPLY)).to_be_visible()
+        expect(page.get_by_text(EN_REPLY)).to_be_visible()
+        assert page.get_by_test_id("stException").count() == 0
+        page.wait_for_timeout(500)
+        page.screenshot(path=str(ARTIFACTS / "chat.png"), full_page=True)
         browser.close()

@@ -15,9 +15,12 @@ def koed(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedP
     import os
 
     return subprocess.run(
-        [sys.executable, "-m", "koed_core.cli", *args], capture_output=True, text=True,
-        env={**os.environ, **(env or {})}, timeout=60,
-    )  # fmt: skip
+        [sys.executable, "-m", "koed_core.cli", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        timeout=60,
+    )
 
 
 def test_check_prints_the_figures(official_file: Path) -> None:
@@ -38,8 +41,10 @@ def test_check_json(official_file: Path) -> None:
 
 def test_check_fails_with_the_reason(tmp_path: Path) -> None:
     bad = tmp_path / "bad.json"
-    bad.write_text('[{"conv_id": "x", "emotion": "joy", "situation": "", "ko_situation": "", '
-                   '"dialogue": [{"ko_utter": "가"}]}]')  # fmt: skip
+    bad.write_text(
+        '[{"conv_id": "x", "emotion": "joy", "situation": "", "ko_situation": "", '
+        '"dialogue": [{"ko_utter": "가"}]}]'
+    )
     result = koed("data", "check", str(bad))
     assert result.returncode == 1
     assert f"{bad}" in result.stderr and "conv_id 'x'" in result.stderr
@@ -52,11 +57,17 @@ def test_download_to_a_folder(file_server, official_file: Path, tmp_path: Path) 
     server, folder = file_server
     shutil.copy(official_file, folder / "KoED.json")
     dest = tmp_path / "out"
-    result = koed("data", "download", "--dest", str(dest),
-                  env={"KOED_DATA_URL": server.url("KoED.json")})  # fmt: skip
+    result = koed(
+        "data", "download", "--dest", str(dest), env={"KOED_DATA_URL": server.url("KoED.json")}
+    )
     assert result.returncode == 0, result.stderr
     assert (dest / "KoED.json").read_bytes() == official_file.read_bytes()
-    failed = koed("data", "download", "--dest", str(dest),
-                  env={"KOED_DATA_URL": server.url("nothing-here.json")})  # fmt: skip
+    failed = koed(
+        "data",
+        "download",
+        "--dest",
+        str(dest),
+        env={"KOED_DATA_URL": server.url("nothing-here.json")},
+    )
     assert failed.returncode == 1 and "404" in failed.stderr
     assert (dest / "KoED.json").read_bytes() == official_file.read_bytes()

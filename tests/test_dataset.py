@@ -40,8 +40,11 @@ def test_official_quirks_are_normalised(official_file: Path) -> None:
     assert first is not None and first.labels == ("afraid", "grateful")
     assert first.turns[0].user_id == "15"  # 15.0 in the file
     assert "_comma_" not in first.turns[2].en and "OK, though" in first.turns[2].en
-    repeated = [d for d in ds.dialogues if any(w.kind == "repeated_label" and w.conv_id == d.conv_id
-                                               for w in ds.warnings)]  # fmt: skip
+    repeated = [
+        d
+        for d in ds.dialogues
+        if any(w.kind == "repeated_label" and w.conv_id == d.conv_id for w in ds.warnings)
+    ]
     assert len(repeated) == 10 and all(len(d.labels) == 1 for d in repeated)
     out_of_order = ds.get("hit:636_conv:1273")
     assert out_of_order is not None
@@ -105,17 +108,26 @@ def _with(**changes: object) -> str:
         (_with(conv_id=...), "record 0, field 'conv_id': missing"),
         (_with(emotion=...), "record 0, conv_id 'c1', field 'emotion': missing"),
         (_with(dialogue=...), "field 'dialogue': missing"),
-        (_with(emotion=["sadd"]), "unknown label 'sadd', not one of the 34 KoED labels; did you mean 'sad'"),
+        (
+            _with(emotion=["sadd"]),
+            "unknown label 'sadd', not one of the 34 KoED labels; did you mean 'sad'",
+        ),
         (_with(emotion=[]), "the list of labels is empty"),
         (_with(emotion=5), "must be a label or a list of labels"),
-        (_with(dialogue=[{"utter_idx": 1, "ko_utter": "", "utter": ""}]), "field 'dialogue[0]': the turn has no text in either language"),
+        (
+            _with(dialogue=[{"utter_idx": 1, "ko_utter": "", "utter": ""}]),
+            "field 'dialogue[0]': the turn has no text in either language",
+        ),
         (_with(dialogue=[]), "has no turns"),
         (_with(dialogue=[{"ko_utter": 3}]), "field 'dialogue[0].ko_utter': must be a string"),
         (_with(situation=None), "field 'situation': must be a string"),
-        (json.dumps([GOOD, GOOD]), "record 1, conv_id 'c1', field 'conv_id': repeats the conv_id of record 0"),
+        (
+            json.dumps([GOOD, GOOD]),
+            "record 1, conv_id 'c1', field 'conv_id': repeats the conv_id of record 0",
+        ),
         (b"\xff\xfe[", "not UTF-8"),
     ],
-)  # fmt: skip
+)
 def test_malformed_files_name_file_record_and_field(
     tmp_path: Path, content: str | bytes, expected: str
 ) -> None:
@@ -144,14 +156,27 @@ def test_every_problem_is_listed_not_only_the_first(tmp_path: Path) -> None:
     ("change", "kind"),
     [
         ({"emotion": ["sad", "sad"]}, "repeated_label"),
-        ({"dialogue": [{"utter_idx": 2, "ko_utter": "가", "utter": "a", "user_id": 1},
-                       {"utter_idx": 1, "ko_utter": "나", "utter": "b", "user_id": 2}]},
-         "utter_idx_order"),
+        (
+            {
+                "dialogue": [
+                    {"utter_idx": 2, "ko_utter": "가", "utter": "a", "user_id": 1},
+                    {"utter_idx": 1, "ko_utter": "나", "utter": "b", "user_id": 2},
+                ]
+            },
+            "utter_idx_order",
+        ),
         ({"dialogue": [{"utter_idx": 1, "ko_utter": "", "utter": "only english"}]}, "ko_missing"),
-        ({"dialogue": [{"utter_idx": 1, "ko_utter": "가", "user_id": ""},
-                       {"utter_idx": 2, "ko_utter": "나", "user_id": None}]}, "user_id_missing"),
+        (
+            {
+                "dialogue": [
+                    {"utter_idx": 1, "ko_utter": "가", "user_id": ""},
+                    {"utter_idx": 2, "ko_utter": "나", "user_id": None},
+                ]
+            },
+            "user_id_missing",
+        ),
     ],
-)  # fmt: skip
+)
 def test_recoverable_oddities_load_with_a_warning(change: dict[str, object], kind: str) -> None:
     ds = parse_dataset(json.dumps([{**GOOD, **change}]).encode())
     assert len(ds) == 1

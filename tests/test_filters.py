@@ -13,20 +13,28 @@ from koed_core.filters import DialogueFilter, FilterIndex, to_params
 
 def _dialogue(conv_id: str, labels: tuple[str, ...], turns: list[tuple[str, str]]) -> Dialogue:
     return Dialogue(
-        index=0, conv_id=conv_id, situation_ko=f"{conv_id} 상황", situation_en=f"{conv_id} situation",
+        index=0,
+        conv_id=conv_id,
+        situation_ko=f"{conv_id} 상황",
+        situation_en=f"{conv_id} situation",
         labels=labels,
         turns=tuple(Turn(position=i, ko=ko, en=en) for i, (ko, en) in enumerate(turns, 1)),
-    )  # fmt: skip
+    )
 
 
 CORPUS = [
-    _dialogue("a", ("sad", "lonely"), [("엄마가 보고 싶어", "I miss my mom"), ("그렇구나", "I see")]),
+    _dialogue(
+        "a", ("sad", "lonely"), [("엄마가 보고 싶어", "I miss my mom"), ("그렇구나", "I see")]
+    ),
     _dialogue("b", ("sad",), [("슬퍼", "so sad"), ("왜?", "why?"), ("그냥", "")]),
     _dialogue("c", ("lonely", "afraid"), [("무서워", "scared")]),
     _dialogue("d", ("han",), [("할머니의 한", "grandma's grief"), ("마음 아프다", "")]),
-    _dialogue("e", ("jeong",), [("정이 들었어", "grew fond"), ("좋다", "nice"), ("응", "yes"),
-                                ("그래", "ok")]),
-]  # fmt: skip
+    _dialogue(
+        "e",
+        ("jeong",),
+        [("정이 들었어", "grew fond"), ("좋다", "nice"), ("응", "yes"), ("그래", "ok")],
+    ),
+]
 INDEX = FilterIndex(CORPUS)
 
 
@@ -88,8 +96,11 @@ def test_describe_states_the_mode() -> None:
 def test_params_use_the_widget_keys() -> None:
     flt = DialogueFilter(labels=frozenset({"sad", "han"}), mode="exact", ko_only_turns=False)
     assert to_params(flt, "c1") == {
-        "labels": ["han", "sad"], "mode": "exact", "ko_only": "without", "d": "c1",
-    }  # fmt: skip
+        "labels": ["han", "sad"],
+        "mode": "exact",
+        "ko_only": "without",
+        "d": "c1",
+    }
     assert to_params(DialogueFilter()) == {}
 
 

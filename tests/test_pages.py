@@ -93,8 +93,13 @@ def _write_dataset(tmp_path: Path, records: list[dict[str, object]]) -> Path:
 
 def test_data_text_is_shown_literally(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     hostile = '<script>alert("x")</script> **bold** [link](javascript:alert(1))'
-    record = {"conv_id": "x1", "ko_situation": hostile, "situation": "s", "emotion": ["sad"],
-              "dialogue": [{"ko_utter": hostile, "utter": "<img src=x onerror=alert(1)>"}]}  # fmt: skip
+    record = {
+        "conv_id": "x1",
+        "ko_situation": hostile,
+        "situation": "s",
+        "emotion": ["sad"],
+        "dialogue": [{"ko_utter": hostile, "utter": "<img src=x onerror=alert(1)>"}],
+    }
     monkeypatch.setenv("KOED_DATA", str(_write_dataset(tmp_path, [record])))
     at = _app()
     at.query_params["d"] = "x1"
@@ -106,8 +111,13 @@ def test_data_text_is_shown_literally(tmp_path: Path, monkeypatch: pytest.Monkey
 
 
 def test_a_broken_file_is_named_on_screen(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    record = {"conv_id": "x1", "ko_situation": "", "situation": "", "emotion": ["hapy"],
-              "dialogue": [{"ko_utter": "가"}]}  # fmt: skip
+    record = {
+        "conv_id": "x1",
+        "ko_situation": "",
+        "situation": "",
+        "emotion": ["hapy"],
+        "dialogue": [{"ko_utter": "가"}],
+    }
     path = _write_dataset(tmp_path, [record])
     monkeypatch.setenv("KOED_DATA", str(path))
     at = _app().run()

@@ -44,8 +44,9 @@ def test_download_verifies_and_caches(file_server, official_file: Path, tmp_path
     shutil.copy(official_file, folder / "KoED.json")
     seen: list[tuple[int, int]] = []
     target = official_cache_path(tmp_path / "cache")
-    path = download_official(target, url=server.url("KoED.json"),
-                             progress=lambda d, t: seen.append((d, t)))  # fmt: skip
+    path = download_official(
+        target, url=server.url("KoED.json"), progress=lambda d, t: seen.append((d, t))
+    )
     assert path == target and path.read_bytes() == official_file.read_bytes()
     assert seen[-1] == (OFFICIAL.size, OFFICIAL.size)
     assert resolve_source(None, tmp_path / "cache").kind == "official"

@@ -44,6 +44,8 @@ def load_model(source: str, gguf_file: str | None) -> tuple[Any, Any]:
     except ImportError as err:  # pragma: no cover - depends on the install
         raise ModelError("missing", f"transformers is not installed ({err})") from None
     kwargs = {"gguf_file": gguf_file} if gguf_file else {}
+    tokenizer: Any
+    model: Any
     try:
         tokenizer = AutoTokenizer.from_pretrained(source, **kwargs)
         model = AutoModelForCausalLM.from_pretrained(source, **kwargs)
@@ -60,6 +62,8 @@ class TransformersClient:
 
     def __init__(self, spec: ModelSpec) -> None:
         self.name = spec.name
+        self._source: str
+        self._gguf: str | None
         if spec.backend == "embedded":
             self._source, self._gguf = str(embedded_model_dir()), EMBEDDED_GGUF
         else:
@@ -82,12 +86,15 @@ class TransformersClient:
 
         tokenizer, model = load_model(self._source, self._gguf)
         inputs = self._inputs(tokenizer, messages)
-        streamer = TextIteratorStreamer(tokenizer, skip_prompt=True, skip_special_tokens=True)
+        streamer: Any = TextIteratorStreamer(tokenizer, skip_prompt=True, skip_special_tokens=True)
         sampling = settings.temperature > 0
         kwargs: dict[str, Any] = {
-            **inputs, "streamer": streamer, "max_new_tokens": settings.max_tokens,
-            "do_sample": sampling, "pad_token_id": tokenizer.pad_token_id or tokenizer.eos_token_id,
-        }  # fmt: skip
+            **inputs,
+            "streamer": streamer,
+            "max_new_tokens": settings.max_tokens,
+            "do_sample": sampling,
+            "pad_token_id": tokenizer.pad_token_id or tokenizer.eos_token_id,
+        }
         if sampling:
             kwargs["temperature"] = settings.temperature
         failure: list[BaseException] = []

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import openai
@@ -47,9 +48,11 @@ class OpenAIClient:
         key = (settings.timeout_s, settings.max_retries)
         if key not in self._clients:
             self._clients[key] = openai.OpenAI(
-                api_key=self._key, base_url=self._spec.base_url,
-                timeout=settings.timeout_s, max_retries=settings.max_retries,
-            )  # fmt: skip
+                api_key=self._key,
+                base_url=self._spec.base_url,
+                timeout=settings.timeout_s,
+                max_retries=settings.max_retries,
+            )
         return self._clients[key]
 
     def _request(self, messages: list[Message], settings: GenerationSettings) -> dict[str, Any]:
@@ -73,9 +76,11 @@ class OpenAIClient:
         text = reply.choices[0].message.content if reply.choices else None
         usage = reply.usage
         return Completion(
-            require_text(text or "", self.name), latency,
-            usage.prompt_tokens if usage else None, usage.completion_tokens if usage else None,
-        )  # fmt: skip
+            require_text(text or "", self.name),
+            latency,
+            usage.prompt_tokens if usage else None,
+            usage.completion_tokens if usage else None,
+        )
 
     def stream(
         self, messages: list[Message], settings: GenerationSettings, task: ListenerTask | None
@@ -94,40 +99,30 @@ class OpenAIClient:
         if not produced:
             require_text("", self.name)
 
-    def _errors(self, settings: GenerationSettings) -> _ErrorMap:
-        return _ErrorMap(self, settings)
+    @contextmanager
+    def _errors(self, settings: GenerationSettings) -> Iterator[None]:
+        """Turn the SDK's exceptions into one user-facing ModelError."""
+        try:
+            yield
+        except openai.OpenAIError as err:
+            raise self._model_error(err, settings.max_retries + 1) from None
 
-
-class _ErrorMap:
-    """Turns the SDK's exceptions into one user-facing ModelError."""
-
-    def __init__(self, client: OpenAIClient, settings: GenerationSettings) -> None:
-        self.client = client
-        self.tries = settings.max_retries + 1
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, kind: type[BaseException] | None, err: BaseException | None, _: Any) -> bool:
-        if err is None or not isinstance(err, openai.OpenAIError):
-            return False
-        name, where, tries = self.client.name, self.client.where, self.tries
+    def _model_error(self, err: openai.OpenAIError, tries: int) -> ModelError:
+        name, where = self.name, self.where
         if isinstance(err, openai.RateLimitError):
-            raise ModelError("rate_limit", f"{name}: rate-limited by {where} ({tries} tries)")
+            return ModelError("rate_limit", f"{name}: rate-limited by {where} ({tries} tries)")
         if isinstance(err, openai.APITimeoutError):
-            raise ModelError("timeout", f"{name}: {where} did not answer in time ({tries} tries)")
+            return ModelError("timeout", f"{name}: {where} did not answer in time ({tries} tries)")
         if isinstance(err, openai.APIConnectionError):
-            raise ModelError("connection", f"{name}: could not reach {where} ({tries} tries)")
+            return ModelError("connection", f"{name}: could not reach {where} ({tries} tries)")
         if isinstance(err, openai.AuthenticationError):
-            raise ModelError("auth", f"{name}: {where} rejected the API key")
+            return ModelError("auth", f"{name}: {where} rejected the API key")
         if isinstance(err, openai.NotFoundError):
-            raise ModelError(
-                "not_found", f"{name}: {where} has no model {self.client._spec.model!r}"
-            )
+            return ModelError("not_found", f"{name}: {where} has no model {self._spec.model!r}")
         if isinstance(err, openai.APIStatusError) and err.status_code >= 500:
-            raise ModelError(
+            return ModelError(
                 "server", f"{name}: {where} failed with HTTP {err.status_code} ({tries} tries)"
             )
         if isinstance(err, openai.APIStatusError):
-            raise ModelError("request", f"{name}: {where} refused the request ({err.status_code})")
-        raise ModelError("unknown", f"{name}: {type(err).__name__} from {where}")
+            return ModelError("request", f"{name}: {where} refused the request ({err.status_code})")
+        return ModelError("unknown", f"{name}: {type(err).__name__} from {where}")

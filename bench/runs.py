@@ -1,0 +1,120 @@
+"""Batch-run throughput against the fake OpenAI-compatible server at a fixed latency.
+
+320 items at concurrency 16 with 200 ms per request: the ideal is 16 / 0.2 s = 80
+requests per second. Prints the ratio to that ideal, the speed-up over a sequential run
+measured in the same process (the paper's scripts sent one request at a time), and peak
+memory. The server runs in its own process so it does not share our GIL. The first
+request of the process (SDK imports, pydantic validators, connection set-up) is timed
+apart as ``first_request_s``; the run figures are for a warm client.
+
+    python bench/runs.py
+"""
+
+from __future__ import annotations
+
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from koed_core.backends import make_client  # noqa: E402
+from koed_core.dataset import load_dataset  # noqa: E402
+from koed_core.llm import ChatClient, GenerationSettings  # noqa: E402
+from koed_core.registry import ModelSpec  # noqa: E402
+from koed_core.runner import run_benchmark  # noqa: E402
+from koed_core.storage import Store  # noqa: E402
+
+LATENCY_S = 0.2
+ITEMS = 320
+CONCURRENCY = 16
+SEQUENTIAL_ITEMS = 20
+PORT = 8799
+OFFICIAL = ROOT.parent / "shared" / "data" / "KoED.json"
+
+
+def timed_run(
+    client: ChatClient,
+    db: Path,
+    spec: ModelSpec,
+    dialogues: list,  # type: ignore[type-arg]
+    sha: str,
+    concurrency: int,
+) -> float:
+    """Seconds per request for one fresh run of ``len(dialogues)`` Korean items."""
+    store = Store(db)
+    start = time.perf_counter()
+    report = run_benchmark(
+        store,
+        client,
+        spec,
+        dialogues,
+        sha,
+        langs=["ko"],
+        protocol="single",
+        settings=GenerationSettings(max_retries=0),
+        concurrency=concurrency,
+    )
+    elapsed = time.perf_counter() - start
+    assert report.succeeded == len(dialogues), report
+    return elapsed / report.succeeded
+
+
+def main() -> None:
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            str(ROOT / "tests" / "fake_openai.py"),
+            "--port",
+            str(PORT),
+            "--latency",
+            str(LATENCY_S),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        base = f"http://127.0.0.1:{PORT}/v1"
+        for _ in range(100):
+            try:
+                urllib.request.urlopen(f"{base}/models", timeout=1)
+                break
+            except OSError:
+                time.sleep(0.1)
+        dataset = load_dataset(OFFICIAL)
+        dialogues = list(dataset.dialogues[:ITEMS])
+        spec = ModelSpec(name="bench", backend="openai", model="fake", base_url=base)
+        client = make_client(spec, None)
+        with tempfile.TemporaryDirectory() as tmp:
+            # One-off costs of a process (SDK imports, first validators) are measured apart.
+            cold = timed_run(client, Path(tmp, "w.db"), spec, dialogues[:1], "warm-up", 1)
+            per_item = timed_run(
+                client, Path(tmp, "c.db"), spec, dialogues, dataset.sha256, CONCURRENCY
+            )
+            sequential = timed_run(
+                client,
+                Path(tmp, "s.db"),
+                spec,
+                dialogues[:SEQUENTIAL_ITEMS],
+                dataset.sha256 + "-seq",
+                1,
+            )
+        print(f"first_request_s: {cold:.3f}")
+        rate = 1 / per_item
+        ideal = CONCURRENCY / LATENCY_S
+        print(f"requests_per_s: {rate:.1f}")
+        print(f"ratio_to_ideal: {rate / ideal:.3f}")
+        print(f"speedup_vs_sequential: {sequential / per_item:.2f}")
+        print(f"peak_rss_mb: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f}")
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+
+if __name__ == "__main__":
+    main()

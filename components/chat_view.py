@@ -1,0 +1,137 @@
+"""Pieces of the chat page: the context a model sees, one answer, and one model's pane."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import streamlit as st
+
+from components import resources
+from components.models import client_for, render_model_note
+from koed_core.chat import from_answer, live_task, needs_answer, pane_key, timeline, to_answer
+from koed_core.dialogue import Dialogue, Lang
+from koed_core.labels import by_name
+from koed_core.llm import GenerationSettings, ModelError
+from koed_core.protocol import ROLE_NAMES, ListenerTask, Protocol
+from koed_core.registry import ModelSpec
+from koed_core.runner import Item, run_config, save, timed_stream
+
+
+def render_context(task: ListenerTask) -> None:
+    """The transcript exactly as the Listener receives it (no labels, no situation)."""
+    speaker, listener = ROLE_NAMES[task.lang]
+    for turn in task.turns:
+        role = speaker if turn.role == "speaker" else listener
+        st.text(f"{role}: {turn.text}")
+    if not task.turns:
+        st.caption("No turns in this language.")
+
+
+def render_emotions(answer: dict[str, Any]) -> None:
+    """Predicted labels with glosses; words outside the 34 flagged."""
+    with st.container(horizontal=True):
+        for name in answer.get("labels", []):
+            st.badge(by_name()[name].display, color="orange", icon=":material/mood:")
+        for word in answer.get("unknown", []):
+            st.badge("not a KoED label", color="red", help=f"The model said: {word}")
+        for note in answer.get("notes", []):
+            st.badge(note, color="gray", icon=":material/info:")
+
+
+def render_answer(answer: dict[str, Any]) -> None:
+    """One reply (or its error) with its emotion and latency."""
+    if answer.get("error"):
+        st.error(answer["error"], icon=":material/error:")
+        return
+    with st.chat_message("assistant", avatar=":material/hearing:"):
+        st.text(answer["text"] or "(empty)")
+        render_emotions(answer)
+        st.caption(f"{answer['latency_s']:.1f} s")
+
+
+def render_speaker_turn(text: str) -> None:
+    """A Speaker turn the user typed."""
+    with st.chat_message("user", avatar=":material/record_voice_over:"):
+        st.text(text)
+
+
+class Pane:
+    """One model answering in one language, inside the chat page's session data."""
+
+    def __init__(
+        self,
+        chat: dict[str, Any],
+        dialogue: Dialogue,
+        spec: ModelSpec,
+        lang: Lang,
+        protocol: Protocol,
+        settings: GenerationSettings,
+        dataset_sha256: str,
+    ) -> None:
+        self.dialogue, self.spec, self.lang = dialogue, spec, lang
+        self.dataset_sha256 = dataset_sha256
+        self.protocol, self.settings = protocol, settings
+        self.key = pane_key(spec.name, lang)
+        self.answers: list[dict[str, Any]] = chat["answers"].setdefault(self.key, [])
+        self.speaker: list[str] = chat["speaker"][lang]
+
+    def item(self, upto: int | None = None) -> Item:
+        """The request for the next answer, or for answer ``upto`` when saving it."""
+        answers = self.answers if upto is None else self.answers[:upto]
+        good = len([a for a in answers if not a.get("error")])
+        speaker = self.speaker if upto is None else self.speaker[:good]
+        return Item(
+            self.dialogue, live_task(self.dialogue, self.lang, speaker, answers), self.protocol
+        )
+
+    def render(self, run_now: bool) -> None:
+        """History, save buttons, and a new streamed answer when one is owed."""
+        st.subheader(f"{self.spec.name} · {self.lang}", anchor=False)
+        render_model_note(self.spec)
+        for kind, value in timeline(self.speaker, self.answers):
+            if kind == "speaker":
+                render_speaker_turn(value)
+                continue
+            render_answer(self.answers[value])
+            self._save_button(value)
+        if run_now and needs_answer(self.speaker, self.answers):
+            self._generate()
+
+    def _generate(self) -> None:
+        box = st.empty()
+        try:
+            client = client_for(self.spec)
+            completion, parsed = timed_stream(client, self.item(), self.settings, box.text)
+        except ModelError as err:
+            self.answers.append({"error": str(err)})
+        else:
+            self.answers.append(to_answer(completion, parsed))
+        box.empty()
+        render_answer(self.answers[-1])
+        self._save_button(len(self.answers) - 1)
+
+    def _save_button(self, index: int) -> None:
+        answer = self.answers[index]
+        if answer.get("error"):
+            return
+        if answer.get("saved"):
+            st.caption("Saved for rating.")
+            return
+        if st.button("Save for rating", key=f"save.{self.key}.{index}", icon=":material/save:"):
+            config = run_config(
+                self.spec, self.protocol, self.settings, self.dataset_sha256, "live"
+            )
+            store = resources.store()
+            run_id = store.ensure_run(config, f"{self.spec.name} (live chat)", [self.lang])
+            completion, parsed = from_answer(answer)
+            record = save(
+                store,
+                run_id,
+                self.item(index),
+                completion,
+                parsed,
+                scored=self.spec.backend != "human",
+            )
+            answer["saved"] = record.response_id
+            st.toast("Saved for rating")
+            st.rerun()

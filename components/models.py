@@ -1,0 +1,67 @@
+"""Picking models and building their clients, with the API key kept in the session.
+
+A key typed here lives in this browser session only; it is handed to the client and
+never shown, logged or stored.
+"""
+
+from __future__ import annotations
+
+import os
+
+import streamlit as st
+
+from components import resources, state
+from koed_core.backends import make_client
+from koed_core.config import api_key
+from koed_core.llm import ChatClient
+from koed_core.registry import DEFAULT_MODEL, ModelSpec
+
+
+def session_api_key_input() -> None:
+    """A password field in the sidebar for a key used by this session only."""
+    st.sidebar.text_input(
+        "API key (this session only)",
+        type="password",
+        key=state.API_KEY,
+        help="Used for OpenAI-backed models when no key is set in the environment or "
+        "secrets. Never stored or shown.",
+    )
+
+
+def key_for(spec: ModelSpec) -> str | None:
+    """Session key, else secrets, else environment, for the spec's key name."""
+    typed = st.session_state.get(state.API_KEY)
+    if typed:
+        return str(typed)
+    return api_key(spec.api_key_env, os.environ, resources.secrets())
+
+
+def client_for(spec: ModelSpec) -> ChatClient:
+    """A client for one model. Raises ModelError (e.g. no key) for the page to show."""
+    return make_client(spec, key_for(spec))
+
+
+def model_label(name: str) -> str:
+    """How a registry name shows in pickers (module-level, so widget state can pickle it)."""
+    spec = resources.registry().get(name)
+    return spec.label if spec else name
+
+
+def model_picker(label: str, key: str, max_selections: int = 2) -> list[ModelSpec]:
+    """Choose up to ``max_selections`` models from the registry (default: the offline one)."""
+    registry = resources.registry()
+    chosen = st.multiselect(
+        label,
+        list(registry),
+        default=[DEFAULT_MODEL] if DEFAULT_MODEL in registry else None,
+        max_selections=max_selections,
+        key=key,
+        format_func=model_label,
+    )
+    return [registry[name] for name in chosen]
+
+
+def render_model_note(spec: ModelSpec) -> None:
+    """The registry's note, so the small offline model says it is small."""
+    if spec.notes:
+        st.caption(spec.notes)

@@ -1,0 +1,89 @@
+"""Chat live with one or two models on a KoED situation, ko and en side by side."""
+
+import streamlit as st
+
+from components import state
+from components.chat_view import Pane, render_context
+from components.models import model_picker, session_api_key_input
+from components.source_banner import load_or_stop, render_source_banner
+from koed_core.chat import detect_lang, live_task
+from koed_core.errors import KoedError
+from koed_core.llm import GenerationSettings
+from koed_core.protocol import PROTOCOLS
+
+st.title("Chat with models on KoED")
+source, dataset = load_or_stop()
+render_source_banner(source, dataset)
+session_api_key_input()
+
+search = st.text_input("Search situations (ko or en)", key=state.CHAT_SEARCH)
+needle = search.strip().casefold()
+options = [
+    d.conv_id
+    for d in dataset.dialogues
+    if not needle or needle in (d.situation_ko + " " + d.situation_en).casefold()
+]
+if not options:
+    st.info("No situation matches the search.")
+    st.stop()
+wanted = st.query_params.get("dialogue")
+conv_id = st.selectbox(
+    f"Dialogue ({len(options):,} match)",
+    options,
+    key=state.CHAT_DIALOGUE,
+    index=options.index(wanted) if wanted in options else 0,
+)
+st.query_params["dialogue"] = conv_id
+dialogue = dataset.get(conv_id)
+assert dialogue is not None
+st.text(f"{dialogue.situation_ko}\n{dialogue.situation_en}")
+
+left, mid, right = st.columns([2, 3, 2])
+langs = left.segmented_control(
+    "Languages", ["ko", "en"], selection_mode="multi", default=["ko", "en"], key=state.CHAT_LANGS
+) or ["ko"]
+try:
+    with mid:
+        specs = model_picker("Models (one or two)", state.CHAT_MODELS)
+except KoedError as err:
+    st.error(str(err))
+    st.stop()
+protocol = right.radio(
+    "Protocol",
+    PROTOCOLS,
+    key=state.CHAT_PROTOCOL,
+    horizontal=True,
+    help="single: name one emotion, then answer. multi: name all that "
+    "apply (up to 4), then answer. direct: answer only.",
+)
+temperature = right.slider("Temperature", 0.0, 1.5, 0.7, 0.1, key=state.CHAT_TEMPERATURE)
+max_tokens = right.number_input("Max new tokens", 16, 1024, 160, 16, key=state.CHAT_MAX_TOKENS)
+if not specs:
+    st.info("Pick at least one model.")
+    st.stop()
+
+chat = st.session_state.setdefault(state.CHAT_SESSION, {})
+if chat.get("conv_id") != conv_id or chat.get("protocol") != protocol:
+    chat.clear()
+    chat.update(conv_id=conv_id, protocol=protocol, speaker={"ko": [], "en": []}, answers={})
+settings = GenerationSettings(temperature=temperature, max_tokens=int(max_tokens))
+
+with st.expander("What the Listener sees (no labels, no situation)"):
+    columns = st.columns(len(langs))
+    for column, lang in zip(columns, langs, strict=True):
+        with column:
+            render_context(live_task(dialogue, lang, [], []))
+
+panes = [
+    Pane(chat, dialogue, spec, lang, protocol, settings, dataset.sha256)
+    for spec in specs
+    for lang in langs
+]
+typed = st.chat_input("Go on as the Speaker (type Korean for ko, English for en)")
+if typed:
+    chat["speaker"][detect_lang(typed)].append(typed)
+run_now = st.button("Answer as the Listener", type="primary", key=state.CHAT_ASK) or bool(typed)
+for row in range(0, len(panes), 2):
+    for column, pane in zip(st.columns(2), panes[row : row + 2], strict=False):
+        with column:
+            pane.render(run_now)

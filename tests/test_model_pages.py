@@ -1,0 +1,82 @@
+"""Chat and Runs pages through AppTest, with the scripted OpenAI-compatible server."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from streamlit.testing.v1 import AppTest
+
+from koed_core.storage import Store
+from tests.fake_openai import FakeOpenAI, Step
+
+ROOT = Path(__file__).resolve().parents[1]
+KO_REPLY = "정말 속상했겠다. 괜찮으면 무슨 일이 있었는지 더 얘기해 줄래?"
+EN_REPLY = "That sounds really hard. Do you want to tell me more about it?"
+
+
+def _page(page: str) -> AppTest:
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60).run()
+    at.switch_page(page).run()
+    return at
+
+
+def _texts(at: AppTest) -> list[str]:
+    return [str(t.value) for t in at.text]
+
+
+def test_chat_both_languages_then_go_on_as_speaker(
+    fake_registry: Path, fake_openai: FakeOpenAI, tmp_path: Path
+) -> None:
+    at = _page("pages/chat.py")
+    at.selectbox(key="chat.dialogue").set_value("sample:1_conv:33").run()
+    at.multiselect(key="chat.models").set_value(["fake-listener"]).run()
+    at.button(key="chat.ask").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert KO_REPLY in _texts(at) and EN_REPLY in _texts(at)
+    badges = [m.value for m in at.markdown if "-badge[" in m.value]
+    assert any("sad · 슬픈" in b for b in badges)
+    assert len(fake_openai.requests) == 2
+    ko_request = next(r for r in fake_openai.requests if "화자:" in r["messages"][-1]["content"])
+    assert "분식집 사장님이 오늘도" in ko_request["messages"][-1]["content"]
+    assert "snack shop" not in str(ko_request)  # no situation, no other language
+
+    at.chat_input[0].set_value("사장님 덕분에 요즘 힘이 나.").run()
+    assert len(fake_openai.requests) == 3  # only the Korean pane answers a Korean turn
+    last = fake_openai.requests[-1]["messages"][-1]["content"].splitlines()
+    assert last[-3:] == [f"청자: {KO_REPLY}", "화자: 사장님 덕분에 요즘 힘이 나.", "청자:"]
+    assert "사장님 덕분에 요즘 힘이 나." in _texts(at)
+    assert _texts(at).count(KO_REPLY) == 2
+
+    save = [b for b in at.button if b.label == "Save for rating"]
+    assert len(save) == 3
+    save[0].click().run()
+    store = Store(tmp_path / "koed.db")
+    runs = store.runs()
+    assert list(runs["kind"]) == ["live"] and list(runs["responses"]) == [1]
+    assert "Saved for rating." in [c.value for c in at.caption]
+
+
+def test_chat_shows_a_failed_model_call(fake_registry: Path, fake_openai: FakeOpenAI) -> None:
+    fake_openai.queue(*[Step(500, headers={"retry-after-ms": "5"})] * 10)
+    at = _page("pages/chat.py")
+    at.segmented_control(key="chat.langs").set_value(["en"]).run()
+    at.multiselect(key="chat.models").set_value(["fake-listener"]).run()
+    at.button(key="chat.ask").click().run()
+    assert not at.exception
+    assert "failed with HTTP 500" in at.error[0].value
+    assert not [b for b in at.button if b.label == "Save for rating"]
+
+
+def test_runs_page_starts_a_run_and_lists_it(fake_registry: Path, fake_openai: FakeOpenAI) -> None:
+    at = _page("pages/runs.py")
+    assert at.info[0].value.startswith("No runs yet")
+    at.selectbox(key="runs.model").set_value("fake-listener")
+    at.number_input[0].set_value(3)
+    at.button[-1].click().run()  # the form's Run button
+    assert not at.exception, [e.value for e in at.exception]
+    assert "6 answered, 0 already done, 0 failed" in at.success[0].value
+    runs = at.dataframe[-2].value
+    assert list(runs["lang"]) == ["en", "ko"] and list(runs["responses"]) == [3, 3]
+    assert len(at.dataframe[-1].value) == 6
+    at.button[-1].click().run()
+    assert "0 answered, 6 already done" in at.success[0].value

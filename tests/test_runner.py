@@ -1,0 +1,189 @@
+"""Batch runs against the scripted server: storage, scores, failures, resuming, SIGKILL."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from koed_core.backends import make_client
+from koed_core.dataset import load_dataset
+from koed_core.llm import GenerationSettings
+from koed_core.paths import SAMPLE_FILE
+from koed_core.registry import ModelSpec
+from koed_core.runner import run_benchmark
+from koed_core.storage import Store
+from tests.fake_openai import FakeOpenAI, Step
+
+ROOT = Path(__file__).resolve().parents[1]
+SETTINGS = GenerationSettings(max_retries=1)
+
+
+def _run(server: FakeOpenAI, store: Store, **kwargs):  # type: ignore[no-untyped-def]
+    dataset = load_dataset(SAMPLE_FILE)
+    spec = ModelSpec(
+        name="fake",
+        backend="openai",
+        model="m",
+        base_url=server.base_url,
+        provenance="korean-centric",
+    )
+    options = {"langs": ["ko", "en"], "protocol": "single", "settings": SETTINGS, **kwargs}
+    return run_benchmark(
+        store, make_client(spec, None), spec, dataset.dialogues, dataset.sha256, **options
+    )
+
+
+def test_a_run_stores_every_answer_with_its_score(fake_openai: FakeOpenAI, tmp_path: Path) -> None:
+    store = Store(tmp_path / "runs.db")
+    seen: list[tuple[int, int]] = []
+    report = _run(fake_openai, store, limit=5, progress=lambda d, t: seen.append((d, t)))
+    assert (report.planned, report.succeeded, report.failed) == (10, 10, 0)
+    assert seen[-1] == (10, 10)
+    rows = store.responses(report.run_id)
+    assert len(rows) == 10 and set(rows["lang"]) == {"ko", "en"}
+    assert set(rows["predicted"]) == {'["sad"]'}
+    # the sample's dialogues 1-5: afraid+anxious, angry+annoyed, annoyed+angry,
+    # anticipating+excited, anxious+apprehensive: "sad" is in none of their gold sets
+    assert rows["hit"].sum() == 0 and rows["precision"].max() == 0
+    first = json.loads(rows["prompt"].iloc[0])
+    assert (
+        first[0]["role"] == "system"
+        and "Speaker" in first[1]["content"]
+        or "화자" in first[1]["content"]
+    )
+    summary = store.runs()
+    assert list(summary["lang"]) == ["en", "ko"] and list(summary["responses"]) == [5, 5]
+    assert set(summary["provenance"]) == {"korean-centric"}
+
+
+def test_emotion_accuracy_counts_hits(fake_openai: FakeOpenAI, tmp_path: Path) -> None:
+    store = Store(tmp_path / "runs.db")
+    # dialogue 11 is devastated+sad, 12 disappointed+sad: "sad" hits both in both languages
+    dataset = load_dataset(SAMPLE_FILE)
+    spec = ModelSpec(name="fake", backend="openai", model="m", base_url=fake_openai.base_url)
+    report = run_benchmark(
+        store,
+        make_client(spec, None),
+        spec,
+        dataset.dialogues[10:12],
+        dataset.sha256,
+        langs=["ko", "en"],
+        protocol="multi",
+        settings=SETTINGS,
+    )
+    summary = store.runs()
+    assert report.succeeded == 4
+    assert list(summary["accuracy"]) == [1.0, 1.0]
+    # multi: predicted {sad}, gold {x, sad}: P=1, R=1/2, F1=2/3, Jaccard=1/2
+    assert summary["f1"].tolist() == pytest.approx([2 / 3, 2 / 3])
+    assert summary["jaccard"].tolist() == pytest.approx([0.5, 0.5])
+
+
+def test_failures_are_recorded_never_faked_and_retried_on_rerun(
+    fake_openai: FakeOpenAI, tmp_path: Path
+) -> None:
+    store = Store(tmp_path / "runs.db")
+    fake_openai.queue(*[Step(500, headers={"retry-after-ms": "5"})] * 2)  # one item, both tries
+    first = _run(fake_openai, store, limit=3, concurrency=1)
+    assert (first.succeeded, first.failed) == (5, 1) and first.errors == {"server": 1}
+    rows = store.responses(first.run_id)
+    failed = rows[rows["error"].notna()]
+    assert len(failed) == 1 and failed["text"].isna().all() and failed["hit"].isna().all()
+    again = _run(fake_openai, store, limit=3, concurrency=1)
+    assert (again.skipped, again.succeeded, again.failed) == (5, 1, 0)
+    assert store.count("responses") == 6 and store.responses(first.run_id)["error"].isna().all()
+
+
+def test_rerun_skips_done_and_extends(fake_openai: FakeOpenAI, tmp_path: Path) -> None:
+    store = Store(tmp_path / "runs.db")
+    first = _run(fake_openai, store, limit=2, langs=["ko"])
+    more = _run(fake_openai, store, limit=4, langs=["ko", "en"])
+    assert first.run_id == more.run_id
+    assert (more.skipped, more.succeeded) == (2, 6)
+    assert len(fake_openai.requests) == 8 and store.count("responses") == 8
+
+
+def test_human_reference_run_is_not_scored(tmp_path: Path) -> None:
+    store = Store(tmp_path / "runs.db")
+    dataset = load_dataset(SAMPLE_FILE)
+    spec = ModelSpec(name="human", backend="human")
+    report = run_benchmark(
+        store,
+        make_client(spec),
+        spec,
+        dataset.dialogues[:4],
+        dataset.sha256,
+        langs=["ko", "en"],
+        protocol="single",
+        settings=SETTINGS,
+    )
+    rows = store.responses(report.run_id)
+    # dialogue 1 has 6 Korean turns but 4 English ones; both end on a Listener turn
+    ko = rows[(rows["conv_id"] == "sample:1_conv:1") & (rows["lang"] == "ko")]["text"].item()
+    en = rows[(rows["conv_id"] == "sample:1_conv:1") & (rows["lang"] == "en")]["text"].item()
+    assert ko == "그래, 그런 날은 꼭 누구한테 연락해."
+    assert en == "Smart move. Call me next time and we can talk while you walk."
+    assert rows["hit"].isna().all()
+
+
+def test_sigkill_mid_run_loses_only_in_flight_and_never_duplicates(tmp_path: Path) -> None:
+    server = FakeOpenAI(latency_s=0.25).start()
+    db = tmp_path / "kill.db"
+    env = {**os.environ, "OPENAI_BASE_URL": server.base_url, "KOED_DB": str(db)}
+    command = [
+        sys.executable,
+        "-m",
+        "koed_core.cli",
+        "run",
+        "--model",
+        "openai:fake",
+        "--lang",
+        "ko,en",
+        "--concurrency",
+        "4",
+        "--data",
+        str(SAMPLE_FILE),
+    ]
+    try:
+        proc = subprocess.Popen(
+            command, env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        )
+        deadline = time.monotonic() + 60
+        stored = 0
+        while stored < 12 and time.monotonic() < deadline:
+            time.sleep(0.2)
+            if db.exists():
+                with sqlite3.connect(db) as conn:
+                    stored = conn.execute("select count(*) from responses").fetchone()[0]
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=10)
+        with sqlite3.connect(db) as conn:
+            at_kill = conn.execute("select count(*) from responses").fetchone()[0]
+        sent_before = len(server.requests)
+        assert 12 <= at_kill < 68, "the run should have been killed mid-way"
+        # at most the in-flight requests (concurrency 4) were sent and not stored
+        assert sent_before - at_kill <= 4 + 1
+        rerun = subprocess.run(
+            command, env=env, cwd=ROOT, capture_output=True, text=True, timeout=120
+        )
+        assert rerun.returncode == 0, rerun.stderr
+        assert f"{at_kill} already done" in rerun.stdout
+        with sqlite3.connect(db) as conn:
+            total, distinct = conn.execute(
+                "select count(*), count(distinct run_id || conv_id || lang) from responses"
+            ).fetchone()
+            errors = conn.execute(
+                "select count(*) from responses where error is not null"
+            ).fetchone()[0]
+        assert total == distinct == 68 and errors == 0  # 34 dialogues x 2 languages
+        assert len(server.requests) - sent_before == 68 - at_kill
+    finally:
+        server.stop()
