@@ -26,9 +26,10 @@ with st.form("runs.start"):
     name = left.selectbox("Model", list(registry), key=state.RUNS_MODEL, format_func=model_label)
     langs = left.multiselect("Languages", ["ko", "en"], default=["ko", "en"])
     protocol = left.radio("Protocol", PROTOCOLS, horizontal=True)
-    limit = right.number_input("Dialogues (0 = all)", 0, len(dataset), min(20, len(dataset)))
+    limit = right.number_input("Dialogues (0 = all)", 0, len(dataset), min(5, len(dataset)))
     concurrency = right.number_input("Concurrent requests", 1, 64, DEFAULT_CONCURRENCY)
     temperature = right.slider("Temperature", 0.0, 1.5, 0.7, 0.1)
+    max_tokens = right.number_input("Max new tokens", 16, 2048, 256, 16)
     started = st.form_submit_button("Run", type="primary")
 st.caption(
     "The same model, protocol and settings resume the same run: finished answers are "
@@ -50,7 +51,7 @@ if started:
                 dataset.sha256,
                 langs=langs,
                 protocol=protocol,
-                settings=GenerationSettings(temperature=temperature),
+                settings=GenerationSettings(temperature=temperature, max_tokens=int(max_tokens)),
                 limit=limit or None,
                 concurrency=int(concurrency),
                 progress=lambda done, total: bar.progress(
