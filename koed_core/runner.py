@@ -114,6 +114,7 @@ def to_record(
         "lang": item.task.lang,
         "context_hash": item.context_hash,
         "prompt": [dict(m) for m in item.messages],
+        "context": [[turn.role, turn.text] for turn in item.task.transcript],
     }
     if isinstance(outcome, ModelError):
         return ResponseRecord(

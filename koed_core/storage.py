@@ -71,6 +71,8 @@ class ResponseRecord:
     lang: str
     context_hash: str
     prompt: list[dict[str, str]]
+    context: list[list[str]]
+    """The transcript the model answered: [role, text] pairs, for raters and judges."""
     raw: str | None
     text: str | None
     predicted: tuple[str, ...] = ()
@@ -109,12 +111,24 @@ class Store:
         return self.db.table(name)
 
     @contextmanager
-    def _write(self) -> Iterator[None]:
-        with self._lock, self.db.atomic():
-            yield
+    def write(self) -> Iterator[None]:
+        """One write transaction. BEGIN IMMEDIATE takes the write lock up front, so a second
+        writer (another session, process or thread) waits for the busy timeout instead of
+        failing with "database is locked" when a read lock cannot be upgraded."""
+        with self._lock:
+            if self.db.conn.in_transaction:  # nested: the outer transaction decides
+                yield
+                return
+            self.db.execute("BEGIN IMMEDIATE")
+            try:
+                yield
+            except BaseException:
+                self.db.conn.rollback()
+                raise
+            self.db.execute("COMMIT")
 
     def _ensure_schema(self) -> None:
-        with self._write():
+        with self.write():
             self._table("runs").create(
                 {
                     "id": str,
@@ -136,6 +150,7 @@ class Store:
                     "lang": str,
                     "context_hash": str,
                     "prompt": str,
+                    "context": str,
                     "raw": str,
                     "text": str,
                     "predicted": str,
@@ -172,7 +187,7 @@ class Store:
     def ensure_run(self, config: RunConfig, name: str, langs: list[str]) -> str:
         """Create the run, or add languages to it; returns its id."""
         run_id = config.run_id
-        with self._write():
+        with self.write():
             existing = self._run_row(run_id)
             known = json.loads(existing["langs"]) if existing else []
             merged = sorted(set(known) | set(langs))
@@ -207,11 +222,11 @@ class Store:
     ) -> str:
         """Insert or replace one response and its emotion score, in one transaction."""
         row = asdict(record)
-        for key in ("prompt", "predicted", "unknown_labels", "parse_notes"):
+        for key in ("prompt", "context", "predicted", "unknown_labels", "parse_notes"):
             row[key] = json.dumps(list(row[key]), ensure_ascii=False)
         row["id"] = record.response_id
         row["created"] = now()
-        with self._write():
+        with self.write():
             self._table("responses").upsert(row, pk="id")
             scores = self._table("emotion_scores")
             scores.delete_where("response_id = ?", [row["id"]])

@@ -1,0 +1,143 @@
+"""What an admin reads about a study: progress, speed, attention, agreement; and the export.
+
+Per-rater agreement is leave-one-out: each rater's scores against the mean of the other
+raters on the same item and dimension, as a Spearman correlation (scipy). It spots a
+careless rater; the full agreement statistics come with the judge.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pandas as pd
+from scipy.stats import spearmanr
+
+from koed_core.rating import RatingStore, attention_limits
+from koed_core.storage import short_hash
+
+MIN_PAIRS = 5
+
+
+def ratings_frame(ratings: RatingStore, study_id: int) -> pd.DataFrame:
+    """One row per (item, rater, dimension) with the item's kind and language."""
+    sql = """select r.item_id, r.response_key, r.username, r.dimension, r.score, r.comment,
+                    r.time_spent_s, r.rubric_version, r.created, r.updated, i.kind, i.lang,
+                    i.conv_id, i.response_id
+             from ratings r join study_items i on i.id = r.item_id where r.study_id = ?"""
+    return pd.DataFrame(list(ratings.db.query(sql, [study_id])))
+
+
+def item_progress(ratings: RatingStore, study_id: int) -> pd.DataFrame:
+    """Per item: raters done and in progress, against the overlap target."""
+    overlap = ratings.config(study_id).overlap
+    sql = """select i.id as item_id, i.kind, i.lang, i.conv_id,
+                    sum(a.status = 'done') as done, sum(a.status = 'assigned') as in_progress,
+                    sum(a.status in ('skipped', 'flagged')) as set_aside
+             from study_items i left join assignments a on a.item_id = i.id
+             where i.study_id = ? group by i.id order by done, i.id"""
+    frame = pd.DataFrame(list(ratings.db.query(sql, [study_id])))
+    if not frame.empty:
+        frame = frame.fillna(0)
+        frame["target"] = [overlap if k != "attention" else None for k in frame["kind"]]
+    return frame
+
+
+def rater_report(ratings: RatingStore, study_id: int) -> pd.DataFrame:
+    """Per rater: items done, median seconds per item, attention pass rate, LOO agreement."""
+    sql = """select username, sum(status = 'done') as done, sum(status = 'skipped') as skipped,
+                    sum(status = 'flagged') as flagged
+             from assignments where study_id = ? group by username order by username"""
+    frame = pd.DataFrame(list(ratings.db.query(sql, [study_id])))
+    if frame.empty:
+        return frame
+    data = ratings_frame(ratings, study_id)
+    limits = attention_limits()
+    rows = []
+    for username in frame["username"]:
+        own = data[data["username"] == username] if not data.empty else data
+        rows.append({
+            "median_s_per_item": _median_time(own),
+            "attention_pass_rate": _attention_rate(own, limits),
+            **_leave_one_out(data, username),
+        })  # fmt: skip
+    return pd.concat([frame, pd.DataFrame(rows)], axis=1)
+
+
+def _median_time(own: pd.DataFrame) -> float | None:
+    if own.empty:
+        return None
+    per_item = own.groupby("item_id")["time_spent_s"].first().dropna()
+    return float(per_item.median()) if len(per_item) else None
+
+
+def _attention_rate(own: pd.DataFrame, limits: dict[str, int]) -> float | None:
+    checks = own[own["kind"] == "attention"] if not own.empty else own
+    if checks.empty:
+        return None
+    passed = [
+        all(row.score <= limits.get(row.dimension, 5) for row in group.itertuples())
+        for _, group in checks.groupby("item_id")
+    ]
+    return sum(passed) / len(passed)
+
+
+def _leave_one_out(data: pd.DataFrame, username: str) -> dict[str, Any]:
+    if data.empty:
+        return {"loo_spearman": None, "loo_pairs": 0, "loo_note": "no ratings yet"}
+    rated = data[data["kind"] != "attention"]
+    own = rated[rated["username"] == username].set_index(["item_id", "dimension"])["score"]
+    others = rated[rated["username"] != username].groupby(["item_id", "dimension"])["score"].mean()
+    joined = pd.concat([own.rename("own"), others.rename("others")], axis=1, join="inner")
+    pairs = len(joined)
+    if pairs < MIN_PAIRS:
+        note = f"needs {MIN_PAIRS} shared item-dimensions with other raters (has {pairs})"
+        return {"loo_spearman": None, "loo_pairs": pairs, "loo_note": note}
+    if joined["own"].nunique() < 2 or joined["others"].nunique() < 2:
+        return {"loo_spearman": None, "loo_pairs": pairs,
+                "loo_note": "undefined: the scores do not vary"}  # fmt: skip
+    rho = float(spearmanr(joined["own"], joined["others"]).statistic)
+    reading = "agrees with the others" if rho >= 0.4 else "check this rater's work"
+    return {"loo_spearman": round(rho, 3), "loo_pairs": pairs, "loo_note": reading}
+
+
+def export_rows(ratings: RatingStore, study_id: int) -> list[dict[str, Any]]:
+    """Every rating with its provenance; raters pseudonymous, no profile data."""
+    sql = """select r.*, i.kind, i.lang, i.conv_id, i.response_id, s.run_id,
+                    runs.config as run_config, st.name as study_name, st.config as study_config
+             from ratings r join study_items i on i.id = r.item_id
+             join studies st on st.id = r.study_id
+             left join responses s on s.id = i.response_id
+             left join runs on runs.id = s.run_id
+             where r.study_id = ? order by r.item_id, r.username, r.dimension"""
+    out = []
+    for row in ratings.db.query(sql, [study_id]):
+        run_config = json.loads(row["run_config"]) if row["run_config"] else {}
+        out.append({
+            "study_id": study_id, "study": row["study_name"], "item_id": row["item_id"],
+            "kind": row["kind"], "response_id": row["response_id"], "conv_id": row["conv_id"],
+            "lang": row["lang"], "rater": "r-" + short_hash(study_id, row["username"])[:8],
+            "dimension": row["dimension"], "score": row["score"], "comment": row["comment"],
+            "time_spent_s": row["time_spent_s"], "rubric_version": row["rubric_version"],
+            "run_id": row["run_id"], "model": run_config.get("model_name"),
+            "protocol": run_config.get("protocol"),
+            "prompt_version": run_config.get("prompt_version"),
+            "created": row["created"], "updated": row["updated"],
+        })  # fmt: skip
+    return out
+
+
+def rater_summary(ratings: RatingStore) -> dict[str, Any]:
+    """Rater profiles in aggregate only (counts and medians), for exports and papers."""
+    frame = pd.DataFrame(list(ratings.db.query("select * from raters")))
+    if frame.empty:
+        return {"raters": 0}
+    langs = frame["languages"].map(json.loads)
+    return {
+        "raters": len(frame),
+        "rate_ko": int(sum("ko" in x for x in langs)),
+        "rate_en": int(sum("en" in x for x in langs)),
+        "native_korean": int((frame["native_language"] == "ko").sum()),
+        "median_years_korea": float(frame["years_korea"].median()),
+        "median_years_english": float(frame["years_english"].median()),
+    }
