@@ -1,25 +1,53 @@
-"""KoED Studio: the router and the frame around every page."""
+"""KoED Studio: the router and the frame around every page.
+
+Which pages exist depends on who is logged in: visitors get the public pages and a login,
+raters add the rating page, admins the runs and studies. A page left out of
+st.navigation cannot be opened by URL either.
+"""
 
 import streamlit as st
 
-PAGES = {
+from components import auth
+
+PUBLIC = {
     "Dialogues": [
         st.Page("pages/explorer.py", title="Explorer", icon=":material/forum:", default=True),
         st.Page("pages/overview.py", title="Label overview", icon=":material/grid_on:"),
         st.Page("pages/adaptation.py", title="Adaptation", icon=":material/translate:"),
     ],
-    "Models": [
-        st.Page("pages/chat.py", title="Chat", icon=":material/chat:"),
-        st.Page("pages/runs.py", title="Runs", icon=":material/playlist_play:"),
-    ],
+    "Models": [st.Page("pages/chat.py", title="Chat", icon=":material/chat:")],
 }
+RUNS = st.Page("pages/runs.py", title="Runs", icon=":material/playlist_play:")
+LOGIN = st.Page("pages/login.py", title="Log in", icon=":material/login:")
+RATE = st.Page("pages/rate.py", title="Rate responses", icon=":material/star_rate:")
+STUDIES = st.Page("pages/studies.py", title="Studies", icon=":material/assignment:")
+DASHBOARD = st.Page("pages/dashboard.py", title="Study dashboard", icon=":material/monitoring:")
+
+
+def pages_for(state: auth.AuthState) -> dict[str, list[st.Page]]:
+    """The navigation a visitor, rater or admin gets."""
+    pages = {section: list(items) for section, items in PUBLIC.items()}
+    if not state.accounts_exist:
+        pages["Models"].append(RUNS)  # no accounts yet: one-person use, nothing to guard
+    if state.account is None:
+        pages["Account"] = [LOGIN]
+    elif state.account.role == "rater":
+        pages["Rating"] = [RATE, LOGIN]
+    else:
+        pages["Models"].append(RUNS)
+        pages["Rating"] = [RATE, STUDIES, DASHBOARD, LOGIN]
+    return pages
 
 
 def main() -> None:
-    """Configure the page, register every page, run the chosen one."""
+    """Configure the page, check the login, register the allowed pages, run the chosen one."""
     st.set_page_config(page_title="KoED Studio", page_icon=":material/favorite:", layout="wide")
-    page = st.navigation(PAGES)
+    state = auth.start()
+    page = st.navigation(pages_for(state))
     st.sidebar.caption("KoED Studio · the Korean Empathetic Dialogues benchmark, ko/en")
+    if state.account is not None:
+        st.sidebar.caption(f"Logged in: {state.account.name} ({state.account.role})")
+        auth.logout_button()
     page.run()
 
 

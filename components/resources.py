@@ -17,6 +17,7 @@ from koed_core import adaptation
 from koed_core.config import Settings
 from koed_core.dataset import Dataset, load_dataset
 from koed_core.filters import FilterIndex
+from koed_core.rating import RatingStore
 from koed_core.registry import ModelSpec, load_registry
 from koed_core.sources import DataSource, resolve_source
 from koed_core.storage import Store
@@ -58,6 +59,16 @@ def _store(path: str) -> Store:
 def store() -> Store:
     """The shared database (one connection, WAL, writes locked)."""
     return _store(str(settings().db_path))
+
+
+@st.cache_resource(max_entries=2)
+def _ratings(path: str) -> RatingStore:
+    return RatingStore(_store(path))
+
+
+def ratings() -> RatingStore:
+    """Studies, assignments and ratings on the shared database."""
+    return _ratings(str(settings().db_path))
 
 
 class Loaded(NamedTuple):

@@ -40,3 +40,8 @@ API_KEY = "models.api_key"
 # Runs page.
 RUNS_MODEL = "runs.model"
 RUNS_SELECTED = "runs.selected"
+
+# Rating pages.
+RATE_STUDY = "rate.study"
+RATE_STARTED = "rate.started"  # {assignment_id: time first shown}
+RATE_CALIBRATION = "rate.calibration"  # {"index": int, "feedback": dict | None}

@@ -29,6 +29,7 @@ from koed_core.sources import (
     official_cache_path,
     resolve_source,
 )
+from koed_core.users import ROLES, add_user, list_users, unlock
 
 FIGURE_NAMES = {
     "dialogues": "dialogues",
@@ -74,6 +75,20 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--temperature", type=float, default=GenerationSettings.temperature)
     run.add_argument("--max-tokens", type=int, default=GenerationSettings.max_tokens)
     run.set_defaults(func=cmd_run)
+
+    accounts = groups.add_parser("users", help="accounts for the rating pages")
+    user_cmds = accounts.add_subparsers(dest="command", required=True)
+    add = user_cmds.add_parser("add", help="create an account; prints its password once")
+    add.add_argument("username")
+    add.add_argument("--role", choices=ROLES, default="rater")
+    add.add_argument("--name", help="display name (default: the username)")
+    add.add_argument("--ask", action="store_true", help="type the password instead of generating")
+    add.set_defaults(func=cmd_users_add)
+    listing = user_cmds.add_parser("list", help="accounts with role and lock state")
+    listing.set_defaults(func=cmd_users_list)
+    unlock = user_cmds.add_parser("unlock", help="clear a locked account's failed logins")
+    unlock.add_argument("username")
+    unlock.set_defaults(func=cmd_users_unlock)
     return parser
 
 
@@ -174,6 +189,46 @@ def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
     for kind, count in report.errors.most_common():
         print(f"  {kind}: {count}")
     return 1 if report.failed else 0
+
+
+def cmd_users_add(args: argparse.Namespace, settings: Settings) -> int:
+    """Create an account; the password is typed (--ask) or generated and printed once."""
+    import getpass
+
+    password = None
+    if args.ask:
+        password = getpass.getpass("Password: ")
+        if password != getpass.getpass("Again: "):
+            print("error: the two passwords differ", file=sys.stderr)
+            return 1
+    try:
+        created = add_user(settings.users_path, args.username, args.role, args.name, password)
+    except KoedError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    print(f"created {args.role} {args.username!r} in {settings.users_path}")
+    if not args.ask:
+        print(f"password (shown once, not stored in clear): {created}")
+    return 0
+
+
+def cmd_users_list(args: argparse.Namespace, settings: Settings) -> int:
+    """One line per account: name, role, lock state; never a hash."""
+    for user in list_users(settings.users_path):
+        state = "LOCKED" if user["locked"] else f"{user['failed_logins']} failed logins"
+        print(f"{user['username']}\t{user['role']}\t{state}")
+    return 0
+
+
+def cmd_users_unlock(args: argparse.Namespace, settings: Settings) -> int:
+    """Reset the failed-login counter."""
+    try:
+        unlock(settings.users_path, args.username)
+    except KoedError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    print(f"unlocked {args.username}")
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:

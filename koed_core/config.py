@@ -34,6 +34,10 @@ class Settings:
     """The SQLite file of runs, responses and ratings (``KOED_DB``)."""
     models_path: Path = DEFAULT_REGISTRY
     """The model registry (``KOED_MODELS``)."""
+    users_path: Path = DATA_DIR / "users.yaml"
+    """Accounts with bcrypt hashes, kept out of git (``KOED_USERS``)."""
+    cookie_key: str | None = None
+    """Signs the login cookie (``KOED_COOKIE_KEY``; secrets: ``[auth] cookie_key``)."""
 
     @classmethod
     def from_sources(
@@ -41,6 +45,9 @@ class Settings:
     ) -> Settings:
         """Secrets override the environment, which overrides the defaults."""
         merged: dict[str, Any] = {}
+        auth = (secrets or {}).get("auth") or {}
+        if hasattr(auth, "get") and auth.get("cookie_key"):
+            merged["cookie_key"] = str(auth["cookie_key"])
         for key, attr in ENV_NAMES.items():
             value = (secrets or {}).get(key) or env.get(key)
             if value:
@@ -54,8 +61,10 @@ ENV_NAMES = {
     "KOED_DATA_URL": "data_url",
     "KOED_DB": "db_path",
     "KOED_MODELS": "models_path",
+    "KOED_USERS": "users_path",
+    "KOED_COOKIE_KEY": "cookie_key",
 }
-PATHS = {"cache_dir", "db_path", "models_path"}
+PATHS = {"cache_dir", "db_path", "models_path", "users_path"}
 
 
 def api_key(

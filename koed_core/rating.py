@@ -179,20 +179,44 @@ class RatingStore:
             )
             study_id = int(cursor.lastrowid or 0)
             for response_id, conv_id, lang, context, text in rows:
-                self._add_item(study_id, response_id, "response", conv_id, lang,
-                               json.loads(context or "[]"), text)  # fmt: skip
+                self._add_item(
+                    study_id,
+                    response_id,
+                    "response",
+                    conv_id,
+                    lang,
+                    json.loads(context or "[]"),
+                    text,
+                )
             for kind, conv_id, lang, context, text in _attention_items(config, dataset):
                 self._add_item(study_id, None, kind, conv_id, lang, context, text)
         return study_id
 
-    def _add_item(self, study_id: int, response_id: str | None, kind: str, conv_id: str,
-                  lang: str, context: Sequence[Sequence[str]], text: str) -> None:  # fmt: skip
+    def _add_item(
+        self,
+        study_id: int,
+        response_id: str | None,
+        kind: str,
+        conv_id: str,
+        lang: str,
+        context: Sequence[Sequence[str]],
+        text: str,
+    ) -> None:
         item_id = short_hash(study_id, response_id or (kind, conv_id, lang, text))
         self.db.execute(
             "insert or ignore into study_items values (?,?,?,?,?,?,?,?,?)",
-            [item_id, study_id, response_id, kind, conv_id, lang,
-             json.dumps([list(t) for t in context], ensure_ascii=False), text, now()],
-        )  # fmt: skip
+            [
+                item_id,
+                study_id,
+                response_id,
+                kind,
+                conv_id,
+                lang,
+                json.dumps([list(t) for t in context], ensure_ascii=False),
+                text,
+                now(),
+            ],
+        )
 
     def studies(self) -> list[dict[str, Any]]:
         """Every study with its configuration."""
@@ -257,8 +281,9 @@ class RatingStore:
             )
         return self._item(assignment_id)
 
-    def _choose(self, config: StudyConfig, study_id: int, username: str,
-                languages: Sequence[str]) -> str | None:  # fmt: skip
+    def _choose(
+        self, config: StudyConfig, study_id: int, username: str, languages: Sequence[str]
+    ) -> str | None:
         marks = ",".join("?" * len(languages))
         rows = self.db.execute(
             f"""select i.id, i.kind, (select count(*) from assignments a
@@ -272,9 +297,12 @@ class RatingStore:
         open_items = [r for r in rows if r[1] == "attention" or r[2] < config.overlap]
         if not open_items:
             return None
-        best = min(open_items, key=lambda r: (r[2] if r[1] != "attention" else 0,
-                                               _order_key(config.seed, username, r[0])))  # fmt: skip
-        return str(best[0])
+
+        def rank(row: Any) -> tuple[int, str]:
+            taken = 0 if row[1] == "attention" else int(row[2])
+            return taken, _order_key(config.seed, username, row[0])
+
+        return str(min(open_items, key=rank)[0])
 
     def _item(self, assignment_id: str) -> RatingItem:
         row = self.db.execute(
@@ -312,8 +340,14 @@ class RatingStore:
 
     # Ratings ----------------------------------------------------------------------------
 
-    def save_rating(self, assignment_id: str, username: str, scores: dict[str, int],
-                    comment: str = "", time_spent_s: float | None = None) -> None:  # fmt: skip
+    def save_rating(
+        self,
+        assignment_id: str,
+        username: str,
+        scores: dict[str, int],
+        comment: str = "",
+        time_spent_s: float | None = None,
+    ) -> None:
         """Store all five scores of one item; saving again updates them.
 
         Raises:
@@ -344,10 +378,21 @@ class RatingStore:
                        score=excluded.score, comment=excluded.comment,
                        time_spent_s=coalesce(excluded.time_spent_s, ratings.time_spent_s),
                        updated=excluded.updated""",
-                    [short_hash(response_key, username, code), study_id, item_id, response_key,
-                     username, code, scores[code], comment.strip(), time_spent_s,
-                     rubric_version(), stamp, stamp],
-                )  # fmt: skip
+                    [
+                        short_hash(response_key, username, code),
+                        study_id,
+                        item_id,
+                        response_key,
+                        username,
+                        code,
+                        scores[code],
+                        comment.strip(),
+                        time_spent_s,
+                        rubric_version(),
+                        stamp,
+                        stamp,
+                    ],
+                )
             self.db.execute(
                 "update assignments set status = 'done', finished_at = ? where id = ?",
                 [stamp, assignment_id],

@@ -43,6 +43,19 @@ def item_progress(ratings: RatingStore, study_id: int) -> pd.DataFrame:
     return frame
 
 
+def study_totals(items: pd.DataFrame, raters: pd.DataFrame) -> dict[str, Any]:
+    """Headline figures: items at their overlap target, items rated, raters, median time."""
+    real = items[items["kind"] != "attention"] if not items.empty else items
+    median = raters["median_s_per_item"].median() if not raters.empty else None
+    return {
+        "complete": int((real["done"] >= real["target"]).sum()) if not real.empty else 0,
+        "items": len(real),
+        "rated": int(items["done"].sum()) if not items.empty else 0,
+        "raters": len(raters),
+        "median_s": float(median) if median is not None and pd.notna(median) else None,
+    }
+
+
 def rater_report(ratings: RatingStore, study_id: int) -> pd.DataFrame:
     """Per rater: items done, median seconds per item, attention pass rate, LOO agreement."""
     sql = """select username, sum(status = 'done') as done, sum(status = 'skipped') as skipped,
@@ -56,11 +69,13 @@ def rater_report(ratings: RatingStore, study_id: int) -> pd.DataFrame:
     rows = []
     for username in frame["username"]:
         own = data[data["username"] == username] if not data.empty else data
-        rows.append({
-            "median_s_per_item": _median_time(own),
-            "attention_pass_rate": _attention_rate(own, limits),
-            **_leave_one_out(data, username),
-        })  # fmt: skip
+        rows.append(
+            {
+                "median_s_per_item": _median_time(own),
+                "attention_pass_rate": _attention_rate(own, limits),
+                **_leave_one_out(data, username),
+            }
+        )
     return pd.concat([frame, pd.DataFrame(rows)], axis=1)
 
 
@@ -94,8 +109,11 @@ def _leave_one_out(data: pd.DataFrame, username: str) -> dict[str, Any]:
         note = f"needs {MIN_PAIRS} shared item-dimensions with other raters (has {pairs})"
         return {"loo_spearman": None, "loo_pairs": pairs, "loo_note": note}
     if joined["own"].nunique() < 2 or joined["others"].nunique() < 2:
-        return {"loo_spearman": None, "loo_pairs": pairs,
-                "loo_note": "undefined: the scores do not vary"}  # fmt: skip
+        return {
+            "loo_spearman": None,
+            "loo_pairs": pairs,
+            "loo_note": "undefined: the scores do not vary",
+        }
     rho = float(spearmanr(joined["own"], joined["others"]).statistic)
     reading = "agrees with the others" if rho >= 0.4 else "check this rater's work"
     return {"loo_spearman": round(rho, 3), "loo_pairs": pairs, "loo_note": reading}
@@ -113,17 +131,29 @@ def export_rows(ratings: RatingStore, study_id: int) -> list[dict[str, Any]]:
     out = []
     for row in ratings.db.query(sql, [study_id]):
         run_config = json.loads(row["run_config"]) if row["run_config"] else {}
-        out.append({
-            "study_id": study_id, "study": row["study_name"], "item_id": row["item_id"],
-            "kind": row["kind"], "response_id": row["response_id"], "conv_id": row["conv_id"],
-            "lang": row["lang"], "rater": "r-" + short_hash(study_id, row["username"])[:8],
-            "dimension": row["dimension"], "score": row["score"], "comment": row["comment"],
-            "time_spent_s": row["time_spent_s"], "rubric_version": row["rubric_version"],
-            "run_id": row["run_id"], "model": run_config.get("model_name"),
-            "protocol": run_config.get("protocol"),
-            "prompt_version": run_config.get("prompt_version"),
-            "created": row["created"], "updated": row["updated"],
-        })  # fmt: skip
+        out.append(
+            {
+                "study_id": study_id,
+                "study": row["study_name"],
+                "item_id": row["item_id"],
+                "kind": row["kind"],
+                "response_id": row["response_id"],
+                "conv_id": row["conv_id"],
+                "lang": row["lang"],
+                "rater": "r-" + short_hash(study_id, row["username"])[:8],
+                "dimension": row["dimension"],
+                "score": row["score"],
+                "comment": row["comment"],
+                "time_spent_s": row["time_spent_s"],
+                "rubric_version": row["rubric_version"],
+                "run_id": row["run_id"],
+                "model": run_config.get("model_name"),
+                "protocol": run_config.get("protocol"),
+                "prompt_version": run_config.get("prompt_version"),
+                "created": row["created"],
+                "updated": row["updated"],
+            }
+        )
     return out
 
 

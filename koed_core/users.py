@@ -139,7 +139,11 @@ def save_login_state(path: Path, before: dict[str, Any], after: dict[str, Any]) 
             if entry.get(key) != old.get(key)
         }
         if fields:
-            update_user(path, username, lambda e, f=fields: e.update(f))
+
+            def apply(entry: dict[str, Any], fields: dict[str, Any] = fields) -> None:
+                entry.update(fields)
+
+            update_user(path, username, apply)
 
 
 def list_users(path: Path) -> list[dict[str, Any]]:

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from components import resources, state
+from components import auth, resources, state
 from components.models import client_for, model_label, session_api_key_input
 from components.source_banner import load_or_stop, render_source_banner
 from koed_core.errors import KoedError
@@ -11,6 +11,8 @@ from koed_core.protocol import PROTOCOLS
 from koed_core.runner import DEFAULT_CONCURRENCY, run_benchmark
 
 st.title("Runs")
+if auth.start_state().accounts_exist:
+    auth.require("admin")  # runs spend API keys and write the database
 source, dataset = load_or_stop()
 render_source_banner(source, dataset)
 session_api_key_input()

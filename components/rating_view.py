@@ -1,0 +1,131 @@
+"""The rater's screens: onboarding, the rubric form with anchors, an item, calibration.
+
+Dialogue and response text are drawn with ``st.text``, so HTML, scripts or markdown in a
+model's answer show as the characters they are.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, NamedTuple
+
+import streamlit as st
+
+from components import state
+from koed_core.dialogue import Lang
+from koed_core.paths import DATA_DIR
+from koed_core.protocol import ROLE_NAMES
+from koed_core.rating import RaterProfile
+from koed_core.rubric import SCALE, dimensions
+
+CALIBRATION_FILE = DATA_DIR / "calibration.json"
+
+
+class Draft(NamedTuple):
+    """A submitted rubric form."""
+
+    scores: dict[str, int]
+    comment: str
+
+
+def onboarding_form(username: str) -> RaterProfile | None:
+    """Languages and background, asked once; None until submitted."""
+    with st.form("rate.onboarding"):
+        st.subheader("About you", anchor=False)
+        langs = st.multiselect("I rate dialogues in", ["ko", "en"], default=["ko"])
+        native = st.selectbox("My native language", ["ko", "en", "other"])
+        korea = st.number_input("Years lived in Korea", 0.0, 100.0, 0.0, 0.5)
+        english = st.number_input(
+            "Years lived in an English-speaking country", 0.0, 100.0, 0.0, 0.5
+        )
+        st.caption("Stored to break agreement down by background; exported only in aggregate.")
+        if not st.form_submit_button("Save", type="primary"):
+            return None
+    return RaterProfile(username, tuple(langs), native, float(korea), float(english))
+
+
+def render_rubric(lang: Lang) -> None:
+    """Every dimension with its question and five anchors, always one click away."""
+    with st.expander("Rubric · 평가 기준" if lang == "ko" else "Rubric", icon=":material/rule:"):
+        for dim in dimensions():
+            st.markdown(f"**{dim.code} · {dim.name(lang)}**")
+            st.text(dim.question(lang))
+            st.text("\n".join(f"{s}: {dim.anchor(s, lang)}" for s in SCALE))
+
+
+def render_item(context: Any, response: str, lang: Lang) -> None:
+    """The conversation as the model saw it, then the response under rating."""
+    speaker, listener = ROLE_NAMES[lang]
+    with st.container(border=True):
+        for role, text in context:
+            st.text(f"{speaker if role == 'speaker' else listener}: {text}")
+    st.markdown("**Response · 응답**" if lang == "ko" else "**Response**")
+    with st.container(border=True):
+        st.text(response)
+
+
+def rubric_form(
+    key: str, lang: Lang, defaults: dict[str, int] | None = None, comment: str = ""
+) -> Draft | None:
+    """Five 1-5 scores with anchors as help, and a comment; None until submitted complete."""
+    with st.form(key):
+        scores: dict[str, int | None] = {}
+        for dim in dimensions():
+            anchors = "  \n".join(f"{s}: {dim.anchor(s, lang)}" for s in SCALE)
+            value = (defaults or {}).get(dim.code)
+            scores[dim.code] = st.radio(
+                f"{dim.code} · {dim.name(lang)}: {dim.question(lang)}",
+                SCALE,
+                horizontal=True,
+                index=SCALE.index(value) if value else None,
+                key=f"{key}.{dim.code}",
+                help=anchors,
+            )
+        note = st.text_area("Comment (optional)", value=comment, key=f"{key}.comment")
+        if not st.form_submit_button("Submit rating", type="primary"):
+            return None
+    missing = [code for code, score in scores.items() if score is None]
+    if missing:
+        st.warning(f"Score every dimension before submitting; missing: {', '.join(missing)}.")
+        return None
+    return Draft({code: int(score) for code, score in scores.items() if score is not None}, note)
+
+
+def calibration_items(langs: tuple[str, ...]) -> list[dict[str, Any]]:
+    """The shipped calibration items in the rater's languages."""
+    items = json.loads(CALIBRATION_FILE.read_text(encoding="utf-8"))["items"]
+    return [item for item in items if item["lang"] in langs]
+
+
+def calibration(langs: tuple[str, ...]) -> bool:
+    """Walk the rater through the calibration items with feedback; True when finished."""
+    items = calibration_items(langs)
+    progress = st.session_state.setdefault(state.RATE_CALIBRATION, {"index": 0, "feedback": None})
+    if progress["index"] >= len(items):
+        return True
+    item = items[progress["index"]]
+    st.subheader(f"Calibration {progress['index'] + 1} of {len(items)}", anchor=False)
+    st.caption("Practice items with reference scores. Rate, then compare with the reference.")
+    render_rubric(item["lang"])
+    render_item(item["context"], item["response"], item["lang"])
+    if progress["feedback"] is None:
+        draft = rubric_form(f"calibration.{item['id']}", item["lang"])
+        if draft is not None:
+            progress["feedback"] = draft.scores
+            st.rerun()
+        return False
+    rows = [
+        {
+            "dimension": code,
+            "you": progress["feedback"][code],
+            "reference": ref,
+            "difference": progress["feedback"][code] - ref,
+        }
+        for code, ref in item["reference"].items()
+    ]
+    st.dataframe(rows, hide_index=True)
+    st.info(item["feedback"])
+    if st.button("Next", type="primary", key=f"calibration.next.{item['id']}"):
+        progress.update(index=progress["index"] + 1, feedback=None)
+        st.rerun()
+    return False

@@ -1,0 +1,23 @@
+"""Log in to rate or to run studies; says what to set up when accounts are not ready."""
+
+import streamlit as st
+
+from components import auth, resources
+
+st.title("Log in")
+state = auth.start_state()
+if state.account is not None:
+    st.success(f"Logged in as {state.account.name} ({state.account.role}).")
+    st.caption("The rating pages are in the sidebar.")
+    auth.logout_button("main")
+    st.stop()
+if not state.accounts_exist:
+    st.info(
+        "No accounts yet. Create the first admin on the machine that runs the app:\n\n"
+        "`koed users add NAME --role admin`\n\n"
+        f"Accounts are kept in `{resources.settings().users_path}` (outside git)."
+    )
+if state.key_problem:
+    st.warning(f"{state.key_problem}\n\n{auth.SET_KEY_HELP}")
+if state.accounts_exist and not state.key_problem:
+    auth.login_form()

@@ -1,0 +1,90 @@
+"""Rate model responses blind on the five rubric dimensions."""
+
+import time
+
+import streamlit as st
+
+from components import auth, resources, state
+from components.rating_view import (
+    calibration,
+    onboarding_form,
+    render_item,
+    render_rubric,
+    rubric_form,
+)
+from koed_core.rating import RatingError
+
+st.title("Rate responses")
+account = auth.require()
+ratings = resources.ratings()
+profile = ratings.profile(account.username)
+if profile is None:
+    new = onboarding_form(account.username)
+    if new is not None:
+        try:
+            ratings.save_profile(new)
+        except RatingError as err:
+            st.error(str(err))
+        else:
+            st.rerun()
+    st.stop()
+if not ratings.calibrated(account.username):
+    if calibration(profile.languages):
+        ratings.mark_calibrated(account.username)
+        st.success("Calibration done. Live items follow.")
+        st.rerun()
+    st.stop()
+
+studies = [s for s in ratings.studies() if set(s["langs"]) & set(profile.languages)]
+if not studies:
+    st.info("No study is open for your languages yet. Your admin will set one up.")
+    st.stop()
+names = {s["id"]: s["name"] for s in studies}
+study_id = st.selectbox("Study", list(names), format_func=names.get, key=state.RATE_STUDY)
+done, total = ratings.done(study_id, account.username), ratings.workload(study_id, account.username)
+st.progress(min(done / max(total, 1), 1.0), text=f"{done} of {total} rated")
+
+last = ratings.last_rated(study_id, account.username)
+if last is not None:
+    with st.expander("Correct my last rating"):
+        old_item, old_scores, old_comment = last
+        render_item(old_item.context, old_item.response, old_item.lang)
+        fix = rubric_form(f"fix.{old_item.assignment_id}", old_item.lang, old_scores, old_comment)
+        if fix is not None:
+            ratings.save_rating(old_item.assignment_id, account.username, fix.scores, fix.comment)
+            st.toast("Rating corrected")
+            st.rerun()
+
+item = ratings.next_item(study_id, account.username)
+if item is None:
+    st.success("Nothing left for you in this study. Thank you!")
+    st.stop()
+started = st.session_state.setdefault(state.RATE_STARTED, {})
+started.setdefault(item.assignment_id, time.time())
+render_rubric(item.lang)
+render_item(item.context, item.response, item.lang)
+draft = rubric_form(f"rate.{item.assignment_id}", item.lang)
+if draft is not None:
+    try:
+        ratings.save_rating(
+            item.assignment_id,
+            account.username,
+            draft.scores,
+            draft.comment,
+            time.time() - started.pop(item.assignment_id, time.time()),
+        )
+    except RatingError as err:
+        st.error(str(err))
+    else:
+        st.toast("Saved")
+        st.rerun()
+left, right = st.columns(2)
+if left.button("Skip this item", key=f"skip.{item.assignment_id}"):
+    ratings.set_aside(item.assignment_id, account.username, "skipped")
+    st.rerun()
+reason = right.selectbox(
+    "Flag as", ["broken", "offensive"], key=f"flag.reason.{item.assignment_id}"
+)
+if right.button("Flag this item", key=f"flag.{item.assignment_id}"):
+    ratings.set_aside(item.assignment_id, account.username, "flagged", reason)
+    st.rerun()

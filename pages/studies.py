@@ -1,0 +1,79 @@
+"""Admin: build rating studies from runs and saved chat answers, and invite raters."""
+
+import streamlit as st
+
+from components import auth, resources
+from components.source_banner import load_or_stop
+from koed_core import users
+from koed_core.errors import KoedError
+from koed_core.rating import StudyConfig
+
+st.title("Studies")
+auth.require("admin")
+source, dataset = load_or_stop()
+ratings = resources.ratings()
+runs = resources.store().runs()
+
+with st.form("studies.create"):
+    st.subheader("New study", anchor=False)
+    name = st.text_input("Name", placeholder="e.g. pilot ko/en, Nov 2026")
+    choices = {} if runs.empty else dict(zip(runs["run_id"], runs["name"], strict=False))
+    picked = st.multiselect(
+        "Responses from runs (live chat saves are runs too)", list(choices), format_func=choices.get
+    )
+    left, right = st.columns(2)
+    langs = left.multiselect("Languages", ["ko", "en"], default=["ko", "en"])
+    overlap = left.number_input("Raters per item (overlap k)", 1, 20, 3)
+    checks = left.number_input("Attention checks per language", 0, 10, 2)
+    quota = right.number_input("Quota per rater (0 = none)", 0, 10_000, 0)
+    timeout = right.number_input("Give abandoned items back after (minutes)", 1, 1440, 30)
+    seed = right.number_input("Order seed", 0, 1_000_000, 0)
+    if st.form_submit_button("Create study", type="primary"):
+        config = StudyConfig(
+            name.strip() or "study",
+            tuple(picked),
+            tuple(langs),
+            int(overlap),
+            int(checks),
+            int(quota) or None,
+            int(timeout),
+            int(seed),
+        )
+        try:
+            study_id = ratings.create_study(config, dataset)
+        except KoedError as err:
+            st.error(str(err))
+        else:
+            st.success(f"Study {study_id} created.")
+
+studies = ratings.studies()
+if studies:
+    st.dataframe(studies, hide_index=True)
+else:
+    st.info("No study yet. Runs come from the Runs page or `koed run`.")
+
+with st.form("studies.invite", clear_on_submit=True):
+    st.subheader("Invite a rater", anchor=False)
+    left, right = st.columns(2)
+    username = left.text_input("Username")
+    display = left.text_input("Display name")
+    role = left.radio("Role", users.ROLES, index=1, horizontal=True)
+    password = right.text_input("Password (give it to the rater yourself)", type="password")
+    again = right.text_input("Password again", type="password")
+    if st.form_submit_button("Create account"):
+        if password != again:
+            st.error("The two passwords differ.")
+        else:
+            try:
+                users.add_user(
+                    resources.settings().users_path,
+                    username.strip(),
+                    role,
+                    display.strip() or None,
+                    password,
+                )
+            except KoedError as err:
+                st.error(str(err))
+            else:
+                st.success(f"Account {username.strip()} created.")
+st.dataframe(users.list_users(resources.settings().users_path), hide_index=True)
