@@ -13,6 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from koed_core import users
+from tests.rating_fixtures import rater, seeded_store, study
+
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = ROOT / "tests" / "artifacts"
@@ -26,6 +29,7 @@ CHROMIUM_ARGS = [
     "--disable-sync",
 ]
 
+RATER_PASSWORD = "mina-password-1"
 KO_REPLY = "정말 속상했겠다. 괜찮으면 무슨 일이 있었는지 더 얘기해 줄래?"
 EN_REPLY = "That sounds really hard. Do you want to tell me more about it?"
 
@@ -44,12 +48,19 @@ def _free_port() -> int:
 @pytest.fixture
 def server(official_file: Path, tmp_path: Path, fake_registry: Path) -> Iterator[str]:
     port = _free_port()
+    # A rater with a study waiting (human-reference answers), as an admin would set it up.
+    users.add_user(tmp_path / "users.yaml", "mina", "rater", "Mina", RATER_PASSWORD)
+    store, run_id = seeded_store(tmp_path / "koed.db")
+    ratings, _ = study(store, run_id, attention_checks=1)
+    rater(ratings, "mina")
     env = {
         **os.environ,
         "KOED_DATA": str(official_file),
         "KOED_CACHE_DIR": str(tmp_path),
         "KOED_MODELS": str(fake_registry),
         "KOED_DB": str(tmp_path / "koed.db"),
+        "KOED_USERS": str(tmp_path / "users.yaml"),
+        "KOED_COOKIE_KEY": "c" * 40,
     }
     log = (tmp_path / "streamlit.log").open("w")
     proc = subprocess.Popen(
@@ -146,4 +157,22 @@ def test_explorer_in_a_real_browser(server: str) -> None:
         assert page.get_by_test_id("stException").count() == 0
         page.wait_for_timeout(500)
         page.screenshot(path=str(ARTIFACTS / "chat.png"), full_page=True)
+
+        # Rating: log in as a rater, rate one item, see the progress move.
+        sidebar = page.get_by_test_id("stSidebar")
+        sidebar.get_by_text("Log in").click()
+        page.get_by_label("Username").fill("mina")
+        page.get_by_role("textbox", name="Password").fill(RATER_PASSWORD)
+        page.get_by_role("button", name="Log in").click()
+        expect(page.get_by_text("Logged in as Mina (rater).")).to_be_visible()
+        sidebar.get_by_text("Rate responses").click()
+        expect(page.get_by_text("0 of 13 rated")).to_be_visible()
+        radios = page.get_by_test_id("stRadio")
+        expect(radios).to_have_count(5)
+        for i in range(5):
+            radios.nth(i).get_by_text("4", exact=True).click()
+        page.get_by_role("button", name="Submit rating").click()
+        expect(page.get_by_text("1 of 13 rated")).to_be_visible()
+        assert page.get_by_test_id("stException").count() == 0
+        page.screenshot(path=str(ARTIFACTS / "rating.png"), full_page=True)
         browser.close()
