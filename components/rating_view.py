@@ -45,12 +45,15 @@ def onboarding_form(username: str) -> RaterProfile | None:
 
 
 def render_rubric(lang: Lang) -> None:
-    """Every dimension with its question and five anchors, always one click away."""
-    with st.expander("Rubric · 평가 기준" if lang == "ko" else "Rubric", icon=":material/rule:"):
+    """Every dimension with its question and five anchors, in Korean and English side by
+    side (the item's language first), always one click away."""
+    order: tuple[Lang, Lang] = ("ko", "en") if lang == "ko" else ("en", "ko")
+    with st.expander("Rubric · 평가 기준", icon=":material/rule:"):
         for dim in dimensions():
-            st.markdown(f"**{dim.code} · {dim.name(lang)}**")
-            st.text(dim.question(lang))
-            st.text("\n".join(f"{s}: {dim.anchor(s, lang)}" for s in SCALE))
+            st.markdown(f"**{dim.code} · {dim.name(order[0])} · {dim.name(order[1])}**")
+            for column, side in zip(st.columns(2), order, strict=True):
+                column.text(dim.question(side))
+                column.text("\n".join(f"{s}: {dim.anchor(s, side)}" for s in SCALE))
 
 
 def render_item(context: Any, response: str, lang: Lang) -> None:
