@@ -16,8 +16,12 @@ PUBLIC = {
         st.Page("pages/adaptation.py", title="Adaptation", icon=":material/translate:"),
     ],
     "Models": [st.Page("pages/chat.py", title="Chat", icon=":material/chat:")],
+    "Results": [
+        st.Page("pages/agreement.py", title="Judge-human agreement", icon=":material/balance:")
+    ],
 }
 RUNS = st.Page("pages/runs.py", title="Runs", icon=":material/playlist_play:")
+JUDGE = st.Page("pages/judge.py", title="Judge", icon=":material/gavel:")
 LOGIN = st.Page("pages/login.py", title="Log in", icon=":material/login:")
 RATE = st.Page("pages/rate.py", title="Rate responses", icon=":material/star_rate:")
 STUDIES = st.Page("pages/studies.py", title="Studies", icon=":material/assignment:")
@@ -28,13 +32,13 @@ def pages_for(state: auth.AuthState) -> dict[str, list[st.Page]]:
     """The navigation a visitor, rater or admin gets."""
     pages = {section: list(items) for section, items in PUBLIC.items()}
     if not state.accounts_exist:
-        pages["Models"].append(RUNS)  # no accounts yet: one-person use, nothing to guard
+        pages["Models"] += [RUNS, JUDGE]  # no accounts yet: one-person use, nothing to guard
     if state.account is None:
         pages["Account"] = [LOGIN]
     elif state.account.role == "rater":
         pages["Rating"] = [RATE, LOGIN]
     else:
-        pages["Models"].append(RUNS)
+        pages["Models"] += [RUNS, JUDGE]
         pages["Rating"] = [RATE, STUDIES, DASHBOARD, LOGIN]
     return pages
 

@@ -66,3 +66,27 @@ def similarity_histogram(departures: pd.DataFrame) -> go.Figure:
     fig.update_traces(marker_color="#0f766e")
     fig.update_layout(height=320, font_family=FONT, margin={"l": 10, "r": 10, "t": 50, "b": 10})
     return fig
+
+
+def confusion_heatmap(counts: pd.DataFrame, dimension: str) -> go.Figure:
+    """Judge score (rows) against the rounded human median (columns), with counts."""
+    fig = go.Figure(
+        go.Heatmap(
+            z=counts.to_numpy(),
+            x=[str(c) for c in counts.columns],
+            y=[str(r) for r in counts.index],
+            colorscale="Blues",
+            text=counts.to_numpy(),
+            texttemplate="%{text}",
+            hovertemplate="judge %{y}, people %{x}: %{z}<extra></extra>",
+        )
+    )
+    fig.update_layout(
+        title=f"{dimension}: judge score against the human median",
+        xaxis_title="human median (rounded)",
+        yaxis_title="judge score",
+        height=420,
+        font_family=FONT,
+        margin={"l": 10, "r": 10, "t": 50, "b": 10},
+    )
+    return fig

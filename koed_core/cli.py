@@ -18,9 +18,11 @@ from pathlib import Path
 from koed_core.config import Settings, api_key
 from koed_core.dataset import load_dataset
 from koed_core.errors import KoedError
+from koed_core.judge import MODES
 from koed_core.llm import GenerationSettings
 from koed_core.protocol import PROTOCOLS
 from koed_core.registry import load_registry, resolve_model
+from koed_core.rubric import codes
 from koed_core.runner import DEFAULT_CONCURRENCY
 from koed_core.sources import (
     OFFICIAL,
@@ -75,6 +77,23 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--temperature", type=float, default=GenerationSettings.temperature)
     run.add_argument("--max-tokens", type=int, default=GenerationSettings.max_tokens)
     run.set_defaults(func=cmd_run)
+
+    judge = groups.add_parser("judge", help="score a run's responses with an LLM judge")
+    judge.add_argument("--run", required=True, help="run id (see the Runs page)")
+    judge.add_argument("--judge", required=True, help="registry name or openai:MODEL_ID")
+    judge.add_argument("--mode", choices=MODES, default="paper")
+    judge.add_argument("--dimensions", nargs="+", choices=codes(), help="default: all five")
+    judge.add_argument("--samples", type=int, default=1, help="strict mode: k samples averaged")
+    judge.add_argument("--concurrency", type=int, default=DEFAULT_CONCURRENCY)
+    judge.add_argument("--db", type=Path)
+    judge.set_defaults(func=cmd_judge)
+
+    agree = groups.add_parser("agreement", help="judge-human and human-human agreement table")
+    agree.add_argument("--judge", help="judge model (default: the first with judgments)")
+    agree.add_argument("--mode", choices=MODES)
+    agree.add_argument("--json", action="store_true")
+    agree.add_argument("--db", type=Path)
+    agree.set_defaults(func=cmd_agreement)
 
     accounts = groups.add_parser("users", help="accounts for the rating pages")
     user_cmds = accounts.add_subparsers(dest="command", required=True)
@@ -189,6 +208,88 @@ def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
     for kind, count in report.errors.most_common():
         print(f"  {kind}: {count}")
     return 1 if report.failed else 0
+
+
+def cmd_judge(args: argparse.Namespace, settings: Settings) -> int:
+    """Judge a run with a progress bar; exit 1 if any call failed for good."""
+    from tqdm import tqdm
+
+    from koed_core.backends import make_client
+    from koed_core.judging import judge_run
+    from koed_core.storage import Store
+
+    try:
+        spec = resolve_model(args.judge, load_registry(settings.models_path), os.environ)
+        client = make_client(spec, api_key(spec.api_key_env, os.environ))
+    except KoedError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    store = Store(args.db or settings.db_path)
+    if store.db.execute("select count(*) from runs where id = ?", [args.run]).fetchone()[0] == 0:
+        print(f"error: no run {args.run!r} in {store.path}", file=sys.stderr)
+        return 1
+    with tqdm(unit="call", disable=None) as bar:
+
+        def progress(done: int, total: int) -> None:
+            bar.total = total
+            bar.update(done - bar.n)
+
+        report = judge_run(
+            store,
+            client,
+            spec,
+            args.run,
+            args.mode,
+            dims=args.dimensions,
+            samples=args.samples,
+            concurrency=args.concurrency,
+            progress=progress,
+        )
+    print(
+        f"judged run {args.run} with {spec.name} ({args.mode}): {report.scored} scored, "
+        f"{report.unscored} unscored, {report.skipped} already done, {report.failed} failed"
+    )
+    for kind, count in report.errors.most_common():
+        print(f"  {kind}: {count}")
+    return 1 if report.failed else 0
+
+
+def cmd_agreement(args: argparse.Namespace, settings: Settings) -> int:
+    """Print the agreement table (or JSON) for one judge."""
+    from koed_core import agreement_data
+    from koed_core.storage import Store
+
+    store = Store(args.db or settings.db_path)
+    available = agreement_data.judges(store)
+    judge, mode = args.judge, args.mode
+    if judge is None and available:
+        judge, mode = available[0]
+    mode = mode or "paper"
+    frame = agreement_data.table(agreement_data.load_inputs(store, judge, mode))
+    if frame.empty:
+        print("no human ratings yet: build a study and rate, then run this again", file=sys.stderr)
+        return 1
+    if args.json:
+        print(frame.to_json(orient="records", force_ascii=False))
+        return 0
+    print(f"judge: {judge or '(none)'} ({mode})")
+    columns = [
+        "dimension",
+        "lang",
+        "group",
+        "items",
+        "raters",
+        "alpha",
+        "alpha_ci_low",
+        "alpha_ci_high",
+        "judge_kappa",
+        "judge_spearman",
+        "judge_bias",
+        "ceiling_spearman",
+        "length_spearman",
+    ]
+    print(frame[columns].to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    return 0
 
 
 def cmd_users_add(args: argparse.Namespace, settings: Settings) -> int:

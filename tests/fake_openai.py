@@ -35,8 +35,15 @@ class Step:
 
 
 def default_reply(body: dict[str, Any]) -> str:
-    """A listener's answer in the conversation's language, naming one emotion."""
+    """A listener's answer in the conversation's language, naming one emotion; or, to a
+    judge prompt, a verdict whose score follows the quoted reply's length (1-5)."""
     user = body["messages"][-1]["content"]
+    if body["messages"][0]["content"].startswith("You evaluate"):
+        quoted = user.split("<<<REPLY>>>")[-1].split("<<<END REPLY>>>")[0]
+        score = 1 + len(quoted.strip()) % 5
+        if '"rationale"' in user:
+            return f'{{"rationale": "Judged on the quoted reply.", "score": {score}}}'
+        return f"The reply is judged on its own words.\nScore: {score}"
     if HANGUL.search(user):
         return (
             "Emotion: 슬픈\nResponse: 정말 속상했겠다. 괜찮으면 무슨 일이 있었는지 더 얘기해 줄래?"

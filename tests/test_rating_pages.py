@@ -80,7 +80,13 @@ def test_lock_out_after_repeated_failures_and_unlock(accounts: Path) -> None:
 
 
 def test_roles_see_only_their_pages(accounts: Path) -> None:
-    for page in ("pages/rate.py", "pages/studies.py", "pages/dashboard.py", "pages/runs.py"):
+    for page in (
+        "pages/rate.py",
+        "pages/studies.py",
+        "pages/dashboard.py",
+        "pages/runs.py",
+        "pages/judge.py",
+    ):
         visitor = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60).run()
         with pytest.raises(ValueError, match="Could not find a navigation page"):
             visitor.switch_page(page)
@@ -89,7 +95,7 @@ def test_roles_see_only_their_pages(accounts: Path) -> None:
         "Logged in: mina (rater)" in c.value or "Logged in: Mina (rater)" in c.value
         for c in rater_at.sidebar.caption
     )
-    for page in ("pages/studies.py", "pages/dashboard.py", "pages/runs.py"):
+    for page in ("pages/studies.py", "pages/dashboard.py", "pages/runs.py", "pages/judge.py"):
         with pytest.raises(ValueError, match="Could not find a navigation page"):
             _as("mina").switch_page(page)
     rater_at.switch_page("pages/rate.py").run()
@@ -107,7 +113,9 @@ def test_roles_see_only_their_pages(accounts: Path) -> None:
         assert not admin_at.error, (page, [e.value for e in admin_at.error])
 
 
-@pytest.mark.parametrize("page", ["pages/studies.py", "pages/dashboard.py", "pages/runs.py"])
+@pytest.mark.parametrize(
+    "page", ["pages/studies.py", "pages/dashboard.py", "pages/runs.py", "pages/judge.py"]
+)
 def test_admin_pages_guard_themselves_when_run_alone(accounts: Path, page: str) -> None:
     # A first deep-linked session runs a page script without app.py (pages/ folder, MPA v1).
     rater_session = AppTest.from_file(str(ROOT / page), default_timeout=60)

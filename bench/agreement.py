@@ -1,0 +1,64 @@
+"""The full agreement table for about 100,000 synthetic ratings, bootstrap included.
+
+2,720 responses (1,360 dialogues x ko/en) x 5 dimensions, each rated by 7 or 8 of 40
+raters with noise around a latent score, and a judge that tracks the latent score.
+Target (issue 5): under 2 s. Prints one ``name: value`` line per figure.
+
+    python bench/agreement.py
+"""
+
+from __future__ import annotations
+
+import resource
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from koed_core.agreement import agreement_table  # noqa: E402
+
+DIMENSIONS = ("EX", "IP", "ER", "EEA", "CA")
+
+
+def synthetic(seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame, pd.Series, dict[str, str]]:
+    rng = np.random.default_rng(seed)
+    items = [f"r{i}" for i in range(2720)]
+    langs = np.where(np.arange(2720) % 2 == 0, "ko", "en")
+    raters = [f"u{i}" for i in range(40)]
+    rows = []
+    judge = []
+    for dim in DIMENSIONS:
+        latent = rng.normal(3, 1, size=len(items))
+        for n, item in enumerate(items):
+            chosen = rng.choice(40, size=7 + (rng.random() < 0.4), replace=False)
+            scores = np.clip(np.rint(latent[n] + rng.normal(0, 0.7, len(chosen))), 1, 5)
+            rows += [
+                (item, raters[r], dim, langs[n], int(s))
+                for r, s in zip(chosen, scores, strict=True)
+            ]
+            judge.append((item, dim, float(np.clip(np.rint(latent[n] + rng.normal(0, 0.9)), 1, 5))))
+    ratings = pd.DataFrame(rows, columns=["item", "rater", "dimension", "lang", "score"])
+    judged = pd.DataFrame(judge, columns=["item", "dimension", "score"])
+    lengths = pd.Series(rng.integers(20, 300, size=len(items)).astype(float), index=items)
+    groups = {r: "native ko" if i % 2 else "not native ko" for i, r in enumerate(raters)}
+    return ratings, judged, lengths, groups
+
+
+def main() -> None:
+    ratings, judged, lengths, groups = synthetic()
+    start = time.perf_counter()
+    table = agreement_table(ratings, judged, lengths, groups)
+    elapsed = time.perf_counter() - start
+    assert len(table) == 5 * 2 * 3 and table["alpha"].notna().all()
+    print(f"ratings: {len(ratings)}")
+    print(f"agreement_s_100k: {elapsed:.3f}")
+    print(f"peak_rss_mb: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,53 @@
+"""Judge and Agreement pages through AppTest, on a database rated and judged for real."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from streamlit.testing.v1 import AppTest
+
+from tests.fake_openai import FakeOpenAI
+from tests.test_judge import _rated_and_judged
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _page(page: str) -> AppTest:
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60).run()
+    return at.switch_page(page).run()
+
+
+def test_agreement_page_explains_what_is_missing() -> None:
+    at = _page("pages/agreement.py")
+    assert not at.exception
+    assert at.info[0].value.startswith("No judgments yet")
+    assert at.info[1].value.startswith("No human ratings yet")
+
+
+def test_agreement_page_shows_table_heatmap_and_disagreements(
+    fake_openai: FakeOpenAI, tmp_path: Path
+) -> None:
+    _rated_and_judged(tmp_path / "koed.db", fake_openai)  # KOED_DB points here (conftest)
+    at = _page("pages/agreement.py")
+    assert not at.exception, [e.value for e in at.exception]
+    table = at.dataframe[0].value
+    assert len(table) == 10 and {"alpha_reading", "judge_kappa_reading"} <= set(table.columns)
+    assert at.get("plotly_chart")
+    worst = at.dataframe[1].value
+    assert len(worst) > 0 and set(worst["dimension"]) == {"CA"}  # the first dimension shown
+    at.segmented_control[0].set_value("ER").run()
+    assert set(at.dataframe[1].value["dimension"]) == {"ER"}
+
+
+def test_judge_page_judges_a_run(
+    fake_registry: Path, fake_openai: FakeOpenAI, tmp_path: Path
+) -> None:
+    run_id = _rated_and_judged(tmp_path / "koed.db", fake_openai)
+    at = _page("pages/judge.py")
+    assert at.selectbox[0].value == run_id
+    at.selectbox[1].set_value("fake-listener")
+    at.radio[0].set_value("strict")
+    at.multiselect[0].set_value(["EX"])
+    at.button[-1].click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert "scored, 0 unscored" in at.success[0].value and "0 failed" in at.success[0].value
