@@ -30,9 +30,10 @@ if table.empty:
 st.caption(
     "alpha: Krippendorff's ordinal alpha among raters, with a bootstrap 95% CI over items. "
     "kappa: quadratic-weighted Cohen's kappa of the judge against the rounded human median. "
-    "Spearman: judge against the human mean. Ceiling: each rater against the others (what "
-    "people reach). Length: response length alone against the human mean (a baseline the "
-    "judge should beat). Readings sit next to each number; 'undefined' says why."
+    "Spearman: judge against the human mean. Ceiling: every rating against the other "
+    "raters' mean (what people reach). Length: response length alone against the human "
+    "mean (a baseline the judge should beat). Readings sit next to each number; "
+    "'undefined' says why."
 )
 st.dataframe(
     table,
