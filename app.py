@@ -17,7 +17,9 @@ PUBLIC = {
     ],
     "Models": [st.Page("pages/chat.py", title="Chat", icon=":material/chat:")],
     "Results": [
-        st.Page("pages/agreement.py", title="Judge-human agreement", icon=":material/balance:")
+        st.Page("pages/gap.py", title="Empathy gap", icon=":material/bar_chart:"),
+        st.Page("pages/demo.py", title="Demo (talk)", icon=":material/co_present:"),
+        st.Page("pages/agreement.py", title="Judge-human agreement", icon=":material/balance:"),
     ],
 }
 RUNS = st.Page("pages/runs.py", title="Runs", icon=":material/playlist_play:")

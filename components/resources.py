@@ -131,3 +131,13 @@ def compute_similarities(dataset: Dataset) -> pd.DataFrame:
     frame = adaptation.pair_similarities(dataset, encoder(), settings().cache_dir, progress)
     bar.empty()
     return frame
+
+
+def export_zip(dataset_sha256: str) -> bytes:
+    """The paper bundle as zip bytes, built in a temporary folder."""
+    import tempfile
+
+    from koed_core.paper_export import zip_bundle
+
+    with tempfile.TemporaryDirectory() as work:
+        return zip_bundle(store(), Path(work), dataset_sha256).read_bytes()

@@ -95,6 +95,11 @@ def build_parser() -> argparse.ArgumentParser:
     agree.add_argument("--db", type=Path)
     agree.set_defaults(func=cmd_agreement)
 
+    export = groups.add_parser("export", help="a folder of tables, charts and configs for a paper")
+    export.add_argument("--out", type=Path, required=True)
+    export.add_argument("--db", type=Path)
+    export.set_defaults(func=cmd_export)
+
     accounts = groups.add_parser("users", help="accounts for the rating pages")
     user_cmds = accounts.add_subparsers(dest="command", required=True)
     add = user_cmds.add_parser("add", help="create an account; prints its password once")
@@ -289,6 +294,22 @@ def cmd_agreement(args: argparse.Namespace, settings: Settings) -> int:
         "length_spearman",
     ]
     print(frame[columns].to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    return 0
+
+
+def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
+    """Write the paper bundle; its README says what each file is."""
+    from koed_core.paper_export import export_bundle
+    from koed_core.storage import Store
+
+    try:
+        source = resolve_source(settings.data_path, settings.cache_dir)
+        sha = load_dataset(source.path).sha256
+    except KoedError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    files = export_bundle(Store(args.db or settings.db_path), args.out, sha)
+    print(f"wrote {len(files)} files to {args.out} (see {args.out / 'README.md'})")
     return 0
 
 

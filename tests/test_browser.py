@@ -14,6 +14,13 @@ from pathlib import Path
 import pytest
 
 from koed_core import users
+from koed_core.backends import make_client
+from koed_core.dataset import load_dataset
+from koed_core.llm import GenerationSettings
+from koed_core.paths import SAMPLE_FILE
+from koed_core.registry import ModelSpec
+from koed_core.runner import run_benchmark
+from tests.fake_openai import FakeOpenAI
 from tests.rating_fixtures import rater, seeded_store, study
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -46,13 +53,34 @@ def _free_port() -> int:
 
 
 @pytest.fixture
-def server(official_file: Path, tmp_path: Path, fake_registry: Path) -> Iterator[str]:
+def server(
+    official_file: Path, tmp_path: Path, fake_registry: Path, fake_openai: FakeOpenAI
+) -> Iterator[str]:
     port = _free_port()
     # A rater with a study waiting (human-reference answers), as an admin would set it up.
     users.add_user(tmp_path / "users.yaml", "mina", "rater", "Mina", RATER_PASSWORD)
     store, run_id = seeded_store(tmp_path / "koed.db")
     ratings, _ = study(store, run_id, attention_checks=1)
     rater(ratings, "mina")
+    # A run of the fake model in both languages, so the Gap page has something to chart.
+    listener = ModelSpec(
+        name="fake-listener",
+        backend="openai",
+        model="fake-model",
+        base_url=fake_openai.base_url,
+        provenance="korean-centric",
+    )
+    dataset = load_dataset(SAMPLE_FILE)
+    run_benchmark(
+        store,
+        make_client(listener),
+        listener,
+        dataset.dialogues[:6],
+        dataset.sha256,
+        langs=["ko", "en"],
+        protocol="single",
+        settings=GenerationSettings(),
+    )
     env = {
         **os.environ,
         "KOED_DATA": str(official_file),
@@ -175,4 +203,14 @@ def test_explorer_in_a_real_browser(server: str) -> None:
         expect(page.get_by_text("1 of 13 rated")).to_be_visible()
         assert page.get_by_test_id("stException").count() == 0
         page.screenshot(path=str(ARTIFACTS / "rating.png"), full_page=True)
+
+        # The gap: the fake run's emotion recognition, ko minus en, charted.
+        sidebar.get_by_text("Empathy gap").click()
+        expect(page.get_by_role("heading", name="The cultural empathy gap")).to_be_visible()
+        chart = page.get_by_test_id("stPlotlyChart")
+        expect(chart).to_be_visible()
+        expect(chart.locator(".main-svg").first).to_be_visible()
+        expect(chart.get_by_text("fake-listener (korean-centric)")).to_be_visible()
+        assert page.get_by_test_id("stException").count() == 0
+        page.screenshot(path=str(ARTIFACTS / "gap.png"), full_page=True)
         browser.close()

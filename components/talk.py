@@ -1,0 +1,29 @@
+"""Talk mode: presentation styling for a projector (large type, no sidebar)."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+TALK_CSS = """
+<style>
+[data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"] { display: none; }
+.stMainBlockContainer { max-width: 96vw; padding-top: 1.5rem; }
+.stMainBlockContainer p, .stMainBlockContainer li, .stMainBlockContainer pre,
+.stMainBlockContainer [data-testid="stText"] { font-size: 1.6rem; line-height: 1.45; }
+.stMainBlockContainer h1 { font-size: 3rem; }
+.stMainBlockContainer h2, .stMainBlockContainer h3 { font-size: 2.2rem; }
+</style>
+"""
+
+
+def talk_toggle(key: str = "talk") -> bool:
+    """A "Talk mode" switch bound to the URL (?talk=true), so a slide link opens in it."""
+    talk = st.toggle(
+        "Talk mode",
+        key=key,
+        bind="query-params",
+        help="Large type, no sidebar, one chart per screen.",
+    )
+    if talk:
+        st.html(TALK_CSS)
+    return bool(talk)

@@ -1,0 +1,84 @@
+"""Figures that leave the app (the export, slides), built with plotly only.
+
+Colours are chosen to survive a projector: strong hues, the provenance groups far apart
+(blues for western models, oranges for Korean-centric, grey for other, black for the
+human reference), white background, large type in talk mode. Korean text uses Nanum
+Gothic when installed (Debian's fonts-nanum), so exported PNGs show Hangul.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import plotly.graph_objects as go
+
+FONT = "NanumGothic, Noto Sans CJK KR, Malgun Gothic, sans-serif"
+PROVENANCE_COLOURS = {
+    "western": ["#1d4ed8", "#3b82f6", "#1e3a8a", "#60a5fa"],
+    "korean-centric": ["#c2410c", "#f97316", "#9a3412", "#fb923c"],
+    "other": ["#6b7280", "#9ca3af", "#374151"],
+}
+METRIC_ORDER = ["EX", "IP", "ER", "EEA", "CA", "emotion"]
+
+
+def gap_figure(table: pd.DataFrame, title: str, talk: bool = False) -> go.Figure:
+    """Grouped bars: Korean minus English per metric, one bar per model, with 95% CIs."""
+    fig = go.Figure()
+    order = {"western": 0, "korean-centric": 1, "other": 2}
+    models = (
+        table[["model", "provenance", "reference"]]
+        .drop_duplicates()
+        .assign(
+            rank=lambda f: f["reference"].astype(int) * 10 + f["provenance"].map(order).fillna(3)
+        )
+        .sort_values(["rank", "model"])
+    )
+    used: dict[str, int] = {}
+    for model in models.itertuples():
+        rows = table[table["model"] == model.model].copy()
+        rows["order"] = rows["metric"].map({m: i for i, m in enumerate(METRIC_ORDER)})
+        rows = rows.sort_values("order")
+        if model.reference:
+            colour, name = "#111827", f"{model.model} (human reference)"
+        else:
+            palette = PROVENANCE_COLOURS.get(model.provenance, PROVENANCE_COLOURS["other"])
+            colour = palette[used.get(model.provenance, 0) % len(palette)]
+            used[model.provenance] = used.get(model.provenance, 0) + 1
+            name = f"{model.model} ({model.provenance})"
+        fig.add_bar(
+            x=rows["metric"],
+            y=rows["gap"],
+            name=name,
+            marker_color=colour,
+            error_y={
+                "type": "data",
+                "symmetric": False,
+                "array": rows["ci_high"] - rows["gap"],
+                "arrayminus": rows["gap"] - rows["ci_low"],
+                "thickness": 2,
+            },
+            customdata=rows[["en", "ko", "pairs"]].to_numpy(),
+            hovertemplate="%{x}: gap %{y:.2f}<br>en %{customdata[0]:.2f}, ko %{customdata[1]:.2f}"
+            "<br>%{customdata[2]} dialogues<extra>" + name + "</extra>",
+        )
+    size = 26 if talk else 14
+    fig.update_layout(
+        title={"text": title, "font": {"size": size + 6}},
+        barmode="group",
+        font_family=FONT,
+        font_size=size,
+        plot_bgcolor="white",
+        paper_bgcolor="white",
+        separators=".,",
+        yaxis={
+            "title": "Korean minus English",
+            "zeroline": True,
+            "zerolinewidth": 3,
+            "zerolinecolor": "#111827",
+            "gridcolor": "#e5e7eb",
+        },
+        legend={"orientation": "h", "y": -0.2},
+        showlegend=True,
+        height=720 if talk else 480,
+        margin={"l": 20, "r": 20, "t": 80, "b": 20},
+    )
+    return fig

@@ -1,0 +1,61 @@
+"""Demo for a talk: one situation, ko and en side by side, two models, answers streaming."""
+
+import time
+
+import streamlit as st
+
+from components import resources
+from components.source_banner import load_or_stop
+from components.talk import talk_toggle
+from koed_core import demo
+
+st.title("Same situation, two languages")
+talk = talk_toggle("demo.talk")
+source, dataset = load_or_stop()
+store = resources.store()
+runs = demo.demo_runs(store)
+if len(runs) < 2:
+    st.info(
+        "The demo replays stored answers of two runs, so it works without network. "
+        "Store two runs in both languages first, for example:\n\n"
+        "`koed run --model smollm2 --lang ko,en --limit 10`  \n"
+        "`koed run --model human --lang ko,en --limit 10`"
+    )
+    st.stop()
+labels = {r.run_id: f"{r.model} ({r.provenance}, {r.protocol})" for r in runs.itertuples()}
+left, right = st.columns(2)
+first = left.selectbox("Model A", list(labels), format_func=labels.get, key="demo.a")
+second = right.selectbox(
+    "Model B", [r for r in labels if r != first], format_func=labels.get, key="demo.b"
+)
+shared = demo.shared_dialogues(store, [first, second])
+if not shared:
+    st.info("These two runs have no dialogue answered by both in both languages.")
+    st.stop()
+conv_id = st.selectbox("Situation", shared, key="demo.dialogue")
+dialogue = dataset.get(conv_id)
+pace = st.slider("Words per second", 2, 40, 8, key="demo.pace")
+
+answers = demo.stored_answers(store, [first, second], conv_id)
+ko, en = st.columns(2)
+panes = []
+for column, lang in ((ko, "ko"), (en, "en")):
+    with column:
+        st.subheader("한국어" if lang == "ko" else "English", anchor=False)
+        if dialogue is not None:
+            st.text(dialogue.situation(lang))
+        for run_id in (first, second):
+            st.markdown(f"**{labels[run_id]}**")
+            panes.append(((run_id, lang), st.empty()))
+st.caption(
+    f"Replay of stored answers from runs {first[:8]} and {second[:8]}, paced at "
+    f"{pace} words a second; not generated live."
+)
+if st.button("Play", type="primary", key="demo.play"):
+    for texts in demo.replay([answers.get(key, "") for key, _ in panes]):
+        for (_, box), text in zip(panes, texts, strict=True):
+            box.text(text)
+        time.sleep(1 / pace)
+else:
+    for key, box in panes:
+        box.text(answers.get(key, ""))

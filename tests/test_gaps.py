@@ -1,0 +1,225 @@
+"""The gap: hand-computed values and CIs, tables from a real database, empty states, export."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from PIL import Image
+from streamlit.testing.v1 import AppTest
+
+from koed_core import gaps
+from koed_core.backends import make_client
+from koed_core.dataset import load_dataset
+from koed_core.judging import judge_run
+from koed_core.llm import GenerationSettings
+from koed_core.paper_export import FILES, export_bundle, listed_files
+from koed_core.paths import SAMPLE_FILE
+from koed_core.registry import ModelSpec
+from koed_core.runner import run_benchmark
+from koed_core.storage import Store
+from tests.fake_openai import FakeOpenAI
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_paired_gap_known_values() -> None:
+    # en=[3,4,5], ko=[2,4,3]: differences -1, 0, -2 -> gap -1.0; every bootstrap mean of
+    # three draws from {-2,-1,0} lies in [-2, 0].
+    gap, low, high = gaps.paired_gap(np.array([3, 4, 5]), np.array([2, 4, 3]))
+    assert gap == pytest.approx(-1.0)
+    assert -2 <= low <= gap <= high <= 0
+    same = gaps.paired_gap(np.array([1.0, 2, 3]), np.array([1.5, 2.5, 3.5]))
+    assert same == pytest.approx((0.5, 0.5, 0.5))  # identical differences: no spread
+    with pytest.raises(ValueError, match="both languages"):
+        gaps.paired_gap(np.array([]), np.array([]))
+
+
+def _frame(
+    rows: list[tuple[str, str, str, float]], model: str = "m", provenance: str = "western"
+) -> pd.DataFrame:
+    return pd.DataFrame(
+        [
+            {
+                "run_id": f"run-{model}",
+                "model": model,
+                "provenance": provenance,
+                "protocol": "single",
+                "reference": 0,
+                "source": "judge",
+                "metric": metric,
+                "conv_id": conv,
+                "lang": lang,
+                "value": value,
+            }
+            for conv, lang, metric, value in rows
+        ]
+    )
+
+
+def test_gap_table_pairs_by_dialogue_and_breaks_down() -> None:
+    frame = pd.concat(
+        [
+            _frame(
+                [
+                    ("c1", "en", "ER", 4),
+                    ("c1", "ko", "ER", 3),
+                    ("c2", "en", "ER", 5),
+                    ("c2", "ko", "ER", 2),
+                    ("c3", "en", "ER", 1),
+                ]
+            ),  # c3 has no Korean answer
+            _frame(
+                [
+                    ("c1", "en", "ER", 3),
+                    ("c1", "ko", "ER", 4),
+                    ("c2", "en", "ER", 3),
+                    ("c2", "ko", "ER", 4),
+                ],
+                model="exaone",
+                provenance="korean-centric",
+            ),
+        ]
+    )
+    table = gaps.gap_table(frame).set_index("model")
+    # m: (3-4 + 2-5)/2 = -2 over c1, c2 only; en mean over the same pairs = 4.5
+    assert table.loc["m", "gap"] == pytest.approx(-2.0) and table.loc["m", "pairs"] == 2
+    assert table.loc["m", "en"] == pytest.approx(4.5) and table.loc["m", "ko"] == pytest.approx(2.5)
+    assert table.loc["exaone", "gap"] == pytest.approx(1.0)
+    by_label = gaps.gap_table(frame, {"c1": ["sad", "lonely"], "c2": ["sad"]}, "label")
+    m = by_label[by_label["model"] == "m"].set_index("label")
+    assert m.loc["sad", "gap"] == pytest.approx(-2.0) and m.loc["lonely", "gap"] == pytest.approx(
+        -1.0
+    )
+    assert m.loc["lonely", "pairs"] == 1
+
+
+def _store_with_runs(db: Path, server: FakeOpenAI) -> Store:
+    store = Store(db)
+    dataset = load_dataset(SAMPLE_FILE)
+    for spec in (
+        ModelSpec(
+            name="fake-west",
+            backend="openai",
+            model="m",
+            base_url=server.base_url,
+            provenance="western",
+        ),
+        ModelSpec(name="human", backend="human"),
+    ):
+        run_benchmark(
+            store,
+            make_client(spec),
+            spec,
+            dataset.dialogues[:6],
+            dataset.sha256,
+            langs=["ko", "en"],
+            protocol="single",
+            settings=GenerationSettings(),
+        )
+    judge = ModelSpec(name="fake-judge", backend="openai", model="j", base_url=server.base_url)
+    for run_id in [r["id"] for r in store.db.query("select id from runs")]:
+        judge_run(store, make_client(judge), judge, run_id, "paper")
+    return store
+
+
+def test_score_frame_from_a_real_database(fake_openai: FakeOpenAI, tmp_path: Path) -> None:
+    store = _store_with_runs(tmp_path / "koed.db", fake_openai)
+    frame = gaps.score_frame(store)
+    assert set(frame["source"]) == {"judge", "emotion"}
+    assert set(frame.loc[frame["source"] == "emotion", "model"]) == {"fake-west"}  # human: unscored
+    table = gaps.gap_table(frame)
+    human = table[table["model"] == "human"]
+    assert set(human["reference"]) == {1} and set(human["metric"]) == {
+        "EX",
+        "IP",
+        "ER",
+        "EEA",
+        "CA",
+    }
+    emotion = table[(table["source"] == "emotion")].iloc[0]
+    # the fake always answers "sad"; none of dialogues 1-6 has sad in its gold set: 0 vs 0
+    assert (emotion["en"], emotion["ko"], emotion["gap"]) == (0.0, 0.0, 0.0)
+
+
+def test_export_folder_holds_what_its_readme_lists(fake_openai: FakeOpenAI, tmp_path: Path) -> None:
+    store = _store_with_runs(tmp_path / "koed.db", fake_openai)
+    out = tmp_path / "export"
+    files = export_bundle(store, out, "abc123")
+    readme = (out / "README.md").read_text()
+    assert sorted(listed_files(readme)) == sorted(p.name for p in out.iterdir()) == sorted(FILES)
+    assert all(p.stat().st_size > 0 for p in files)
+    png = Image.open(io.BytesIO((out / "gap_judge.png").read_bytes()))
+    assert png.format == "PNG" and png.size == (1200, 700)
+    svg = (out / "gap_judge.svg").read_text()
+    assert (
+        svg.startswith("<svg") and "fake-west (western)" in svg and "human (human reference)" in svg
+    )
+    assert '"dataset_sha256": "abc123"' in (out / "provenance.json").read_text()
+    assert "mina" not in (out / "raters.json").read_text()
+
+
+def test_cli_export(fake_openai: FakeOpenAI, tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    _store_with_runs(tmp_path / "koed.db", fake_openai)
+    result = subprocess.run(
+        [sys.executable, "-m", "koed_core.cli", "export", "--out", str(tmp_path / "paper")],
+        env={**os.environ},
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "wrote 9 files" in result.stdout and (tmp_path / "paper" / "gaps.csv").is_file()
+
+
+def _page(page: str) -> AppTest:
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=90).run()
+    return at.switch_page(page).run()
+
+
+def test_gap_and_demo_pages_explain_empty_states() -> None:
+    gap = _page("pages/gap.py")
+    assert "koed run --model smollm2 --lang ko,en" in gap.info[0].value
+    demo = _page("pages/demo.py")
+    assert "Store two runs in both languages" in demo.info[0].value
+    assert not gap.exception and not demo.exception
+
+
+def test_gap_page_with_runs(fake_openai: FakeOpenAI, tmp_path: Path) -> None:
+    _store_with_runs(tmp_path / "koed.db", fake_openai)  # KOED_DB (conftest)
+    at = _page("pages/gap.py")
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.get("plotly_chart")
+    table = at.dataframe[0].value
+    # emotion recognition first: the human reference names no emotion, so it is absent
+    assert set(table["model"]) == {"fake-west"} and set(table["source"]) == {"emotion"}
+    at.segmented_control(key="gap.source").set_value("judge").run()
+    judged = at.dataframe[0].value
+    assert set(judged["source"]) == {"judge"} and set(judged["model"]) == {"fake-west", "human"}
+    at.selectbox(key="gap.breakdown").set_value("jeong/han vs the rest").run()
+    assert not at.exception
+    assert [b.label for b in at.get("download_button")] == [
+        "Table (CSV)",
+        "Chart (PNG)",
+        "Chart (SVG)",
+        "Export for a paper (zip)",
+    ]
+
+
+def test_demo_page_replays_stored_answers(fake_openai: FakeOpenAI, tmp_path: Path) -> None:
+    _store_with_runs(tmp_path / "koed.db", fake_openai)
+    at = _page("pages/demo.py")
+    at.slider(key="demo.pace").set_value(40)
+    at.button(key="demo.play").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    texts = [t.value for t in at.text]
+    assert "That sounds really hard. Do you want to tell me more about it?" in texts
+    assert any(t.startswith("Speaker") is False and "정말 속상했겠다" in t for t in texts)
+    assert "Replay of stored answers" in at.caption[-1].value
