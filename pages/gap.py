@@ -25,7 +25,7 @@ if frame.empty:
     st.stop()
 
 left, mid, right = st.columns(3)
-sources = sorted(frame["source"].unique())
+sources = [s for s in ("judge", "raters", "emotion") if s in set(frame["source"])]
 chosen = left.segmented_control("Scores from", sources, default=sources[0], key="gap.source")
 if judges and chosen == "judge":
     labels = [f"{m} ({mode})" for m, mode in judges]
@@ -55,7 +55,7 @@ if by:
     table = table[table[by] == group]
     title += f" · {group}"
 fig = gap_figure(table, title, talk=talk)
-st.plotly_chart(fig, width="stretch")
+st.plotly_chart(fig, width="stretch", theme=None)  # our projector styling, not the app theme
 if not talk:
     with st.expander("Numbers behind the chart", expanded=False):
         st.dataframe(table, hide_index=True)

@@ -197,12 +197,12 @@ def test_gap_page_with_runs(fake_openai: FakeOpenAI, tmp_path: Path) -> None:
     at = _page("pages/gap.py")
     assert not at.exception, [e.value for e in at.exception]
     assert at.get("plotly_chart")
-    table = at.dataframe[0].value
-    # emotion recognition first: the human reference names no emotion, so it is absent
-    assert set(table["model"]) == {"fake-west"} and set(table["source"]) == {"emotion"}
-    at.segmented_control(key="gap.source").set_value("judge").run()
-    judged = at.dataframe[0].value
+    judged = at.dataframe[0].value  # the judge's scores come first
     assert set(judged["source"]) == {"judge"} and set(judged["model"]) == {"fake-west", "human"}
+    at.segmented_control(key="gap.source").set_value("emotion").run()
+    table = at.dataframe[0].value
+    # the human reference names no emotion, so it is absent here
+    assert set(table["model"]) == {"fake-west"} and set(table["source"]) == {"emotion"}
     at.selectbox(key="gap.breakdown").set_value("jeong/han vs the rest").run()
     assert not at.exception
     assert [b.label for b in at.get("download_button")] == [
