@@ -80,7 +80,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     judge = groups.add_parser("judge", help="score a run's responses with an LLM judge")
     judge.add_argument("--run", required=True, help="run id (see the Runs page)")
-    judge.add_argument("--judge", required=True, help="registry name or openai:MODEL_ID")
+    judge.add_argument(
+        "--judge",
+        default="gpt-4o",
+        help="registry name or openai:MODEL_ID (default: gpt-4o, the paper's)",
+    )
     judge.add_argument("--mode", choices=MODES, default="paper")
     judge.add_argument("--dimensions", nargs="+", choices=codes(), help="default: all five")
     judge.add_argument("--samples", type=int, default=1, help="strict mode: k samples averaged")

@@ -6,11 +6,13 @@ word at a speaking pace, and the page says they are a replay and of which run.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator, Sequence
 
 import pandas as pd
 
+from koed_core.registry import ModelSpec
 from koed_core.storage import Store
 
 WORD = re.compile(r"\S+\s*")
@@ -54,6 +56,19 @@ def stored_answers(
         [*run_ids, conv_id],
     )
     return {(r[0], r[1]): r[2] for r in rows.fetchall()}
+
+
+def run_spec(store: Store, run_id: str) -> ModelSpec:
+    """The model behind a run, rebuilt from its stored configuration (for live answers)."""
+    row = store.db.execute("select config from runs where id = ?", [run_id]).fetchone()
+    config = json.loads(row[0])
+    return ModelSpec(
+        name=config["model_name"],
+        backend=config["backend"],
+        model=config["model_id"],
+        base_url=config["base_url"],
+        provenance=config["provenance"],
+    )
 
 
 def replay(texts: Sequence[str]) -> Iterator[list[str]]:

@@ -24,8 +24,9 @@ def gap_figure(table: pd.DataFrame, title: str, talk: bool = False) -> go.Figure
     """Grouped bars: Korean minus English per metric, one bar per model, with 95% CIs."""
     fig = go.Figure()
     order = {"western": 0, "korean-centric": 1, "other": 2}
+    several = table.groupby("model")["run_id"].nunique()
     models = (
-        table[["model", "provenance", "reference"]]
+        table[["run_id", "model", "provenance", "protocol", "reference"]]
         .drop_duplicates()
         .assign(
             rank=lambda f: f["reference"].astype(int) * 10 + f["provenance"].map(order).fillna(3)
@@ -34,16 +35,18 @@ def gap_figure(table: pd.DataFrame, title: str, talk: bool = False) -> go.Figure
     )
     used: dict[str, int] = {}
     for model in models.itertuples():
-        rows = table[table["model"] == model.model].copy()
+        rows = table[table["run_id"] == model.run_id].copy()
         rows["order"] = rows["metric"].map({m: i for i, m in enumerate(METRIC_ORDER)})
         rows = rows.sort_values("order")
+        # A model run under several protocols gets one bar per protocol, named so.
+        protocol = f", {model.protocol}" if several[model.model] > 1 else ""
         if model.reference:
-            colour, name = "#111827", f"{model.model} (human reference)"
+            colour, name = "#111827", f"{model.model} (human reference{protocol})"
         else:
             palette = PROVENANCE_COLOURS.get(model.provenance, PROVENANCE_COLOURS["other"])
             colour = palette[used.get(model.provenance, 0) % len(palette)]
             used[model.provenance] = used.get(model.provenance, 0) + 1
-            name = f"{model.model} ({model.provenance})"
+            name = f"{model.model} ({model.provenance}{protocol})"
         fig.add_bar(
             x=rows["metric"],
             y=rows["gap"],

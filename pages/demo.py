@@ -5,9 +5,13 @@ import time
 import streamlit as st
 
 from components import resources
+from components.models import client_for
 from components.source_banner import load_or_stop
 from components.talk import talk_toggle
 from koed_core import demo
+from koed_core.llm import GenerationSettings, ModelError
+from koed_core.protocol import build_task
+from koed_core.runner import Item, timed_stream
 
 st.title("Same situation, two languages")
 talk = talk_toggle("demo.talk")
@@ -35,6 +39,7 @@ if not shared:
 conv_id = st.selectbox("Situation", shared, key="demo.dialogue")
 dialogue = dataset.get(conv_id)
 pace = st.slider("Words per second", 2, 40, 8, key="demo.pace")
+live = st.toggle("Ask the models live (needs their servers or keys)", key="demo.live")
 
 answers = demo.stored_answers(store, [first, second], conv_id)
 ko, en = st.columns(2)
@@ -47,9 +52,23 @@ for column, lang in ((ko, "ko"), (en, "en")):
         for run_id in (first, second):
             st.markdown(f"**{labels[run_id]}**")
             panes.append(((run_id, lang), st.empty()))
+protocols = dict(zip(runs["run_id"], runs["protocol"], strict=True))
+if live:
+    st.caption("Live: each model answers now, pane by pane; nothing is replayed.")
+    if st.button("Ask", type="primary", key="demo.ask") and dialogue is not None:
+        for (run_id, lang), box in panes:
+            item = Item(dialogue, build_task(dialogue, lang), protocols[run_id])
+            try:
+                client = client_for(demo.run_spec(store, run_id))
+                _, parsed = timed_stream(client, item, GenerationSettings(max_tokens=160), box.text)
+            except ModelError as err:
+                box.error(str(err))
+            else:
+                box.text(parsed.text)  # the reply without its "Emotion:" line
+    st.stop()
 st.caption(
-    f"Replay of stored answers from runs {first[:8]} and {second[:8]}, paced at "
-    f"{pace} words a second; not generated live."
+    f"Replay of stored answers from runs {first[:8]} and {second[:8]}, paced at {pace} words "
+    "a second; not generated live."
 )
 if st.button("Play", type="primary", key="demo.play"):
     for texts in demo.replay([answers.get(key, "") for key, _ in panes]):

@@ -26,8 +26,10 @@ if frame.empty:
 
 left, mid, right = st.columns(3)
 sources = [s for s in ("judge", "raters", "emotion") if s in set(frame["source"])]
+if {"judge", "raters"} <= set(sources):
+    sources.insert(2, "judge + raters")
 chosen = left.segmented_control("Scores from", sources, default=sources[0], key="gap.source")
-if judges and chosen == "judge":
+if judges and chosen in ("judge", "judge + raters"):
     labels = [f"{m} ({mode})" for m, mode in judges]
     pick = mid.selectbox("Judge", range(len(judges)), format_func=labels.__getitem__)
     frame = gaps.score_frame(store, *judges[pick])
@@ -41,7 +43,8 @@ groups = (
     if by == "group"
     else None
 )
-table = gaps.gap_table(frame[frame["source"] == chosen], groups, by)
+shown = ["judge", "raters"] if chosen == "judge + raters" else [chosen]
+table = gaps.gap_table(frame[frame["source"].isin(shown)], groups, by)
 if table.empty:
     st.info(
         "No dialogue has scores in both languages for this choice yet. Run the model "
@@ -49,13 +52,23 @@ if table.empty:
     )
     st.stop()
 
-title = f"Korean minus English ({chosen}), paired by dialogue, 95% CI"
+suffix = ""
 if by:
     group = st.selectbox(split.capitalize(), sorted(table[by].unique()), key="gap.group")
     table = table[table[by] == group]
-    title += f" · {group}"
-fig = gap_figure(table, title, talk=talk)
-st.plotly_chart(fig, width="stretch", theme=None)  # our projector styling, not the app theme
+    suffix = f" · {group}"
+figures = [
+    gap_figure(
+        table[table["source"] == source],
+        f"Korean minus English ({source}), paired by dialogue, 95% CI{suffix}",
+        talk=talk,
+    )
+    for source in shown
+]
+for column, fig in zip(st.columns(len(figures)), figures, strict=True):
+    # theme=None keeps the projector styling instead of the app theme
+    column.plotly_chart(fig, width="stretch", theme=None)
+fig = figures[0]
 if not talk:
     with st.expander("Numbers behind the chart", expanded=False):
         st.dataframe(table, hide_index=True)

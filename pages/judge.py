@@ -26,7 +26,13 @@ names = dict(zip(runs["run_id"], runs["name"], strict=False))
 
 with st.form("judge.start"):
     run_id = st.selectbox("Run", list(names), format_func=names.get)
-    judge_name = st.selectbox("Judge model", list(registry), format_func=model_label)
+    judges = list(registry)
+    judge_name = st.selectbox(
+        "Judge model",
+        judges,
+        format_func=model_label,
+        index=judges.index("gpt-4o") if "gpt-4o" in judges else 0,  # the paper's judge
+    )
     mode = st.radio(
         "Mode",
         MODES,

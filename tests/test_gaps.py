@@ -223,3 +223,18 @@ def test_demo_page_replays_stored_answers(fake_openai: FakeOpenAI, tmp_path: Pat
     assert "That sounds really hard. Do you want to tell me more about it?" in texts
     assert any(t.startswith("Speaker") is False and "정말 속상했겠다" in t for t in texts)
     assert "Replay of stored answers" in at.caption[-1].value
+
+
+def test_demo_live_mode_asks_the_runs_models(fake_openai: FakeOpenAI, tmp_path: Path) -> None:
+    _store_with_runs(tmp_path / "koed.db", fake_openai)
+    requests_before = len(fake_openai.requests)
+    at = _page("pages/demo.py")
+    at.toggle(key="demo.live").set_value(True).run()
+    at.button(key="demo.ask").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    # the fake-west run's model answered live in both languages; the human reference replays
+    assert len(fake_openai.requests) - requests_before == 2
+    assert "That sounds really hard. Do you want to tell me more about it?" in [
+        t.value for t in at.text
+    ]
+    assert at.caption[-1].value.startswith("Live:")
