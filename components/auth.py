@@ -149,3 +149,10 @@ def logout_button(location: Literal["main", "sidebar"] = "sidebar") -> None:
     auth: Any = getattr(_run, "auth", None)
     if auth is not None and st.session_state.get("authentication_status"):
         auth.logout(button_name="Log out", location=location, key=f"{location}.logout")
+
+
+def require_admin_once_accounts_exist() -> None:
+    """Pages that spend API keys and write the database (Runs, Judge) are for admins as
+    soon as accounts exist; before that the app is one person's and open."""
+    if start_state().accounts_exist:
+        require("admin")

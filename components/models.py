@@ -13,6 +13,7 @@ import streamlit as st
 from components import resources, state
 from koed_core.backends import make_client
 from koed_core.config import api_key
+from koed_core.errors import KoedError
 from koed_core.llm import ChatClient
 from koed_core.registry import DEFAULT_MODEL, ModelSpec
 
@@ -26,6 +27,15 @@ def session_api_key_input() -> None:
         help="Used for OpenAI-backed models when no key is set in the environment or "
         "secrets. Never stored or shown.",
     )
+
+
+def registry_or_stop() -> dict[str, ModelSpec]:
+    """The model registry, or its error on screen and a stopped page."""
+    try:
+        return resources.registry()
+    except KoedError as err:
+        st.error(str(err))
+        st.stop()
 
 
 def key_for(spec: ModelSpec) -> str | None:

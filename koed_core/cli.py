@@ -11,7 +11,8 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
 
@@ -42,6 +43,20 @@ FIGURE_NAMES = {
     "en_only_turns": "English-only turns",
     "korean_emotion_dialogues": "jeong/han dialogues",
 }
+
+
+@contextmanager
+def progress_bar(unit: str, unit_scale: bool = False) -> Iterator[Callable[[int, int], None]]:
+    """A tqdm bar (shown on a terminal only) fed by ``progress(done, total)`` callbacks."""
+    from tqdm import tqdm
+
+    with tqdm(unit=unit, unit_scale=unit_scale, disable=None) as bar:
+
+        def progress(done: int, total: int) -> None:
+            bar.total = total
+            bar.update(done - bar.n)
+
+        yield progress
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -147,21 +162,13 @@ def cmd_check(args: argparse.Namespace, settings: Settings) -> int:
 
 def cmd_download(args: argparse.Namespace, settings: Settings) -> int:
     """Fetch and verify the official file, with a progress bar on a terminal."""
-    from tqdm import tqdm
-
     target = args.dest / OFFICIAL_FILENAME if args.dest else official_cache_path(settings.cache_dir)
-    with tqdm(total=OFFICIAL.size, unit="B", unit_scale=True, disable=None) as bar:
-
-        def progress(done: int, total: int) -> None:
-            bar.total = total
-            bar.update(done - bar.n)
-
-        try:
+    try:
+        with progress_bar("B", unit_scale=True) as progress:
             path = download_official(target, url=settings.data_url, progress=progress)
-        except KoedError as err:
-            bar.close()
-            print(f"error: {err}", file=sys.stderr)
-            return 1
+    except KoedError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
     print(f"saved {path} (sha256 {OFFICIAL.sha256} verified)")
     if not args.dest:
         print("The app now shows the official KoED instead of the built-in sample.")
@@ -170,8 +177,6 @@ def cmd_download(args: argparse.Namespace, settings: Settings) -> int:
 
 def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
     """A resumable batch run with a progress bar; exit 1 if any request failed for good."""
-    from tqdm import tqdm
-
     from koed_core.backends import make_client
     from koed_core.runner import run_benchmark
     from koed_core.storage import Store
@@ -191,12 +196,7 @@ def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
     gen = GenerationSettings(temperature=args.temperature, max_tokens=args.max_tokens)
     store = Store(args.db or settings.db_path)
     print(f"{spec.name} on {path} ({len(dataset)} dialogues), {args.protocol}, {','.join(langs)}")
-    with tqdm(unit="req", disable=None) as bar:
-
-        def progress(done: int, total: int) -> None:
-            bar.total = total
-            bar.update(done - bar.n)
-
+    with progress_bar("req") as progress:
         report = run_benchmark(
             store,
             client,
@@ -221,8 +221,6 @@ def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
 
 def cmd_judge(args: argparse.Namespace, settings: Settings) -> int:
     """Judge a run with a progress bar; exit 1 if any call failed for good."""
-    from tqdm import tqdm
-
     from koed_core.backends import make_client
     from koed_core.judging import judge_run
     from koed_core.storage import Store
@@ -237,12 +235,7 @@ def cmd_judge(args: argparse.Namespace, settings: Settings) -> int:
     if store.db.execute("select count(*) from runs where id = ?", [args.run]).fetchone()[0] == 0:
         print(f"error: no run {args.run!r} in {store.path}", file=sys.stderr)
         return 1
-    with tqdm(unit="call", disable=None) as bar:
-
-        def progress(done: int, total: int) -> None:
-            bar.total = total
-            bar.update(done - bar.n)
-
+    with progress_bar("call") as progress:
         report = judge_run(
             store,
             client,

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Callable, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 
 import pandas as pd
@@ -25,6 +24,7 @@ from koed_core.judge import (
     parse_verdict,
 )
 from koed_core.llm import ChatClient, GenerationSettings, ModelError
+from koed_core.pool import run_bounded
 from koed_core.registry import ModelSpec
 from koed_core.rubric import codes, dimensions
 from koed_core.storage import Store, now, short_hash
@@ -164,29 +164,21 @@ def judge_run(
     workers = max(1, min(concurrency, client.max_concurrency or concurrency))
     if progress:
         progress(report.skipped, len(tasks))
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        queue = iter(pending)
-        running: dict[Future[tuple[list[dict[str, str]], str | ModelError]], JudgeTask] = {}
 
-        def submit_next() -> None:
-            task = next(queue, None)
-            if task is not None:
-                running[pool.submit(_ask, client, task, mode, settings)] = task
+    def handle(task: JudgeTask, result: tuple[list[dict[str, str]], str | ModelError]) -> None:
+        prompt, reply = result
+        verdict = None if isinstance(reply, ModelError) else parse_verdict(reply, mode)
+        judgments.save(_row(task, judge, mode, version, prompt, reply, verdict))
+        _count(report, reply, verdict)
 
-        for _ in range(workers):
-            submit_next()
-        while running:
-            finished, _ = wait(running, return_when=FIRST_COMPLETED)
-            for future in finished:
-                task = running.pop(future)
-                submit_next()
-                prompt, reply = future.result()
-                verdict = None if isinstance(reply, ModelError) else parse_verdict(reply, mode)
-                judgments.save(_row(task, judge, mode, version, prompt, reply, verdict))
-                _count(report, reply, verdict)
-            if progress:
-                finished_calls = report.skipped + report.scored + report.unscored + report.failed
-                progress(finished_calls, len(tasks))
+    def show_progress() -> None:
+        if progress:
+            finished = report.skipped + report.scored + report.unscored + report.failed
+            progress(finished, len(tasks))
+
+    run_bounded(
+        pending, lambda task: _ask(client, task, mode, settings), handle, workers, show_progress
+    )
     return report
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -18,6 +17,7 @@ from typing import Any
 from koed_core.dialogue import Dialogue, Lang
 from koed_core.emotions import ParsedReply, parse_reply, score_emotions
 from koed_core.llm import ChatClient, Completion, GenerationSettings, ModelError
+from koed_core.pool import run_bounded
 from koed_core.protocol import (
     ListenerTask,
     Message,
@@ -187,32 +187,22 @@ def run_benchmark(
     scored = spec.backend != "human"
     if progress:
         progress(report.skipped, len(items))
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        queue = iter(pending)
-        running: dict[Future[tuple[Completion | ModelError, ParsedReply | None]], Item] = {}
 
-        def submit_next() -> None:
-            item = next(queue, None)
-            if item is not None:
-                running[pool.submit(answer, client, item, settings)] = item
+    def handle(item: Item, result: tuple[Completion | ModelError, ParsedReply | None]) -> None:
+        record = save(store, run_id, item, result[0], result[1], scored)
+        if record.error:
+            report.failed += 1
+            report.errors[record.error_kind or "error"] += 1
+        else:
+            report.succeeded += 1
 
-        # Keep only `workers` requests in flight so a kill loses at most those.
-        for _ in range(workers):
-            submit_next()
-        while running:
-            finished, _ = wait(running, return_when=FIRST_COMPLETED)
-            for future in finished:
-                item = running.pop(future)
-                submit_next()  # refill before writing, so the pool never waits on SQLite
-                outcome, parsed = future.result()
-                record = save(store, run_id, item, outcome, parsed, scored)
-                if record.error:
-                    report.failed += 1
-                    report.errors[record.error_kind or "error"] += 1
-                else:
-                    report.succeeded += 1
-            if progress:
-                progress(report.skipped + report.succeeded + report.failed, len(items))
+    def show_progress() -> None:
+        if progress:
+            progress(report.skipped + report.succeeded + report.failed, len(items))
+
+    run_bounded(
+        pending, lambda item: answer(client, item, settings), handle, workers, show_progress
+    )
     return report
 
 

@@ -3,21 +3,16 @@
 import streamlit as st
 
 from components import auth, resources
-from components.models import client_for, model_label, session_api_key_input
+from components.models import client_for, model_label, registry_or_stop, session_api_key_input
 from koed_core.errors import KoedError
 from koed_core.judge import MODES
 from koed_core.judging import judge_run
 from koed_core.rubric import codes
 
 st.title("LLM judge")
-if auth.start_state().accounts_exist:
-    auth.require("admin")  # judging spends API keys and writes the database
+auth.require_admin_once_accounts_exist()
 session_api_key_input()
-try:
-    registry = resources.registry()
-except KoedError as err:
-    st.error(str(err))
-    st.stop()
+registry = registry_or_stop()
 runs = resources.store().runs()
 if runs.empty:
     st.info("No runs to judge yet. Start one on the Runs page or with `koed run`.")

@@ -3,7 +3,7 @@
 import streamlit as st
 
 from components import auth, resources, state
-from components.models import client_for, model_label, session_api_key_input
+from components.models import client_for, model_label, registry_or_stop, session_api_key_input
 from components.source_banner import load_or_stop, render_source_banner
 from koed_core.errors import KoedError
 from koed_core.llm import GenerationSettings
@@ -11,16 +11,11 @@ from koed_core.protocol import PROTOCOLS
 from koed_core.runner import DEFAULT_CONCURRENCY, run_benchmark
 
 st.title("Runs")
-if auth.start_state().accounts_exist:
-    auth.require("admin")  # runs spend API keys and write the database
+auth.require_admin_once_accounts_exist()
 source, dataset = load_or_stop()
 render_source_banner(source, dataset)
 session_api_key_input()
-try:
-    registry = resources.registry()
-except KoedError as err:
-    st.error(str(err))
-    st.stop()
+registry = registry_or_stop()
 
 with st.form("runs.start"):
     st.subheader("Start or resume a run", anchor=False)
