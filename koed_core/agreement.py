@@ -30,6 +30,18 @@ from koed_core.rubric import SCALE
 
 BOOTSTRAP = 1000
 MIN_ITEMS = 3
+NUMBERS = (
+    "alpha",
+    "alpha_ci_low",
+    "alpha_ci_high",
+    "judge_kappa",
+    "judge_spearman",
+    "judge_bias",
+    "ceiling_spearman",
+    "ceiling_kappa",
+    "length_spearman",
+)
+"""The numeric columns of the agreement table (the rest are counts, keys and readings)."""
 
 
 @dataclass(frozen=True)

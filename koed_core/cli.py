@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
 
+from koed_core.agreement import NUMBERS
 from koed_core.config import Settings, api_key
 from koed_core.dataset import load_dataset
 from koed_core.errors import KoedError
@@ -275,21 +276,7 @@ def cmd_agreement(args: argparse.Namespace, settings: Settings) -> int:
         print(frame.to_json(orient="records", force_ascii=False))
         return 0
     print(f"judge: {judge or '(none)'} ({mode})")
-    columns = [
-        "dimension",
-        "lang",
-        "group",
-        "items",
-        "raters",
-        "alpha",
-        "alpha_ci_low",
-        "alpha_ci_high",
-        "judge_kappa",
-        "judge_spearman",
-        "judge_bias",
-        "ceiling_spearman",
-        "length_spearman",
-    ]
+    columns = ["dimension", "lang", "group", "items", "raters", *NUMBERS]
     print(frame[columns].to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     return 0
 

@@ -4,6 +4,7 @@ import streamlit as st
 
 from components import charts, resources
 from koed_core import agreement_data
+from koed_core.agreement import NUMBERS
 
 st.title("Judge-human agreement")
 store = resources.store()
@@ -38,20 +39,7 @@ st.caption(
 st.dataframe(
     table,
     hide_index=True,
-    column_config={
-        c: st.column_config.NumberColumn(format="%.3f")
-        for c in (
-            "alpha",
-            "alpha_ci_low",
-            "alpha_ci_high",
-            "judge_kappa",
-            "judge_spearman",
-            "judge_bias",
-            "ceiling_spearman",
-            "ceiling_kappa",
-            "length_spearman",
-        )
-    },
+    column_config={c: st.column_config.NumberColumn(format="%.3f") for c in NUMBERS},
 )
 st.download_button(
     "Agreement table (CSV)",
