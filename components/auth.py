@@ -15,9 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import streamlit as st
-import streamlit_authenticator as stauth
 from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
-from streamlit_authenticator.utilities.exceptions import LoginError
 
 from components import resources
 from koed_core import users
@@ -41,6 +39,12 @@ class AuthState:
     accounts_exist: bool
     key_problem: str | None
     account: Account | None
+
+
+def _login_error() -> type[Exception]:
+    from streamlit_authenticator.utilities.exceptions import LoginError
+
+    return LoginError
 
 
 def key_problem(key: str | None) -> str | None:
@@ -99,6 +103,9 @@ def _start() -> AuthState:
     problem = key_problem(config.cookie_key)
     if not credentials["usernames"] or problem:
         return AuthState(bool(credentials["usernames"]), problem, None)
+    # Imported here: visitors of the public pages never pay for the login library.
+    import streamlit_authenticator as stauth
+
     _run.credentials = credentials
     _run.before = copy.deepcopy(credentials)
     _run.auth = stauth.Authenticate(
@@ -109,7 +116,7 @@ def _start() -> AuthState:
         auto_hash=False,
         login_sleep_time=0,
     )
-    with contextlib.suppress(LoginError):  # a locked account just stays logged out here
+    with contextlib.suppress(_login_error()):  # a locked account just stays logged out here
         _run.auth.login(location="unrendered")
     account = None
     if st.session_state.get("authentication_status"):
@@ -123,6 +130,7 @@ def login_form() -> None:
     if auth is None:
         return
     locked = False
+    login_error = _login_error()
     try:
         auth.login(
             location="main",
@@ -130,7 +138,7 @@ def login_form() -> None:
             key="login",
             fields={"Form name": "Log in", "Login": "Log in"},
         )
-    except LoginError:
+    except login_error:
         locked = True
         st.error(
             f"This account is locked after {users.MAX_FAILED_LOGINS} failed logins. "
