@@ -149,7 +149,10 @@ def login_form() -> None:
     if status is False and not locked:
         st.error("Wrong username or password.")
     elif status:
-        st.rerun()
+        # No st.rerun() here: it would abort this run before the cookie component reaches
+        # the browser. The component's answer triggers the next run, which shows the
+        # rating pages in the navigation.
+        st.success("Logged in.")
 
 
 def logout_button(location: Literal["main", "sidebar"] = "sidebar") -> None:

@@ -131,6 +131,7 @@ def test_explorer_in_a_real_browser(server: str) -> None:
     from playwright.sync_api import expect, sync_playwright
 
     ARTIFACTS.mkdir(exist_ok=True)
+    expect.set_options(timeout=30_000)  # a busy CI machine renders slower than 5 s at times
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         page = browser.new_page(viewport={"width": 1400, "height": 1800})
@@ -203,6 +204,8 @@ def test_explorer_in_a_real_browser(server: str) -> None:
         expect(page.get_by_text("1 of 13 rated")).to_be_visible()
         assert page.get_by_test_id("stException").count() == 0
         page.screenshot(path=str(ARTIFACTS / "rating.png"), full_page=True)
+        page.reload()  # the login cookie logs the rater back in
+        expect(page.get_by_text("Logged in: Mina (rater)")).to_be_visible()
 
         # The gap: the fake run's emotion recognition, ko minus en, charted.
         sidebar.get_by_text("Empathy gap").click()
