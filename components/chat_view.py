@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import queue
+import threading
 from typing import Any
 
 import streamlit as st
@@ -84,8 +86,8 @@ class Pane:
             self.dialogue, live_task(self.dialogue, self.lang, speaker, answers), self.protocol
         )
 
-    def render(self, run_now: bool) -> None:
-        """History, save buttons, and a new streamed answer when one is owed."""
+    def render(self, run_now: bool) -> Any:
+        """History and save buttons; returns a placeholder when a new answer is owed."""
         st.subheader(f"{self.spec.name} · {self.lang}", anchor=False)
         render_model_note(self.spec)
         for kind, value in timeline(self.speaker, self.answers):
@@ -94,21 +96,7 @@ class Pane:
                 continue
             render_answer(self.answers[value])
             self._save_button(value)
-        if run_now and needs_answer(self.speaker, self.answers):
-            self._generate()
-
-    def _generate(self) -> None:
-        box = st.empty()
-        try:
-            client = client_for(self.spec)
-            completion, parsed = timed_stream(client, self.item(), self.settings, box.text)
-        except ModelError as err:
-            self.answers.append({"error": str(err)})
-        else:
-            self.answers.append(to_answer(completion, parsed))
-        box.empty()
-        render_answer(self.answers[-1])
-        self._save_button(len(self.answers) - 1)
+        return st.empty() if run_now and needs_answer(self.speaker, self.answers) else None
 
     def _save_button(self, index: int) -> None:
         answer = self.answers[index]
@@ -135,3 +123,50 @@ class Pane:
             answer["saved"] = record.response_id
             st.toast("Saved for rating")
             st.rerun()
+
+
+def stream_together(jobs: list[tuple[Pane, Any]]) -> None:
+    """Stream every owed answer at once, each into its pane's placeholder, then rerun.
+
+    Model calls run in threads; only this (the script) thread touches Streamlit and the
+    session's data, reading the threads' progress from a queue.
+    """
+    updates: queue.Queue[tuple[int, str, Any]] = queue.Queue()
+    started = []
+    for index, (pane, _) in enumerate(jobs):
+        try:
+            client = client_for(pane.spec)  # reads the session's key: script thread only
+        except ModelError as err:
+            pane.answers.append({"error": str(err)})
+            continue
+        item = pane.item()
+
+        def work(
+            index: int = index, pane: Pane = pane, client: Any = client, item: Item = item
+        ) -> None:
+            try:
+                done = timed_stream(
+                    client, item, pane.settings, lambda text: updates.put((index, "text", text))
+                )
+            except ModelError as err:
+                updates.put((index, "error", str(err)))
+            except Exception as err:  # a bug: raised again in the script thread, never lost
+                updates.put((index, "crash", err))
+            else:
+                updates.put((index, "done", done))
+
+        started.append(threading.Thread(target=work, daemon=True))
+    for thread in started:
+        thread.start()
+    waiting = len(started)
+    while waiting:
+        index, kind, value = updates.get()
+        pane, box = jobs[index]
+        if kind == "text":
+            box.text(value)
+            continue
+        if kind == "crash":
+            raise value
+        waiting -= 1
+        pane.answers.append({"error": value} if kind == "error" else to_answer(*value))
+    st.rerun()

@@ -3,7 +3,7 @@
 import streamlit as st
 
 from components import state
-from components.chat_view import Pane, render_context
+from components.chat_view import Pane, render_context, stream_together
 from components.models import model_picker, session_api_key_input
 from components.source_banner import load_or_stop, render_source_banner
 from koed_core.chat import detect_lang, live_task
@@ -83,7 +83,12 @@ typed = st.chat_input("Go on as the Speaker (type Korean for ko, English for en)
 if typed:
     chat["speaker"][detect_lang(typed)].append(typed)
 run_now = st.button("Answer as the Listener", type="primary", key=state.CHAT_ASK) or bool(typed)
+jobs = []
 for row in range(0, len(panes), 2):
     for column, pane in zip(st.columns(2), panes[row : row + 2], strict=False):
         with column:
-            pane.render(run_now)
+            box = pane.render(run_now)
+            if box is not None:
+                jobs.append((pane, box))
+if jobs:
+    stream_together(jobs)  # every pane answers at once, then the page reruns

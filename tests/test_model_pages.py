@@ -80,3 +80,17 @@ def test_runs_page_starts_a_run_and_lists_it(fake_registry: Path, fake_openai: F
     assert len(at.dataframe[-1].value) == 6
     at.button[-1].click().run()
     assert "0 answered, 6 already done" in at.success[0].value
+
+
+def test_panes_answer_at_the_same_time(fake_registry: Path, fake_openai: FakeOpenAI) -> None:
+    import time
+
+    fake_openai.latency_s = 1.0
+    at = _page("pages/chat.py")
+    at.multiselect(key="chat.models").set_value(["fake-listener"]).run()
+    start = time.perf_counter()
+    at.button(key="chat.ask").click().run()
+    elapsed = time.perf_counter() - start
+    assert KO_REPLY in _texts(at) and EN_REPLY in _texts(at)
+    assert len(fake_openai.requests) == 2
+    assert elapsed < 1.8, f"two 1 s answers took {elapsed:.2f} s: they did not run at once"
