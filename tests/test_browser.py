@@ -204,8 +204,6 @@ def test_explorer_in_a_real_browser(server: str) -> None:
         expect(page.get_by_text("1 of 13 rated")).to_be_visible()
         assert page.get_by_test_id("stException").count() == 0
         page.screenshot(path=str(ARTIFACTS / "rating.png"), full_page=True)
-        page.reload()  # the login cookie logs the rater back in
-        expect(page.get_by_text("Logged in: Mina (rater)")).to_be_visible()
 
         # The gap: the fake run's emotion recognition, ko minus en, charted.
         sidebar.get_by_text("Empathy gap").click()
@@ -219,4 +217,7 @@ def test_explorer_in_a_real_browser(server: str) -> None:
         expect(chart.get_by_text("fake-listener (korean-centric)")).to_be_visible()
         assert page.get_by_test_id("stException").count() == 0
         page.screenshot(path=str(ARTIFACTS / "gap.png"), full_page=True)
+
+        page.reload()  # the login cookie logs the rater back in
+        expect(page.get_by_text("Logged in: Mina (rater)")).to_be_visible()
         browser.close()
