@@ -6,9 +6,8 @@ import pandas as pd
 import plotly.express as px
 import plotly.graph_objects as go
 
+from koed_core.figures import FONT
 from koed_core.labels import gloss
-
-FONT = "NanumGothic, Noto Sans KR, Malgun Gothic, sans-serif"
 
 
 def label_frequency_chart(freq: pd.DataFrame) -> go.Figure:

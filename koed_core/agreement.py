@@ -197,7 +197,7 @@ def _cell(ratings: pd.DataFrame, judge: pd.DataFrame, lengths: pd.Series) -> dic
     scored = judge.dropna(subset=["score"]).set_index("item")["score"]
     both = scored.index.intersection(human_mean.index)
     j = scored.loc[both].to_numpy(dtype=float)
-    k = kappa(np.rint(j).astype(int), _round_half_up(human_median.loc[both].to_numpy()))
+    k = kappa(np.rint(j).astype(int), round_half_up(human_median.loc[both].to_numpy()))
     rho = spearman(j, human_mean.loc[both].to_numpy())
     bias = round(float(np.mean(j - human_mean.loc[both].to_numpy())), 4) if len(both) else None
     row.update(
@@ -217,7 +217,7 @@ def _cell(ratings: pd.DataFrame, judge: pd.DataFrame, lengths: pd.Series) -> dic
     return row
 
 
-def _round_half_up(values: np.ndarray) -> np.ndarray:
+def round_half_up(values: np.ndarray) -> np.ndarray:
     """Medians like 3.5 go up, as a person reading "between 3 and 4" would round."""
     return np.floor(np.asarray(values, dtype=float) + 0.5).astype(int)
 
@@ -242,7 +242,7 @@ def _ceiling(ratings: pd.DataFrame) -> dict[str, object]:
     own = ratings.loc[shared, "score"].to_numpy(dtype=float)
     others = ((total - ratings["score"]) / (count - 1))[shared].to_numpy(dtype=float)
     rho = spearman(own, others)
-    k = kappa(own.astype(int), _round_half_up(others))
+    k = kappa(own.astype(int), round_half_up(others))
     return {
         "ceiling_spearman": rho.value,
         "ceiling_kappa": k.value,

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from koed_core.agreement import _round_half_up, agreement_table
+from koed_core.agreement import agreement_table, round_half_up
 from koed_core.judging import JudgmentStore
 from koed_core.rubric import SCALE
 from koed_core.storage import Store
@@ -87,7 +87,7 @@ def paired(inputs: AgreementInputs) -> pd.DataFrame:
 def confusion(pairs: pd.DataFrame) -> pd.DataFrame:
     """5 x 5 counts: judge score (rows) against rounded human median (columns)."""
     judge = pd.Categorical(pairs["judge"].round().astype(int), categories=list(SCALE))
-    human = pd.Categorical(_round_half_up(pairs["human_median"].to_numpy()), categories=list(SCALE))
+    human = pd.Categorical(round_half_up(pairs["human_median"].to_numpy()), categories=list(SCALE))
     return pd.crosstab(judge, human, rownames=["judge"], colnames=["human median"], dropna=False)
 
 

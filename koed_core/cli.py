@@ -11,6 +11,7 @@ import argparse
 import json
 import os
 import sys
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict
@@ -21,9 +22,9 @@ from koed_core.config import Settings, api_key
 from koed_core.dataset import load_dataset
 from koed_core.errors import KoedError
 from koed_core.judge import MODES
-from koed_core.llm import GenerationSettings
+from koed_core.llm import ChatClient, GenerationSettings
 from koed_core.protocol import PROTOCOLS
-from koed_core.registry import load_registry, resolve_model
+from koed_core.registry import ModelSpec, load_registry, resolve_model
 from koed_core.rubric import codes
 from koed_core.runner import DEFAULT_CONCURRENCY
 from koed_core.sources import (
@@ -176,9 +177,26 @@ def cmd_download(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def model_client(name: str, settings: Settings) -> tuple[ModelSpec, ChatClient]:
+    """A registry name or openai:MODEL_ID, and its client with the key from the environment.
+
+    Raises:
+        KoedError: an unknown model, a broken registry, a missing key.
+    """
+    from koed_core.backends import make_client
+
+    spec = resolve_model(name, load_registry(settings.models_path), os.environ)
+    return spec, make_client(spec, api_key(spec.api_key_env, os.environ))
+
+
+def print_errors(errors: Counter[str]) -> None:
+    """How many requests failed for good, by kind."""
+    for kind, count in errors.most_common():
+        print(f"  {kind}: {count}")
+
+
 def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
     """A resumable batch run with a progress bar; exit 1 if any request failed for good."""
-    from koed_core.backends import make_client
     from koed_core.runner import run_benchmark
     from koed_core.storage import Store
 
@@ -187,10 +205,9 @@ def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
         print(f"error: --lang takes ko, en or ko,en, not {args.lang!r}", file=sys.stderr)
         return 2
     try:
-        spec = resolve_model(args.model, load_registry(settings.models_path), os.environ)
+        spec, client = model_client(args.model, settings)
         path = args.data or resolve_source(settings.data_path, settings.cache_dir).path
         dataset = load_dataset(path)
-        client = make_client(spec, api_key(spec.api_key_env, os.environ))
     except KoedError as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
@@ -215,25 +232,22 @@ def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
         f"run {report.run_id}: {report.succeeded} answered, {report.skipped} already done, "
         f"{report.failed} failed; stored in {store.path}"
     )
-    for kind, count in report.errors.most_common():
-        print(f"  {kind}: {count}")
+    print_errors(report.errors)
     return 1 if report.failed else 0
 
 
 def cmd_judge(args: argparse.Namespace, settings: Settings) -> int:
     """Judge a run with a progress bar; exit 1 if any call failed for good."""
-    from koed_core.backends import make_client
     from koed_core.judging import judge_run
     from koed_core.storage import Store
 
     try:
-        spec = resolve_model(args.judge, load_registry(settings.models_path), os.environ)
-        client = make_client(spec, api_key(spec.api_key_env, os.environ))
+        spec, client = model_client(args.judge, settings)
     except KoedError as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
     store = Store(args.db or settings.db_path)
-    if store.db.execute("select count(*) from runs where id = ?", [args.run]).fetchone()[0] == 0:
+    if not store.has_run(args.run):
         print(f"error: no run {args.run!r} in {store.path}", file=sys.stderr)
         return 1
     with progress_bar("call") as progress:
@@ -252,8 +266,7 @@ def cmd_judge(args: argparse.Namespace, settings: Settings) -> int:
         f"judged run {args.run} with {spec.name} ({args.mode}): {report.scored} scored, "
         f"{report.unscored} unscored, {report.skipped} already done, {report.failed} failed"
     )
-    for kind, count in report.errors.most_common():
-        print(f"  {kind}: {count}")
+    print_errors(report.errors)
     return 1 if report.failed else 0
 
 

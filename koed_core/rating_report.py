@@ -157,6 +157,16 @@ def export_rows(ratings: RatingStore, study_id: int) -> list[dict[str, Any]]:
     return out
 
 
+def rows_csv(rows: list[dict[str, Any]]) -> str:
+    """Export rows as CSV text."""
+    return str(pd.DataFrame(rows).to_csv(index=False))
+
+
+def rows_jsonl(rows: list[dict[str, Any]]) -> str:
+    """Export rows as JSON Lines (Korean kept readable)."""
+    return "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
+
+
 def rater_summary(ratings: RatingStore) -> dict[str, Any]:
     """Rater profiles in aggregate only (counts and medians), for exports and papers."""
     frame = pd.DataFrame(list(ratings.db.query("select * from raters")))

@@ -265,6 +265,11 @@ class Store:
         """
         return pd.DataFrame(list(self.db.query(sql, [run_id])))
 
+    def has_run(self, run_id: str) -> bool:
+        """Whether a run with this id is stored."""
+        found = self.db.execute("select 1 from runs where id = ?", [run_id]).fetchone()
+        return found is not None
+
     def count(self, table: str) -> int:
-        """Rows in a table (tests and the admin view)."""
+        """Rows in a table (for checks and tests)."""
         return int(self.db.execute(f"select count(*) from [{table}]").fetchone()[0])

@@ -1,8 +1,5 @@
 """Admin: progress of a study, per rater and per item, and the ratings export."""
 
-import json
-
-import pandas as pd
 import streamlit as st
 
 from components import auth, resources
@@ -45,13 +42,13 @@ rows = rating_report.export_rows(ratings, study_id)
 left, right, _ = st.columns([1, 1, 3])
 left.download_button(
     "Ratings CSV",
-    pd.DataFrame(rows).to_csv(index=False),
+    rating_report.rows_csv(rows),
     file_name=f"koed_ratings_study{study_id}.csv",
     disabled=not rows,
 )
 right.download_button(
     "Ratings JSONL",
-    "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows),
+    rating_report.rows_jsonl(rows),
     file_name=f"koed_ratings_study{study_id}.jsonl",
     disabled=not rows,
 )
