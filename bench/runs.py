@@ -25,10 +25,10 @@ sys.path.insert(0, str(ROOT))
 
 from koed_core.backends import make_client  # noqa: E402
 from koed_core.dataset import load_dataset  # noqa: E402
+from koed_core.db import Store  # noqa: E402
 from koed_core.llm import ChatClient, GenerationSettings  # noqa: E402
 from koed_core.registry import ModelSpec  # noqa: E402
 from koed_core.runner import run_benchmark  # noqa: E402
-from koed_core.storage import Store  # noqa: E402
 
 LATENCY_S = 0.2
 ITEMS = 320

@@ -17,7 +17,7 @@ from typing import Any, Literal
 import streamlit as st
 from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
 
-from components import resources
+from components import resources, state
 from koed_core import users
 from koed_core.users import Account
 
@@ -119,8 +119,8 @@ def _start() -> AuthState:
     with contextlib.suppress(_login_error()):  # a locked account just stays logged out here
         _run.auth.login(location="unrendered")
     account = None
-    if st.session_state.get("authentication_status"):
-        account = users.account_of(credentials, str(st.session_state.get("username")))
+    if state.auth_status():
+        account = users.account_of(credentials, state.auth_username())
     return AuthState(True, None, account)
 
 
@@ -145,7 +145,7 @@ def login_form() -> None:
             "Ask an admin to unlock it (`koed users unlock NAME`)."
         )
     users.save_login_state(resources.settings().users_path, _run.before, _run.credentials)
-    status = st.session_state.get("authentication_status")
+    status = state.auth_status()
     if status is False and not locked:
         st.error("Wrong username or password.")
     elif status:
@@ -158,7 +158,7 @@ def login_form() -> None:
 def logout_button(location: Literal["main", "sidebar"] = "sidebar") -> None:
     """Log out (clears the session and the cookie); in the sidebar and on the Login page."""
     auth: Any = getattr(_run, "auth", None)
-    if auth is not None and st.session_state.get("authentication_status"):
+    if auth is not None and state.auth_status():
         auth.logout(button_name="Log out", location=location, key=f"{location}.logout")
 
 

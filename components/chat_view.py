@@ -16,7 +16,7 @@ from koed_core.labels import by_name
 from koed_core.llm import GenerationSettings, ModelError
 from koed_core.protocol import ROLE_NAMES, ListenerTask, Protocol
 from koed_core.registry import ModelSpec
-from koed_core.runner import Item, run_config, save, timed_stream
+from koed_core.runner import Item, public_spec, run_config, save, timed_stream
 
 
 def render_context(task: ListenerTask) -> None:
@@ -110,7 +110,9 @@ class Pane:
                 self.spec, self.protocol, self.settings, self.dataset_sha256, "live"
             )
             store = resources.store()
-            run_id = store.ensure_run(config, f"{self.spec.name} (live chat)", [self.lang])
+            run_id = store.ensure_run(
+                config, f"{self.spec.name} (live chat)", [self.lang], public_spec(self.spec)
+            )
             completion, parsed = from_answer(answer)
             record = save(
                 store,

@@ -17,15 +17,17 @@ from koed_core.errors import KoedError
 from koed_core.llm import ChatClient
 from koed_core.registry import DEFAULT_MODEL, ModelSpec
 
+SESSION_KEY_NAME = "OPENAI_API_KEY"
+
 
 def session_api_key_input() -> None:
-    """A password field in the sidebar for a key used by this session only."""
+    """A password field in the sidebar for an OpenAI key used by this session only."""
     st.sidebar.text_input(
-        "API key (this session only)",
+        f"{SESSION_KEY_NAME} (this session only)",
         type="password",
         key=state.API_KEY,
-        help="Used for OpenAI-backed models when no key is set in the environment or "
-        "secrets. Never stored or shown.",
+        help="Used for models whose key is OPENAI_API_KEY, before the environment and "
+        "secrets. Never stored or shown; other providers' models never receive it.",
     )
 
 
@@ -39,11 +41,9 @@ def registry_or_stop() -> dict[str, ModelSpec]:
 
 
 def key_for(spec: ModelSpec) -> str | None:
-    """Session key, else secrets, else environment, for the spec's key name."""
-    typed = st.session_state.get(state.API_KEY)
-    if typed:
-        return str(typed)
-    return api_key(spec.api_key_env, os.environ, resources.secrets())
+    """The spec's own key: typed in this session (OpenAI keys only), environment, secrets."""
+    typed = state.session_api_key() if spec.api_key_env == SESSION_KEY_NAME else None
+    return api_key(spec.api_key_env, os.environ, resources.secrets(), typed)
 
 
 def client_for(spec: ModelSpec) -> ChatClient:

@@ -103,7 +103,7 @@ def calibration_items(langs: tuple[str, ...]) -> list[dict[str, Any]]:
 def calibration(langs: tuple[str, ...]) -> bool:
     """Walk the rater through the calibration items with feedback; True when finished."""
     items = calibration_items(langs)
-    progress = st.session_state.setdefault(state.RATE_CALIBRATION, {"index": 0, "feedback": None})
+    progress = state.calibration_progress()
     if progress["index"] >= len(items):
         return True
     item = items[progress["index"]]

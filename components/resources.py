@@ -16,11 +16,11 @@ import streamlit as st
 from koed_core import adaptation
 from koed_core.config import Settings
 from koed_core.dataset import Dataset, load_dataset
+from koed_core.db import Store
 from koed_core.filters import FilterIndex
 from koed_core.rating import RatingStore
 from koed_core.registry import ModelSpec, load_registry
 from koed_core.sources import DataSource, resolve_source
-from koed_core.storage import Store
 
 
 def secrets() -> dict[str, Any]:
@@ -133,11 +133,11 @@ def compute_similarities(dataset: Dataset) -> pd.DataFrame:
     return frame
 
 
-def export_zip(dataset_sha256: str) -> bytes:
+def export_zip() -> bytes:
     """The paper bundle as zip bytes, built in a temporary folder."""
     import tempfile
 
     from koed_core.paper_export import zip_bundle
 
     with tempfile.TemporaryDirectory() as work:
-        return zip_bundle(store(), Path(work), dataset_sha256).read_bytes()
+        return zip_bundle(store(), Path(work)).read_bytes()

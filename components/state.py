@@ -6,6 +6,10 @@ so their keys are also the parameter names of a shared link: keep them short and
 
 from __future__ import annotations
 
+from typing import Any
+
+import streamlit as st
+
 # Explorer filters: session keys == URL query parameters.
 LABELS = "labels"
 MODE = "mode"
@@ -45,3 +49,53 @@ RUNS_SELECTED = "runs.selected"
 RATE_STUDY = "rate.study"
 RATE_STARTED = "rate.started"  # {assignment_id: time first shown}
 RATE_CALIBRATION = "rate.calibration"  # {"index": int, "feedback": dict | None}
+# streamlit-authenticator's own keys (the library writes them).
+AUTH_STATUS = "authentication_status"
+AUTH_USERNAME = "username"
+
+
+# Typed accessors: pages and components read and write session state only through these.
+
+
+def session_api_key() -> str | None:
+    """The API key typed in this browser session, if any (never stored elsewhere)."""
+    value = st.session_state.get(API_KEY)
+    return str(value) if value else None
+
+
+def chat_session() -> dict[str, Any]:
+    """The chat page's conversation state, created on first use."""
+    return st.session_state.setdefault(CHAT_SESSION, {})  # type: ignore[no-any-return]
+
+
+def rate_started() -> dict[str, float]:
+    """When each assignment was first shown to this rater (for time spent)."""
+    return st.session_state.setdefault(RATE_STARTED, {})  # type: ignore[no-any-return]
+
+
+def calibration_progress() -> dict[str, Any]:
+    """Where the rater is in calibration: the item index and the last feedback."""
+    return st.session_state.setdefault(  # type: ignore[no-any-return]
+        RATE_CALIBRATION, {"index": 0, "feedback": None}
+    )
+
+
+def explorer_selected_rows() -> list[int]:
+    """Rows selected in the explorer's dialogue table (empty before the table exists)."""
+    table = st.session_state.get(EXPLORER_TABLE)
+    return list(table.selection.rows) if table is not None else []
+
+
+def open_dialogue(conv_id: str) -> None:
+    """Show this dialogue in the explorer (also updates the shared URL)."""
+    st.session_state[DIALOGUE] = conv_id
+
+
+def auth_status() -> bool | None:
+    """The login library's verdict: True logged in, False failed, None not tried."""
+    return st.session_state.get(AUTH_STATUS)  # type: ignore[no-any-return]
+
+
+def auth_username() -> str:
+    """The username the login library recorded ('' when none)."""
+    return str(st.session_state.get(AUTH_USERNAME) or "")

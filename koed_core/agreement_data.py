@@ -1,4 +1,5 @@
-"""Gather what the agreement statistics read from the database, and the views around them."""
+"""Gather what the agreement statistics read: one study's ratings and one judge
+configuration's scores, never more; and the views around them."""
 
 from __future__ import annotations
 
@@ -7,59 +8,49 @@ from dataclasses import dataclass
 import pandas as pd
 
 from koed_core.agreement import agreement_table, round_half_up
-from koed_core.judging import JudgmentStore
+from koed_core.db import JudgeConfig, Judgments, Ratings, Store
 from koed_core.rubric import SCALE
-from koed_core.storage import Store
-
-RATINGS_SQL = """
-    select r.response_key as item, r.username as rater, r.dimension, i.lang, r.score
-    from ratings r join study_items i on i.id = r.item_id where i.kind = 'response'
-"""
 
 
 @dataclass(frozen=True)
 class AgreementInputs:
-    """Long-form human ratings, one judge's scores, response lengths and rater groups."""
+    """Long-form human ratings of one study, one judge's scores, lengths and rater groups."""
 
     ratings: pd.DataFrame
     judge: pd.DataFrame
     lengths: pd.Series
     groups: dict[str, str]
+    study_id: int | None = None
+    judge_config: JudgeConfig | None = None
 
 
-def judges(store: Store) -> list[tuple[str, str]]:
-    """(judge model, mode) pairs that have judgments."""
-    JudgmentStore(store)
-    rows = store.db.execute("select distinct judge_model, mode from judgments order by 1, 2")
-    return [(r[0], r[1]) for r in rows.fetchall()]
-
-
-def load_inputs(store: Store, judge_model: str | None, mode: str | None) -> AgreementInputs:
-    """Ratings of real responses (attention checks left out) and the chosen judge's scores."""
-    ratings = pd.DataFrame()
-    if "ratings" in store.db.table_names():
-        ratings = pd.DataFrame(list(store.db.query(RATINGS_SQL)))
-    if ratings.empty:
-        ratings = pd.DataFrame(columns=["item", "rater", "dimension", "lang", "score"])
-    scores = JudgmentStore(store).scores()
-    if not scores.empty and judge_model:
-        scores = scores[(scores["judge_model"] == judge_model) & (scores["mode"] == mode)]
-    judge = (
-        scores.rename(columns={"response_id": "item"})[["item", "dimension", "score"]]
-        if not scores.empty
-        else pd.DataFrame(columns=["item", "dimension", "score"])
+def load_inputs(store: Store, study_id: int | None, judge: JudgeConfig | None) -> AgreementInputs:
+    """Ratings of real responses in one study (attention checks left out) and one judge
+    configuration's scores. Either may be None: that side is then empty."""
+    ratings = Ratings(store)
+    long = (
+        ratings.long_scores(study_id)
+        if study_id is not None
+        else pd.DataFrame(columns=["item", "rater", "dimension", "lang", "score"])
     )
-    lengths = pd.Series(
-        {r["id"]: len(r["text"] or "") for r in store.db.query("select id, text from responses")},
-        dtype=float,
+    scores = (
+        Judgments(store).scores(judge)
+        if judge is not None
+        else pd.DataFrame(columns=["response_id", "dimension", "score"])
     )
-    groups = {}
-    if "raters" in store.db.table_names():
-        for row in store.db.query("select username, native_language from raters"):
-            groups[row["username"]] = (
-                "native ko" if row["native_language"] == "ko" else "not native ko"
-            )
-    return AgreementInputs(ratings, judge, lengths, groups)
+    judged = scores.rename(columns={"response_id": "item"})[["item", "dimension", "score"]]
+    groups = {
+        user: "native ko" if native == "ko" else "not native ko"
+        for user, native in ratings.native_languages().items()
+    }
+    return AgreementInputs(
+        long[["item", "rater", "dimension", "lang", "score"]],
+        judged,
+        store.response_lengths(),
+        groups,
+        study_id,
+        judge,
+    )
 
 
 def table(inputs: AgreementInputs) -> pd.DataFrame:
@@ -92,28 +83,17 @@ def confusion(pairs: pd.DataFrame) -> pd.DataFrame:
 
 
 def disagreements(
-    store: Store, pairs: pd.DataFrame, judge_model: str, mode: str, limit: int = 20
+    store: Store, inputs: AgreementInputs, pairs: pd.DataFrame, limit: int = 20
 ) -> pd.DataFrame:
     """The items where judge and people differ most, with rationale and raters' comments."""
-    if pairs.empty:
+    if pairs.empty or inputs.judge_config is None or inputs.study_id is None:
         return pairs
     worst = pairs.reindex(pairs["gap"].abs().sort_values(ascending=False).index).head(limit)
+    texts = store.response_texts(list(worst["item"]))
+    judgments, ratings = Judgments(store), Ratings(store)
     rows = []
     for item in worst.itertuples():
-        rationale = store.db.execute(
-            "select rationale from judgments where response_id = ? and dimension = ? and "
-            "judge_model = ? and mode = ? and score is not null limit 1",
-            [item.item, item.dimension, judge_model, mode],
-        ).fetchone()
-        comments = [
-            r[0]
-            for r in store.db.execute(
-                "select comment from ratings where response_key = ? and dimension = ? "
-                "and comment != ''",
-                [item.item, item.dimension],
-            ).fetchall()
-        ]
-        text = store.db.execute("select text from responses where id = ?", [item.item]).fetchone()
+        comments = ratings.comments(inputs.study_id, item.item, item.dimension)
         rows.append(
             {
                 "item": item.item,
@@ -122,8 +102,10 @@ def disagreements(
                 "judge": item.judge,
                 "human_mean": round(item.human_mean, 2),
                 "gap": round(item.gap, 2),
-                "response": text[0] if text else "",
-                "judge_rationale": rationale[0] if rationale else "",
+                "response": texts.get(item.item, ""),
+                "judge_rationale": judgments.rationale(
+                    inputs.judge_config, item.item, item.dimension
+                ),
                 "rater_comments": " | ".join(comments),
             }
         )

@@ -18,7 +18,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from koed_core.agreement import NUMBERS
-from koed_core.config import Settings, api_key
+from koed_core.config import Settings, api_key, merged_env, read_secrets
 from koed_core.dataset import load_dataset
 from koed_core.errors import KoedError
 from koed_core.judge import MODES
@@ -45,6 +45,28 @@ FIGURE_NAMES = {
     "en_only_turns": "English-only turns",
     "korean_emotion_dialogues": "jeong/han dialogues",
 }
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: a whole number of at least 1 (0 never means "all")."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
+def temperature(text: str) -> float:
+    """An argparse type: a sampling temperature from 0 to 2."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 <= value <= 2:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 2, not {value}")
+    return value
 
 
 @contextmanager
@@ -87,12 +109,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--lang", default="ko,en", help="ko, en or ko,en (default)")
     run.add_argument("--protocol", choices=PROTOCOLS, default="single")
-    run.add_argument("--limit", type=int, help="only the first N dialogues")
-    run.add_argument("--concurrency", type=int, default=DEFAULT_CONCURRENCY)
+    run.add_argument("--limit", type=positive_int, help="only the first N dialogues")
+    run.add_argument("--concurrency", type=positive_int, default=DEFAULT_CONCURRENCY)
     run.add_argument("--db", type=Path, help="SQLite file (default: KOED_DB or data/koed.db)")
     run.add_argument("--data", type=Path, help="KoED file (default: the app's data source)")
-    run.add_argument("--temperature", type=float, default=GenerationSettings.temperature)
-    run.add_argument("--max-tokens", type=int, default=GenerationSettings.max_tokens)
+    run.add_argument("--temperature", type=temperature, default=GenerationSettings.temperature)
+    run.add_argument("--max-tokens", type=positive_int, default=GenerationSettings.max_tokens)
     run.set_defaults(func=cmd_run)
 
     judge = groups.add_parser("judge", help="score a run's responses with an LLM judge")
@@ -104,14 +126,20 @@ def build_parser() -> argparse.ArgumentParser:
     )
     judge.add_argument("--mode", choices=MODES, default="paper")
     judge.add_argument("--dimensions", nargs="+", choices=codes(), help="default: all five")
-    judge.add_argument("--samples", type=int, default=1, help="strict mode: k samples averaged")
-    judge.add_argument("--concurrency", type=int, default=DEFAULT_CONCURRENCY)
+    judge.add_argument(
+        "--samples", type=positive_int, default=1, help="strict mode: k samples averaged"
+    )
+    judge.add_argument("--concurrency", type=positive_int, default=DEFAULT_CONCURRENCY)
     judge.add_argument("--db", type=Path)
     judge.set_defaults(func=cmd_judge)
 
+    judges = groups.add_parser("judges", help="list the judge configurations that scored runs")
+    judges.add_argument("--db", type=Path)
+    judges.set_defaults(func=cmd_judges)
+
     agree = groups.add_parser("agreement", help="judge-human and human-human agreement table")
-    agree.add_argument("--judge", help="judge model (default: the first with judgments)")
-    agree.add_argument("--mode", choices=MODES)
+    agree.add_argument("--study", type=positive_int, help="study id (default: last rated)")
+    add_judge_choice(agree)
     agree.add_argument("--json", action="store_true")
     agree.add_argument("--db", type=Path)
     agree.set_defaults(func=cmd_agreement)
@@ -135,6 +163,15 @@ def build_parser() -> argparse.ArgumentParser:
     unlock.add_argument("username")
     unlock.set_defaults(func=cmd_users_unlock)
     return parser
+
+
+def add_judge_choice(parser: argparse.ArgumentParser) -> None:
+    """--judge, --mode and --prompt-version: together they name one judge configuration."""
+    parser.add_argument(
+        "--judge", help="judge model (default: the most recent configuration; see `koed judges`)"
+    )
+    parser.add_argument("--mode", choices=MODES, help="judge mode")
+    parser.add_argument("--prompt-version", help="judge prompt version, or its first characters")
 
 
 def cmd_check(args: argparse.Namespace, settings: Settings) -> int:
@@ -185,8 +222,9 @@ def model_client(name: str, settings: Settings) -> tuple[ModelSpec, ChatClient]:
     """
     from koed_core.backends import make_client
 
-    spec = resolve_model(name, load_registry(settings.models_path), os.environ)
-    return spec, make_client(spec, api_key(spec.api_key_env, os.environ))
+    secrets = read_secrets()
+    spec = resolve_model(name, load_registry(settings.models_path), merged_env(os.environ, secrets))
+    return spec, make_client(spec, api_key(spec.api_key_env, os.environ, secrets))
 
 
 def print_errors(errors: Counter[str]) -> None:
@@ -197,8 +235,8 @@ def print_errors(errors: Counter[str]) -> None:
 
 def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
     """A resumable batch run with a progress bar; exit 1 if any request failed for good."""
+    from koed_core.db import Store
     from koed_core.runner import run_benchmark
-    from koed_core.storage import Store
 
     langs = [lang.strip() for lang in args.lang.split(",") if lang.strip()]
     if not langs or set(langs) - {"ko", "en"}:
@@ -238,8 +276,8 @@ def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
 
 def cmd_judge(args: argparse.Namespace, settings: Settings) -> int:
     """Judge a run with a progress bar; exit 1 if any call failed for good."""
+    from koed_core.db import Store
     from koed_core.judging import judge_run
-    from koed_core.storage import Store
 
     try:
         spec, client = model_client(args.judge, settings)
@@ -270,42 +308,62 @@ def cmd_judge(args: argparse.Namespace, settings: Settings) -> int:
     return 1 if report.failed else 0
 
 
+def cmd_judges(args: argparse.Namespace, settings: Settings) -> int:
+    """One line per judge configuration, most recent first."""
+    from koed_core.db import Judgments, Store
+
+    uses = Judgments(Store(args.db or settings.db_path)).configs()
+    if not uses:
+        print("no judgments yet: run `koed judge --run RUN_ID`", file=sys.stderr)
+        return 1
+    print("judge\tmode\tprompt_version\trubric_version\tjudgments\tunscored\tlast")
+    for u in uses:
+        c = u.config
+        print(
+            f"{c.model}\t{c.mode}\t{c.prompt_version}\t{c.rubric_version}\t{u.judgments}\t"
+            f"{u.unscored}\t{u.last}"
+        )
+    return 0
+
+
 def cmd_agreement(args: argparse.Namespace, settings: Settings) -> int:
-    """Print the agreement table (or JSON) for one judge."""
-    from koed_core import agreement_data
-    from koed_core.storage import Store
+    """Print the agreement table (or JSON) for one study and one judge configuration."""
+    from koed_core import agreement_data, scoring
+    from koed_core.db import Store
 
     store = Store(args.db or settings.db_path)
-    available = agreement_data.judges(store)
-    judge, mode = args.judge, args.mode
-    if judge is None and available:
-        judge, mode = available[0]
-    mode = mode or "paper"
-    frame = agreement_data.table(agreement_data.load_inputs(store, judge, mode))
-    if frame.empty:
+    study = scoring.choose_study(store, args.study)
+    if study is None:
         print("no human ratings yet: build a study and rate, then run this again", file=sys.stderr)
         return 1
+    choice = scoring.choose_judge(
+        store,
+        scoring.study_runs(store, study),
+        model=args.judge,
+        mode=args.mode,
+        prompt_version=args.prompt_version,
+    )
+    config = choice.config if choice else None
+    frame = agreement_data.table(agreement_data.load_inputs(store, study, config))
     if args.json:
-        print(frame.to_json(orient="records", force_ascii=False))
+        columns = config.as_columns() if config else {}
+        print(frame.assign(study_id=study, **columns).to_json(orient="records", force_ascii=False))
         return 0
-    print(f"judge: {judge or '(none)'} ({mode})")
-    columns = ["dimension", "lang", "group", "items", "raters", *NUMBERS]
-    print(frame[columns].to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    print(scoring.study_label(store, study))
+    print(f"judge: {config.label if config else '(none scored this study: human-human only)'}")
+    for other in choice.others if choice else ():
+        print(f"  also stored (not mixed in; pick with --prompt-version): {other.label}")
+    shown = ["dimension", "lang", "group", "items", "raters", *NUMBERS]
+    print(frame[shown].to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     return 0
 
 
 def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
     """Write the paper bundle; its README says what each file is."""
+    from koed_core.db import Store
     from koed_core.paper_export import export_bundle
-    from koed_core.storage import Store
 
-    try:
-        source = resolve_source(settings.data_path, settings.cache_dir)
-        sha = load_dataset(source.path).sha256
-    except KoedError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 1
-    files = export_bundle(Store(args.db or settings.db_path), args.out, sha)
+    files = export_bundle(Store(args.db or settings.db_path), args.out)
     print(f"wrote {len(files)} files to {args.out} (see {args.out / 'README.md'})")
     return 0
 
@@ -351,10 +409,28 @@ def cmd_users_unlock(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``koed`` console script."""
+    """Entry point of the ``koed`` console script, and its one error boundary: every
+    failure ends in a one-line message and a non-zero exit, never a traceback."""
     args = build_parser().parse_args(argv)
-    settings = Settings.from_sources(os.environ)
-    return int(args.func(args, settings))
+    try:
+        settings = Settings.from_sources(os.environ, read_secrets())
+        return int(args.func(args, settings))
+    except KoedError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(
+            "interrupted: what was stored is kept; run the same command to resume", file=sys.stderr
+        )
+        return 130
+    except Exception as err:  # noqa: BLE001 - the boundary: say what happened, plainly
+        if os.environ.get("KOED_DEBUG"):
+            raise
+        print(
+            f"error: {type(err).__name__}: {err} (set KOED_DEBUG=1 for the traceback)",
+            file=sys.stderr,
+        )
+        return 1
 
 
 if __name__ == "__main__":

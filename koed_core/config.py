@@ -1,11 +1,16 @@
-"""Settings, read once from the environment and Streamlit secrets by the caller.
+"""Settings and API keys, resolved the same way by the app and by the ``koed`` command.
 
+Every name (``KOED_DB``, ``KOED_DATA``, ``OPENAI_API_KEY``...) is looked up in the
+environment first, then in ``.streamlit/secrets.toml`` (the project's, then the user's
+``~/.streamlit/secrets.toml``, as Streamlit reads them), then falls back to the default.
+The app hands in ``st.secrets``; the CLI reads the same files with :func:`read_secrets`.
 Core functions take a :class:`Settings` or plain arguments and never read the
 environment themselves, so tests can build any configuration directly.
 """
 
 from __future__ import annotations
 
+import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,15 +48,15 @@ class Settings:
     def from_sources(
         cls, env: Mapping[str, str], secrets: Mapping[str, Any] | None = None
     ) -> Settings:
-        """Secrets override the environment, which overrides the defaults."""
+        """The environment wins over secrets, which win over the defaults."""
         merged: dict[str, Any] = {}
         auth = (secrets or {}).get("auth") or {}
         if hasattr(auth, "get") and auth.get("cookie_key"):
             merged["cookie_key"] = str(auth["cookie_key"])
         for key, attr in ENV_NAMES.items():
-            value = (secrets or {}).get(key) or env.get(key)
+            value = lookup(key, env, secrets)
             if value:
-                merged[attr] = Path(value).expanduser() if attr in PATHS else str(value)
+                merged[attr] = Path(value).expanduser() if attr in PATHS else value
         return cls(**merged)
 
 
@@ -67,9 +72,51 @@ ENV_NAMES = {
 PATHS = {"cache_dir", "db_path", "models_path", "users_path"}
 
 
+def lookup(name: str, env: Mapping[str, str], secrets: Mapping[str, Any] | None) -> str | None:
+    """One name: environment, then secrets; None when neither has a non-empty value."""
+    value = env.get(name) or (secrets or {}).get(name)
+    return str(value) if value not in (None, "") and not isinstance(value, Mapping) else None
+
+
+def merged_env(env: Mapping[str, str], secrets: Mapping[str, Any] | None) -> dict[str, str]:
+    """Top-level secrets as names, overlaid by the environment (for ``OPENAI_BASE_URL``
+    and the like, read by code that takes one mapping)."""
+    out = {k: str(v) for k, v in (secrets or {}).items() if not isinstance(v, Mapping) and v != ""}
+    out.update({k: v for k, v in env.items() if v})
+    return out
+
+
 def api_key(
-    env_name: str, env: Mapping[str, str], secrets: Mapping[str, Any] | None = None
+    env_name: str,
+    env: Mapping[str, str],
+    secrets: Mapping[str, Any] | None = None,
+    session: str | None = None,
 ) -> str | None:
-    """A model's API key from secrets or the environment; callers hand it to the client only."""
-    value = (secrets or {}).get(env_name) or env.get(env_name)
-    return str(value) if value else None
+    """A model's API key: typed in this browser session, else environment, else secrets.
+
+    ``env_name`` is the spec's ``api_key_env``: each model asks for its own provider's key
+    (chat, runs, judge and demo all call this). Callers hand the key to the client only.
+    """
+    if session:
+        return session
+    return lookup(env_name, env, secrets)
+
+
+def read_secrets(cwd: Path | None = None, home: Path | None = None) -> dict[str, Any]:
+    """What Streamlit would read as ``st.secrets``: the project's file over the user's.
+
+    Raises:
+        KoedError: a secrets file that is not valid TOML (named in the message).
+    """
+    from koed_core.errors import KoedError
+
+    merged: dict[str, Any] = {}
+    for folder in (home or Path.home(), cwd or Path.cwd()):
+        path = folder / ".streamlit" / "secrets.toml"
+        if not path.is_file():
+            continue
+        try:
+            merged.update(tomllib.loads(path.read_text(encoding="utf-8")))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
+            raise KoedError(f"{path}: not valid TOML ({err})") from None
+    return merged

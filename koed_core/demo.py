@@ -6,68 +6,64 @@ word at a speaking pace, and the page says they are a replay and of which run.
 
 from __future__ import annotations
 
-import json
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import fields
 
 import pandas as pd
 
-from koed_core.registry import ModelSpec
-from koed_core.storage import Store
+from koed_core.db import Store
+from koed_core.errors import KoedError
+from koed_core.registry import ModelSpec, redact_url
 
 WORD = re.compile(r"\S+\s*")
 
 
 def demo_runs(store: Store) -> pd.DataFrame:
     """Runs with at least one stored answer: id, model, provenance, protocol, updated."""
-    return pd.DataFrame(
-        list(
-            store.db.query(
-                """select r.id as run_id, json_extract(r.config, '$.model_name') as model,
-                  json_extract(r.config, '$.provenance') as provenance,
-                  json_extract(r.config, '$.protocol') as protocol, r.updated
-           from runs r where exists (select 1 from responses s where s.run_id = r.id
-                                     and s.error is null)
-           order by r.updated desc"""
-            )
-        )
-    )
+    return store.demo_runs()
 
 
 def shared_dialogues(store: Store, run_ids: Sequence[str]) -> list[str]:
     """conv_ids every run answered in both languages."""
-    marks = ",".join("?" * len(run_ids))
-    rows = store.db.execute(
-        f"""select conv_id from responses where run_id in ({marks}) and error is null
-            group by conv_id having count(distinct run_id || lang) = ?""",
-        [*run_ids, 2 * len(run_ids)],
-    )
-    return sorted(r[0] for r in rows.fetchall())
+    return store.shared_dialogues(run_ids)
 
 
 def stored_answers(
     store: Store, run_ids: Sequence[str], conv_id: str
 ) -> dict[tuple[str, str], str]:
     """(run_id, lang) -> the stored reply text."""
-    marks = ",".join("?" * len(run_ids))
-    rows = store.db.execute(
-        f"select run_id, lang, text from responses where run_id in ({marks}) and conv_id = ? "
-        "and error is null",
-        [*run_ids, conv_id],
-    )
-    return {(r[0], r[1]): r[2] for r in rows.fetchall()}
+    return store.stored_answers(run_ids, conv_id)
 
 
-def run_spec(store: Store, run_id: str) -> ModelSpec:
-    """The model behind a run, rebuilt from its stored configuration (for live answers)."""
-    row = store.db.execute("select config from runs where id = ?", [run_id]).fetchone()
-    config = json.loads(row[0])
-    return ModelSpec(
-        name=config["model_name"],
-        backend=config["backend"],
-        model=config["model_id"],
-        base_url=config["base_url"],
-        provenance=config["provenance"],
+def run_spec(store: Store, run_id: str, registry: Mapping[str, ModelSpec]) -> ModelSpec:
+    """The model behind a run, to ask it live: the stored spec, key name included.
+
+    The registry entry of the same name wins when it is the same model on the same server
+    (it has the real URL; the stored one is redacted). Otherwise the stored spec is used;
+    a run stored by 0.1.0 kept no key name and is refused (guessing would send one
+    provider's key to another).
+
+    Raises:
+        KoedError: no such run, or a 0.1.0 run whose key name cannot be known.
+    """
+    stored = store.run_config(run_id)
+    if stored is None:
+        raise KoedError(f"no run {run_id!r}")
+    config, spec = stored
+    entry = registry.get(config["model_name"])
+    if entry is not None and (entry.backend, entry.model, redact_url(entry.base_url) or None) == (
+        config["backend"],
+        config["model_id"],
+        config["base_url"] or None,
+    ):
+        return entry  # the registry's entry holds the real server URL and key name
+    if spec is not None and spec.get("api_key_env"):
+        allowed = {f.name for f in fields(ModelSpec)}
+        return ModelSpec(**{k: v for k, v in spec.items() if k in allowed})
+    raise KoedError(
+        f"run {run_id[:8]} ({config['model_name']}) was stored without the name of its "
+        "API key and models.toml has no matching entry; it can only be replayed"
     )
 
 

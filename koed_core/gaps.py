@@ -13,56 +13,75 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from koed_core.db import JudgeConfig, Judgments, Ratings, Store
 from koed_core.dialogue import Dialogue
-from koed_core.storage import Store
 
 BOOTSTRAP = 2000
-KEYS = ["run_id", "model", "provenance", "protocol", "reference", "source", "metric"]
+SOURCE_COLUMNS = [
+    "judge_model",
+    "judge_mode",
+    "judge_prompt_version",
+    "judge_rubric_version",
+    "study_id",
+]
+KEYS = [
+    "run_id",
+    "model",
+    "provenance",
+    "protocol",
+    "reference",
+    "dataset_sha256",
+    "source",
+    *SOURCE_COLUMNS,
+    "metric",
+]
 EMOTION_METRIC = "emotion"
+COLUMNS = [*KEYS, "conv_id", "lang", "value"]
+TABLE_COLUMNS = [*KEYS, "pairs", "en", "ko", "gap", "ci_low", "ci_high"]
 
 
-def _runs(store: Store) -> pd.DataFrame:
-    rows = store.db.query(
-        """select id as run_id, json_extract(config, '$.model_name') as model,
-                  json_extract(config, '$.provenance') as provenance,
-                  json_extract(config, '$.protocol') as protocol,
-                  json_extract(config, '$.backend') = 'human' as reference
-           from runs where kind = 'batch'"""
-    )
-    return pd.DataFrame(list(rows))
+def _empty() -> pd.DataFrame:
+    return pd.DataFrame(columns=COLUMNS)
 
 
 def score_frame(
-    store: Store, judge_model: str | None = None, mode: str | None = None
+    store: Store, judge: JudgeConfig | None = None, study_id: int | None = None
 ) -> pd.DataFrame:
-    """Long-form scores: one row per (run, dialogue, language, source, metric)."""
-    runs = _runs(store)
+    """Long-form scores of batch runs: one row per (run, dialogue, language, source, metric).
+
+    Each source is one provenance: the judge rows come from ``judge`` alone, the rater
+    rows from study ``study_id`` alone (the mean of its raters), and emotion recognition
+    from the runs themselves. Leave ``judge`` or ``study_id`` out to leave that source out.
+    """
+    runs = store.run_table(kind="batch")
     if runs.empty:
-        return pd.DataFrame(columns=[*KEYS, "conv_id", "lang", "value"])
+        return _empty()
     parts = []
-    tables = set(store.db.table_names())
-    if "judgments" in tables:
-        sql = """select s.run_id, s.conv_id, s.lang, j.dimension as metric, avg(j.score) as value
-                 from judgments j join responses s on s.id = j.response_id
-                 where j.score is not null and (? is null or (j.judge_model = ? and j.mode = ?))
-                 group by s.run_id, s.conv_id, s.lang, j.dimension"""
-        judged = pd.DataFrame(list(store.db.query(sql, [judge_model, judge_model, mode])))
-        parts.append(judged.assign(source="judge"))
-    if "ratings" in tables:
-        sql = """select s.run_id, s.conv_id, s.lang, r.dimension as metric, avg(r.score) as value
-                 from ratings r join responses s on s.id = r.response_key
-                 group by s.run_id, s.conv_id, s.lang, r.dimension"""
-        parts.append(pd.DataFrame(list(store.db.query(sql))).assign(source="raters"))
-    sql = """select s.run_id, s.conv_id, s.lang, case json_extract(r.config, '$.protocol')
-                    when 'multi' then e.f1 else e.hit end as value
-             from emotion_scores e join responses s on s.id = e.response_id
-             join runs r on r.id = s.run_id"""
-    emotions = pd.DataFrame(list(store.db.query(sql)))
-    parts.append(emotions.assign(source="emotion", metric=EMOTION_METRIC))
-    frame = pd.concat([p for p in parts if not p.empty and "value" in p], ignore_index=True)
-    if frame.empty:
-        return pd.DataFrame(columns=[*KEYS, "conv_id", "lang", "value"])
-    return frame.merge(runs, on="run_id", how="inner")
+    if judge is not None:
+        judged = Judgments(store).scores(judge)
+        judged = judged.rename(columns={"dimension": "metric", "score": "value"})
+        parts.append(judged.assign(source="judge", **judge.as_columns()))
+    if study_id is not None:
+        rated = Ratings(store).long_scores(study_id)
+        if not rated.empty:
+            means = rated.groupby(["run_id", "conv_id", "lang", "dimension"], as_index=False)[
+                "score"
+            ].mean()
+            means = means.rename(columns={"dimension": "metric", "score": "value"})
+            parts.append(means.assign(source="raters", study_id=study_id))
+    emotions = store.emotion_values()
+    if not emotions.empty:
+        parts.append(emotions.assign(source="emotion", metric=EMOTION_METRIC))
+    parts = [p for p in parts if not p.empty]
+    if not parts:
+        return _empty()
+    frame = pd.concat(parts, ignore_index=True)
+    for column in SOURCE_COLUMNS:
+        if column not in frame:
+            frame[column] = None
+    meta = runs[["run_id", "model", "provenance", "protocol", "reference", "dataset_sha256"]]
+    merged = frame.merge(meta, on="run_id", how="inner")
+    return merged[COLUMNS] if not merged.empty else _empty()
 
 
 def paired_gap(en: np.ndarray, ko: np.ndarray, seed: int = 0) -> tuple[float, float, float]:
@@ -90,16 +109,17 @@ def gap_table(
         breakdown: a column name for the groups in the result (e.g. "label").
     """
     if frame.empty:
-        return pd.DataFrame()
-    data = frame
+        return pd.DataFrame(columns=TABLE_COLUMNS)
+    data = frame.assign(**{c: None for c in KEYS if c not in frame})
     keys = list(KEYS)
     if breakdown:
         exploded = pd.DataFrame(
             [(conv, group) for conv, names in (groups or {}).items() for group in names],
             columns=["conv_id", breakdown],
         )
-        data = frame.merge(exploded, on="conv_id", how="inner")
+        data = data.merge(exploded, on="conv_id", how="inner")
         keys.append(breakdown)
+    _refuse_mixed(data)
     rows = []
     for key, cell in data.groupby(keys, sort=True, dropna=False):
         wide = cell.pivot_table(index="conv_id", columns="lang", values="value", aggfunc="mean")
@@ -120,7 +140,19 @@ def gap_table(
                 "ci_high": high,
             }
         )
+    if not rows:
+        return pd.DataFrame(columns=[*keys, *TABLE_COLUMNS[len(KEYS) :]])
     return pd.DataFrame(rows)
+
+
+def _refuse_mixed(frame: pd.DataFrame) -> None:
+    """A gap table holds at most one judge configuration and one study."""
+    for source, columns in (("judge", SOURCE_COLUMNS[:4]), ("raters", ["study_id"])):
+        part = frame[frame["source"] == source]
+        found = part[columns].drop_duplicates()
+        if len(found) > 1:
+            listing = "; ".join(" ".join(str(v) for v in row) for row in found.itertuples(False))
+            raise ValueError(f"scores from more than one {source} source; choose one of: {listing}")
 
 
 def label_groups(dialogues: Sequence[Dialogue]) -> dict[str, list[str]]:

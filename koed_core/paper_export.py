@@ -1,7 +1,9 @@
 """One folder a paper can cite: gap and agreement tables, charts, every configuration.
 
-Nothing personal leaves: raters appear only as aggregate counts. The folder's README
-lists each file, and the tests check that the folder holds exactly what it lists.
+Every row names its source: the run (and its dataset sha256), the judge configuration
+(model, mode, prompt version, rubric version) or the study. Nothing is averaged across
+sources; provenance.json is built from the runs, judgments and ratings actually exported.
+Nothing personal leaves: raters appear only as aggregate counts.
 """
 
 from __future__ import annotations
@@ -12,96 +14,155 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from koed_core import __version__, agreement_data, gaps
+import pandas as pd
+
+from koed_core import __version__, agreement_data, gaps, scoring
+from koed_core.db import JudgeConfig, Judgments, Ratings, Store
 from koed_core.figures import gap_figure
-from koed_core.judge import judge_prompt_version
-from koed_core.protocol import prompt_version
 from koed_core.rating import RatingStore
 from koed_core.rating_report import rater_summary
-from koed_core.rubric import rubric_version
-from koed_core.storage import Store
 
 FILES = {
-    "gaps.csv": "Korean minus English per run, score source (judge, raters, emotion) and "
-    "metric: en and ko means over dialogues answered in both, gap, bootstrap 95% CI, pairs.",
-    "agreement.csv": "Judge-human and human-human agreement per dimension, language and rater "
-    "group, with plain readings (empty when nobody has rated).",
-    "gap_judge.svg": "Gap chart from the judge's scores (vector, for slides and papers).",
+    "gaps.csv": "Korean minus English per run and score source: one row per run, metric and "
+    "source, where a source is one judge configuration (judge_model, judge_mode, "
+    "judge_prompt_version, judge_rubric_version), one study (study_id: the mean of its raters) "
+    "or emotion recognition; with the run's dataset_sha256, en and ko means over dialogues "
+    "answered in both, gap, bootstrap 95% CI and pairs.",
+    "agreement.csv": "Judge-human and human-human agreement per study and judge configuration, "
+    "dimension, language and rater group, with plain readings (empty when nobody has rated).",
+    "gap_judge.svg": "Gap chart from the most recent judge configuration (named in its title).",
     "gap_judge.png": "The same chart as PNG.",
-    "runs.json": "Every run's configuration: model, backend, provenance, protocol, listener "
+    "runs.json": "Every run's configuration: model spec, backend, provenance, protocol, listener "
     "prompt version, decoding settings, dataset sha256.",
-    "judges.json": "Every judge used: model, mode, judge prompt version, number of judgments.",
-    "provenance.json": "Versions that make the numbers reproducible: dataset sha256, rubric, "
-    "prompts, KoED Studio version, export time.",
-    "raters.json": "Raters in aggregate only (counts, median years); no personal data.",
+    "judges.json": "Every judge configuration used: model, backend, mode, judge prompt version, "
+    "rubric version, number of judgments and of unscored ones.",
+    "provenance.json": "Where the numbers come from: the dataset sha256 values of the exported "
+    "runs (a warning if more than one), listener and judge prompt versions, rubric versions "
+    "of judges and raters, KoED Studio version, export time.",
+    "raters.json": "Raters in aggregate only (counts, median years) and the rubric versions "
+    "each study's ratings were given under; no personal data.",
     "README.md": "This file.",
 }
 
 
-def export_bundle(store: Store, out: Path, dataset_sha256: str) -> list[Path]:
+def gap_rows(store: Store) -> pd.DataFrame:
+    """Every source's gap table, stacked: each judge configuration, each study, emotions."""
+    tables = [gaps.gap_table(gaps.score_frame(store))]  # emotion recognition
+    for use in Judgments(store).configs():
+        frame = gaps.score_frame(store, judge=use.config)
+        tables.append(gaps.gap_table(frame[frame["source"] == "judge"]))
+    for study in Ratings(store).studies_with_ratings():
+        frame = gaps.score_frame(store, study_id=int(study["id"]))
+        tables.append(gaps.gap_table(frame[frame["source"] == "raters"]))
+    kept = [t for t in tables if not t.empty]
+    if not kept:
+        return pd.DataFrame(columns=gaps.TABLE_COLUMNS)
+    return pd.concat(kept, ignore_index=True)
+
+
+def agreement_rows(store: Store) -> pd.DataFrame:
+    """Agreement per study and per judge configuration that scored that study's responses."""
+    parts = []
+    for study in Ratings(store).studies_with_ratings():
+        study_id = int(study["id"])
+        run_ids = sorted(set(Ratings(store).long_scores(study_id)["run_id"]))
+        configs: list[JudgeConfig | None] = [u.config for u in Judgments(store).configs(run_ids)]
+        for config in configs or [None]:
+            table = agreement_data.table(agreement_data.load_inputs(store, study_id, config))
+            if table.empty:
+                continue
+            columns = (
+                config.as_columns()
+                if config
+                else dict.fromkeys(JudgeConfig("", "", "", "").as_columns())
+            )
+            parts.append(table.assign(study_id=study_id, **columns))
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+
+
+def provenance(store: Store, gap_table: pd.DataFrame) -> dict[str, Any]:
+    """Versions taken from what is exported, not from today's settings."""
+    runs = store.run_table()
+    configs = [json.loads(c) for c in runs["config"]] if not runs.empty else []
+    shas = sorted({sha for sha in runs.get("dataset_sha256", []) if sha})
+    judges = Judgments(store).summary()
+    out: dict[str, Any] = {
+        "dataset_sha256": shas,
+        "listener_prompt_versions": sorted({c["prompt_version"] for c in configs}),
+        "judge_configurations": [
+            {k: j[k] for k in ("judge_model", "mode", "prompt_version", "rubric_version")}
+            for j in judges
+        ],
+        "rater_rubric_versions": Ratings(store).rubric_versions(),
+        "runs_in_gap_table": sorted(set(gap_table["run_id"])) if not gap_table.empty else [],
+        "koed_studio_version": __version__,
+        "exported": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
+    if len(shas) > 1:
+        out["warning"] = (
+            f"the runs use {len(shas)} different datasets; compare only rows with the same "
+            "dataset_sha256"
+        )
+    return out
+
+
+def export_bundle(store: Store, out: Path) -> list[Path]:
     """Write the bundle into ``out`` (created; existing files replaced); returns the files."""
     out.mkdir(parents=True, exist_ok=True)
-    frame = gaps.score_frame(store)
-    table = gaps.gap_table(frame)
+    table = gap_rows(store)
     table.to_csv(out / "gaps.csv", index=False)
-    judge_pairs = agreement_data.judges(store)
-    judge_model, mode = judge_pairs[0] if judge_pairs else (None, None)
-    agreement = agreement_data.table(agreement_data.load_inputs(store, judge_model, mode))
-    agreement.to_csv(out / "agreement.csv", index=False)
-    judged = table[table["source"] == "judge"] if not table.empty else table
-    fig = gap_figure(judged, "Cultural empathy gap (judge): Korean minus English")
+    agreement_rows(store).to_csv(out / "agreement.csv", index=False)
+    choice = scoring.choose_judge(store)
+    judged = table.iloc[0:0]
+    title = "Cultural empathy gap (judge): no judgments yet"
+    if choice is not None:
+        columns = choice.config.as_columns()
+        judged = table[(table["source"] == "judge")]
+        for column, value in columns.items():
+            judged = judged[judged[column] == value]
+        title = f"Cultural empathy gap, Korean minus English · judge {choice.config.label}"
+    fig = gap_figure(judged, title)
     import plotly.io as pio
 
     pio.write_images(
         [fig, fig], [out / "gap_judge.svg", out / "gap_judge.png"], width=1200, height=700
     )
+    runs = store.run_table()
     _json(
         out / "runs.json",
         [
             {
-                "run_id": r["id"],
+                "run_id": r["run_id"],
                 "name": r["name"],
                 "kind": r["kind"],
                 **json.loads(r["config"]),
+                "spec": json.loads(r["spec"]) if r["spec"] else None,
                 "languages": json.loads(r["langs"]),
             }
-            for r in store.db.query("select * from runs order by created")
-        ],
-    )
-    _json(
-        out / "judges.json",
-        [
-            dict(r)
-            for r in store.db.query(
-                "select judge_model, judge_backend, mode, prompt_version, count(*) as judgments, "
-                "sum(score is null) as unscored from judgments group by 1, 2, 3, 4"
-            )
+            for r in runs.to_dict("records")
         ]
-        if judge_pairs
+        if not runs.empty
         else [],
     )
+    _json(out / "judges.json", Judgments(store).summary())
+    _json(out / "provenance.json", provenance(store, table))
     _json(
-        out / "provenance.json",
+        out / "raters.json",
         {
-            "dataset_sha256": dataset_sha256,
-            "rubric_version": rubric_version(),
-            "listener_prompt_version": prompt_version(),
-            "judge_prompt_version": judge_prompt_version(),
-            "koed_studio_version": __version__,
-            "exported": datetime.now(UTC).isoformat(timespec="seconds"),
+            **rater_summary(RatingStore(store)),
+            "rubric_versions": Ratings(store).rubric_versions(),
         },
     )
-    _json(out / "raters.json", rater_summary(RatingStore(store)))
     (out / "README.md").write_text(_readme(), encoding="utf-8")
     return [out / name for name in FILES]
 
 
-def zip_bundle(store: Store, work: Path, dataset_sha256: str) -> Path:
+def zip_bundle(store: Store, work: Path) -> Path:
     """The bundle as one zip file (for a download button)."""
     folder = work / "koed_export"
     if folder.exists():
         shutil.rmtree(folder)
-    export_bundle(store, folder, dataset_sha256)
+    export_bundle(store, folder)
     return Path(shutil.make_archive(str(work / "koed_export"), "zip", folder))
 
 
@@ -115,6 +176,9 @@ def _readme() -> str:
         "",
         "Results exported from KoED Studio for the Korean Empathetic Dialogues (KoED) "
         "benchmark (Lee, Sim, Kim and Kim, IJCNLP-AACL 2025; data CC BY-NC 4.0).",
+        "",
+        "Each number belongs to one source and nothing is averaged across sources: filter "
+        "gaps.csv by source and, for the judge, by all four judge_* columns.",
         "",
         "| file | what it is |",
         "| --- | --- |",

@@ -4,7 +4,8 @@ A study snapshots the responses to rate (context and text, never the model name)
 attention checks. Assignment hands each rater the least-rated item they have not seen,
 in their languages, in an order shuffled per rater by a seed (reproducible), until every
 item has ``overlap`` raters; work left open longer than the timeout goes back to the pool.
-Every write is one BEGIN IMMEDIATE transaction, so many raters can save at once.
+Every write is one BEGIN IMMEDIATE transaction, so many raters can save at once. A rating
+belongs to its study: rating the same response in another study never touches it.
 """
 
 from __future__ import annotations
@@ -12,60 +13,33 @@ from __future__ import annotations
 import hashlib
 import json
 import random
-from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from koed_core.dataset import Dataset
+from koed_core.db import (
+    RaterProfile,
+    RatingItem,
+    Ratings,
+    Store,
+    StudyConfig,
+    now,
+    short_hash,
+)
+from koed_core.db.types import CandidateItem
 from koed_core.errors import KoedError
 from koed_core.paths import DATA_DIR
 from koed_core.protocol import build_task
 from koed_core.rubric import SCALE, codes, rubric_version
-from koed_core.storage import Store, now, short_hash
+
+__all__ = ["RaterProfile", "RatingError", "RatingItem", "RatingStore", "StudyConfig"]
 
 ATTENTION_FILE = DATA_DIR / "attention.json"
 
 
 class RatingError(KoedError):
     """A rating action that cannot be done (bad score, not your item, no such study)."""
-
-
-@dataclass(frozen=True)
-class StudyConfig:
-    """What an admin decides when building a study."""
-
-    name: str
-    run_ids: tuple[str, ...]
-    langs: tuple[str, ...] = ("ko", "en")
-    overlap: int = 3
-    attention_checks: int = 2
-    quota: int | None = None
-    """Most items one rater rates in this study (None: no limit)."""
-    timeout_minutes: int = 30
-    seed: int = 0
-
-
-@dataclass(frozen=True)
-class RaterProfile:
-    """Onboarding answers: stored for agreement breakdowns, exported only in aggregate."""
-
-    username: str
-    languages: tuple[str, ...]
-    native_language: str
-    years_korea: float
-    years_english: float
-
-
-@dataclass(frozen=True)
-class RatingItem:
-    """What a rater sees: the blind payload. No model, run, judge or other rater in it."""
-
-    assignment_id: str
-    study_id: int
-    lang: str
-    context: tuple[tuple[str, str], ...]
-    response: str
 
 
 def _iso(moment: datetime) -> str:
@@ -77,40 +51,17 @@ def _order_key(seed: int, username: str, item_id: str) -> str:
     return hashlib.sha256(f"{seed}:{username}:{item_id}".encode()).hexdigest()
 
 
+def _open_to(candidate: CandidateItem, overlap: int) -> bool:
+    """Attention checks are for everyone; other items stop at ``overlap`` raters."""
+    return candidate.kind == "attention" or candidate.taken < overlap
+
+
 class RatingStore:
-    """Studies, assignments and ratings in the project database."""
+    """Studies, assignments and ratings: the rules; the queries are in ``koed_core.db``."""
 
     def __init__(self, store: Store) -> None:
         self.store = store
-        self.db = store.db
-        with store.write():
-            self._schema()
-
-    def _schema(self) -> None:
-        self.db.executescript(
-            """
-            create table if not exists raters (
-                username text primary key, languages text, native_language text,
-                years_korea real, years_english real, calibrated text, created text);
-            create table if not exists studies (
-                id integer primary key, name text, config text, rubric_version text,
-                created text);
-            create table if not exists study_items (
-                id text primary key, study_id integer, response_id text, kind text,
-                conv_id text, lang text, context text, response text, created text);
-            create index if not exists study_items_study on study_items(study_id, lang);
-            create table if not exists assignments (
-                id text primary key, study_id integer, item_id text, username text,
-                status text, assigned_at text, finished_at text, note text,
-                unique(item_id, username));
-            create index if not exists assignments_user on assignments(study_id, username);
-            create table if not exists ratings (
-                id text primary key, study_id integer, item_id text, response_key text,
-                username text, dimension text, score integer, comment text,
-                time_spent_s real, rubric_version text, created text, updated text,
-                unique(response_key, username, dimension));
-            """
-        )
+        self.q = Ratings(store)
 
     # Raters -----------------------------------------------------------------------------
 
@@ -118,40 +69,19 @@ class RatingStore:
         """Store or update onboarding answers."""
         if not profile.languages or set(profile.languages) - {"ko", "en"}:
             raise RatingError("choose the languages you rate in: ko, en or both")
-        row = {**asdict(profile), "languages": json.dumps(list(profile.languages))}
-        with self.store.write():
-            self.db.execute(
-                "insert into raters (username, languages, native_language, years_korea, "
-                "years_english, created) values (:username, :languages, :native_language, "
-                ":years_korea, :years_english, :created) on conflict(username) do update set "
-                "languages=excluded.languages, native_language=excluded.native_language, "
-                "years_korea=excluded.years_korea, years_english=excluded.years_english",
-                {**row, "created": now()},
-            )
+        self.q.save_profile(profile, now())
 
     def profile(self, username: str) -> RaterProfile | None:
         """The rater's onboarding answers, or None before onboarding."""
-        row = self.db.execute(
-            "select username, languages, native_language, years_korea, years_english "
-            "from raters where username = ?",
-            [username],
-        ).fetchone()
-        if row is None:
-            return None
-        return RaterProfile(row[0], tuple(json.loads(row[1])), row[2], row[3], row[4])
+        return self.q.profile(username)
 
     def mark_calibrated(self, username: str) -> None:
         """Record that the rater finished calibration."""
-        with self.store.write():
-            self.db.execute(
-                "update raters set calibrated = ? where username = ?", [now(), username]
-            )
+        self.q.mark_calibrated(username, now())
 
     def calibrated(self, username: str) -> bool:
         """Whether the rater may rate live items."""
-        row = self.db.execute("select calibrated from raters where username = ?", [username])
-        found = row.fetchone()
-        return bool(found and found[0])
+        return self.q.calibrated(username)
 
     # Studies ----------------------------------------------------------------------------
 
@@ -163,30 +93,21 @@ class RatingStore:
         """
         if config.overlap < 1:
             raise RatingError("overlap must be at least 1")
-        marks = ",".join("?" * len(config.run_ids))
-        langs = ",".join("?" * len(config.langs))
-        rows = self.db.execute(
-            f"select id, conv_id, lang, context, text from responses where run_id in ({marks}) "
-            f"and lang in ({langs}) and error is null and text is not null and text != ''",
-            [*config.run_ids, *config.langs],
-        ).fetchall()
+        rows = self.store.answered(config.run_ids, config.langs)
         if not rows:
             raise RatingError("the chosen runs have no successful responses in these languages")
         with self.store.write():
-            cursor = self.db.execute(
-                "insert into studies (name, config, rubric_version, created) values (?,?,?,?)",
-                [config.name, json.dumps(asdict(config)), rubric_version(), now()],
-            )
-            study_id = int(cursor.lastrowid or 0)
-            for response_id, conv_id, lang, context, text in rows:
+            study_id = self.q.insert_study(config.name, asdict(config), rubric_version(), now())
+            for row in rows:
+                context = json.loads(row["context"] or "[]")
                 self._add_item(
                     study_id,
-                    response_id,
+                    row["id"],
                     "response",
-                    conv_id,
-                    lang,
-                    json.loads(context or "[]"),
-                    text,
+                    row["conv_id"],
+                    row["lang"],
+                    context,
+                    row["text"],
                 )
             for kind, conv_id, lang, context, text in _attention_items(config, dataset):
                 self._add_item(study_id, None, kind, conv_id, lang, context, text)
@@ -199,30 +120,28 @@ class RatingStore:
         kind: str,
         conv_id: str,
         lang: str,
-        context: Sequence[Sequence[str]],
+        context: list[list[str]],
         text: str,
     ) -> None:
-        item_id = short_hash(study_id, response_id or (kind, conv_id, lang, text))
-        self.db.execute(
-            "insert or ignore into study_items values (?,?,?,?,?,?,?,?,?)",
-            [
-                item_id,
-                study_id,
-                response_id,
-                kind,
-                conv_id,
-                lang,
-                json.dumps([list(t) for t in context], ensure_ascii=False),
-                text,
-                now(),
-            ],
+        self.q.add_item(
+            {
+                "id": short_hash(study_id, response_id or (kind, conv_id, lang, text)),
+                "study_id": study_id,
+                "response_id": response_id,
+                "kind": kind,
+                "conv_id": conv_id,
+                "lang": lang,
+                "context": json.dumps([list(t) for t in context], ensure_ascii=False),
+                "response": text,
+                "created": now(),
+            }
         )
 
     def studies(self) -> list[dict[str, Any]]:
         """Every study with its configuration."""
-        rows = self.db.execute("select id, name, config, created from studies order by id")
         return [
-            {"id": r[0], "name": r[1], **json.loads(r[2]), "created": r[3]} for r in rows.fetchall()
+            {"id": s["id"], "name": s["name"], **s["config"], "created": s["created"]}
+            for s in self.q.studies()
         ]
 
     def config(self, study_id: int) -> StudyConfig:
@@ -231,13 +150,10 @@ class RatingStore:
         Raises:
             RatingError: no such study.
         """
-        row = self.db.execute("select config from studies where id = ?", [study_id]).fetchone()
+        row = self.q.study(study_id)
         if row is None:
             raise RatingError(f"no study {study_id}")
-        raw = json.loads(row[0])
-        return StudyConfig(
-            **{**raw, "run_ids": tuple(raw["run_ids"]), "langs": tuple(raw["langs"])}
-        )
+        return StudyConfig.from_json(row["config"])
 
     # Assignment -------------------------------------------------------------------------
 
@@ -255,88 +171,65 @@ class RatingStore:
         moment = at or datetime.now(UTC)
         cutoff = _iso(moment - timedelta(minutes=config.timeout_minutes))
         with self.store.write():
-            # Abandoned work goes back to the pool.
-            self.db.execute(
-                "delete from assignments where study_id = ? and status = 'assigned' "
-                "and assigned_at < ?",
-                [study_id, cutoff],
-            )
-            open_row = self.db.execute(
-                "select id from assignments where study_id = ? and username = ? and "
-                "status = 'assigned'",
-                [study_id, username],
-            ).fetchone()
-            if open_row is not None:
-                return self._item(open_row[0])
+            self.q.release_abandoned(study_id, cutoff)
+            open_id = self.q.open_assignment(study_id, username)
+            if open_id is not None:
+                return self._item(open_id)
             if config.quota is not None and self.done(study_id, username) >= config.quota:
                 return None
             chosen = self._choose(config, study_id, username, profile.languages)
             if chosen is None:
                 return None
-            assignment_id = short_hash(chosen, username)
-            self.db.execute(
-                "insert into assignments (id, study_id, item_id, username, status, assigned_at) "
-                "values (?,?,?,?, 'assigned', ?)",
-                [assignment_id, study_id, chosen, username, _iso(moment)],
-            )
+            assignment_id = self.q.assign(study_id, chosen, username, _iso(moment))
         return self._item(assignment_id)
 
     def _choose(
-        self, config: StudyConfig, study_id: int, username: str, languages: Sequence[str]
+        self, config: StudyConfig, study_id: int, username: str, languages: tuple[str, ...]
     ) -> str | None:
-        marks = ",".join("?" * len(languages))
-        rows = self.db.execute(
-            f"""select i.id, i.kind, (select count(*) from assignments a
-                   where a.item_id = i.id and a.status in ('assigned', 'done')) as taken
-                from study_items i where i.study_id = ? and i.lang in ({marks})
-                and not exists (select 1 from assignments a
-                                where a.item_id = i.id and a.username = ?)""",
-            [study_id, *languages, username],
-        ).fetchall()
-        # Attention checks are for everyone; other items stop at `overlap` raters.
-        open_items = [r for r in rows if r[1] == "attention" or r[2] < config.overlap]
+        open_items = [
+            c
+            for c in self.q.candidates(study_id, username, languages)
+            if _open_to(c, config.overlap)
+        ]
         if not open_items:
             return None
 
-        def rank(row: Any) -> tuple[int, str]:
-            taken = 0 if row[1] == "attention" else int(row[2])
-            return taken, _order_key(config.seed, username, row[0])
+        def rank(c: CandidateItem) -> tuple[int, str]:
+            taken = 0 if c.kind == "attention" else c.taken
+            return taken, _order_key(config.seed, username, c.item_id)
 
-        return str(min(open_items, key=rank)[0])
+        return min(open_items, key=rank).item_id
 
     def _item(self, assignment_id: str) -> RatingItem:
-        row = self.db.execute(
-            "select a.id, a.study_id, i.lang, i.context, i.response from assignments a "
-            "join study_items i on i.id = a.item_id where a.id = ?",
-            [assignment_id],
-        ).fetchone()
-        if row is None:
+        item = self.q.item(assignment_id)
+        if item is None:
             raise RatingError(
                 "this item is no longer assigned to you (it timed out); take the next"
             )
-        context = tuple((str(role), str(text)) for role, text in json.loads(row[3]))
-        return RatingItem(row[0], int(row[1]), row[2], context, row[4])
+        return item
 
     def done(self, study_id: int, username: str) -> int:
         """Items the rater finished (rated; skipped and flagged items do not count)."""
-        row = self.db.execute(
-            "select count(*) from assignments where study_id = ? and username = ? "
-            "and status = 'done'",
-            [study_id, username],
-        ).fetchone()
-        return int(row[0])
+        return self.q.status_count(study_id, username, "done")
 
     def workload(self, study_id: int, username: str) -> int:
-        """How many items this rater can get at most (the m of "n of m")."""
+        """The m of "n of m": what this rater has done, holds, or can still be given.
+
+        Items other raters already filled up to the overlap are not counted: the rater
+        could never get them.
+        """
         config = self.config(study_id)
         profile = self.profile(username)
-        langs = list(profile.languages) if profile else []
-        marks = ",".join("?" * len(langs)) or "''"
-        total = self.db.execute(
-            f"select count(*) from study_items where study_id = ? and lang in ({marks})",
-            [study_id, *langs],
-        ).fetchone()[0]
-        return int(min(total, config.quota) if config.quota is not None else total)
+        if profile is None:
+            return 0
+        done = self.done(study_id, username)
+        holding = 1 if self.q.open_assignment(study_id, username) else 0
+        still_open = sum(
+            _open_to(c, config.overlap)
+            for c in self.q.candidates(study_id, username, profile.languages)
+        )
+        total = done + holding + still_open
+        return min(total, config.quota) if config.quota is not None else total
 
     # Ratings ----------------------------------------------------------------------------
 
@@ -360,73 +253,46 @@ class RatingStore:
         if bad:
             raise RatingError(f"scores must be 1-5 on {', '.join(codes())}; got {bad}")
         with self.store.write():
-            row = self.db.execute(
-                "select a.item_id, a.study_id, coalesce(i.response_id, i.id) from assignments a "
-                "join study_items i on i.id = a.item_id where a.id = ? and a.username = ?",
-                [assignment_id, username],
-            ).fetchone()
-            if row is None:
+            target = self.q.assignment_target(assignment_id, username)
+            if target is None:
                 raise RatingError("this item is not assigned to you (it may have timed out)")
-            item_id, study_id, response_key = row
             stamp = now()
             for code in codes():
-                self.db.execute(
-                    """insert into ratings (id, study_id, item_id, response_key, username,
-                       dimension, score, comment, time_spent_s, rubric_version, created, updated)
-                       values (?,?,?,?,?,?,?,?,?,?,?,?)
-                       on conflict(response_key, username, dimension) do update set
-                       score=excluded.score, comment=excluded.comment,
-                       time_spent_s=coalesce(excluded.time_spent_s, ratings.time_spent_s),
-                       updated=excluded.updated""",
-                    [
-                        short_hash(response_key, username, code),
-                        study_id,
-                        item_id,
-                        response_key,
-                        username,
-                        code,
-                        scores[code],
-                        comment.strip(),
-                        time_spent_s,
-                        rubric_version(),
-                        stamp,
-                        stamp,
-                    ],
+                self.q.upsert_rating(
+                    {
+                        **target,
+                        "username": username,
+                        "dimension": code,
+                        "score": scores[code],
+                        "comment": comment.strip(),
+                        "time_spent_s": time_spent_s,
+                        "rubric_version": rubric_version(),
+                        "created": stamp,
+                        "updated": stamp,
+                    }
                 )
-            self.db.execute(
-                "update assignments set status = 'done', finished_at = ? where id = ?",
-                [stamp, assignment_id],
-            )
+            self.q.finish(assignment_id, "done", stamp)
 
     def set_aside(self, assignment_id: str, username: str, status: str, note: str = "") -> None:
         """Skip an item, or flag it as broken or offensive; the rater is not offered it again."""
         if status not in ("skipped", "flagged"):
             raise RatingError("status must be skipped or flagged")
         with self.store.write():
-            self.db.execute(
-                "update assignments set status = ?, note = ?, finished_at = ? "
-                "where id = ? and username = ?",
-                [status, note, now(), assignment_id, username],
-            )
+            if self.q.assignment_target(assignment_id, username) is None:
+                raise RatingError("this item is not assigned to you (it may have timed out)")
+            self.q.finish(assignment_id, status, now(), note)
 
     def last_rated(
         self, study_id: int, username: str
     ) -> tuple[RatingItem, dict[str, int], str] | None:
         """The rater's most recent rating, to correct it."""
-        row = self.db.execute(
-            "select id from assignments where study_id = ? and username = ? and status = 'done' "
-            "order by finished_at desc, rowid desc limit 1",
-            [study_id, username],
-        ).fetchone()
-        if row is None:
+        assignment_id = self.q.last_done(study_id, username)
+        if assignment_id is None:
             return None
-        item = self._item(row[0])
-        rows = self.db.execute(
-            "select r.dimension, r.score, r.comment from ratings r join assignments a "
-            "on a.item_id = r.item_id and a.username = r.username where a.id = ?",
-            [row[0]],
-        ).fetchall()
-        return item, {d: int(s) for d, s, _ in rows}, rows[0][2] if rows else ""
+        item = self._item(assignment_id)
+        rows = self.q.scores_of(assignment_id)
+        scores = {r["dimension"]: int(r["score"]) for r in rows}
+        return item, scores, rows[0]["comment"] if rows else ""
 
 
 def _attention_items(

@@ -13,30 +13,21 @@ from typing import Any
 import pandas as pd
 from scipy.stats import spearmanr
 
+from koed_core.db import short_hash
 from koed_core.rating import RatingStore, attention_limits
-from koed_core.storage import short_hash
 
 MIN_PAIRS = 5
 
 
 def ratings_frame(ratings: RatingStore, study_id: int) -> pd.DataFrame:
     """One row per (item, rater, dimension) with the item's kind and language."""
-    sql = """select r.item_id, r.response_key, r.username, r.dimension, r.score, r.comment,
-                    r.time_spent_s, r.rubric_version, r.created, r.updated, i.kind, i.lang,
-                    i.conv_id, i.response_id
-             from ratings r join study_items i on i.id = r.item_id where r.study_id = ?"""
-    return pd.DataFrame(list(ratings.db.query(sql, [study_id])))
+    return ratings.q.ratings_frame(study_id)
 
 
 def item_progress(ratings: RatingStore, study_id: int) -> pd.DataFrame:
     """Per item: raters done and in progress, against the overlap target."""
     overlap = ratings.config(study_id).overlap
-    sql = """select i.id as item_id, i.kind, i.lang, i.conv_id,
-                    sum(a.status = 'done') as done, sum(a.status = 'assigned') as in_progress,
-                    sum(a.status in ('skipped', 'flagged')) as set_aside
-             from study_items i left join assignments a on a.item_id = i.id
-             where i.study_id = ? group by i.id order by done, i.id"""
-    frame = pd.DataFrame(list(ratings.db.query(sql, [study_id])))
+    frame = ratings.q.item_progress(study_id)
     if not frame.empty:
         frame = frame.fillna(0)
         frame["target"] = [overlap if k != "attention" else None for k in frame["kind"]]
@@ -58,10 +49,7 @@ def study_totals(items: pd.DataFrame, raters: pd.DataFrame) -> dict[str, Any]:
 
 def rater_report(ratings: RatingStore, study_id: int) -> pd.DataFrame:
     """Per rater: items done, median seconds per item, attention pass rate, LOO agreement."""
-    sql = """select username, sum(status = 'done') as done, sum(status = 'skipped') as skipped,
-                    sum(status = 'flagged') as flagged
-             from assignments where study_id = ? group by username order by username"""
-    frame = pd.DataFrame(list(ratings.db.query(sql, [study_id])))
+    frame = ratings.q.rater_counts(study_id)
     if frame.empty:
         return frame
     data = ratings_frame(ratings, study_id)
@@ -121,15 +109,8 @@ def _leave_one_out(data: pd.DataFrame, username: str) -> dict[str, Any]:
 
 def export_rows(ratings: RatingStore, study_id: int) -> list[dict[str, Any]]:
     """Every rating with its provenance; raters pseudonymous, no profile data."""
-    sql = """select r.*, i.kind, i.lang, i.conv_id, i.response_id, s.run_id,
-                    runs.config as run_config, st.name as study_name, st.config as study_config
-             from ratings r join study_items i on i.id = r.item_id
-             join studies st on st.id = r.study_id
-             left join responses s on s.id = i.response_id
-             left join runs on runs.id = s.run_id
-             where r.study_id = ? order by r.item_id, r.username, r.dimension"""
     out = []
-    for row in ratings.db.query(sql, [study_id]):
+    for row in ratings.q.export_rows(study_id):
         run_config = json.loads(row["run_config"]) if row["run_config"] else {}
         out.append(
             {
@@ -169,7 +150,7 @@ def rows_jsonl(rows: list[dict[str, Any]]) -> str:
 
 def rater_summary(ratings: RatingStore) -> dict[str, Any]:
     """Rater profiles in aggregate only (counts and medians), for exports and papers."""
-    frame = pd.DataFrame(list(ratings.db.query("select * from raters")))
+    frame = ratings.q.raters()
     if frame.empty:
         return {"raters": 0}
     langs = frame["languages"].map(json.loads)

@@ -7,6 +7,7 @@ so it lives with the model, not in each run.
 from __future__ import annotations
 
 import tomllib
+import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -46,6 +47,26 @@ class ModelSpec:
     def label(self) -> str:
         """Name with backend, for pickers."""
         return f"{self.name} ({self.backend}, {self.provenance})"
+
+
+SECRET_QUERY = ("key", "token", "secret", "password", "signature", "sig", "auth")
+
+
+def redact_url(url: str | None) -> str | None:
+    """A URL safe to store or show: no ``user:password@`` and no key-like query values."""
+    if not url:
+        return url
+    parts = urllib.parse.urlsplit(url)
+    netloc = parts.netloc.rsplit("@", 1)[-1]
+    if "@" in parts.netloc:
+        netloc = f"***@{netloc}"
+    query = urllib.parse.urlencode(
+        [
+            (k, "***" if any(word in k.lower() for word in SECRET_QUERY) else v)
+            for k, v in urllib.parse.parse_qsl(parts.query, keep_blank_values=True)
+        ]
+    )
+    return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 
 def load_registry(path: Path = DEFAULT_REGISTRY) -> dict[str, ModelSpec]:

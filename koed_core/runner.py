@@ -8,16 +8,16 @@ flight, and running it again skips every response already stored without error.
 from __future__ import annotations
 
 import time
-from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass
 from functools import cached_property
 from typing import Any
 
+from koed_core.batch import BatchReport, Outcome, ProgressFn, run_batch
+from koed_core.db import ResponseRecord, RunConfig, Store, short_hash
 from koed_core.dialogue import Dialogue, Lang
 from koed_core.emotions import ParsedReply, parse_reply, score_emotions
 from koed_core.llm import ChatClient, Completion, GenerationSettings, ModelError
-from koed_core.pool import run_bounded
 from koed_core.protocol import (
     ListenerTask,
     Message,
@@ -26,11 +26,11 @@ from koed_core.protocol import (
     build_task,
     prompt_version,
 )
-from koed_core.registry import ModelSpec
-from koed_core.storage import ResponseRecord, RunConfig, Store, short_hash
+from koed_core.registry import ModelSpec, redact_url
 
-ProgressFn = Callable[[int, int], None]
 DEFAULT_CONCURRENCY = 8
+Answer = tuple[Completion | ModelError, ParsedReply | None]
+RunReport = BatchReport
 
 
 @dataclass(frozen=True)
@@ -52,18 +52,6 @@ class Item:
         return short_hash(self.messages)
 
 
-@dataclass
-class RunReport:
-    """What a run did this time."""
-
-    run_id: str
-    planned: int
-    skipped: int = 0
-    succeeded: int = 0
-    failed: int = 0
-    errors: Counter[str] = field(default_factory=Counter)
-
-
 def run_config(
     spec: ModelSpec,
     protocol: Protocol,
@@ -76,7 +64,7 @@ def run_config(
         model_name=spec.name,
         backend=spec.backend,
         model_id=spec.model,
-        base_url=spec.base_url,
+        base_url=redact_url(spec.base_url),
         provenance=spec.provenance,
         protocol=protocol,
         prompt_version=prompt_version(),
@@ -85,6 +73,15 @@ def run_config(
         dataset_sha256=dataset_sha256,
         kind=kind,
     )
+
+
+def public_spec(spec: ModelSpec) -> dict[str, Any]:
+    """The model spec as stored with a run: everything but the notes. The key's *name*
+    (``api_key_env``) is kept so a replayed model asks the right provider; the key never."""
+    data = asdict(spec)
+    data.pop("notes", None)
+    data["base_url"] = redact_url(spec.base_url)
+    return data
 
 
 def plan(
@@ -178,32 +175,26 @@ def run_benchmark(
 ) -> RunReport:
     """Answer every planned item not already stored; store each answer as it arrives."""
     config = run_config(spec, protocol, settings, dataset_sha256)
-    run_id = store.ensure_run(config, spec.name, list(langs))
+    run_id = store.ensure_run(config, spec.name, list(langs), public_spec(spec))
     items = plan(dialogues, langs, protocol, limit)
-    done = store.finished(run_id)
-    pending = [i for i in items if (i.dialogue.conv_id, i.task.lang, i.context_hash) not in done]
-    report = RunReport(run_id, planned=len(items), skipped=len(items) - len(pending))
-    workers = max(1, min(concurrency, client.max_concurrency or concurrency, len(pending) or 1))
     scored = spec.backend != "human"
-    if progress:
-        progress(report.skipped, len(items))
 
-    def handle(item: Item, result: tuple[Completion | ModelError, ParsedReply | None]) -> None:
+    def store_one(
+        item: Item, result: tuple[Completion | ModelError, ParsedReply | None]
+    ) -> Outcome:
         record = save(store, run_id, item, result[0], result[1], scored)
-        if record.error:
-            report.failed += 1
-            report.errors[record.error_kind or "error"] += 1
-        else:
-            report.succeeded += 1
+        return Outcome("failed", record.error_kind) if record.error else Outcome("ok")
 
-    def show_progress() -> None:
-        if progress:
-            progress(report.skipped + report.succeeded + report.failed, len(items))
-
-    run_bounded(
-        pending, lambda item: answer(client, item, settings), handle, workers, show_progress
+    return run_batch(
+        items,
+        key=lambda item: (item.dialogue.conv_id, item.task.lang, item.context_hash),
+        done=store.finished(run_id),
+        work=lambda item: answer(client, item, settings),
+        save=store_one,
+        workers=min(concurrency, client.max_concurrency or concurrency),
+        progress=progress,
+        run_id=run_id,
     )
-    return report
 
 
 def timed_stream(

@@ -3,29 +3,31 @@
 import streamlit as st
 
 from components import charts, resources
-from koed_core import agreement_data
+from components.score_pickers import judge_picker, study_picker
+from koed_core import agreement_data, scoring
 from koed_core.agreement import NUMBERS
+from koed_core.rubric import codes
 
 st.title("Judge-human agreement")
 store = resources.store()
-available = agreement_data.judges(store)
-if available:
-    labels = [f"{model} ({mode})" for model, mode in available]
-    chosen = st.selectbox("Judge", range(len(available)), format_func=labels.__getitem__)
-    judge_model, mode = available[chosen]
-else:
-    judge_model, mode = None, None
-    st.info(
-        "No judgments yet: run `koed judge --run RUN_ID --judge NAME` or use the Judge page. "
-        "Human-human agreement is shown below once people have rated."
-    )
-inputs = agreement_data.load_inputs(store, judge_model, mode)
-table = agreement_data.table(inputs)
-if table.empty:
+left, right = st.columns(2)
+study = study_picker(store, key="agreement.study", where=left)
+if study is None:
     st.info(
         "No human ratings yet. Build a study (Studies page), have raters rate, then "
         "come back: the table needs two or more raters on the same items."
     )
+    st.stop()
+judge = judge_picker(store, scoring.study_runs(store, study), key="agreement.judge", where=right)
+if judge is None:
+    right.info(
+        "No judge scored this study's responses yet: run `koed judge --run RUN_ID` or use "
+        "the Judge page. Human-human agreement is below."
+    )
+inputs = agreement_data.load_inputs(store, study, judge)
+table = agreement_data.table(inputs)
+if table.empty:
+    st.info("This study has no ratings of model responses yet.")
     st.stop()
 
 st.caption(
@@ -41,9 +43,10 @@ st.dataframe(
     hide_index=True,
     column_config={c: st.column_config.NumberColumn(format="%.3f") for c in NUMBERS},
 )
+columns = judge.as_columns() if judge else {}
 st.download_button(
     "Agreement table (CSV)",
-    table.to_csv(index=False),
+    table.assign(study_id=study, **columns).to_csv(index=False),
     file_name="koed_agreement.csv",
     mime="text/csv",
 )
@@ -51,12 +54,11 @@ st.download_button(
 pairs = agreement_data.paired(inputs)
 if pairs.empty:
     st.stop()
-dimension = st.segmented_control(
-    "Dimension", sorted(pairs["dimension"].unique()), default=sorted(pairs["dimension"].unique())[0]
-)
+present = [c for c in codes() if c in set(pairs["dimension"])]
+dimension = st.segmented_control("Dimension", present, default=present[0]) or present[0]
 shown = pairs[pairs["dimension"] == dimension]
 st.plotly_chart(
     charts.confusion_heatmap(agreement_data.confusion(shown), dimension), width="stretch"
 )
 st.subheader("Where the judge and people differ most", anchor=False)
-st.dataframe(agreement_data.disagreements(store, shown, judge_model, mode), hide_index=True)
+st.dataframe(agreement_data.disagreements(store, inputs, shown), hide_index=True)

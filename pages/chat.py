@@ -62,7 +62,7 @@ if not specs:
     st.info("Pick at least one model.")
     st.stop()
 
-chat = st.session_state.setdefault(state.CHAT_SESSION, {})
+chat = state.chat_session()
 if chat.get("conv_id") != conv_id or chat.get("protocol") != protocol:
     chat.clear()
     chat.update(conv_id=conv_id, protocol=protocol, speaker={"ko": [], "en": []}, answers={})

@@ -9,7 +9,8 @@ from components.models import client_for
 from components.source_banner import load_or_stop
 from components.talk import talk_toggle
 from koed_core import demo
-from koed_core.llm import GenerationSettings, ModelError
+from koed_core.errors import KoedError
+from koed_core.llm import GenerationSettings
 from koed_core.protocol import build_task
 from koed_core.runner import Item, timed_stream
 
@@ -59,9 +60,9 @@ if live:
         for (run_id, lang), box in panes:
             item = Item(dialogue, build_task(dialogue, lang), protocols[run_id])
             try:
-                client = client_for(demo.run_spec(store, run_id))
+                client = client_for(demo.run_spec(store, run_id, resources.registry()))
                 _, parsed = timed_stream(client, item, GenerationSettings(max_tokens=160), box.text)
-            except ModelError as err:
+            except KoedError as err:
                 box.error(str(err))
             else:
                 box.text(parsed.text)  # the reply without its "Emotion:" line

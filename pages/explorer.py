@@ -52,9 +52,9 @@ table = pd.DataFrame(
 
 
 def _open_selected() -> None:
-    rows = st.session_state[state.EXPLORER_TABLE].selection.rows
+    rows = state.explorer_selected_rows()
     if rows:
-        st.session_state[state.DIALOGUE] = table["conv_id"].iloc[rows[0]]
+        state.open_dialogue(str(table["conv_id"].iloc[rows[0]]))
 
 
 st.dataframe(

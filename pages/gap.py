@@ -3,17 +3,21 @@
 import streamlit as st
 
 from components import resources
+from components.score_pickers import judge_picker, study_picker
 from components.source_banner import load_or_stop
 from components.talk import talk_toggle
-from koed_core import agreement_data, gaps
+from koed_core import gaps
 from koed_core.figures import gap_figure
 
 st.title("The cultural empathy gap")
 talk = talk_toggle()
 source, dataset = load_or_stop()
 store = resources.store()
-judges = agreement_data.judges(store)
-frame = gaps.score_frame(store)
+
+left, mid, right = st.columns(3)
+judge = judge_picker(store, None, key="gap.judge", where=mid)
+study = study_picker(store, key="gap.study", where=mid)
+frame = gaps.score_frame(store, judge=judge, study_id=study)
 if frame.empty:
     st.info(
         "No scores yet, so no gap to show. Run a model in both languages, then judge it:\n\n"
@@ -24,15 +28,18 @@ if frame.empty:
     )
     st.stop()
 
-left, mid, right = st.columns(3)
 sources = [s for s in ("judge", "raters", "emotion") if s in set(frame["source"])]
 if {"judge", "raters"} <= set(sources):
     sources.insert(2, "judge + raters")
 chosen = left.segmented_control("Scores from", sources, default=sources[0], key="gap.source")
-if judges and chosen in ("judge", "judge + raters"):
-    labels = [f"{m} ({mode})" for m, mode in judges]
-    pick = mid.selectbox("Judge", range(len(judges)), format_func=labels.__getitem__)
-    frame = gaps.score_frame(store, *judges[pick])
+chosen = chosen or sources[0]
+datasets = sorted(set(frame["dataset_sha256"].dropna()))
+if len(datasets) > 1:
+    current = dataset.sha256 if dataset.sha256 in datasets else datasets[0]
+    sha = left.selectbox(
+        "Dataset (sha256)", datasets, index=datasets.index(current), key="gap.dataset"
+    )
+    frame = frame[frame["dataset_sha256"] == sha]
 breakdowns = {"none": None, "per emotion label": "label", "jeong/han vs the rest": "group"}
 split = right.selectbox("Breakdown", list(breakdowns), key="gap.breakdown")
 by = breakdowns[split]
@@ -57,10 +64,15 @@ if by:
     group = st.selectbox(split.capitalize(), sorted(table[by].unique()), key="gap.group")
     table = table[table[by] == group]
     suffix = f" · {group}"
+names = {
+    "judge": f"judge {judge.label}" if judge else "judge",
+    "raters": f"raters of study {study}",
+    "emotion": "emotion recognition",
+}
 figures = [
     gap_figure(
         table[table["source"] == source],
-        f"Korean minus English ({source}), paired by dialogue, 95% CI{suffix}",
+        f"Korean minus English ({names[source]}), paired by dialogue, 95% CI{suffix}",
         talk=talk,
     )
     for source in shown
@@ -88,7 +100,7 @@ if not talk:
     )
     cols[3].download_button(
         "Export for a paper (zip)",
-        lambda: resources.export_zip(dataset.sha256),
+        resources.export_zip,
         file_name="koed_export.zip",
         mime="application/zip",
     )

@@ -43,7 +43,9 @@ st.caption(
     "Resumable: judging the same run with the same judge and mode skips what is done. "
     "Command line: `koed judge --run RUN_ID --judge NAME --mode paper`."
 )
-if started:
+if started and not dims:
+    st.warning("Choose at least one dimension to judge.")
+elif started:
     spec = registry[judge_name]
     bar = st.progress(0.0, text="Starting...")
     try:

@@ -59,7 +59,7 @@ item = ratings.next_item(study_id, account.username)
 if item is None:
     st.success("Nothing left for you in this study. Thank you!")
     st.stop()
-started = st.session_state.setdefault(state.RATE_STARTED, {})
+started = state.rate_started()
 started.setdefault(item.assignment_id, time.time())
 render_rubric(item.lang)
 render_item(item.context, item.response, item.lang)

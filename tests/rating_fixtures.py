@@ -6,12 +6,12 @@ from pathlib import Path
 
 from koed_core.backends import make_client
 from koed_core.dataset import Dataset, load_dataset
+from koed_core.db import Store
 from koed_core.llm import GenerationSettings
 from koed_core.paths import SAMPLE_FILE
 from koed_core.rating import RaterProfile, RatingStore, StudyConfig
 from koed_core.registry import ModelSpec
 from koed_core.runner import run_benchmark
-from koed_core.storage import Store
 
 SCORES = {"EX": 3, "IP": 4, "ER": 4, "EEA": 3, "CA": 5}
 

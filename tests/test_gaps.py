@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 from pathlib import Path
 
 import numpy as np
@@ -11,16 +12,16 @@ import pytest
 from PIL import Image
 from streamlit.testing.v1 import AppTest
 
-from koed_core import gaps
+from koed_core import gaps, scoring
 from koed_core.backends import make_client
 from koed_core.dataset import load_dataset
+from koed_core.db import Store
 from koed_core.judging import judge_run
 from koed_core.llm import GenerationSettings
 from koed_core.paper_export import FILES, export_bundle, listed_files
 from koed_core.paths import SAMPLE_FILE
 from koed_core.registry import ModelSpec
 from koed_core.runner import run_benchmark
-from koed_core.storage import Store
 from tests.fake_openai import FakeOpenAI
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -128,7 +129,9 @@ def _store_with_runs(db: Path, server: FakeOpenAI) -> Store:
 
 def test_score_frame_from_a_real_database(fake_openai: FakeOpenAI, tmp_path: Path) -> None:
     store = _store_with_runs(tmp_path / "koed.db", fake_openai)
-    frame = gaps.score_frame(store)
+    choice = scoring.choose_judge(store)
+    assert choice is not None
+    frame = gaps.score_frame(store, judge=choice.config)
     assert set(frame["source"]) == {"judge", "emotion"}
     assert set(frame.loc[frame["source"] == "emotion", "model"]) == {"fake-west"}  # human: unscored
     table = gaps.gap_table(frame)
@@ -148,7 +151,7 @@ def test_score_frame_from_a_real_database(fake_openai: FakeOpenAI, tmp_path: Pat
 def test_export_folder_holds_what_its_readme_lists(fake_openai: FakeOpenAI, tmp_path: Path) -> None:
     store = _store_with_runs(tmp_path / "koed.db", fake_openai)
     out = tmp_path / "export"
-    files = export_bundle(store, out, "abc123")
+    files = export_bundle(store, out)
     readme = (out / "README.md").read_text()
     assert sorted(listed_files(readme)) == sorted(p.name for p in out.iterdir()) == sorted(FILES)
     assert all(p.stat().st_size > 0 for p in files)
@@ -158,7 +161,8 @@ def test_export_folder_holds_what_its_readme_lists(fake_openai: FakeOpenAI, tmp_
     assert (
         svg.startswith("<svg") and "fake-west (western)" in svg and "human (human reference)" in svg
     )
-    assert '"dataset_sha256": "abc123"' in (out / "provenance.json").read_text()
+    provenance = json.loads((out / "provenance.json").read_text())
+    assert provenance["dataset_sha256"] == [load_dataset(SAMPLE_FILE).sha256]
     assert "mina" not in (out / "raters.json").read_text()
 
 

@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from koed_core import agreement_data
+from koed_core import agreement_data, scoring
 from koed_core.backends import make_client
+from koed_core.db import Judgments
 from koed_core.judge import FENCE_CLOSE, FENCE_OPEN, build_judge_messages, parse_verdict
-from koed_core.judging import JudgmentStore, judge_run
+from koed_core.judging import current_config, judge_run
 from koed_core.registry import ModelSpec
 from koed_core.rubric import dimensions
 from tests.fake_openai import FakeOpenAI, Step
@@ -140,7 +141,7 @@ def test_strict_mode_averages_samples_and_records_failures(
     assert all(r["temperature"] == 0.0 for r in fake_openai.requests)
     retry = judge_run(store, make_client(spec), spec, run_id, "strict", dims=["ER"], samples=3)
     assert retry.scored == 1 and retry.skipped == report.planned - 1
-    scores = JudgmentStore(store).scores(run_id)
+    scores = Judgments(store).scores(current_config("fake-judge", "strict"), [run_id])
     assert set(scores["samples_scored"]) == {3} and scores["score"].between(1, 5).all()
     with pytest.raises(ValueError, match="unknown dimension"):
         judge_run(store, make_client(spec), spec, run_id, "strict", dims=["XX"])
@@ -162,18 +163,20 @@ def _rated_and_judged(db: Path, server: FakeOpenAI) -> str:
 
 def test_agreement_after_judging(fake_openai: FakeOpenAI, tmp_path: Path) -> None:
     _rated_and_judged(tmp_path / "a.db", fake_openai)
-    from koed_core.storage import Store
+    from koed_core.db import Store
 
     store = Store(tmp_path / "a.db")
-    assert agreement_data.judges(store) == [("fake-judge", "paper")]
-    inputs = agreement_data.load_inputs(store, "fake-judge", "paper")
+    choice = scoring.choose_judge(store)
+    assert choice is not None and choice.config == current_config("fake-judge", "paper")
+    study_id = scoring.choose_study(store)
+    inputs = agreement_data.load_inputs(store, study_id, choice.config)
     table = agreement_data.table(inputs)
     assert len(table) == 10  # 5 dimensions x 2 languages
     # the fake judge scores 1 + len(reply) % 5, as raters a and b do: strong agreement
     assert (table["judge_spearman"] > 0.8).all() and (table["judge_kappa"] > 0.8).all()
     pairs = agreement_data.paired(inputs)
     assert int(agreement_data.confusion(pairs).to_numpy().sum()) == len(pairs)
-    worst = agreement_data.disagreements(store, pairs, "fake-judge", "paper", limit=3)
+    worst = agreement_data.disagreements(store, inputs, pairs, limit=3)
     assert len(worst) == 3 and worst["rater_comments"].str.contains("says ok").all()
     assert worst["judge_rationale"].str.len().min() > 0
 
@@ -233,7 +236,17 @@ def test_cli_judge_and_agreement(fake_openai: FakeOpenAI, tmp_path: Path) -> Non
         text=True,
         timeout=120,
     )
-    assert "judge: fake-judge (paper)" in text.stdout and "EEA" in text.stdout
+    # the default is the most recent configuration; the older one is named, never mixed in
+    assert "judge: openai:judge-2 · strict" in text.stdout
+    assert "also stored (not mixed in" in text.stdout and "fake-judge · paper" in text.stdout
+    paper = subprocess.run(
+        [sys.executable, "-m", "koed_core.cli", "agreement", "--judge", "fake-judge"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert "judge: fake-judge · paper" in paper.stdout and "EEA" in paper.stdout
     missing = subprocess.run(
         [sys.executable, "-m", "koed_core.cli", "judge", "--run", "nope", "--judge", "openai:x"],
         env=env,

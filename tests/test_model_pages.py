@@ -6,7 +6,7 @@ from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
 
-from koed_core.storage import Store
+from koed_core.db import Store
 from tests.fake_openai import FakeOpenAI, Step
 
 ROOT = Path(__file__).resolve().parents[1]

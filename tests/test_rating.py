@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from koed_core.db import Store
 from koed_core.rating import RatingError, RatingItem, RatingStore
 from koed_core.rating_report import export_rows, item_progress, rater_report
-from koed_core.storage import Store
 from tests.rating_fixtures import SCORES, rater, seeded_store, study
 
 
@@ -41,10 +41,10 @@ def test_exactly_k_raters_per_item_no_repeats(tmp_path: Path) -> None:
     assert set(real["done"]) == {3}
     attention = progress[progress["kind"] == "attention"]
     assert len(attention) == 2 and set(attention["done"]) == {5}  # every rater gets them
-    pairs = list(ratings.db.query("select item_id, username from assignments"))
+    pairs = list(ratings.store.db.query("select item_id, username from assignments"))
     assert len(pairs) == len({(p["item_id"], p["username"]) for p in pairs})
     ratings_per_key = Counter(
-        r["username"] for r in ratings.db.query("select username from ratings")
+        r["username"] for r in ratings.store.db.query("select username from ratings")
     )
     assert sum(ratings_per_key.values()) == (11 * 3 + 2 * 5) * 5
 
@@ -62,7 +62,7 @@ def test_languages_quota_and_least_rated_first(tmp_path: Path) -> None:
     assert ratings.workload(study_id, "ko-only") == 4
     # the other rater first gets items nobody has rated
     first = ratings.next_item(study_id, "second")
-    taken = ratings.db.execute(
+    taken = ratings.store.db.execute(
         "select count(*) from assignments a join assignments b on a.item_id = b.item_id "
         "where a.id = ? and b.username = 'ko-only'",
         [first.assignment_id],
@@ -138,7 +138,9 @@ def test_rating_validation_update_and_set_aside(tmp_path: Path) -> None:
         ratings.save_rating(item.assignment_id, "someone-else", SCORES)
     ratings.save_rating(item.assignment_id, "r1", SCORES, "good", 12.5)
     ratings.save_rating(item.assignment_id, "r1", {**SCORES, "EX": 1}, "changed my mind")
-    rows = list(ratings.db.query("select dimension, score, comment, time_spent_s from ratings"))
+    rows = list(
+        ratings.store.db.query("select dimension, score, comment, time_spent_s from ratings")
+    )
     assert len(rows) == 5
     assert {r["dimension"]: r["score"] for r in rows}["EX"] == 1
     assert {r["comment"] for r in rows} == {"changed my mind"} and {

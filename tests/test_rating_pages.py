@@ -9,8 +9,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from koed_core import users
+from koed_core.db import Store
 from koed_core.rating import RatingStore
-from koed_core.storage import Store
 from tests.rating_fixtures import rater, seeded_store, study
 
 ROOT = Path(__file__).resolve().parents[1]

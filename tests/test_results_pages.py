@@ -20,8 +20,7 @@ def _page(page: str) -> AppTest:
 def test_agreement_page_explains_what_is_missing() -> None:
     at = _page("pages/agreement.py")
     assert not at.exception
-    assert at.info[0].value.startswith("No judgments yet")
-    assert at.info[1].value.startswith("No human ratings yet")
+    assert at.info[0].value.startswith("No human ratings yet")
 
 
 def test_agreement_page_shows_table_heatmap_and_disagreements(
@@ -34,7 +33,7 @@ def test_agreement_page_shows_table_heatmap_and_disagreements(
     assert len(table) == 10 and {"alpha_reading", "judge_kappa_reading"} <= set(table.columns)
     assert at.get("plotly_chart")
     worst = at.dataframe[1].value
-    assert len(worst) > 0 and set(worst["dimension"]) == {"CA"}  # the first dimension shown
+    assert len(worst) > 0 and set(worst["dimension"]) == {"EX"}  # rubric order: EX first
     at.segmented_control[0].set_value("ER").run()
     assert set(at.dataframe[1].value["dimension"]) == {"ER"}
 

@@ -15,11 +15,11 @@ import pytest
 
 from koed_core.backends import make_client
 from koed_core.dataset import load_dataset
+from koed_core.db import Store
 from koed_core.llm import GenerationSettings
 from koed_core.paths import SAMPLE_FILE
 from koed_core.registry import ModelSpec
 from koed_core.runner import run_benchmark
-from koed_core.storage import Store
 from tests.fake_openai import FakeOpenAI, Step
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -75,9 +75,10 @@ def test_http_error_and_unreachable_server(file_server, tmp_path: Path) -> None:
     assert not (tmp_path / "x.json").exists()
 
 
-def test_settings_secrets_override_environment(tmp_path: Path) -> None:
+def test_settings_environment_wins_over_secrets(tmp_path: Path) -> None:
     env = {"KOED_DATA": "/env.json", "KOED_CACHE_DIR": str(tmp_path)}
-    settings = Settings.from_sources(env, {"KOED_DATA": "/secret.json"})
-    assert settings.data_path == "/secret.json"
+    settings = Settings.from_sources(env, {"KOED_DATA": "/secret.json", "KOED_DB": "/s.db"})
+    assert settings.data_path == "/env.json"
+    assert str(settings.db_path) == "/s.db"  # given only in secrets: taken from there
     assert settings.cache_dir == tmp_path
     assert Settings.from_sources({}).data_url == OFFICIAL.url

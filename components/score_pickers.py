@@ -1,0 +1,42 @@
+"""Pickers that name a number's source: one judge configuration, one study.
+
+The default is the most recent (as in ``koed_core.scoring``); the choices never mix.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import streamlit as st
+
+from koed_core.db import JudgeConfig, Judgments, Ratings, Store
+
+
+def judge_picker(
+    store: Store, run_ids: Sequence[str] | None, key: str, where: Any = st
+) -> JudgeConfig | None:
+    """A select box of the judge configurations that scored these runs (newest first)."""
+    uses = Judgments(store).configs(run_ids)
+    if not uses:
+        return None
+    labels = [f"{u.config.label} ({u.judgments:,} judgments)" for u in uses]
+    picked = where.selectbox(
+        "Judge configuration",
+        range(len(uses)),
+        format_func=labels.__getitem__,
+        key=key,
+        help="Model, mode, prompt version and rubric version. Scores from different "
+        "configurations are never averaged; the newest is the default.",
+    )
+    return uses[int(picked or 0)].config
+
+
+def study_picker(store: Store, key: str, where: Any = st) -> int | None:
+    """A select box of the studies that have ratings (most recently rated first)."""
+    rated = Ratings(store).studies_with_ratings()
+    if not rated:
+        return None
+    labels = {int(s["id"]): f"study {s['id']}: {s['name']} ({s['raters']} raters)" for s in rated}
+    picked = where.selectbox("Study (raters)", list(labels), format_func=labels.get, key=key)
+    return int(picked) if picked is not None else None

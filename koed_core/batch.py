@@ -1,0 +1,103 @@
+"""The one resumable batch engine behind model runs and judging.
+
+A batch is a plan of tasks, each with a deterministic key. The engine skips the keys
+already stored, sends the rest through a bounded pool (``koed_core.pool``), and hands
+each result to ``save`` in the calling thread as it arrives (one SQLite writer; a killed
+process loses only the requests in flight). ``save`` says how the task ended, and the
+engine keeps the one report type both the pages and the CLI show.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass, field
+from typing import Literal, TypeVar
+
+from koed_core.pool import run_bounded
+
+T = TypeVar("T")
+R = TypeVar("R")
+ProgressFn = Callable[[int, int], None]
+Status = Literal["ok", "unscored", "failed"]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How one task ended: answered, answered without a usable verdict, or failed."""
+
+    status: Status
+    error_kind: str | None = None
+
+
+@dataclass
+class BatchReport:
+    """What one pass of a batch did."""
+
+    planned: int
+    skipped: int = 0
+    succeeded: int = 0
+    unscored: int = 0
+    failed: int = 0
+    errors: Counter[str] = field(default_factory=Counter)
+    run_id: str = ""
+    """The run a model batch wrote to (empty for judging)."""
+
+    @property
+    def finished(self) -> int:
+        """Tasks accounted for so far, this pass and before."""
+        return self.skipped + self.succeeded + self.unscored + self.failed
+
+    @property
+    def scored(self) -> int:
+        """Judging's name for tasks that got a score."""
+        return self.succeeded
+
+    def add(self, outcome: Outcome) -> None:
+        """Count one task's outcome."""
+        if outcome.status == "ok":
+            self.succeeded += 1
+        elif outcome.status == "unscored":
+            self.unscored += 1
+        else:
+            self.failed += 1
+            self.errors[outcome.error_kind or "error"] += 1
+
+
+def run_batch(
+    tasks: Sequence[T],
+    key: Callable[[T], Hashable],
+    done: set[Hashable] | set[str] | set[tuple[str, str, str]],
+    work: Callable[[T], R],
+    save: Callable[[T, R], Outcome],
+    *,
+    workers: int,
+    progress: ProgressFn | None = None,
+    run_id: str = "",
+) -> BatchReport:
+    """Do every task whose key is not in ``done``; report what happened.
+
+    Args:
+        tasks: the whole plan, in order (the report counts skipped tasks too).
+        key: a task's stored identity.
+        done: keys already stored; those tasks are skipped.
+        work: the slow call, run in a worker thread; must return failures as values.
+        save: stores one result in this thread and says how the task ended.
+        workers: at most this many calls in flight.
+        progress: called with (finished, planned) at the start and as results arrive.
+        run_id: copied into the report.
+    """
+    pending = [t for t in tasks if key(t) not in done]
+    report = BatchReport(planned=len(tasks), skipped=len(tasks) - len(pending), run_id=run_id)
+    if progress:
+        progress(report.finished, report.planned)
+
+    def handle(task: T, result: R) -> None:
+        report.add(save(task, result))
+
+    def after() -> None:
+        if progress:
+            progress(report.finished, report.planned)
+
+    run_bounded(pending, work, handle, max(1, min(workers, len(pending) or 1)), after)
+    return report

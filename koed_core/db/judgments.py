@@ -1,0 +1,116 @@
+"""Judge scores, always read and written under one judge configuration."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import pandas as pd
+
+from koed_core.db.store import Store
+from koed_core.db.types import JudgeConfig
+
+CONFIG_WHERE = "judge_model = ? and mode = ? and prompt_version = ? and rubric_version = ?"
+
+
+def _params(config: JudgeConfig) -> list[str]:
+    return [config.model, config.mode, config.prompt_version, config.rubric_version]
+
+
+@dataclass(frozen=True)
+class JudgeConfigUse:
+    """A judge configuration found in the database, with what it judged."""
+
+    config: JudgeConfig
+    judgments: int
+    unscored: int
+    responses: int
+    last: str
+
+
+class Judgments:
+    """The ``judgments`` table."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    def save(self, row: dict[str, object]) -> None:
+        """Insert or replace one judgment."""
+        with self.store.write():
+            self.store.db.table("judgments").upsert(row, pk="id")
+
+    def done(self, config: JudgeConfig) -> set[str]:
+        """Ids of judgments that got an answer (scored or unscored); errors are retried."""
+        rows = self.store.rows(
+            f"select id from judgments where {CONFIG_WHERE} and error is null", _params(config)
+        )
+        return {r["id"] for r in rows}
+
+    def configs(self, run_ids: Sequence[str] | None = None) -> list[JudgeConfigUse]:
+        """Judge configurations that scored something (of these runs), most recent first."""
+        where, params = "", []
+        if run_ids is not None:
+            marks = ",".join("?" * len(run_ids)) or "''"
+            where = f"and s.run_id in ({marks})"
+            params = list(run_ids)
+        rows = self.store.rows(
+            f"""select j.judge_model, j.mode, j.prompt_version,
+                       coalesce(j.rubric_version, 'unknown') as rubric_version,
+                       count(*) as judgments, sum(j.score is null) as unscored,
+                       count(distinct j.response_id) as responses, max(j.created) as last
+                from judgments j join responses s on s.id = j.response_id
+                where j.error is null {where}
+                group by 1, 2, 3, 4 order by last desc, 1, 2, 3, 4""",
+            params,
+        )
+        return [
+            JudgeConfigUse(
+                JudgeConfig(r["judge_model"], r["mode"], r["prompt_version"], r["rubric_version"]),
+                int(r["judgments"]),
+                int(r["unscored"] or 0),
+                int(r["responses"]),
+                str(r["last"]),
+            )
+            for r in rows
+        ]
+
+    def scores(self, config: JudgeConfig, run_ids: Sequence[str] | None = None) -> pd.DataFrame:
+        """Mean over samples per (response, dimension) under one configuration only."""
+        where, params = "", _params(config)
+        if run_ids is not None:
+            marks = ",".join("?" * len(run_ids)) or "''"
+            where = f"and s.run_id in ({marks})"
+            params += list(run_ids)
+        frame = self.store.frame(
+            f"""select j.response_id, j.dimension, avg(j.score) as score,
+                       count(j.score) as samples_scored,
+                       group_concat(j.unscored_reason, '; ') as unscored_reason,
+                       max(j.rationale) as rationale, s.run_id, s.lang, s.conv_id
+                from judgments j join responses s on s.id = j.response_id
+                where j.error is null and j.{CONFIG_WHERE.replace(" and ", " and j.")} {where}
+                group by j.response_id, j.dimension""",
+            params,
+        )
+        if frame.empty:
+            return pd.DataFrame(
+                columns=["response_id", "dimension", "score", "run_id", "lang", "conv_id"]
+            )
+        return frame
+
+    def rationale(self, config: JudgeConfig, response_id: str, dimension: str) -> str:
+        """The judge's feedback on one scored dimension of one response ('' if none)."""
+        rows = self.store.rows(
+            f"select rationale from judgments where response_id = ? and dimension = ? and "
+            f"{CONFIG_WHERE} and score is not null limit 1",
+            [response_id, dimension, *_params(config)],
+        )
+        return str(rows[0]["rationale"] or "") if rows else ""
+
+    def summary(self) -> list[dict[str, object]]:
+        """Every judge configuration with its backend and counts (for exports)."""
+        return self.store.rows(
+            """select judge_model, judge_backend, mode, prompt_version,
+                      coalesce(rubric_version, 'unknown') as rubric_version,
+                      count(*) as judgments, sum(score is null) as unscored
+               from judgments where error is null group by 1, 2, 3, 4, 5"""
+        )

@@ -1,0 +1,149 @@
+"""The schema as numbered migrations, recorded in the database itself.
+
+Each migration runs once, in order, inside one transaction, and is recorded in
+``_koed_migrations`` (the pattern of simonw/llm). A database from KoED Studio 0.1.0 has
+no such table; its tables were created piecemeal by ``create table if not exists``, so
+``m001`` repeats exactly those statements and is a no-op on it. Never edit a migration
+that has shipped: add the next one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import sqlite_utils
+
+from koed_core.db.types import now
+
+Migration = Callable[[sqlite_utils.Database], None]
+MIGRATIONS: list[tuple[str, Migration]] = []
+TABLE = "_koed_migrations"
+
+# What 0.1.0's judge templates hashed to, and the rubric they quoted: a 0.1.0 judgment
+# with that prompt version was made against that rubric. Any other version is unknown.
+RUBRIC_0_1_0 = "609b741a25d2"
+JUDGE_PROMPT_0_1_0 = "950b7728fa11"
+
+
+def migration(fn: Migration) -> Migration:
+    """Register ``fn`` as the next migration; its name is its identity."""
+    MIGRATIONS.append((fn.__name__, fn))
+    return fn
+
+
+@migration
+def m001_initial(db: sqlite_utils.Database) -> None:
+    """The tables of KoED Studio 0.1.0, as that release created them."""
+    _script(
+        db,
+        """
+        create table if not exists [runs] (
+            [id] TEXT PRIMARY KEY, [name] TEXT, [kind] TEXT, [config] TEXT, [langs] TEXT,
+            [created] TEXT, [updated] TEXT);
+        create table if not exists [responses] (
+            [id] TEXT PRIMARY KEY, [run_id] TEXT REFERENCES [runs]([id]), [conv_id] TEXT,
+            [lang] TEXT, [context_hash] TEXT, [prompt] TEXT, [context] TEXT, [raw] TEXT,
+            [text] TEXT, [predicted] TEXT, [unknown_labels] TEXT, [parse_notes] TEXT,
+            [latency_s] FLOAT, [prompt_tokens] INTEGER, [completion_tokens] INTEGER,
+            [error] TEXT, [error_kind] TEXT, [created] TEXT);
+        create index if not exists [idx_responses_run_id_lang] on [responses] ([run_id], [lang]);
+        create table if not exists [emotion_scores] (
+            [response_id] TEXT PRIMARY KEY REFERENCES [responses]([id]), [gold] TEXT,
+            [hit] INTEGER, [precision] FLOAT, [recall] FLOAT, [f1] FLOAT, [jaccard] FLOAT);
+        create table if not exists judgments (
+            id text primary key, response_id text, judge_model text,
+            judge_backend text, mode text, prompt_version text, dimension text,
+            sample integer, score real, unscored_reason text, rationale text,
+            raw_prompt text, raw_reply text, error text, created text);
+        create index if not exists judgments_response on judgments(response_id);
+        create table if not exists raters (
+            username text primary key, languages text, native_language text,
+            years_korea real, years_english real, calibrated text, created text);
+        create table if not exists studies (
+            id integer primary key, name text, config text, rubric_version text,
+            created text);
+        create table if not exists study_items (
+            id text primary key, study_id integer, response_id text, kind text,
+            conv_id text, lang text, context text, response text, created text);
+        create index if not exists study_items_study on study_items(study_id, lang);
+        create table if not exists assignments (
+            id text primary key, study_id integer, item_id text, username text,
+            status text, assigned_at text, finished_at text, note text,
+            unique(item_id, username));
+        create index if not exists assignments_user on assignments(study_id, username);
+        create table if not exists ratings (
+            id text primary key, study_id integer, item_id text, response_key text,
+            username text, dimension text, score integer, comment text,
+            time_spent_s real, rubric_version text, created text, updated text,
+            unique(response_key, username, dimension));
+        """,
+    )
+
+
+@migration
+def m002_provenance(db: sqlite_utils.Database) -> None:
+    """Provenance as columns: a run's full model spec and dataset, a judgment's rubric,
+    and ratings unique per study (0.1.0 let a second study overwrite the first's)."""
+    _script(
+        db,
+        f"""
+        alter table runs add column spec text;
+        alter table runs add column dataset_sha256 text;
+        update runs set dataset_sha256 = json_extract(config, '$.dataset_sha256'),
+            spec = json_object('name', json_extract(config, '$.model_name'),
+                               'backend', json_extract(config, '$.backend'),
+                               'model', json_extract(config, '$.model_id'),
+                               'base_url', json_extract(config, '$.base_url'),
+                               'provenance', json_extract(config, '$.provenance'));
+        alter table judgments add column rubric_version text;
+        update judgments set rubric_version = case prompt_version
+            when '{JUDGE_PROMPT_0_1_0}' then '{RUBRIC_0_1_0}' else 'unknown' end;
+        create index judgments_config on judgments(judge_model, mode, prompt_version,
+                                                   rubric_version);
+        create table ratings_v2 (
+            id text primary key, study_id integer, item_id text, response_key text,
+            username text, dimension text, score integer, comment text,
+            time_spent_s real, rubric_version text, created text, updated text,
+            unique(study_id, response_key, username, dimension));
+        insert into ratings_v2 select id, study_id, item_id, response_key, username, dimension,
+            score, comment, time_spent_s, rubric_version, created, updated from ratings;
+        drop table ratings;
+        alter table ratings_v2 rename to ratings;
+        create index ratings_study on ratings(study_id, username);
+        create index ratings_response on ratings(response_key, dimension);
+        """,
+    )
+
+
+def _script(db: sqlite_utils.Database, script: str) -> None:
+    """Run statements one by one: ``executescript`` would commit the caller's transaction,
+    and a migration must apply whole or not at all. (No statement here contains ';'.)"""
+    for statement in script.split(";"):
+        if statement.strip():
+            db.execute(statement)
+
+
+def applied(db: sqlite_utils.Database) -> list[str]:
+    """Names of the migrations this database has had."""
+    if TABLE not in db.table_names():
+        return []
+    return [row["name"] for row in db.query(f"select name from [{TABLE}] order by rowid")]
+
+
+def pending(db: sqlite_utils.Database) -> list[tuple[str, Migration]]:
+    """Migrations not applied yet, in order."""
+    done = set(applied(db))
+    return [(name, fn) for name, fn in MIGRATIONS if name not in done]
+
+
+def unknown(db: sqlite_utils.Database) -> list[str]:
+    """Applied migrations this code does not know: a newer KoED Studio made the file."""
+    known = {name for name, _ in MIGRATIONS}
+    return [name for name in applied(db) if name not in known]
+
+
+def record(db: sqlite_utils.Database, name: str) -> None:
+    """Mark one migration as applied (inside the caller's transaction)."""
+    db.execute(f"create table if not exists [{TABLE}] (name text primary key, applied text)")
+    db.execute(f"insert into [{TABLE}] (name, applied) values (?, ?)", [name, now()])
+    db.execute(f"PRAGMA user_version = {len(applied(db))}")

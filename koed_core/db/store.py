@@ -1,0 +1,305 @@
+"""The project database: one SQLite file, opened checked and migrated, and its run queries.
+
+WAL mode and a busy timeout let the app's sessions, the CLI and a background run share
+the file. Opening checks the file (``PRAGMA quick_check``) before anything writes to it,
+so a corrupt database is reported and left as it is, and applies pending migrations.
+Judgments, ratings and read-side score queries live beside this module; no SQL lives
+anywhere else in koed_core.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, suppress
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import sqlite_utils
+
+from koed_core.db import migrations
+from koed_core.db.types import ResponseRecord, RunConfig, now
+from koed_core.emotions import EmotionScore
+from koed_core.errors import KoedError
+
+BUSY_TIMEOUT_S = 30.0
+
+
+class StoreError(KoedError):
+    """The database cannot be used: corrupt, not a database, or made by a newer release."""
+
+
+def _create_private(path: Path) -> None:
+    """Create an empty file readable by its owner only (rater profiles and comments)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with suppress(FileExistsError):
+        os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+
+
+class Store:
+    """The project's database; one instance may be shared by threads (writes are locked)."""
+
+    def __init__(self, path: Path | str) -> None:
+        self.path = str(path)
+        memory = self.path == ":memory:"
+        if not memory:
+            if Path(self.path).is_dir():
+                raise StoreError(f"{self.path}: is a folder, not a database file")
+            _create_private(Path(self.path))
+        try:
+            conn = sqlite3.connect(self.path, check_same_thread=False, timeout=BUSY_TIMEOUT_S)
+            conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+            self._check(conn)
+        except sqlite3.DatabaseError as err:
+            raise StoreError(f"{self.path}: not a usable SQLite database ({err})") from None
+        self.db = sqlite_utils.Database(conn)
+        if not memory:
+            self.db.enable_wal()
+            # Safe with WAL: a crash of the app loses nothing committed; saves an fsync a write.
+            conn.execute("PRAGMA synchronous = NORMAL")
+        self._lock = threading.RLock()
+        self._migrate()
+
+    def _check(self, conn: sqlite3.Connection) -> None:
+        rows = [r[0] for r in conn.execute("PRAGMA quick_check").fetchall()]
+        if rows != ["ok"]:
+            shown = "; ".join(str(r) for r in rows[:3])
+            raise StoreError(
+                f"{self.path}: the database is damaged ({shown}). It was left untouched: "
+                "restore a backup or point KOED_DB at another file."
+            )
+
+    def _migrate(self) -> None:
+        with self.write():
+            newer = migrations.unknown(self.db)
+            if newer:
+                raise StoreError(
+                    f"{self.path}: made by a newer KoED Studio (migration {newer[-1]}); "
+                    "upgrade KoED Studio to open it"
+                )
+            for name, migrate in migrations.pending(self.db):
+                migrate(self.db)
+                migrations.record(self.db, name)
+
+    @contextmanager
+    def write(self) -> Iterator[None]:
+        """One write transaction. BEGIN IMMEDIATE takes the write lock up front, so a second
+        writer (another session, process or thread) waits for the busy timeout instead of
+        failing with "database is locked" when a read lock cannot be upgraded."""
+        with self._lock:
+            if self.db.conn.in_transaction:  # nested: the outer transaction decides
+                yield
+                return
+            self.db.execute("BEGIN IMMEDIATE")
+            try:
+                yield
+            except BaseException:
+                self.db.conn.rollback()
+                raise
+            self.db.execute("COMMIT")
+
+    def rows(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[dict[str, Any]]:
+        """Rows of a read query as dicts (for this package's query modules)."""
+        return [dict(r) for r in self.db.query(sql, params)]
+
+    def frame(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> pd.DataFrame:
+        """A read query as a DataFrame (for this package's query modules)."""
+        return pd.DataFrame(self.rows(sql, params))
+
+    # Runs and responses ----------------------------------------------------------------
+
+    def ensure_run(
+        self, config: RunConfig, name: str, langs: list[str], spec: dict[str, Any] | None = None
+    ) -> str:
+        """Create the run, or add languages to it; returns its id.
+
+        ``spec`` is the full model spec (minus anything secret) stored beside the config.
+        """
+        run_id = config.run_id
+        with self.write():
+            existing = self._run_row(run_id)
+            known = json.loads(existing["langs"]) if existing else []
+            merged = sorted(set(known) | set(langs))
+            self.db.table("runs").upsert(
+                {
+                    "id": run_id,
+                    "name": name,
+                    "kind": config.kind,
+                    "config": json.dumps(asdict(config), sort_keys=True),
+                    "langs": json.dumps(merged),
+                    "created": existing["created"] if existing else now(),
+                    "updated": now(),
+                    "spec": json.dumps(spec, sort_keys=True) if spec else None,
+                    "dataset_sha256": config.dataset_sha256,
+                },
+                pk="id",
+            )
+        return run_id
+
+    def _run_row(self, run_id: str) -> dict[str, Any] | None:
+        found = self.rows("select * from runs where id = ?", [run_id])
+        return found[0] if found else None
+
+    def run_config(self, run_id: str) -> tuple[dict[str, Any], dict[str, Any] | None] | None:
+        """A run's stored configuration and model spec (spec None for 0.1.0 runs)."""
+        row = self._run_row(run_id)
+        if row is None:
+            return None
+        return json.loads(row["config"]), json.loads(row["spec"]) if row["spec"] else None
+
+    def finished(self, run_id: str) -> set[tuple[str, str, str]]:
+        """(conv_id, lang, context_hash) of responses that succeeded: what a rerun skips."""
+        rows = self.rows(
+            "select conv_id, lang, context_hash from responses where run_id = ? and error is null",
+            [run_id],
+        )
+        return {(r["conv_id"], r["lang"], r["context_hash"]) for r in rows}
+
+    def save_response(
+        self, record: ResponseRecord, score: EmotionScore | None, gold: frozenset[str] | None
+    ) -> str:
+        """Insert or replace one response and its emotion score, in one transaction."""
+        row = asdict(record)
+        for key in ("prompt", "context", "predicted", "unknown_labels", "parse_notes"):
+            row[key] = json.dumps(list(row[key]), ensure_ascii=False)
+        row["id"] = record.response_id
+        row["created"] = now()
+        with self.write():
+            self.db.table("responses").upsert(row, pk="id")
+            scores = self.db.table("emotion_scores")
+            scores.delete_where("response_id = ?", [row["id"]])
+            if score is not None and gold is not None:
+                scores.insert(
+                    {
+                        "response_id": row["id"],
+                        "gold": json.dumps(sorted(gold)),
+                        **asdict(score),
+                        "hit": int(score.hit),
+                    },
+                )
+            self.db.table("runs").update(record.run_id, {"updated": now()})
+        return str(row["id"])
+
+    def runs(self) -> pd.DataFrame:
+        """One row per run and language: counts, errors, emotion-recognition figures."""
+        return self.frame(
+            """
+            select r.id as run_id, r.name, r.kind, json_extract(r.config, '$.protocol') as protocol,
+                   json_extract(r.config, '$.provenance') as provenance, s.lang,
+                   count(s.id) as responses, sum(s.error is not null) as errors,
+                   avg(e.hit) as accuracy, avg(e.f1) as f1, avg(e.jaccard) as jaccard,
+                   avg(s.latency_s) as mean_latency_s, r.dataset_sha256, r.updated
+            from runs r left join responses s on s.run_id = r.id
+            left join emotion_scores e on e.response_id = s.id
+            group by r.id, s.lang order by r.updated desc, s.lang
+            """
+        )
+
+    def run_table(self, kind: str | None = None) -> pd.DataFrame:
+        """One row per run: id, model, provenance, protocol, reference, dataset, config."""
+        return self.frame(
+            """select id as run_id, name, kind, json_extract(config, '$.model_name') as model,
+                      json_extract(config, '$.provenance') as provenance,
+                      json_extract(config, '$.protocol') as protocol,
+                      json_extract(config, '$.backend') = 'human' as reference,
+                      coalesce(dataset_sha256, json_extract(config, '$.dataset_sha256'))
+                        as dataset_sha256,
+                      config, spec, langs, created, updated
+               from runs where (? is null or kind = ?) order by created""",
+            [kind, kind],
+        )
+
+    def responses(self, run_id: str) -> pd.DataFrame:
+        """Every response of a run with its emotion score."""
+        return self.frame(
+            """
+            select s.*, e.gold, e.hit, e.precision, e.recall, e.f1, e.jaccard
+            from responses s left join emotion_scores e on e.response_id = s.id
+            where s.run_id = ? order by s.conv_id, s.lang
+            """,
+            [run_id],
+        )
+
+    def answered(
+        self, run_ids: Sequence[str], langs: Sequence[str] | None = None
+    ) -> list[dict[str, Any]]:
+        """Successful responses (id, run_id, conv_id, lang, context, text) of some runs."""
+        if not run_ids:
+            return []
+        marks = ",".join("?" * len(run_ids))
+        chosen = list(langs) if langs is not None else ["ko", "en"]
+        lang_marks = ",".join("?" * len(chosen)) or "''"
+        return self.rows(
+            f"""select id, run_id, conv_id, lang, context, text from responses
+                where run_id in ({marks}) and lang in ({lang_marks}) and error is null
+                and text is not null and text != '' order by conv_id, lang, run_id""",
+            [*run_ids, *chosen],
+        )
+
+    def response_texts(self, response_ids: Sequence[str]) -> dict[str, str]:
+        """id -> stored reply text."""
+        if not response_ids:
+            return {}
+        marks = ",".join("?" * len(response_ids))
+        rows = self.rows(f"select id, text from responses where id in ({marks})", response_ids)
+        return {r["id"]: r["text"] or "" for r in rows}
+
+    def response_lengths(self) -> pd.Series:
+        """Characters per stored response (the length baseline of agreement)."""
+        rows = self.rows("select id, length(coalesce(text, '')) as n from responses")
+        return pd.Series({r["id"]: r["n"] for r in rows}, dtype=float)
+
+    def has_run(self, run_id: str) -> bool:
+        """Whether a run with this id is stored."""
+        return self._run_row(run_id) is not None
+
+    def demo_runs(self) -> pd.DataFrame:
+        """Runs with at least one stored answer: id, model, provenance, protocol, updated."""
+        return self.frame(
+            """select r.id as run_id, json_extract(r.config, '$.model_name') as model,
+                  json_extract(r.config, '$.provenance') as provenance,
+                  json_extract(r.config, '$.protocol') as protocol, r.updated
+               from runs r where exists (select 1 from responses s where s.run_id = r.id
+                                         and s.error is null)
+               order by r.updated desc"""
+        )
+
+    def shared_dialogues(self, run_ids: Sequence[str]) -> list[str]:
+        """conv_ids every run answered in both languages."""
+        marks = ",".join("?" * len(run_ids))
+        rows = self.rows(
+            f"""select conv_id from responses where run_id in ({marks}) and error is null
+                group by conv_id having count(distinct run_id || lang) = ?""",
+            [*run_ids, 2 * len(run_ids)],
+        )
+        return sorted(r["conv_id"] for r in rows)
+
+    def stored_answers(self, run_ids: Sequence[str], conv_id: str) -> dict[tuple[str, str], str]:
+        """(run_id, lang) -> the stored reply text."""
+        marks = ",".join("?" * len(run_ids))
+        rows = self.rows(
+            f"select run_id, lang, text from responses where run_id in ({marks}) "
+            "and conv_id = ? and error is null",
+            [*run_ids, conv_id],
+        )
+        return {(r["run_id"], r["lang"]): r["text"] for r in rows}
+
+    def count(self, table: str) -> int:
+        """Rows in a table (for checks and tests)."""
+        if table not in self.db.table_names():
+            raise StoreError(f"no table {table!r}")
+        return int(self.db.execute(f"select count(*) from [{table}]").fetchone()[0])
+
+    def emotion_values(self) -> pd.DataFrame:
+        """Emotion recognition per response: hit for single runs, F1 for multi runs."""
+        return self.frame(
+            """select s.run_id, s.conv_id, s.lang, case json_extract(r.config, '$.protocol')
+                      when 'multi' then e.f1 else e.hit end as value
+               from emotion_scores e join responses s on s.id = e.response_id
+               join runs r on r.id = s.run_id"""
+        )

@@ -1,0 +1,159 @@
+"""The values rows are made of, and the keys that identify them.
+
+A number's identity lives here: a response belongs to a run (:class:`RunConfig`), a judge
+score to a :class:`JudgeConfig`, a human rating to a study and a rubric version. Keys are
+deterministic hashes, so a rerun, a resumed run or a double click updates a row instead
+of adding one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+
+def now() -> str:
+    """UTC timestamp, ISO 8601, to the second."""
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def short_hash(*parts: object) -> str:
+    """A stable 20-hex-digit key from JSON-able parts."""
+    blob = json.dumps(parts, ensure_ascii=False, sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:20]
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """What makes two runs the same run: model, protocol, prompts, decoding, data."""
+
+    model_name: str
+    backend: str
+    model_id: str
+    base_url: str | None
+    provenance: str
+    protocol: str
+    prompt_version: str
+    temperature: float
+    max_tokens: int
+    dataset_sha256: str
+    kind: str = "batch"
+    """batch (koed run, the Runs page) or live (answers saved from the chat page)."""
+
+    @property
+    def run_id(self) -> str:
+        """Deterministic id: the same configuration resumes the same run."""
+        return short_hash(asdict(self))
+
+
+@dataclass(frozen=True)
+class ResponseRecord:
+    """One model answer (or its failure) for one dialogue in one language."""
+
+    run_id: str
+    conv_id: str
+    lang: str
+    context_hash: str
+    prompt: list[dict[str, str]]
+    context: list[list[str]]
+    """The transcript the model answered: [role, text] pairs, for raters and judges."""
+    raw: str | None
+    text: str | None
+    predicted: tuple[str, ...] = ()
+    unknown_labels: tuple[str, ...] = ()
+    parse_notes: tuple[str, ...] = ()
+    latency_s: float | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    error: str | None = None
+    error_kind: str | None = None
+
+    @property
+    def response_id(self) -> str:
+        """Unique per run, dialogue, language and context."""
+        return short_hash(self.run_id, self.conv_id, self.lang, self.context_hash)
+
+
+@dataclass(frozen=True)
+class JudgeConfig:
+    """Who produced a judge score: one value, never averaged with another.
+
+    Two judgments are comparable only when all four fields agree: the same model in the
+    same mode with the same prompt templates quoting the same rubric.
+    """
+
+    model: str
+    mode: str
+    prompt_version: str
+    rubric_version: str
+
+    @property
+    def label(self) -> str:
+        """Short, human-readable, unique enough for a picker."""
+        return (
+            f"{self.model} · {self.mode} · prompt {self.prompt_version[:8]} · "
+            f"rubric {self.rubric_version[:8]}"
+        )
+
+    def as_columns(self) -> dict[str, str]:
+        """The configuration as the columns of an exported table."""
+        return {
+            "judge_model": self.model,
+            "judge_mode": self.mode,
+            "judge_prompt_version": self.prompt_version,
+            "judge_rubric_version": self.rubric_version,
+        }
+
+
+@dataclass(frozen=True)
+class StudyConfig:
+    """What an admin decides when building a study."""
+
+    name: str
+    run_ids: tuple[str, ...]
+    langs: tuple[str, ...] = ("ko", "en")
+    overlap: int = 3
+    attention_checks: int = 2
+    quota: int | None = None
+    """Most items one rater rates in this study (None: no limit)."""
+    timeout_minutes: int = 30
+    seed: int = 0
+
+    @classmethod
+    def from_json(cls, raw: dict[str, Any]) -> StudyConfig:
+        """Rebuild from the stored JSON (lists back to tuples)."""
+        return cls(**{**raw, "run_ids": tuple(raw["run_ids"]), "langs": tuple(raw["langs"])})
+
+
+@dataclass(frozen=True)
+class RaterProfile:
+    """Onboarding answers: stored for agreement breakdowns, exported only in aggregate."""
+
+    username: str
+    languages: tuple[str, ...]
+    native_language: str
+    years_korea: float
+    years_english: float
+
+
+@dataclass(frozen=True)
+class RatingItem:
+    """What a rater sees: the blind payload. No model, run, judge or other rater in it."""
+
+    assignment_id: str
+    study_id: int
+    lang: str
+    context: tuple[tuple[str, str], ...]
+    response: str
+
+
+@dataclass(frozen=True)
+class CandidateItem:
+    """A study item a rater could be given next, with how many raters hold it."""
+
+    item_id: str
+    kind: str
+    taken: int
