@@ -11,23 +11,29 @@ from components import auth
 
 PUBLIC = {
     "Dialogues": [
-        st.Page("pages/explorer.py", title="Explorer", icon=":material/forum:", default=True),
-        st.Page("pages/overview.py", title="Label overview", icon=":material/grid_on:"),
-        st.Page("pages/adaptation.py", title="Adaptation", icon=":material/translate:"),
+        st.Page(
+            "pages/dialogues/explorer.py", title="Explorer", icon=":material/forum:", default=True
+        ),
+        st.Page("pages/dialogues/overview.py", title="Label overview", icon=":material/grid_on:"),
+        st.Page("pages/dialogues/adaptation.py", title="Adaptation", icon=":material/translate:"),
     ],
-    "Models": [st.Page("pages/chat.py", title="Chat", icon=":material/chat:")],
+    "Models": [st.Page("pages/models/chat.py", title="Chat", icon=":material/chat:")],
     "Results": [
-        st.Page("pages/gap.py", title="Empathy gap", icon=":material/bar_chart:"),
-        st.Page("pages/demo.py", title="Demo (talk)", icon=":material/co_present:"),
-        st.Page("pages/agreement.py", title="Judge-human agreement", icon=":material/balance:"),
+        st.Page("pages/results/gap.py", title="Empathy gap", icon=":material/bar_chart:"),
+        st.Page("pages/results/demo.py", title="Demo (talk)", icon=":material/co_present:"),
+        st.Page(
+            "pages/results/agreement.py", title="Judge-human agreement", icon=":material/balance:"
+        ),
     ],
 }
-RUNS = st.Page("pages/runs.py", title="Runs", icon=":material/playlist_play:")
-JUDGE = st.Page("pages/judge.py", title="Judge", icon=":material/gavel:")
-LOGIN = st.Page("pages/login.py", title="Log in", icon=":material/login:")
-RATE = st.Page("pages/rate.py", title="Rate responses", icon=":material/star_rate:")
-STUDIES = st.Page("pages/studies.py", title="Studies", icon=":material/assignment:")
-DASHBOARD = st.Page("pages/dashboard.py", title="Study dashboard", icon=":material/monitoring:")
+RUNS = st.Page("pages/models/runs.py", title="Runs", icon=":material/playlist_play:")
+JUDGE = st.Page("pages/models/judge.py", title="Judge", icon=":material/gavel:")
+LOGIN = st.Page("pages/account/login.py", title="Log in", icon=":material/login:")
+RATE = st.Page("pages/rating/rate.py", title="Rate responses", icon=":material/star_rate:")
+STUDIES = st.Page("pages/rating/studies.py", title="Studies", icon=":material/assignment:")
+DASHBOARD = st.Page(
+    "pages/rating/dashboard.py", title="Study dashboard", icon=":material/monitoring:"
+)
 
 
 def pages_for(state: auth.AuthState) -> dict[str, list[st.Page]]:

@@ -27,7 +27,7 @@ def _texts(at: AppTest) -> list[str]:
 def test_chat_both_languages_then_go_on_as_speaker(
     fake_registry: Path, fake_openai: FakeOpenAI, tmp_path: Path
 ) -> None:
-    at = _page("pages/chat.py")
+    at = _page("pages/models/chat.py")
     at.selectbox(key="chat.dialogue").set_value("sample:1_conv:33").run()
     at.multiselect(key="chat.models").set_value(["fake-listener"]).run()
     at.button(key="chat.ask").click().run()
@@ -58,7 +58,7 @@ def test_chat_both_languages_then_go_on_as_speaker(
 
 def test_chat_shows_a_failed_model_call(fake_registry: Path, fake_openai: FakeOpenAI) -> None:
     fake_openai.queue(*[Step(500, headers={"retry-after-ms": "5"})] * 10)
-    at = _page("pages/chat.py")
+    at = _page("pages/models/chat.py")
     at.segmented_control(key="chat.langs").set_value(["en"]).run()
     at.multiselect(key="chat.models").set_value(["fake-listener"]).run()
     at.button(key="chat.ask").click().run()
@@ -68,7 +68,7 @@ def test_chat_shows_a_failed_model_call(fake_registry: Path, fake_openai: FakeOp
 
 
 def test_runs_page_starts_a_run_and_lists_it(fake_registry: Path, fake_openai: FakeOpenAI) -> None:
-    at = _page("pages/runs.py")
+    at = _page("pages/models/runs.py")
     assert at.info[0].value.startswith("No runs yet")
     at.selectbox(key="runs.model").set_value("fake-listener")
     at.number_input[0].set_value(3)
@@ -86,7 +86,7 @@ def test_panes_answer_at_the_same_time(fake_registry: Path, fake_openai: FakeOpe
     import time
 
     fake_openai.latency_s = 1.0
-    at = _page("pages/chat.py")
+    at = _page("pages/models/chat.py")
     at.multiselect(key="chat.models").set_value(["fake-listener"]).run()
     start = time.perf_counter()
     at.button(key="chat.ask").click().run()

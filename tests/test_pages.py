@@ -10,7 +10,7 @@ from streamlit.testing.v1 import AppTest
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = str(ROOT / "app.py")
-PAGE_FILES = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "pages").glob("*.py"))
+PAGE_FILES = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "pages").rglob("*.py"))
 
 
 def _app() -> AppTest:
@@ -28,12 +28,12 @@ def test_every_page_file_is_registered() -> None:
 
 
 PUBLIC_PAGES = [
-    "pages/explorer.py",
-    "pages/overview.py",
-    "pages/adaptation.py",
-    "pages/chat.py",
-    "pages/runs.py",
-    "pages/login.py",
+    "pages/dialogues/explorer.py",
+    "pages/dialogues/overview.py",
+    "pages/dialogues/adaptation.py",
+    "pages/models/chat.py",
+    "pages/models/runs.py",
+    "pages/account/login.py",
 ]
 
 
@@ -43,7 +43,11 @@ def test_every_page_renders_on_the_sample(page: str) -> None:
     at.switch_page(page).run()
     assert not at.exception, [e.value for e in at.exception]
     assert at.title, f"{page} shows no title"
-    if page not in ("pages/login.py", "pages/judge.py", "pages/agreement.py"):
+    if page not in (
+        "pages/account/login.py",
+        "pages/models/judge.py",
+        "pages/results/agreement.py",
+    ):
         # every page that shows dialogues says which data it shows
         assert "Built-in sample" in at.expander[0].label
 
@@ -150,7 +154,7 @@ def test_official_file_with_its_warnings(
 
 def test_overview_figures() -> None:
     at = _app().run()
-    at.switch_page("pages/overview.py").run()
+    at.switch_page("pages/dialogues/overview.py").run()
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Dialogues"] == "34" and metrics["Labels used"] == "34"
     assert not at.exception
@@ -158,7 +162,7 @@ def test_overview_figures() -> None:
 
 def test_adaptation_computes_on_request_then_reads_the_cache(isolated_env: Path) -> None:
     at = _app().run()
-    at.switch_page("pages/adaptation.py").run()
+    at.switch_page("pages/dialogues/adaptation.py").run()
     assert at.info[0].value.startswith("Similarities for this dataset are not computed yet")
     at.button(key="adaptation.compute").click().run()
     assert not at.exception

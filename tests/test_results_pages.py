@@ -18,7 +18,7 @@ def _page(page: str) -> AppTest:
 
 
 def test_agreement_page_explains_what_is_missing() -> None:
-    at = _page("pages/agreement.py")
+    at = _page("pages/results/agreement.py")
     assert not at.exception
     assert at.info[0].value.startswith("No human ratings yet")
 
@@ -27,7 +27,7 @@ def test_agreement_page_shows_table_heatmap_and_disagreements(
     fake_openai: FakeOpenAI, tmp_path: Path
 ) -> None:
     _rated_and_judged(tmp_path / "koed.db", fake_openai)  # KOED_DB points here (conftest)
-    at = _page("pages/agreement.py")
+    at = _page("pages/results/agreement.py")
     assert not at.exception, [e.value for e in at.exception]
     table = at.dataframe[0].value
     assert len(table) == 10 and {"alpha_reading", "judge_kappa_reading"} <= set(table.columns)
@@ -42,7 +42,7 @@ def test_judge_page_judges_a_run(
     fake_registry: Path, fake_openai: FakeOpenAI, tmp_path: Path
 ) -> None:
     run_id = _rated_and_judged(tmp_path / "koed.db", fake_openai)
-    at = _page("pages/judge.py")
+    at = _page("pages/models/judge.py")
     assert at.selectbox[0].value == run_id
     at.selectbox[1].set_value("fake-listener")
     at.radio[0].set_value("strict")

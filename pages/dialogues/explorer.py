@@ -78,7 +78,7 @@ if conv_id:
     if dialogue is not None:
         render_dialogue(dialogue, [w for w in dataset.warnings if w.conv_id == conv_id])
         st.page_link(
-            "pages/chat.py",
+            "pages/models/chat.py",
             label="Chat with models about this dialogue",
             icon=":material/chat:",
             query_params={"dialogue": conv_id},

@@ -65,7 +65,7 @@ if dialogue is not None:
         adaptation.turn_table(dialogue, sims), hide_index=True, column_config=similarity_columns
     )
     st.page_link(
-        "pages/explorer.py",
+        "pages/dialogues/explorer.py",
         label="Open side by side in the explorer",
         icon=":material/forum:",
         query_params=to_params(DialogueFilter(), conv_id=dialogue.conv_id),
