@@ -18,7 +18,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from koed_core.agreement import NUMBERS
-from koed_core.config import Settings, api_key, merged_env, read_secrets
+from koed_core.config import Settings, api_key, describe, merged_env, read_secrets
 from koed_core.dataset import load_dataset
 from koed_core.errors import KoedError
 from koed_core.judge import MODES
@@ -148,6 +148,11 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--out", type=Path, required=True)
     export.add_argument("--db", type=Path)
     export.set_defaults(func=cmd_export)
+
+    shown = groups.add_parser(
+        "settings", help="every setting, its value and where it came from (as the app sees it)"
+    )
+    shown.set_defaults(func=cmd_settings)
 
     accounts = groups.add_parser("users", help="accounts for the rating pages")
     user_cmds = accounts.add_subparsers(dest="command", required=True)
@@ -365,6 +370,13 @@ def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
 
     files = export_bundle(Store(args.db or settings.db_path), args.out)
     print(f"wrote {len(files)} files to {args.out} (see {args.out / 'README.md'})")
+    return 0
+
+
+def cmd_settings(args: argparse.Namespace, settings: Settings) -> int:
+    """Print what the app would use: environment, then .streamlit/secrets.toml, then default."""
+    for name, value, where in describe(os.environ, read_secrets()):
+        print(f"{name}\t{value}\t({where})")
     return 0
 
 

@@ -72,6 +72,28 @@ ENV_NAMES = {
 PATHS = {"cache_dir", "db_path", "models_path", "users_path"}
 
 
+def describe(
+    env: Mapping[str, str], secrets: Mapping[str, Any] | None
+) -> list[tuple[str, str, str]]:
+    """(name, value, where from) for every setting; secret values are never shown."""
+    settings = Settings.from_sources(env, secrets)
+    rows = []
+    for name, attr in ENV_NAMES.items():
+        where = (
+            "environment"
+            if env.get(name)
+            else "secrets.toml"
+            if lookup(name, {}, secrets)
+            else "default"
+        )
+        value = getattr(settings, attr)
+        if attr == "cookie_key":
+            where = where if value is None or where != "default" else "secrets.toml [auth]"
+            value = "(set)" if value else "(not set)"
+        rows.append((name, str(value), where))
+    return rows
+
+
 def lookup(name: str, env: Mapping[str, str], secrets: Mapping[str, Any] | None) -> str | None:
     """One name: environment, then secrets; None when neither has a non-empty value."""
     value = env.get(name) or (secrets or {}).get(name)

@@ -23,6 +23,10 @@ METRIC_ORDER = ["EX", "IP", "ER", "EEA", "CA", "emotion"]
 def gap_figure(table: pd.DataFrame, title: str, talk: bool = False) -> go.Figure:
     """Grouped bars: Korean minus English per metric, one bar per model, with 95% CIs."""
     fig = go.Figure()
+    if table.empty:
+        fig.add_annotation(text="No scores in both languages yet", showarrow=False, font_size=20)
+        fig.update_layout(title=title, font_family=FONT, template="plotly_white")
+        return fig
     order = {"western": 0, "korean-centric": 1, "other": 2}
     several = table.groupby("model")["run_id"].nunique()
     models = (

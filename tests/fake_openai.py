@@ -58,6 +58,8 @@ class FakeOpenAI:
         self.latency_s = latency_s
         self.script: deque[Step] = deque()
         self.requests: list[dict[str, Any]] = []
+        self.authorizations: list[str | None] = []
+        """The Authorization header of each request (which key was sent)."""
         self.lock = threading.Lock()
         self.httpd = _Server(("127.0.0.1", port), _handler(self))
         self.httpd.daemon_threads = True
@@ -126,6 +128,7 @@ def _handler(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
         def do_POST(self) -> None:  # noqa: N802
             length = int(self.headers.get("Content-Length") or 0)
             body = json.loads(self.rfile.read(length) or b"{}")
+            server.authorizations.append(self.headers.get("Authorization"))
             step = server.next_step(body)
             time.sleep(server.latency_s + step.delay_s)
             if step.status != 200:

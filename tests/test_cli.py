@@ -71,3 +71,30 @@ def test_download_to_a_folder(file_server, official_file: Path, tmp_path: Path) 
     )
     assert failed.returncode == 1 and "404" in failed.stderr
     assert (dest / "KoED.json").read_bytes() == official_file.read_bytes()
+
+
+def test_bad_arguments_are_refused_before_anything_runs(tmp_path: Path) -> None:
+    db = tmp_path / "k.db"
+    for args, word in (
+        (("run", "--model", "human", "--limit", "0"), "--limit: must be at least 1"),
+        (("run", "--model", "human", "--limit", "-3"), "--limit: must be at least 1"),
+        (("run", "--model", "human", "--concurrency", "0"), "--concurrency: must be at least 1"),
+        (("run", "--model", "human", "--temperature", "9"), "between 0 and 2"),
+        (("judge", "--run", "x", "--samples", "0"), "--samples: must be at least 1"),
+    ):
+        result = koed(*args, "--db", str(db))
+        assert result.returncode == 2 and word in result.stderr, (args, result.stderr)
+        assert "Traceback" not in result.stderr
+    assert not db.exists()
+
+
+def test_a_corrupt_database_is_reported_and_left_alone(tmp_path: Path) -> None:
+    db = tmp_path / "k.db"
+    db.write_bytes(b"\x00garbage" * 512)
+    for args in (("judges",), ("export", "--out", str(tmp_path / "out")), ("agreement",)):
+        result = koed(*args, env={"KOED_DB": str(db)})
+        assert result.returncode == 1, (args, result.stderr)
+        assert "not a usable SQLite database" in result.stderr and "Traceback" not in result.stderr
+    result = koed("run", "--model", "human", "--limit", "1", "--db", str(db))
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert db.read_bytes() == b"\x00garbage" * 512

@@ -1,0 +1,138 @@
+"""The database layer: a 0.1.0 database upgrades in place with nothing lost; opening
+checks the file; new files are owner-only."""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+import stat
+from pathlib import Path
+
+import pytest
+
+from koed_core.dataset import load_dataset
+from koed_core.db import JudgeConfig, Judgments, Store, StoreError, migrations
+from koed_core.judging import judge_run
+from koed_core.llm import Completion
+from koed_core.paths import SAMPLE_FILE
+from koed_core.registry import ModelSpec
+from koed_core.rubric import rubric_version
+
+FIXTURE = Path(__file__).parent / "data" / "koed-0.1.0.db"
+COUNTS_0_1_0 = {
+    "runs": 2,
+    "responses": 16,
+    "emotion_scores": 8,
+    "judgments": 123,
+    "raters": 3,
+    "studies": 1,
+    "study_items": 17,
+    "assignments": 18,
+    "ratings": 75,
+}
+
+
+@pytest.fixture
+def old_db(tmp_path: Path) -> Path:
+    path = tmp_path / "old.db"
+    shutil.copy(FIXTURE, path)
+    return path
+
+
+def _raw(path: Path, sql: str) -> list[tuple[object, ...]]:
+    with sqlite3.connect(path) as conn:
+        return conn.execute(sql).fetchall()
+
+
+def test_the_fixture_is_a_0_1_0_database() -> None:
+    assert _raw(FIXTURE, "pragma user_version") == [(1,)]
+    tables = {r[0] for r in _raw(FIXTURE, "select name from sqlite_master where type='table'")}
+    assert migrations.TABLE not in tables and set(COUNTS_0_1_0) <= tables
+
+
+def test_upgrade_in_place_keeps_every_row(old_db: Path) -> None:
+    before = {t: _raw(old_db, f"select * from [{t}] order by rowid") for t in COUNTS_0_1_0}
+    store = Store(old_db)
+    assert migrations.applied(store.db) == [name for name, _ in migrations.MIGRATIONS]
+    assert _raw(old_db, "pragma user_version") == [(len(migrations.MIGRATIONS),)]
+    for table, count in COUNTS_0_1_0.items():
+        assert store.count(table) == count, table
+        after = _raw(old_db, f"select * from [{table}] order by rowid")
+        width = len(before[table][0])
+        if table == "ratings":  # rebuilt with the per-study key: same rows, same order
+            assert [row[:width] for row in after] == before[table]
+        else:  # new columns are appended; the old ones are untouched
+            assert [row[:width] for row in after] == before[table], table
+    sha = load_dataset(SAMPLE_FILE).sha256
+    assert {r[0] for r in _raw(old_db, "select dataset_sha256 from runs")} == {sha}
+    versions = dict(_raw(old_db, "select distinct prompt_version, rubric_version from judgments"))
+    assert versions == {
+        migrations.JUDGE_PROMPT_0_1_0: migrations.RUBRIC_0_1_0,
+        "oldversion00": "unknown",
+    }
+
+
+def test_reopening_is_a_no_op_and_judge_configurations_are_told_apart(old_db: Path) -> None:
+    Store(old_db)
+    store = Store(old_db)
+    assert len(migrations.applied(store.db)) == len(migrations.MIGRATIONS)
+    configs = {u.config for u in Judgments(store).configs()}
+    assert configs == {
+        JudgeConfig("gpt-4o", "paper", migrations.JUDGE_PROMPT_0_1_0, migrations.RUBRIC_0_1_0),
+        JudgeConfig("judge-b", "paper", migrations.JUDGE_PROMPT_0_1_0, migrations.RUBRIC_0_1_0),
+        JudgeConfig("gpt-4o", "paper", "oldversion00", "unknown"),
+    }
+
+
+class _Never:
+    name = "never"
+    max_concurrency = 1
+
+    def complete(self, messages: object, settings: object, task: object) -> Completion:
+        raise AssertionError("a judgment stored by 0.1.0 was asked again")
+
+    def stream(self, messages: object, settings: object, task: object) -> object:
+        raise AssertionError("not used")
+
+
+def test_judging_resumes_across_the_upgrade(old_db: Path) -> None:
+    # 0.1.0 judged run 9d35... with gpt-4o under today's templates and rubric: nothing to redo
+    assert rubric_version() == migrations.RUBRIC_0_1_0, "rubric changed: use another run here"
+    store = Store(old_db)
+    run_id = "9d350d301481ea01a307"
+    spec = ModelSpec(name="gpt-4o", backend="openai", model="gpt-4o")
+    report = judge_run(store, _Never(), spec, run_id, "paper")  # type: ignore[arg-type]
+    assert report.planned == report.skipped == 40 and report.failed == 0
+
+
+def test_a_newer_database_is_refused(old_db: Path) -> None:
+    Store(old_db)
+    with sqlite3.connect(old_db) as conn:
+        conn.execute(f"insert into {migrations.TABLE} values ('m999_future', 'later')")
+    with pytest.raises(StoreError, match="newer KoED Studio"):
+        Store(old_db)
+
+
+def test_a_damaged_file_is_reported_and_left_untouched(tmp_path: Path) -> None:
+    garbage = tmp_path / "garbage.db"
+    garbage.write_bytes(b"this is not a database at all" * 100)
+    with pytest.raises(StoreError, match="not a usable SQLite database"):
+        Store(garbage)
+    assert garbage.read_bytes() == b"this is not a database at all" * 100
+    damaged = tmp_path / "damaged.db"
+    shutil.copy(FIXTURE, damaged)
+    data = bytearray(damaged.read_bytes())
+    page = 4096
+    data[page * 3 : page * 3 + 200] = b"\xff" * 200  # a b-tree page in the middle
+    damaged.write_bytes(bytes(data))
+    with pytest.raises(StoreError, match="damaged|not a usable"):
+        Store(damaged)
+    assert damaged.read_bytes() == bytes(data)
+
+
+def test_a_new_database_is_owner_only(tmp_path: Path) -> None:
+    path = tmp_path / "fresh" / "koed.db"
+    store = Store(path)
+    store.db.execute("create table t (x)")  # something in the WAL too
+    for file in path.parent.iterdir():
+        assert stat.S_IMODE(file.stat().st_mode) == 0o600, file.name
