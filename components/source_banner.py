@@ -9,7 +9,6 @@ from koed_core.dataset import Dataset
 from koed_core.errors import DatasetError, KoedError
 from koed_core.sources import (
     ATTRIBUTION,
-    OFFICIAL,
     SAMPLE_NOTE,
     DataSource,
     download_official,
@@ -64,7 +63,6 @@ def _download_button() -> None:
         download_official(
             target,
             url=resources.settings().data_url,
-            expected_sha256=OFFICIAL.sha256,
             progress=lambda done, total: bar.progress(min(done / total, 1.0)),
         )
     except KoedError as err:

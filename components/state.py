@@ -19,6 +19,9 @@ TURNS = "turns"
 KO_ONLY = "ko_only"
 DIALOGUE = "d"
 
+# Talk mode on the results pages, also linkable (?talk=true).
+TALK = "talk"
+
 # Adaptation page: its own dialogue picker, also linkable.
 ADAPT_DIALOGUE = "ad"
 ADAPT_ORDER = "order"
@@ -45,6 +48,23 @@ API_KEY = "models.api_key"
 RUNS_MODEL = "runs.model"
 RUNS_SELECTED = "runs.selected"
 
+# Results pages.
+GAP_JUDGE = "gap.judge"
+GAP_STUDY = "gap.study"
+GAP_SOURCE = "gap.source"
+GAP_DATASET = "gap.dataset"
+GAP_BREAKDOWN = "gap.breakdown"
+GAP_GROUP = "gap.group"
+AGREEMENT_STUDY = "agreement.study"
+AGREEMENT_JUDGE = "agreement.judge"
+DEMO_A = "demo.a"
+DEMO_B = "demo.b"
+DEMO_DIALOGUE = "demo.dialogue"
+DEMO_PACE = "demo.pace"
+DEMO_LIVE = "demo.live"
+DEMO_ASK = "demo.ask"
+DEMO_PLAY = "demo.play"
+
 # Rating pages.
 RATE_STUDY = "rate.study"
 RATE_STARTED = "rate.started"  # {assignment_id: time first shown}
@@ -52,6 +72,21 @@ RATE_CALIBRATION = "rate.calibration"  # {"index": int, "feedback": dict | None}
 # streamlit-authenticator's own keys (the library writes them).
 AUTH_STATUS = "authentication_status"
 AUTH_USERNAME = "username"
+
+
+def rate_skip(assignment_id: str) -> str:
+    """The Skip button of one assignment."""
+    return f"skip.{assignment_id}"
+
+
+def rate_flag(assignment_id: str) -> str:
+    """The Flag button of one assignment."""
+    return f"flag.{assignment_id}"
+
+
+def rate_flag_reason(assignment_id: str) -> str:
+    """The flag reason picker of one assignment."""
+    return f"flag.reason.{assignment_id}"
 
 
 # Typed accessors: pages and components read and write session state only through these.

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import streamlit as st
 
+from components import state
+
 TALK_CSS = """
 <style>
 [data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"] { display: none; }
@@ -16,7 +18,7 @@ TALK_CSS = """
 """
 
 
-def talk_toggle(key: str = "talk") -> bool:
+def talk_toggle(key: str = state.TALK) -> bool:
     """A "Talk mode" switch bound to the URL (?talk=true), so a slide link opens in it."""
     talk = st.toggle(
         "Talk mode",

@@ -33,6 +33,7 @@ from koed_core.sources import (
     download_official,
     official_cache_path,
     resolve_source,
+    sha256_of,
 )
 from koed_core.users import ROLES, add_user, list_users, unlock
 
@@ -213,7 +214,7 @@ def cmd_download(args: argparse.Namespace, settings: Settings) -> int:
     except KoedError as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
-    print(f"saved {path} (sha256 {OFFICIAL.sha256} verified)")
+    print(f"saved {path} (sha256 {sha256_of(path)} verified)")
     if not args.dest:
         print("The app now shows the official KoED instead of the built-in sample.")
     return 0

@@ -18,7 +18,6 @@ from typing import Any
 
 from koed_core.paths import DATA_DIR
 from koed_core.registry import DEFAULT_REGISTRY
-from koed_core.sources import OFFICIAL
 
 
 def _default_cache_dir() -> Path:
@@ -33,8 +32,9 @@ class Settings:
     """A KoED file chosen by the user (``KOED_DATA``); wins over every other source."""
     cache_dir: Path = _default_cache_dir()
     """Downloaded official file and computed caches (``KOED_CACHE_DIR``)."""
-    data_url: str = OFFICIAL.url
-    """Where ``koed data download`` fetches the official file (``KOED_DATA_URL``)."""
+    data_url: str | None = None
+    """Where ``koed data download`` fetches the official file (``KOED_DATA_URL``; None:
+    the pinned release's address)."""
     db_path: Path = DATA_DIR / "koed.db"
     """The SQLite file of runs, responses and ratings (``KOED_DB``)."""
     models_path: Path = DEFAULT_REGISTRY

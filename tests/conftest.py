@@ -44,10 +44,48 @@ def clear_streamlit_caches() -> Iterator[None]:
 
 @pytest.fixture
 def official_file() -> Path:
-    """The official KoED file from shared/ (never a copy inside the project)."""
-    if not OFFICIAL_FILE.is_file():
-        pytest.skip(f"official KoED file not found at {OFFICIAL_FILE}")
-    return OFFICIAL_FILE
+    """The official KoED file, for the extra checks on real data (never a copy inside the
+    project): KOED_OFFICIAL_FILE, else ../shared/data/KoED.json, else the file that
+    `koed data download` cached. Missing, these checks fail and say how to get it: they
+    never vanish silently."""
+    import os
+
+    from koed_core.sources import official_cache_path
+
+    candidates = [
+        Path(os.environ["KOED_OFFICIAL_FILE"]) if os.environ.get("KOED_OFFICIAL_FILE") else None,
+        OFFICIAL_FILE,
+        official_cache_path(Path.home() / ".cache" / "koed-studio"),
+    ]
+    for path in candidates:
+        if path is not None and path.is_file():
+            return path
+    pytest.fail(
+        "the official KoED file is needed for the checks on real data: run "
+        "`koed data download` (or set KOED_OFFICIAL_FILE to a copy)",
+        pytrace=False,
+    )
+
+
+@pytest.fixture
+def generated_release(monkeypatch: pytest.MonkeyPatch) -> bytes:
+    """The official-release constant pointed at bytes we wrote (the shipped sample), so the
+    download and checksum paths run without ../shared; returns those bytes."""
+    import hashlib
+
+    from koed_core import sources
+    from koed_core.paths import SAMPLE_FILE
+
+    data = SAMPLE_FILE.read_bytes()
+    release = sources.OfficialRelease(
+        "koed-studio/test-release",
+        "0123456789ab" + "0" * 28,
+        "data/KoED.json",
+        hashlib.sha256(data).hexdigest(),
+        len(data),
+    )
+    monkeypatch.setattr(sources, "OFFICIAL", release)
+    return data
 
 
 class FileServer:

@@ -59,6 +59,9 @@ class FakeOpenAI:
         self.script: deque[Step] = deque()
         self.requests: list[dict[str, Any]] = []
         self.authorizations: list[str | None] = []
+        self.in_flight = 0
+        self.max_in_flight = 0
+        """The most requests the server was answering at one moment."""
         """The Authorization header of each request (which key was sent)."""
         self.lock = threading.Lock()
         self.httpd = _Server(("127.0.0.1", port), _handler(self))
@@ -130,7 +133,14 @@ def _handler(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
             body = json.loads(self.rfile.read(length) or b"{}")
             server.authorizations.append(self.headers.get("Authorization"))
             step = server.next_step(body)
-            time.sleep(server.latency_s + step.delay_s)
+            with server.lock:
+                server.in_flight += 1
+                server.max_in_flight = max(server.max_in_flight, server.in_flight)
+            try:
+                time.sleep(server.latency_s + step.delay_s)
+            finally:
+                with server.lock:
+                    server.in_flight -= 1
             if step.status != 200:
                 error = {"error": {"message": f"scripted {step.status}", "type": "fake"}}
                 self._json(step.status, error, step.headers)

@@ -46,15 +46,11 @@ def test_rate_limit_and_5xx_are_retried(fake_openai: FakeOpenAI) -> None:
     assert done.text and len(fake_openai.requests) == 3
 
 
-def test_backoff_grows_without_a_retry_after_header(fake_openai: FakeOpenAI) -> None:
-    import time
-
+def test_retried_without_a_retry_after_header(fake_openai: FakeOpenAI) -> None:
     fake_openai.queue(Step(503), Step(503))
-    start = time.perf_counter()
-    _client(fake_openai).complete(MESSAGES, FAST, None)  # type: ignore[arg-type]
-    # two exponential waits with jitter: about 0.5 s then 1 s, each cut by up to a quarter
-    assert 0.9 < time.perf_counter() - start < 4
-    assert len(fake_openai.requests) == 3
+    done = _client(fake_openai).complete(MESSAGES, FAST, None)  # type: ignore[arg-type]
+    # the waits themselves (exponential with jitter) are timed in bench/chat.py
+    assert done.text and len(fake_openai.requests) == 3
 
 
 @pytest.mark.parametrize(

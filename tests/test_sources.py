@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
@@ -19,10 +18,10 @@ def test_sample_when_nothing_else(tmp_path: Path) -> None:
     assert "not KoED" in source.description
 
 
-def test_user_path_wins(tmp_path: Path, official_file: Path) -> None:
+def test_user_path_wins(tmp_path: Path, generated_release: bytes) -> None:
     cached = official_cache_path(tmp_path)
     cached.parent.mkdir(parents=True)
-    shutil.copy(official_file, cached)
+    cached.write_bytes(generated_release)
     assert resolve_source(None, tmp_path).kind == "official"
     assert resolve_source(str(SAMPLE_FILE), tmp_path).kind == "path"
 
@@ -39,30 +38,32 @@ def test_tampered_cache_is_not_used(tmp_path: Path) -> None:
     assert resolve_source(None, tmp_path).kind == "sample"
 
 
-def test_download_verifies_and_caches(file_server, official_file: Path, tmp_path: Path) -> None:
+def test_download_verifies_and_caches(
+    file_server, generated_release: bytes, tmp_path: Path
+) -> None:
     server, folder = file_server
-    shutil.copy(official_file, folder / "KoED.json")
+    (folder / "KoED.json").write_bytes(generated_release)
     seen: list[tuple[int, int]] = []
     target = official_cache_path(tmp_path / "cache")
     path = download_official(
         target, url=server.url("KoED.json"), progress=lambda d, t: seen.append((d, t))
     )
-    assert path == target and path.read_bytes() == official_file.read_bytes()
-    assert seen[-1] == (OFFICIAL.size, OFFICIAL.size)
+    assert path == target and path.read_bytes() == generated_release
+    assert seen[-1] == (len(generated_release), len(generated_release))
     assert resolve_source(None, tmp_path / "cache").kind == "official"
 
 
 def test_checksum_mismatch_keeps_nothing_and_keeps_the_old_copy(
-    file_server, official_file: Path, tmp_path: Path
+    file_server, generated_release: bytes, tmp_path: Path
 ) -> None:
     server, folder = file_server
-    (folder / "KoED.json").write_bytes(official_file.read_bytes()[:-1] + b" ")
+    (folder / "KoED.json").write_bytes(generated_release[:-1] + b" ")
     target = official_cache_path(tmp_path)
     target.parent.mkdir(parents=True)
-    shutil.copy(official_file, target)
+    target.write_bytes(generated_release)
     with pytest.raises(DownloadError, match="checksum mismatch"):
         download_official(target, url=server.url("KoED.json"))
-    assert target.read_bytes() == official_file.read_bytes()
+    assert target.read_bytes() == generated_release
     assert [p.name for p in target.parent.iterdir()] == ["KoED.json"]
 
 
@@ -81,4 +82,12 @@ def test_settings_environment_wins_over_secrets(tmp_path: Path) -> None:
     assert settings.data_path == "/env.json"
     assert str(settings.db_path) == "/s.db"  # given only in secrets: taken from there
     assert settings.cache_dir == tmp_path
-    assert Settings.from_sources({}).data_url == OFFICIAL.url
+    assert Settings.from_sources({}).data_url is None  # the pinned release's address
+
+
+def test_the_real_release_constant_matches_the_shared_copy(official_file: Path) -> None:
+    # an extra check on real data: the pinned sha256 is the official file's
+    from koed_core.sources import sha256_of
+
+    assert sha256_of(official_file) == OFFICIAL.sha256
+    assert official_file.stat().st_size == OFFICIAL.size

@@ -79,12 +79,12 @@ if draft is not None:
         st.toast("Saved")
         st.rerun()
 left, right = st.columns(2)
-if left.button("Skip this item", key=f"skip.{item.assignment_id}"):
+if left.button("Skip this item", key=state.rate_skip(item.assignment_id)):
     ratings.set_aside(item.assignment_id, account.username, "skipped")
     st.rerun()
 reason = right.selectbox(
-    "Flag as", ["broken", "offensive"], key=f"flag.reason.{item.assignment_id}"
+    "Flag as", ["broken", "offensive"], key=state.rate_flag_reason(item.assignment_id)
 )
-if right.button("Flag this item", key=f"flag.{item.assignment_id}"):
+if right.button("Flag this item", key=state.rate_flag(item.assignment_id)):
     ratings.set_aside(item.assignment_id, account.username, "flagged", reason)
     st.rerun()

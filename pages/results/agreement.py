@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from components import charts, resources
+from components import charts, resources, state
 from components.score_pickers import judge_picker, study_picker
 from koed_core import agreement_data, scoring
 from koed_core.agreement import NUMBERS
@@ -11,14 +11,16 @@ from koed_core.rubric import codes
 st.title("Judge-human agreement")
 store = resources.store()
 left, right = st.columns(2)
-study = study_picker(store, key="agreement.study", where=left)
+study = study_picker(store, key=state.AGREEMENT_STUDY, where=left)
 if study is None:
     st.info(
         "No human ratings yet. Build a study (Studies page), have raters rate, then "
         "come back: the table needs two or more raters on the same items."
     )
     st.stop()
-judge = judge_picker(store, scoring.study_runs(store, study), key="agreement.judge", where=right)
+judge = judge_picker(
+    store, scoring.study_runs(store, study), key=state.AGREEMENT_JUDGE, where=right
+)
 if judge is None:
     right.info(
         "No judge scored this study's responses yet: run `koed judge --run RUN_ID` or use "

@@ -4,7 +4,7 @@ import time
 
 import streamlit as st
 
-from components import resources
+from components import resources, state
 from components.models import client_for
 from components.source_banner import load_or_stop
 from components.talk import talk_toggle
@@ -15,7 +15,7 @@ from koed_core.protocol import build_task
 from koed_core.runner import Item, timed_stream
 
 st.title("Same situation, two languages")
-talk = talk_toggle("demo.talk")
+talk = talk_toggle()
 source, dataset = load_or_stop()
 store = resources.store()
 runs = demo.demo_runs(store)
@@ -29,18 +29,18 @@ if len(runs) < 2:
     st.stop()
 labels = {r.run_id: f"{r.model} ({r.provenance}, {r.protocol})" for r in runs.itertuples()}
 left, right = st.columns(2)
-first = left.selectbox("Model A", list(labels), format_func=labels.get, key="demo.a")
+first = left.selectbox("Model A", list(labels), format_func=labels.get, key=state.DEMO_A)
 second = right.selectbox(
-    "Model B", [r for r in labels if r != first], format_func=labels.get, key="demo.b"
+    "Model B", [r for r in labels if r != first], format_func=labels.get, key=state.DEMO_B
 )
 shared = demo.shared_dialogues(store, [first, second])
 if not shared:
     st.info("These two runs have no dialogue answered by both in both languages.")
     st.stop()
-conv_id = st.selectbox("Situation", shared, key="demo.dialogue")
+conv_id = st.selectbox("Situation", shared, key=state.DEMO_DIALOGUE)
 dialogue = dataset.get(conv_id)
-pace = st.slider("Words per second", 2, 40, 8, key="demo.pace")
-live = st.toggle("Ask the models live (needs their servers or keys)", key="demo.live")
+pace = st.slider("Words per second", 2, 40, 8, key=state.DEMO_PACE)
+live = st.toggle("Ask the models live (needs their servers or keys)", key=state.DEMO_LIVE)
 
 answers = demo.stored_answers(store, [first, second], conv_id)
 ko, en = st.columns(2)
@@ -56,7 +56,7 @@ for column, lang in ((ko, "ko"), (en, "en")):
 protocols = dict(zip(runs["run_id"], runs["protocol"], strict=True))
 if live:
     st.caption("Live: each model answers now, pane by pane; nothing is replayed.")
-    if st.button("Ask", type="primary", key="demo.ask") and dialogue is not None:
+    if st.button("Ask", type="primary", key=state.DEMO_ASK) and dialogue is not None:
         for (run_id, lang), box in panes:
             item = Item(dialogue, build_task(dialogue, lang), protocols[run_id])
             try:
@@ -71,7 +71,7 @@ st.caption(
     f"Replay of stored answers from runs {first[:8]} and {second[:8]}, paced at {pace} words "
     "a second; not generated live."
 )
-if st.button("Play", type="primary", key="demo.play"):
+if st.button("Play", type="primary", key=state.DEMO_PLAY):
     for texts in demo.replay([answers.get(key, "") for key, _ in panes]):
         for (_, box), text in zip(panes, texts, strict=True):
             box.text(text)

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from components import resources
+from components import resources, state
 from components.score_pickers import judge_picker, study_picker
 from components.source_banner import load_or_stop
 from components.talk import talk_toggle
@@ -15,8 +15,8 @@ source, dataset = load_or_stop()
 store = resources.store()
 
 left, mid, right = st.columns(3)
-judge = judge_picker(store, None, key="gap.judge", where=mid)
-study = study_picker(store, key="gap.study", where=mid)
+judge = judge_picker(store, None, key=state.GAP_JUDGE, where=mid)
+study = study_picker(store, key=state.GAP_STUDY, where=mid)
 frame = gaps.score_frame(store, judge=judge, study_id=study)
 if frame.empty:
     st.info(
@@ -31,17 +31,17 @@ if frame.empty:
 sources = [s for s in ("judge", "raters", "emotion") if s in set(frame["source"])]
 if {"judge", "raters"} <= set(sources):
     sources.insert(2, "judge + raters")
-chosen = left.segmented_control("Scores from", sources, default=sources[0], key="gap.source")
+chosen = left.segmented_control("Scores from", sources, default=sources[0], key=state.GAP_SOURCE)
 chosen = chosen or sources[0]
 datasets = sorted(set(frame["dataset_sha256"].dropna()))
 if len(datasets) > 1:
     current = dataset.sha256 if dataset.sha256 in datasets else datasets[0]
     sha = left.selectbox(
-        "Dataset (sha256)", datasets, index=datasets.index(current), key="gap.dataset"
+        "Dataset (sha256)", datasets, index=datasets.index(current), key=state.GAP_DATASET
     )
     frame = frame[frame["dataset_sha256"] == sha]
 breakdowns = {"none": None, "per emotion label": "label", "jeong/han vs the rest": "group"}
-split = right.selectbox("Breakdown", list(breakdowns), key="gap.breakdown")
+split = right.selectbox("Breakdown", list(breakdowns), key=state.GAP_BREAKDOWN)
 by = breakdowns[split]
 groups = (
     gaps.label_groups(dataset.dialogues)
@@ -61,7 +61,7 @@ if table.empty:
 
 suffix = ""
 if by:
-    group = st.selectbox(split.capitalize(), sorted(table[by].unique()), key="gap.group")
+    group = st.selectbox(split.capitalize(), sorted(table[by].unique()), key=state.GAP_GROUP)
     table = table[table[by] == group]
     suffix = f" · {group}"
 names = {

@@ -1,0 +1,68 @@
+"""Timings the tests no longer assert: two chat panes at once, and retry back-off.
+
+    python bench/chat.py
+
+``panes_s``: two panes answering one Speaker turn through the Chat page (AppTest) while
+the fake server takes 1 s per request; about 1 s means they ran at once, 2 s one after
+the other. ``backoff_s``: one request that meets two 503s without Retry-After before it
+succeeds (the SDK's exponential back-off with jitter: about 0.5 s then 1 s).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from koed_core.backends import make_client  # noqa: E402
+from koed_core.llm import GenerationSettings  # noqa: E402
+from koed_core.registry import ModelSpec  # noqa: E402
+from tests.fake_openai import FakeOpenAI, Step  # noqa: E402
+
+
+def panes_s(server: FakeOpenAI, work: Path) -> float:
+    """Wall time of one Speaker turn answered in ko and en by one model."""
+    from streamlit.testing.v1 import AppTest
+
+    registry = work / "models.toml"
+    registry.write_text(
+        f'[models.fake]\nbackend = "openai"\nmodel = "m"\nbase_url = "{server.base_url}"\n'
+    )
+    os.environ.update(KOED_MODELS=str(registry), KOED_DB=str(work / "k.db"))
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60).run()
+    at.switch_page("pages/models/chat.py").run()
+    at.multiselect(key="chat.models").set_value(["fake"]).run()
+    server.latency_s = 1.0
+    start = time.perf_counter()
+    at.button(key="chat.ask").click().run()
+    return time.perf_counter() - start
+
+
+def backoff_s(server: FakeOpenAI) -> float:
+    """Wall time of a request retried twice without a Retry-After header."""
+    server.latency_s = 0.0
+    server.queue(Step(503), Step(503))
+    spec = ModelSpec(name="fake", backend="openai", model="m", base_url=server.base_url)
+    client = make_client(spec)
+    start = time.perf_counter()
+    client.complete([{"role": "user", "content": "hi"}], GenerationSettings(), None)
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    server = FakeOpenAI().start()
+    try:
+        with tempfile.TemporaryDirectory() as work:
+            print(f"panes_s: {panes_s(server, Path(work)):.2f}")
+        print(f"backoff_s: {backoff_s(server):.2f}")
+    finally:
+        server.stop()
+
+
+if __name__ == "__main__":
+    main()
