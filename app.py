@@ -8,6 +8,8 @@ st.navigation cannot be opened by URL either.
 import streamlit as st
 
 from components import auth
+from components.literal import md
+from koed_core.errors import KoedError
 
 PUBLIC = {
     "Dialogues": [
@@ -29,6 +31,7 @@ PUBLIC = {
 RUNS = st.Page("pages/models/runs.py", title="Runs", icon=":material/playlist_play:")
 JUDGE = st.Page("pages/models/judge.py", title="Judge", icon=":material/gavel:")
 LOGIN = st.Page("pages/account/login.py", title="Log in", icon=":material/login:")
+ACCOUNT = st.Page("pages/account/login.py", title="Account", icon=":material/account_circle:")
 RATE = st.Page("pages/rating/rate.py", title="Rate responses", icon=":material/star_rate:")
 STUDIES = st.Page("pages/rating/studies.py", title="Studies", icon=":material/assignment:")
 DASHBOARD = st.Page(
@@ -44,10 +47,12 @@ def pages_for(state: auth.AuthState) -> dict[str, list[st.Page]]:
     if state.account is None:
         pages["Account"] = [LOGIN]
     elif state.account.role == "rater":
-        pages["Rating"] = [RATE, LOGIN]
+        pages["Rating"] = [RATE]
+        pages["Account"] = [ACCOUNT]
     else:
         pages["Models"] += [RUNS, JUDGE]
-        pages["Rating"] = [RATE, STUDIES, DASHBOARD, LOGIN]
+        pages["Rating"] = [STUDIES, DASHBOARD, RATE]
+        pages["Account"] = [ACCOUNT]
     return pages
 
 
@@ -58,9 +63,14 @@ def main() -> None:
     page = st.navigation(pages_for(state))
     st.sidebar.caption("KoED Studio · the Korean Empathetic Dialogues benchmark, ko/en")
     if state.account is not None:
-        st.sidebar.caption(f"Logged in: {state.account.name} ({state.account.role})")
+        st.sidebar.caption(f"Logged in: {md(state.account.name)} ({state.account.role})")
         auth.logout_button()
-    page.run()
+    try:
+        page.run()
+    except KoedError as err:
+        # The one boundary of every page: a broken models.toml, database or accounts
+        # file is a message naming the file, never a traceback with server paths.
+        st.error(md(str(err)), icon=":material/error:")
 
 
 main()

@@ -1,16 +1,19 @@
-"""Login through streamlit-authenticator, rebuilt on every run as the library requires.
+"""Login: our own form and server-side session checks, streamlit-authenticator's cookie.
 
-app.py calls :func:`start` once per run (it checks the login cookie); the Login page and
-the sidebar reuse that run's authenticator through a thread-local, because each session's
-script runs in its own thread and the cookie component may be created only once per run.
-Failed-login counters go back to the accounts file, so a lock-out holds across sessions.
+app.py calls :func:`start` once per run. A session is logged in by the form (password
+checked and failures counted atomically in the accounts file, the same answer for every
+failure) or by the login cookie (an HS256 token signed with the cookie key, decoded here:
+any other token is just "logged out"). Either way the server checks on every run that
+the account still exists, is not locked or waiting out a back-off, and that no logout
+since then revoked its sessions, so a copied cookie dies with the logout. The library's
+cookie component sets and deletes the cookie; it is created once per run and reused by
+the Login page and the sidebar through a thread-local.
 """
 
 from __future__ import annotations
 
-import contextlib
-import copy
 import threading
+import time
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -24,6 +27,11 @@ from koed_core.users import Account
 COOKIE_NAME = "koed_studio_auth"
 EXAMPLE_KEYS = {"replace-with-a-long-random-string", "change-me", "secret", "some_key"}
 MIN_KEY_LENGTH = 32
+COOKIE_DAYS = 1
+FAILED = (
+    "Wrong username or password. After five failed attempts an account waits "
+    f"{users.BACKOFF_S // 60} minutes before it can log in again."
+)
 SET_KEY_HELP = (
     "Set a cookie key of at least 32 random characters: in `.streamlit/secrets.toml` as\n\n"
     '`[auth]`  \n`cookie_key = "..."`\n\nor as the environment variable `KOED_COOKIE_KEY`. '
@@ -34,17 +42,13 @@ _run = threading.local()
 
 @dataclass(frozen=True)
 class AuthState:
-    """What this run knows: whether accounts exist, the key problem, who is logged in."""
+    """What this run knows: whether accounts exist, what blocks login, who is logged in."""
 
     accounts_exist: bool
     key_problem: str | None
     account: Account | None
-
-
-def _login_error() -> type[Exception]:
-    from streamlit_authenticator.utilities.exceptions import LoginError
-
-    return LoginError
+    accounts_problem: str | None = None
+    """A configured accounts file that cannot be used: protected pages stay closed."""
 
 
 def key_problem(key: str | None) -> str | None:
@@ -65,28 +69,27 @@ def _this_run() -> object:
 
 
 def start() -> AuthState:
-    """Build this run's authenticator and re-login from the cookie; call once per run."""
+    """Check the login for this run; call once per run (app.py does)."""
     _run.state = _start()
     _run.marker = _this_run()
     return _run.state
 
 
 def start_state() -> AuthState:
-    """This run's login state: what app.py computed, or computed here.
-
-    With a folder named ``pages/`` Streamlit runs a page script on its own (MPA v1) in
-    AppTest and in a first deep-linked session, without app.py; every protected page
-    therefore checks the login itself through this function.
-    """
-    state = getattr(_run, "state", None)
-    if state is not None and getattr(_run, "marker", None) is _this_run():
-        return state
+    """This run's login state: what app.py computed, or computed here (a page run alone)."""
+    found = getattr(_run, "state", None)
+    if found is not None and getattr(_run, "marker", None) is _this_run():
+        return found
     return start()
 
 
 def require(role: str | None = None) -> Account:
     """The logged-in account, or a message and a stopped page (admin pages pass "admin")."""
-    account = start_state().account
+    current = start_state()
+    if current.accounts_problem:
+        st.error("Accounts are misconfigured, so this page is closed. Ask the operator.")
+        st.stop()
+    account = current.account
     if account is None:
         st.info("Log in first (Log in, in the sidebar).")
         st.stop()
@@ -96,74 +99,105 @@ def require(role: str | None = None) -> Account:
     return account
 
 
+def require_admin_once_accounts_exist() -> None:
+    """Pages that spend API keys and write the database (Runs, Judge) are for admins as
+    soon as accounts exist (or are configured); before that the app is one person's."""
+    if start_state().accounts_exist:
+        require("admin")
+
+
 def _start() -> AuthState:
     config = resources.settings()
-    credentials = users.load(config.users_path)
     _run.auth = None
+    try:
+        credentials = users.load(config.users_path, required=config.users_configured)
+    except users.AccountsError as err:
+        return AuthState(True, None, None, str(err))
     problem = key_problem(config.cookie_key)
     if not credentials["usernames"] or problem:
         return AuthState(bool(credentials["usernames"]), problem, None)
     # Imported here: visitors of the public pages never pay for the login library.
     import streamlit_authenticator as stauth
 
-    _run.credentials = credentials
-    _run.before = copy.deepcopy(credentials)
     _run.auth = stauth.Authenticate(
         credentials,
         cookie_name=COOKIE_NAME,
         cookie_key=config.cookie_key,
-        cookie_expiry_days=1,
+        cookie_expiry_days=COOKIE_DAYS,
         auto_hash=False,
-        login_sleep_time=0,
     )
-    with contextlib.suppress(_login_error()):  # a locked account just stays logged out here
-        _run.auth.login(location="unrendered")
-    account = None
-    if state.auth_status():
-        account = users.account_of(credentials, state.auth_username())
-    return AuthState(True, None, account)
+    return AuthState(True, None, _session_account(credentials, str(config.cookie_key)))
+
+
+def _session_account(credentials: dict[str, Any], key: str) -> Account | None:
+    """The account of this session, checked against the accounts file on every run."""
+    username, since = state.auth_username(), state.auth_since()
+    if not (state.auth_status() and username):
+        token = _cookie_token(key)
+        if token is None:
+            return None
+        username, since = token["username"], token["exp_date"] - COOKIE_DAYS * 86400
+        account = users.account_of(credentials, username)
+        state.set_login(username, account.name if account else username, since)
+    if users.session_valid(credentials, username, since or 0.0, time.time()):
+        return users.account_of(credentials, username)
+    _end_session()
+    return None
+
+
+def _cookie_token(key: str) -> dict[str, Any] | None:
+    """The login cookie's claims if it is an unexpired HS256 token signed with our key."""
+    import jwt
+
+    raw = st.context.cookies.get(COOKIE_NAME)
+    if not raw:
+        return None
+    try:
+        token = jwt.decode(raw, key, algorithms=["HS256"])
+    except jwt.PyJWTError:
+        return None
+    expiry = token.get("exp_date") if isinstance(token, dict) else None
+    if not isinstance(token.get("username"), str) or not isinstance(expiry, int | float):
+        return None
+    return token if expiry > time.time() else None
+
+
+def _end_session() -> None:
+    """Forget the login in this session and ask the browser to drop the cookie."""
+    state.clear_login()
+    auth: Any = getattr(_run, "auth", None)
+    if auth is not None and COOKIE_NAME in st.context.cookies:
+        auth.cookie_controller.delete_cookie()
 
 
 def login_form() -> None:
-    """The login form with lock-out; wrong and locked logins get a message, never a hint."""
-    auth: Any = getattr(_run, "auth", None)
-    if auth is None:
+    """Username and password; every failure gets the same answer."""
+    with st.form("login"):
+        st.subheader("Log in", anchor=False)
+        username = st.text_input("Username")
+        password = st.text_input("Password", type="password")
+        submitted = st.form_submit_button("Log in", type="primary")
+    if not submitted:
         return
-    locked = False
-    login_error = _login_error()
-    try:
-        auth.login(
-            location="main",
-            max_login_attempts=users.MAX_FAILED_LOGINS,
-            key="login",
-            fields={"Form name": "Log in", "Login": "Log in"},
-        )
-    except login_error:
-        locked = True
-        st.error(
-            f"This account is locked after {users.MAX_FAILED_LOGINS} failed logins. "
-            "Ask an admin to unlock it (`koed users unlock NAME`)."
-        )
-    users.save_login_state(resources.settings().users_path, _run.before, _run.credentials)
-    status = state.auth_status()
-    if status is False and not locked:
-        st.error("Wrong username or password.")
-    elif status:
-        # No st.rerun() here: it would abort this run before the cookie component reaches
-        # the browser. The component's answer triggers the next run, which shows the
-        # rating pages in the navigation.
-        st.success("Logged in.")
+    path = resources.settings().users_path
+    account = users.attempt_login(path, username.strip(), password, time.time())
+    if account is None:
+        st.error(FAILED)
+        return
+    state.set_login(account.username, account.name, time.time())
+    auth: Any = getattr(_run, "auth", None)
+    if auth is not None:
+        # No st.rerun() after this: it would abort the run before the cookie component
+        # reaches the browser. The component's answer reruns the app.
+        auth.cookie_controller.set_cookie()
+    st.success("Logged in.")
 
 
 def logout_button(location: Literal["main", "sidebar"] = "sidebar") -> None:
-    """Log out (clears the session and the cookie); in the sidebar and on the Login page."""
-    auth: Any = getattr(_run, "auth", None)
-    if auth is not None and state.auth_status():
-        auth.logout(button_name="Log out", location=location, key=f"{location}.logout")
-
-
-def require_admin_once_accounts_exist() -> None:
-    """Pages that spend API keys and write the database (Runs, Judge) are for admins as
-    soon as accounts exist; before that the app is one person's and open."""
-    if start_state().accounts_exist:
-        require("admin")
+    """Log out here and everywhere: sessions and cookies issued before now stop working."""
+    username = state.auth_username()
+    target = st.sidebar if location == "sidebar" else st
+    if username and target.button("Log out", key=f"{location}.logout"):
+        users.revoke(resources.settings().users_path, username, time.time())
+        _end_session()
+        st.rerun()

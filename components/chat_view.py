@@ -9,6 +9,7 @@ from typing import Any
 import streamlit as st
 
 from components import resources
+from components.literal import md
 from components.models import client_for, render_model_note
 from koed_core.chat import from_answer, live_task, needs_answer, pane_key, timeline, to_answer
 from koed_core.dialogue import Dialogue, Lang
@@ -88,7 +89,7 @@ class Pane:
 
     def render(self, run_now: bool) -> Any:
         """History and save buttons; returns a placeholder when a new answer is owed."""
-        st.subheader(f"{self.spec.name} · {self.lang}", anchor=False)
+        st.subheader(f"{md(self.spec.name)} · {self.lang}", anchor=False)
         render_model_note(self.spec)
         for kind, value in timeline(self.speaker, self.answers):
             if kind == "speaker":

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from components.literal import md
 from koed_core.dialogue import Dialogue, LoadWarning, Turn
 from koed_core.labels import by_name
 
@@ -33,7 +34,7 @@ def render_dialogue(dialogue: Dialogue, notes: list[LoadWarning] | None = None) 
     ``notes`` are the loader's warnings about this record (labels repeated, turns out of
     order), shown so a linguist knows what the file said before it was normalised.
     """
-    st.subheader(f"Dialogue {dialogue.conv_id}", anchor=False)
+    st.subheader(f"Dialogue {md(dialogue.conv_id)}", anchor=False)
     render_labels(dialogue)
     for note in notes or []:
         st.text(f"Note from loading ({note.kind}): {note.message}")

@@ -20,6 +20,7 @@ from koed_core.db import Store
 from koed_core.filters import FilterIndex
 from koed_core.rating import RatingStore
 from koed_core.registry import ModelSpec, load_registry
+from koed_core.server_key import server_key as server_key_of
 from koed_core.sources import DataSource, resolve_source
 
 
@@ -131,6 +132,17 @@ def compute_similarities(dataset: Dataset) -> pd.DataFrame:
     frame = adaptation.pair_similarities(dataset, encoder(), settings().cache_dir, progress)
     bar.empty()
     return frame
+
+
+def server_key() -> bytes:
+    """The key for rater pseudonyms (configured, or generated beside the database)."""
+    config = settings()
+    return _server_key(config.secret_key, str(config.db_path))
+
+
+@st.cache_resource(max_entries=2)
+def _server_key(configured: str | None, db_path: str) -> bytes:
+    return server_key_of(configured, Path(db_path))
 
 
 def export_zip() -> bytes:

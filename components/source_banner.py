@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from components import resources, state
+from components.literal import md
 from koed_core.dataset import Dataset
 from koed_core.errors import DatasetError, KoedError
 from koed_core.sources import (
@@ -21,7 +22,7 @@ def load_or_stop() -> resources.Loaded:
     try:
         return resources.current_dataset()
     except DatasetError as err:
-        st.error(f"The dataset could not be loaded.\n\n{err}", icon=":material/error:")
+        st.error(f"The dataset could not be loaded.\n\n{md(err)}", icon=":material/error:")
         st.info("Fix the file, or unset KOED_DATA to use the official file or the sample.")
         st.stop()
 

@@ -72,6 +72,8 @@ RATE_CALIBRATION = "rate.calibration"  # {"index": int, "feedback": dict | None}
 # streamlit-authenticator's own keys (the library writes them).
 AUTH_STATUS = "authentication_status"
 AUTH_USERNAME = "username"
+AUTH_NAME = "name"
+AUTH_SINCE = "auth.since"  # when this session logged in (server-side revocation)
 
 
 def rate_skip(assignment_id: str) -> str:
@@ -134,3 +136,23 @@ def auth_status() -> bool | None:
 def auth_username() -> str:
     """The username the login library recorded ('' when none)."""
     return str(st.session_state.get(AUTH_USERNAME) or "")
+
+
+def auth_since() -> float | None:
+    """When this session logged in (None: unknown, e.g. a session older than this check)."""
+    value = st.session_state.get(AUTH_SINCE)
+    return float(value) if value is not None else None
+
+
+def set_login(username: str, name: str, since: float) -> None:
+    """Record a login in this session (the keys streamlit-authenticator also reads)."""
+    st.session_state[AUTH_STATUS] = True
+    st.session_state[AUTH_USERNAME] = username
+    st.session_state[AUTH_NAME] = name
+    st.session_state[AUTH_SINCE] = since
+
+
+def clear_login() -> None:
+    """Forget this session's login."""
+    for key in (AUTH_STATUS, AUTH_USERNAME, AUTH_NAME, AUTH_SINCE):
+        st.session_state.pop(key, None)

@@ -11,6 +11,7 @@ import argparse
 import json
 import os
 import sys
+import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -35,7 +36,7 @@ from koed_core.sources import (
     resolve_source,
     sha256_of,
 )
-from koed_core.users import ROLES, add_user, list_users, unlock
+from koed_core.users import ROLES, add_user, list_users, lock, unlock
 
 FIGURE_NAMES = {
     "dialogues": "dialogues",
@@ -165,9 +166,12 @@ def build_parser() -> argparse.ArgumentParser:
     add.set_defaults(func=cmd_users_add)
     listing = user_cmds.add_parser("list", help="accounts with role and lock state")
     listing.set_defaults(func=cmd_users_list)
-    unlock = user_cmds.add_parser("unlock", help="clear a locked account's failed logins")
+    unlock = user_cmds.add_parser("unlock", help="clear failed logins, the wait and a lock")
     unlock.add_argument("username")
     unlock.set_defaults(func=cmd_users_unlock)
+    locking = user_cmds.add_parser("lock", help="lock an account and end its sessions now")
+    locking.add_argument("username")
+    locking.set_defaults(func=cmd_users_lock)
     return parser
 
 
@@ -405,8 +409,21 @@ def cmd_users_add(args: argparse.Namespace, settings: Settings) -> int:
 def cmd_users_list(args: argparse.Namespace, settings: Settings) -> int:
     """One line per account: name, role, lock state; never a hash."""
     for user in list_users(settings.users_path):
-        state = "LOCKED" if user["locked"] else f"{user['failed_logins']} failed logins"
+        state = f"{user['failed_logins']} failed logins"
+        if user["waiting_until"]:
+            state = "waiting (too many failed logins) until " + time.strftime(
+                "%H:%M", time.localtime(user["waiting_until"])
+            )
+        if user["locked"]:
+            state = "LOCKED"
         print(f"{user['username']}\t{user['role']}\t{state}")
+    return 0
+
+
+def cmd_users_lock(args: argparse.Namespace, settings: Settings) -> int:
+    """Lock an account; its open sessions end at their next page load."""
+    lock(settings.users_path, args.username, time.time())
+    print(f"locked {args.username}; its sessions are ended")
     return 0
 
 

@@ -41,6 +41,11 @@ class Settings:
     """The model registry (``KOED_MODELS``)."""
     users_path: Path = DATA_DIR / "users.yaml"
     """Accounts with bcrypt hashes, kept out of git (``KOED_USERS``)."""
+    users_configured: bool = False
+    """KOED_USERS was given: the file must then exist and be valid (fail closed)."""
+    secret_key: str | None = None
+    """Keys rater pseudonyms (``KOED_SECRET_KEY``); unset: a generated key file beside
+    the database."""
     cookie_key: str | None = None
     """Signs the login cookie (``KOED_COOKIE_KEY``; secrets: ``[auth] cookie_key``)."""
 
@@ -57,6 +62,7 @@ class Settings:
             value = lookup(key, env, secrets)
             if value:
                 merged[attr] = Path(value).expanduser() if attr in PATHS else value
+        merged["users_configured"] = "users_path" in merged
         return cls(**merged)
 
 
@@ -68,6 +74,7 @@ ENV_NAMES = {
     "KOED_MODELS": "models_path",
     "KOED_USERS": "users_path",
     "KOED_COOKIE_KEY": "cookie_key",
+    "KOED_SECRET_KEY": "secret_key",
 }
 PATHS = {"cache_dir", "db_path", "models_path", "users_path"}
 
@@ -87,7 +94,7 @@ def describe(
             else "default"
         )
         value = getattr(settings, attr)
-        if attr == "cookie_key":
+        if attr in ("cookie_key", "secret_key"):
             where = where if value is None or where != "default" else "secrets.toml [auth]"
             value = "(set)" if value else "(not set)"
         rows.append((name, str(value), where))

@@ -17,8 +17,12 @@ from koed_core.protocol import MAX_MULTI_LABELS, Protocol
 EMOTION_LINE = re.compile(
     r"^\W*(?:emotions?|감정|정서)\W*\s*[:：]\s*(?P<labels>.+)$", re.IGNORECASE | re.MULTILINE
 )
+# The label only: "Response:", "**Response:**", "**Response**:", "- Reply:". Markdown
+# markers after the colon are stripped only when they close the ones that opened the
+# label; the reply itself ("Response: **Oh no**, ...") is never touched.
 RESPONSE_LINE = re.compile(
-    r"^\W*(?:response|reply|listener|응답|답변|청자)\W*\s*[:：][\s*_]*",
+    r"^[ \t#>\-]*(?P<open>[*_]{0,2})[ \t]*(?:response|reply|listener|응답|답변|청자)"
+    r"[ \t]*(?P=open)?[ \t]*[:：](?:[ \t]*(?P=open)(?=\s))?[ \t]*",
     re.IGNORECASE | re.MULTILINE,
 )
 # Separators between labels; Korean 와/과 only as a particle ending a word ("슬픔과 외로움").

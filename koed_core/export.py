@@ -12,6 +12,7 @@ from typing import Any
 
 import pandas as pd
 
+from koed_core import csv_safe
 from koed_core.dialogue import Dialogue
 from koed_core.labels import gloss
 
@@ -77,4 +78,4 @@ def to_csv(dialogues: Sequence[Dialogue]) -> str:
         for d in dialogues
         for t in d.turns
     ]
-    return str(pd.DataFrame(rows, columns=CSV_COLUMNS).to_csv(index=False))
+    return csv_safe.to_csv(pd.DataFrame(rows, columns=CSV_COLUMNS))

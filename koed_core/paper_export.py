@@ -16,11 +16,12 @@ from typing import Any
 
 import pandas as pd
 
-from koed_core import __version__, agreement_data, gaps, scoring
+from koed_core import __version__, agreement_data, csv_safe, gaps, scoring
 from koed_core.db import JudgeConfig, Judgments, Ratings, Store
 from koed_core.figures import gap_figure
 from koed_core.rating import RatingStore
 from koed_core.rating_report import rater_summary
+from koed_core.registry import redact_url
 
 FILES = {
     "gaps.csv": "Korean minus English per run and score source: one row per run, metric and "
@@ -110,8 +111,8 @@ def export_bundle(store: Store, out: Path) -> list[Path]:
     """Write the bundle into ``out`` (created; existing files replaced); returns the files."""
     out.mkdir(parents=True, exist_ok=True)
     table = gap_rows(store)
-    table.to_csv(out / "gaps.csv", index=False)
-    agreement_rows(store).to_csv(out / "agreement.csv", index=False)
+    (out / "gaps.csv").write_text(csv_safe.to_csv(table), encoding="utf-8")
+    (out / "agreement.csv").write_text(csv_safe.to_csv(agreement_rows(store)), encoding="utf-8")
     choice = scoring.choose_judge(store)
     judged = table.iloc[0:0]
     title = "Cultural empathy gap (judge): no judgments yet"
@@ -128,22 +129,7 @@ def export_bundle(store: Store, out: Path) -> list[Path]:
         [fig, fig], [out / "gap_judge.svg", out / "gap_judge.png"], width=1200, height=700
     )
     runs = store.run_table()
-    _json(
-        out / "runs.json",
-        [
-            {
-                "run_id": r["run_id"],
-                "name": r["name"],
-                "kind": r["kind"],
-                **json.loads(r["config"]),
-                "spec": json.loads(r["spec"]) if r["spec"] else None,
-                "languages": json.loads(r["langs"]),
-            }
-            for r in runs.to_dict("records")
-        ]
-        if not runs.empty
-        else [],
-    )
+    _json(out / "runs.json", [_run_entry(r) for r in runs.to_dict("records")] if len(runs) else [])
     _json(out / "judges.json", Judgments(store).summary())
     _json(out / "provenance.json", provenance(store, table))
     _json(
@@ -154,7 +140,33 @@ def export_bundle(store: Store, out: Path) -> list[Path]:
         },
     )
     (out / "README.md").write_text(_readme(), encoding="utf-8")
+    _private(out)
     return [out / name for name in FILES]
+
+
+def _run_entry(row: dict[str, Any]) -> dict[str, Any]:
+    """One run for runs.json; server URLs redacted (a 0.1.0 run may have stored a
+    ``user:password@`` or ``?api-key=`` URL)."""
+    config = json.loads(row["config"])
+    spec = json.loads(row["spec"]) if row["spec"] else None
+    config["base_url"] = redact_url(config.get("base_url"))
+    if spec is not None:
+        spec["base_url"] = redact_url(spec.get("base_url"))
+    return {
+        "run_id": row["run_id"],
+        "name": row["name"],
+        "kind": row["kind"],
+        **config,
+        "spec": spec,
+        "languages": json.loads(row["langs"]),
+    }
+
+
+def _private(out: Path) -> None:
+    """Exports hold study results: owner-only, like the database."""
+    out.chmod(0o700)
+    for path in out.iterdir():
+        path.chmod(0o600)
 
 
 def zip_bundle(store: Store, work: Path) -> Path:
@@ -163,7 +175,9 @@ def zip_bundle(store: Store, work: Path) -> Path:
     if folder.exists():
         shutil.rmtree(folder)
     export_bundle(store, folder)
-    return Path(shutil.make_archive(str(work / "koed_export"), "zip", folder))
+    archive = Path(shutil.make_archive(str(work / "koed_export"), "zip", folder))
+    archive.chmod(0o600)
+    return archive
 
 
 def _json(path: Path, data: Any) -> None:

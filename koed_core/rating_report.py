@@ -13,8 +13,9 @@ from typing import Any
 import pandas as pd
 from scipy.stats import spearmanr
 
-from koed_core.db import short_hash
+from koed_core import csv_safe
 from koed_core.rating import RatingStore, attention_limits
+from koed_core.server_key import pseudonym
 
 MIN_PAIRS = 5
 
@@ -107,7 +108,7 @@ def _leave_one_out(data: pd.DataFrame, username: str) -> dict[str, Any]:
     return {"loo_spearman": round(rho, 3), "loo_pairs": pairs, "loo_note": reading}
 
 
-def export_rows(ratings: RatingStore, study_id: int) -> list[dict[str, Any]]:
+def export_rows(ratings: RatingStore, study_id: int, key: bytes) -> list[dict[str, Any]]:
     """Every rating with its provenance; raters pseudonymous, no profile data."""
     out = []
     for row in ratings.q.export_rows(study_id):
@@ -121,7 +122,7 @@ def export_rows(ratings: RatingStore, study_id: int) -> list[dict[str, Any]]:
                 "response_id": row["response_id"],
                 "conv_id": row["conv_id"],
                 "lang": row["lang"],
-                "rater": "r-" + short_hash(study_id, row["username"])[:8],
+                "rater": pseudonym(key, study_id, row["username"]),
                 "dimension": row["dimension"],
                 "score": row["score"],
                 "comment": row["comment"],
@@ -140,7 +141,7 @@ def export_rows(ratings: RatingStore, study_id: int) -> list[dict[str, Any]]:
 
 def rows_csv(rows: list[dict[str, Any]]) -> str:
     """Export rows as CSV text."""
-    return str(pd.DataFrame(rows).to_csv(index=False))
+    return csv_safe.to_csv(pd.DataFrame(rows))
 
 
 def rows_jsonl(rows: list[dict[str, Any]]) -> str:

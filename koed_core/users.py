@@ -13,6 +13,7 @@ import os
 import re
 import secrets
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -27,11 +28,21 @@ from koed_core.errors import KoedError
 Role = Literal["admin", "rater"]
 ROLES: tuple[Role, ...] = ("admin", "rater")
 MAX_FAILED_LOGINS = 5
+BACKOFF_S = 15 * 60
+"""After MAX_FAILED_LOGINS wrong passwords in a row, the account waits this long: a
+stranger can slow an account down, never shut it (or the only admin) out for good."""
+# bcrypt of a random password: unknown names cost as much time as known ones.
+_DUMMY_HASH = b"$2b$12$YtEh8I88RXGoLFfLsj8fDu56v7CgjtioI4zzswVr6isZwJOzDuBaK"
 USERNAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{1,31}$")
 
 
 class UserError(KoedError):
     """A user command that cannot be done (bad name, unknown user, duplicate)."""
+
+
+class AccountsError(UserError):
+    """The accounts file is configured but cannot be used: the rating and admin pages
+    stay closed (never "no accounts yet") and the operator is told why."""
 
 
 @dataclass(frozen=True)
@@ -48,16 +59,34 @@ def hash_password(password: str) -> str:
     return bcrypt.hashpw(password.encode(), bcrypt.gensalt()).decode()
 
 
-def load(path: Path) -> dict[str, Any]:
-    """The credentials dict (``{"usernames": {...}}``); empty when the file does not exist."""
+def load(path: Path, required: bool = False) -> dict[str, Any]:
+    """The credentials dict (``{"usernames": {...}}``).
+
+    A file that does not exist means "no accounts yet" unless ``required`` (the operator
+    named it in KOED_USERS). A file that exists must be readable and well formed.
+
+    Raises:
+        AccountsError: required but missing, or not YAML, empty, or not an accounts file.
+    """
     if not path.is_file():
+        if required:
+            raise AccountsError(f"{path}: the accounts file set in KOED_USERS does not exist")
         return {"usernames": {}}
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except yaml.YAMLError as err:
-        raise UserError(f"{path}: not valid YAML ({err})") from None
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (yaml.YAMLError, UnicodeDecodeError) as err:
+        raise AccountsError(f"{path}: not valid YAML ({err})") from None
+    except OSError as err:
+        raise AccountsError(f"{path}: cannot be read ({err.strerror})") from None
+    if not isinstance(raw, dict):
+        raise AccountsError(f"{path}: empty, or not an accounts file (no 'credentials' mapping)")
     credentials = raw.get("credentials", raw)
-    credentials.setdefault("usernames", {})
+    usernames = credentials.get("usernames") if isinstance(credentials, dict) else None
+    if not isinstance(usernames, dict):
+        raise AccountsError(f"{path}: no 'credentials: usernames:' mapping in it")
+    for name, entry in usernames.items():
+        if not isinstance(entry, dict) or not isinstance(entry.get("password"), str):
+            raise AccountsError(f"{path}: account {name!r} has no password hash")
     return dict(credentials)
 
 
@@ -121,40 +150,72 @@ def update_user(path: Path, username: str, change: Callable[[dict[str, Any]], No
 
 
 def unlock(path: Path, username: str) -> None:
-    """Clear the failed-login counter of a locked account."""
-    update_user(path, username, lambda entry: entry.update(failed_login_attempts=0))
+    """Clear failed logins, the back-off and an admin's lock."""
+    update_user(
+        path,
+        username,
+        lambda entry: entry.update(failed_login_attempts=0, locked_until=None, disabled=False),
+    )
 
 
-def save_login_state(path: Path, before: dict[str, Any], after: dict[str, Any]) -> None:
-    """Write back what a login attempt changed in memory (counter, logged_in), user by user.
+def lock(path: Path, username: str, now: float) -> None:
+    """Lock an account until unlocked; its open sessions end at their next page load."""
+    update_user(path, username, lambda entry: entry.update(disabled=True, revoked_after=now))
 
-    Only changed fields of changed users are written, so two sessions logging in at once
-    do not overwrite each other's counters.
+
+def revoke(path: Path, username: str, now: float) -> None:
+    """End every session of the user opened before ``now`` (logout everywhere)."""
+    update_user(path, username, lambda entry: entry.update(revoked_after=now))
+
+
+def _waiting(entry: dict[str, Any], now: float) -> bool:
+    return bool(entry.get("disabled")) or float(entry.get("locked_until") or 0) > now
+
+
+def attempt_login(path: Path, username: str, password: str, now: float) -> Account | None:
+    """Check a password and count the outcome, atomically under the file lock.
+
+    Every failure looks the same to the caller (unknown name, wrong password, an account
+    waiting out its back-off or locked), so a login form cannot reveal which names exist.
+    The counter is read and written under one lock: concurrent wrong guesses each count.
     """
-    for username, entry in after.get("usernames", {}).items():
-        old = before.get("usernames", {}).get(username, {})
-        fields = {
-            key: entry.get(key)
-            for key in ("failed_login_attempts", "logged_in")
-            if entry.get(key) != old.get(key)
-        }
-        if fields:
+    with _locked(path) as credentials:
+        entry = credentials["usernames"].get(username)
+        if entry is None or _waiting(entry, now):
+            bcrypt.checkpw(password.encode(), _DUMMY_HASH)
+            return None
+        if bcrypt.checkpw(password.encode(), str(entry["password"]).encode()):
+            entry.update(failed_login_attempts=0, locked_until=None)
+            return account_of(credentials, username)
+        failed = int(entry.get("failed_login_attempts") or 0) + 1
+        entry["failed_login_attempts"] = failed
+        if failed >= MAX_FAILED_LOGINS:
+            entry.update(failed_login_attempts=0, locked_until=now + BACKOFF_S)
+        return None
 
-            def apply(entry: dict[str, Any], fields: dict[str, Any] = fields) -> None:
-                entry.update(fields)
 
-            update_user(path, username, apply)
+def session_valid(credentials: dict[str, Any], username: str, since: float, now: float) -> bool:
+    """Whether a session that logged in at ``since`` may go on: the account exists, is not
+    locked or waiting, and no logout or lock has revoked sessions since then."""
+    entry = credentials.get("usernames", {}).get(username)
+    if entry is None or _waiting(entry, now):
+        return False
+    return since >= float(entry.get("revoked_after") or 0)
 
 
-def list_users(path: Path) -> list[dict[str, Any]]:
+def list_users(path: Path, now: float | None = None) -> list[dict[str, Any]]:
     """Name, role and lock state of every account (no hashes)."""
+    moment = time.time() if now is None else now
     return [
         {
             "username": username,
             "name": entry.get("name", username),
             "role": (entry.get("roles") or ["rater"])[0],
             "failed_logins": entry.get("failed_login_attempts") or 0,
-            "locked": (entry.get("failed_login_attempts") or 0) >= MAX_FAILED_LOGINS,
+            "locked": bool(entry.get("disabled")),
+            "waiting_until": entry.get("locked_until")
+            if float(entry.get("locked_until") or 0) > moment
+            else None,
         }
         for username, entry in load(path)["usernames"].items()
     ]

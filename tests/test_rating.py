@@ -213,11 +213,26 @@ def test_report_attention_and_leave_one_out(tmp_path: Path) -> None:
     done = int(report.loc["careful", "done"])  # 6 English responses + 1 attention check
     assert done == 7
     assert report.loc["careful", "median_s_per_item"] == pytest.approx(13.0)  # median of 10..16
-    rows = export_rows(ratings, study_id)
-    assert rows and {r["rater"] for r in rows} == {
-        r["rater"] for r in rows if r["rater"].startswith("r-")
-    }
+    rows = export_rows(ratings, study_id, b"server secret")
+    assert rows and all(r["rater"].startswith("r-") for r in rows)
+    assert (
+        len({r["rater"] for r in rows}) == ratings.q.ratings_frame(study_id)["username"].nunique()
+    )
     assert not any(name in str(rows) for name in ("careful", "careless"))
+    # keyed: the unsalted 0.1.0 form, and the same names under another key, do not match
+    import hashlib
+
+    from koed_core.server_key import pseudonym
+
+    naive = {
+        "r-" + hashlib.sha256(f"{study_id}{n}".encode()).hexdigest()[:8]
+        for n in ("careful", "careless")
+    }
+    assert not naive & {r["rater"] for r in rows}
+    assert {pseudonym(b"other key", study_id, n) for n in ("careful", "careless")}.isdisjoint(
+        {r["rater"] for r in rows}
+    )
+    assert pseudonym(b"server secret", study_id, "careful") in {r["rater"] for r in rows}
     response_row = next(r for r in rows if r["kind"] == "response")
     assert (
         response_row["model"] == "human"

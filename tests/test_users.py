@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import stat
 import subprocess
 import sys
@@ -47,23 +46,64 @@ def test_duplicate_and_unknown_users(tmp_path: Path) -> None:
         users.unlock(path, "ghost")
 
 
-def test_login_state_merges_per_user(tmp_path: Path) -> None:
+def test_concurrent_wrong_passwords_all_count(tmp_path: Path) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
     path = tmp_path / "u.yaml"
-    users.add_user(path, "a1", "rater", password="password-a")
-    users.add_user(path, "b2", "rater", password="password-b")
-    # two sessions read the file, each records a failure for a different user
-    first, second = users.load(path), users.load(path)
-    before_first, before_second = copy.deepcopy(first), copy.deepcopy(second)
-    first["usernames"]["a1"]["failed_login_attempts"] = 1
-    second["usernames"]["b2"]["failed_login_attempts"] = 3
-    users.save_login_state(path, before_first, first)
-    users.save_login_state(path, before_second, second)
-    saved = users.load(path)["usernames"]
-    assert saved["a1"]["failed_login_attempts"] == 1 and saved["b2"]["failed_login_attempts"] == 3
-    users.update_user(path, "b2", lambda e: e.update(failed_login_attempts=users.MAX_FAILED_LOGINS))
-    assert [u["locked"] for u in users.list_users(path)] == [False, True]
-    users.unlock(path, "b2")
-    assert not any(u["locked"] for u in users.list_users(path))
+    users.add_user(path, "boss", "admin", password="right-password")
+    now = 1_000_000.0
+    with ThreadPoolExecutor(10) as pool:  # ten sessions guessing at the same moment
+        results = list(
+            pool.map(lambda n: users.attempt_login(path, "boss", f"guess-{n}", now), range(10))
+        )
+    assert results == [None] * 10
+    entry = users.load(path)["usernames"]["boss"]
+    assert entry["locked_until"] == now + users.BACKOFF_S  # the fifth guess started the wait
+    # the right password during the wait fails like any other attempt
+    assert users.attempt_login(path, "boss", "right-password", now + 60) is None
+    # the wait is time-limited: a stranger cannot shut the only admin out for good
+    after = now + users.BACKOFF_S + 1
+    assert users.attempt_login(path, "boss", "right-password", after) is not None
+    assert users.load(path)["usernames"]["boss"]["failed_login_attempts"] == 0
+
+
+def test_sessions_end_with_logout_lock_and_back_off(tmp_path: Path) -> None:
+    path = tmp_path / "u.yaml"
+    users.add_user(path, "mina", "rater", password="password-m")
+    creds = users.load(path)
+    assert users.session_valid(creds, "mina", since=100.0, now=200.0)
+    users.revoke(path, "mina", 150.0)  # logout at 150: a cookie from 100 is dead
+    creds = users.load(path)
+    assert not users.session_valid(creds, "mina", since=100.0, now=200.0)
+    assert users.session_valid(creds, "mina", since=160.0, now=200.0)
+    users.lock(path, "mina", 170.0)
+    assert not users.session_valid(users.load(path), "mina", since=180.0, now=200.0)
+    assert [u["locked"] for u in users.list_users(path)] == [True]
+    users.unlock(path, "mina")
+    assert users.session_valid(users.load(path), "mina", since=180.0, now=200.0)
+    assert not users.session_valid(users.load(path), "ghost", since=0.0, now=200.0)
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (None, "does not exist"),
+        ("", "empty, or not an accounts file"),
+        ("users:\n  a: 1\n", "no 'credentials: usernames:' mapping"),
+        ("credentials: [1, 2\n", "not valid YAML"),
+        ("credentials:\n  usernames:\n    a: {name: x}\n", "has no password hash"),
+    ],
+)
+def test_a_configured_accounts_file_that_cannot_be_used_fails_closed(
+    tmp_path: Path, content: str | None, message: str
+) -> None:
+    path = tmp_path / "users.yaml"
+    if content is not None:
+        path.write_text(content)
+    with pytest.raises(users.AccountsError, match=message):
+        users.load(path, required=True)
+    if content is None:  # not configured and absent: simply no accounts yet
+        assert users.load(path) == {"usernames": {}}
 
 
 def test_cli_prints_the_password_once_and_never_the_hash(tmp_path: Path) -> None:

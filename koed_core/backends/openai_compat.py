@@ -17,7 +17,7 @@ import openai
 
 from koed_core.llm import Completion, GenerationSettings, ModelError, require_text
 from koed_core.protocol import ListenerTask, Message
-from koed_core.registry import ModelSpec
+from koed_core.registry import ModelSpec, redact_url
 
 NO_KEY_NEEDED = "not-needed"  # local servers ignore the key, but the SDK wants one
 
@@ -42,7 +42,7 @@ class OpenAIClient:
     @property
     def where(self) -> str:
         """The server, for messages (never the key)."""
-        return self._spec.base_url or "api.openai.com"
+        return redact_url(self._spec.base_url) or "api.openai.com"
 
     def _client(self, settings: GenerationSettings) -> openai.OpenAI:
         key = (settings.timeout_s, settings.max_retries)

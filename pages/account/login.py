@@ -3,13 +3,20 @@
 import streamlit as st
 
 from components import auth, resources
+from components.literal import md
 
 st.title("Log in")
 state = auth.start_state()
 if state.account is not None:
-    st.success(f"Logged in as {state.account.name} ({state.account.role}).")
+    st.success(f"Logged in as {md(state.account.name)} ({state.account.role}).")
     st.caption("The rating pages are in the sidebar.")
     auth.logout_button("main")
+    st.stop()
+if state.accounts_problem:
+    st.error(
+        "The accounts file cannot be used, so rating and admin pages are closed:\n\n"
+        f"{md(state.accounts_problem)}\n\nFix the file or KOED_USERS and reload."
+    )
     st.stop()
 if not state.accounts_exist:
     st.info(

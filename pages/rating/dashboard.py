@@ -38,7 +38,7 @@ st.dataframe(items, hide_index=True, height=300)
 st.subheader("Raters in aggregate", anchor=False)
 st.json(rating_report.rater_summary(ratings))
 
-rows = rating_report.export_rows(ratings, study_id)
+rows = rating_report.export_rows(ratings, study_id, resources.server_key())
 left, right, _ = st.columns([1, 1, 3])
 left.download_button(
     "Ratings CSV",

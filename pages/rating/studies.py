@@ -3,6 +3,7 @@
 import streamlit as st
 
 from components import auth, resources
+from components.literal import md
 from components.source_banner import load_or_stop
 from koed_core import users
 from koed_core.errors import KoedError
@@ -75,5 +76,5 @@ with st.form("studies.invite", clear_on_submit=True):
             except KoedError as err:
                 st.error(str(err))
             else:
-                st.success(f"Account {username.strip()} created.")
+                st.success(f"Account {md(username.strip())} created.")
 st.dataframe(users.list_users(resources.settings().users_path), hide_index=True)

@@ -4,7 +4,7 @@ import streamlit as st
 
 from components import charts, resources, state
 from components.score_pickers import judge_picker, study_picker
-from koed_core import agreement_data, scoring
+from koed_core import agreement_data, csv_safe, scoring
 from koed_core.agreement import NUMBERS
 from koed_core.rubric import codes
 
@@ -48,7 +48,7 @@ st.dataframe(
 columns = judge.as_columns() if judge else {}
 st.download_button(
     "Agreement table (CSV)",
-    table.assign(study_id=study, **columns).to_csv(index=False),
+    csv_safe.to_csv(table.assign(study_id=study, **columns)),
     file_name="koed_agreement.csv",
     mime="text/csv",
 )

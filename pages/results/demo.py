@@ -5,6 +5,7 @@ import time
 import streamlit as st
 
 from components import resources, state
+from components.literal import md
 from components.models import client_for
 from components.source_banner import load_or_stop
 from components.talk import talk_toggle
@@ -51,7 +52,7 @@ for column, lang in ((ko, "ko"), (en, "en")):
         if dialogue is not None:
             st.text(dialogue.situation(lang))
         for run_id in (first, second):
-            st.markdown(f"**{labels[run_id]}**")
+            st.markdown(f"**{md(labels[run_id])}**")
             panes.append(((run_id, lang), st.empty()))
 protocols = dict(zip(runs["run_id"], runs["protocol"], strict=True))
 if live:

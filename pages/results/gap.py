@@ -6,7 +6,7 @@ from components import resources, state
 from components.score_pickers import judge_picker, study_picker
 from components.source_banner import load_or_stop
 from components.talk import talk_toggle
-from koed_core import gaps
+from koed_core import csv_safe, gaps
 from koed_core.figures import gap_figure
 
 st.title("The cultural empathy gap")
@@ -85,7 +85,7 @@ if not talk:
     with st.expander("Numbers behind the chart", expanded=False):
         st.dataframe(table, hide_index=True)
     cols = st.columns(4)
-    cols[0].download_button("Table (CSV)", table.to_csv(index=False), file_name="koed_gap.csv")
+    cols[0].download_button("Table (CSV)", csv_safe.to_csv(table), file_name="koed_gap.csv")
     cols[1].download_button(
         "Chart (PNG)",
         lambda: fig.to_image(format="png", width=1600, height=900),
