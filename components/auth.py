@@ -106,6 +106,23 @@ def require_admin_once_accounts_exist() -> None:
         require("admin")
 
 
+def is_admin() -> bool:
+    """May this session see everything and spend keys? Yes for an admin, and for anyone
+    while no accounts exist (one person's app); never when the accounts file is broken."""
+    current = start_state()
+    if current.accounts_problem:
+        return False
+    if not current.accounts_exist:
+        return True
+    return current.account is not None and current.account.role == "admin"
+
+
+def username() -> str | None:
+    """The logged-in account's name, or None."""
+    account = start_state().account
+    return account.username if account else None
+
+
 def _start() -> AuthState:
     config = resources.settings()
     _run.auth = None

@@ -8,7 +8,7 @@ from typing import Any
 
 import streamlit as st
 
-from components import resources
+from components import auth, resources
 from components.literal import md
 from components.models import client_for, render_model_note
 from koed_core.chat import from_answer, live_task, needs_answer, pane_key, timeline, to_answer
@@ -106,7 +106,12 @@ class Pane:
         if answer.get("saved"):
             st.caption("Saved for rating.")
             return
+        if not auth.is_admin():  # saving writes a run an admin would rate: admins only
+            return
         if st.button("Save for rating", key=f"save.{self.key}.{index}", icon=":material/save:"):
+            if not auth.is_admin():
+                st.error("Only an admin can save answers for rating.")
+                return
             config = run_config(
                 self.spec, self.protocol, self.settings, self.dataset_sha256, "live"
             )

@@ -7,14 +7,15 @@ never shown, logged or stored.
 from __future__ import annotations
 
 import os
+import time
 
 import streamlit as st
 
-from components import resources, state
+from components import auth, resources, state
 from koed_core.backends import make_client
 from koed_core.config import api_key
 from koed_core.errors import KoedError
-from koed_core.llm import ChatClient
+from koed_core.llm import ChatClient, ModelError
 from koed_core.registry import DEFAULT_MODEL, ModelSpec
 
 SESSION_KEY_NAME = "OPENAI_API_KEY"
@@ -47,8 +48,45 @@ def key_for(spec: ModelSpec) -> str | None:
 
 
 def client_for(spec: ModelSpec) -> ChatClient:
-    """A client for one model. Raises ModelError (e.g. no key) for the page to show."""
+    """A client for one model, if this session may call it (checked here, on the server).
+
+    The offline default and the human reference are for everyone. Any other model spends
+    a key or a server's time: it needs an admin (or no accounts at all), and each account
+    has an hourly allowance.
+
+    Raises:
+        ModelError: not allowed, over the allowance, or no key; for the page to show.
+    """
+    if not spec.offline:
+        if not auth.is_admin():
+            raise ModelError(
+                "forbidden",
+                f"{spec.name} calls a remote or paid model: log in as an admin to use it. "
+                "Everyone can use the offline model (smollm2) and the human reference.",
+            )
+        _count_call(spec)
     return make_client(spec, key_for(spec))
+
+
+def _count_call(spec: ModelSpec) -> None:
+    account = auth.username() or "(no accounts)"
+    limit = resources.settings().calls_per_hour
+    now = time.time()
+    store = resources.store()
+    if store.calls_since(account, now - 3600) >= limit:
+        raise ModelError(
+            "rate_limit",
+            f"{account} has made {limit} model calls in the last hour (KOED_CALLS_PER_HOUR); "
+            "try again later",
+        )
+    store.record_call(account, spec.name, now)
+
+
+def allowed_models(registry: dict[str, ModelSpec]) -> dict[str, ModelSpec]:
+    """The models this session may pick: all for an admin, the offline ones otherwise."""
+    if auth.is_admin():
+        return registry
+    return {name: spec for name, spec in registry.items() if spec.offline}
 
 
 def model_label(name: str) -> str:
@@ -59,7 +97,7 @@ def model_label(name: str) -> str:
 
 def model_picker(label: str, key: str, max_selections: int = 2) -> list[ModelSpec]:
     """Choose up to ``max_selections`` models from the registry (default: the offline one)."""
-    registry = resources.registry()
+    registry = allowed_models(resources.registry())
     chosen = st.multiselect(
         label,
         list(registry),

@@ -32,11 +32,16 @@ def judge_picker(
     return uses[int(picked or 0)].config
 
 
-def study_picker(store: Store, key: str, where: Any = st) -> int | None:
-    """A select box of the studies that have ratings (most recently rated first)."""
-    rated = Ratings(store).studies_with_ratings()
+def study_picker(store: Store, key: str, where: Any = st, include_open: bool = True) -> int | None:
+    """A select box of the studies that have ratings (most recently rated first); with
+    ``include_open`` off, only closed studies (their results are published)."""
+    rated = [s for s in Ratings(store).studies_with_ratings() if include_open or s["closed"]]
     if not rated:
         return None
-    labels = {int(s["id"]): f"study {s['id']}: {s['name']} ({s['raters']} raters)" for s in rated}
+    labels = {
+        int(s["id"]): f"study {s['id']}: {s['name']} ({s['raters']} raters"
+        + (")" if s["closed"] else ", still open)")
+        for s in rated
+    }
     picked = where.selectbox("Study (raters)", list(labels), format_func=labels.get, key=key)
     return int(picked) if picked is not None else None

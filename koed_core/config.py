@@ -46,6 +46,8 @@ class Settings:
     secret_key: str | None = None
     """Keys rater pseudonyms (``KOED_SECRET_KEY``); unset: a generated key file beside
     the database."""
+    calls_per_hour: int = 200
+    """Paid or remote model calls one account may make per hour (``KOED_CALLS_PER_HOUR``)."""
     cookie_key: str | None = None
     """Signs the login cookie (``KOED_COOKIE_KEY``; secrets: ``[auth] cookie_key``)."""
 
@@ -62,6 +64,8 @@ class Settings:
             value = lookup(key, env, secrets)
             if value:
                 merged[attr] = Path(value).expanduser() if attr in PATHS else value
+                if attr in INTEGERS:
+                    merged[attr] = _integer(key, value)
         merged["users_configured"] = "users_path" in merged
         return cls(**merged)
 
@@ -75,8 +79,22 @@ ENV_NAMES = {
     "KOED_USERS": "users_path",
     "KOED_COOKIE_KEY": "cookie_key",
     "KOED_SECRET_KEY": "secret_key",
+    "KOED_CALLS_PER_HOUR": "calls_per_hour",
 }
 PATHS = {"cache_dir", "db_path", "models_path", "users_path"}
+INTEGERS = {"calls_per_hour"}
+
+
+def _integer(name: str, value: str) -> int:
+    from koed_core.errors import KoedError
+
+    try:
+        number = int(value)
+    except ValueError:
+        raise KoedError(f"{name} must be a whole number, not {value!r}") from None
+    if number < 0:
+        raise KoedError(f"{name} must be 0 or more, not {number}")
+    return number
 
 
 def describe(

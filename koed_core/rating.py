@@ -140,7 +140,13 @@ class RatingStore:
     def studies(self) -> list[dict[str, Any]]:
         """Every study with its configuration."""
         return [
-            {"id": s["id"], "name": s["name"], **s["config"], "created": s["created"]}
+            {
+                "id": s["id"],
+                "name": s["name"],
+                **s["config"],
+                "created": s["created"],
+                "closed": s["closed"],
+            }
             for s in self.q.studies()
         ]
 
@@ -155,6 +161,16 @@ class RatingStore:
             raise RatingError(f"no study {study_id}")
         return StudyConfig.from_json(row["config"])
 
+    def close(self, study_id: int) -> None:
+        """Close a study: nobody gets new items, and its results may be published."""
+        self.config(study_id)
+        self.q.close_study(study_id, now())
+
+    def closed(self, study_id: int) -> bool:
+        """Whether an admin closed the study."""
+        row = self.q.study(study_id)
+        return bool(row and row["closed"])
+
     # Assignment -------------------------------------------------------------------------
 
     def next_item(
@@ -168,6 +184,8 @@ class RatingStore:
         profile = self.profile(username)
         if profile is None:
             raise RatingError("finish onboarding before rating")
+        if self.closed(study_id):
+            return None
         moment = at or datetime.now(UTC)
         cutoff = _iso(moment - timedelta(minutes=config.timeout_minutes))
         with self.store.write():
@@ -256,6 +274,8 @@ class RatingStore:
             target = self.q.assignment_target(assignment_id, username)
             if target is None:
                 raise RatingError("this item is not assigned to you (it may have timed out)")
+            if self.closed(int(target["study_id"])):
+                raise RatingError("this study is closed; its ratings can no longer change")
             stamp = now()
             for code in codes():
                 self.q.upsert_rating(

@@ -17,6 +17,8 @@ from koed_core.errors import KoedError
 from koed_core.paths import PROJECT_ROOT
 
 BACKENDS = ("openai", "transformers", "embedded", "human")
+OFFLINE_BACKENDS = ("embedded", "human")
+"""Models anyone may call: no key spent, no remote server, no large local model."""
 PROVENANCES = ("western", "korean-centric", "other")
 DEFAULT_REGISTRY = PROJECT_ROOT / "models.toml"
 DEFAULT_MODEL = "smollm2"
@@ -42,6 +44,11 @@ class ModelSpec:
     """Where the key is looked up (environment or secrets); never stored elsewhere."""
     gguf_file: str | None = None
     notes: str = ""
+
+    @property
+    def offline(self) -> bool:
+        """The offline default or the human reference: free for every visitor."""
+        return self.backend in OFFLINE_BACKENDS
 
     @property
     def label(self) -> str:

@@ -37,8 +37,10 @@ CHROMIUM_ARGS = [
 ]
 
 RATER_PASSWORD = "mina-password-1"
+ADMIN_PASSWORD = "boss-password-1"
 KO_REPLY = "정말 속상했겠다. 괜찮으면 무슨 일이 있었는지 더 얘기해 줄래?"
 EN_REPLY = "That sounds really hard. Do you want to tell me more about it?"
+HUMAN_EN = "Smart move. Call me next time and we can talk while you walk."
 
 pytestmark = [pytest.mark.browser]
 
@@ -55,6 +57,7 @@ def server(tmp_path: Path, fake_registry: Path, fake_openai: FakeOpenAI) -> Iter
     port = _free_port()
     # A rater with a study waiting (human-reference answers), as an admin would set it up.
     users.add_user(tmp_path / "users.yaml", "mina", "rater", "Mina", RATER_PASSWORD)
+    users.add_user(tmp_path / "users.yaml", "boss", "admin", "Boss", ADMIN_PASSWORD)
     store, run_id = seeded_store(tmp_path / "koed.db")
     ratings, _ = study(store, run_id, attention_checks=1)
     rater(ratings, "mina")
@@ -123,10 +126,11 @@ def server(tmp_path: Path, fake_registry: Path, fake_openai: FakeOpenAI) -> Iter
         log.close()
 
 
-def test_explorer_in_a_real_browser(server: str) -> None:
+def test_explorer_in_a_real_browser(server: str, fake_openai: FakeOpenAI) -> None:
     from playwright.sync_api import expect, sync_playwright
 
     ARTIFACTS.mkdir(exist_ok=True)
+    requests_at_start = len(fake_openai.requests)
     expect.set_options(timeout=30_000)  # a busy CI machine renders slower than 5 s at times
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
@@ -168,17 +172,20 @@ def test_explorer_in_a_real_browser(server: str) -> None:
         expect(second.get_by_text("Dialogue sample:1_conv:1")).to_be_visible()
         second.close()
 
-        # Chat: from the dialogue to the Chat page, one model answering in ko and en.
+        # Chat: from the dialogue to the Chat page. A visitor may use the offline models
+        # only (here the human reference), never one that spends the server's key.
         page.get_by_text("Chat with models about this dialogue").click()
         expect(page.get_by_role("heading", name="Chat with models on KoED")).to_be_visible()
         models = page.get_by_test_id("stMultiSelect").locator("input")
         models.fill("fake-listener")
+        expect(page.get_by_text("No results")).to_be_visible()
+        models.fill("human")
         page.keyboard.press("Enter")
         page.keyboard.press("Escape")
         page.get_by_role("button", name="Answer as the Listener").click()
-        expect(page.get_by_text("fake-listener · ko")).to_be_visible()
-        expect(page.get_by_text(KO_REPLY)).to_be_visible()
-        expect(page.get_by_text(EN_REPLY)).to_be_visible()
+        expect(page.get_by_text("human · ko")).to_be_visible()
+        expect(page.get_by_text(HUMAN_EN)).to_be_visible()
+        assert len(fake_openai.requests) == requests_at_start  # the paid model was never asked
         assert page.get_by_test_id("stException").count() == 0
         page.wait_for_timeout(500)
         page.screenshot(path=str(ARTIFACTS / "chat.png"), full_page=True)
@@ -204,9 +211,10 @@ def test_explorer_in_a_real_browser(server: str) -> None:
         # The gap: the fake run's emotion recognition, ko minus en, charted.
         sidebar.get_by_text("Empathy gap").click()
         expect(page.get_by_role("heading", name="The cultural empathy gap")).to_be_visible()
-        # one rating is not a paired ko/en gap yet: the page says so instead of an empty axis
-        expect(page.get_by_text("No dialogue has scores in both languages")).to_be_visible()
-        page.get_by_test_id("stButtonGroup").get_by_text("emotion", exact=True).click()
+        # a rater sees no figure from the study still being rated: emotion recognition only
+        sources = page.get_by_test_id("stButtonGroup")
+        expect(sources.get_by_text("emotion", exact=True)).to_be_visible()
+        expect(sources.get_by_text("raters", exact=True)).to_have_count(0)
         chart = page.get_by_test_id("stPlotlyChart")
         expect(chart).to_be_visible()
         expect(chart.locator(".main-svg").first).to_be_visible()
@@ -216,4 +224,85 @@ def test_explorer_in_a_real_browser(server: str) -> None:
 
         page.reload()  # the login cookie logs the rater back in
         expect(page.get_by_text("Logged in: Mina (rater)")).to_be_visible()
+        browser.close()
+
+
+def _log_in(page, username: str, password: str) -> None:  # type: ignore[no-untyped-def]
+    page.get_by_label("Username").fill(username)
+    page.get_by_role("textbox", name="Password").fill(password)
+    page.get_by_role("button", name="Log in").click()
+
+
+def test_doors_hold_in_a_real_browser(server: str, tmp_path: Path) -> None:
+    import jwt
+    from playwright.sync_api import expect, sync_playwright
+
+    expect.set_options(timeout=30_000)
+    accounts = tmp_path / "users.yaml"
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        first = browser.new_context().new_page()
+        first.goto(server + "/")  # the first session after a start opens the app at its root
+        expect(first.get_by_role("heading", name="Dialogue explorer")).to_be_visible()
+
+        # Ten sessions post wrong passwords for the admin at the same moment: every one counts.
+        pages = [browser.new_context().new_page() for _ in range(10)]
+        for page in pages:
+            page.goto(server + "/login")
+            expect(page.get_by_label("Username")).to_be_visible()
+        for n, page in enumerate(pages):
+            page.get_by_label("Username").fill("boss")
+            page.get_by_role("textbox", name="Password").fill(f"wrong-{n}")
+        for page in pages:
+            page.get_by_role("button", name="Log in").click(no_wait_after=True)
+        for page in pages:
+            expect(page.get_by_text("Wrong username or password.")).to_be_visible()
+        assert users.load(accounts)["usernames"]["boss"]["locked_until"] > time.time()
+        _log_in(pages[0], "boss", ADMIN_PASSWORD)  # right, but waiting: the same answer
+        expect(pages[0].get_by_text("Wrong username or password.")).to_be_visible()
+        _log_in(pages[1], "nobody", "whatever-password")  # unknown: the same answer
+        expect(pages[1].get_by_text("Wrong username or password.")).to_be_visible()
+        assert "Logged in" not in pages[0].content()
+
+        # A rater stays blind to results while the study is open.
+        rater = browser.new_context()
+        page = rater.new_page()
+        page.goto(server + "/login")
+        _log_in(page, "mina", RATER_PASSWORD)
+        expect(page.get_by_text("Logged in as Mina (rater).")).to_be_visible()
+        page.wait_for_timeout(1000)  # the cookie component reaches the browser
+        page.goto(server + "/agreement")
+        expect(page.get_by_text("No published human ratings yet")).to_be_visible()
+        assert page.get_by_test_id("stDataFrame").count() == 0
+        cookies = rater.cookies()
+        assert any(c["name"] == "koed_studio_auth" for c in cookies)
+
+        # Logout ends the session everywhere: a copy of the cookie made before is dead.
+        page.goto(server + "/login")
+        page.get_by_role("button", name="Log out").first.click()
+        expect(page.get_by_label("Username")).to_be_visible()
+        copied = browser.new_context()
+        copied.add_cookies(cookies)
+        stolen = copied.new_page()
+        stolen.goto(server + "/")
+        expect(stolen.get_by_role("heading", name="Dialogue explorer")).to_be_visible()
+        expect(stolen.get_by_test_id("stSidebar").get_by_text("Log in")).to_be_visible()
+        assert stolen.get_by_text("Logged in: Mina").count() == 0
+
+        # A forged token (alg "none") is just "logged out": no traceback, no server paths.
+        forged = jwt.encode(
+            {"username": "boss", "exp_date": time.time() + 3600}, key=None, algorithm="none"
+        )
+        attacker = browser.new_context()
+        host = server.split("//", 1)[1].split(":")[0]
+        attacker.add_cookies(
+            [{"name": "koed_studio_auth", "value": forged, "domain": host, "path": "/"}]
+        )
+        evil = attacker.new_page()
+        evil.goto(server + "/")
+        expect(evil.get_by_role("heading", name="Dialogue explorer")).to_be_visible()
+        expect(evil.get_by_test_id("stSidebar").get_by_text("Log in")).to_be_visible()
+        assert evil.get_by_test_id("stException").count() == 0
+        assert "Traceback" not in evil.content()
+        assert "site-packages" not in evil.content()  # no server paths from a stack
         browser.close()

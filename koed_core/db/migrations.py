@@ -9,6 +9,7 @@ that has shipped: add the next one.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 
 import sqlite_utils
@@ -113,6 +114,33 @@ def m002_provenance(db: sqlite_utils.Database) -> None:
         create index ratings_response on ratings(response_key, dimension);
         """,
     )
+
+
+@migration
+def m003_access(db: sqlite_utils.Database) -> None:
+    """Studies can be closed (their results are published then), paid model calls are
+    counted per account, and server URLs stored by 0.1.0 lose their credentials."""
+    from koed_core.registry import redact_url
+
+    _script(
+        db,
+        """
+        alter table studies add column closed text;
+        create table model_calls (account text, model text, at real);
+        create index model_calls_account on model_calls(account, at)
+        """,
+    )
+    for row in list(db.query("select id, config, spec from runs")):
+        config = json.loads(row["config"])
+        if config.get("base_url") and redact_url(config["base_url"]) != config["base_url"]:
+            config["base_url"] = redact_url(config["base_url"])
+            spec = json.loads(row["spec"]) if row["spec"] else None
+            if spec is not None:
+                spec["base_url"] = redact_url(spec.get("base_url"))
+            db.execute(
+                "update runs set config = ?, spec = ? where id = ?",
+                [json.dumps(config, sort_keys=True), json.dumps(spec) if spec else None, row["id"]],
+            )
 
 
 def _script(db: sqlite_utils.Database, script: str) -> None:

@@ -109,7 +109,7 @@ class Ratings:
         return [
             {**r, "config": json.loads(r["config"])}
             for r in self.store.rows(
-                "select id, name, config, rubric_version, created from studies order by id"
+                "select id, name, config, rubric_version, created, closed from studies order by id"
             )
         ]
 
@@ -118,10 +118,31 @@ class Ratings:
         rows = self.store.rows("select * from studies where id = ?", [study_id])
         return {**rows[0], "config": json.loads(rows[0]["config"])} if rows else None
 
+    def close_study(self, study_id: int, stamp: str) -> None:
+        """Close a study: no more assignments, and its results may be published."""
+        with self.store.write():
+            self.store.db.execute(
+                "update studies set closed = coalesce(closed, ?) where id = ?", [stamp, study_id]
+            )
+
+    def open_studies(self) -> list[int]:
+        """Ids of studies still being rated."""
+        return [
+            int(r["id"]) for r in self.store.rows("select id from studies where closed is null")
+        ]
+
+    def runs_under_open_studies(self) -> set[str]:
+        """Runs with a response in a study still being rated (blind until it closes)."""
+        rows = self.store.rows(
+            """select distinct s.run_id from study_items i join studies st on st.id = i.study_id
+               join responses s on s.id = i.response_id where st.closed is null"""
+        )
+        return {r["run_id"] for r in rows}
+
     def studies_with_ratings(self) -> list[dict[str, Any]]:
         """Studies that have ratings of real responses, most recently rated first."""
         return self.store.rows(
-            """select st.id, st.name, st.rubric_version, count(*) as ratings,
+            """select st.id, st.name, st.rubric_version, st.closed, count(*) as ratings,
                       count(distinct r.username) as raters, max(r.updated) as last
                from ratings r join studies st on st.id = r.study_id
                join study_items i on i.id = r.item_id

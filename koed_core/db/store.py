@@ -303,3 +303,17 @@ class Store:
                from emotion_scores e join responses s on s.id = e.response_id
                join runs r on r.id = s.run_id"""
         )
+
+    def record_call(self, account: str, model: str, at: float) -> None:
+        """Count one paid model call by an account (for its rate limit)."""
+        with self.write():
+            self.db.execute(
+                "insert into model_calls (account, model, at) values (?,?,?)", [account, model, at]
+            )
+
+    def calls_since(self, account: str, since: float) -> int:
+        """Paid model calls the account made since a moment."""
+        rows = self.rows(
+            "select count(*) as n from model_calls where account = ? and at >= ?", [account, since]
+        )
+        return int(rows[0]["n"])

@@ -35,7 +35,9 @@ if not ratings.calibrated(account.username):
         st.rerun()
     st.stop()
 
-studies = [s for s in ratings.studies() if set(s["langs"]) & set(profile.languages)]
+studies = [
+    s for s in ratings.studies() if set(s["langs"]) & set(profile.languages) and not s["closed"]
+]
 if not studies:
     st.info("No study is open for your languages yet. Your admin will set one up.")
     st.stop()

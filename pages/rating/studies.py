@@ -50,6 +50,20 @@ with st.form("studies.create"):
 studies = ratings.studies()
 if studies:
     st.dataframe(studies, hide_index=True)
+    still_open = {s["id"]: s["name"] for s in studies if not s["closed"]}
+    if still_open:
+        with st.form("studies.close"):
+            st.subheader("Close a study", anchor=False)
+            st.caption(
+                "While a study is open, raters and visitors see none of its results (judge "
+                "scores, other raters' words, which model wrote a response). Closing ends "
+                "rating and publishes its agreement and gap figures."
+            )
+            closing = st.selectbox("Study", list(still_open), format_func=still_open.get)
+            if st.form_submit_button("Close study"):
+                ratings.close(int(closing))
+                st.success(f"Study {closing} closed; its results are now published.")
+                st.rerun()
 else:
     st.info("No study yet. Runs come from the Runs page or `koed run`.")
 

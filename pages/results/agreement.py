@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from components import charts, resources, state
+from components import auth, charts, resources, state
 from components.score_pickers import judge_picker, study_picker
 from koed_core import agreement_data, csv_safe, scoring
 from koed_core.agreement import NUMBERS
@@ -10,11 +10,15 @@ from koed_core.rubric import codes
 
 st.title("Judge-human agreement")
 store = resources.store()
+admin = auth.is_admin()
 left, right = st.columns(2)
-study = study_picker(store, key=state.AGREEMENT_STUDY, where=left)
+study = study_picker(store, key=state.AGREEMENT_STUDY, where=left, include_open=admin)
 if study is None:
     st.info(
-        "No human ratings yet. Build a study (Studies page), have raters rate, then "
+        "No published human ratings yet. Results of a study appear here once an admin "
+        "closes it; until then raters stay blind to the judge and to each other."
+        if not admin
+        else "No human ratings yet. Build a study (Studies page), have raters rate, then "
         "come back: the table needs two or more raters on the same items."
     )
     st.stop()
@@ -62,5 +66,6 @@ shown = pairs[pairs["dimension"] == dimension]
 st.plotly_chart(
     charts.confusion_heatmap(agreement_data.confusion(shown), dimension), width="stretch"
 )
-st.subheader("Where the judge and people differ most", anchor=False)
-st.dataframe(agreement_data.disagreements(store, inputs, shown), hide_index=True)
+if admin:  # response texts, the judge's rationale and raters' comments: admins only
+    st.subheader("Where the judge and people differ most", anchor=False)
+    st.dataframe(agreement_data.disagreements(store, inputs, shown), hide_index=True)

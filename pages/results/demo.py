@@ -4,12 +4,13 @@ import time
 
 import streamlit as st
 
-from components import resources, state
+from components import auth, resources, state
 from components.literal import md
 from components.models import client_for
 from components.source_banner import load_or_stop
 from components.talk import talk_toggle
 from koed_core import demo
+from koed_core.db import Ratings
 from koed_core.errors import KoedError
 from koed_core.llm import GenerationSettings
 from koed_core.protocol import build_task
@@ -19,7 +20,10 @@ st.title("Same situation, two languages")
 talk = talk_toggle()
 source, dataset = load_or_stop()
 store = resources.store()
+admin = auth.is_admin()
 runs = demo.demo_runs(store)
+if not admin:  # answers under a study still being rated stay blind: no model names on them
+    runs = runs[~runs["run_id"].isin(Ratings(store).runs_under_open_studies())]
 if len(runs) < 2:
     st.info(
         "The demo replays stored answers of two runs, so it works without network. "
@@ -41,7 +45,7 @@ if not shared:
 conv_id = st.selectbox("Situation", shared, key=state.DEMO_DIALOGUE)
 dialogue = dataset.get(conv_id)
 pace = st.slider("Words per second", 2, 40, 8, key=state.DEMO_PACE)
-live = st.toggle("Ask the models live (needs their servers or keys)", key=state.DEMO_LIVE)
+live = admin and st.toggle("Ask the models live (needs their servers or keys)", key=state.DEMO_LIVE)
 
 answers = demo.stored_answers(store, [first, second], conv_id)
 ko, en = st.columns(2)

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from components import resources, state
+from components import auth, resources, state
 from components.score_pickers import judge_picker, study_picker
 from components.source_banner import load_or_stop
 from components.talk import talk_toggle
@@ -15,8 +15,9 @@ source, dataset = load_or_stop()
 store = resources.store()
 
 left, mid, right = st.columns(3)
+admin = auth.is_admin()
 judge = judge_picker(store, None, key=state.GAP_JUDGE, where=mid)
-study = study_picker(store, key=state.GAP_STUDY, where=mid)
+study = study_picker(store, key=state.GAP_STUDY, where=mid, include_open=admin)
 frame = gaps.score_frame(store, judge=judge, study_id=study)
 if frame.empty:
     st.info(
@@ -84,7 +85,7 @@ fig = figures[0]
 if not talk:
     with st.expander("Numbers behind the chart", expanded=False):
         st.dataframe(table, hide_index=True)
-    cols = st.columns(4)
+    cols = st.columns(4 if admin else 3)
     cols[0].download_button("Table (CSV)", csv_safe.to_csv(table), file_name="koed_gap.csv")
     cols[1].download_button(
         "Chart (PNG)",
@@ -98,9 +99,10 @@ if not talk:
         file_name="koed_gap.svg",
         mime="image/svg+xml",
     )
-    cols[3].download_button(
-        "Export for a paper (zip)",
-        resources.export_zip,
-        file_name="koed_export.zip",
-        mime="application/zip",
-    )
+    if admin:  # every study's agreement and every run's configuration: admins only
+        cols[3].download_button(
+            "Export for a paper (zip)",
+            resources.export_zip,
+            file_name="koed_export.zip",
+            mime="application/zip",
+        )

