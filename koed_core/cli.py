@@ -289,15 +289,11 @@ def cmd_judge(args: argparse.Namespace, settings: Settings) -> int:
     from koed_core.db import Store
     from koed_core.judging import judge_run
 
-    try:
-        spec, client = model_client(args.judge, settings)
-    except KoedError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 1
     store = Store(args.db or settings.db_path)
     if not store.has_run(args.run):
         print(f"error: no run {args.run!r} in {store.path}", file=sys.stderr)
         return 1
+    spec, client = model_client(args.judge, settings)
     with progress_bar("call") as progress:
         report = judge_run(
             store,
@@ -447,6 +443,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.func(args, settings))
     except KoedError as err:
         print(f"error: {err}", file=sys.stderr)
+        return 1
+    except OSError as err:
+        where = f"{err.filename}: " if err.filename else ""
+        print(f"error: {where}{err.strerror or err}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print(

