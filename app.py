@@ -5,37 +5,51 @@ raters add the rating page, admins the runs and studies. A page left out of
 st.navigation cannot be opened by URL either.
 """
 
+from pathlib import Path
+
 import streamlit as st
 
 from components import auth
 from components.literal import md
 from koed_core.errors import KoedError
 
+HERE = Path(__file__).resolve().parent  # page paths hold wherever the app is started from
 PUBLIC = {
     "Dialogues": [
         st.Page(
-            "pages/dialogues/explorer.py", title="Explorer", icon=":material/forum:", default=True
+            HERE / "pages/dialogues/explorer.py",
+            title="Explorer",
+            icon=":material/forum:",
+            default=True,
         ),
-        st.Page("pages/dialogues/overview.py", title="Label overview", icon=":material/grid_on:"),
-        st.Page("pages/dialogues/adaptation.py", title="Adaptation", icon=":material/translate:"),
-    ],
-    "Models": [st.Page("pages/models/chat.py", title="Chat", icon=":material/chat:")],
-    "Results": [
-        st.Page("pages/results/gap.py", title="Empathy gap", icon=":material/bar_chart:"),
-        st.Page("pages/results/demo.py", title="Demo (talk)", icon=":material/co_present:"),
         st.Page(
-            "pages/results/agreement.py", title="Judge-human agreement", icon=":material/balance:"
+            HERE / "pages/dialogues/overview.py", title="Label overview", icon=":material/grid_on:"
+        ),
+        st.Page(
+            HERE / "pages/dialogues/adaptation.py", title="Adaptation", icon=":material/translate:"
+        ),
+    ],
+    "Models": [st.Page(HERE / "pages/models/chat.py", title="Chat", icon=":material/chat:")],
+    "Results": [
+        st.Page(HERE / "pages/results/gap.py", title="Empathy gap", icon=":material/bar_chart:"),
+        st.Page(HERE / "pages/results/demo.py", title="Demo (talk)", icon=":material/co_present:"),
+        st.Page(
+            HERE / "pages/results/agreement.py",
+            title="Judge-human agreement",
+            icon=":material/balance:",
         ),
     ],
 }
-RUNS = st.Page("pages/models/runs.py", title="Runs", icon=":material/playlist_play:")
-JUDGE = st.Page("pages/models/judge.py", title="Judge", icon=":material/gavel:")
-LOGIN = st.Page("pages/account/login.py", title="Log in", icon=":material/login:")
-ACCOUNT = st.Page("pages/account/login.py", title="Account", icon=":material/account_circle:")
-RATE = st.Page("pages/rating/rate.py", title="Rate responses", icon=":material/star_rate:")
-STUDIES = st.Page("pages/rating/studies.py", title="Studies", icon=":material/assignment:")
+RUNS = st.Page(HERE / "pages/models/runs.py", title="Runs", icon=":material/playlist_play:")
+JUDGE = st.Page(HERE / "pages/models/judge.py", title="Judge", icon=":material/gavel:")
+LOGIN = st.Page(HERE / "pages/account/login.py", title="Log in", icon=":material/login:")
+ACCOUNT = st.Page(
+    HERE / "pages/account/login.py", title="Account", icon=":material/account_circle:"
+)
+RATE = st.Page(HERE / "pages/rating/rate.py", title="Rate responses", icon=":material/star_rate:")
+STUDIES = st.Page(HERE / "pages/rating/studies.py", title="Studies", icon=":material/assignment:")
 DASHBOARD = st.Page(
-    "pages/rating/dashboard.py", title="Study dashboard", icon=":material/monitoring:"
+    HERE / "pages/rating/dashboard.py", title="Study dashboard", icon=":material/monitoring:"
 )
 
 
@@ -60,7 +74,7 @@ def main() -> None:
     """Configure the page, check the login, register the allowed pages, run the chosen one."""
     st.set_page_config(page_title="KoED Studio", page_icon=":material/favorite:", layout="wide")
     state = auth.start()
-    page = st.navigation(pages_for(state))
+    page = st.navigation(pages_for(state), expanded=True)
     st.sidebar.caption("KoED Studio · the Korean Empathetic Dialogues benchmark, ko/en")
     if state.account is not None:
         st.sidebar.caption(f"Logged in: {md(state.account.name)} ({state.account.role})")

@@ -306,3 +306,46 @@ def test_doors_hold_in_a_real_browser(server: str, tmp_path: Path) -> None:
         assert "Traceback" not in evil.content()
         assert "site-packages" not in evil.content()  # no server paths from a stack
         browser.close()
+
+
+@pytest.mark.parametrize(
+    "who, path, heading",
+    [
+        (None, "/gap?talk=true", "The cultural empathy gap"),
+        ("mina", "/rate", "Rate responses"),
+        ("boss", "/studies", "Studies"),
+    ],
+)
+def test_a_deep_link_is_the_first_request_after_a_start(
+    server: str, who: str | None, path: str, heading: str
+) -> None:
+    import jwt
+    from playwright.sync_api import expect, sync_playwright
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    expect.set_options(timeout=30_000)
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        context = browser.new_context(viewport={"width": 1280, "height": 720})
+        if who:  # a login cookie from an earlier visit, as a returning rater or admin has
+            token = jwt.encode(
+                {"username": who, "exp_date": time.time() + 86400}, "c" * 40, algorithm="HS256"
+            )
+            host = server.split("//", 1)[1].split(":")[0]
+            context.add_cookies(
+                [{"name": "koed_studio_auth", "value": token, "domain": host, "path": "/"}]
+            )
+        page = context.new_page()
+        page.goto(server + path)  # nothing else has been served since the start
+        expect(page.get_by_role("heading", name=heading)).to_be_visible()
+        page.wait_for_timeout(1500)
+        assert page.get_by_text("Page not found").count() == 0
+        sidebar = page.get_by_test_id("stSidebar")
+        if who:  # the app's own sections, not Streamlit's list of file names
+            expect(sidebar.get_by_text("Dialogues", exact=True)).to_be_visible()
+            expect(sidebar.get_by_text(f"Logged in: {who.title()}", exact=False)).to_be_visible()
+        else:  # talk mode: no sidebar at all
+            expect(page.get_by_role("switch", name="Talk mode")).to_be_checked()
+        assert page.get_by_test_id("stException").count() == 0
+        page.screenshot(path=str(ARTIFACTS / f"first_link_{who or 'visitor'}.png"))
+        browser.close()

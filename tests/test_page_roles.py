@@ -17,7 +17,8 @@ from koed_core import users
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURE_DB = ROOT / "tests" / "data" / "koed-0.1.0.db"
-PAGE_FILES = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "pages").rglob("*.py"))
+PAGE_FILES = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "pages").glob("*/*.py"))
+STAND_INS = sorted(p.name for p in (ROOT / "pages").glob("*.py"))
 ROLES = {"visitor": None, "rater": "mina", "admin": "boss"}
 ADMIN_ONLY = {"Runs", "LLM judge", "Studies", "Study dashboard"}
 
@@ -44,12 +45,23 @@ def _session(script: Path, username: str | None) -> AppTest:
     return at
 
 
-def test_pages_are_found_in_section_folders() -> None:
-    # Nothing directly in pages/: Streamlit would show its own file-name sidebar for
-    # the first deep link after a server start (DESIGN.md, Layout).
-    assert PAGE_FILES and all(page.count("/") == 2 for page in PAGE_FILES)
+def test_pages_live_in_section_folders_with_a_stand_in_each() -> None:
+    # Directly in pages/ only stand-ins that hand over to app.py: the first deep link
+    # after a server start then opens the real page (components/first_visit.py).
     source = (ROOT / "app.py").read_text()
-    assert all(f'"{page}"' in source for page in PAGE_FILES)
+    assert PAGE_FILES and all(f'"{page}"' in source for page in PAGE_FILES)
+    assert STAND_INS == sorted(Path(page).name for page in PAGE_FILES)
+    for name in STAND_INS:
+        body = (ROOT / "pages" / name).read_text()
+        assert "hand_over_to_app()" in body and "import streamlit" not in body, name
+
+
+@pytest.mark.parametrize("name", STAND_INS)
+def test_a_stand_in_opens_the_app_not_a_page_of_its_own(site: Path, name: str) -> None:
+    at = AppTest.from_file(str(ROOT / "pages" / name), default_timeout=60).run()
+    assert not at.exception, [e.value for e in at.exception]
+    # app.py ran: its sidebar frame and its navigation, with the explorer as the default
+    assert any("KoED Studio" in c.value for c in at.sidebar.caption)
 
 
 @pytest.mark.parametrize("role", list(ROLES))

@@ -10,7 +10,7 @@ from streamlit.testing.v1 import AppTest
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = str(ROOT / "app.py")
-PAGE_FILES = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "pages").rglob("*.py"))
+PAGE_FILES = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "pages").glob("*/*.py"))
 
 
 def _app() -> AppTest:
