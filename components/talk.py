@@ -9,11 +9,13 @@ from components import state
 TALK_CSS = """
 <style>
 [data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"] { display: none; }
-.stMainBlockContainer { max-width: 96vw; padding-top: 1.5rem; }
+.stMainBlockContainer { max-width: 96vw; padding-top: 1rem; padding-bottom: 0; }
+[data-testid="stHeader"] { display: none; }
 .stMainBlockContainer p, .stMainBlockContainer li, .stMainBlockContainer pre,
-.stMainBlockContainer [data-testid="stText"] { font-size: 1.6rem; line-height: 1.45; }
-.stMainBlockContainer h1 { font-size: 3rem; }
-.stMainBlockContainer h2, .stMainBlockContainer h3 { font-size: 2.2rem; }
+.stMainBlockContainer [data-testid="stText"] { font-size: 1.4rem; line-height: 1.35; }
+.stMainBlockContainer [data-testid="stVerticalBlock"] { gap: 0.6rem; }
+.stMainBlockContainer h1 { font-size: 2.4rem; padding-top: 0; }
+.stMainBlockContainer h2, .stMainBlockContainer h3 { font-size: 1.7rem; padding: 0.2rem 0; }
 </style>
 """
 

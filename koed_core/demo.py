@@ -21,7 +21,9 @@ WORD = re.compile(r"\S+\s*")
 
 def demo_runs(store: Store) -> pd.DataFrame:
     """Runs with at least one stored answer: id, model, provenance, protocol, updated."""
-    return store.demo_runs()
+    frame = store.demo_runs()
+    columns = ["run_id", "model", "provenance", "protocol", "updated"]
+    return frame if not frame.empty else pd.DataFrame(columns=columns)
 
 
 def shared_dialogues(store: Store, run_ids: Sequence[str]) -> list[str]:
@@ -34,6 +36,18 @@ def stored_answers(
 ) -> dict[tuple[str, str], str]:
     """(run_id, lang) -> the stored reply text."""
     return store.stored_answers(run_ids, conv_id)
+
+
+def partners(store: Store, run_ids: Sequence[str]) -> dict[str, list[str]]:
+    """For each run, the other runs it shares at least one dialogue with (in both
+    languages), best partner first: the demo never offers a pair with nothing to show."""
+    counts = {
+        (a, b): len(store.shared_dialogues([a, b])) for a in run_ids for b in run_ids if a != b
+    }
+    return {
+        a: sorted((b for b in run_ids if counts.get((a, b))), key=lambda b: -counts[(a, b)])
+        for a in run_ids
+    }
 
 
 def run_spec(store: Store, run_id: str, registry: Mapping[str, ModelSpec]) -> ModelSpec:

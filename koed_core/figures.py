@@ -20,12 +20,21 @@ PROVENANCE_COLOURS = {
 METRIC_ORDER = ["EX", "IP", "ER", "EEA", "CA", "emotion"]
 
 
-def gap_figure(table: pd.DataFrame, title: str, talk: bool = False) -> go.Figure:
-    """Grouped bars: Korean minus English per metric, one bar per model, with 95% CIs."""
+def gap_figure(
+    table: pd.DataFrame, title: str, talk: bool = False, subtitle: str | None = None
+) -> go.Figure:
+    """Grouped bars: Korean minus English per metric, one bar per model, with 95% CIs.
+
+    ``subtitle`` names the source (judge configuration, study) on its own line, so a long
+    provenance never pushes the title out of the frame. Axis titles keep their distance
+    from the tick labels (automargin), in the app and in exported PNG and SVG alike.
+    """
     fig = go.Figure()
     if table.empty:
         fig.add_annotation(text="No scores in both languages yet", showarrow=False, font_size=20)
-        fig.update_layout(title=title, font_family=FONT, template="plotly_white")
+        fig.update_layout(
+            title=_title(title, subtitle, 20), font_family=FONT, template="plotly_white"
+        )
         return fig
     order = {"western": 0, "korean-centric": 1, "other": 2}
     several = table.groupby("model")["run_id"].nunique()
@@ -67,9 +76,9 @@ def gap_figure(table: pd.DataFrame, title: str, talk: bool = False) -> go.Figure
             hovertemplate="%{x}: gap %{y:.2f}<br>en %{customdata[0]:.2f}, ko %{customdata[1]:.2f}"
             "<br>%{customdata[2]} dialogues<extra>" + name + "</extra>",
         )
-    size = 26 if talk else 14
+    size = 22 if talk else 14
     fig.update_layout(
-        title={"text": title, "font": {"size": size + 6}},
+        title=_title(title, subtitle, size + 6),
         barmode="group",
         font_family=FONT,
         font_size=size,
@@ -77,15 +86,30 @@ def gap_figure(table: pd.DataFrame, title: str, talk: bool = False) -> go.Figure
         paper_bgcolor="white",
         separators=".,",
         yaxis={
-            "title": "Korean minus English",
+            "title": {"text": "Korean minus English", "standoff": 14},
+            "automargin": True,
             "zeroline": True,
             "zerolinewidth": 3,
             "zerolinecolor": "#111827",
             "gridcolor": "#e5e7eb",
         },
-        legend={"orientation": "h", "y": -0.2},
+        xaxis={"automargin": True},
+        # beside the bars: in view whenever the bars are, on a short screen too
+        legend={"x": 1.01, "y": 1, "xanchor": "left", "yanchor": "top"},
         showlegend=True,
-        height=720 if talk else 480,
-        margin={"l": 20, "r": 20, "t": 80, "b": 20},
+        height=440 if talk else 480,
+        margin={"l": 60, "r": 20, "t": 110 if subtitle else 80, "b": 40},
     )
     return fig
+
+
+def _title(text: str, subtitle: str | None, size: int) -> dict[str, object]:
+    title: dict[str, object] = {
+        "text": text,
+        "font": {"size": size},
+        "x": 0.01,
+        "xanchor": "left",
+    }
+    if subtitle:
+        title["subtitle"] = {"text": subtitle, "font": {"size": max(12, size - 8)}}
+    return title

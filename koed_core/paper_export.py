@@ -115,14 +115,14 @@ def export_bundle(store: Store, out: Path) -> list[Path]:
     (out / "agreement.csv").write_text(csv_safe.to_csv(agreement_rows(store)), encoding="utf-8")
     choice = scoring.choose_judge(store)
     judged = table.iloc[0:0]
-    title = "Cultural empathy gap (judge): no judgments yet"
+    title, subtitle = "Cultural empathy gap, Korean minus English", "judge: no judgments yet"
     if choice is not None:
         columns = choice.config.as_columns()
         judged = table[(table["source"] == "judge")]
         for column, value in columns.items():
             judged = judged[judged[column] == value]
-        title = f"Cultural empathy gap, Korean minus English · judge {choice.config.label}"
-    fig = gap_figure(judged, title)
+        subtitle = f"judge {choice.config.label}"
+    fig = gap_figure(judged, title, subtitle=subtitle)
     import plotly.io as pio
 
     pio.write_images(

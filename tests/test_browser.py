@@ -212,9 +212,11 @@ def test_explorer_in_a_real_browser(server: str, fake_openai: FakeOpenAI) -> Non
         sidebar.get_by_text("Empathy gap").click()
         expect(page.get_by_role("heading", name="The cultural empathy gap")).to_be_visible()
         # a rater sees no figure from the study still being rated: emotion recognition only
-        sources = page.get_by_test_id("stButtonGroup")
-        expect(sources.get_by_text("emotion", exact=True)).to_be_visible()
-        expect(sources.get_by_text("raters", exact=True)).to_have_count(0)
+        sources = page.get_by_test_id("stSelectbox").filter(has_text="Scores from")
+        sources.click()
+        expect(page.get_by_role("option", name="emotion")).to_be_visible()
+        expect(page.get_by_role("option", name="raters")).to_have_count(0)
+        page.keyboard.press("Escape")
         chart = page.get_by_test_id("stPlotlyChart")
         expect(chart).to_be_visible()
         expect(chart.locator(".main-svg").first).to_be_visible()
@@ -348,4 +350,58 @@ def test_a_deep_link_is_the_first_request_after_a_start(
             expect(page.get_by_role("switch", name="Talk mode")).to_be_checked()
         assert page.get_by_test_id("stException").count() == 0
         page.screenshot(path=str(ARTIFACTS / f"first_link_{who or 'visitor'}.png"))
+        browser.close()
+
+
+def _admin_cookie(server: str) -> dict[str, object]:
+    import jwt
+
+    token = jwt.encode({"username": "boss", "exp_date": time.time() + 86400}, "c" * 40, "HS256")
+    host = server.split("//", 1)[1].split(":")[0]
+    return {"name": "koed_studio_auth", "value": token, "domain": host, "path": "/"}
+
+
+def _inside(box: dict[str, float] | None, width: int, height: int) -> bool:
+    return (
+        box is not None
+        and box["y"] >= 0
+        and box["y"] + box["height"] <= height
+        and (box["x"] + box["width"] <= width)
+    )
+
+
+@pytest.mark.parametrize("width, height", [(1280, 720), (1920, 1080)])
+def test_talk_mode_fits_a_projector(server: str, width: int, height: int) -> None:
+    from playwright.sync_api import expect, sync_playwright
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    expect.set_options(timeout=30_000)
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        context = browser.new_context(viewport={"width": width, "height": height})
+        context.add_cookies([_admin_cookie(server)])  # type: ignore[list-item]
+        page = context.new_page()
+        page.goto(server + "/gap?talk=true")
+        chart = page.get_by_test_id("stPlotlyChart").first
+        expect(chart).to_be_visible()
+        page.wait_for_timeout(1500)
+        # the whole chart (axis titles, ticks, legend) is on screen without scrolling
+        assert _inside(chart.bounding_box(), width, height), chart.bounding_box()
+        legend = chart.locator(".legend").first
+        assert _inside(legend.bounding_box(), width, height)
+        page.screenshot(path=str(ARTIFACTS / f"talk_gap_{width}.png"))
+
+        page.goto(server + "/demo?talk=true")
+        play = page.get_by_role("button", name="Play")
+        expect(play).to_be_visible()
+        assert _inside(play.bounding_box(), width, height)
+        assert page.get_by_text(EN_REPLY).count() == 0  # nothing shown before Play
+        play.click()
+        answer = page.get_by_text(EN_REPLY).first
+        expect(answer).to_be_visible()
+        page.wait_for_timeout(1000)
+        page.screenshot(path=str(ARTIFACTS / f"talk_demo_{width}.png"))
+        assert _inside(answer.bounding_box(), width, height), answer.bounding_box()
+        assert page.get_by_test_id("stException").count() == 0
+        page.screenshot(path=str(ARTIFACTS / f"talk_demo_{width}.png"))
         browser.close()

@@ -203,7 +203,7 @@ def test_gap_page_with_runs(fake_openai: FakeOpenAI, tmp_path: Path) -> None:
     assert at.get("plotly_chart")
     judged = at.dataframe[0].value  # the judge's scores come first
     assert set(judged["source"]) == {"judge"} and set(judged["model"]) == {"fake-west", "human"}
-    at.segmented_control(key="gap.source").set_value("emotion").run()
+    at.selectbox(key="gap.source").set_value("emotion").run()
     table = at.dataframe[0].value
     # the human reference names no emotion, so it is absent here
     assert set(table["model"]) == {"fake-west"} and set(table["source"]) == {"emotion"}

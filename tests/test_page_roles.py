@@ -50,7 +50,7 @@ def test_pages_live_in_section_folders_with_a_stand_in_each() -> None:
     # after a server start then opens the real page (components/first_visit.py).
     source = (ROOT / "app.py").read_text()
     assert PAGE_FILES and all(f'"{page}"' in source for page in PAGE_FILES)
-    assert STAND_INS == sorted(Path(page).name for page in PAGE_FILES)
+    assert sorted(Path(page).name for page in PAGE_FILES) == STAND_INS
     for name in STAND_INS:
         body = (ROOT / "pages" / name).read_text()
         assert "hand_over_to_app()" in body and "import streamlit" not in body, name

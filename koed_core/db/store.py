@@ -289,6 +289,17 @@ class Store:
         )
         return {(r["run_id"], r["lang"]): r["text"] for r in rows}
 
+    def stored_context(self, run_id: str, conv_id: str, lang: str) -> list[tuple[str, str]]:
+        """The transcript a run's model answered for one dialogue and language."""
+        rows = self.rows(
+            "select context from responses where run_id = ? and conv_id = ? and lang = ? "
+            "and error is null limit 1",
+            [run_id, conv_id, lang],
+        )
+        if not rows:
+            return []
+        return [(str(role), str(text)) for role, text in json.loads(rows[0]["context"] or "[]")]
+
     def count(self, table: str) -> int:
         """Rows in a table (for checks and tests)."""
         if table not in self.db.table_names():

@@ -13,7 +13,7 @@ from koed_core import demo
 from koed_core.db import Ratings
 from koed_core.errors import KoedError
 from koed_core.llm import GenerationSettings
-from koed_core.protocol import build_task
+from koed_core.protocol import ROLE_NAMES, build_task
 from koed_core.runner import Item, timed_stream
 
 st.title("Same situation, two languages")
@@ -24,63 +24,79 @@ admin = auth.is_admin()
 runs = demo.demo_runs(store)
 if not admin:  # answers under a study still being rated stay blind: no model names on them
     runs = runs[~runs["run_id"].isin(Ratings(store).runs_under_open_studies())]
-if len(runs) < 2:
+pairs = demo.partners(store, list(runs["run_id"]))
+with_partner = [run_id for run_id, others in pairs.items() if others]
+if not with_partner:
     st.info(
-        "The demo replays stored answers of two runs, so it works without network. "
-        "Store two runs in both languages first, for example:\n\n"
+        "The demo replays stored answers of two runs on the same dialogues, so it works "
+        "without network. Store two runs in both languages first, for example:\n\n"
         "`koed run --model smollm2 --lang ko,en --limit 10`  \n"
         "`koed run --model human --lang ko,en --limit 10`"
     )
     st.stop()
 labels = {r.run_id: f"{r.model} ({r.provenance}, {r.protocol})" for r in runs.itertuples()}
-left, right = st.columns(2)
-first = left.selectbox("Model A", list(labels), format_func=labels.get, key=state.DEMO_A)
-second = right.selectbox(
-    "Model B", [r for r in labels if r != first], format_func=labels.get, key=state.DEMO_B
-)
+# In talk mode the choices fold away so that the answers and Play fit a 1280x720 screen.
+choices = st.expander("Choices", expanded=False) if talk else st.container()
+left, right = choices.columns(2)
+first = left.selectbox("Model A", with_partner, format_func=labels.get, key=state.DEMO_A)
+second = right.selectbox("Model B", pairs[first], format_func=labels.get, key=state.DEMO_B)
 shared = demo.shared_dialogues(store, [first, second])
-if not shared:
-    st.info("These two runs have no dialogue answered by both in both languages.")
-    st.stop()
-conv_id = st.selectbox("Situation", shared, key=state.DEMO_DIALOGUE)
+situations = {
+    conv: f"{conv} · {d.situation_en[:70]}" if (d := dataset.get(conv)) else conv for conv in shared
+}
+conv_id = left.selectbox("Situation", shared, format_func=situations.get, key=state.DEMO_DIALOGUE)
+pace = right.slider("Words per second", 2, 40, 8, key=state.DEMO_PACE)
+live = admin and choices.toggle(
+    "Ask the models live (needs their servers or keys)", key=state.DEMO_LIVE
+)
 dialogue = dataset.get(conv_id)
-pace = st.slider("Words per second", 2, 40, 8, key=state.DEMO_PACE)
-live = admin and st.toggle("Ask the models live (needs their servers or keys)", key=state.DEMO_LIVE)
+note = choices if talk else st
+if live:
+    go = st.button("Ask", type="primary", key=state.DEMO_ASK)
+    note.caption("Live: each model answers now, pane by pane; nothing is replayed.")
+else:
+    go = st.button("Play", type="primary", key=state.DEMO_PLAY)
+    note.caption(
+        f"Replay of stored answers ({pace} words a second), not generated live. "
+        "The answers appear when you press Play."
+    )
 
-answers = demo.stored_answers(store, [first, second], conv_id)
 ko, en = st.columns(2)
 panes = []
 for column, lang in ((ko, "ko"), (en, "en")):
     with column:
         st.subheader("한국어" if lang == "ko" else "English", anchor=False)
-        if dialogue is not None:
-            st.text(dialogue.situation(lang))
+        speaker, listener = ROLE_NAMES[lang]
+        # the conversation the models answered, so their replies make sense; on a
+        # projector the turn they answer, the whole conversation a click away
+        turns = [
+            f"{speaker if role == 'speaker' else listener}: {text}"
+            for role, text in store.stored_context(first, conv_id, lang)
+        ]
+        if talk and turns:
+            st.text(turns[-1])
+        else:
+            with st.container(height=220, border=True):
+                for turn in turns:
+                    st.text(turn)
         for run_id in (first, second):
             st.markdown(f"**{md(labels[run_id])}**")
             panes.append(((run_id, lang), st.empty()))
+
 protocols = dict(zip(runs["run_id"], runs["protocol"], strict=True))
-if live:
-    st.caption("Live: each model answers now, pane by pane; nothing is replayed.")
-    if st.button("Ask", type="primary", key=state.DEMO_ASK) and dialogue is not None:
-        for (run_id, lang), box in panes:
-            item = Item(dialogue, build_task(dialogue, lang), protocols[run_id])
-            try:
-                client = client_for(demo.run_spec(store, run_id, resources.registry()))
-                _, parsed = timed_stream(client, item, GenerationSettings(max_tokens=160), box.text)
-            except KoedError as err:
-                box.error(str(err))
-            else:
-                box.text(parsed.text)  # the reply without its "Emotion:" line
-    st.stop()
-st.caption(
-    f"Replay of stored answers from runs {first[:8]} and {second[:8]}, paced at {pace} words "
-    "a second; not generated live."
-)
-if st.button("Play", type="primary", key=state.DEMO_PLAY):
+if live and go and dialogue is not None:
+    for (run_id, lang), box in panes:
+        item = Item(dialogue, build_task(dialogue, lang), protocols[run_id])
+        try:
+            client = client_for(demo.run_spec(store, run_id, resources.registry()))
+            _, parsed = timed_stream(client, item, GenerationSettings(max_tokens=160), box.text)
+        except KoedError as err:
+            box.error(str(err))
+        else:
+            box.text(parsed.text)  # the reply without its "Emotion:" line
+elif go:
+    answers = demo.stored_answers(store, [first, second], conv_id)
     for texts in demo.replay([answers.get(key, "") for key, _ in panes]):
         for (_, box), text in zip(panes, texts, strict=True):
             box.text(text)
         time.sleep(1 / pace)
-else:
-    for key, box in panes:
-        box.text(answers.get(key, ""))

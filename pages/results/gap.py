@@ -6,7 +6,7 @@ from components import auth, resources, state
 from components.score_pickers import judge_picker, study_picker
 from components.source_banner import load_or_stop
 from components.talk import talk_toggle
-from koed_core import csv_safe, gaps
+from koed_core import csv_safe, gaps, scoring
 from koed_core.figures import gap_figure
 
 st.title("The cultural empathy gap")
@@ -14,7 +14,9 @@ talk = talk_toggle()
 source, dataset = load_or_stop()
 store = resources.store()
 
-left, mid, right = st.columns(3)
+# In talk mode the choices fold away so that the chart fits a 1280x720 projector.
+choices = st.expander("Choices", expanded=False) if talk else st.container()
+left, mid, right = choices.columns([3, 3, 2])
 admin = auth.is_admin()
 judge = judge_picker(store, None, key=state.GAP_JUDGE, where=mid)
 study = study_picker(store, key=state.GAP_STUDY, where=mid, include_open=admin)
@@ -32,8 +34,7 @@ if frame.empty:
 sources = [s for s in ("judge", "raters", "emotion") if s in set(frame["source"])]
 if {"judge", "raters"} <= set(sources):
     sources.insert(2, "judge + raters")
-chosen = left.segmented_control("Scores from", sources, default=sources[0], key=state.GAP_SOURCE)
-chosen = chosen or sources[0]
+chosen = left.selectbox("Scores from", sources, key=state.GAP_SOURCE)
 datasets = sorted(set(frame["dataset_sha256"].dropna()))
 if len(datasets) > 1:
     current = dataset.sha256 if dataset.sha256 in datasets else datasets[0]
@@ -62,19 +63,20 @@ if table.empty:
 
 suffix = ""
 if by:
-    group = st.selectbox(split.capitalize(), sorted(table[by].unique()), key=state.GAP_GROUP)
+    group = right.selectbox(split.capitalize(), sorted(table[by].unique()), key=state.GAP_GROUP)
     table = table[table[by] == group]
     suffix = f" · {group}"
 names = {
     "judge": f"judge {judge.label}" if judge else "judge",
-    "raters": f"raters of study {study}",
-    "emotion": "emotion recognition",
+    "raters": scoring.study_label(store, study) if study is not None else "raters",
+    "emotion": "emotion recognition (hit rate for single runs, F1 for multi)",
 }
 figures = [
     gap_figure(
         table[table["source"] == source],
-        f"Korean minus English ({names[source]}), paired by dialogue, 95% CI{suffix}",
+        f"Korean minus English, paired by dialogue, 95% CI{suffix}",
         talk=talk,
+        subtitle=names[source],
     )
     for source in shown
 ]
