@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import plotly.express as px
 import plotly.graph_objects as go
@@ -21,7 +22,7 @@ def label_frequency_chart(freq: pd.DataFrame) -> go.Figure:
         text="dialogues",
         title="How many dialogues carry each label",
     )
-    fig.update_traces(marker_color="#c2410c")
+    fig.update_traces(marker_color="#c2410c", textangle=0, textposition="outside")
     fig.update_layout(
         height=820,
         font_family=FONT,
@@ -33,19 +34,29 @@ def label_frequency_chart(freq: pd.DataFrame) -> go.Figure:
 
 
 def cooccurrence_heatmap(matrix: pd.DataFrame) -> go.Figure:
-    """34 x 34 counts of labels given together; the diagonal is each label alone."""
+    """34 x 34 counts of labels given together; the diagonal is each label alone.
+
+    The colour scale is set by the pairings, not by the diagonal (each label's own count,
+    several times larger), so the real co-occurrences are not washed out; diagonal cells
+    show their number in the hover and saturate.
+    """
     ticks = [f"{name} {gloss(name)}" for name in matrix.index]
+    values = matrix.to_numpy()
+    off_diagonal = values[~np.eye(len(values), dtype=bool)] if len(values) > 1 else values
     fig = go.Figure(
         go.Heatmap(
-            z=matrix.to_numpy(),
+            z=values,
             x=ticks,
             y=ticks,
+            zmin=0,
+            zmax=max(1, int(off_diagonal.max())) if off_diagonal.size else None,
             colorscale="Oranges",
             hovertemplate="%{y} + %{x}: %{z} dialogues<extra></extra>",
         )
     )
     fig.update_layout(
-        title="Which labels are given together (diagonal: dialogues with the label)",
+        title="Which labels are given together (colours scaled to the pairings; "
+        "diagonal: dialogues with the label)",
         height=820,
         font_family=FONT,
         yaxis_autorange="reversed",

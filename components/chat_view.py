@@ -141,12 +141,21 @@ def stream_together(jobs: list[tuple[Pane, Any]]) -> None:
     """
     updates: queue.Queue[tuple[int, str, Any]] = queue.Queue()
     started = []
-    for index, (pane, _) in enumerate(jobs):
+    one_at_a_time = 0  # local models generate one answer at a time on this machine
+    for index, (pane, box) in enumerate(jobs):
         try:
             client = client_for(pane.spec)  # reads the session's key: script thread only
         except ModelError as err:
             pane.answers.append({"error": str(err)})
             continue
+        if client.max_concurrency == 1:
+            if one_at_a_time:
+                box.info(
+                    f"{pane.spec.name} answers one pane at a time on this machine: "
+                    "this one starts when the pane before it is done.",
+                    icon=":material/hourglass_top:",
+                )
+            one_at_a_time += 1
         item = pane.item()
 
         def work(

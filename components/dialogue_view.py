@@ -37,7 +37,7 @@ def render_dialogue(dialogue: Dialogue, notes: list[LoadWarning] | None = None) 
     st.subheader(f"Dialogue {md(dialogue.conv_id)}", anchor=False)
     render_labels(dialogue)
     for note in notes or []:
-        st.text(f"Note from loading ({note.kind}): {note.message}")
+        st.caption(f"About this record in the file: {md(note.message)}")
     head = st.columns(COLUMN_WIDTHS)
     head[1].markdown("**한국어 · KoED reconstruction**")
     head[2].markdown("**English · EmpatheticDialogues**")

@@ -22,8 +22,16 @@ def filter_form(index: FilterIndex) -> DialogueFilter:
     """
     bar = st.sidebar
     bar.header("Filter dialogues")
+    # Typing "sad" + Enter picks sad: label names match by their start, and there is no
+    # "select every match" entry for Enter to take first.
     labels = bar.multiselect(
-        "Emotion labels", label_names(), key=state.LABELS, bind=BIND, placeholder="Any emotion"
+        "Emotion labels",
+        label_names(),
+        key=state.LABELS,
+        bind=BIND,
+        placeholder="Any emotion",
+        filter_mode="prefix",
+        select_all=False,
     )
     if labels:
         bar.caption(" · ".join(by_name()[name].display for name in labels))

@@ -68,7 +68,11 @@ def render_item(context: Any, response: str, lang: Lang) -> None:
 
 
 def rubric_form(
-    key: str, lang: Lang, defaults: dict[str, int] | None = None, comment: str = ""
+    key: str,
+    lang: Lang,
+    defaults: dict[str, int] | None = None,
+    comment: str = "",
+    submit: str = "Submit rating",
 ) -> Draft | None:
     """Five 1-5 scores with anchors as help, and a comment; None until submitted complete."""
     with st.form(key):
@@ -85,7 +89,7 @@ def rubric_form(
                 help=anchors,
             )
         note = st.text_area("Comment (optional)", value=comment, key=f"{key}.comment")
-        if not st.form_submit_button("Submit rating", type="primary"):
+        if not st.form_submit_button(submit, type="primary"):
             return None
     missing = [code for code, score in scores.items() if score is None]
     if missing:

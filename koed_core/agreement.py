@@ -26,7 +26,7 @@ import pandas as pd
 from scipy.stats import spearmanr
 from sklearn.metrics import cohen_kappa_score
 
-from koed_core.rubric import SCALE
+from koed_core.rubric import SCALE, codes
 
 BOOTSTRAP = 1000
 MIN_ITEMS = 3
@@ -287,4 +287,15 @@ def agreement_table(
                     **_cell(subset, judged, lengths),
                 }
             )
-    return pd.DataFrame(rows)
+    table = pd.DataFrame(rows)
+    if table.empty:
+        return table
+    # rubric order (EX, IP, ER, EEA, CA) everywhere, as on the rating page
+    order = {code: n for n, code in enumerate(codes())}
+    rank = table["dimension"].map(lambda d: order.get(d, len(order)))
+    return (
+        table.assign(_rank=rank)
+        .sort_values(["_rank", "lang"], kind="stable")
+        .drop(columns="_rank")
+        .reset_index(drop=True)
+    )

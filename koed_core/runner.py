@@ -89,14 +89,19 @@ def plan(
     langs: Iterable[Lang],
     protocol: Protocol,
     limit: int | None = None,
+    needs_reference: bool = False,
 ) -> list[Item]:
-    """Items in dataset order, each language; dialogues with no text in a language skip it."""
+    """Items in dataset order, each language; dialogues with no text in a language skip it.
+
+    ``needs_reference`` (the human reference) also skips contexts with no Listener turn
+    after them: there is nothing to replay, which is not a failure.
+    """
     chosen = dialogues[:limit] if limit else dialogues
     items = []
     for dialogue in chosen:
         for lang in langs:
             task = build_task(dialogue, lang)
-            if task.turns:
+            if task.turns and (task.reference or not needs_reference):
                 items.append(Item(dialogue, task, protocol))
     return items
 
@@ -176,7 +181,7 @@ def run_benchmark(
     """Answer every planned item not already stored; store each answer as it arrives."""
     config = run_config(spec, protocol, settings, dataset_sha256)
     run_id = store.ensure_run(config, spec.name, list(langs), public_spec(spec))
-    items = plan(dialogues, langs, protocol, limit)
+    items = plan(dialogues, langs, protocol, limit, needs_reference=spec.backend == "human")
     scored = spec.backend != "human"
 
     def store_one(

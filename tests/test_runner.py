@@ -49,7 +49,7 @@ def test_a_run_stores_every_answer_with_its_score(fake_openai: FakeOpenAI, tmp_p
     assert seen[-1] == (10, 10)
     rows = store.responses(report.run_id)
     assert len(rows) == 10 and set(rows["lang"]) == {"ko", "en"}
-    assert set(rows["predicted"]) == {'["sad"]'}
+    assert set(rows["predicted"]) == {"sad"}
     # the sample's dialogues 1-5: afraid+anxious, angry+annoyed, annoyed+angry,
     # anticipating+excited, anxious+apprehensive: "sad" is in none of their gold sets
     assert rows["hit"].sum() == 0 and rows["precision"].max() == 0

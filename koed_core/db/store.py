@@ -215,8 +215,8 @@ class Store:
         )
 
     def responses(self, run_id: str) -> pd.DataFrame:
-        """Every response of a run with its emotion score."""
-        return self.frame(
+        """Every response of a run with its emotion score (label lists as "a, b" text)."""
+        frame = self.frame(
             """
             select s.*, e.gold, e.hit, e.precision, e.recall, e.f1, e.jaccard
             from responses s left join emotion_scores e on e.response_id = s.id
@@ -224,6 +224,12 @@ class Store:
             """,
             [run_id],
         )
+        for column in ("predicted", "gold", "unknown_labels", "parse_notes"):
+            if column in frame:
+                frame[column] = frame[column].map(
+                    lambda text: ", ".join(json.loads(text)) if isinstance(text, str) else ""
+                )
+        return frame
 
     def answered(
         self, run_ids: Sequence[str], langs: Sequence[str] | None = None

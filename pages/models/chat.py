@@ -92,3 +92,8 @@ for row in range(0, len(panes), 2):
                 jobs.append((pane, box))
 if jobs:
     stream_together(jobs)  # every pane answers at once, then the page reruns
+elif run_now:
+    st.info(
+        "Every pane has answered the last Speaker turn. Type the Speaker's next turn below "
+        "(Korean for ko, English for en) and the Listeners answer it."
+    )

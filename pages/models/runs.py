@@ -79,13 +79,29 @@ st.dataframe(
     runs,
     hide_index=True,
     column_config={
-        "accuracy": st.column_config.NumberColumn("ER accuracy", format="%.2f"),
-        "f1": st.column_config.NumberColumn("ER F1", format="%.2f"),
-        "jaccard": st.column_config.NumberColumn(format="%.2f"),
-        "mean_latency_s": st.column_config.NumberColumn(format="%.2f"),
+        "run_id": "Run",
+        "name": "Model",
+        "accuracy": st.column_config.NumberColumn(
+            "Emotion recognition (hit rate)", format="%.2f", help="single runs"
+        ),
+        "f1": st.column_config.NumberColumn(
+            "Emotion recognition (F1)", format="%.2f", help="multi runs"
+        ),
+        "jaccard": st.column_config.NumberColumn("Emotion recognition (Jaccard)", format="%.2f"),
+        "mean_latency_s": st.column_config.NumberColumn("Mean seconds", format="%.2f"),
     },
 )
 run_id = st.selectbox("Responses of run", runs["run_id"].unique().tolist(), key=state.RUNS_SELECTED)
 responses = resources.store().responses(run_id)
 columns = ["conv_id", "lang", "text", "predicted", "gold", "hit", "f1", "error", "latency_s"]
-st.dataframe(responses[[c for c in columns if c in responses.columns]], hide_index=True)
+st.dataframe(
+    responses[[c for c in columns if c in responses.columns]],
+    hide_index=True,
+    column_config={
+        "predicted": "Emotion named",
+        "gold": "Gold labels",
+        "hit": "Recognised",
+        "text": "Reply",
+        "latency_s": st.column_config.NumberColumn("Seconds", format="%.2f"),
+    },
+)

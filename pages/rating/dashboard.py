@@ -19,7 +19,13 @@ items = rating_report.item_progress(ratings, study_id)
 raters = rating_report.rater_report(ratings, study_id)
 totals = rating_report.study_totals(items, raters)
 cols = st.columns(4)
-cols[0].metric("Items complete", f"{totals['complete']} of {totals['items']}")
+checks = int((items["kind"] == "attention").sum()) if not items.empty else 0
+cols[0].metric(
+    "Responses with all their raters",
+    f"{totals['complete']} of {totals['items']}",
+    help=f"Model responses only; each rater also gets the {checks} attention checks, so a "
+    "rater's own count (n of m) includes them.",
+)
 cols[1].metric("Items rated (all raters)", totals["rated"])
 cols[2].metric("Raters", totals["raters"])
 cols[3].metric(
@@ -32,11 +38,53 @@ st.caption(
     "other raters on the same items and dimensions. Below 0.4, look at that rater's work. "
     "Attention pass rate: share of attention checks scored at most 2 on ER and EEA."
 )
-st.dataframe(raters, hide_index=True)
+st.dataframe(
+    raters,
+    hide_index=True,
+    column_config={
+        "username": "Rater",
+        "done": "Rated",
+        "skipped": "Skipped",
+        "flagged": "Flagged",
+        "median_s_per_item": st.column_config.NumberColumn("Median s per item", format="%.0f"),
+        "attention_pass_rate": st.column_config.NumberColumn(
+            "Attention checks passed", format="percent"
+        ),
+        "loo_spearman": st.column_config.NumberColumn("Agreement with the others", format="%.2f"),
+        "loo_pairs": "Shared item-dimensions",
+        "loo_note": "Reading",
+    },
+)
 st.subheader("Items", anchor=False)
-st.dataframe(items, hide_index=True, height=300)
+st.dataframe(
+    items.assign(item=[f"#{n + 1}" for n in range(len(items))]).drop(columns=["item_id"])
+    if not items.empty
+    else items,
+    hide_index=True,
+    height=300,
+    column_order=["item", "kind", "lang", "conv_id", "done", "in_progress", "set_aside", "target"],
+    column_config={
+        "item": "Item",
+        "kind": "Kind",
+        "lang": "Language",
+        "conv_id": "Dialogue",
+        "done": "Rated",
+        "in_progress": "Being rated",
+        "set_aside": "Skipped or flagged",
+        "target": "Raters wanted",
+    },
+)
 st.subheader("Raters in aggregate", anchor=False)
-st.json(rating_report.rater_summary(ratings))
+summary = rating_report.rater_summary(ratings)
+if summary.get("raters"):
+    st.markdown(
+        f"{summary['raters']} raters: {summary['rate_ko']} rate Korean, {summary['rate_en']} "
+        f"rate English, {summary['native_korean']} are native Korean speakers; median "
+        f"{summary['median_years_korea']:.0f} years lived in Korea and "
+        f"{summary['median_years_english']:.0f} in an English-speaking country."
+    )
+else:
+    st.caption("No rater has finished onboarding yet.")
 
 rows = rating_report.export_rows(ratings, study_id, resources.server_key())
 left, right, _ = st.columns([1, 1, 3])

@@ -51,7 +51,13 @@ if last is not None:
     with st.expander("Correct my last rating"):
         old_item, old_scores, old_comment = last
         render_item(old_item.context, old_item.response, old_item.lang)
-        fix = rubric_form(f"fix.{old_item.assignment_id}", old_item.lang, old_scores, old_comment)
+        fix = rubric_form(
+            f"fix.{old_item.assignment_id}",
+            old_item.lang,
+            old_scores,
+            old_comment,
+            submit="Save the correction",
+        )
         if fix is not None:
             ratings.save_rating(old_item.assignment_id, account.username, fix.scores, fix.comment)
             st.toast("Rating corrected")
