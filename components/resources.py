@@ -123,11 +123,21 @@ def _read_similarities(_dataset: Dataset, path: str) -> pd.DataFrame:
 
 
 def compute_similarities(dataset: Dataset) -> pd.DataFrame:
-    """Embed every ko/en pair with a progress bar, then cache on disk."""
+    """Embed every ko/en pair with a progress bar and time left, then cache on disk."""
+    import time
+
+    with st.spinner("Loading the sentence encoder (once per server)..."):
+        encoder().encode(["warm up"])
     bar = st.progress(0.0, text="Embedding ko/en pairs...")
+    start = time.perf_counter()
 
     def progress(done: int, total: int) -> None:
-        bar.progress(done / max(total, 1), text=f"Embedding texts: {done:,} of {total:,}")
+        elapsed = time.perf_counter() - start
+        left = elapsed / max(done, 1) * (total - done)
+        bar.progress(
+            done / max(total, 1),
+            text=f"Embedding texts: {done:,} of {total:,} (about {left:.0f} s left)",
+        )
 
     frame = adaptation.pair_similarities(dataset, encoder(), settings().cache_dir, progress)
     bar.empty()

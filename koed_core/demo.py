@@ -22,7 +22,7 @@ WORD = re.compile(r"\S+\s*")
 def demo_runs(store: Store) -> pd.DataFrame:
     """Runs with at least one stored answer: id, model, provenance, protocol, updated."""
     frame = store.demo_runs()
-    columns = ["run_id", "model", "provenance", "protocol", "updated"]
+    columns = ["run_id", "model", "provenance", "protocol", "reference", "updated"]
     return frame if not frame.empty else pd.DataFrame(columns=columns)
 
 

@@ -20,6 +20,15 @@ PROVENANCE_COLOURS = {
 METRIC_ORDER = ["EX", "IP", "ER", "EEA", "CA", "emotion"]
 
 
+def run_label(
+    model: str, provenance: str, protocol: str | None = None, reference: bool = False
+) -> str:
+    """How a run is named on every chart and picker: "gpt-4o (western, single)",
+    "human (human reference)"."""
+    kind = "human reference" if reference else provenance
+    return f"{model} ({kind}, {protocol})" if protocol else f"{model} ({kind})"
+
+
 def gap_figure(
     table: pd.DataFrame, title: str, talk: bool = False, subtitle: str | None = None
 ) -> go.Figure:
@@ -53,13 +62,15 @@ def gap_figure(
         rows = rows.sort_values("order")
         # A model run under several protocols gets one bar per protocol, named so.
         protocol = f", {model.protocol}" if several[model.model] > 1 else ""
+        name = run_label(
+            model.model, model.provenance, model.protocol if protocol else None, model.reference
+        )
         if model.reference:
-            colour, name = "#111827", f"{model.model} (human reference{protocol})"
+            colour = "#111827"
         else:
             palette = PROVENANCE_COLOURS.get(model.provenance, PROVENANCE_COLOURS["other"])
             colour = palette[used.get(model.provenance, 0) % len(palette)]
             used[model.provenance] = used.get(model.provenance, 0) + 1
-            name = f"{model.model} ({model.provenance}{protocol})"
         fig.add_bar(
             x=rows["metric"],
             y=rows["gap"],

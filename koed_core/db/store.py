@@ -269,7 +269,8 @@ class Store:
         return self.frame(
             """select r.id as run_id, json_extract(r.config, '$.model_name') as model,
                   json_extract(r.config, '$.provenance') as provenance,
-                  json_extract(r.config, '$.protocol') as protocol, r.updated
+                  json_extract(r.config, '$.protocol') as protocol,
+                  json_extract(r.config, '$.backend') = 'human' as reference, r.updated
                from runs r where exists (select 1 from responses s where s.run_id = r.id
                                          and s.error is null)
                order by r.updated desc"""

@@ -20,7 +20,8 @@ sims = resources.cached_similarities(dataset)
 if sims is None:
     st.info(
         f"Similarities for this dataset are not computed yet ({len(dataset):,} dialogues; "
-        "about 15 s for the full KoED on two cores). They are then kept on disk."
+        "about 11 s for the full KoED on two cores, measured by `bench/pages.py`, with a "
+        "progress bar). They are then kept on disk."
     )
     if not st.button("Compute similarities", type="primary", key=state.ADAPT_COMPUTE):
         st.stop()

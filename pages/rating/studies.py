@@ -49,7 +49,20 @@ with st.form("studies.create"):
 
 studies = ratings.studies()
 if studies:
-    st.dataframe(studies, hide_index=True)
+    model_of = {} if runs.empty else dict(zip(runs["run_id"], runs["name"], strict=False))
+    shown = [
+        {
+            **s,
+            "run_ids": ", ".join(model_of.get(r, r[:8]) for r in s["run_ids"]),
+            "closed": s["closed"] or "open",
+        }
+        for s in studies
+    ]
+    st.dataframe(
+        shown,
+        hide_index=True,
+        column_config={"run_ids": "Models rated", "closed": "Closed", "langs": "Languages"},
+    )
     still_open = {s["id"]: s["name"] for s in studies if not s["closed"]}
     if still_open:
         with st.form("studies.close"):

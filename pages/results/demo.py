@@ -12,6 +12,7 @@ from components.talk import talk_toggle
 from koed_core import demo
 from koed_core.db import Ratings
 from koed_core.errors import KoedError
+from koed_core.figures import run_label
 from koed_core.llm import GenerationSettings
 from koed_core.protocol import ROLE_NAMES, build_task
 from koed_core.runner import Item, timed_stream
@@ -34,7 +35,10 @@ if not with_partner:
         "`koed run --model human --lang ko,en --limit 10`"
     )
     st.stop()
-labels = {r.run_id: f"{r.model} ({r.provenance}, {r.protocol})" for r in runs.itertuples()}
+labels = {
+    r.run_id: run_label(r.model, r.provenance, r.protocol, bool(r.reference))
+    for r in runs.itertuples()
+}
 # In talk mode the choices fold away so that the answers and Play fit a 1280x720 screen.
 choices = st.expander("Choices", expanded=False) if talk else st.container()
 left, right = choices.columns(2)
