@@ -54,7 +54,6 @@ def _free_port() -> int:
 @pytest.fixture
 def server(tmp_path: Path, fake_registry: Path, fake_openai: FakeOpenAI) -> Iterator[str]:
     assert CHROMIUM.exists(), "Debian's chromium is needed: apt-get install chromium"
-    port = _free_port()
     # A rater with a study waiting (human-reference answers), as an admin would set it up.
     users.add_user(tmp_path / "users.yaml", "mina", "rater", "Mina", RATER_PASSWORD)
     users.add_user(tmp_path / "users.yaml", "boss", "admin", "Boss", ADMIN_PASSWORD)
@@ -80,14 +79,30 @@ def server(tmp_path: Path, fake_registry: Path, fake_openai: FakeOpenAI) -> Iter
         protocol="single",
         settings=GenerationSettings(),
     )
+    yield from _serve(
+        tmp_path,
+        {
+            "KOED_DATA": str(SAMPLE_FILE),  # dialogues we wrote: no ../shared needed
+            "KOED_MODELS": str(fake_registry),
+            "KOED_USERS": str(tmp_path / "users.yaml"),
+            "KOED_COOKIE_KEY": "c" * 40,
+        },
+    )
+
+
+@pytest.fixture
+def plain_server(tmp_path: Path) -> Iterator[str]:
+    """The app as the README starts it: shipped models.toml, no accounts, empty database."""
+    yield from _serve(tmp_path, {"KOED_DATA": str(SAMPLE_FILE)})
+
+
+def _serve(tmp_path: Path, extra: dict[str, str]) -> Iterator[str]:
+    port = _free_port()
     env = {
-        **os.environ,
-        "KOED_DATA": str(SAMPLE_FILE),  # dialogues we wrote: no ../shared needed
+        **{k: v for k, v in os.environ.items() if k not in ("KOED_MODELS", "KOED_USERS")},
         "KOED_CACHE_DIR": str(tmp_path),
-        "KOED_MODELS": str(fake_registry),
         "KOED_DB": str(tmp_path / "koed.db"),
-        "KOED_USERS": str(tmp_path / "users.yaml"),
-        "KOED_COOKIE_KEY": "c" * 40,
+        **extra,
     }
     log = (tmp_path / "streamlit.log").open("w")
     proc = subprocess.Popen(
@@ -149,6 +164,12 @@ def test_explorer_in_a_real_browser(server: str, fake_openai: FakeOpenAI) -> Non
         page.get_by_test_id("stSidebar").get_by_text("exact", exact=True).click()
         expect(page.get_by_text("1 of 34 dialogues match")).to_be_visible()
         expect(page.get_by_text("Filter: emotion is exactly afraid, anxious")).to_be_visible()
+
+        # The filtered CSV opens in Excel as Korean: UTF-8 with a byte-order mark.
+        with page.expect_download() as download:
+            page.get_by_role("button", name="CSV (one row per turn)").click()
+        body = Path(download.value.path()).read_bytes()
+        assert body.startswith(b"\xef\xbb\xbf") and "어젯밤".encode() in body
 
         # Open one dialogue; both languages show, Korean-only turns marked.
         picker = page.get_by_test_id("stSelectbox").locator("input")
@@ -404,4 +425,32 @@ def test_talk_mode_fits_a_projector(server: str, width: int, height: int) -> Non
         assert _inside(answer.bounding_box(), width, height), answer.bounding_box()
         assert page.get_by_test_id("stException").count() == 0
         page.screenshot(path=str(ARTIFACTS / f"talk_demo_{width}.png"))
+        browser.close()
+
+
+def test_the_offline_default_answers_on_a_fresh_server(plain_server: str) -> None:
+    # The no-key default, both panes (ko and en), as the first thing a visitor does.
+    from playwright.sync_api import expect, sync_playwright
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    expect.set_options(timeout=180_000)  # SmolLM2 on two CPU cores: seconds per answer
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 1400})
+        page.goto(plain_server + "/chat")
+        expect(page.get_by_role("heading", name="Chat with models on KoED")).to_be_visible()
+        tokens = page.get_by_label("Max new tokens")
+        tokens.fill("16")
+        tokens.press("Enter")
+        page.wait_for_timeout(500)
+        page.get_by_role("button", name="Answer as the Listener").click()
+        answers = page.get_by_test_id("stChatMessage")
+        expect(answers).to_have_count(2)
+        expect(page.get_by_text("smollm2 · ko")).to_be_visible()
+        expect(page.get_by_text("smollm2 · en")).to_be_visible()
+        for n in range(2):
+            assert answers.nth(n).inner_text().strip()
+        assert page.get_by_test_id("stException").count() == 0
+        assert "ImportError" not in page.content()
+        page.screenshot(path=str(ARTIFACTS / "offline_chat.png"), full_page=True)
         browser.close()

@@ -246,7 +246,7 @@ def test_admin_builds_a_study_and_reads_the_dashboard(accounts: Path, tmp_path: 
     at.switch_page("pages/rating/dashboard.py").run()
     assert not at.exception, [e.value for e in at.exception]
     metrics = {m.label: m.value for m in at.metric}
-    assert metrics["Items complete"] == "0 of 11"
+    assert metrics["Responses with all their raters"] == "0 of 11"
     assert [b.label for b in at.get("download_button")] == ["Ratings CSV", "Ratings JSONL"]
 
 

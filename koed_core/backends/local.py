@@ -141,7 +141,9 @@ class TransformersClient:
     ) -> Completion:
         """Generate the whole answer; token counts from the tokenizer."""
         start = time.perf_counter()
-        text = require_text("".join(self.stream(messages, settings, task)), self.name)
+        # A token limit can cut a multi-byte character in half: drop its remains.
+        joined = "".join(self.stream(messages, settings, task)).rstrip("\ufffd")
+        text = require_text(joined, self.name)
         tokenizer, _ = load_model(self._source, self._gguf)
         prompt = self._inputs(tokenizer, messages)["input_ids"].shape[-1]
         completion = len(tokenizer(text)["input_ids"])
