@@ -105,6 +105,7 @@ def model_picker(label: str, key: str, max_selections: int = 2) -> list[ModelSpe
         max_selections=max_selections,
         key=key,
         format_func=model_label,
+        wrap=True,  # long model names wrap inside the box instead of running out of it
     )
     return [registry[name] for name in chosen]
 

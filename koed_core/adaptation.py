@@ -82,9 +82,9 @@ def pair_similarities(
     return pd.read_csv(path, dtype={"conv_id": str, "position": int, "similarity": float})
 
 
-def _compute(
-    dialogues: Sequence[Dialogue], encoder: Encoder, progress: ProgressFn | None
-) -> pd.DataFrame:
+def _pairs(
+    dialogues: Sequence[Dialogue],
+) -> tuple[list[tuple[str, int]], list[str], list[str]]:
     keys: list[tuple[str, int]] = []
     ko_texts: list[str] = []
     en_texts: list[str] = []
@@ -96,6 +96,19 @@ def _compute(
                 keys.append((d.conv_id, position))
                 ko_texts.append(ko)
                 en_texts.append(en)
+    return keys, ko_texts, en_texts
+
+
+def unique_texts(dialogues: Sequence[Dialogue]) -> list[str]:
+    """Every distinct text that takes part in a ko/en pair (what gets embedded)."""
+    _, ko_texts, en_texts = _pairs(dialogues)
+    return list(dict.fromkeys(ko_texts + en_texts))
+
+
+def _compute(
+    dialogues: Sequence[Dialogue], encoder: Encoder, progress: ProgressFn | None
+) -> pd.DataFrame:
+    keys, ko_texts, en_texts = _pairs(dialogues)
     unique = list(dict.fromkeys(ko_texts + en_texts))
     vectors = _embed(unique, encoder, progress)
     row = {text: i for i, text in enumerate(unique)}

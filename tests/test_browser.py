@@ -155,6 +155,15 @@ def test_explorer_in_a_real_browser(server: str, fake_openai: FakeOpenAI) -> Non
         expect(page.get_by_role("heading", name="Dialogue explorer")).to_be_visible()
         expect(page.get_by_text("34 of 34 dialogues match")).to_be_visible()
 
+        # Typing a label and Enter picks that label, not every label it matches.
+        labels = page.get_by_test_id("stMultiSelect").locator("input")
+        labels.fill("sad")
+        page.keyboard.press("Enter")
+        page.keyboard.press("Escape")
+        expect(page.get_by_text("Filter: emotion has all of sad")).to_be_visible()
+        page.get_by_test_id("stMultiSelect").get_by_role("button", name="Clear all").click()
+        expect(page.get_by_text("34 of 34 dialogues match")).to_be_visible()
+
         # Filter by a combination: exactly {afraid, anxious}.
         labels = page.get_by_test_id("stMultiSelect").locator("input")
         for name in ("afraid", "anxious"):
