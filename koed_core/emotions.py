@@ -95,6 +95,38 @@ def parse_reply(raw: str, protocol: Protocol) -> ParsedReply:
     return ParsedReply(tuple(labels), _strip_response_prefix(reply), tuple(unknown), tuple(notes))
 
 
+def extract_anywhere(text: str, protocol: Protocol) -> tuple[str, ...]:
+    """The KoED authors' reading of an emotion answer: every label named anywhere in it,
+    in the label list's order (the first one only, for ``single``).
+
+    English names match as whole words, any case; Korean glosses as in our parser (a
+    one-syllable gloss, 정 or 한, only as a word of its own). So "I'd say sad, not afraid"
+    reads as afraid for ``single``: list order, not the order in the text, as the
+    authors' post-processing does.
+    """
+    found = []
+    for label in all_labels():
+        english = re.search(rf"\b{re.escape(label.name)}\b", text, re.IGNORECASE)
+        if english or any(_korean_in(alias, text) for alias in label.ko_aliases):
+            found.append(label.name)
+            if protocol == "single":
+                break
+    return tuple(found)
+
+
+def _korean_in(alias: str, text: str) -> bool:
+    if len(alias) == 1:
+        return re.search(rf"(?<!\w){re.escape(alias)}(?!\w)", text) is not None
+    return alias in text
+
+
+def parse_two_calls(emotion_text: str, reply: str, protocol: Protocol) -> ParsedReply:
+    """The paper set's two answers: labels read from the first, the reply is the second."""
+    labels = extract_anywhere(emotion_text, protocol)
+    notes = () if labels else ("no label given",)
+    return ParsedReply(labels, reply.strip(), (), notes)
+
+
 def _strip_response_prefix(text: str) -> str:
     found = RESPONSE_LINE.search(text)
     if found is not None:
@@ -116,6 +148,9 @@ class EmotionScore:
     recall: float
     f1: float
     jaccard: float
+    given: bool = True
+    """Whether the model named any label: "no label given" is reported apart from
+    "wrong label", and left out of the recognition figures."""
 
 
 def score_emotions(predicted: tuple[str, ...], gold: frozenset[str]) -> EmotionScore:
@@ -127,4 +162,4 @@ def score_emotions(predicted: tuple[str, ...], gold: frozenset[str]) -> EmotionS
     f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
     jaccard = both / len(pred | gold) if pred | gold else 0.0
     hit = bool(predicted) and predicted[0] in gold
-    return EmotionScore(hit, precision, recall, f1, jaccard)
+    return EmotionScore(hit, precision, recall, f1, jaccard, given=bool(predicted))

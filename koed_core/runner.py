@@ -16,35 +16,41 @@ from typing import Any
 from koed_core.batch import BatchReport, Outcome, ProgressFn, run_batch
 from koed_core.db import ResponseRecord, RunConfig, Store, short_hash
 from koed_core.dialogue import Dialogue, Lang
-from koed_core.emotions import ParsedReply, parse_reply, score_emotions
+from koed_core.emotions import ParsedReply, parse_reply, parse_two_calls, score_emotions
 from koed_core.llm import ChatClient, Completion, GenerationSettings, ModelError
+from koed_core.prompts import PromptPlan, default_prompt_set, plan_messages, prompt_set_version
 from koed_core.protocol import (
     ListenerTask,
     Message,
     Protocol,
-    build_messages,
     build_task,
-    prompt_version,
 )
 from koed_core.registry import ModelSpec, redact_url
 
 DEFAULT_CONCURRENCY = 8
-Answer = tuple[Completion | ModelError, ParsedReply | None]
+Answer = tuple[Completion | ModelError, ParsedReply | None, str | None]
+"""The outcome, the parsed reply, and the paper set's emotion answer (else None)."""
 RunReport = BatchReport
 
 
 @dataclass(frozen=True)
 class Item:
-    """One request of a run: a dialogue in one language."""
+    """One request of a run: a dialogue in one language, under one prompt set."""
 
     dialogue: Dialogue
     task: ListenerTask
     protocol: Protocol
+    prompt_set: str = "native"
+
+    @cached_property
+    def plan(self) -> PromptPlan:
+        """What is sent: one call, or the paper set's emotion call then reply call."""
+        return plan_messages(self.task, self.protocol, self.prompt_set)
 
     @cached_property
     def messages(self) -> list[Message]:
-        """The request, built once (it is sent, hashed and stored)."""
-        return build_messages(self.task, self.protocol)
+        """The first request, built once (it is sent, hashed and stored)."""
+        return self.plan.first
 
     @cached_property
     def context_hash(self) -> str:
@@ -58,6 +64,7 @@ def run_config(
     settings: GenerationSettings,
     dataset_sha256: str,
     kind: str = "batch",
+    prompt_set: str = "native",
 ) -> RunConfig:
     """The configuration that identifies a run (and so what a rerun resumes)."""
     return RunConfig(
@@ -67,11 +74,12 @@ def run_config(
         base_url=redact_url(spec.base_url),
         provenance=spec.provenance,
         protocol=protocol,
-        prompt_version=prompt_version(),
+        prompt_version=prompt_set_version(prompt_set),
         temperature=settings.temperature,
         max_tokens=settings.max_tokens,
         dataset_sha256=dataset_sha256,
         kind=kind,
+        prompt_set=prompt_set,
     )
 
 
@@ -90,6 +98,7 @@ def plan(
     protocol: Protocol,
     limit: int | None = None,
     needs_reference: bool = False,
+    prompt_set: str = "native",
 ) -> list[Item]:
     """Items in dataset order, each language; dialogues with no text in a language skip it.
 
@@ -102,12 +111,16 @@ def plan(
         for lang in langs:
             task = build_task(dialogue, lang)
             if task.turns and (task.reference or not needs_reference):
-                items.append(Item(dialogue, task, protocol))
+                items.append(Item(dialogue, task, protocol, prompt_set))
     return items
 
 
 def to_record(
-    run_id: str, item: Item, outcome: Completion | ModelError, parsed: ParsedReply | None
+    run_id: str,
+    item: Item,
+    outcome: Completion | ModelError,
+    parsed: ParsedReply | None,
+    emotion_raw: str | None = None,
 ) -> ResponseRecord:
     """A response row from an answer or a failure."""
     base: dict[str, Any] = {
@@ -116,6 +129,7 @@ def to_record(
         "lang": item.task.lang,
         "context_hash": item.context_hash,
         "prompt": [dict(m) for m in item.messages],
+        "emotion_raw": emotion_raw,
         "context": [[turn.role, turn.text] for turn in item.task.transcript],
     }
     if isinstance(outcome, ModelError):
@@ -136,15 +150,27 @@ def to_record(
     )
 
 
-def answer(
-    client: ChatClient, item: Item, settings: GenerationSettings
-) -> tuple[Completion | ModelError, ParsedReply | None]:
-    """Ask once; a failure comes back as a value so a worker thread never dies with it."""
+def answer(client: ChatClient, item: Item, settings: GenerationSettings) -> Answer:
+    """Ask (once, or twice for the paper set: the emotion, then the reply given it); a
+    failure comes back as a value so a worker thread never dies with it."""
     try:
-        completion = client.complete(item.messages, settings, item.task)
+        first = client.complete(item.messages, settings, item.task)
+        if not item.plan.two_calls:
+            return first, parse_reply(first.text, item.protocol), None
+        reply = client.complete(item.plan.second(item.task, first.text), settings, item.task)
     except ModelError as err:
-        return err, None
-    return completion, parse_reply(completion.text, item.protocol)
+        return err, None, None
+    both = Completion(
+        reply.text,
+        first.latency_s + reply.latency_s,
+        _sum(first.prompt_tokens, reply.prompt_tokens),
+        _sum(first.completion_tokens, reply.completion_tokens),
+    )
+    return both, parse_two_calls(first.text, reply.text, item.protocol), first.text
+
+
+def _sum(a: int | None, b: int | None) -> int | None:
+    return None if a is None or b is None else a + b
 
 
 def save(
@@ -154,9 +180,10 @@ def save(
     outcome: Completion | ModelError,
     parsed: ParsedReply | None,
     scored: bool,
+    emotion_raw: str | None = None,
 ) -> ResponseRecord:
     """Store one outcome with its emotion score (when the protocol names emotions)."""
-    record = to_record(run_id, item, outcome, parsed)
+    record = to_record(run_id, item, outcome, parsed, emotion_raw)
     score = None
     if scored and parsed is not None and item.protocol != "direct":
         score = score_emotions(parsed.labels, item.dialogue.label_set)
@@ -177,17 +204,27 @@ def run_benchmark(
     limit: int | None = None,
     concurrency: int = DEFAULT_CONCURRENCY,
     progress: ProgressFn | None = None,
+    prompt_set: str | None = None,
 ) -> RunReport:
-    """Answer every planned item not already stored; store each answer as it arrives."""
-    config = run_config(spec, protocol, settings, dataset_sha256)
+    """Answer every planned item not already stored; store each answer as it arrives.
+
+    ``prompt_set`` defaults to ``paper`` for single and multi, ``native`` for direct.
+    """
+    prompts = prompt_set or default_prompt_set(protocol)
+    config = run_config(spec, protocol, settings, dataset_sha256, prompt_set=prompts)
     run_id = store.ensure_run(config, spec.name, list(langs), public_spec(spec))
-    items = plan(dialogues, langs, protocol, limit, needs_reference=spec.backend == "human")
+    items = plan(
+        dialogues,
+        langs,
+        protocol,
+        limit,
+        needs_reference=spec.backend == "human",
+        prompt_set=prompts,
+    )
     scored = spec.backend != "human"
 
-    def store_one(
-        item: Item, result: tuple[Completion | ModelError, ParsedReply | None]
-    ) -> Outcome:
-        record = save(store, run_id, item, result[0], result[1], scored)
+    def store_one(item: Item, result: Answer) -> Outcome:
+        record = save(store, run_id, item, result[0], result[1], scored, result[2])
         return Outcome("failed", record.error_kind) if record.error else Outcome("ok")
 
     return run_batch(
@@ -212,7 +249,7 @@ def timed_stream(
     """
     start = time.perf_counter()
     pieces = []
-    for piece in client.stream(build_messages(item.task, item.protocol), settings, item.task):
+    for piece in client.stream(item.messages, settings, item.task):
         pieces.append(piece)
         sink("".join(pieces))
     text = "".join(pieces)

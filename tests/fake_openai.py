@@ -44,11 +44,17 @@ def default_reply(body: dict[str, Any]) -> str:
         if '"rationale"' in user:
             return f'{{"rationale": "Judged on the quoted reply.", "score": {score}}}'
         return f"The reply is judged on its own words.\nScore: {score}"
-    if HANGUL.search(user):
-        return (
-            "Emotion: 슬픈\nResponse: 정말 속상했겠다. 괜찮으면 무슨 일이 있었는지 더 얘기해 줄래?"
-        )
-    return "Emotion: sad\nResponse: That sounds really hard. Do you want to tell me more about it?"
+    korean = HANGUL.search(user) is not None
+    reply = (
+        "정말 속상했겠다. 괜찮으면 무슨 일이 있었는지 더 얘기해 줄래?"
+        if korean
+        else "That sounds really hard. Do you want to tell me more about it?"
+    )
+    if "Identified emotion:" in user:  # the paper set's second call: the reply alone
+        return reply
+    if "do not write the response yet" in user:  # its first call: the emotion alone
+        return "The Speaker seems Sad."
+    return f"Emotion: {'슬픈' if korean else 'sad'}\nResponse: {reply}"
 
 
 class FakeOpenAI:
@@ -59,10 +65,10 @@ class FakeOpenAI:
         self.script: deque[Step] = deque()
         self.requests: list[dict[str, Any]] = []
         self.authorizations: list[str | None] = []
+        """The Authorization header of each request (which key was sent)."""
         self.in_flight = 0
         self.max_in_flight = 0
         """The most requests the server was answering at one moment."""
-        """The Authorization header of each request (which key was sent)."""
         self.lock = threading.Lock()
         self.httpd = _Server(("127.0.0.1", port), _handler(self))
         self.httpd.daemon_threads = True

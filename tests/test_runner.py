@@ -108,7 +108,8 @@ def test_rerun_skips_done_and_extends(fake_openai: FakeOpenAI, tmp_path: Path) -
     more = _run(fake_openai, store, limit=4, langs=["ko", "en"])
     assert first.run_id == more.run_id
     assert (more.skipped, more.succeeded) == (2, 6)
-    assert len(fake_openai.requests) == 8 and store.count("responses") == 8
+    # the paper prompt set (the default for single): two calls per response
+    assert len(fake_openai.requests) == 16 and store.count("responses") == 8
 
 
 def test_human_reference_run_is_not_scored(tmp_path: Path) -> None:
@@ -169,8 +170,9 @@ def test_sigkill_mid_run_loses_only_in_flight_and_never_duplicates(tmp_path: Pat
             at_kill = conn.execute("select count(*) from responses").fetchone()[0]
         sent_before = len(server.requests)
         assert 12 <= at_kill < 68, "the run should have been killed mid-way"
-        # at most the in-flight requests (concurrency 4) were sent and not stored
-        assert sent_before - at_kill <= 4 + 1
+        # at most the in-flight items (concurrency 4; the paper set asks twice per item)
+        # were sent and not stored
+        assert sent_before - 2 * at_kill <= 2 * 4 + 1
         rerun = subprocess.run(
             command, env=env, cwd=ROOT, capture_output=True, text=True, timeout=120
         )
@@ -184,6 +186,6 @@ def test_sigkill_mid_run_loses_only_in_flight_and_never_duplicates(tmp_path: Pat
                 "select count(*) from responses where error is not null"
             ).fetchone()[0]
         assert total == distinct == 68 and errors == 0  # 34 dialogues x 2 languages
-        assert len(server.requests) - sent_before == 68 - at_kill
+        assert len(server.requests) - sent_before == 2 * (68 - at_kill)  # two calls each
     finally:
         server.stop()

@@ -143,6 +143,24 @@ def m003_access(db: sqlite_utils.Database) -> None:
             )
 
 
+@migration
+def m004_paper_protocol(db: sqlite_utils.Database) -> None:
+    """The paper's two calls keep the emotion answer beside the reply; a response that
+    named no label is told apart from one that named a wrong label; judgments record
+    which attempt they were (unscored verdicts are asked again)."""
+    _script(
+        db,
+        """
+        alter table responses add column emotion_raw text;
+        alter table emotion_scores add column given integer;
+        update emotion_scores set given = coalesce((select json_array_length(s.predicted) > 0
+            from responses s where s.id = emotion_scores.response_id), 1);
+        alter table judgments add column attempt integer default 0;
+        update judgments set attempt = 0
+        """,
+    )
+
+
 def _script(db: sqlite_utils.Database, script: str) -> None:
     """Run statements one by one: ``executescript`` would commit the caller's transaction,
     and a migration must apply whole or not at all. (No statement here contains ';'.)"""

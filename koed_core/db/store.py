@@ -180,6 +180,7 @@ class Store:
                         "gold": json.dumps(sorted(gold)),
                         **asdict(score),
                         "hit": int(score.hit),
+                        "given": int(score.given),
                     },
                 )
             self.db.table("runs").update(record.run_id, {"updated": now()})
@@ -192,7 +193,10 @@ class Store:
             select r.id as run_id, r.name, r.kind, json_extract(r.config, '$.protocol') as protocol,
                    json_extract(r.config, '$.provenance') as provenance, s.lang,
                    count(s.id) as responses, sum(s.error is not null) as errors,
-                   avg(e.hit) as accuracy, avg(e.f1) as f1, avg(e.jaccard) as jaccard,
+                   sum(e.given = 0) as no_label,
+                   avg(case when e.given then e.hit end) as accuracy,
+                   avg(case when e.given then e.f1 end) as f1,
+                   avg(case when e.given then e.jaccard end) as jaccard,
                    avg(s.latency_s) as mean_latency_s, r.dataset_sha256, r.updated
             from runs r left join responses s on s.run_id = r.id
             left join emotion_scores e on e.response_id = s.id
@@ -319,7 +323,7 @@ class Store:
             """select s.run_id, s.conv_id, s.lang, case json_extract(r.config, '$.protocol')
                       when 'multi' then e.f1 else e.hit end as value
                from emotion_scores e join responses s on s.id = e.response_id
-               join runs r on r.id = s.run_id"""
+               join runs r on r.id = s.run_id where coalesce(e.given, 1) = 1"""
         )
 
     def record_call(self, account: str, model: str, at: float) -> None:

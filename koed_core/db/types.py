@@ -42,11 +42,17 @@ class RunConfig:
     dataset_sha256: str
     kind: str = "batch"
     """batch (koed run, the Runs page) or live (answers saved from the chat page)."""
+    prompt_set: str = "native"
+    """The prompt set (paper or native); its version is ``prompt_version``."""
 
     @property
     def run_id(self) -> str:
-        """Deterministic id: the same configuration resumes the same run."""
-        return short_hash(asdict(self))
+        """Deterministic id: the same configuration resumes the same run. (A native run
+        hashes as 0.1.0 did, which had only that set, so it resumes across the upgrade.)"""
+        identity = asdict(self)
+        if identity["prompt_set"] == "native":
+            del identity["prompt_set"]
+        return short_hash(identity)
 
 
 @dataclass(frozen=True)
@@ -70,6 +76,8 @@ class ResponseRecord:
     completion_tokens: int | None = None
     error: str | None = None
     error_kind: str | None = None
+    emotion_raw: str | None = None
+    """The first answer of a two-call prompt set (the emotion), as the model gave it."""
 
     @property
     def response_id(self) -> str:

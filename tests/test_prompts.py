@@ -1,0 +1,104 @@
+"""The paper prompt set against a reference written from the authors' protocol; the
+native set unchanged; the paper's emotion extraction."""
+
+from __future__ import annotations
+
+import pytest
+
+from koed_core.dialogue import Dialogue, Turn
+from koed_core.emotions import extract_anywhere, parse_two_calls
+from koed_core.prompts import glossed_labels, plan_messages, prompt_set_version
+from koed_core.protocol import build_messages, build_task, prompt_version
+
+# A fixed dialogue: three turns in Korean, two in English (the third is Korean-only).
+DIALOGUE = Dialogue(
+    index=0,
+    conv_id="t:1",
+    labels=("sad",),
+    situation_ko="상황",
+    situation_en="situation",
+    turns=(
+        Turn(position=1, source_idx=1, ko="시험에 떨어졌어.", en="I failed the exam."),
+        Turn(position=2, source_idx=2, ko="저런, 많이 속상하겠다.", en="Oh no, that hurts."),
+        Turn(position=3, source_idx=3, ko="응, 엄마한테 뭐라고 하지.", en=""),
+    ),
+)
+
+# Written from the authors' setup: English instructions for both languages, the language
+# named, English Speaker/Listener labels, the glossed list, emotion first, then the reply.
+REFERENCE_EMOTION_CALL_KO = (
+    "Conversation:\n"
+    "Speaker: 시험에 떨어졌어.\n"
+    "Listener: 저런, 많이 속상하겠다.\n"
+    "Speaker: 응, 엄마한테 뭐라고 하지.\n\n"
+    "First, only the emotion. 1. Read the conversation and work out how the Speaker feels. "
+    "2. Name that feeling with one label from the list. Stop there: do not write the "
+    "response yet."
+)
+REFERENCE_REPLY_STEP_KO = (
+    "Identified emotion: Sad\n\n"
+    "3. Now write the Listener's next response in Korean, empathetic, taking the identified "
+    "emotion into account."
+)
+
+
+def test_paper_set_is_english_for_both_languages_and_asks_twice() -> None:
+    ko = plan_messages(build_task(DIALOGUE, "ko"), "single", "paper")
+    assert ko.two_calls
+    system, user = ko.first
+    assert system["content"].startswith("The task: an empathetic conversation in Korean.")
+    assert "The 34 emotion labels: Afraid (두려운)" in system["content"]
+    assert "choose exactly one" in system["content"]
+    assert "short" not in system["content"]  # no length instruction
+    assert user["content"] == REFERENCE_EMOTION_CALL_KO
+    second = ko.second(build_task(DIALOGUE, "ko"), "Sad")
+    assert second[0] == system
+    assert second[1]["content"] == REFERENCE_EMOTION_CALL_KO + "\n\n" + REFERENCE_REPLY_STEP_KO
+    en = plan_messages(build_task(DIALOGUE, "en"), "single", "paper")
+    assert en.first[0]["content"].startswith("The task: an empathetic conversation in English.")
+    # English context ends on the Speaker: the last English Listener turn is the reference
+    assert en.first[1]["content"].startswith("Conversation:\nSpeaker: I failed the exam.\n\n")
+    multi = plan_messages(build_task(DIALOGUE, "ko"), "multi", "paper").first[0]["content"]
+    assert "choose every label that fits (at most four)" in multi
+
+
+def test_jeong_and_han_are_defined_in_the_list() -> None:
+    listed = glossed_labels()
+    assert listed.count("), ") == 33  # 34 glossed entries
+    assert "정(情) (jeong: a warm, lasting attachment" in listed
+    assert "한(恨) (han: a deep, lingering sorrow" in listed
+
+
+def test_native_set_keeps_the_0_1_0_prompts() -> None:
+    task = build_task(DIALOGUE, "ko")
+    plan = plan_messages(task, "single", "native")
+    assert not plan.two_calls and plan.first == build_messages(task, "single")
+    assert prompt_set_version("native") == prompt_version()
+    assert prompt_set_version("paper") != prompt_version()
+
+
+@pytest.mark.parametrize(
+    "text, protocol, expected",
+    [
+        ("The Speaker seems Sad.", "single", ("sad",)),
+        ("sad, and a little afraid", "single", ("afraid",)),  # list order, as the authors read
+        ("sad, and a little afraid", "multi", ("afraid", "sad")),
+        ("화자는 충격받음 상태입니다", "single", ("devastated",)),  # a Korean gloss
+        ("정", "single", ("jeong",)),
+        ("걱정이 많아 보여요", "single", ("apprehensive",)),  # 정 inside a word is not jeong
+        ("I cannot tell.", "single", ()),
+    ],
+)
+def test_paper_extraction(text: str, protocol: str, expected: tuple[str, ...]) -> None:
+    assert extract_anywhere(text, protocol) == expected  # type: ignore[arg-type]
+
+
+def test_no_label_is_told_apart_from_a_wrong_one() -> None:
+    parsed = parse_two_calls("I cannot tell.", "  **Oh** no.  ", "single")
+    assert parsed.labels == () and parsed.notes == ("no label given",)
+    assert parsed.text == "**Oh** no."
+    from koed_core.emotions import score_emotions
+
+    assert score_emotions((), frozenset({"sad"})).given is False
+    wrong = score_emotions(("joyful",), frozenset({"sad"}))
+    assert wrong.given is True and wrong.hit is False

@@ -1,0 +1,45 @@
+"""Subsets: the paper's 100, jeong/han, stratified samples."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from koed_core.dataset import load_dataset
+from koed_core.paths import SAMPLE_FILE
+from koed_core.subsets import SubsetError, paper_100_ids, select, stratified
+
+
+def test_the_shipped_paper_100_list_is_the_authors_sample(official_file: Path) -> None:
+    authors = official_file.parent / "KoED_sample_100.json"
+    ids = [r["conv_id"] for r in json.loads(authors.read_text(encoding="utf-8"))]
+    assert paper_100_ids() == ids and len(set(ids)) == 100
+    chosen = select(load_dataset(official_file).dialogues, "paper-100")
+    assert [d.conv_id for d in chosen] == ids
+
+
+def test_jeong_han_and_full(official_file: Path) -> None:
+    dialogues = load_dataset(official_file).dialogues
+    assert len(select(dialogues, "jeong-han-80")) == 80
+    assert len(select(dialogues, "full")) == 1360
+
+
+def test_paper_100_on_the_sample_says_what_is_missing() -> None:
+    with pytest.raises(SubsetError, match="paper-100 needs the official KoED file"):
+        select(load_dataset(SAMPLE_FILE).dialogues, "paper-100")
+    with pytest.raises(SubsetError, match="unknown subset"):
+        select(load_dataset(SAMPLE_FILE).dialogues, "half")
+
+
+def test_stratified_sample_covers_label_sets_before_repeating() -> None:
+    dialogues = load_dataset(SAMPLE_FILE).dialogues  # 34 dialogues, 27 distinct label sets
+    picked = stratified(dialogues, 20, seed=7)
+    assert len(picked) == 20 and len({d.conv_id for d in picked}) == 20
+    assert max(Counter(d.label_set for d in picked).values()) == 1  # no set twice yet
+    assert [d.conv_id for d in stratified(dialogues, 20, seed=7)] == [d.conv_id for d in picked]
+    assert [d.conv_id for d in stratified(dialogues, 20, seed=8)] != [d.conv_id for d in picked]
+    with pytest.raises(SubsetError, match="between 1 and 34"):
+        select(dialogues, "full", sample=0)
