@@ -24,8 +24,9 @@ from koed_core.dataset import load_dataset
 from koed_core.errors import KoedError
 from koed_core.judge import MODES
 from koed_core.llm import ChatClient, GenerationSettings
+from koed_core.prompts import PROMPT_SETS, default_prompt_set
 from koed_core.protocol import PROTOCOLS
-from koed_core.registry import ModelSpec, load_registry, resolve_model
+from koed_core.registry import ModelSpec, decoding, load_registry, resolve_model
 from koed_core.rubric import codes
 from koed_core.runner import DEFAULT_CONCURRENCY
 from koed_core.sources import (
@@ -36,6 +37,7 @@ from koed_core.sources import (
     resolve_source,
     sha256_of,
 )
+from koed_core.subsets import SUBSETS, select
 from koed_core.users import ROLES, add_user, list_users, lock, unlock
 
 FIGURE_NAMES = {
@@ -112,11 +114,25 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--lang", default="ko,en", help="ko, en or ko,en (default)")
     run.add_argument("--protocol", choices=PROTOCOLS, default="single")
     run.add_argument("--limit", type=positive_int, help="only the first N dialogues")
+    run.add_argument(
+        "--subset", choices=SUBSETS, default="full", help="paper-100: the authors' sample"
+    )
+    run.add_argument("--sample", type=positive_int, help="a stratified sample of N dialogues")
+    run.add_argument("--seed", type=int, default=0, help="seed of --sample (default 0)")
+    run.add_argument(
+        "--prompts",
+        choices=PROMPT_SETS,
+        help="prompt set (default: paper for single and multi, native for direct)",
+    )
     run.add_argument("--concurrency", type=positive_int, default=DEFAULT_CONCURRENCY)
     run.add_argument("--db", type=Path, help="SQLite file (default: KOED_DB or data/koed.db)")
     run.add_argument("--data", type=Path, help="KoED file (default: the app's data source)")
-    run.add_argument("--temperature", type=temperature, default=GenerationSettings.temperature)
-    run.add_argument("--max-tokens", type=positive_int, default=GenerationSettings.max_tokens)
+    run.add_argument(
+        "--temperature", type=temperature, help="default: the model's in models.toml, else 0.7"
+    )
+    run.add_argument(
+        "--max-tokens", type=positive_int, help="default: the model's in models.toml, else 256"
+    )
     run.set_defaults(func=cmd_run)
 
     judge = groups.add_parser("judge", help="score a run's responses with an LLM judge")
@@ -252,22 +268,25 @@ def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
     if not langs or set(langs) - {"ko", "en"}:
         print(f"error: --lang takes ko, en or ko,en, not {args.lang!r}", file=sys.stderr)
         return 2
-    try:
-        spec, client = model_client(args.model, settings)
-        path = args.data or resolve_source(settings.data_path, settings.cache_dir).path
-        dataset = load_dataset(path)
-    except KoedError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 1
-    gen = GenerationSettings(temperature=args.temperature, max_tokens=args.max_tokens)
+    spec, client = model_client(args.model, settings)
+    path = args.data or resolve_source(settings.data_path, settings.cache_dir).path
+    dataset = load_dataset(path)
+    dialogues = select(dataset.dialogues, args.subset, sample=args.sample, seed=args.seed)
+    temp, tokens = decoding(spec, args.temperature, args.max_tokens)
+    gen = GenerationSettings(temperature=temp, max_tokens=tokens)
+    prompts = args.prompts or default_prompt_set(args.protocol)
     store = Store(args.db or settings.db_path)
-    print(f"{spec.name} on {path} ({len(dataset)} dialogues), {args.protocol}, {','.join(langs)}")
+    print(
+        f"{spec.name} on {path} ({args.subset}: {len(dialogues)} dialogues), {args.protocol}, "
+        f"{prompts} prompts, {','.join(langs)}, temperature "
+        f"{'model default' if temp is None else temp}, {tokens} tokens"
+    )
     with progress_bar("req") as progress:
         report = run_benchmark(
             store,
             client,
             spec,
-            dataset.dialogues,
+            dialogues,
             dataset.sha256,
             langs=langs,
             protocol=args.protocol,
@@ -275,6 +294,7 @@ def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
             limit=args.limit,
             concurrency=args.concurrency,
             progress=progress,
+            prompt_set=prompts,
         )
     print(
         f"run {report.run_id}: {report.succeeded} answered, {report.skipped} already done, "

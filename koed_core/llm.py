@@ -20,7 +20,8 @@ from koed_core.protocol import ListenerTask, Message
 class GenerationSettings:
     """Decoding and transport settings, stored with every run."""
 
-    temperature: float = 0.7
+    temperature: float | None = 0.7
+    """None: the server's or the model's own default decoding (the paper's open models)."""
     max_tokens: int = 256
     timeout_s: float = 60.0
     max_retries: int = 4

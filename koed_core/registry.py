@@ -43,6 +43,11 @@ class ModelSpec:
     api_key_env: str = "OPENAI_API_KEY"
     """Where the key is looked up (environment or secrets); never stored elsewhere."""
     gguf_file: str | None = None
+    temperature: float | str | None = None
+    """Decoding for runs of this model: a number, "default" (the server's or the model's
+    own, as the paper ran its open models), or unset (KoED Studio's 0.7)."""
+    max_tokens: int | None = None
+    """New tokens per answer (unset: 256, the paper's limit)."""
     notes: str = ""
 
     @property
@@ -100,10 +105,27 @@ def load_registry(path: Path = DEFAULT_REGISTRY) -> dict[str, ModelSpec]:
             raise RegistryError(f"{where}: backend must be one of {', '.join(BACKENDS)}")
         if spec.provenance not in PROVENANCES:
             raise RegistryError(f"{where}: provenance must be one of {', '.join(PROVENANCES)}")
+        if isinstance(spec.temperature, str) and spec.temperature != "default":
+            raise RegistryError(f'{where}: temperature is a number or "default"')
+        if spec.max_tokens is not None and (
+            not isinstance(spec.max_tokens, int) or spec.max_tokens < 1
+        ):
+            raise RegistryError(f"{where}: max_tokens must be a whole number of at least 1")
         if spec.backend in ("openai", "transformers") and not spec.model:
             raise RegistryError(f"{where}: the {spec.backend} backend needs a model id")
         specs[name] = spec
     return specs
+
+
+def decoding(
+    spec: ModelSpec, temperature: float | None = None, max_tokens: int | None = None
+) -> tuple[float | None, int]:
+    """Temperature and token limit for a run: what the caller asks, else the model's own
+    settings in models.toml, else 0.7 and 256. A temperature of None means "default"."""
+    chosen: float | str | None = temperature if temperature is not None else spec.temperature
+    if chosen is None:
+        chosen = 0.7
+    return (None if chosen == "default" else float(chosen)), max_tokens or spec.max_tokens or 256
 
 
 def resolve_model(

@@ -103,16 +103,16 @@ class TransformersClient:
         tokenizer, model = load_model(self._source, self._gguf)
         inputs = self._inputs(tokenizer, messages)
         streamer: Any = text_streamer(tokenizer, skip_prompt=True, skip_special_tokens=True)
-        sampling = settings.temperature > 0
         kwargs: dict[str, Any] = {
             **inputs,
             "streamer": streamer,
             "max_new_tokens": settings.max_tokens,
-            "do_sample": sampling,
             "pad_token_id": tokenizer.pad_token_id or tokenizer.eos_token_id,
         }
-        if sampling:
-            kwargs["temperature"] = settings.temperature
+        if settings.temperature is not None:  # None: the model's generation_config decides
+            kwargs["do_sample"] = settings.temperature > 0
+            if settings.temperature > 0:
+                kwargs["temperature"] = settings.temperature
         failure: list[BaseException] = []
 
         def generate() -> None:

@@ -56,12 +56,14 @@ class OpenAIClient:
         return self._clients[key]
 
     def _request(self, messages: list[Message], settings: GenerationSettings) -> dict[str, Any]:
-        return {
+        request: dict[str, Any] = {
             "model": self._spec.model,
             "messages": messages,
-            "temperature": settings.temperature,
             "max_tokens": settings.max_tokens,
         }
+        if settings.temperature is not None:  # None: the server's default decoding
+            request["temperature"] = settings.temperature
+        return request
 
     def complete(
         self, messages: list[Message], settings: GenerationSettings, task: ListenerTask | None

@@ -37,7 +37,8 @@ class RunConfig:
     provenance: str
     protocol: str
     prompt_version: str
-    temperature: float
+    temperature: float | None
+    """None: the server's or model's own default decoding."""
     max_tokens: int
     dataset_sha256: str
     kind: str = "batch"

@@ -7,8 +7,11 @@ from components.models import client_for, model_label, registry_or_stop, session
 from components.source_banner import load_or_stop, render_source_banner
 from koed_core.errors import KoedError
 from koed_core.llm import GenerationSettings
+from koed_core.prompts import PROMPT_SETS
 from koed_core.protocol import PROTOCOLS
+from koed_core.registry import decoding
 from koed_core.runner import DEFAULT_CONCURRENCY, run_benchmark
+from koed_core.subsets import SUBSETS, select
 
 st.title("Runs")
 auth.require_admin_once_accounts_exist()
@@ -23,10 +26,20 @@ with st.form("runs.start"):
     name = left.selectbox("Model", list(registry), key=state.RUNS_MODEL, format_func=model_label)
     langs = left.multiselect("Languages", ["ko", "en"], default=["ko", "en"])
     protocol = left.radio("Protocol", PROTOCOLS, horizontal=True)
-    limit = right.number_input("Dialogues (0 = all)", 0, len(dataset), min(5, len(dataset)))
+    prompts = left.radio(
+        "Prompt set",
+        PROMPT_SETS,
+        horizontal=True,
+        help="paper: the KoED authors' setup (English instructions for both languages, "
+        "emotion then reply in two calls). native: instructions in the dialogue's language, "
+        "one call. Direct runs use native.",
+    )
+    subset = left.selectbox("Dialogues", SUBSETS, help="paper-100 needs the official file")
+    limit = right.number_input("First N of them (0 = all)", 0, len(dataset), min(5, len(dataset)))
     concurrency = right.number_input("Concurrent requests", 1, 64, DEFAULT_CONCURRENCY)
-    temperature = right.slider("Temperature", 0.0, 1.5, 0.7, 0.1)
-    max_tokens = right.number_input("Max new tokens", 16, 2048, 256, 16)
+    own = right.checkbox("The model's decoding from models.toml", value=True)
+    temperature = right.slider("Temperature (if not)", 0.0, 1.5, 0.7, 0.1)
+    max_tokens = right.number_input("Max new tokens (if not)", 16, 2048, 256, 16)
     started = st.form_submit_button("Run", type="primary")
 st.caption(
     "The same model, protocol and settings resume the same run: finished answers are "
@@ -39,17 +52,21 @@ if started:
         st.warning("Pick at least one language.")
     else:
         bar = st.progress(0.0, text="Starting...")
+        temp, tokens = (
+            decoding(spec) if own else decoding(spec, float(temperature), int(max_tokens))
+        )
         try:
             report = run_benchmark(
                 resources.store(),
                 client_for(spec),
                 spec,
-                dataset.dialogues,
+                select(dataset.dialogues, subset),
                 dataset.sha256,
                 langs=langs,
                 protocol=protocol,
-                settings=GenerationSettings(temperature=temperature, max_tokens=int(max_tokens)),
+                settings=GenerationSettings(temperature=temp, max_tokens=tokens),
                 limit=limit or None,
+                prompt_set=prompts if protocol != "direct" else "native",
                 concurrency=int(concurrency),
                 progress=lambda done, total: bar.progress(
                     done / max(total, 1), text=f"{done:,} of {total:,} answers"
