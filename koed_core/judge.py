@@ -30,7 +30,23 @@ CULTURE = {
         "American English-speaking culture, as a speaker living in the United States would judge it"
     ),
 }
-SCORE_LINE = re.compile(r"(?:score|점수)\s*[:：]\s*\**\s*(-?\d+(?:\.\d+)?)", re.IGNORECASE)
+# One verdict line: "Score: 4", "**Score**: 4", "Score: [4]" (the authors' own template),
+# "Score (EX): 4", "Final score: 4/5", "점수: 4". Only whole lines count, and the last one
+# wins, so feedback that quotes an earlier score (or the judged reply's "Score: 5") can
+# neither set nor void the verdict.
+VERDICT_LINE = re.compile(
+    r"^[\W_]*(?:final\s+)?(?:score|점수)\s*(?:\([^)]*\))?[\s*_]*[:：][\s*_]*\[?\s*"
+    r"(?P<value>-?\d+(?:\.\d+)?)\s*\]?\s*(?:/\s*5)?[\W_]*$",
+    re.IGNORECASE | re.MULTILINE,
+)
+# Fence look-alikes: angle brackets of any width or script, split by zero-width characters.
+ANGLES_OPEN = "<＜﹤〈《≪‹⟨"
+ANGLES_CLOSE = ">＞﹥〉》≫›⟩"
+ZERO_WIDTH = "\u200b\u200c\u200d\u2060\ufeff"
+FENCE_LIKE = re.compile(
+    f"[{ANGLES_OPEN}](?:[{ZERO_WIDTH}\\s]*[{ANGLES_OPEN}])+|"
+    f"[{ANGLES_CLOSE}](?:[{ZERO_WIDTH}\\s]*[{ANGLES_CLOSE}])+"
+)
 
 SYSTEM = (
     "You evaluate how empathetic a listener's reply is in a conversation. You judge one "
@@ -64,8 +80,14 @@ class Verdict:
 
 
 def neutralise(text: str) -> str:
-    """Text under judgment cannot contain the fence markers (or anything like them)."""
-    return text.replace("<<<", "‹‹‹").replace(">>>", "›››")
+    """Text under judgment cannot contain the fence markers or anything like them: runs
+    of two or more angle brackets (ASCII, full-width, guillemets, split by zero-width
+    characters) become single-width guillemets, which never close a fence."""
+
+    def soften(match: re.Match[str]) -> str:
+        return "‹" if match.group(0)[0] in ANGLES_OPEN else "›"
+
+    return FENCE_LIKE.sub(soften, text)
 
 
 def fenced(name: str, body: str) -> str:
@@ -118,18 +140,16 @@ def parse_verdict(reply: str, mode: JudgeMode) -> Verdict:
 
 
 def _parse_paper(reply: str) -> Verdict:
-    found = SCORE_LINE.findall(reply)
-    feedback = SCORE_LINE.split(reply)[0].strip()
-    if not found:
-        return Verdict(None, reply.strip(), "no 'Score: n' in the reply")
-    values = {float(v) for v in found}
-    if len(values) > 1:
-        shown = " and ".join(sorted(found))
-        return Verdict(None, feedback, f"more than one score ({shown})")
-    value = values.pop()
+    lines = list(VERDICT_LINE.finditer(reply))
+    if not lines:
+        return Verdict(None, reply.strip(), "no 'Score: n' line in the reply")
+    last = lines[-1]
+    feedback = reply[: last.start()].strip()
+    feedback = re.sub(r"^\W*feedback\s*[:：]\s*", "", feedback, flags=re.IGNORECASE)
+    value = float(last.group("value"))
     if not value.is_integer() or int(value) not in SCALE:
-        return Verdict(None, feedback, f"score {found[0]} is not an integer from 1 to 5")
-    return Verdict(float(value), feedback)
+        return Verdict(None, feedback, f"score {last.group('value')} is not an integer from 1 to 5")
+    return Verdict(value, feedback)
 
 
 def _parse_strict(reply: str) -> Verdict:

@@ -24,6 +24,7 @@ from koed_core.judge import (
     parse_verdict,
 )
 from koed_core.llm import ChatClient, GenerationSettings, ModelError
+from koed_core.protocol import Message
 from koed_core.registry import ModelSpec
 from koed_core.rubric import codes, dimensions, rubric_version
 
@@ -100,16 +101,35 @@ def chosen_dimensions(dims: Sequence[str] | None) -> list[str]:
     return chosen
 
 
+DEFAULT_ATTEMPTS = 5
+"""How often an unparseable verdict is asked again (the authors retried up to 5 times)."""
+Attempt = tuple[list[Message], str | ModelError, Verdict | None]
+
+
 def _ask(
-    client: ChatClient, task: JudgeTask, mode: JudgeMode, settings: GenerationSettings
-) -> tuple[list[dict[str, str]], str | ModelError]:
+    client: ChatClient,
+    task: JudgeTask,
+    mode: JudgeMode,
+    settings: GenerationSettings,
+    attempts: int,
+) -> list[Attempt]:
+    """Ask until the verdict parses, at most ``attempts`` times; every attempt is kept.
+    A failed call (after the client's own retries) ends the task for this pass."""
     dim = next(d for d in dimensions() if d.code == task.dimension)
     messages = build_judge_messages(dim, mode, task.lang, list(task.context), task.response)
-    prompt = [{"role": m["role"], "content": m["content"]} for m in messages]
-    try:
-        return prompt, client.complete(messages, settings, None).text
-    except ModelError as err:
-        return prompt, err
+    prompt: list[Message] = [{"role": m["role"], "content": m["content"]} for m in messages]
+    tried: list[Attempt] = []
+    for _ in range(attempts):
+        try:
+            reply = client.complete(messages, settings, None).text
+        except ModelError as err:
+            tried.append((prompt, err, None))
+            break
+        verdict = parse_verdict(reply, mode)
+        tried.append((prompt, reply, verdict))
+        if verdict.score is not None:
+            break
+    return tried
 
 
 def judge_run(
@@ -122,27 +142,35 @@ def judge_run(
     dims: Sequence[str] | None = None,
     samples: int = 1,
     concurrency: int = 8,
-    max_tokens: int = 400,
+    max_tokens: int | None = None,
+    attempts: int = DEFAULT_ATTEMPTS,
     progress: ProgressFn | None = None,
 ) -> BatchReport:
     """Judge what is not judged yet under today's configuration; store answers as they come.
 
+    An unparseable verdict is asked again, up to ``attempts`` times in all, and every
+    attempt is stored (attempt 0, 1, ...); the task counts as unscored only when none
+    parsed. ``max_tokens`` defaults to 256 in paper mode (the authors' limit), 400 strict.
+
     Raises:
-        JudgeError: no dimension chosen, an unknown one, or fewer than one sample.
+        JudgeError: no dimension chosen, an unknown one, or fewer than one sample/attempt.
     """
     chosen = chosen_dimensions(dims)
-    if samples < 1:
-        raise JudgeError("samples must be at least 1")
+    if samples < 1 or attempts < 1:
+        raise JudgeError("samples and attempts must be at least 1")
+    max_tokens = max_tokens or (256 if mode == "paper" else 400)
     config = current_config(judge.name, mode)
     judgments = Judgments(store)
     settings = GenerationSettings(temperature=TEMPERATURE[mode], max_tokens=max_tokens)
 
-    def store_one(
-        task: JudgeTask, result: tuple[list[dict[str, str]], str | ModelError]
-    ) -> Outcome:
-        prompt, reply = result
-        verdict = None if isinstance(reply, ModelError) else parse_verdict(reply, mode)
-        judgments.save(_row(task, judge, config, prompt, reply, verdict))
+    def store_one(task: JudgeTask, tried: list[Attempt]) -> Outcome:
+        judgments.save_all(
+            [
+                _row(task, judge, config, prompt, reply, verdict, attempt)
+                for attempt, (prompt, reply, verdict) in enumerate(tried)
+            ]
+        )
+        _, reply, verdict = tried[-1]
         if isinstance(reply, ModelError):
             return Outcome("failed", reply.kind)
         return Outcome("ok" if verdict is not None and verdict.score is not None else "unscored")
@@ -151,7 +179,7 @@ def judge_run(
         tasks_for(store, run_id, chosen, samples if mode == "strict" else 1),
         key=lambda task: judgment_key(task, config),
         done=judgments.done(config),
-        work=lambda task: _ask(client, task, mode, settings),
+        work=lambda task: _ask(client, task, mode, settings, attempts),
         save=store_one,
         workers=min(concurrency, client.max_concurrency or concurrency),
         progress=progress,
@@ -162,13 +190,16 @@ def _row(
     task: JudgeTask,
     judge: ModelSpec,
     config: JudgeConfig,
-    prompt: list[dict[str, str]],
+    prompt: list[Message],
     reply: str | ModelError,
     verdict: Verdict | None,
+    attempt: int = 0,
 ) -> dict[str, object]:
     failed = isinstance(reply, ModelError)
+    key = judgment_key(task, config)
     return {
-        "id": judgment_key(task, config),
+        "id": key if attempt == 0 else short_hash(key, attempt),
+        "attempt": attempt,
         "response_id": task.response_id,
         "judge_model": judge.name,
         "judge_backend": judge.backend,

@@ -39,10 +39,17 @@ class Judgments:
         with self.store.write():
             self.store.db.table("judgments").upsert(row, pk="id")
 
+    def save_all(self, rows: list[dict[str, object]]) -> None:
+        """Insert or replace several judgments (the attempts of one task) at once."""
+        with self.store.write():
+            self.store.db.table("judgments").upsert_all(rows, pk="id")
+
     def done(self, config: JudgeConfig) -> set[str]:
         """Ids of judgments that got an answer (scored or unscored); errors are retried."""
         rows = self.store.rows(
-            f"select id from judgments where {CONFIG_WHERE} and error is null", _params(config)
+            f"select id from judgments where {CONFIG_WHERE} and error is null "
+            "and coalesce(attempt, 0) = 0",
+            _params(config),
         )
         return {r["id"] for r in rows}
 
