@@ -26,9 +26,7 @@ FENCE_OPEN = "<<<{name}>>>"
 FENCE_CLOSE = "<<<END {name}>>>"
 CULTURE = {
     "ko": "Korean culture, as a Korean speaker living in Korea would judge it",
-    "en": (
-        "American English-speaking culture, as a speaker living in the United States would judge it"
-    ),
+    "en": "English-speaking culture, as a native English speaker would judge it",
 }
 # One verdict line: "Score: 4", "**Score**: 4", "Score: [4]" (the authors' own template),
 # "Score (EX): 4", "Final score: 4/5", "점수: 4". Only whole lines count, and the last one
@@ -96,7 +94,8 @@ def fenced(name: str, body: str) -> str:
 
 
 def _transcript(context: list[tuple[str, str]], lang: str) -> str:
-    speaker, listener = ROLE_NAMES["ko" if lang == "ko" else "en"]
+    # English labels for both languages, as in the authors' judge prompts
+    speaker, listener = ROLE_NAMES["en"]
     return "\n".join(
         f"{speaker if role == 'speaker' else listener}: {text}" for role, text in context
     )

@@ -92,8 +92,10 @@ def test_ca_is_judged_against_the_dialogues_culture() -> None:
     ca = next(d for d in dimensions() if d.code == "CA")
     ko = build_judge_messages(ca, "paper", "ko", [("speaker", "가")], "나")[1]["content"]
     en = build_judge_messages(ca, "paper", "en", [("speaker", "a")], "b")[1]["content"]
-    assert "Korean culture" in ko and "American English" in en
-    assert "화자: 가" in ko and "Speaker: a" in en
+    assert "Korean culture" in ko and "English-speaking culture" in en
+    assert "American" not in en
+    # as the authors' judge saw it: English Speaker/Listener labels for both languages
+    assert "Speaker: 가" in ko and "Speaker: a" in en
     ex = build_judge_messages(dimensions()[0], "paper", "ko", [("speaker", "가")], "나")[1][
         "content"
     ]

@@ -95,9 +95,16 @@ class _Never:
         raise AssertionError("not used")
 
 
-def test_judging_resumes_across_the_upgrade(old_db: Path) -> None:
-    # 0.1.0 judged run 9d35... with gpt-4o under today's templates and rubric: nothing to redo
-    assert rubric_version() == migrations.RUBRIC_0_1_0, "rubric changed: use another run here"
+def test_judging_resumes_across_the_upgrade(
+    old_db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 0.1.0 judged run 9d35... with gpt-4o: under the same templates and rubric (as 0.1.0
+    # had them), the upgraded database skips all of it; the keys survived the migration.
+    import koed_core.judging as judging
+
+    monkeypatch.setattr(judging, "judge_prompt_version", lambda: migrations.JUDGE_PROMPT_0_1_0)
+    monkeypatch.setattr(judging, "rubric_version", lambda: migrations.RUBRIC_0_1_0)
+    assert rubric_version() != migrations.RUBRIC_0_1_0  # today's rubric was re-anchored
     store = Store(old_db)
     run_id = "9d350d301481ea01a307"
     spec = ModelSpec(name="gpt-4o", backend="openai", model="gpt-4o")
