@@ -7,7 +7,10 @@ Per dimension and language:
 * judge vs people: quadratic-weighted Cohen's kappa against the rounded human median
   (scikit-learn, labels fixed to 1..5), Spearman against the human mean (scipy), and the
   mean bias (judge minus people);
-* the human ceiling: every rating against the mean of the other raters on its item;
+* the human ceiling: every rating against the mean of the other raters on its item, and
+  the judge against exactly those leave-one-out targets (``judge_loo_*``), so the judge
+  and people are compared on equal footing (against all k raters the judge would be
+  compared with a steadier target than any one person is);
 * a baseline: Spearman of response length against the human mean.
 
 Every number comes with a plain reading, and an undefined statistic comes with the
@@ -39,6 +42,8 @@ NUMBERS = (
     "judge_bias",
     "ceiling_spearman",
     "ceiling_kappa",
+    "judge_loo_spearman",
+    "judge_loo_kappa",
     "length_spearman",
 )
 """The numeric columns of the agreement table (the rest are counts, keys and readings)."""
@@ -145,13 +150,18 @@ def alpha_with_ci(matrix: np.ndarray, seed: int = 0) -> tuple[Stat, float | None
     offsets = (np.arange(BOOTSTRAP)[:, None] * items + drawn).ravel()
     weights = np.bincount(offsets, minlength=BOOTSTRAP * items).reshape(BOOTSTRAP, items)
     boot = _alpha_from_coincidences((weights @ per_item.reshape(items, 25)).reshape(-1, 5, 5))
-    boot = boot[np.isfinite(boot)]
+    finite = boot[np.isfinite(boot)]
     lo, hi = (
-        (float(np.percentile(boot, 2.5)), float(np.percentile(boot, 97.5)))
-        if len(boot)
+        (float(np.percentile(finite, 2.5)), float(np.percentile(finite, 97.5)))
+        if len(finite)
         else (None, None)
     )
-    return Stat(value, read_alpha(value)), lo, hi
+    reading = read_alpha(value)
+    dropped = BOOTSTRAP - len(finite)
+    if dropped:
+        # a resample where every rating agrees has no alpha; say how many, never hide it
+        reading += f"; CI from {len(finite)} of {BOOTSTRAP} resamples ({dropped} undefined)"
+    return Stat(value, reading), lo, hi
 
 
 def kappa(judge: np.ndarray, human: np.ndarray) -> Stat:
@@ -195,6 +205,7 @@ def _cell(ratings: pd.DataFrame, judge: pd.DataFrame, lengths: pd.Series) -> dic
     }
     row.update(_ceiling(ratings))
     scored = judge.dropna(subset=["score"]).set_index("item")["score"]
+    row.update(_judge_loo(ratings, scored))
     both = scored.index.intersection(human_mean.index)
     j = scored.loc[both].to_numpy(dtype=float)
     k = kappa(np.rint(j).astype(int), round_half_up(human_median.loc[both].to_numpy()))
@@ -230,17 +241,47 @@ def _read_bias(bias: float | None) -> str:
     return f"the judge scores {abs(bias):.2f} {'higher' if bias > 0 else 'lower'} than people"
 
 
+def _loo_targets(ratings: pd.DataFrame) -> pd.DataFrame:
+    """Per rating of an item with two or more ratings: the item, the rating, and the mean
+    of the other raters' scores on it (the leave-one-out target)."""
+    per_item = ratings.groupby("item")["score"]
+    total, count = per_item.transform("sum"), per_item.transform("count")
+    shared = count > 1
+    return pd.DataFrame(
+        {
+            "item": ratings.loc[shared, "item"],
+            "own": ratings.loc[shared, "score"].astype(float),
+            "others": ((total - ratings["score"]) / (count - 1))[shared].astype(float),
+        }
+    )
+
+
+def _judge_loo(ratings: pd.DataFrame, scored: pd.Series) -> dict[str, object]:
+    """The judge against the same leave-one-out targets as each human rating."""
+    targets = _loo_targets(ratings)
+    targets = targets[targets["item"].isin(scored.index)]
+    judge = scored.reindex(targets["item"]).to_numpy(dtype=float)
+    others = targets["others"].to_numpy()
+    rho = spearman(judge, others)
+    k = kappa(np.rint(judge).astype(int), round_half_up(others))
+    return {
+        "judge_loo_spearman": rho.value,
+        "judge_loo_kappa": k.value,
+        "judge_loo_reading": (
+            f"the judge against the same {len(judge)} leave-one-out targets as the ceiling: "
+            f"{k.reading if k.value is not None else rho.reading}"
+        ),
+    }
+
+
 def _ceiling(ratings: pd.DataFrame) -> dict[str, object]:
     """Every rating against the mean of the other raters on the same item, pooled over raters.
 
     This is what people reach among themselves; the judge's kappa and Spearman are read
     against it. Items with a single rating have no "others" and are left out.
     """
-    per_item = ratings.groupby("item")["score"]
-    total, count = per_item.transform("sum"), per_item.transform("count")
-    shared = count > 1
-    own = ratings.loc[shared, "score"].to_numpy(dtype=float)
-    others = ((total - ratings["score"]) / (count - 1))[shared].to_numpy(dtype=float)
+    targets = _loo_targets(ratings)
+    own, others = targets["own"].to_numpy(), targets["others"].to_numpy()
     rho = spearman(own, others)
     k = kappa(own.astype(int), round_half_up(others))
     return {

@@ -79,8 +79,9 @@ def gap_figure(
             error_y={
                 "type": "data",
                 "symmetric": False,
-                "array": rows["ci_high"] - rows["gap"],
-                "arrayminus": rows["gap"] - rows["ci_low"],
+                # no CI (fewer than two pairs): no whisker rather than a fake one
+                "array": pd.to_numeric(rows["ci_high"], errors="coerce") - rows["gap"],
+                "arrayminus": rows["gap"] - pd.to_numeric(rows["ci_low"], errors="coerce"),
                 "thickness": 2,
             },
             customdata=rows[["en", "ko", "pairs"]].to_numpy(),

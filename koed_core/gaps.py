@@ -37,7 +37,7 @@ KEYS = [
 ]
 EMOTION_METRIC = "emotion"
 COLUMNS = [*KEYS, "conv_id", "lang", "value"]
-TABLE_COLUMNS = [*KEYS, "pairs", "en", "ko", "gap", "ci_low", "ci_high"]
+TABLE_COLUMNS = [*KEYS, "pairs", "en", "ko", "gap", "ci_low", "ci_high", "ci_note"]
 
 
 def _empty() -> pd.DataFrame:
@@ -84,11 +84,22 @@ def score_frame(
     return merged[COLUMNS] if not merged.empty else _empty()
 
 
-def paired_gap(en: np.ndarray, ko: np.ndarray, seed: int = 0) -> tuple[float, float, float]:
-    """Mean of ko - en over paired dialogues, and a bootstrap 95% CI over dialogues."""
+MIN_PAIRS_FOR_CI = 2
+
+
+def paired_gap(
+    en: np.ndarray, ko: np.ndarray, seed: int = 0
+) -> tuple[float, float | None, float | None]:
+    """Mean of ko - en over paired dialogues, and a bootstrap 95% CI over dialogues.
+
+    With fewer than two pairs there is no CI (a resample of one pair is that pair: a
+    "CI" equal to the gap would look precise and mean nothing); both bounds are None.
+    """
     diffs = np.asarray(ko, dtype=float) - np.asarray(en, dtype=float)
     if len(diffs) == 0:
         raise ValueError("no dialogue is answered in both languages")
+    if len(diffs) < MIN_PAIRS_FOR_CI:
+        return float(diffs.mean()), None, None
     rng = np.random.default_rng(seed)
     resampled = diffs[rng.integers(0, len(diffs), size=(BOOTSTRAP, len(diffs)))].mean(axis=1)
     low, high = np.percentile(resampled, [2.5, 97.5])
@@ -138,6 +149,9 @@ def gap_table(
                 "gap": gap,
                 "ci_low": low,
                 "ci_high": high,
+                "ci_note": ""
+                if low is not None
+                else f"no CI: {len(both)} pair (needs {MIN_PAIRS_FOR_CI})",
             }
         )
     if not rows:

@@ -151,3 +151,30 @@ def test_table_has_group_rows_only_for_two_or_more_groups() -> None:
     two = agreement_table(ratings, empty_judge, pd.Series(dtype=float), {"a": "g1", "b": "g2"})
     assert list(two["group"]) == ["all", "g1", "g2"]
     assert two.iloc[1]["alpha_reading"].startswith("undefined")  # one rater: nothing to compare
+
+
+def test_the_judge_meets_the_same_leave_one_out_targets_as_people() -> None:
+    import pandas as pd
+
+    from koed_core.agreement import agreement_table
+
+    # three raters on six items; the judge copies rater a exactly
+    scores = {"a": [1, 2, 3, 4, 5, 3], "b": [2, 2, 3, 5, 4, 3], "c": [1, 3, 4, 4, 5, 2]}
+    ratings = pd.DataFrame(
+        [
+            {"item": f"i{n}", "rater": r, "dimension": "ER", "lang": "en", "score": s}
+            for r, values in scores.items()
+            for n, s in enumerate(values)
+        ]
+    )
+    judge = pd.DataFrame(
+        [{"item": f"i{n}", "dimension": "ER", "score": float(s)} for n, s in enumerate(scores["a"])]
+    )
+    lengths = pd.Series({f"i{n}": float(10 + n) for n in range(6)})
+    row = agreement_table(ratings, judge, lengths).iloc[0]
+    # 18 ratings, each against the mean of the two others; the judge against the same 18
+    assert "same 18 leave-one-out targets" in row["judge_loo_reading"]
+    assert "each of 18 ratings" in row["ceiling_reading"]
+    assert row["judge_loo_spearman"] is not None and row["ceiling_spearman"] is not None
+    # a judge equal to one rater is no better than people by construction on these targets
+    assert row["judge_loo_spearman"] < row["judge_spearman"]

@@ -242,3 +242,27 @@ def test_demo_live_mode_asks_the_runs_models(fake_openai: FakeOpenAI, tmp_path: 
         t.value for t in at.text
     ]
     assert any(c.value.startswith("Live:") for c in at.main.caption)
+
+
+def test_one_pair_has_no_confidence_interval() -> None:
+    gap, low, high = gaps.paired_gap(np.array([3.0]), np.array([4.0]))
+    assert gap == 1.0 and low is None and high is None
+    frame = pd.DataFrame(
+        [
+            {
+                "run_id": "r",
+                "model": "m",
+                "provenance": "western",
+                "protocol": "single",
+                "reference": 0,
+                "source": "emotion",
+                "metric": "emotion",
+                "conv_id": "c1",
+                "lang": lang,
+                "value": value,
+            }
+            for lang, value in (("en", 1.0), ("ko", 0.0))
+        ]
+    )
+    row = gaps.gap_table(frame).iloc[0]
+    assert row["pairs"] == 1 and pd.isna(row["ci_low"]) and "no CI: 1 pair" in row["ci_note"]

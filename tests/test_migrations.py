@@ -95,9 +95,7 @@ class _Never:
         raise AssertionError("not used")
 
 
-def test_judging_resumes_across_the_upgrade(
-    old_db: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_judging_resumes_across_the_upgrade(old_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # 0.1.0 judged run 9d35... with gpt-4o: under the same templates and rubric (as 0.1.0
     # had them), the upgraded database skips all of it; the keys survived the migration.
     import koed_core.judging as judging
