@@ -59,6 +59,7 @@ def timed_run(
         protocol="single",
         settings=GenerationSettings(max_retries=0),
         concurrency=concurrency,
+        prompt_set="native",  # one request per item, so per-request figures stay comparable
     )
     elapsed = time.perf_counter() - start
     assert report.succeeded == len(dialogues), report

@@ -151,6 +151,16 @@ def build_parser() -> argparse.ArgumentParser:
     judge.add_argument("--db", type=Path)
     judge.set_defaults(func=cmd_judge)
 
+    again = groups.add_parser(
+        "reproduce", help="run, judge and tabulate a plan (plans/paper.toml: the paper's table)"
+    )
+    again.add_argument("plan", type=Path)
+    again.add_argument("--dry-run", action="store_true", help="requests and tokens; send nothing")
+    again.add_argument("--out", type=Path, help="folder for the table, charts and export")
+    again.add_argument("--db", type=Path)
+    again.add_argument("--data", type=Path, help="KoED file (default: the app's data source)")
+    again.set_defaults(func=cmd_reproduce)
+
     judges = groups.add_parser("judges", help="list the judge configurations that scored runs")
     judges.add_argument("--db", type=Path)
     judges.set_defaults(func=cmd_judges)
@@ -332,6 +342,77 @@ def cmd_judge(args: argparse.Namespace, settings: Settings) -> int:
     )
     print_errors(report.errors)
     return 1 if report.failed else 0
+
+
+def cmd_reproduce(args: argparse.Namespace, settings: Settings) -> int:
+    """A plan end to end: check every model, run them in parallel, judge, tabulate."""
+    from koed_core import reproduce
+    from koed_core.backends import make_client
+    from koed_core.db import Store
+
+    plan = reproduce.load_plan(args.plan)
+    path = args.data or resolve_source(settings.data_path, settings.cache_dir).path
+    dataset = load_dataset(path)
+    dialogues = select(dataset.dialogues, plan.subset, sample=plan.sample, seed=plan.seed)
+    secrets = read_secrets()
+    env = merged_env(os.environ, secrets)
+    registry = load_registry(settings.models_path)
+    specs = {name: resolve_model(name, registry, env) for name in plan.models}
+    judge_spec = resolve_model(plan.judge, registry, env)
+    print(
+        f"{plan.name}: {len(plan.models)} models x {len(plan.protocols)} protocols x "
+        f"{len(plan.langs)} languages on {plan.subset} ({len(dialogues)} dialogues), "
+        f"{plan.prompts} prompts; judge {judge_spec.name} ({plan.judge_mode})"
+    )
+    if args.dry_run:
+        total = 0
+        for row in reproduce.estimate(plan, specs, judge_spec, dialogues):
+            total += row.requests
+            print(
+                f"  {row.server}: {row.requests:,} requests, about {row.prompt_tokens:,} "
+                f"prompt tokens ({', '.join(row.models)})"
+            )
+        print(
+            f"  total: {total:,} requests (judge: one attempt per dimension; unparseable "
+            "verdicts are asked again, up to 5 times)"
+        )
+        return 0
+    problems = {}
+    for name, spec in [*specs.items(), (judge_spec.name, judge_spec)]:
+        reason = reproduce.check_reachable(spec, api_key(spec.api_key_env, os.environ, secrets))
+        if reason:
+            problems[name] = reason
+            print(f"  left out: {name}: {reason}", file=sys.stderr)
+    listeners = {
+        name: (spec, make_client(spec, api_key(spec.api_key_env, os.environ, secrets)))
+        for name, spec in specs.items()
+        if name not in problems
+    }
+    judge = (
+        None
+        if judge_spec.name in problems
+        else (
+            judge_spec,
+            make_client(judge_spec, api_key(judge_spec.api_key_env, os.environ, secrets)),
+        )
+    )
+    store = Store(args.db or settings.db_path)
+    outcome = reproduce.reproduce(
+        plan, store, dialogues, dataset.sha256, listeners, judge, progress=print
+    )
+    for name, reason in outcome.failures.items():
+        print(f"  failed: {name}: {reason}", file=sys.stderr)
+    table = reproduce.paper_table(store, outcome.runs, outcome.judge)
+    if args.out:
+        from koed_core.paper_export import export_bundle, write_paper_table
+
+        export_bundle(store, args.out)
+        write_paper_table(table, args.out, plan.name)
+        print(f"wrote the table and the export bundle to {args.out}")
+    else:
+        print(reproduce.to_markdown(table, plan.name))
+    left_out = set(problems) | set(outcome.failures)
+    return 1 if left_out else 0
 
 
 def cmd_judges(args: argparse.Namespace, settings: Settings) -> int:

@@ -169,6 +169,29 @@ def _private(out: Path) -> None:
         path.chmod(0o600)
 
 
+PAPER_TABLE = {
+    "paper_table.csv": "The paper's table: a row per model and protocol, ED (English) and "
+    "KoED (Korean) means of EX, IP, ER, EEA, CA and emotion recognition, the gap with its "
+    "bootstrap 95% CI, and the judge configuration.",
+    "paper_table.md": "The same table in Markdown.",
+    "paper_table.tex": "The same table as a LaTeX tabular (booktabs).",
+}
+
+
+def write_paper_table(table: pd.DataFrame, out: Path, title: str) -> list[Path]:
+    """Add the reproduction's table to a bundle folder, and list it in the README."""
+    from koed_core import reproduce
+
+    (out / "paper_table.csv").write_text(csv_safe.to_csv(table), encoding="utf-8")
+    (out / "paper_table.md").write_text(reproduce.to_markdown(table, title), encoding="utf-8")
+    (out / "paper_table.tex").write_text(reproduce.to_latex(table, title), encoding="utf-8")
+    readme = out / "README.md"
+    rows = "".join(f"| {name} | {text} |\n" for name, text in PAPER_TABLE.items())
+    readme.write_text(readme.read_text(encoding="utf-8") + rows, encoding="utf-8")
+    _private(out)
+    return [out / name for name in PAPER_TABLE]
+
+
 def zip_bundle(store: Store, work: Path) -> Path:
     """The bundle as one zip file (for a download button)."""
     folder = work / "koed_export"

@@ -86,8 +86,10 @@ def test_gap_page_shows_one_prompt_version(old: Path, monkeypatch: pytest.Monkey
     picker = at.selectbox(key="gap.judge")
     assert len(picker.options) == 3
     assert sum("oldversi" in option for option in picker.options) == 1
-    table = at.dataframe[0].value
+    table = next(d.value for d in at.dataframe if "source" in d.value.columns)
     assert table["judge_prompt_version"].nunique() == 1
+    paper = at.dataframe[0].value  # the paper's table: a row per model and protocol
+    assert {"ED ER", "KoED ER", "gap"} <= set(paper.columns) and len(paper) == 2
     assert not set(table["ko"]) & {2.5, 3.5}
 
 

@@ -104,8 +104,14 @@ class Store:
             self.db.execute("COMMIT")
 
     def rows(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[dict[str, Any]]:
-        """Rows of a read query as dicts (for this package's query modules)."""
-        return [dict(r) for r in self.db.query(sql, params)]
+        """Rows of a read query as dicts (for this package's query modules).
+
+        Reads take the same lock as writes: sqlite-utils wraps each query in a savepoint,
+        which on a connection shared by threads would otherwise open (and commit) a
+        transaction in the middle of another thread's write.
+        """
+        with self._lock:
+            return [dict(r) for r in self.db.query(sql, params)]
 
     def frame(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> pd.DataFrame:
         """A read query as a DataFrame (for this package's query modules)."""
@@ -313,9 +319,10 @@ class Store:
 
     def count(self, table: str) -> int:
         """Rows in a table (for checks and tests)."""
-        if table not in self.db.table_names():
-            raise StoreError(f"no table {table!r}")
-        return int(self.db.execute(f"select count(*) from [{table}]").fetchone()[0])
+        with self._lock:
+            if table not in self.db.table_names():
+                raise StoreError(f"no table {table!r}")
+            return int(self.db.execute(f"select count(*) from [{table}]").fetchone()[0])
 
     def emotion_values(self) -> pd.DataFrame:
         """Emotion recognition per response: hit for single runs, F1 for multi runs."""

@@ -6,7 +6,7 @@ from components import auth, resources, state
 from components.score_pickers import judge_picker, study_picker
 from components.source_banner import load_or_stop
 from components.talk import talk_toggle
-from koed_core import csv_safe, gaps, scoring
+from koed_core import csv_safe, gaps, reproduce, scoring
 from koed_core.figures import gap_figure
 
 st.title("The cultural empathy gap")
@@ -84,6 +84,19 @@ for column, fig in zip(st.columns(len(figures)), figures, strict=True):
     # theme=None keeps the projector styling instead of the app theme
     column.plotly_chart(fig, width="stretch", theme=None)
 fig = figures[0]
+if not talk and judge is not None:
+    with st.expander("The paper's table: a row per model and protocol", expanded=False):
+        paper = reproduce.paper_table(store, reproduce.stored_runs(store, dataset.sha256), judge)
+        st.caption(
+            "ED = English, KoED = Korean: means of the judge's scores and of emotion "
+            "recognition; gap = KoED minus ED (mean of the five dimensions per dialogue, "
+            f"paired), bootstrap 95% CI. Judge: {judge.label}. `koed reproduce` writes the "
+            "same table as CSV, Markdown and LaTeX."
+        )
+        st.dataframe(
+            paper.drop(columns=[c for c in paper.columns if c.startswith("judge_")]),
+            hide_index=True,
+        )
 if not talk:
     with st.expander("Numbers behind the chart", expanded=False):
         st.dataframe(table, hide_index=True)

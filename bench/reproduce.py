@@ -1,0 +1,97 @@
+"""The paper plan end to end against scripted servers, one per model, each as slow as it
+likes: do models and judging overlap, or does the reproduction wait on each model in turn?
+
+    python bench/reproduce.py
+
+Five listener servers at 200 to 800 ms a request and a judge at 150 ms (real servers take
+longer still), each in its own process; the paper plan's shape (5 models x single, multi x
+ko, en, paper prompts, two calls an item, judged on five dimensions) on a stratified sample
+of 6 dialogues. Prints ``reproduce_s`` (all five models), ``slowest_alone_s`` (the slowest
+model and its judging alone, on a fresh database) and ``ratio_to_slowest`` (goal <= 1.2).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from koed_core.backends import make_client  # noqa: E402
+from koed_core.dataset import load_dataset  # noqa: E402
+from koed_core.db import Store  # noqa: E402
+from koed_core.paths import SAMPLE_FILE  # noqa: E402
+from koed_core.registry import ModelSpec  # noqa: E402
+from koed_core.reproduce import Plan, reproduce  # noqa: E402
+from koed_core.subsets import select  # noqa: E402
+
+LATENCIES = {"m-200": 0.2, "m-300": 0.3, "m-400": 0.4, "m-500": 0.5, "m-800": 0.8}
+JUDGE_LATENCY = 0.15
+FIRST_PORT = 8821
+
+
+def start(port: int, latency: float) -> subprocess.Popen[str]:
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            str(ROOT / "tests" / "fake_openai.py"),
+            "--port",
+            str(port),
+            "--latency",
+            str(latency),
+        ],
+        stdout=subprocess.DEVNULL,
+        text=True,
+    )
+    for _ in range(100):
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/models", timeout=1)
+            return proc
+        except OSError:
+            time.sleep(0.1)
+    raise SystemExit(f"fake server on {port} did not start")
+
+
+def timed(models: list[str], ports: dict[str, int], db: Path) -> float:
+    dataset = load_dataset(SAMPLE_FILE)
+    dialogues = select(dataset.dialogues, "full", sample=6, seed=3)
+    plan = Plan(name="bench", models=tuple(models), judge="judge", subset="full")
+
+    def spec(name: str) -> ModelSpec:
+        return ModelSpec(
+            name=name,
+            backend="openai",
+            model=name,
+            base_url=f"http://127.0.0.1:{ports[name]}/v1",
+        )
+
+    listeners = {name: (spec(name), make_client(spec(name))) for name in models}
+    judge = (spec("judge"), make_client(spec("judge")))
+    start_at = time.perf_counter()
+    reproduce(plan, Store(db), dialogues, dataset.sha256, listeners, judge)
+    return time.perf_counter() - start_at
+
+
+def main() -> None:
+    ports = {name: FIRST_PORT + n for n, name in enumerate([*LATENCIES, "judge"])}
+    servers = [start(ports[name], LATENCIES.get(name, JUDGE_LATENCY)) for name in ports]
+    try:
+        with tempfile.TemporaryDirectory() as work:
+            everything = timed(list(LATENCIES), ports, Path(work) / "all.db")
+            slowest = max(LATENCIES, key=LATENCIES.__getitem__)
+            alone = timed([slowest], ports, Path(work) / "alone.db")
+        print(f"reproduce_s: {everything:.2f}")
+        print(f"slowest_alone_s: {alone:.2f}")
+        print(f"ratio_to_slowest: {everything / alone:.2f}")
+    finally:
+        for server in servers:
+            server.terminate()
+
+
+if __name__ == "__main__":
+    main()

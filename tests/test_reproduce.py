@@ -1,0 +1,121 @@
+"""`koed reproduce`: the plan, the dry run, and a reproduction against the scripted server
+standing in for five models and the judge, killed once and resumed."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from koed_core.paths import SAMPLE_FILE
+from koed_core.reproduce import PlanError, load_plan
+from tests.fake_openai import FakeOpenAI
+
+ROOT = Path(__file__).resolve().parents[1]
+MODELS = ["m-one", "m-two", "m-three", "m-four", "m-five"]
+
+
+def _setup(tmp_path: Path, server: FakeOpenAI) -> tuple[Path, dict[str, str]]:
+    registry = tmp_path / "models.toml"
+    entries = [
+        f'[models.{name}]\nbackend = "openai"\nmodel = "{name}"\nbase_url = "{server.base_url}"\n'
+        f'provenance = "{"korean-centric" if name == "m-three" else "western"}"\n'
+        for name in [*MODELS, "judge-x"]
+    ]
+    registry.write_text("\n".join(entries))
+    plan = tmp_path / "plan.toml"
+    plan.write_text(
+        'name = "test table"\nsubset = "full"\nsample = 3\nseed = 1\n'
+        f"models = {MODELS!r}\n".replace("'", '"')
+        + 'judge = "judge-x"\nconcurrency = 2\njudge_concurrency = 2\n'
+    )
+    env = {
+        **os.environ,
+        "KOED_MODELS": str(registry),
+        "KOED_DATA": str(SAMPLE_FILE),
+        "KOED_DB": str(tmp_path / "k.db"),
+        "PYTHONPATH": str(ROOT),
+    }
+    return plan, env
+
+
+def test_the_shipped_plan_is_the_papers() -> None:
+    plan = load_plan(ROOT / "plans" / "paper.toml")
+    assert plan.subset == "paper-100" and plan.prompts == "paper" and plan.judge == "gpt-4o"
+    assert set(plan.protocols) == {"single", "multi"} and set(plan.langs) == {"ko", "en"}
+    assert len(plan.models) == 5 and "exaone-3.0-7.8b" in plan.models
+
+
+def test_a_bad_plan_names_the_problem(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text('name = "x"\nmodels = ["a"]\njudge = "j"\nlangs = ["fr"]\n')
+    with pytest.raises(PlanError, match="langs must be ko and/or en"):
+        load_plan(bad)
+    bad.write_text('name = "x"\nmodel = ["a"]\njudge = "j"\n')
+    with pytest.raises(PlanError, match="unknown key"):
+        load_plan(bad)
+
+
+def test_dry_run_counts_requests_per_server(tmp_path: Path, fake_openai: FakeOpenAI) -> None:
+    plan, env = _setup(tmp_path, fake_openai)
+    done = subprocess.run(
+        [sys.executable, "-m", "koed_core.cli", "reproduce", str(plan), "--dry-run"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    # 5 models x 2 protocols x 2 languages x 3 dialogues, two calls each (paper prompts);
+    # the judge: 60 responses x 5 dimensions; all on one server here
+    assert f"{fake_openai.base_url}: 420 requests" in done.stdout
+    assert fake_openai.requests == []  # a dry run sends nothing
+
+
+def test_reproduce_killed_and_resumed(tmp_path: Path, fake_openai: FakeOpenAI) -> None:
+    fake_openai.latency_s = 0.05
+    plan, env = _setup(tmp_path, fake_openai)
+    out = tmp_path / "out"
+    command = [sys.executable, "-m", "koed_core.cli", "reproduce", str(plan), "--out", str(out)]
+    proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    db = tmp_path / "k.db"
+    deadline = time.monotonic() + 60
+    stored = 0
+    while stored < 15 and time.monotonic() < deadline:
+        time.sleep(0.1)
+        if db.exists():
+            with sqlite3.connect(db) as conn:
+                stored = conn.execute("select count(*) from responses").fetchone()[0]
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=10)
+    assert 15 <= stored < 60, "the reproduction should have been killed mid-way"
+    sent_before = len(fake_openai.requests)
+    again = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr
+    table = pd.read_csv(out / "paper_table.csv")
+    assert len(table) == 10 and set(table["model"]) == set(MODELS)
+    for column in ("ED ER", "KoED ER", "ED emotion", "KoED emotion", "gap", "ci_low"):
+        assert table[column].notna().all(), column
+    assert set(table["judge_model"]) == {"judge-x"}
+    with sqlite3.connect(db) as conn:
+        responses, distinct = conn.execute(
+            "select count(*), count(distinct run_id || conv_id || lang) from responses"
+        ).fetchone()
+        judged = conn.execute(
+            "select count(distinct response_id || dimension) from judgments where score is not null"
+        ).fetchone()[0]
+    assert responses == distinct == 60 and judged == 300
+    # nothing stored was asked again: at most the calls in flight at the kill are repeated
+    # (5 models x 2 concurrent items x 2 calls, plus 5 judging passes x 2)
+    assert len(fake_openai.requests) <= 420 + 30
+    assert len(fake_openai.requests) - sent_before <= 420 - stored * 2 + 30
+    assert (out / "paper_table.tex").read_text().startswith("% test table")
+    assert "| model | protocol |" in (out / "paper_table.md").read_text()
+    assert "paper_table.csv" in (out / "README.md").read_text()
