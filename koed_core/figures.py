@@ -47,6 +47,11 @@ def gap_figure(
         return fig
     order = {"western": 0, "korean-centric": 1, "other": 2}
     several = table.groupby("model")["run_id"].nunique()
+    prompt_sets = (
+        table.groupby(["model", "protocol"])["prompt_set"].nunique()
+        if "prompt_set" in table
+        else None
+    )
     models = (
         table[["run_id", "model", "provenance", "protocol", "reference"]]
         .drop_duplicates()
@@ -62,9 +67,12 @@ def gap_figure(
         rows = rows.sort_values("order")
         # A model run under several protocols gets one bar per protocol, named so.
         protocol = f", {model.protocol}" if several[model.model] > 1 else ""
-        name = run_label(
-            model.model, model.provenance, model.protocol if protocol else None, model.reference
-        )
+        label_protocol = model.protocol if protocol else None
+        if prompt_sets is not None and prompt_sets.get((model.model, model.protocol), 1) > 1:
+            # the same model and protocol under two prompt sets: instruction language compared
+            prompt_set = rows["prompt_set"].iloc[0]
+            label_protocol = f"{model.protocol}, {prompt_set} prompts"
+        name = run_label(model.model, model.provenance, label_protocol, model.reference)
         if model.reference:
             colour = "#111827"
         else:

@@ -29,6 +29,7 @@ KEYS = [
     "model",
     "provenance",
     "protocol",
+    "prompt_set",
     "reference",
     "dataset_sha256",
     "source",
@@ -79,7 +80,9 @@ def score_frame(
     for column in SOURCE_COLUMNS:
         if column not in frame:
             frame[column] = None
-    meta = runs[["run_id", "model", "provenance", "protocol", "reference", "dataset_sha256"]]
+    meta = runs[
+        ["run_id", "model", "provenance", "protocol", "prompt_set", "reference", "dataset_sha256"]
+    ]
     merged = frame.merge(meta, on="run_id", how="inner")
     return merged[COLUMNS] if not merged.empty else _empty()
 

@@ -88,6 +88,25 @@ def generated_release(monkeypatch: pytest.MonkeyPatch) -> bytes:
     return data
 
 
+@pytest.fixture
+def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Accounts (admin boss, rater mina) and a copy of the 0.1.0 database, upgraded on
+    open, with its study still open: the app as an operator and two users meet it."""
+    import shutil
+
+    from koed_core import users
+
+    path = tmp_path / "users.yaml"
+    users.add_user(path, "boss", "admin", "Boss", "boss-password-1")
+    users.add_user(path, "mina", "rater", "Mina", "mina-password-1")
+    monkeypatch.setenv("KOED_USERS", str(path))
+    monkeypatch.setenv("KOED_COOKIE_KEY", "k" * 40)
+    db = tmp_path / "koed.db"
+    shutil.copy(ROOT / "tests" / "data" / "koed-0.1.0.db", db)
+    monkeypatch.setenv("KOED_DB", str(db))
+    return db
+
+
 class FileServer:
     """A stdlib HTTP server on localhost serving one folder: the far side of a download."""
 

@@ -7,33 +7,16 @@ run on its own, stops with a message before showing anything.
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from koed_core import users
-
 ROOT = Path(__file__).resolve().parents[1]
-FIXTURE_DB = ROOT / "tests" / "data" / "koed-0.1.0.db"
 PAGE_FILES = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "pages").glob("*/*.py"))
 STAND_INS = sorted(p.name for p in (ROOT / "pages").glob("*.py"))
 ROLES = {"visitor": None, "rater": "mina", "admin": "boss"}
 ADMIN_ONLY = {"Runs", "LLM judge", "Studies", "Study dashboard"}
-
-
-@pytest.fixture
-def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    path = tmp_path / "users.yaml"
-    users.add_user(path, "boss", "admin", "Boss", "boss-password-1")
-    users.add_user(path, "mina", "rater", "Mina", "mina-password-1")
-    monkeypatch.setenv("KOED_USERS", str(path))
-    monkeypatch.setenv("KOED_COOKIE_KEY", "k" * 40)
-    db = tmp_path / "koed.db"
-    shutil.copy(FIXTURE_DB, db)
-    monkeypatch.setenv("KOED_DB", str(db))
-    return db
 
 
 def _session(script: Path, username: str | None) -> AppTest:

@@ -119,3 +119,38 @@ def test_reproduce_killed_and_resumed(tmp_path: Path, fake_openai: FakeOpenAI) -
     assert (out / "paper_table.tex").read_text().startswith("% test table")
     assert "| model | protocol |" in (out / "paper_table.md").read_text()
     assert "paper_table.csv" in (out / "README.md").read_text()
+
+
+def test_an_unreachable_model_is_left_out_and_the_others_go_on(
+    tmp_path: Path, fake_openai: FakeOpenAI
+) -> None:
+    plan, env = _setup(tmp_path, fake_openai)
+    registry = Path(env["KOED_MODELS"])
+    registry.write_text(
+        registry.read_text() + '\n[models.gone]\nbackend = "openai"\nmodel = "gone"\n'
+        'base_url = "http://127.0.0.1:9/v1"\n'
+    )
+    plan.write_text(
+        plan.read_text()
+        .replace('models = ["m-one", ', 'models = ["gone", "m-one", ')
+        .replace("sample = 3", "sample = 1")
+    )
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "koed_core.cli",
+            "reproduce",
+            str(plan),
+            "--out",
+            str(tmp_path / "o"),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 1  # something was left out: said, and the exit says it too
+    assert "left out: gone: server not reachable" in done.stderr
+    table = pd.read_csv(tmp_path / "o" / "paper_table.csv")
+    assert set(table["model"]) == set(MODELS)  # the five others were run and judged

@@ -35,20 +35,6 @@ LISTENER_RUN = "9d350d301481ea01a307"
 COOKIE_KEY = "k" * 40
 
 
-@pytest.fixture
-def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Accounts (an admin and a rater) and the 0.1.0 database with its open study."""
-    path = tmp_path / "users.yaml"
-    users.add_user(path, "boss", "admin", "Boss", "boss-password-1")
-    users.add_user(path, "mina", "rater", "Mina", "mina-password-1")
-    monkeypatch.setenv("KOED_USERS", str(path))
-    monkeypatch.setenv("KOED_COOKIE_KEY", COOKIE_KEY)
-    db = tmp_path / "koed.db"
-    shutil.copy(FIXTURE, db)
-    monkeypatch.setenv("KOED_DB", str(db))
-    return db
-
-
 def _as(username: str | None, page: str) -> AppTest:
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
     if username:

@@ -216,6 +216,7 @@ class Store:
             """select id as run_id, name, kind, json_extract(config, '$.model_name') as model,
                       json_extract(config, '$.provenance') as provenance,
                       json_extract(config, '$.protocol') as protocol,
+                      coalesce(json_extract(config, '$.prompt_set'), 'native') as prompt_set,
                       json_extract(config, '$.backend') = 'human' as reference,
                       coalesce(dataset_sha256, json_extract(config, '$.dataset_sha256'))
                         as dataset_sha256,

@@ -35,6 +35,8 @@ with st.form("runs.start"):
         "one call. Direct runs use native.",
     )
     subset = left.selectbox("Dialogues", SUBSETS, help="paper-100 needs the official file")
+    sample = left.number_input("Stratified sample of N (0 = no sample)", 0, len(dataset), 0)
+    seed = left.number_input("Sample seed", 0, 1_000_000, 0)
     limit = right.number_input("First N of them (0 = all)", 0, len(dataset), min(5, len(dataset)))
     concurrency = right.number_input("Concurrent requests", 1, 64, DEFAULT_CONCURRENCY)
     own = right.checkbox("The model's decoding from models.toml", value=True)
@@ -60,7 +62,7 @@ if started:
                 resources.store(),
                 client_for(spec),
                 spec,
-                select(dataset.dialogues, subset),
+                select(dataset.dialogues, subset, sample=int(sample) or None, seed=int(seed)),
                 dataset.sha256,
                 langs=langs,
                 protocol=protocol,
