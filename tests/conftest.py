@@ -88,6 +88,20 @@ def generated_release(monkeypatch: pytest.MonkeyPatch) -> bytes:
     return data
 
 
+def stored_responses(db: Path) -> int:
+    """Responses in a database another process is writing (0 until its tables exist: the
+    file is created first, owner-only, and the schema follows in one transaction)."""
+    import sqlite3
+
+    if not db.exists():
+        return 0
+    try:
+        with sqlite3.connect(db) as conn:
+            return int(conn.execute("select count(*) from responses").fetchone()[0])
+    except sqlite3.OperationalError:
+        return 0
+
+
 @pytest.fixture
 def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Accounts (admin boss, rater mina) and a copy of the 0.1.0 database, upgraded on

@@ -16,6 +16,7 @@ import pytest
 
 from koed_core.paths import SAMPLE_FILE
 from koed_core.reproduce import PlanError, load_plan
+from tests.conftest import stored_responses
 from tests.fake_openai import FakeOpenAI
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -90,9 +91,7 @@ def test_reproduce_killed_and_resumed(tmp_path: Path, fake_openai: FakeOpenAI) -
     stored = 0
     while stored < 15 and time.monotonic() < deadline:
         time.sleep(0.1)
-        if db.exists():
-            with sqlite3.connect(db) as conn:
-                stored = conn.execute("select count(*) from responses").fetchone()[0]
+        stored = stored_responses(db)
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=10)
     assert 15 <= stored < 60, "the reproduction should have been killed mid-way"

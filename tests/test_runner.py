@@ -20,6 +20,7 @@ from koed_core.llm import GenerationSettings
 from koed_core.paths import SAMPLE_FILE
 from koed_core.registry import ModelSpec
 from koed_core.runner import run_benchmark
+from tests.conftest import stored_responses
 from tests.fake_openai import FakeOpenAI, Step
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -161,9 +162,7 @@ def test_sigkill_mid_run_loses_only_in_flight_and_never_duplicates(tmp_path: Pat
         stored = 0
         while stored < 12 and time.monotonic() < deadline:
             time.sleep(0.2)
-            if db.exists():
-                with sqlite3.connect(db) as conn:
-                    stored = conn.execute("select count(*) from responses").fetchone()[0]
+            stored = stored_responses(db)
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=10)
         with sqlite3.connect(db) as conn:
