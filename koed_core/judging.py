@@ -28,8 +28,6 @@ from koed_core.protocol import Message
 from koed_core.registry import ModelSpec
 from koed_core.rubric import codes, dimensions, rubric_version
 
-JudgeReport = BatchReport
-
 
 class JudgeError(KoedError, ValueError):
     """A judging request that cannot be done as asked (no dimension, bad sample count)."""

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from koed_core.batch import BatchReport
 from koed_core.db import JudgeConfig, Store
 from koed_core.dialogue import Dialogue
 from koed_core.errors import KoedError
@@ -257,7 +258,7 @@ def run_benchmark_for(
     plan: Plan,
     protocol: str,
     settings: GenerationSettings,
-) -> Any:
+) -> BatchReport:
     """One model x protocol, both languages, as ``koed run`` would do it."""
     from koed_core.runner import run_benchmark
 

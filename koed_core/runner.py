@@ -30,7 +30,6 @@ from koed_core.registry import ModelSpec, redact_url
 DEFAULT_CONCURRENCY = 8
 Answer = tuple[Completion | ModelError, ParsedReply | None, str | None]
 """The outcome, the parsed reply, and the paper set's emotion answer (else None)."""
-RunReport = BatchReport
 
 
 @dataclass(frozen=True)
@@ -205,7 +204,7 @@ def run_benchmark(
     concurrency: int = DEFAULT_CONCURRENCY,
     progress: ProgressFn | None = None,
     prompt_set: str | None = None,
-) -> RunReport:
+) -> BatchReport:
     """Answer every planned item not already stored; store each answer as it arrives.
 
     ``prompt_set`` defaults to ``paper`` for single and multi, ``native`` for direct.

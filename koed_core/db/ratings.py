@@ -125,12 +125,6 @@ class Ratings:
                 "update studies set closed = coalesce(closed, ?) where id = ?", [stamp, study_id]
             )
 
-    def open_studies(self) -> list[int]:
-        """Ids of studies still being rated."""
-        return [
-            int(r["id"]) for r in self.store.rows("select id from studies where closed is null")
-        ]
-
     def runs_under_open_studies(self) -> set[str]:
         """Runs with a response in a study still being rated (blind until it closes)."""
         rows = self.store.rows(
