@@ -175,8 +175,11 @@ def test_explorer_in_a_real_browser(server: str, fake_openai: FakeOpenAI) -> Non
         expect(page.get_by_text("Filter: emotion is exactly afraid, anxious")).to_be_visible()
 
         # The filtered CSV opens in Excel as Korean: UTF-8 with a byte-order mark.
-        with page.expect_download() as download:
-            page.get_by_role("button", name="CSV (one row per turn)").click()
+        csv_button = page.get_by_role("button", name="CSV (one row per turn)")
+        expect(csv_button).to_be_enabled()
+        page.wait_for_timeout(1000)  # let the filter's rerun settle before the lazy download
+        with page.expect_download(timeout=90_000) as download:
+            csv_button.click()
         body = Path(download.value.path()).read_bytes()
         assert body.startswith(b"\xef\xbb\xbf") and "어젯밤".encode() in body
 
