@@ -19,12 +19,13 @@ from koed_core.pool import run_bounded
 T = TypeVar("T")
 R = TypeVar("R")
 ProgressFn = Callable[[int, int], None]
-Status = Literal["ok", "unscored", "failed"]
+Status = Literal["ok", "unscored", "failed", "cancelled"]
 
 
 @dataclass(frozen=True)
 class Outcome:
-    """How one task ended: answered, answered without a usable verdict, or failed."""
+    """How one task ended: answered, answered without a usable verdict, failed, or
+    cancelled before its answer came (nothing stored; asked again on a rerun)."""
 
     status: Status
     error_kind: str | None = None
@@ -39,9 +40,13 @@ class BatchReport:
     succeeded: int = 0
     unscored: int = 0
     failed: int = 0
+    cancelled: int = 0
+    """Tasks left unanswered because the job was cancelled (nothing stored for them)."""
     errors: Counter[str] = field(default_factory=Counter)
     run_id: str = ""
     """The run a model batch wrote to (empty for judging)."""
+    stopped: bool = False
+    """The pass ended early because it was asked to stop (cancelled)."""
 
     @property
     def finished(self) -> int:
@@ -59,6 +64,8 @@ class BatchReport:
             self.succeeded += 1
         elif outcome.status == "unscored":
             self.unscored += 1
+        elif outcome.status == "cancelled":
+            self.cancelled += 1
         else:
             self.failed += 1
             self.errors[outcome.error_kind or "error"] += 1
@@ -74,6 +81,8 @@ def run_batch(
     workers: int,
     progress: ProgressFn | None = None,
     run_id: str = "",
+    stop: Callable[[], bool] | None = None,
+    watch: Callable[[BatchReport], None] | None = None,
 ) -> BatchReport:
     """Do every task whose key is not in ``done``; report what happened.
 
@@ -86,11 +95,16 @@ def run_batch(
         workers: at most this many calls in flight.
         progress: called with (finished, planned) at the start and as results arrive.
         run_id: copied into the report.
+        stop: once true, no further task starts (a cancelled job); see ``run_bounded``.
+        watch: given the whole report whenever ``progress`` is called (a job's failures
+            and error kinds are shown while it runs).
     """
     pending = [t for t in tasks if key(t) not in done]
     report = BatchReport(planned=len(tasks), skipped=len(tasks) - len(pending), run_id=run_id)
     if progress:
         progress(report.finished, report.planned)
+    if watch:
+        watch(report)
 
     def handle(task: T, result: R) -> None:
         report.add(save(task, result))
@@ -98,6 +112,19 @@ def run_batch(
     def after() -> None:
         if progress:
             progress(report.finished, report.planned)
+        if watch:
+            watch(report)
 
-    run_bounded(pending, work, handle, max(1, min(workers, len(pending) or 1)), after)
+    run_bounded(pending, work, handle, max(1, min(workers, len(pending) or 1)), after, stop)
+    report.stopped = bool(stop and stop())
     return report
+
+
+def workers_for(client: object, concurrency: int) -> int:
+    """Requests in flight for a client: ``concurrency`` within the client's own cap; for a
+    provider Batch API client, its batch size (every request waits in the batch)."""
+    batch_size = getattr(client, "batch_size", None)
+    if batch_size:
+        return int(batch_size)
+    cap = getattr(client, "max_concurrency", None)
+    return min(concurrency, cap or concurrency)

@@ -17,16 +17,16 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from koed_core.agreement import NUMBERS
-from koed_core.config import Settings, api_key, describe, merged_env, read_secrets
+from koed_core.config import Settings, describe, read_secrets
 from koed_core.dataset import load_dataset
 from koed_core.errors import KoedError
 from koed_core.judge import MODES
-from koed_core.llm import ChatClient, GenerationSettings
-from koed_core.prompts import PROMPT_SETS, default_prompt_set
+from koed_core.prompts import PROMPT_SETS
 from koed_core.protocol import PROTOCOLS
-from koed_core.registry import ModelSpec, decoding, load_registry, resolve_model
+from koed_core.registry import ModelSpec
 from koed_core.rubric import codes
 from koed_core.runner import DEFAULT_CONCURRENCY
 from koed_core.sources import (
@@ -39,6 +39,9 @@ from koed_core.sources import (
 )
 from koed_core.subsets import SUBSETS, select
 from koed_core.users import ROLES, add_user, list_users, lock, unlock
+
+if TYPE_CHECKING:
+    from koed_core.jobs import JobParams
 
 FIGURE_NAMES = {
     "dialogues": "dialogues",
@@ -133,6 +136,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--max-tokens", type=positive_int, help="default: the model's in models.toml, else 256"
     )
+    add_batch_choice(run)
     run.set_defaults(func=cmd_run)
 
     judge = groups.add_parser("judge", help="score a run's responses with an LLM judge")
@@ -149,6 +153,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     judge.add_argument("--concurrency", type=positive_int, default=DEFAULT_CONCURRENCY)
     judge.add_argument("--db", type=Path)
+    add_batch_choice(judge)
     judge.set_defaults(func=cmd_judge)
 
     again = groups.add_parser(
@@ -159,7 +164,31 @@ def build_parser() -> argparse.ArgumentParser:
     again.add_argument("--out", type=Path, help="folder for the table, charts and export")
     again.add_argument("--db", type=Path)
     again.add_argument("--data", type=Path, help="KoED file (default: the app's data source)")
+    again.add_argument(
+        "--batch",
+        action="store_true",
+        help="OpenAI-compatible models through the provider's Batch API (as plan key batch)",
+    )
     again.set_defaults(func=cmd_reproduce)
+
+    worker = groups.add_parser(
+        "worker", help="carry out the jobs queued from the app (runs, judging, reproductions)"
+    )
+    worker.add_argument("--db", type=Path)
+    worker.add_argument("--parallel", type=positive_int, default=2, help="jobs at once (default 2)")
+    worker.add_argument(
+        "--idle-exit", type=float, help="stop after this many seconds with nothing to do"
+    )
+    worker.set_defaults(func=cmd_worker)
+
+    jobs = groups.add_parser("jobs", help="list the jobs, or cancel one")
+    jobs.add_argument("--db", type=Path)
+    job_cmds = jobs.add_subparsers(dest="command")
+    job_list = job_cmds.add_parser("list", help="recent jobs, active first (the default)")
+    job_list.add_argument("--limit", type=positive_int, default=20)
+    cancel = job_cmds.add_parser("cancel", help="stop a job; what it stored is kept")
+    cancel.add_argument("job_id", type=positive_int)
+    jobs.set_defaults(func=cmd_jobs, command="list", limit=20)
 
     judges = groups.add_parser("judges", help="list the judge configurations that scored runs")
     judges.add_argument("--db", type=Path)
@@ -199,6 +228,22 @@ def build_parser() -> argparse.ArgumentParser:
     locking.add_argument("username")
     locking.set_defaults(func=cmd_users_lock)
     return parser
+
+
+def add_batch_choice(parser: argparse.ArgumentParser) -> None:
+    """--batch and --batch-size: send the requests through the provider's Batch API."""
+    parser.add_argument(
+        "--batch",
+        action="store_true",
+        help="send the requests through the provider's Batch API (OpenAI: half the price, "
+        "answers within 24 h); resumable like a live run",
+    )
+    parser.add_argument(
+        "--batch-size",
+        type=positive_int,
+        default=1000,
+        help="with --batch: requests per provider batch (default 1000)",
+    )
 
 
 def add_judge_choice(parser: argparse.ArgumentParser) -> None:
@@ -250,159 +295,113 @@ def cmd_download(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-def model_client(name: str, settings: Settings) -> tuple[ModelSpec, ChatClient]:
-    """A registry name or openai:MODEL_ID, and its client with the key from the environment.
-
-    Raises:
-        KoedError: an unknown model, a broken registry, a missing key.
-    """
-    from koed_core.backends import make_client
-
-    secrets = read_secrets()
-    spec = resolve_model(name, load_registry(settings.models_path), merged_env(os.environ, secrets))
-    return spec, make_client(spec, api_key(spec.api_key_env, os.environ, secrets))
-
-
-def print_errors(errors: Counter[str]) -> None:
+def print_errors(errors: Counter[str] | dict[str, int]) -> None:
     """How many requests failed for good, by kind."""
-    for kind, count in errors.most_common():
+    for kind, count in Counter(errors).most_common():
         print(f"  {kind}: {count}")
+
+
+def foreground(params: JobParams, db: Path | None, settings: Settings, unit: str) -> int:
+    """Carry out a job here, with a progress bar: what a worker does, in this terminal.
+    Exit 1 if any request failed for good (or a model was left out)."""
+    from koed_core.db import Store
+    from koed_core.jobs import Environment, Hooks, check, execute
+
+    check(params)
+    store = Store(db or settings.db_path)
+    with progress_bar(unit) as progress:
+        result = execute(params, store, Environment(settings), Hooks(progress=progress, say=print))
+    print(f"{result.summary}; stored in {store.path}")
+    print_errors(result.data.get("errors") or {})
+    for name, reason in result.problems.items():
+        print(f"  left out: {name}: {reason}", file=sys.stderr)
+    return 1 if result.failed else 0
 
 
 def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
     """A resumable batch run with a progress bar; exit 1 if any request failed for good."""
-    from koed_core.db import Store
-    from koed_core.runner import run_benchmark
+    from koed_core.jobs import RunJob
 
-    langs = [lang.strip() for lang in args.lang.split(",") if lang.strip()]
+    langs = tuple(lang.strip() for lang in args.lang.split(",") if lang.strip())
     if not langs or set(langs) - {"ko", "en"}:
         print(f"error: --lang takes ko, en or ko,en, not {args.lang!r}", file=sys.stderr)
         return 2
-    spec, client = model_client(args.model, settings)
-    path = args.data or resolve_source(settings.data_path, settings.cache_dir).path
-    dataset = load_dataset(path)
-    dialogues = select(dataset.dialogues, args.subset, sample=args.sample, seed=args.seed)
-    temp, tokens = decoding(spec, args.temperature, args.max_tokens)
-    gen = GenerationSettings(temperature=temp, max_tokens=tokens)
-    prompts = args.prompts or default_prompt_set(args.protocol)
-    store = Store(args.db or settings.db_path)
-    print(
-        f"{spec.name} on {path} ({args.subset}: {len(dialogues)} dialogues), {args.protocol}, "
-        f"{prompts} prompts, {','.join(langs)}, temperature "
-        f"{'model default' if temp is None else temp}, {tokens} tokens"
+    params = RunJob(
+        model=args.model,
+        langs=langs,
+        protocol=args.protocol,
+        prompts=args.prompts,
+        subset=args.subset,
+        sample=args.sample,
+        seed=args.seed,
+        limit=args.limit,
+        concurrency=args.concurrency,
+        temperature=args.temperature,
+        max_tokens=args.max_tokens,
+        batch=args.batch,
+        batch_size=args.batch_size,
+        data=str(args.data) if args.data else None,
     )
-    with progress_bar("req") as progress:
-        report = run_benchmark(
-            store,
-            client,
-            spec,
-            dialogues,
-            dataset.sha256,
-            langs=langs,
-            protocol=args.protocol,
-            settings=gen,
-            limit=args.limit,
-            concurrency=args.concurrency,
-            progress=progress,
-            prompt_set=prompts,
-        )
-    print(
-        f"run {report.run_id}: {report.succeeded} answered, {report.skipped} already done, "
-        f"{report.failed} failed; stored in {store.path}"
-    )
-    print_errors(report.errors)
-    return 1 if report.failed else 0
+    return foreground(params, args.db, settings, "req")
 
 
 def cmd_judge(args: argparse.Namespace, settings: Settings) -> int:
     """Judge a run with a progress bar; exit 1 if any call failed for good."""
-    from koed_core.db import Store
-    from koed_core.judging import judge_run
+    from koed_core.jobs import JudgeJob
 
-    store = Store(args.db or settings.db_path)
-    if not store.has_run(args.run):
-        print(f"error: no run {args.run!r} in {store.path}", file=sys.stderr)
-        return 1
-    spec, client = model_client(args.judge, settings)
-    with progress_bar("call") as progress:
-        report = judge_run(
-            store,
-            client,
-            spec,
-            args.run,
-            args.mode,
-            dims=args.dimensions,
-            samples=args.samples,
-            concurrency=args.concurrency,
-            progress=progress,
-        )
-    print(
-        f"judged run {args.run} with {spec.name} ({args.mode}): {report.scored} scored, "
-        f"{report.unscored} unscored, {report.skipped} already done, {report.failed} failed"
+    params = JudgeJob(
+        run_id=args.run,
+        judge=args.judge,
+        mode=args.mode,
+        dims=tuple(args.dimensions) if args.dimensions else None,
+        samples=args.samples,
+        concurrency=args.concurrency,
+        batch=args.batch,
+        batch_size=args.batch_size,
     )
-    print_errors(report.errors)
-    return 1 if report.failed else 0
+    return foreground(params, args.db, settings, "call")
 
 
 def cmd_reproduce(args: argparse.Namespace, settings: Settings) -> int:
     """A plan end to end: check every model, run them in parallel, judge, tabulate."""
-    from koed_core import reproduce
-    from koed_core.backends import make_client
-    from koed_core.db import Store
+    from dataclasses import replace
 
+    from koed_core import reproduce
+    from koed_core.db import Store
+    from koed_core.jobs import Environment, Hooks, ReproduceJob, execute
+
+    text = args.plan.read_text(encoding="utf-8") if args.plan.is_file() else ""
     plan = reproduce.load_plan(args.plan)
+    if args.batch:
+        plan = replace(plan, batch=True)
+        text += "\nbatch = true\n" if "batch" not in tomllib_keys(text) else ""
+    env = Environment(settings)
     path = args.data or resolve_source(settings.data_path, settings.cache_dir).path
     dataset = load_dataset(path)
     dialogues = select(dataset.dialogues, plan.subset, sample=plan.sample, seed=plan.seed)
-    secrets = read_secrets()
-    env = merged_env(os.environ, secrets)
-    registry = load_registry(settings.models_path)
-    specs = {name: resolve_model(name, registry, env) for name in plan.models}
-    judge_spec = resolve_model(plan.judge, registry, env)
+    specs = {name: env.resolve(name) for name in plan.models}
+    judge_spec = env.resolve(plan.judge)
     print(
         f"{plan.name}: {len(plan.models)} models x {len(plan.protocols)} protocols x "
         f"{len(plan.langs)} languages on {plan.subset} ({len(dialogues)} dialogues), "
         f"{plan.prompts} prompts; judge {judge_spec.name} ({plan.judge_mode})"
     )
     if args.dry_run:
-        total = 0
-        for row in reproduce.estimate(plan, specs, judge_spec, dialogues):
-            total += row.requests
-            print(
-                f"  {row.server}: {row.requests:,} requests, about {row.prompt_tokens:,} "
-                f"prompt tokens ({', '.join(row.models)})"
-            )
-        print(
-            f"  total: {total:,} requests (judge: one attempt per dimension; unparseable "
-            "verdicts are asked again, up to 5 times)"
-        )
-        return 0
-    problems = {}
-    for name, spec in [*specs.items(), (judge_spec.name, judge_spec)]:
-        reason = reproduce.check_reachable(spec, api_key(spec.api_key_env, os.environ, secrets))
-        if reason:
-            problems[name] = reason
-            print(f"  left out: {name}: {reason}", file=sys.stderr)
-    listeners = {
-        name: (spec, make_client(spec, api_key(spec.api_key_env, os.environ, secrets)))
-        for name, spec in specs.items()
-        if name not in problems
-    }
-    judge = (
-        None
-        if judge_spec.name in problems
-        else (
-            judge_spec,
-            make_client(judge_spec, api_key(judge_spec.api_key_env, os.environ, secrets)),
-        )
+        return dry_run(plan, specs, judge_spec, dialogues)
+    params = ReproduceJob(
+        plan=str(args.plan), plan_text=text, data=str(args.data) if args.data else None
     )
     store = Store(args.db or settings.db_path)
-    outcome = reproduce.reproduce(
-        plan, store, dialogues, dataset.sha256, listeners, judge, progress=print
+    result = execute(params, store, env, Hooks(say=print))
+    for name, reason in result.problems.items():
+        print(f"  left out: {name}: {reason}", file=sys.stderr)
+    runs = {tuple(key.rsplit(" ", 1)): run for key, run in result.data.get("runs", {}).items()}
+    judge = (
+        reproduce.current_config(judge_spec.name, plan.judge_mode)
+        if result.data.get("judge")
+        else None
     )
-    for name, reason in outcome.failures.items():
-        print(f"  failed: {name}: {reason}", file=sys.stderr)
-    table = reproduce.paper_table(store, outcome.runs, outcome.judge)
+    table = reproduce.paper_table(store, runs, judge)
     if args.out:
         from koed_core.paper_export import export_bundle, write_paper_table
 
@@ -411,8 +410,91 @@ def cmd_reproduce(args: argparse.Namespace, settings: Settings) -> int:
         print(f"wrote the table and the export bundle to {args.out}")
     else:
         print(reproduce.to_markdown(table, plan.name))
-    left_out = set(problems) | set(outcome.failures)
-    return 1 if left_out else 0
+    return 1 if result.problems else 0
+
+
+def tomllib_keys(text: str) -> set[str]:
+    """Top-level keys of a TOML text (empty when it does not parse: the plan check says why)."""
+    import tomllib
+
+    try:
+        return set(tomllib.loads(text))
+    except tomllib.TOMLDecodeError:
+        return set()
+
+
+def dry_run(plan: Any, specs: dict[str, ModelSpec], judge: ModelSpec, dialogues: Any) -> int:
+    """Requests and prompt tokens per server; with the Batch API, at what price."""
+    from koed_core import reproduce
+
+    total = 0
+    for row in reproduce.estimate(plan, specs, judge, dialogues):
+        total += row.requests
+        batched = plan.batch and row.batch_api
+        how = (
+            " via the Batch API: about half the live price at OpenAI, within 24 h"
+            if (batched)
+            else ""
+        )
+        print(
+            f"  {row.server}: {row.requests:,} requests, about {row.prompt_tokens:,} "
+            f"prompt tokens ({', '.join(row.models)}){how}"
+        )
+    print(
+        f"  total: {total:,} requests (judge: one attempt per dimension; unparseable "
+        "verdicts are asked again, up to 5 times)"
+    )
+    if not plan.batch:
+        print(
+            "  with --batch (or batch = true in the plan), OpenAI-compatible servers get "
+            "the requests as Batch API jobs: OpenAI charges about half, answers within 24 h"
+        )
+    return 0
+
+
+def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
+    """Carry out queued jobs until stopped (SIGTERM or Ctrl-C: gracefully)."""
+    from koed_core.db import Store
+    from koed_core.jobs import Environment
+    from koed_core.worker import Worker, install_signals
+
+    worker = Worker(
+        Store(args.db or settings.db_path),
+        Environment(settings),
+        parallel=args.parallel,
+        idle_exit_s=args.idle_exit,
+    )
+    install_signals(worker)
+    return worker.serve()
+
+
+def cmd_jobs(args: argparse.Namespace, settings: Settings) -> int:
+    """List jobs (active first), or cancel one."""
+    from koed_core.db import Store
+    from koed_core.db.jobs import Jobs
+
+    jobs = Jobs(Store(args.db or settings.db_path))
+    if args.command == "cancel":
+        state = jobs.request_cancel(args.job_id)
+        if state == "cancelled":
+            print(f"job {args.job_id} cancelled before it started")
+        else:
+            print(f"job {args.job_id} stops at its next step; what it stored is kept")
+        return 0
+    listed = jobs.recent(args.limit)
+    if not listed:
+        print("no jobs yet: start a run or judging pass on the Runs or Judge page")
+        return 0
+    print("id\tstate\tdone\ttotal\tfailed\tby\tcreated\tjob")
+    for job in listed:
+        state = "cancelling" if job.cancel_requested and job.active else job.state
+        print(
+            f"{job.id}\t{state}\t{job.done}\t{job.total}\t{job.failed}\t"
+            f"{job.created_by or '-'}\t{job.created[:19]}\t{job.label}"
+        )
+        if job.reason:
+            print(f"\t  reason: {job.reason}")
+    return 0
 
 
 def cmd_judges(args: argparse.Namespace, settings: Settings) -> int:

@@ -50,6 +50,9 @@ class Settings:
     """Paid or remote model calls one account may make per hour (``KOED_CALLS_PER_HOUR``)."""
     cookie_key: str | None = None
     """Signs the login cookie (``KOED_COOKIE_KEY``; secrets: ``[auth] cookie_key``)."""
+    batch_poll_s: float = 30.0
+    """How often a job sent through a provider's Batch API asks whether it is done
+    (``KOED_BATCH_POLL_S``)."""
 
     @classmethod
     def from_sources(
@@ -66,6 +69,8 @@ class Settings:
                 merged[attr] = Path(value).expanduser() if attr in PATHS else value
                 if attr in INTEGERS:
                     merged[attr] = _integer(key, value)
+                if attr in FLOATS:
+                    merged[attr] = _seconds(key, value)
         merged["users_configured"] = "users_path" in merged
         return cls(**merged)
 
@@ -80,9 +85,23 @@ ENV_NAMES = {
     "KOED_COOKIE_KEY": "cookie_key",
     "KOED_SECRET_KEY": "secret_key",
     "KOED_CALLS_PER_HOUR": "calls_per_hour",
+    "KOED_BATCH_POLL_S": "batch_poll_s",
 }
 PATHS = {"cache_dir", "db_path", "models_path", "users_path"}
 INTEGERS = {"calls_per_hour"}
+FLOATS = {"batch_poll_s"}
+
+
+def _seconds(name: str, value: str) -> float:
+    from koed_core.errors import KoedError
+
+    try:
+        number = float(value)
+    except ValueError:
+        raise KoedError(f"{name} must be a number of seconds, not {value!r}") from None
+    if not number > 0:
+        raise KoedError(f"{name} must be more than 0, not {value}")
+    return number
 
 
 def _integer(name: str, value: str) -> int:

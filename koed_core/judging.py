@@ -9,10 +9,10 @@ and tried again on the next run. As with batch runs, the calling thread alone wr
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from koed_core.batch import BatchReport, Outcome, ProgressFn, run_batch
+from koed_core.batch import BatchReport, Outcome, ProgressFn, run_batch, workers_for
 from koed_core.db import JudgeConfig, Judgments, Store, now, short_hash
 from koed_core.errors import KoedError
 from koed_core.judge import (
@@ -143,12 +143,15 @@ def judge_run(
     max_tokens: int | None = None,
     attempts: int = DEFAULT_ATTEMPTS,
     progress: ProgressFn | None = None,
+    stop: Callable[[], bool] | None = None,
+    watch: Callable[[BatchReport], None] | None = None,
 ) -> BatchReport:
     """Judge what is not judged yet under today's configuration; store answers as they come.
 
     An unparseable verdict is asked again, up to ``attempts`` times in all, and every
     attempt is stored (attempt 0, 1, ...); the task counts as unscored only when none
     parsed. ``max_tokens`` defaults to 256 in paper mode (the authors' limit), 400 strict.
+    ``stop`` cancels as in ``run_benchmark``: a task given up for it stores nothing.
 
     Raises:
         JudgeError: no dimension chosen, an unknown one, or fewer than one sample/attempt.
@@ -162,6 +165,9 @@ def judge_run(
     settings = GenerationSettings(temperature=TEMPERATURE[mode], max_tokens=max_tokens)
 
     def store_one(task: JudgeTask, tried: list[Attempt]) -> Outcome:
+        last = tried[-1][1]
+        if isinstance(last, ModelError) and last.kind == "cancelled":
+            return Outcome("cancelled")
         judgments.save_all(
             [
                 _row(task, judge, config, prompt, reply, verdict, attempt)
@@ -179,8 +185,10 @@ def judge_run(
         done=judgments.done(config),
         work=lambda task: _ask(client, task, mode, settings, attempts),
         save=store_one,
-        workers=min(concurrency, client.max_concurrency or concurrency),
+        workers=workers_for(client, concurrency),
         progress=progress,
+        stop=stop,
+        watch=watch,
     )
 
 

@@ -22,14 +22,21 @@ def run_bounded(
     handle: Callable[[T, R], None],
     workers: int,
     after_batch: Callable[[], None] | None = None,
+    stop: Callable[[], bool] | None = None,
 ) -> None:
     """Call ``work`` on every item in a pool of ``workers`` threads; ``handle`` each result
-    in this thread as it completes; ``after_batch`` after each wake-up (progress bars)."""
+    in this thread as it completes; ``after_batch`` after each wake-up (progress bars).
+
+    Once ``stop()`` is true no further item is started; those in flight still finish and
+    are handled, so a cancelled job keeps every answer it paid for.
+    """
     queue = iter(items)
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
         running: dict[Future[R], T] = {}
 
         def submit_next() -> None:
+            if stop is not None and stop():
+                return
             item = next(queue, None)
             if item is not None:
                 running[pool.submit(work, item)] = item

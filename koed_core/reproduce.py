@@ -60,6 +60,8 @@ class Plan:
     judge_concurrency: int = 8
     sample: int | None = None
     seed: int = 0
+    batch: bool = False
+    """Send the requests of OpenAI-compatible models through the provider's Batch API."""
 
 
 def load_plan(path: Path) -> Plan:
@@ -69,9 +71,22 @@ def load_plan(path: Path) -> Plan:
         PlanError: not TOML, an unknown key, or a value outside its choices.
     """
     try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise PlanError(f"{path}: no such plan file") from None
+    except (IsADirectoryError, UnicodeDecodeError) as err:
+        raise PlanError(f"{path}: not a plan file ({err})") from None
+    return parse_plan(text, str(path))
+
+
+def parse_plan(text: str, path: str = "plan") -> Plan:
+    """Check a plan's TOML text (a job keeps the text it was queued with).
+
+    Raises:
+        PlanError: not TOML, an unknown key, or a value outside its choices.
+    """
+    try:
+        raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
         raise PlanError(f"{path}: not valid TOML ({err})") from None
     allowed = {f.name for f in fields(Plan)}
@@ -134,6 +149,8 @@ class Estimate:
     models: tuple[str, ...]
     requests: int
     prompt_tokens: int
+    batch_api: bool = False
+    """An OpenAI-compatible server: ``batch`` may send these through its Batch API."""
 
 
 def estimate(
@@ -151,7 +168,10 @@ def estimate(
 
     def add(spec: ModelSpec, requests: int, chars: int) -> None:
         server = spec.base_url or "api.openai.com"
-        entry = per_server.setdefault(server, {"models": set(), "requests": 0, "chars": 0})
+        entry = per_server.setdefault(
+            server,
+            {"models": set(), "requests": 0, "chars": 0, "batch": spec.backend == "openai"},
+        )
         entry["models"].add(spec.name)
         entry["requests"] += requests
         entry["chars"] += chars
@@ -178,7 +198,13 @@ def estimate(
                         judge_chars += sum(len(m["content"]) for m in messages)
     add(judge, responses * len(codes()), judge_chars)
     return [
-        Estimate(server, tuple(sorted(e["models"])), e["requests"], e["chars"] // CHARS_PER_TOKEN)
+        Estimate(
+            server,
+            tuple(sorted(e["models"])),
+            e["requests"],
+            e["chars"] // CHARS_PER_TOKEN,
+            e["batch"],
+        )
         for server, e in per_server.items()
     ]
 
@@ -201,9 +227,16 @@ def reproduce(
     listeners: Mapping[str, tuple[ModelSpec, ChatClient]],
     judge: tuple[ModelSpec, ChatClient] | None,
     progress: Callable[[str], None] | None = None,
+    *,
+    stop: Callable[[], bool] | None = None,
+    watch: Callable[[str, BatchReport], None] | None = None,
 ) -> Outcome:
     """Run every model (in parallel, each at its own concurrency), judge each run as soon
-    as it is done, and return the run ids. Everything stored is skipped on a rerun."""
+    as it is done, and return the run ids. Everything stored is skipped on a rerun.
+
+    ``stop`` cancels every step (answers in flight are stored); ``watch`` gets each step's
+    report as it moves, named "MODEL PROTOCOL" or "MODEL PROTOCOL judge".
+    """
     outcome = Outcome()
     lock = threading.Lock()
     say = progress or (lambda _message: None)
@@ -213,8 +246,20 @@ def reproduce(
         temperature, tokens = decoding(spec)
         settings = GenerationSettings(temperature=temperature, max_tokens=tokens)
         for protocol in plan.protocols:
+            if stop and stop():
+                return
+            step = f"{name} {protocol}"
             report = run_benchmark_for(
-                store, client, spec, dialogues, dataset_sha256, plan, protocol, settings
+                store,
+                client,
+                spec,
+                dialogues,
+                dataset_sha256,
+                plan,
+                protocol,
+                settings,
+                stop=stop,
+                watch=(lambda r, step=step: watch(step, r)) if watch else None,
             )
             with lock:
                 outcome.runs[(name, protocol)] = report.run_id
@@ -231,6 +276,8 @@ def reproduce(
                     report.run_id,
                     plan.judge_mode,  # type: ignore[arg-type]
                     concurrency=plan.judge_concurrency,
+                    stop=stop,
+                    watch=(lambda r, step=step: watch(f"{step} judge", r)) if watch else None,
                 )
                 say(
                     f"{name} {protocol} judged: {judged.scored} scored, {judged.unscored} "
@@ -258,6 +305,9 @@ def run_benchmark_for(
     plan: Plan,
     protocol: str,
     settings: GenerationSettings,
+    *,
+    stop: Callable[[], bool] | None = None,
+    watch: Callable[[BatchReport], None] | None = None,
 ) -> BatchReport:
     """One model x protocol, both languages, as ``koed run`` would do it."""
     from koed_core.runner import run_benchmark
@@ -273,6 +323,8 @@ def run_benchmark_for(
         settings=settings,
         concurrency=plan.concurrency,
         prompt_set=plan.prompts,
+        stop=stop,
+        watch=watch,
     )
 
 

@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass
 from functools import cached_property
 from typing import Any
 
-from koed_core.batch import BatchReport, Outcome, ProgressFn, run_batch
+from koed_core.batch import BatchReport, Outcome, ProgressFn, run_batch, workers_for
 from koed_core.db import ResponseRecord, RunConfig, Store, short_hash
 from koed_core.dialogue import Dialogue, Lang
 from koed_core.emotions import ParsedReply, parse_reply, parse_two_calls, score_emotions
@@ -204,10 +204,14 @@ def run_benchmark(
     concurrency: int = DEFAULT_CONCURRENCY,
     progress: ProgressFn | None = None,
     prompt_set: str | None = None,
+    stop: Callable[[], bool] | None = None,
+    watch: Callable[[BatchReport], None] | None = None,
 ) -> BatchReport:
     """Answer every planned item not already stored; store each answer as it arrives.
 
     ``prompt_set`` defaults to ``paper`` for single and multi, ``native`` for direct.
+    ``stop`` cancels: nothing new starts, answers in flight are stored, and a request
+    given up because of the cancel is not stored at all (a rerun asks it).
     """
     prompts = prompt_set or default_prompt_set(protocol)
     config = run_config(spec, protocol, settings, dataset_sha256, prompt_set=prompts)
@@ -223,6 +227,8 @@ def run_benchmark(
     scored = spec.backend != "human"
 
     def store_one(item: Item, result: Answer) -> Outcome:
+        if isinstance(result[0], ModelError) and result[0].kind == "cancelled":
+            return Outcome("cancelled")
         record = save(store, run_id, item, result[0], result[1], scored, result[2])
         return Outcome("failed", record.error_kind) if record.error else Outcome("ok")
 
@@ -232,9 +238,11 @@ def run_benchmark(
         done=store.finished(run_id),
         work=lambda item: answer(client, item, settings),
         save=store_one,
-        workers=min(concurrency, client.max_concurrency or concurrency),
+        workers=workers_for(client, concurrency),
         progress=progress,
         run_id=run_id,
+        stop=stop,
+        watch=watch,
     )
 
 

@@ -1,7 +1,10 @@
 """A scripted OpenAI-compatible server on localhost: the far side of the network in tests.
 
-It speaks ``POST /v1/chat/completions`` (whole and streamed as server-sent events) and
-``GET /v1/models``. By default it answers like a polite listener in the language of the
+It speaks ``POST /v1/chat/completions`` (whole and streamed as server-sent events),
+``GET /v1/models``, and the Batch API: ``POST /v1/files`` (a JSONL upload),
+``POST /v1/batches``, ``GET /v1/batches/ID``, ``POST /v1/batches/ID/cancel`` and
+``GET /v1/files/ID/content``. A batch answers each line as a live call would, after
+``batch_delay_s``; ``fail_lines`` makes that many lines fail with a 500 (once each). By default it answers like a polite listener in the language of the
 conversation; a script can queue failures (429, 500, a stall) or exact replies, and every
 request body is kept for assertions. Run it alone for the browser test or the benchmark:
 
@@ -70,6 +73,15 @@ class FakeOpenAI:
         self.max_in_flight = 0
         """The most requests the server was answering at one moment."""
         self.lock = threading.Lock()
+        self.files: dict[str, bytes] = {}
+        self.batches: dict[str, dict[str, Any]] = {}
+        """Batches as the server holds them (id -> the Batch object, plus its input)."""
+        self.batch_lines = 0
+        """Lines answered through batches (each live request is in ``requests``)."""
+        self.batch_delay_s = 0.0
+        self.fail_lines = 0
+        self.batch_api = True
+        """False: /v1/files and /v1/batches answer 404, as a plain vLLM server does."""
         self.httpd = _Server(("127.0.0.1", port), _handler(self))
         self.httpd.daemon_threads = True
         self.thread = threading.Thread(
@@ -132,11 +144,21 @@ def _handler(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
             self.wfile.write(data)
 
         def do_GET(self) -> None:  # noqa: N802
+            path = self.path.split("?")[0]
+            if path.startswith(("/v1/files", "/v1/batches")):
+                self._batch_api("GET", path, b"")
+                return
             self._json(200, {"object": "list", "data": [{"id": "fake", "object": "model"}]}, {})
 
         def do_POST(self) -> None:  # noqa: N802
             length = int(self.headers.get("Content-Length") or 0)
-            body = json.loads(self.rfile.read(length) or b"{}")
+            raw = self.rfile.read(length)
+            path = self.path.split("?")[0]
+            if path.startswith(("/v1/files", "/v1/batches")):
+                server.authorizations.append(self.headers.get("Authorization"))
+                self._batch_api("POST", path, raw)
+                return
+            body = json.loads(raw or b"{}")
             server.authorizations.append(self.headers.get("Authorization"))
             step = server.next_step(body)
             with server.lock:
@@ -156,6 +178,67 @@ def _handler(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
                 self._stream(body, text)
             else:
                 self._json(200, _completion(body, text), {})
+
+        def _batch_api(self, method: str, path: str, raw: bytes) -> None:
+            if not server.batch_api:
+                self._json(404, {"error": {"message": "no such route", "type": "fake"}}, {})
+                return
+            parts = path.strip("/").split("/")  # v1, files|batches, [id], [content|cancel]
+            if method == "POST" and parts == ["v1", "files"]:
+                file_id = f"file-{len(server.files) + 1}"
+                server.files[file_id] = _multipart_file(self.headers["Content-Type"], raw)
+                self._json(
+                    200,
+                    {
+                        "id": file_id,
+                        "object": "file",
+                        "bytes": 0,
+                        "created_at": 0,
+                        "filename": "batch.jsonl",
+                        "purpose": "batch",
+                        "status": "processed",
+                    },
+                    {},
+                )
+            elif method == "GET" and len(parts) == 4 and parts[3] == "content":
+                data = server.files.get(parts[2])
+                if data is None:
+                    self._json(404, {"error": {"message": "no such file"}}, {})
+                    return
+                self.send_response(200)
+                self.send_header("Content-Type", "application/octet-stream")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+            elif method == "POST" and parts == ["v1", "batches"]:
+                request = json.loads(raw)
+                batch_id = f"batch_{len(server.batches) + 1}"
+                with server.lock:
+                    server.batches[batch_id] = {
+                        "id": batch_id,
+                        "object": "batch",
+                        "endpoint": request["endpoint"],
+                        "input_file_id": request["input_file_id"],
+                        "completion_window": request["completion_window"],
+                        "status": "validating",
+                        "created_at": int(time.time()),
+                        "output_file_id": None,
+                        "error_file_id": None,
+                        "_ready_at": time.time() + server.batch_delay_s,
+                    }
+                self._json(200, _public(server.batches[batch_id]), {})
+            elif len(parts) >= 3 and parts[1] == "batches" and parts[2] in server.batches:
+                batch = server.batches[parts[2]]
+                if method == "POST" and parts[3:] == ["cancel"]:
+                    batch["status"] = "cancelled"
+                elif batch["status"] in ("validating", "in_progress"):
+                    if time.time() >= batch["_ready_at"]:
+                        _finish_batch(server, batch)
+                    else:
+                        batch["status"] = "in_progress"
+                self._json(200, _public(batch), {})
+            else:
+                self._json(404, {"error": {"message": f"no route {method} {path}"}}, {})
 
         def _stream(self, body: dict[str, Any], text: str) -> None:
             self.send_response(200)
@@ -180,6 +263,68 @@ def _handler(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
             self.wfile.flush()
 
     return Handler
+
+
+def _multipart_file(content_type: str, raw: bytes) -> bytes:
+    """The uploaded file's bytes from a multipart/form-data body."""
+    from email.parser import BytesParser
+    from email.policy import HTTP
+
+    message = BytesParser(policy=HTTP).parsebytes(
+        f"Content-Type: {content_type}\r\n\r\n".encode() + raw
+    )
+    for part in message.iter_parts():
+        if part.get_filename():
+            return part.get_payload(decode=True) or b""
+    return b""
+
+
+def _finish_batch(server: FakeOpenAI, batch: dict[str, Any]) -> None:
+    """Answer every line of a batch as a live call would; fail the first ``fail_lines``."""
+    out, errors = [], []
+    for raw in server.files[batch["input_file_id"]].decode().splitlines():
+        line = json.loads(raw)
+        with server.lock:
+            server.batch_lines += 1
+            fail = server.fail_lines > 0
+            if fail:
+                server.fail_lines -= 1
+        if fail:
+            errors.append(
+                {
+                    "id": f"req_{len(errors)}",
+                    "custom_id": line["custom_id"],
+                    "response": {
+                        "status_code": 500,
+                        "body": {"error": {"message": "scripted line failure"}},
+                    },
+                    "error": None,
+                }
+            )
+            continue
+        step = server.next_step(line["body"])
+        text = step.text if step.text is not None else default_reply(line["body"])
+        out.append(
+            {
+                "id": f"req_{len(out)}",
+                "custom_id": line["custom_id"],
+                "response": {"status_code": 200, "body": _completion(line["body"], text)},
+                "error": None,
+            }
+        )
+    with server.lock:
+        batch["output_file_id"] = f"file-{len(server.files) + 1}"
+        server.files[batch["output_file_id"]] = "".join(json.dumps(e) + "\n" for e in out).encode()
+        if errors:
+            batch["error_file_id"] = f"file-{len(server.files) + 1}"
+            server.files[batch["error_file_id"]] = "".join(
+                json.dumps(e) + "\n" for e in errors
+            ).encode()
+        batch["status"] = "completed"
+
+
+def _public(batch: dict[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in batch.items() if not key.startswith("_")}
 
 
 def _completion(body: dict[str, Any], text: str) -> dict[str, Any]:

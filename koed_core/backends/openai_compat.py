@@ -22,6 +22,20 @@ from koed_core.registry import ModelSpec, redact_url
 NO_KEY_NEEDED = "not-needed"  # local servers ignore the key, but the SDK wants one
 
 
+def chat_request(
+    spec: ModelSpec, messages: list[Message], settings: GenerationSettings
+) -> dict[str, Any]:
+    """The chat-completions body; a live call and a Batch API line send the same one."""
+    request: dict[str, Any] = {
+        "model": spec.model,
+        "messages": [dict(m) for m in messages],
+        "max_tokens": settings.max_tokens,
+    }
+    if settings.temperature is not None:  # None: the server's default decoding
+        request["temperature"] = settings.temperature
+    return request
+
+
 class OpenAIClient:
     """Chat completions against ``spec.base_url`` (OpenAI itself when unset)."""
 
@@ -56,14 +70,7 @@ class OpenAIClient:
         return self._clients[key]
 
     def _request(self, messages: list[Message], settings: GenerationSettings) -> dict[str, Any]:
-        request: dict[str, Any] = {
-            "model": self._spec.model,
-            "messages": messages,
-            "max_tokens": settings.max_tokens,
-        }
-        if settings.temperature is not None:  # None: the server's default decoding
-            request["temperature"] = settings.temperature
-        return request
+        return chat_request(self._spec, messages, settings)
 
     def complete(
         self, messages: list[Message], settings: GenerationSettings, task: ListenerTask | None

@@ -161,6 +161,33 @@ def m004_paper_protocol(db: sqlite_utils.Database) -> None:
     )
 
 
+@migration
+def m005_jobs(db: sqlite_utils.Database) -> None:
+    """Long work that outlives a page: jobs a worker process executes, the workers'
+    heartbeats, and the provider batches a job sent (so a resumed job polls the batch it
+    already paid for instead of sending it again)."""
+    _script(
+        db,
+        """
+        create table jobs (
+            id integer primary key autoincrement, kind text not null, label text not null,
+            params text not null, state text not null default 'queued', created_by text,
+            created text, started text, ended text, done integer default 0,
+            total integer default 0, failed integer default 0, errors text, rate real,
+            message text, reason text, result text, cancel_requested integer default 0,
+            worker text, heartbeat real);
+        create index jobs_state on jobs(state);
+        create table job_workers (
+            id text primary key, pid integer, host text, started real, heartbeat real);
+        create table provider_batches (
+            id text primary key, server text not null, model text not null,
+            input_file_id text, custom_ids text not null, status text, created real,
+            output_file_id text, error_file_id text, consumed integer default 0);
+        create index provider_batches_open on provider_batches(server, model, consumed)
+        """,
+    )
+
+
 def _script(db: sqlite_utils.Database, script: str) -> None:
     """Run statements one by one: ``executescript`` would commit the caller's transaction,
     and a migration must apply whole or not at all. (No statement here contains ';'.)"""

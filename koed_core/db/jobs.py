@@ -1,0 +1,345 @@
+"""Jobs, the workers that run them, and the provider batches they sent.
+
+A job's whole life is in the database (queued, running with its counts, finished,
+failed with the reason, cancelled), so any page, the CLI and a restarted worker read the
+same truth. Claiming is one ``BEGIN IMMEDIATE`` transaction: two workers never take the
+same job. A running job whose worker stopped beating is taken over (and resumes, since
+every result it stored is skipped).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from koed_core.db.store import Store
+from koed_core.db.types import now
+from koed_core.errors import KoedError
+
+JobState = Literal["queued", "running", "finished", "failed", "cancelled"]
+ENDED = ("finished", "failed", "cancelled")
+STALE_AFTER_S = 20.0
+"""A running job whose worker has not beaten for this long is taken over."""
+
+
+class JobError(KoedError):
+    """A job that cannot be found or changed as asked."""
+
+
+@dataclass(frozen=True)
+class Job:
+    """One row of ``jobs``, as pages and the CLI show it."""
+
+    id: int
+    kind: str
+    label: str
+    params: dict[str, Any]
+    state: JobState
+    created_by: str | None
+    created: str
+    started: str | None
+    ended: str | None
+    done: int
+    total: int
+    failed: int
+    errors: dict[str, int]
+    rate: float | None
+    message: str | None
+    reason: str | None
+    result: dict[str, Any]
+    cancel_requested: bool
+    worker: str | None
+    heartbeat: float | None
+
+    @property
+    def active(self) -> bool:
+        """Queued or running."""
+        return self.state in ("queued", "running")
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> Job:
+        return cls(
+            id=int(row["id"]),
+            kind=row["kind"],
+            label=row["label"],
+            params=json.loads(row["params"] or "{}"),
+            state=row["state"],
+            created_by=row["created_by"],
+            created=row["created"],
+            started=row["started"],
+            ended=row["ended"],
+            done=int(row["done"] or 0),
+            total=int(row["total"] or 0),
+            failed=int(row["failed"] or 0),
+            errors=json.loads(row["errors"] or "{}"),
+            rate=row["rate"],
+            message=row["message"],
+            reason=row["reason"],
+            result=json.loads(row["result"] or "{}"),
+            cancel_requested=bool(row["cancel_requested"]),
+            worker=row["worker"],
+            heartbeat=row["heartbeat"],
+        )
+
+
+@dataclass(frozen=True)
+class ProviderBatch:
+    """A batch a job sent to a provider's Batch API, and where its results are."""
+
+    id: str
+    server: str
+    model: str
+    input_file_id: str | None
+    custom_ids: tuple[str, ...]
+    status: str
+    output_file_id: str | None
+    error_file_id: str | None
+
+
+class Jobs:
+    """The ``jobs``, ``job_workers`` and ``provider_batches`` tables."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    # Jobs --------------------------------------------------------------------------------
+
+    def enqueue(
+        self, kind: str, label: str, params: Mapping[str, Any], created_by: str | None
+    ) -> int:
+        """Queue a job; returns its id."""
+        with self.store.write():
+            cursor = self.store.db.execute(
+                "insert into jobs (kind, label, params, state, created_by, created) "
+                "values (?, ?, ?, 'queued', ?, ?)",
+                [kind, label, json.dumps(dict(params), sort_keys=True), created_by, now()],
+            )
+            return int(cursor.lastrowid or 0)
+
+    def get(self, job_id: int) -> Job:
+        """One job.
+
+        Raises:
+            JobError: no such job.
+        """
+        rows = self.store.rows("select * from jobs where id = ?", [job_id])
+        if not rows:
+            raise JobError(f"no job {job_id}")
+        return Job.from_row(rows[0])
+
+    def recent(self, limit: int = 50) -> list[Job]:
+        """Active jobs first, then the most recent ended ones."""
+        rows = self.store.rows(
+            "select * from jobs order by state in ('queued', 'running') desc, id desc limit ?",
+            [limit],
+        )
+        return [Job.from_row(r) for r in rows]
+
+    def claimable(self, stale_after_s: float = STALE_AFTER_S) -> int:
+        """How many jobs a worker could take now (queued, or running with a dead worker)."""
+        rows = self.store.rows(
+            "select count(*) as n from jobs where (state = 'queued' and cancel_requested = 0) "
+            "or (state = 'running' and coalesce(heartbeat, 0) < ?)",
+            [_clock() - stale_after_s],
+        )
+        return int(rows[0]["n"])
+
+    def claim(self, worker: str, stale_after_s: float = STALE_AFTER_S) -> Job | None:
+        """Take the oldest queued job, or a running one whose worker died; None if none."""
+        with self.store.write():
+            rows = self.store.rows(
+                "select id from jobs where (state = 'queued' and cancel_requested = 0) "
+                "or (state = 'running' and coalesce(heartbeat, 0) < ?) order by id limit 1",
+                [_clock() - stale_after_s],
+            )
+            if not rows:
+                return None
+            job_id = rows[0]["id"]
+            self.store.db.execute(
+                "update jobs set state = 'running', worker = ?, heartbeat = ?, "
+                "started = coalesce(started, ?) where id = ?",
+                [worker, _clock(), now(), job_id],
+            )
+        return self.get(job_id)
+
+    def progress(
+        self,
+        job_id: int,
+        *,
+        done: int,
+        total: int,
+        failed: int = 0,
+        errors: Mapping[str, int] | None = None,
+        rate: float | None = None,
+        message: str | None = None,
+    ) -> None:
+        """Record how far a running job is (read by every jobs panel)."""
+        with self.store.write():
+            self.store.db.execute(
+                "update jobs set done = ?, total = ?, failed = ?, errors = ?, rate = ?, "
+                "message = coalesce(?, message), heartbeat = ? where id = ?",
+                [
+                    done,
+                    total,
+                    failed,
+                    json.dumps(dict(errors or {})),
+                    rate,
+                    message,
+                    _clock(),
+                    job_id,
+                ],
+            )
+
+    def finish(
+        self,
+        job_id: int,
+        state: JobState,
+        *,
+        reason: str | None = None,
+        result: Mapping[str, Any] | None = None,
+        message: str | None = None,
+    ) -> None:
+        """End a job: finished, failed (with the reason) or cancelled."""
+        if state not in ENDED:
+            raise JobError(f"a job ends finished, failed or cancelled, not {state!r}")
+        with self.store.write():
+            self.store.db.execute(
+                "update jobs set state = ?, reason = ?, result = ?, message = coalesce(?, "
+                "message), ended = ?, heartbeat = ? where id = ?",
+                [state, reason, json.dumps(dict(result or {})), message, now(), _clock(), job_id],
+            )
+
+    def request_cancel(self, job_id: int) -> JobState:
+        """Cancel: a queued job at once, a running one at its worker's next step.
+
+        Returns the state the job is in afterwards.
+
+        Raises:
+            JobError: no such job, or it has already ended.
+        """
+        with self.store.write():
+            job = self.get(job_id)
+            if not job.active:
+                raise JobError(f"job {job_id} has already ended ({job.state})")
+            if job.state == "queued":
+                self.store.db.execute(
+                    "update jobs set state = 'cancelled', cancel_requested = 1, ended = ?, "
+                    "message = 'cancelled before it started' where id = ?",
+                    [now(), job_id],
+                )
+                return "cancelled"
+            self.store.db.execute("update jobs set cancel_requested = 1 where id = ?", [job_id])
+            return "running"
+
+    def requeue(self, job_id: int) -> None:
+        """Back to the queue (its worker is stopping); the next worker resumes it."""
+        with self.store.write():
+            self.store.db.execute(
+                "update jobs set state = 'queued', worker = null where id = ? and state = "
+                "'running'",
+                [job_id],
+            )
+
+    def cancel_requested(self, job_id: int) -> bool:
+        """Whether someone asked the job to stop."""
+        rows = self.store.rows("select cancel_requested from jobs where id = ?", [job_id])
+        return bool(rows and rows[0]["cancel_requested"])
+
+    # Workers ------------------------------------------------------------------------------
+
+    def beat(self, worker: str, pid: int, host: str, job_ids: Sequence[int] = ()) -> None:
+        """A worker is alive, and so are the jobs it runs."""
+        at = _clock()
+        with self.store.write():
+            self.store.db.execute(
+                "insert into job_workers (id, pid, host, started, heartbeat) values (?,?,?,?,?) "
+                "on conflict(id) do update set heartbeat = excluded.heartbeat",
+                [worker, pid, host, at, at],
+            )
+            for job_id in job_ids:
+                self.store.db.execute(
+                    "update jobs set heartbeat = ? where id = ? and worker = ?",
+                    [at, job_id, worker],
+                )
+
+    def leave(self, worker: str) -> None:
+        """A worker stopped cleanly."""
+        with self.store.write():
+            self.store.db.execute("delete from job_workers where id = ?", [worker])
+
+    def live_workers(self, within_s: float = STALE_AFTER_S / 2) -> list[dict[str, Any]]:
+        """Workers that beat recently."""
+        return self.store.rows(
+            "select id, pid, host, started, heartbeat from job_workers where heartbeat >= ?",
+            [_clock() - within_s],
+        )
+
+    # Provider batches --------------------------------------------------------------------
+
+    def add_batch(self, batch: ProviderBatch) -> None:
+        """Remember a batch as soon as the provider accepted it (before any wait)."""
+        with self.store.write():
+            self.store.db.table("provider_batches").insert(
+                {
+                    "id": batch.id,
+                    "server": batch.server,
+                    "model": batch.model,
+                    "input_file_id": batch.input_file_id,
+                    "custom_ids": json.dumps(list(batch.custom_ids)),
+                    "status": batch.status,
+                    "created": _clock(),
+                    "output_file_id": batch.output_file_id,
+                    "error_file_id": batch.error_file_id,
+                    "consumed": 0,
+                },
+                pk="id",
+                replace=True,
+            )
+
+    def update_batch(
+        self, batch_id: str, status: str, output_file_id: str | None, error_file_id: str | None
+    ) -> None:
+        """The provider's latest word on a batch."""
+        with self.store.write():
+            self.store.db.execute(
+                "update provider_batches set status = ?, output_file_id = ?, error_file_id = ? "
+                "where id = ?",
+                [status, output_file_id, error_file_id, batch_id],
+            )
+
+    def open_batches(self, server: str, model: str) -> list[ProviderBatch]:
+        """Batches sent to this server and model whose results were not all stored yet."""
+        rows = self.store.rows(
+            "select * from provider_batches where server = ? and model = ? and consumed = 0 "
+            "order by created",
+            [server, model],
+        )
+        return [
+            ProviderBatch(
+                r["id"],
+                r["server"],
+                r["model"],
+                r["input_file_id"],
+                tuple(json.loads(r["custom_ids"])),
+                r["status"],
+                r["output_file_id"],
+                r["error_file_id"],
+            )
+            for r in rows
+        ]
+
+    def consume(self, batch_ids: Sequence[str]) -> None:
+        """Every result of these batches is stored: a later pass never reuses them."""
+        with self.store.write():
+            for batch_id in batch_ids:
+                self.store.db.execute(
+                    "update provider_batches set consumed = 1 where id = ?", [batch_id]
+                )
+
+
+def _clock() -> float:
+    """Seconds since the epoch (heartbeats compare across processes on one machine)."""
+    return time.time()
