@@ -9,7 +9,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from components import auth
+from components import auth, jobs_panel
 from components.literal import md
 from koed_core.errors import KoedError
 
@@ -80,6 +80,8 @@ def main() -> None:
         st.sidebar.caption(f"Logged in: {md(state.account.name)} ({state.account.role})")
         auth.logout_button()
     try:
+        jobs_panel.keep_worker_alive()
+        jobs_panel.render_sidebar_panel()
         page.run()
     except KoedError as err:
         # The one boundary of every page: a broken models.toml, database or accounts

@@ -64,11 +64,16 @@ def client_for(spec: ModelSpec) -> ChatClient:
                 f"{spec.name} calls a remote or paid model: log in as an admin to use it. "
                 "Everyone can use the offline model (smollm2) and the human reference.",
             )
-        _count_call(spec)
+        count_call(spec)
     return make_client(spec, key_for(spec))
 
 
-def _count_call(spec: ModelSpec) -> None:
+def count_call(spec: ModelSpec) -> None:
+    """Count one use of a paid or remote model against the account's hourly allowance.
+
+    Raises:
+        ModelError: the allowance (KOED_CALLS_PER_HOUR) is used up.
+    """
     account = auth.username() or "(no accounts)"
     limit = resources.settings().calls_per_hour
     now = time.time()

@@ -44,9 +44,14 @@ CHAT_SESSION = "chat.session"
 CHAT_ASK = "chat.ask"
 API_KEY = "models.api_key"
 
+# Jobs (any page).
+JOBS_CHECKED = "jobs.checked"
+
 # Runs page.
 RUNS_MODEL = "runs.model"
 RUNS_SELECTED = "runs.selected"
+RUNS_PLAN = "runs.plan"
+RUNS_REPRODUCE = "runs.reproduce"
 
 # Results pages.
 GAP_JUDGE = "gap.judge"

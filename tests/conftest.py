@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import http.server
 import threading
 from collections.abc import Iterator
@@ -86,6 +87,39 @@ def generated_release(monkeypatch: pytest.MonkeyPatch) -> bytes:
     )
     monkeypatch.setattr(sources, "OFFICIAL", release)
     return data
+
+
+def wait_for_job(store: object, job_id: int, timeout: float = 90.0) -> None:
+    """Wait until a background job has ended; fail with its state if it does not."""
+    import time
+
+    from koed_core.db.jobs import Jobs
+
+    jobs = Jobs(store)  # type: ignore[arg-type]
+    deadline = time.monotonic() + timeout
+    while jobs.get(job_id).active:
+        assert time.monotonic() < deadline, f"job {job_id} still {jobs.get(job_id).state}"
+        time.sleep(0.1)
+    assert jobs.get(job_id).state == "finished", jobs.get(job_id).reason
+
+
+def stop_workers(db: Path) -> None:
+    """Stop the worker processes the app started for this database (they outlive tests,
+    by design): every process whose command line is a worker of this file."""
+    import os
+    import signal
+
+    wanted = ["-m", "koed_core.cli", "worker", "--db", str(db)]
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            argv = (proc / "cmdline").read_bytes().decode().split("\0")
+        except OSError:
+            continue
+        if argv[1:6] == wanted:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(proc.name), signal.SIGTERM)
 
 
 def stored_responses(db: Path) -> int:

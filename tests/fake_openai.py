@@ -76,6 +76,8 @@ class FakeOpenAI:
         self.files: dict[str, bytes] = {}
         self.batches: dict[str, dict[str, Any]] = {}
         """Batches as the server holds them (id -> the Batch object, plus its input)."""
+        self.live_calls = 0
+        """Chat completions asked directly (not through a batch)."""
         self.batch_lines = 0
         """Lines answered through batches (each live request is in ``requests``)."""
         self.batch_delay_s = 0.0
@@ -160,6 +162,8 @@ def _handler(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
                 return
             body = json.loads(raw or b"{}")
             server.authorizations.append(self.headers.get("Authorization"))
+            with server.lock:
+                server.live_calls += 1
             step = server.next_step(body)
             with server.lock:
                 server.in_flight += 1

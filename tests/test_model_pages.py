@@ -7,6 +7,8 @@ from pathlib import Path
 from streamlit.testing.v1 import AppTest
 
 from koed_core.db import Store
+from koed_core.db.jobs import Jobs
+from tests.conftest import stop_workers, wait_for_job
 from tests.fake_openai import FakeOpenAI, Step
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -67,19 +69,29 @@ def test_chat_shows_a_failed_model_call(fake_registry: Path, fake_openai: FakeOp
     assert not [b for b in at.button if b.label == "Save for rating"]
 
 
-def test_runs_page_starts_a_run_and_lists_it(fake_registry: Path, fake_openai: FakeOpenAI) -> None:
+def test_runs_page_queues_a_job_a_worker_runs_and_lists_it(
+    fake_registry: Path, fake_openai: FakeOpenAI, tmp_path: Path
+) -> None:
     at = _page("pages/models/runs.py")
     assert at.info[0].value.startswith("No runs yet")
     at.selectbox(key="runs.model").set_value("fake-listener")
     at.number_input[0].set_value(3)
-    at.button[-1].click().run()  # the form's Run button
-    assert not at.exception, [e.value for e in at.exception]
-    assert "6 answered, 0 already done, 0 failed" in at.success[0].value
-    runs = at.dataframe[-2].value
-    assert list(runs["lang"]) == ["en", "ko"] and list(runs["responses"]) == [3, 3]
-    assert len(at.dataframe[-1].value) == 6
-    at.button[-1].click().run()
-    assert "0 answered, 6 already done" in at.success[0].value
+    try:
+        start = next(b for b in at.button if b.label == "Start as a background job")
+        start.click().run()
+        assert not at.exception, [e.value for e in at.exception]
+        assert at.success[0].value.startswith(r"Job #1 queued: run fake\-listener\: single")
+        store = Store(tmp_path / "koed.db")
+        wait_for_job(store, 1)  # the page started a worker process; it runs the job
+        at.run()
+        runs = at.dataframe[-2].value
+        assert list(runs["lang"]) == ["en", "ko"] and list(runs["responses"]) == [3, 3]
+        assert len(at.dataframe[-1].value) == 6
+        at.button(key="runs.reproduce")  # the reproduction can be queued from here too
+        assert Jobs(store).get(1).message.startswith("run ")  # type: ignore[union-attr]
+        assert "6 answered, 0 already done, 0 failed" in Jobs(store).get(1).message  # type: ignore[operator]
+    finally:
+        stop_workers(tmp_path / "koed.db")
 
 
 def test_panes_answer_at_the_same_time(fake_registry: Path, fake_openai: FakeOpenAI) -> None:

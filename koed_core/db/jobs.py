@@ -10,6 +10,8 @@ every result it stored is skipped).
 from __future__ import annotations
 
 import json
+import os
+import socket
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -140,24 +142,28 @@ class Jobs:
 
     def claimable(self, stale_after_s: float = STALE_AFTER_S) -> int:
         """How many jobs a worker could take now (queued, or running with a dead worker)."""
+        return len(self._claimable(stale_after_s))
+
+    def _claimable(self, stale_after_s: float) -> list[int]:
         rows = self.store.rows(
-            "select count(*) as n from jobs where (state = 'queued' and cancel_requested = 0) "
-            "or (state = 'running' and coalesce(heartbeat, 0) < ?)",
-            [_clock() - stale_after_s],
+            "select id, state, worker, heartbeat from jobs where (state = 'queued' and "
+            "cancel_requested = 0) or state = 'running' order by id"
         )
-        return int(rows[0]["n"])
+        stale = _clock() - stale_after_s
+        return [
+            r["id"]
+            for r in rows
+            if r["state"] == "queued" or (r["heartbeat"] or 0) < stale or _dead_here(r["worker"])
+        ]
 
     def claim(self, worker: str, stale_after_s: float = STALE_AFTER_S) -> Job | None:
-        """Take the oldest queued job, or a running one whose worker died; None if none."""
+        """Take the oldest queued job, or a running one whose worker died (its process is
+        gone from this machine, or it stopped beating); None if there is none."""
         with self.store.write():
-            rows = self.store.rows(
-                "select id from jobs where (state = 'queued' and cancel_requested = 0) "
-                "or (state = 'running' and coalesce(heartbeat, 0) < ?) order by id limit 1",
-                [_clock() - stale_after_s],
-            )
-            if not rows:
+            ids = self._claimable(stale_after_s)
+            if not ids:
                 return None
-            job_id = rows[0]["id"]
+            job_id = ids[0]
             self.store.db.execute(
                 "update jobs set state = 'running', worker = ?, heartbeat = ?, "
                 "started = coalesce(started, ?) where id = ?",
@@ -338,6 +344,22 @@ class Jobs:
                 self.store.db.execute(
                     "update provider_batches set consumed = 1 where id = ?", [batch_id]
                 )
+
+
+def _dead_here(worker: str | None) -> bool:
+    """A worker id (host:pid) of this machine whose process no longer exists."""
+    if not worker or ":" not in worker:
+        return False
+    host, _, pid = worker.rpartition(":")
+    if host != socket.gethostname() or not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False  # alive, someone else's
+    return False
 
 
 def _clock() -> float:

@@ -2,16 +2,16 @@
 
 import streamlit as st
 
-from components import auth, resources
-from components.models import client_for, model_label, registry_or_stop, session_api_key_input
+from components import auth, jobs_panel, resources
+from components.literal import md
+from components.models import model_label, registry_or_stop
 from koed_core.errors import KoedError
+from koed_core.jobs import JudgeJob
 from koed_core.judge import MODES
-from koed_core.judging import judge_run
 from koed_core.rubric import codes
 
 st.title("LLM judge")
 auth.require_admin_once_accounts_exist()
-session_api_key_input()
 registry = registry_or_stop()
 runs = resources.store().runs()
 if runs.empty:
@@ -38,38 +38,35 @@ with st.form("judge.start"):
     dims = st.multiselect("Dimensions", codes(), default=list(codes()))
     samples = st.number_input("Samples averaged (strict mode)", 1, 10, 1)
     concurrency = st.number_input("Concurrent requests", 1, 64, 8)
-    started = st.form_submit_button("Judge", type="primary")
+    batch = st.checkbox(
+        "Through the provider's Batch API",
+        help="OpenAI and compatible servers with /v1/files and /v1/batches (OpenAI: about "
+        "half the price, answers within 24 h).",
+    )
+    started = st.form_submit_button("Start as a background job", type="primary")
 st.caption(
-    "Resumable: judging the same run with the same judge and mode skips what is done. "
-    "Command line: `koed judge --run RUN_ID --judge NAME --mode paper`."
+    "Judging is a background job (progress in the sidebar's Jobs panel); judging the same "
+    "run with the same judge and mode skips what is done. Command line, in the foreground: "
+    "`koed judge --run RUN_ID --judge NAME --mode paper`."
 )
 if started and not dims:
     st.warning("Choose at least one dimension to judge.")
 elif started:
-    spec = registry[judge_name]
-    bar = st.progress(0.0, text="Starting...")
+    params = JudgeJob(
+        run_id=run_id,
+        judge=judge_name,
+        mode=mode,
+        dims=tuple(dims),
+        samples=int(samples),
+        concurrency=int(concurrency),
+        batch=batch,
+    )
     try:
-        report = judge_run(
-            resources.store(),
-            client_for(spec),
-            spec,
-            run_id,
-            mode,
-            dims=dims,
-            samples=int(samples),
-            concurrency=int(concurrency),
-            progress=lambda done, total: bar.progress(
-                done / max(total, 1), text=f"{done:,} of {total:,} calls"
-            ),
-        )
-    except (KoedError, ValueError) as err:
-        bar.empty()
-        st.error(str(err))
+        jobs_panel.check_may_queue(registry[judge_name])
+        job_id = jobs_panel.queue(params)
+    except KoedError as err:
+        st.error(md(str(err)))
     else:
-        message = (
-            f"{report.scored} scored, {report.unscored} unscored (reply did not parse), "
-            f"{report.skipped} already done, {report.failed} failed."
-        )
-        (st.warning if report.failed or report.unscored else st.success)(message)
-        for kind, count in report.errors.most_common():
-            st.caption(f"{kind}: {count}")
+        st.success(f"Job #{job_id} queued: {md(params.label())}.")
+
+jobs_panel.render_jobs_table("judge")

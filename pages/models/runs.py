@@ -1,23 +1,27 @@
 """Run a model over KoED in both languages and watch the stored runs."""
 
+from pathlib import Path
+
 import streamlit as st
 
-from components import auth, resources, state
-from components.models import client_for, model_label, registry_or_stop, session_api_key_input
+from components import auth, jobs_panel, resources, state
+from components.literal import md
+from components.models import model_label, registry_or_stop
 from components.source_banner import load_or_stop, render_source_banner
 from koed_core.errors import KoedError
-from koed_core.llm import GenerationSettings
+from koed_core.jobs import ReproduceJob, RunJob
 from koed_core.prompts import PROMPT_SETS
 from koed_core.protocol import PROTOCOLS
-from koed_core.registry import decoding
-from koed_core.runner import DEFAULT_CONCURRENCY, run_benchmark
+from koed_core.reproduce import parse_plan
+from koed_core.runner import DEFAULT_CONCURRENCY
 from koed_core.subsets import SUBSETS, select
+
+HERE = Path(__file__).resolve().parents[2]
 
 st.title("Runs")
 auth.require_admin_once_accounts_exist()
 source, dataset = load_or_stop()
 render_source_banner(source, dataset)
-session_api_key_input()
 registry = registry_or_stop()
 
 with st.form("runs.start"):
@@ -42,49 +46,77 @@ with st.form("runs.start"):
     own = right.checkbox("The model's decoding from models.toml", value=True)
     temperature = right.slider("Temperature (if not)", 0.0, 1.5, 0.7, 0.1)
     max_tokens = right.number_input("Max new tokens (if not)", 16, 2048, 256, 16)
-    started = st.form_submit_button("Run", type="primary")
+    batch = right.checkbox(
+        "Through the provider's Batch API",
+        help="OpenAI and compatible servers with /v1/files and /v1/batches: the requests go "
+        "out as batch jobs (OpenAI: about half the price, answers within 24 h).",
+    )
+    started = st.form_submit_button("Start as a background job", type="primary")
 st.caption(
-    "The same model, protocol and settings resume the same run: finished answers are "
-    "skipped. Leaving the page stops a run; start it again to go on. The command line does "
-    "the same: `koed run --model NAME --lang ko,en --protocol single`."
+    "A run is a background job: leave the page, close the tab or restart the server and it "
+    "goes on (progress in the sidebar's Jobs panel). The same model, protocol and settings "
+    "resume the same run: finished answers are skipped. Command line, in the foreground: "
+    "`koed run --model NAME --lang ko,en --protocol single`."
 )
 if started:
     spec = registry[name]
     if not langs:
         st.warning("Pick at least one language.")
     else:
-        bar = st.progress(0.0, text="Starting...")
-        temp, tokens = (
-            decoding(spec) if own else decoding(spec, float(temperature), int(max_tokens))
+        params = RunJob(
+            model=name,
+            langs=tuple(langs),
+            protocol=protocol,
+            prompts=prompts if protocol != "direct" else "native",
+            subset=subset,
+            sample=int(sample) or None,
+            seed=int(seed),
+            limit=int(limit) or None,
+            concurrency=int(concurrency),
+            temperature=None if own else float(temperature),
+            max_tokens=None if own else int(max_tokens),
+            batch=batch,
+            dataset_sha256=dataset.sha256,
         )
         try:
-            report = run_benchmark(
-                resources.store(),
-                client_for(spec),
-                spec,
-                select(dataset.dialogues, subset, sample=int(sample) or None, seed=int(seed)),
-                dataset.sha256,
-                langs=langs,
-                protocol=protocol,
-                settings=GenerationSettings(temperature=temp, max_tokens=tokens),
-                limit=limit or None,
-                prompt_set=prompts if protocol != "direct" else "native",
-                concurrency=int(concurrency),
-                progress=lambda done, total: bar.progress(
-                    done / max(total, 1), text=f"{done:,} of {total:,} answers"
-                ),
-            )
+            select(dataset.dialogues, subset, sample=params.sample, seed=params.seed)
+            jobs_panel.check_may_queue(spec)
+            job_id = jobs_panel.queue(params)
         except KoedError as err:
-            bar.empty()
-            st.error(str(err))
+            st.error(md(str(err)))
         else:
-            message = (
-                f"Run {report.run_id}: {report.succeeded} answered, {report.skipped} "
-                f"already done, {report.failed} failed."
-            )
-            (st.warning if report.failed else st.success)(message)
-            for kind, count in report.errors.most_common():
-                st.caption(f"{kind}: {count}")
+            st.success(f"Job #{job_id} queued: {md(params.label())}.")
+
+jobs_panel.render_jobs_table("run")
+
+with st.expander("Reproduce the paper's table (a plan)", icon=":material/replay:"):
+    plans = sorted((HERE / "plans").glob("*.toml"))
+    if not plans:
+        st.caption("No plan files in plans/.")
+    else:
+        chosen = st.selectbox("Plan", plans, format_func=lambda p: p.name, key=state.RUNS_PLAN)
+        text = chosen.read_text(encoding="utf-8")
+        st.code(text, language="toml")
+        st.caption(
+            "Runs every model of the plan (each at its own concurrency), judges each run as "
+            "it finishes and fills the table; as a job, resumable. Estimate first with "
+            f"`koed reproduce plans/{chosen.name} --dry-run`."
+        )
+        if st.button("Start the reproduction as a job", key=state.RUNS_REPRODUCE):
+            try:
+                plan = parse_plan(text, chosen.name)
+                for model in (*plan.models, plan.judge):
+                    if model in registry:
+                        jobs_panel.check_may_queue(registry[model])
+                job_id = jobs_panel.queue(
+                    ReproduceJob(
+                        plan=f"plans/{chosen.name}", plan_text=text, dataset_sha256=dataset.sha256
+                    )
+                )
+            except KoedError as err:
+                st.error(md(str(err)))
+            else:
+                st.success(f"Job #{job_id} queued: reproduce {chosen.name}.")
 
 st.subheader("Stored runs", anchor=False)
 runs = resources.store().runs()

@@ -1,0 +1,145 @@
+"""Queue long work as jobs and watch them from any page.
+
+Pages never run a long job in their own script any more (it would stop when the tab
+closes): they queue it here, a ``koed worker`` process carries it out, and this panel
+reads its progress from the database. Every page load also makes sure a worker is alive
+while jobs wait, so a job survives a server restart.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+import streamlit as st
+
+from components import auth, resources, state
+from components.literal import md
+from components.models import count_call
+from koed_core.config import api_key
+from koed_core.db.jobs import Job, JobError, Jobs
+from koed_core.jobs import JobParams, enqueue
+from koed_core.llm import ModelError
+from koed_core.registry import ModelSpec
+from koed_core.worker import ensure_worker
+
+REFRESH_S = 2.0
+STATE_WORDS = {
+    "queued": "waiting for the worker",
+    "running": "running",
+    "finished": "finished",
+    "failed": "failed",
+    "cancelled": "cancelled",
+}
+
+
+def check_may_queue(spec: ModelSpec) -> None:
+    """A job calls models from the worker, with the server's keys: check both here.
+
+    Raises:
+        ModelError: not an admin for a paid or remote model, over the hourly allowance, or
+            no key on the server (a key typed in the sidebar stays in this session only).
+    """
+    if spec.offline:
+        return
+    if not auth.is_admin():
+        raise ModelError(
+            "forbidden", f"{spec.name} calls a remote or paid model: log in as an admin"
+        )
+    needs_key = spec.backend == "openai" and spec.base_url is None
+    if needs_key and not api_key(spec.api_key_env, os.environ, resources.secrets()):
+        raise ModelError(
+            "auth",
+            f"{spec.name} needs {spec.api_key_env} on the server: a job runs in the "
+            "background worker, which uses the environment or .streamlit/secrets.toml "
+            "(a key typed in the sidebar stays in this browser session)",
+        )
+    count_call(spec)
+
+
+def queue(params: JobParams) -> int:
+    """Queue a job for this session's account and make sure a worker will take it."""
+    store = resources.store()
+    job_id = enqueue(store, params, auth.username() or "(no accounts)")
+    ensure_worker(store)
+    return job_id
+
+
+def keep_worker_alive() -> None:
+    """Start a worker when jobs wait and none is alive (after a restart, for instance).
+    Checked at most every few seconds per session; cheap when there is nothing to do."""
+    last = st.session_state.get(state.JOBS_CHECKED, 0.0)
+    if time.monotonic() - last < 5:
+        return
+    st.session_state[state.JOBS_CHECKED] = time.monotonic()
+    ensure_worker(resources.store())
+
+
+def render_sidebar_panel() -> None:
+    """The jobs panel in the sidebar, for admins (and for everyone with no accounts)."""
+    if not auth.is_admin():
+        return
+    with st.sidebar:
+        _panel()
+
+
+@st.fragment(run_every=REFRESH_S)
+def _panel() -> None:
+    jobs = Jobs(resources.store()).recent(8)
+    active = [job for job in jobs if job.active]
+    if not jobs:
+        return
+    with st.expander(f"Jobs ({len(active)} active)", expanded=bool(active), icon=":material/sync:"):
+        for job in jobs[:6]:
+            render_job(job, key_prefix="panel")
+        st.caption("Also: `koed jobs` in a terminal.")
+
+
+def render_job(job: Job, key_prefix: str) -> None:
+    """One job: what it is, how far, and a Cancel button while it is active."""
+    words = STATE_WORDS.get(job.state, job.state)
+    if job.cancel_requested and job.active:
+        words = "cancelling (answers in flight are stored)"
+    st.markdown(f"**#{job.id}** {md(job.label)}  \n:gray[{words}]")
+    if job.state == "running" or (job.state != "queued" and job.total):
+        fraction = job.done / job.total if job.total else 0.0
+        rate = f", {job.rate:.0f}/min" if job.rate else ""
+        failed = f", {job.failed} failed" if job.failed else ""
+        st.progress(
+            min(max(fraction, 0.0), 1.0), text=f"{job.done:,} of {job.total:,}{rate}{failed}"
+        )
+    if job.reason:
+        st.error(md(job.reason), icon=":material/error:")
+    elif job.message and not job.active:
+        st.caption(md(job.message))
+    cancellable = job.active and not job.cancel_requested
+    if cancellable and st.button("Cancel", key=f"{key_prefix}.cancel.{job.id}", type="tertiary"):
+        cancel(job.id)
+
+
+def cancel(job_id: int) -> None:
+    """Ask a job to stop (admins only, checked here on the server)."""
+    if not auth.is_admin():
+        st.error("Only an admin can cancel jobs.")
+        return
+    try:
+        Jobs(resources.store()).request_cancel(job_id)
+    except JobError as err:
+        st.warning(str(err))
+
+
+def render_jobs_table(kind: str) -> None:
+    """This page's jobs (runs, or judging), newest first, with their progress."""
+    shown = [job for job in Jobs(resources.store()).recent(30) if job.kind == kind][:10]
+    if not shown:
+        return
+    st.subheader("Jobs", anchor=False)
+    _jobs_list(kind)
+
+
+@st.fragment(run_every=REFRESH_S)
+def _jobs_list(kind: str) -> None:
+    shown = [job for job in Jobs(resources.store()).recent(30) if job.kind == kind][:10]
+    for job in shown:
+        with st.container(border=True):
+            render_job(job, key_prefix=f"page.{kind}")

@@ -1,0 +1,312 @@
+"""Background jobs: queue, worker, cancel, take-over after a crash, the provider Batch API."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from koed_core.cli import main
+from koed_core.config import Settings
+from koed_core.db import Store
+from koed_core.db.jobs import JobError, Jobs
+from koed_core.jobs import Environment, Hooks, JudgeJob, RunJob, enqueue, execute
+from koed_core.paths import SAMPLE_FILE
+from koed_core.worker import Worker
+from tests.conftest import stored_responses
+from tests.fake_openai import FakeOpenAI
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _env(server: FakeOpenAI, tmp_path: Path, poll_s: float = 0.05) -> Environment:
+    """What a worker sees: the fake server as OPENAI_BASE_URL, fast batch polling."""
+    settings = Settings(db_path=tmp_path / "koed.db", cache_dir=tmp_path, batch_poll_s=poll_s)
+    return Environment(settings, env={"OPENAI_BASE_URL": server.base_url}, secrets={})
+
+
+def _params(**changes: object) -> RunJob:
+    base = RunJob(model="openai:fake", data=str(SAMPLE_FILE), limit=4, concurrency=4)
+    return replace(base, **changes)  # type: ignore[arg-type]
+
+
+def _serve(store: Store, env: Environment, idle_exit_s: float = 0.3) -> threading.Thread:
+    worker = Worker(store, env, idle_exit_s=idle_exit_s, tick_s=0.05)
+    thread = threading.Thread(target=worker.serve, daemon=True)
+    thread.start()
+    return thread
+
+
+def _answers(store: Store, run_id: str) -> list[tuple[str, str, str, str, str]]:
+    rows = store.rows(
+        "select conv_id, lang, context_hash, text, predicted from responses where run_id = ? "
+        "order by conv_id, lang",
+        [run_id],
+    )
+    return [tuple(r.values()) for r in rows]  # type: ignore[misc]
+
+
+def _wait(predicate, timeout: float = 60.0) -> None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+
+
+# Queue --------------------------------------------------------------------------------------
+
+
+def test_the_queue_hands_each_job_out_once_and_cancels_a_waiting_one(tmp_path: Path) -> None:
+    store = Store(tmp_path / "q.db")
+    jobs = Jobs(store)
+    first = enqueue(store, _params(), "boss")
+    second = enqueue(store, _params(limit=2), "boss")
+    third = enqueue(store, _params(limit=1), None)
+    assert jobs.request_cancel(third) == "cancelled"  # waiting: cancelled at once
+    assert jobs.get(third).state == "cancelled"
+    assert jobs.claim("w1:1").id == first  # type: ignore[union-attr]
+    assert jobs.claim("w2:2").id == second  # type: ignore[union-attr]
+    assert jobs.claim("w3:3") is None  # nothing left; the cancelled job is never handed out
+    with pytest.raises(JobError, match="already ended"):
+        jobs.request_cancel(third)
+    assert jobs.request_cancel(first) == "running" and jobs.cancel_requested(first)
+    listed = jobs.recent()
+    assert [j.id for j in listed][:2] == [second, first]  # active first
+    assert listed[0].params["limit"] == 2 and listed[0].created_by == "boss"
+
+
+def test_bad_parameters_are_refused_before_they_are_queued(tmp_path: Path) -> None:
+    store = Store(tmp_path / "q.db")
+    with pytest.raises(JobError, match="protocol must be one of"):
+        enqueue(store, _params(protocol="chatty"), None)
+    with pytest.raises(JobError, match="langs must be ko and/or en"):
+        enqueue(store, _params(langs=("fr",)), None)
+    with pytest.raises(JobError, match="dimensions must be among"):
+        enqueue(store, JudgeJob(run_id="r", dims=("XX",)), None)
+    assert store.count("jobs") == 0
+
+
+def test_a_job_with_parameters_this_release_does_not_know_fails_with_the_reason(
+    tmp_path: Path, fake_openai: FakeOpenAI
+) -> None:
+    store = Store(tmp_path / "koed.db")
+    job_id = Jobs(store).enqueue("run", "from the future", {"model": "x", "warp": 9}, None)
+    _serve(store, _env(fake_openai, tmp_path)).join(30)
+    job = Jobs(store).get(job_id)
+    assert job.state == "failed" and "unknown parameter(s) warp" in (job.reason or "")
+
+
+# Worker -------------------------------------------------------------------------------------
+
+
+def test_a_background_job_stores_what_the_same_run_in_the_foreground_stores(
+    tmp_path: Path, fake_openai: FakeOpenAI
+) -> None:
+    store = Store(tmp_path / "koed.db")
+    env = _env(fake_openai, tmp_path)
+    job_id = enqueue(store, _params(), "boss")
+    _serve(store, env).join(60)
+    job = Jobs(store).get(job_id)
+    assert job.state == "finished", job.reason
+    assert (job.done, job.total, job.failed) == (8, 8, 0)
+    assert job.started and job.ended and "8 answered" in (job.message or "")
+
+    alone = Store(tmp_path / "foreground.db")
+    result = execute(_params(), alone, env, Hooks())
+    assert result.data["run_id"] == job.result["run_id"]  # the same run identity
+    background = _answers(store, job.result["run_id"])
+    assert len(background) == 8 and background == _answers(alone, result.data["run_id"])
+
+
+def test_cancel_stops_a_running_job_and_keeps_what_it_stored(
+    tmp_path: Path, fake_openai: FakeOpenAI
+) -> None:
+    fake_openai.latency_s = 0.1
+    store = Store(tmp_path / "koed.db")
+    job_id = enqueue(store, _params(limit=None, concurrency=2), "boss")
+    thread = _serve(store, _env(fake_openai, tmp_path))
+    _wait(lambda: stored_responses(tmp_path / "koed.db") >= 4)
+    Jobs(store).request_cancel(job_id)
+    thread.join(60)
+    job = Jobs(store).get(job_id)
+    stored = store.count("responses")
+    assert job.state == "cancelled"
+    assert 4 <= stored < 68 and job.done == stored  # stopped early, every answer kept
+    assert not store.rows("select id from responses where error is not null")
+    # The same job queued again resumes: only what is missing is asked.
+    asked = fake_openai.live_calls
+    again = enqueue(store, _params(limit=None, concurrency=2), "boss")
+    _serve(store, _env(fake_openai, tmp_path)).join(120)
+    assert Jobs(store).get(again).state == "finished"
+    assert store.count("responses") == 68
+    assert fake_openai.live_calls - asked == (68 - stored) * 2  # two calls per item (paper)
+
+
+def test_a_killed_worker_s_job_is_taken_over_and_resumes(
+    tmp_path: Path, fake_openai: FakeOpenAI
+) -> None:
+    fake_openai.latency_s = 0.1
+    db = tmp_path / "koed.db"
+    store = Store(db)
+    job_id = enqueue(store, _params(limit=None, concurrency=2), "boss")
+    env = {**os.environ, "OPENAI_BASE_URL": fake_openai.base_url, "KOED_DB": str(db)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "koed_core.cli", "worker"],
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        _wait(lambda: stored_responses(db) >= 6)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=10)
+    with sqlite3.connect(db) as conn:
+        state, worker = conn.execute(
+            "select state, worker from jobs where id = ?", [job_id]
+        ).fetchone()
+    assert state == "running" and worker.endswith(f":{proc.pid}")  # died mid-job
+    at_kill = stored_responses(db)
+    _serve(store, _env(fake_openai, tmp_path)).join(120)  # takes over at once: pid gone
+    job = Jobs(store).get(job_id)
+    assert job.state == "finished" and job.done == 68
+    keys = store.rows("select conv_id, lang, count(*) as n from responses group by 1, 2")
+    assert len(keys) == 68 and all(k["n"] == 1 for k in keys)
+    assert at_kill < 68
+
+
+# Provider Batch API -------------------------------------------------------------------------
+
+
+def test_a_batch_job_stores_every_result_once_and_retries_only_the_failed_line(
+    tmp_path: Path, fake_openai: FakeOpenAI
+) -> None:
+    fake_openai.fail_lines = 1
+    store = Store(tmp_path / "koed.db")
+    env = _env(fake_openai, tmp_path)
+    run = execute(_params(limit=3, batch=True), store, env, Hooks())
+    assert run.failed == 0
+    run_id = run.data["run_id"]
+    assert store.count("responses") == 6
+    assert fake_openai.live_calls == 0  # nothing went out as a live call
+    # paper prompts: 6 emotion lines, then 6 reply lines; plus the one failed line again
+    assert fake_openai.batch_lines == 6 + 6 + 1
+    sent = [line for b in fake_openai.batches.values() for line in _lines(fake_openai, b)]
+    assert len(sent) == 13 and len(set(sent)) == 12  # exactly one line was sent twice
+    assert store.rows("select count(*) as n from provider_batches where consumed = 0")[0]["n"] == 0
+    # the same answers a live run gives
+    live = Store(tmp_path / "live.db")
+    result = execute(_params(limit=3), live, env, Hooks())
+    assert [a[:4] for a in _answers(store, run_id)] == [
+        a[:4] for a in _answers(live, result.data["run_id"])
+    ]
+
+    judged = execute(JudgeJob(run_id=run_id, judge="openai:fake", batch=True), store, env, Hooks())
+    assert judged.failed == 0
+    rows = store.rows("select response_id, dimension, count(*) as n from judgments group by 1, 2")
+    assert len(rows) == 30 and all(r["n"] == 1 for r in rows)
+    assert fake_openai.live_calls == 12  # only the live comparison run above
+
+
+def _lines(server: FakeOpenAI, batch: dict[str, object]) -> list[str]:
+    import json
+
+    data = server.files[str(batch["input_file_id"])].decode()
+    return [json.loads(line)["custom_id"] for line in data.splitlines()]
+
+
+def test_a_batch_run_killed_while_waiting_picks_up_its_batch_instead_of_paying_twice(
+    tmp_path: Path, fake_openai: FakeOpenAI
+) -> None:
+    fake_openai.batch_delay_s = 600  # the first batch is still running when the run dies
+    db = tmp_path / "koed.db"
+    env = {
+        **os.environ,
+        "OPENAI_BASE_URL": fake_openai.base_url,
+        "KOED_DB": str(db),
+        "KOED_BATCH_POLL_S": "0.05",
+    }
+    command = [
+        sys.executable, "-m", "koed_core.cli", "run", "--model", "openai:fake",
+        "--limit", "3", "--batch", "--data", str(SAMPLE_FILE),
+    ]  # fmt: skip
+    proc = subprocess.Popen(
+        command, env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    try:
+        _wait(lambda: len(fake_openai.batches) == 1 and _status(db) == "in_progress")
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=10)
+    assert stored_responses(db) == 0
+    fake_openai.batches["batch_1"]["_ready_at"] = 0  # the provider finishes it meanwhile
+    fake_openai.batch_delay_s = 0
+    store = Store(db)
+    result = execute(_params(limit=3, batch=True), store, _env(fake_openai, tmp_path), Hooks())
+    assert result.failed == 0 and store.count("responses") == 6
+    assert len(fake_openai.batches) == 2  # batch 1 collected, batch 2 for the replies
+    assert fake_openai.batch_lines == 12 and fake_openai.live_calls == 0
+
+
+def _status(db: Path) -> str | None:
+    try:
+        with sqlite3.connect(db) as conn:
+            row = conn.execute("select status from provider_batches").fetchone()
+    except sqlite3.OperationalError:
+        return None
+    return row[0] if row else None
+
+
+def test_a_server_without_a_batch_api_is_named(tmp_path: Path, fake_openai: FakeOpenAI) -> None:
+    fake_openai.batch_api = False
+    store = Store(tmp_path / "koed.db")
+    result = execute(_params(limit=1, batch=True), store, _env(fake_openai, tmp_path), Hooks())
+    assert result.failed == 2
+    errors = store.rows("select distinct error from responses")
+    assert len(errors) == 1 and "has no Batch API (/v1/files and /v1/batches)" in errors[0]["error"]
+
+
+# Command line -------------------------------------------------------------------------------
+
+
+def test_koed_jobs_lists_and_cancels(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("KOED_DB", str(tmp_path / "koed.db"))
+    store = Store(tmp_path / "koed.db")
+    job_id = enqueue(store, _params(), "boss")
+    assert main(["jobs"]) == 0
+    out = capsys.readouterr().out
+    assert f"{job_id}\tqueued\t0\t0\t0\tboss" in out and "run openai:fake" in out
+    assert main(["jobs", "cancel", str(job_id)]) == 0
+    assert "cancelled before it started" in capsys.readouterr().out
+    assert main(["jobs", "cancel", str(job_id)]) == 1
+    assert "already ended (cancelled)" in capsys.readouterr().err
+    assert main(["jobs", "cancel", "99"]) == 1
+    assert "no job 99" in capsys.readouterr().err
+
+
+def test_the_dry_run_says_what_the_batch_api_would_change(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    plan = tmp_path / "plan.toml"
+    plan.write_text(
+        'name = "small"\nmodels = ["openai:a"]\njudge = "openai:j"\nsubset = "full"\nbatch = true\n'
+    )
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    assert main(["reproduce", str(plan), "--dry-run", "--data", str(SAMPLE_FILE)]) == 0
+    out = capsys.readouterr().out
+    assert "via the Batch API: about half the live price at OpenAI, within 24 h" in out
+    plan.write_text(plan.read_text().replace("batch = true\n", ""))
+    assert main(["reproduce", str(plan), "--dry-run", "--data", str(SAMPLE_FILE)]) == 0
+    out = capsys.readouterr().out
+    assert "via the Batch API" not in out and "with --batch" in out
