@@ -85,6 +85,7 @@ def render_sidebar_panel() -> None:
 
 @st.fragment(run_every=REFRESH_S)
 def _panel() -> None:
+    keep_worker_alive()  # a worker that died while the page is open is replaced
     jobs = Jobs(resources.store()).recent(8)
     active = [job for job in jobs if job.active]
     if not jobs:

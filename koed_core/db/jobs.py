@@ -15,6 +15,7 @@ import socket
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 from koed_core.db.store import Store
@@ -277,11 +278,12 @@ class Jobs:
             self.store.db.execute("delete from job_workers where id = ?", [worker])
 
     def live_workers(self, within_s: float = STALE_AFTER_S / 2) -> list[dict[str, Any]]:
-        """Workers that beat recently."""
-        return self.store.rows(
+        """Workers that beat recently and whose process (on this machine) still exists."""
+        rows = self.store.rows(
             "select id, pid, host, started, heartbeat from job_workers where heartbeat >= ?",
             [_clock() - within_s],
         )
+        return [r for r in rows if not _dead_here(r["id"])]
 
     # Provider batches --------------------------------------------------------------------
 
@@ -359,7 +361,11 @@ def _dead_here(worker: str | None) -> bool:
         return True
     except PermissionError:
         return False  # alive, someone else's
-    return False
+    try:  # a killed worker nobody has reaped yet (a container's PID 1 may never) is a zombie
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rpartition(")")[2].split()[:1] == ["Z"]
 
 
 def _clock() -> float:
