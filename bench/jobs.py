@@ -1,0 +1,102 @@
+"""What running in the background costs: a job's wall time over the same run in the
+foreground.
+
+The fake OpenAI-compatible server runs in its own process at a fixed latency. The
+foreground figure is ``koed run`` as a terminal would start it (process start included);
+the background figure is from queueing the job (as the Runs page does, which also starts
+the worker process) to the job's row saying "finished". Both store the same 68 answers
+(34 sample dialogues x 2 languages, paper prompts: 136 requests) into fresh databases.
+
+    python bench/jobs.py
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from koed_core.db import Store  # noqa: E402
+from koed_core.db.jobs import Jobs  # noqa: E402
+from koed_core.jobs import RunJob, enqueue  # noqa: E402
+from koed_core.paths import SAMPLE_FILE  # noqa: E402
+from koed_core.worker import ensure_worker  # noqa: E402
+
+LATENCY_S = 0.5
+CONCURRENCY = 4
+PORT = 8797
+
+
+def main() -> None:
+    server = subprocess.Popen(
+        [sys.executable, str(ROOT / "tests" / "fake_openai.py"), "--port", str(PORT),
+         "--latency", str(LATENCY_S)],
+        stdout=subprocess.DEVNULL,
+    )  # fmt: skip
+    base_url = f"http://127.0.0.1:{PORT}/v1"
+    try:
+        _wait_for(base_url + "/models")
+        with tempfile.TemporaryDirectory() as work:
+            env = {**os.environ, "OPENAI_BASE_URL": base_url, "KOED_CACHE_DIR": work}
+            os.environ.update(env)
+            start = time.perf_counter()
+            subprocess.run(
+                [sys.executable, "-m", "koed_core.cli", "run", "--model", "openai:fake",
+                 "--data", str(SAMPLE_FILE), "--concurrency", str(CONCURRENCY),
+                 "--db", str(Path(work) / "foreground.db")],
+                env=env, cwd=ROOT, check=True, stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )  # fmt: skip
+            foreground = time.perf_counter() - start
+
+            store = Store(Path(work) / "background.db")
+            start = time.perf_counter()
+            job_id = enqueue(
+                store,
+                RunJob(model="openai:fake", data=str(SAMPLE_FILE), concurrency=CONCURRENCY),
+                "bench",
+            )
+            ensure_worker(store, cwd=ROOT)
+            jobs = Jobs(store)
+            started = None
+            while jobs.get(job_id).active:
+                if started is None and jobs.get(job_id).state == "running":
+                    started = time.perf_counter() - start
+                time.sleep(0.02)
+            background = time.perf_counter() - start
+            job = jobs.get(job_id)
+            assert job.state == "finished" and job.done == 68, (job.state, job.reason)
+            assert Store(Path(work) / "foreground.db").count("responses") == 68
+            for worker in jobs.live_workers():
+                os.kill(worker["pid"], 15)
+    finally:
+        server.terminate()
+        server.wait()
+    print(f"answers: {job.done}")
+    print(f"foreground_s: {foreground:.2f}")
+    print(f"background_s: {background:.2f}")
+    print(f"queued_to_running_s: {started or 0:.2f}")
+    print(f"overhead_ratio: {background / foreground:.3f}")
+
+
+def _wait_for(url: str) -> None:
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            with urllib.request.urlopen(url, timeout=1):
+                return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
+
+
+if __name__ == "__main__":
+    main()
