@@ -111,8 +111,8 @@ def render_job(job: Job, key_prefix: str) -> None:
         )
     if job.reason:
         st.error(md(job.reason), icon=":material/error:")
-    elif job.message and not job.active:
-        st.caption(md(job.message))
+    elif job.message:
+        st.caption(md(job.message))  # the last word: what it runs, or how it ended
     cancellable = job.active and not job.cancel_requested
     if cancellable and st.button("Cancel", key=f"{key_prefix}.cancel.{job.id}", type="tertiary"):
         cancel(job.id)
@@ -141,6 +141,11 @@ def render_jobs_table(kind: str) -> None:
 @st.fragment(run_every=REFRESH_S)
 def _jobs_list(kind: str) -> None:
     shown = [job for job in Jobs(resources.store()).recent(30) if job.kind == kind][:10]
+    active = {job.id for job in shown if job.active}
+    seen = st.session_state.get(state.JOBS_ACTIVE, set())
+    st.session_state[state.JOBS_ACTIVE] = active
+    if seen - active:
+        st.rerun()  # a job of this page ended: show what it stored (the whole page)
     for job in shown:
         with st.container(border=True):
             render_job(job, key_prefix=f"page.{kind}")

@@ -46,6 +46,7 @@ API_KEY = "models.api_key"
 
 # Jobs (any page).
 JOBS_CHECKED = "jobs.checked"
+JOBS_ACTIVE = "jobs.active"
 
 # Runs page.
 RUNS_MODEL = "runs.model"

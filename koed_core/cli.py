@@ -369,6 +369,7 @@ def cmd_reproduce(args: argparse.Namespace, settings: Settings) -> int:
     from koed_core import reproduce
     from koed_core.db import Store
     from koed_core.jobs import Environment, Hooks, ReproduceJob, execute
+    from koed_core.judging import current_config
 
     text = args.plan.read_text(encoding="utf-8") if args.plan.is_file() else ""
     plan = reproduce.load_plan(args.plan)
@@ -396,11 +397,7 @@ def cmd_reproduce(args: argparse.Namespace, settings: Settings) -> int:
     for name, reason in result.problems.items():
         print(f"  left out: {name}: {reason}", file=sys.stderr)
     runs = {tuple(key.rsplit(" ", 1)): run for key, run in result.data.get("runs", {}).items()}
-    judge = (
-        reproduce.current_config(judge_spec.name, plan.judge_mode)
-        if result.data.get("judge")
-        else None
-    )
+    judge = current_config(judge_spec.name, plan.judge_mode) if result.data.get("judge") else None
     table = reproduce.paper_table(store, runs, judge)
     if args.out:
         from koed_core.paper_export import export_bundle, write_paper_table
@@ -487,9 +484,9 @@ def cmd_jobs(args: argparse.Namespace, settings: Settings) -> int:
         return 0
     print("id\tstate\tdone\ttotal\tfailed\tby\tcreated\tjob")
     for job in listed:
-        state = "cancelling" if job.cancel_requested and job.active else job.state
+        shown = "cancelling" if job.cancel_requested and job.active else job.state
         print(
-            f"{job.id}\t{state}\t{job.done}\t{job.total}\t{job.failed}\t"
+            f"{job.id}\t{shown}\t{job.done}\t{job.total}\t{job.failed}\t"
             f"{job.created_by or '-'}\t{job.created[:19]}\t{job.label}"
         )
         if job.reason:

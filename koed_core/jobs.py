@@ -123,7 +123,9 @@ def params_of(job: Job) -> JobParams:
     extra = set(job.params) - known
     if extra:
         raise JobError(f"job {job.id}: unknown parameter(s) {', '.join(sorted(extra))}")
-    data = {k: tuple(v) if isinstance(v, list) else v for k, v in job.params.items()}
+    data: dict[str, Any] = {
+        k: tuple(v) if isinstance(v, list) else v for k, v in job.params.items()
+    }
     try:
         return cls(**data)
     except TypeError as err:

@@ -259,7 +259,7 @@ def reproduce(
                 protocol,
                 settings,
                 stop=stop,
-                watch=(lambda r, step=step: watch(step, r)) if watch else None,
+                watch=_named(watch, step),
             )
             with lock:
                 outcome.runs[(name, protocol)] = report.run_id
@@ -277,7 +277,7 @@ def reproduce(
                     plan.judge_mode,  # type: ignore[arg-type]
                     concurrency=plan.judge_concurrency,
                     stop=stop,
-                    watch=(lambda r, step=step: watch(f"{step} judge", r)) if watch else None,
+                    watch=_named(watch, f"{step} judge"),
                 )
                 say(
                     f"{name} {protocol} judged: {judged.scored} scored, {judged.unscored} "
@@ -294,6 +294,15 @@ def reproduce(
     if judge is not None:
         outcome.judge = current_config(judge[0].name, plan.judge_mode)
     return outcome
+
+
+def _named(
+    watch: Callable[[str, BatchReport], None] | None, step: str
+) -> Callable[[BatchReport], None] | None:
+    """A step's own report callback, passing the step's name on."""
+    if watch is None:
+        return None
+    return lambda report: watch(step, report)
 
 
 def run_benchmark_for(

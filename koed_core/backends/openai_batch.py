@@ -20,12 +20,14 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
+import socket
 import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Literal
 
 import openai
 
@@ -36,7 +38,7 @@ from koed_core.llm import Completion, GenerationSettings, ModelError, require_te
 from koed_core.protocol import ListenerTask, Message
 from koed_core.registry import ModelSpec, redact_url
 
-ENDPOINT = "/v1/chat/completions"
+ENDPOINT: Literal["/v1/chat/completions"] = "/v1/chat/completions"
 MAX_LINES = 50_000
 """OpenAI's limit of requests in one batch."""
 TERMINAL = ("completed", "failed", "expired", "cancelled")
@@ -96,6 +98,7 @@ class BatchClient:
         self.batch_size = min(batch_size, self._max_lines)
         """How many requests the engine puts in flight (each waits in the batch)."""
         self._stop = stop or (lambda: False)
+        self._owner = f"{socket.gethostname()}:{os.getpid()}"
         self._cond = threading.Condition()
         self._asked: Counter[str] = Counter()
         self._queued: dict[str, _Line] = {}
@@ -159,7 +162,7 @@ class BatchClient:
 
     def _recover(self) -> None:
         """Collect what an earlier pass sent: finished batches' results, open batches."""
-        for batch in self._ledger.open_batches(self.server, self._spec.model):
+        for batch in self._ledger.open_batches(self.server, self._spec.model, self._owner):
             self._used.append(batch.id)
             if batch.status == "completed" and batch.output_file_id is not None:
                 self._earlier.update(self._results(batch.output_file_id, batch.error_file_id))
@@ -216,7 +219,15 @@ class BatchClient:
         ids = tuple(ln.custom_id for ln in lines)
         self._ledger.add_batch(
             ProviderBatch(
-                batch.id, self.server, self._spec.model, upload.id, ids, batch.status, None, None
+                batch.id,
+                self.server,
+                self._spec.model,
+                upload.id,
+                ids,
+                batch.status,
+                None,
+                None,
+                self._owner,
             )
         )
         self.sent_batches += 1

@@ -100,6 +100,8 @@ class ProviderBatch:
     status: str
     output_file_id: str | None
     error_file_id: str | None
+    owner: str | None = None
+    """The process (host:pid) waiting for it; another live process leaves it alone."""
 
 
 class Jobs:
@@ -302,6 +304,7 @@ class Jobs:
                     "output_file_id": batch.output_file_id,
                     "error_file_id": batch.error_file_id,
                     "consumed": 0,
+                    "owner": batch.owner,
                 },
                 pk="id",
                 replace=True,
@@ -318,8 +321,9 @@ class Jobs:
                 [status, output_file_id, error_file_id, batch_id],
             )
 
-    def open_batches(self, server: str, model: str) -> list[ProviderBatch]:
-        """Batches sent to this server and model whose results were not all stored yet."""
+    def open_batches(self, server: str, model: str, owner: str) -> list[ProviderBatch]:
+        """Batches sent to this server and model whose results were not all stored yet,
+        by ``owner`` or by a process that has died (never another live job's)."""
         rows = self.store.rows(
             "select * from provider_batches where server = ? and model = ? and consumed = 0 "
             "order by created",
@@ -335,8 +339,10 @@ class Jobs:
                 r["status"],
                 r["output_file_id"],
                 r["error_file_id"],
+                r["owner"],
             )
             for r in rows
+            if r["owner"] in (None, owner) or _dead_here(r["owner"])
         ]
 
     def consume(self, batch_ids: Sequence[str]) -> None:

@@ -182,7 +182,7 @@ def m005_jobs(db: sqlite_utils.Database) -> None:
         create table provider_batches (
             id text primary key, server text not null, model text not null,
             input_file_id text, custom_ids text not null, status text, created real,
-            output_file_id text, error_file_id text, consumed integer default 0);
+            output_file_id text, error_file_id text, consumed integer default 0, owner text);
         create index provider_batches_open on provider_batches(server, model, consumed)
         """,
     )
