@@ -11,6 +11,7 @@ import streamlit as st
 
 from components import auth, jobs_panel
 from components.literal import md
+from components.state import crowd_session
 from koed_core.errors import KoedError
 
 HERE = Path(__file__).resolve().parent  # page paths hold wherever the app is started from
@@ -48,6 +49,12 @@ ACCOUNT = st.Page(
 )
 RATE = st.Page(HERE / "pages/rating/rate.py", title="Rate responses", icon=":material/star_rate:")
 STUDIES = st.Page(HERE / "pages/rating/studies.py", title="Studies", icon=":material/assignment:")
+JOIN = st.Page(
+    HERE / "pages/rating/join.py",
+    title="Rating study",
+    icon=":material/how_to_reg:",
+    url_path="join",
+)
 DASHBOARD = st.Page(
     HERE / "pages/rating/dashboard.py", title="Study dashboard", icon=":material/monitoring:"
 )
@@ -70,9 +77,24 @@ def pages_for(state: auth.AuthState) -> dict[str, list[st.Page]]:
     return pages
 
 
+def crowd_visit() -> bool:
+    """A worker who came by a study's invite link sees that study's page and nothing else
+    (no menu, no other page by URL), for as long as this browser session lasts."""
+    if not (st.query_params.get("invite") or crowd_session()):
+        return False
+    page = st.navigation([JOIN], position="hidden")
+    try:
+        page.run()
+    except KoedError as err:
+        st.error(md(str(err)), icon=":material/error:")
+    return True
+
+
 def main() -> None:
     """Configure the page, check the login, register the allowed pages, run the chosen one."""
     st.set_page_config(page_title="KoED Studio", page_icon=":material/favorite:", layout="wide")
+    if crowd_visit():
+        return
     state = auth.start()
     page = st.navigation(pages_for(state), expanded=True)
     st.sidebar.caption("KoED Studio · the Korean Empathetic Dialogues benchmark, ko/en")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import time
+from contextlib import suppress
 
 import streamlit as st
 
@@ -18,6 +19,7 @@ from components.literal import md
 from components.models import count_call
 from koed_core.config import api_key
 from koed_core.db.jobs import Job, JobError, Jobs
+from koed_core.errors import KoedError
 from koed_core.jobs import JobParams, enqueue
 from koed_core.llm import ModelError
 from koed_core.registry import ModelSpec
@@ -72,7 +74,8 @@ def keep_worker_alive() -> None:
     if time.monotonic() - last < 5:
         return
     st.session_state[state.JOBS_CHECKED] = time.monotonic()
-    ensure_worker(resources.store())
+    with suppress(KoedError):  # an unusable database: the page itself says so
+        ensure_worker(resources.store())
 
 
 def render_sidebar_panel() -> None:
@@ -86,7 +89,10 @@ def render_sidebar_panel() -> None:
 @st.fragment(run_every=REFRESH_S)
 def _panel() -> None:
     keep_worker_alive()  # a worker that died while the page is open is replaced
-    jobs = Jobs(resources.store()).recent(8)
+    try:
+        jobs = Jobs(resources.store()).recent(8)
+    except KoedError:
+        return  # an unusable database: the page itself says so
     active = [job for job in jobs if job.active]
     if not jobs:
         return

@@ -75,6 +75,8 @@ DEMO_PLAY = "demo.play"
 RATE_STUDY = "rate.study"
 RATE_STARTED = "rate.started"  # {assignment_id: time first shown}
 RATE_CALIBRATION = "rate.calibration"  # {"index": int, "feedback": dict | None}
+CROWD = "crowd.worker"  # {"username": str, "invite": str}: a worker who came by invite link
+CROWD_AGREE = "crowd.agree"
 # streamlit-authenticator's own keys (the library writes them).
 AUTH_STATUS = "authentication_status"
 AUTH_USERNAME = "username"
@@ -162,3 +164,13 @@ def clear_login() -> None:
     """Forget this session's login."""
     for key in (AUTH_STATUS, AUTH_USERNAME, AUTH_NAME, AUTH_SINCE):
         st.session_state.pop(key, None)
+
+
+def crowd_session() -> dict[str, str] | None:
+    """The crowd worker of this browser session (set by the join page), or None."""
+    return st.session_state.get(CROWD)  # type: ignore[no-any-return]
+
+
+def set_crowd_session(username: str, invite: str) -> None:
+    """Remember, server-side, that this session is a crowd worker's."""
+    st.session_state[CROWD] = {"username": username, "invite": invite}

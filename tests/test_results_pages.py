@@ -6,6 +6,9 @@ from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
 
+from koed_core.db import Store
+from koed_core.db.jobs import Jobs
+from tests.conftest import stop_workers, wait_for_job
 from tests.fake_openai import FakeOpenAI
 from tests.test_judge import _rated_and_judged
 
@@ -47,6 +50,12 @@ def test_judge_page_judges_a_run(
     at.selectbox[1].set_value("fake-listener")
     at.radio[0].set_value("strict")
     at.multiselect[0].set_value(["EX"])
-    at.button[-1].click().run()
-    assert not at.exception, [e.value for e in at.exception]
-    assert "scored, 0 unscored" in at.success[0].value and "0 failed" in at.success[0].value
+    try:
+        at.button[-1].click().run()  # queued as a job; the page starts a worker process
+        assert not at.exception, [e.value for e in at.exception]
+        assert at.success[0].value.startswith("Job #1 queued: judge run")
+        wait_for_job(Store(tmp_path / "koed.db"), 1)
+    finally:
+        stop_workers(tmp_path / "koed.db")
+    message = Jobs(Store(tmp_path / "koed.db")).get(1).message or ""
+    assert "scored, 0 unscored" in message and "0 failed" in message

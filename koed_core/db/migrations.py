@@ -188,6 +188,32 @@ def m005_jobs(db: sqlite_utils.Database) -> None:
     )
 
 
+@migration
+def m006_crowd(db: sqlite_utils.Database) -> None:
+    """Crowd studies: signed invite links with an expiry and a cap on places, and the
+    workers who came through them (platform ids for paying them, consent version,
+    screening answers, stop reason, the admin's decision). One worker per platform id
+    and study: a returning worker resumes."""
+    _script(
+        db,
+        """
+        create table invites (
+            id text primary key, study_id integer not null, platform text not null,
+            expires real not null, cap integer not null, batch_size integer not null,
+            batches integer not null default 1, completion_code text not null,
+            redirect_url text, consent_ko text not null, consent_en text not null,
+            reward real, currency text, revoked integer default 0, created_by text,
+            created text);
+        create table crowd_workers (
+            username text primary key, invite_id text not null, study_id integer not null,
+            platform text not null, worker_id text not null, study_ref text, session_ref text,
+            status text not null, stop_reason text, consent_version text, consented_at text,
+            screening text, languages text, completed_at text, decision text, decided_by text,
+            decided_at text, created text, unique(study_id, platform, worker_id))
+        """,
+    )
+
+
 def _script(db: sqlite_utils.Database, script: str) -> None:
     """Run statements one by one: ``executescript`` would commit the caller's transaction,
     and a migration must apply whole or not at all. (No statement here contains ';'.)"""

@@ -90,11 +90,11 @@ if started:
 jobs_panel.render_jobs_table("run")
 
 with st.expander("Reproduce the paper's table (a plan)", icon=":material/replay:"):
-    plans = sorted((HERE / "plans").glob("*.toml"))
+    plans = sorted(p.name for p in (HERE / "plans").glob("*.toml"))
     if not plans:
         st.caption("No plan files in plans/.")
     else:
-        chosen = st.selectbox("Plan", plans, format_func=lambda p: p.name, key=state.RUNS_PLAN)
+        chosen = HERE / "plans" / st.selectbox("Plan", plans, key=state.RUNS_PLAN)
         text = chosen.read_text(encoding="utf-8")
         st.code(text, language="toml")
         st.caption(

@@ -3,6 +3,7 @@
 import streamlit as st
 
 from components import auth, resources
+from components.crowd_admin import render_crowd_dashboard
 from koed_core import rating_report
 
 st.title("Study dashboard")
@@ -100,3 +101,5 @@ right.download_button(
     file_name=f"koed_ratings_study{study_id}.jsonl",
     disabled=not rows,
 )
+
+render_crowd_dashboard(study_id)

@@ -3,6 +3,7 @@
 import streamlit as st
 
 from components import auth, resources
+from components.crowd_admin import render_invite_form
 from components.literal import md
 from components.source_banner import load_or_stop
 from koed_core import users
@@ -79,6 +80,8 @@ if studies:
                 st.rerun()
 else:
     st.info("No study yet. Runs come from the Runs page or `koed run`.")
+
+render_invite_form({s["id"]: s["name"] for s in ratings.studies() if not s["closed"]})
 
 with st.form("studies.invite", clear_on_submit=True):
     st.subheader("Invite a rater", anchor=False)

@@ -1,0 +1,103 @@
+"""Invite links, the crowd workers who came through them, and the admin's decisions."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pandas as pd
+
+from koed_core.db.store import Store
+
+
+class Crowd:
+    """The ``invites`` and ``crowd_workers`` tables."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    def add_invite(self, row: dict[str, Any]) -> None:
+        """Store a new invite link's settings."""
+        with self.store.write():
+            self.store.db.table("invites").insert(row, pk="id")
+
+    def invite(self, invite_id: str) -> dict[str, Any] | None:
+        """One invite, or None."""
+        rows = self.store.rows("select * from invites where id = ?", [invite_id])
+        return rows[0] if rows else None
+
+    def invites(self, study_id: int) -> list[dict[str, Any]]:
+        """A study's invites, newest first."""
+        return self.store.rows(
+            "select * from invites where study_id = ? order by created desc", [study_id]
+        )
+
+    def revoke(self, invite_id: str) -> None:
+        """A revoked link lets nobody new in (those already in may finish)."""
+        with self.store.write():
+            self.store.db.execute("update invites set revoked = 1 where id = ?", [invite_id])
+
+    def worker_by_platform_id(
+        self, study_id: int, platform: str, worker_id: str
+    ) -> dict[str, Any] | None:
+        """The worker who already joined this study with this platform id."""
+        rows = self.store.rows(
+            "select * from crowd_workers where study_id = ? and platform = ? and worker_id = ?",
+            [study_id, platform, worker_id],
+        )
+        return rows[0] if rows else None
+
+    def worker(self, username: str) -> dict[str, Any] | None:
+        """A crowd worker by their (pseudonymous) username."""
+        rows = self.store.rows("select * from crowd_workers where username = ?", [username])
+        return rows[0] if rows else None
+
+    def join(self, invite_id: str, cap: int, row: dict[str, Any]) -> bool:
+        """Add a worker if the invite has a place left; False when it is full. One
+        transaction, so two workers arriving at once cannot both take the last place."""
+        with self.store.write():
+            used = self.store.rows(
+                "select count(*) as n from crowd_workers where invite_id = ?", [invite_id]
+            )[0]["n"]
+            if used >= cap:
+                return False
+            self.store.db.table("crowd_workers").insert(row, pk="username")
+            return True
+
+    def places_used(self, invite_id: str) -> int:
+        """Workers who joined through this invite."""
+        return int(
+            self.store.rows(
+                "select count(*) as n from crowd_workers where invite_id = ?", [invite_id]
+            )[0]["n"]
+        )
+
+    def update_worker(self, username: str, **fields: Any) -> None:
+        """Consent, screening, stop, decision: whatever changed."""
+        values = {k: json.dumps(v) if isinstance(v, dict | list) else v for k, v in fields.items()}
+        with self.store.write():
+            self.store.db.table("crowd_workers").update(username, values)
+
+    def workers(self, study_id: int) -> pd.DataFrame:
+        """Every worker of a study (platform ids included: for the admin and the platform's
+        approval file only)."""
+        return self.store.frame(
+            "select * from crowd_workers where study_id = ? order by created", [study_id]
+        )
+
+    def finished_assignments(self, study_id: int, username: str) -> list[dict[str, Any]]:
+        """The worker's done items in order, with when each was handed out and finished."""
+        return self.store.rows(
+            "select a.assigned_at, a.finished_at, i.kind, a.id as assignment_id from "
+            "assignments a join study_items i on i.id = a.item_id where a.study_id = ? and "
+            "a.username = ? and a.status = 'done' order by a.finished_at",
+            [study_id, username],
+        )
+
+    def attention_scores(self, study_id: int, username: str) -> list[dict[str, Any]]:
+        """The worker's scores on attention checks, per item and dimension."""
+        return self.store.rows(
+            "select r.item_id, r.dimension, r.score from ratings r join study_items i on "
+            "i.id = r.item_id where r.study_id = ? and r.username = ? and i.kind = 'attention'",
+            [study_id, username],
+        )

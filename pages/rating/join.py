@@ -1,0 +1,145 @@
+"""A crowd worker's whole visit, from the platform's link back to the platform: consent,
+screening, onboarding, calibration, a batch of items, the completion code."""
+
+import time
+
+import streamlit as st
+
+from components import resources, state
+from components.literal import md
+from components.rating_view import calibration, render_item, render_rubric, rubric_form
+from koed_core import crowd
+from koed_core.rating import RatingError
+
+store = resources.store()
+key = resources.server_key()
+session = state.crowd_session()
+token = st.query_params.get("invite") or (session or {}).get("invite", "")
+if not token:
+    st.title("KoED rating study")
+    st.info(
+        "This page opens from a study's invite link (for example on Prolific). Raters with "
+        "an account: Log in first, then open Rate responses."
+    )
+    st.stop()
+try:
+    invite = crowd.check_invite(store, key, token)
+    worker = None
+    if session and session["invite"] == token and not st.query_params.get("invite"):
+        worker = crowd.worker_of(store, session["username"])
+    if worker is None:
+        ids = crowd.platform_ids(invite.platform, st.query_params.to_dict())
+        worker = crowd.join(store, key, invite, ids)
+except crowd.CrowdError as err:
+    st.title("KoED rating study")
+    st.error(str(err), icon=":material/link_off:")
+    st.stop()
+if session is None or session["username"] != worker.username:
+    state.set_crowd_session(worker.username, token)
+    if worker.resumed:
+        st.toast("Welcome back: you go on where you left off.")
+
+study = resources.ratings().config(invite.study_id)
+ratings = resources.ratings()
+st.title("KoED rating study")
+st.caption(
+    "Rate how empathetic a listener's reply is, in Korean or English. Your answers are "
+    "stored under a pseudonym; your platform id is used only to pay you."
+)
+
+if worker.status == "stopped":
+    if (worker.stop_reason or "").startswith("screening"):
+        st.info(
+            "Thank you for your time. This study needs native-level speakers of its "
+            "languages, so we cannot offer you items. Please return the study on the platform."
+        )
+    else:
+        st.info(
+            "Thank you for your time. Some of your answers did not match our quality checks, "
+            "so this session ends here. The study's organisers will review it."
+        )
+    st.stop()
+
+if worker.status == "consent":
+    st.subheader("Consent / 동의", anchor=False)
+    left, right = st.columns(2)
+    left.markdown(md(invite.consent_ko))
+    right.markdown(md(invite.consent_en))
+    agreed = st.checkbox(
+        "I have read this and agree to take part. / 위 내용을 읽었으며 참여에 동의합니다.",
+        key=state.CROWD_AGREE,
+    )
+    if st.button("Continue / 계속", type="primary", disabled=not agreed):
+        crowd.consent(store, worker, invite)
+        st.rerun()
+    st.stop()
+
+if worker.status == "screening":
+    st.subheader("About you / 참여자 정보", anchor=False)
+    with st.form("crowd.screening"):
+        native = st.radio(
+            "Your native language / 모국어",
+            ["ko", "en", "other"],
+            format_func={"ko": "한국어 Korean", "en": "English", "other": "Other / 기타"}.get,
+            horizontal=True,
+        )
+        years_korea = st.number_input("Years lived in Korea / 한국 거주 연수", 0, 100, 0)
+        years_english = st.number_input(
+            "Years lived in an English-speaking country / 영어권 국가 거주 연수", 0, 100, 0
+        )
+        sent = st.form_submit_button("Continue / 계속", type="primary")
+    if sent:
+        langs = crowd.screen(
+            store, worker, study.langs, native, float(years_korea), float(years_english)
+        )
+        if langs:
+            ratings.save_profile(
+                crowd.profile_of(worker, native, float(years_korea), float(years_english), langs)
+            )
+        st.rerun()
+    st.stop()
+
+if worker.status == "completed" or crowd.batch_state(store, worker, invite).finished:
+    if worker.status != "completed":
+        crowd.finish(store, worker)
+    st.success("Thank you! You have finished. / 참여해 주셔서 감사합니다!")
+    st.markdown(f"Your completion code / 완료 코드: **`{md(invite.completion_code)}`**")
+    if invite.redirect_url:
+        st.link_button("Back to the platform / 플랫폼으로 돌아가기", invite.redirect_url)
+    st.stop()
+
+if not ratings.calibrated(worker.username):
+    if calibration(worker.languages):
+        ratings.mark_calibrated(worker.username)
+        st.rerun()
+    st.stop()
+
+progress = crowd.batch_state(store, worker, invite)
+st.progress(
+    progress.in_batch / progress.batch_size,
+    text=f"Batch {progress.batch} of {invite.batches}: {progress.in_batch} of "
+    f"{progress.batch_size} rated",
+)
+item = ratings.next_item(invite.study_id, worker.username)
+if item is None:
+    crowd.finish(store, worker)
+    st.rerun()
+started = state.rate_started()
+started.setdefault(item.assignment_id, time.time())
+render_rubric(item.lang)
+render_item(item.context, item.response, item.lang)
+draft = rubric_form(f"crowd.{item.assignment_id}", item.lang)
+if draft is not None:
+    try:
+        ratings.save_rating(
+            item.assignment_id,
+            worker.username,
+            draft.scores,
+            draft.comment,
+            time.time() - started.pop(item.assignment_id, time.time()),
+        )
+    except RatingError as err:
+        st.error(str(err))
+    else:
+        crowd.check_attention(store, worker)
+        st.rerun()

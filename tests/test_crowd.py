@@ -1,0 +1,280 @@
+"""Crowd studies: invite links, platform ids, consent, screening, batches, pay, exports."""
+
+from __future__ import annotations
+
+import io
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from koed_core import crowd
+from koed_core.db import Store
+from koed_core.db.crowd import Crowd
+from koed_core.rating import RatingStore
+from koed_core.rating_report import export_rows, rows_csv
+from koed_core.rubric import codes
+from tests.rating_fixtures import seeded_store, study
+
+ROOT = Path(__file__).resolve().parents[1]
+KEY = b"k" * 32
+PROLIFIC = {"PROLIFIC_PID": "5f1a2b3c4d5e6f7a8b9c0d1e", "STUDY_ID": "st1", "SESSION_ID": "se1"}
+
+
+def _invite(store: Store, study_id: int, **changes: object) -> tuple[crowd.Invite, str]:
+    options: dict[str, object] = {
+        "platform": "prolific",
+        "days": 7.0,
+        "cap": 3,
+        "batch_size": 4,
+        "consent_ko": "동의합니다.",
+        "consent_en": "I agree.",
+        "reward": 2.0,
+    }
+    options.update(changes)
+    return crowd.create_invite(store, KEY, study_id, **options)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def crowd_study(tmp_path: Path) -> tuple[Store, int]:
+    store, run_id = seeded_store(tmp_path / "koed.db")
+    _, study_id = study(store, run_id, overlap=3, attention_checks=1)
+    return store, study_id
+
+
+def test_a_link_is_checked_signed_expiring_capped_and_revocable(
+    crowd_study: tuple[Store, int],
+) -> None:
+    store, study_id = crowd_study
+    invite, token = _invite(store, study_id, cap=2)
+    assert crowd.check_invite(store, KEY, token) == invite
+    assert invite.redirect_url == crowd.PROLIFIC_DONE.format(code=invite.completion_code)
+    forged = token[:-1] + ("0" if token[-1] != "0" else "1")
+    for bad in (forged, invite.id, "", "x.y"):
+        with pytest.raises(crowd.CrowdError, match="not valid"):
+            crowd.check_invite(store, KEY, bad)
+    with pytest.raises(crowd.CrowdError, match="expired on"):
+        crowd.check_invite(store, KEY, token, at=invite.expires + 1)
+    first = crowd.join(store, KEY, invite, PROLIFIC)
+    again = crowd.join(store, KEY, invite, PROLIFIC)  # the same worker comes back
+    assert again.username == first.username and again.resumed and not first.resumed
+    crowd.join(store, KEY, invite, {**PROLIFIC, "PROLIFIC_PID": "other1"})
+    with pytest.raises(crowd.CrowdError, match="all 2 places are taken"):
+        crowd.join(store, KEY, invite, {**PROLIFIC, "PROLIFIC_PID": "third1"})
+    assert crowd.join(store, KEY, invite, PROLIFIC).username == first.username  # still in
+    Crowd(store).revoke(invite.id)
+    with pytest.raises(crowd.CrowdError, match="withdrawn"):
+        crowd.check_invite(store, KEY, token)
+    RatingStore(store).close(study_id)
+    _, fresh = _invite(store, study_id)
+    with pytest.raises(crowd.CrowdError, match="study has ended"):
+        crowd.check_invite(store, KEY, fresh)
+
+
+def test_platform_ids_are_required_and_checked() -> None:
+    with pytest.raises(crowd.CrowdError, match="Open this study from Prolific"):
+        crowd.platform_ids("prolific", {"STUDY_ID": "x"})
+    with pytest.raises(crowd.CrowdError, match="Open this study from Mechanical Turk"):
+        crowd.platform_ids("mturk", {})
+    with pytest.raises(crowd.CrowdError, match="PROLIFIC_PID must be letters"):
+        crowd.platform_ids("prolific", {"PROLIFIC_PID": "=HYPERLINK(1)"})
+    ids = crowd.platform_ids("mturk", {"workerId": "A1B2", "assignmentId": "as9", "hitId": "h7"})
+    assert ids == {"workerId": "A1B2", "assignmentId": "as9", "hitId": "h7"}
+
+
+def test_bad_settings_are_named(crowd_study: tuple[Store, int]) -> None:
+    store, study_id = crowd_study
+    with pytest.raises(crowd.CrowdError, match="platform must be"):
+        _invite(store, study_id, platform="upwork")
+    with pytest.raises(crowd.CrowdError, match="consent text in both"):
+        _invite(store, study_id, consent_ko="  ")
+    with pytest.raises(crowd.CrowdError, match="at least 1"):
+        _invite(store, study_id, cap=0)
+
+
+def test_two_workers_racing_for_the_last_place_get_one(crowd_study: tuple[Store, int]) -> None:
+    import threading
+
+    store, study_id = crowd_study
+    invite, _ = _invite(store, study_id, cap=1)
+    outcomes: list[str] = []
+
+    def arrive(pid: str) -> None:
+        try:
+            crowd.join(Store(store.path), KEY, invite, {**PROLIFIC, "PROLIFIC_PID": pid})
+            outcomes.append("in")
+        except crowd.CrowdError:
+            outcomes.append("full")
+
+    threads = [threading.Thread(target=arrive, args=(f"w{n}",)) for n in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(outcomes) == ["full"] * 5 + ["in"]
+    assert Crowd(store).places_used(invite.id) == 1
+
+
+def test_screening_decides_languages_and_stops_politely(crowd_study: tuple[Store, int]) -> None:
+    store, study_id = crowd_study
+    invite, _ = _invite(store, study_id, cap=5)
+    ko = crowd.join(store, KEY, invite, {"PROLIFIC_PID": "ko1"})
+    assert crowd.screen(store, ko, ("ko", "en"), "ko", 25, 0) == ("ko",)
+    both = crowd.join(store, KEY, invite, {"PROLIFIC_PID": "both1"})
+    assert crowd.screen(store, both, ("ko", "en"), "en", 12, 30) == ("ko", "en")
+    nobody = crowd.join(store, KEY, invite, {"PROLIFIC_PID": "none1"})
+    assert crowd.screen(store, nobody, ("ko", "en"), "other", 2, 3) == ()
+    row = Crowd(store).worker(nobody.username)
+    assert row is not None and row["status"] == "stopped"
+    assert row["stop_reason"].startswith("screening")
+
+
+def _rate_batch(store: Store, worker: crowd.Worker, items: int, careful: bool = True) -> None:
+    """Rate items; a careful worker gives the attention check (an unempathetic reply) 1s,
+    a careless one 5s everywhere."""
+    ratings = RatingStore(store)
+    for _ in range(items):
+        item = ratings.next_item(worker.study_id, worker.username)
+        assert item is not None
+        kind = store.rows(
+            "select i.kind from assignments a join study_items i on i.id = a.item_id "
+            "where a.id = ?",
+            [item.assignment_id],
+        )[0]["kind"]
+        score = 1 if careful and kind == "attention" else 4 if careful else 5
+        ratings.save_rating(item.assignment_id, worker.username, dict.fromkeys(codes(), score))
+
+
+def test_batches_pay_and_the_platform_file_match_the_ratings(
+    crowd_study: tuple[Store, int],
+) -> None:
+    store, study_id = crowd_study
+    invite, _ = _invite(store, study_id, cap=5, batch_size=3, reward=1.5)
+    ratings = RatingStore(store)
+    done = crowd.join(store, KEY, invite, {"PROLIFIC_PID": "good1", "SESSION_ID": "s-good"})
+    crowd.screen(store, done, ("ko", "en"), "ko", 30, 0)
+    ratings.save_profile(crowd.profile_of(done, "ko", 30, 0, ("ko",)))
+    _rate_batch(store, done, 3)
+    assert crowd.batch_state(store, done, invite).finished
+    careless = crowd.join(store, KEY, invite, {"PROLIFIC_PID": "bad1", "SESSION_ID": "s-bad"})
+    crowd.screen(store, careless, ("ko", "en"), "ko", 30, 0)
+    ratings.save_profile(crowd.profile_of(careless, "ko", 30, 0, ("ko",)))
+    _rate_batch(store, careless, 3, careful=False)
+    assert crowd.attention_failures(store, study_id, careless.username) == 1
+    for worker, minutes in ((done, 6), (careless, 3)):  # as if the batches took this long
+        store.db.execute(
+            "update assignments set assigned_at = '2026-01-01T10:00:00+00:00', finished_at = "
+            f"'2026-01-01T10:0{minutes}:00+00:00' where username = ?",
+            [worker.username],
+        )
+    store.db.conn.commit()
+    frame, summary = crowd.pay_report(store, invite)
+    assert set(frame["username"]) == {done.username, careless.username}
+    assert summary["median_batch_min"] == pytest.approx(4.5)
+    assert summary["p90_batch_min"] == pytest.approx(5.7)
+    assert summary["hourly_pay"] == pytest.approx(1.5 / (4.5 / 60))  # 20 an hour
+    suggested = dict(zip(frame["username"], frame["suggested"], strict=True))
+    assert suggested == {done.username: "accept", careless.username: "review"}
+    crowd.decide(store, done.username, "accept", "boss")
+    crowd.decide(store, careless.username, "reject", "boss")
+    with pytest.raises(crowd.CrowdError, match="decision must be"):
+        crowd.decide(store, done.username, "maybe", "boss")
+    csv = pd.read_csv(io.StringIO(crowd.platform_csv(store, invite)))
+    assert dict(zip(csv["participant_id"], csv["decision"], strict=True)) == {
+        "good1": "APPROVE",
+        "bad1": "REJECT",
+    }
+    assert set(csv["session_id"]) == {"s-good", "s-bad"}
+    # every rated worker is in the file, and the file names no one who did not rate
+    rated = {r["username"] for r in store.rows("select distinct username from ratings")}
+    assert rated == {done.username, careless.username}
+    # the ratings export names raters by keyed pseudonym: no platform id, no username
+    export = rows_csv(export_rows(ratings, study_id, KEY))
+    for secret in ("good1", "bad1", "s-good", "s-bad", done.username, careless.username):
+        assert secret not in export
+
+
+def test_mturk_file_has_its_own_columns(crowd_study: tuple[Store, int]) -> None:
+    store, study_id = crowd_study
+    invite, _ = _invite(store, study_id, platform="mturk", cap=2)
+    worker = crowd.join(
+        store, KEY, invite, {"workerId": "AW1", "assignmentId": "ASG1", "hitId": "HIT1"}
+    )
+    crowd.decide(store, worker.username, "accept", "boss")
+    csv = pd.read_csv(io.StringIO(crowd.platform_csv(store, invite)))
+    assert list(csv.columns) == ["AssignmentId", "WorkerId", "HITId", "Approve", "Reject"]
+    assert csv.iloc[0][["AssignmentId", "WorkerId", "HITId", "Approve"]].tolist() == [
+        "ASG1",
+        "AW1",
+        "HIT1",
+        "x",
+    ]
+
+
+# The page ------------------------------------------------------------------------------
+
+
+def _join_page(store: Store, token: str, **params: str) -> AppTest:
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    at.query_params["invite"] = token
+    for name, value in params.items():
+        at.query_params[name] = value
+    return at.run()
+
+
+def test_the_join_page_takes_a_worker_from_consent_to_the_completion_code(
+    crowd_study: tuple[Store, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store, study_id = crowd_study
+    monkeypatch.setenv("KOED_SECRET_KEY", KEY.decode())
+    invite, token = _invite(store, study_id, batch_size=2)
+    at = _join_page(store, token, **PROLIFIC)
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.sidebar.get("nav")  # no menu for a crowd worker
+    assert "동의합니다\\." in [m.value for m in at.markdown]  # shown literally
+    at.checkbox[0].check().run()
+    at.button[0].click().run()
+    at.radio[0].set_value("ko").run()
+    at.number_input[0].set_value(25)
+    at.button[0].click().run()  # the screening form
+    assert not at.exception, [e.value for e in at.exception]
+    row = Crowd(store).worker(
+        crowd.worker_name(KEY, study_id, "prolific", PROLIFIC["PROLIFIC_PID"])
+    )
+    assert row is not None and row["languages"] == "ko" and row["consent_version"]
+    RatingStore(store).mark_calibrated(row["username"])  # (calibration has its own tests)
+    at.run()
+    for _ in range(2):
+        assert "rated" in at.get("progress")[0].proto.text
+        for code in codes():
+            at.radio(key=f"crowd.{_current(store, row['username'])}.{code}").set_value(4)
+        at.button[0].click().run()
+        assert not at.exception, [e.value for e in at.exception]
+    assert invite.completion_code in " ".join(m.value for m in at.markdown)
+    assert Crowd(store).worker(row["username"])["status"] == "completed"  # type: ignore[index]
+    # the same worker opening the link again (a new browser) is back at the code
+    again = _join_page(store, token, **PROLIFIC)
+    assert invite.completion_code in " ".join(m.value for m in again.markdown)
+    assert Crowd(store).places_used(invite.id) == 1
+
+
+def _current(store: Store, username: str) -> str:
+    rows = store.rows(
+        "select id from assignments where username = ? and status = 'assigned'", [username]
+    )
+    return str(rows[0]["id"])
+
+
+def test_an_expired_link_is_refused_on_the_page(
+    crowd_study: tuple[Store, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store, study_id = crowd_study
+    monkeypatch.setenv("KOED_SECRET_KEY", KEY.decode())
+    invite, token = _invite(store, study_id, days=0.0001)
+    time.sleep(0.02 + max(0.0, invite.expires - time.time()))
+    at = _join_page(store, token, **PROLIFIC)
+    assert not at.exception
+    assert "This invite link expired on" in at.error[0].value
+    assert Crowd(store).places_used(invite.id) == 0
