@@ -77,12 +77,17 @@ def pages_for(state: auth.AuthState) -> dict[str, list[st.Page]]:
     return pages
 
 
+def _to_join() -> None:
+    st.switch_page(JOIN, query_params=st.query_params.to_dict())
+
+
 def crowd_visit() -> bool:
     """A worker who came by a study's invite link sees that study's page and nothing else
     (no menu, no other page by URL), for as long as this browser session lasts."""
     if not (st.query_params.get("invite") or crowd_session()):
         return False
-    page = st.navigation([JOIN], position="hidden")
+    home = st.Page(_to_join, title="Rating study", default=True)  # "/" and a reload
+    page = st.navigation([home, JOIN], position="hidden")
     try:
         page.run()
     except KoedError as err:

@@ -551,3 +551,105 @@ def test_a_job_started_in_the_browser_outlives_the_page_and_the_server(
     query = "select conv_id, lang, context_hash, text from responses order by 1, 2"
     assert result.data["run_id"] == job.result["run_id"]
     assert store.rows(query) == alone.rows(query)
+
+
+def _score_all(page, score: str) -> None:  # type: ignore[no-untyped-def]
+    """Pick ``score`` on every rubric dimension, and see each pick took (a click that lands
+    while Streamlit swaps in the next item's form would be lost)."""
+    from playwright.sync_api import expect
+
+    page.wait_for_load_state("networkidle")
+    radios = page.get_by_test_id("stRadio")
+    expect(radios).to_have_count(5)
+    for n in range(5):
+        radio = radios.nth(n)
+        for _ in range(10):
+            radio.get_by_text(score, exact=True).click()
+            if radio.locator("input:checked").count() == 1:
+                break
+            page.wait_for_timeout(200)
+        expect(radio.locator("input:checked")).to_have_count(1)
+
+
+def test_a_crowd_worker_comes_from_prolific_and_goes_back_with_the_code(tmp_path: Path) -> None:
+    # The invite link as Prolific opens it: consent, screening, calibration, a batch of
+    # two items, the completion code and the way back; the same worker returning is back
+    # at the code; an expired link and a full one are refused in words.
+    from playwright.sync_api import expect, sync_playwright
+
+    from koed_core import crowd
+    from koed_core.db.crowd import Crowd
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    expect.set_options(timeout=30_000)
+    key = "s" * 40
+    store, run_id = seeded_store(tmp_path / "koed.db")
+    _, study_id = study(store, run_id, overlap=3, attention_checks=0)
+    consent = {"consent_ko": "연구 참여에 동의합니다.", "consent_en": "I agree to take part."}
+    invite, token = crowd.create_invite(
+        store, key.encode(), study_id, platform="prolific", days=7, cap=5, batch_size=2,
+        reward=1.0, **consent,
+    )  # fmt: skip
+    expired, old_token = crowd.create_invite(
+        store, key.encode(), study_id, platform="prolific", days=0.00001, cap=5,
+        batch_size=2, **consent,
+    )  # fmt: skip
+    full, full_token = crowd.create_invite(
+        store, key.encode(), study_id, platform="prolific", days=7, cap=1, batch_size=2,
+        **consent,
+    )  # fmt: skip
+    crowd.join(store, key.encode(), full, {"PROLIFIC_PID": "first1"})
+    pid = "5f1a2b3c4d5e6f7a8b9c0d1e"
+    link = f"/join?invite={token}&PROLIFIC_PID={pid}&STUDY_ID=st9&SESSION_ID=se9"
+    server = _serve(tmp_path, {"KOED_DATA": str(SAMPLE_FILE), "KOED_SECRET_KEY": key})
+    url = next(server)
+    try:
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+            page = browser.new_page(viewport={"width": 1280, "height": 1000})
+            page.goto(url + link)
+            expect(page.get_by_role("heading", name="KoED rating study")).to_be_visible()
+            expect(page.get_by_text("연구 참여에 동의합니다.")).to_be_visible()
+            assert page.get_by_test_id("stSidebarNav").count() == 0  # no other page
+            page.screenshot(path=str(ARTIFACTS / "crowd_consent.png"))
+            page.get_by_text("I have read this and agree").click()
+            page.get_by_role("button", name="Continue / 계속").click()
+            expect(page.get_by_text("Your native language / 모국어")).to_be_visible()
+            page.get_by_text("한국어 Korean").click()
+            page.get_by_label("Years lived in Korea / 한국 거주 연수").fill("25")
+            page.get_by_role("button", name="Continue / 계속").click()
+            for n in (1, 2):  # calibration: rate, compare with the reference, next
+                expect(page.get_by_text(f"Calibration {n} of 2")).to_be_visible()
+                _score_all(page, "3")
+                page.get_by_role("button", name="Submit rating").click()
+                page.get_by_role("button", name="Next").click()
+            for n in (0, 1):
+                expect(page.get_by_text(f"Batch 1 of 1: {n} of 2 rated")).to_be_visible()
+                if n == 0:
+                    page.screenshot(path=str(ARTIFACTS / "crowd_item.png"))
+                _score_all(page, "4")
+                page.get_by_role("button", name="Submit rating").click()
+            expect(page.get_by_text(invite.completion_code)).to_be_visible()
+            back = page.get_by_role("link", name="Back to the platform / 플랫폼으로 돌아가기")
+            assert back.get_attribute("href") == invite.redirect_url
+            assert invite.redirect_url == crowd.PROLIFIC_DONE.format(code=invite.completion_code)
+            page.screenshot(path=str(ARTIFACTS / "crowd_done.png"))
+            again = browser.new_page()  # the worker opens the link again, another browser
+            again.goto(url + link)
+            expect(again.get_by_text(invite.completion_code)).to_be_visible()
+            refused = browser.new_page()
+            refused.goto(f"{url}/join?invite={old_token}&PROLIFIC_PID={pid}")
+            expect(refused.get_by_text("This invite link expired on")).to_be_visible()
+            refused.goto(f"{url}/join?invite={full_token}&PROLIFIC_PID=late1")
+            expect(refused.get_by_text("all 1 places are taken")).to_be_visible()
+            refused.goto(f"{url}/join?invite={token}")  # not opened from Prolific
+            expect(refused.get_by_text("Open this study from Prolific")).to_be_visible()
+            browser.close()
+    finally:
+        server.close()
+    worker = Crowd(store).worker(crowd.worker_name(key.encode(), study_id, "prolific", pid))
+    assert worker is not None and worker["status"] == "completed"
+    assert (worker["study_ref"], worker["session_ref"]) == ("st9", "se9")
+    assert worker["consent_version"] == invite.consent_version
+    assert Crowd(store).places_used(invite.id) == 1
+    assert store.count("ratings") == 2 * 5
