@@ -81,8 +81,11 @@ def render_invite_form(open_studies: dict[int, str]) -> None:
         except crowd.CrowdError as err:
             st.error(str(err))
         else:
-            st.success(f"Invite link created (completion code {md(invite.completion_code)}):")
-            st.code(invite_url(token, platform), language=None)
+            st.success(
+                f"Invite link created (completion code {md(invite.completion_code)}). Paste it "
+                "as the study's URL on the platform; its placeholders fill in the worker's ids."
+            )
+            st.code(invite_url(token, platform), language=None, wrap_lines=True)
 
 
 def render_crowd_dashboard(study_id: int) -> None:
@@ -98,7 +101,11 @@ def render_crowd_dashboard(study_id: int) -> None:
         with st.expander(
             f"{invite.platform} link {invite.id}: {used} of {invite.cap} places", expanded=True
         ):
-            st.code(invite_url(crowd.token_for(invite.id, key), invite.platform), language=None)
+            st.code(
+                invite_url(crowd.token_for(invite.id, key), invite.platform),
+                language=None,
+                wrap_lines=True,
+            )
             frame, summary = crowd.pay_report(resources.store(), invite)
             a, b, c = st.columns(3)
             a.metric("Median minutes per batch", _num(summary["median_batch_min"]))
@@ -111,7 +118,27 @@ def render_crowd_dashboard(study_id: int) -> None:
             if frame.empty:
                 st.caption("Nobody has joined through this link yet.")
                 continue
-            st.dataframe(frame, hide_index=True)
+            st.dataframe(
+                frame,
+                hide_index=True,
+                column_config={
+                    "username": "Worker (pseudonym)",
+                    "worker_id": "Platform id",
+                    "status": "Status",
+                    "stop_reason": "Why stopped",
+                    "batches": "Batches done",
+                    "median_batch_min": st.column_config.NumberColumn(
+                        "Median minutes per batch", format="%.1f"
+                    ),
+                    "attention_failed": "Attention checks failed",
+                    "suggested": st.column_config.TextColumn(
+                        "Suggested",
+                        help="reject: 2 or more failed attention checks; review: 1; accept: "
+                        "finished cleanly; replace: screened out or stopped; wait: at work",
+                    ),
+                    "decision": "Your decision",
+                },
+            )
             with st.form(f"crowd.decide.{invite.id}"):
                 who = st.selectbox("Worker", frame["username"].tolist())
                 decision = st.radio("Decision", crowd.DECISIONS, horizontal=True)
