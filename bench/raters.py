@@ -1,0 +1,164 @@
+"""How many crowd raters one server holds: N raters rating at once through the real app.
+
+A study over the 34 sample dialogues (68 items, every rater may rate every item) and a
+Prolific invite link; N workers already past consent, screening and calibration (those
+pages are not what a crowd leans on). Each of N Chromium pages (one browser, async
+Playwright) opens the link and rates ``ITEMS`` items as fast as a script can: five
+scores, Submit, wait until the next item is on screen. ``submit`` is that wait: the time
+a rater looks at a spinner after pressing Submit. The browser runs on the same two cores
+as the server, so the figures are pessimistic.
+
+    python bench/raters.py [N ...]        (default: 5 10 20)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from koed_core import crowd  # noqa: E402
+from koed_core.paths import SAMPLE_FILE  # noqa: E402
+from koed_core.rating import RatingStore  # noqa: E402
+from tests.rating_fixtures import seeded_store, study  # noqa: E402
+
+ITEMS = 5
+KEY = "b" * 40
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):  # the peak resident set
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+async def _rater(page, url: str, times: list[float]) -> None:  # type: ignore[no-untyped-def]
+    await page.goto(url)
+    progress = page.get_by_text("rated", exact=False).first
+    await progress.wait_for(timeout=120_000)
+    for _ in range(ITEMS):
+        before = await progress.inner_text()
+        await _score(page)
+        start = time.perf_counter()
+        await page.get_by_role("button", name="Submit rating").click()
+        deadline = start + 120
+        while time.perf_counter() < deadline:  # the next item: the progress line moved on
+            try:
+                now = await progress.inner_text(timeout=5_000)
+            except Exception:  # noqa: BLE001 - the element is being replaced; ask again
+                now = before
+            if now != before:
+                break
+            if await page.get_by_text("Score every dimension").count():
+                await _score(page)  # a click landed on the form being replaced: again
+                await page.get_by_role("button", name="Submit rating").click()
+            await asyncio.sleep(0.02)
+        else:
+            raise RuntimeError(f"no next item 120 s after Submit (still {before!r})")
+        # wait for the new item's empty form before scoring it
+        checked = page.get_by_test_id("stRadio").first.locator("input:checked")
+        while await checked.count() and time.perf_counter() < deadline:
+            await asyncio.sleep(0.02)
+        times.append(time.perf_counter() - start)
+
+
+async def _score(page) -> None:  # type: ignore[no-untyped-def]
+    radios = page.get_by_test_id("stRadio")
+    for i in range(5):
+        radio = radios.nth(i)
+        while not await radio.locator("input:checked").count():
+            await radio.get_by_text("4", exact=True).click()
+
+
+async def _drive(url: str, links: list[str]) -> list[float]:
+    from playwright.async_api import async_playwright
+
+    times: list[float] = []
+    async with async_playwright() as pw:
+        browser = await pw.chromium.launch(
+            executable_path="/usr/bin/chromium", args=["--no-sandbox", "--disable-gpu"]
+        )
+        pages = [await browser.new_page() for _ in links]
+        await asyncio.gather(
+            *(_rater(p, url + link, times) for p, link in zip(pages, links, strict=True))
+        )
+        await browser.close()
+    return times
+
+
+def bench(raters: int) -> None:
+    with tempfile.TemporaryDirectory() as work:
+        store, run_id = seeded_store(Path(work) / "koed.db", dialogues=34)
+        ratings, study_id = study(store, run_id, overlap=raters, attention_checks=0)
+        invite, token = crowd.create_invite(
+            store, KEY.encode(), study_id, platform="prolific", days=1, cap=raters,
+            batch_size=ITEMS + 1, consent_ko="동의", consent_en="agree",
+        )  # fmt: skip
+        links = []
+        for n in range(raters):
+            pid = f"bench{n:04d}"
+            worker = crowd.join(store, KEY.encode(), invite, {"PROLIFIC_PID": pid})
+            crowd.consent(store, worker, invite)
+            langs = crowd.screen(store, worker, ("ko", "en"), "ko", 30, 0)
+            RatingStore(store).save_profile(crowd.profile_of(worker, "ko", 30, 0, langs))
+            ratings.mark_calibrated(worker.username)
+            links.append(f"/join?invite={token}&PROLIFIC_PID={pid}")
+        port = _free_port()
+        env = {
+            **os.environ,
+            "KOED_DB": str(Path(work) / "koed.db"),
+            "KOED_DATA": str(SAMPLE_FILE),
+            "KOED_CACHE_DIR": work,
+            "KOED_SECRET_KEY": KEY,
+        }
+        server = subprocess.Popen(
+            [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless=true",
+             f"--server.port={port}", "--browser.gatherUsageStats=false",
+             "--server.fileWatcherType=none"],
+            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        url = f"http://127.0.0.1:{port}"
+        try:
+            deadline = time.monotonic() + 60
+            while True:
+                try:
+                    with urllib.request.urlopen(url + "/_stcore/health", timeout=2):
+                        break
+                except OSError:
+                    if time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.3)
+            times = asyncio.run(_drive(url, links))
+            rss = _rss_mb(server.pid)
+        finally:
+            server.terminate()
+            server.wait(timeout=20)
+        saved = store.count("ratings") // 5
+    times.sort()
+    print(f"raters: {raters}")
+    print(f"ratings_saved: {saved}")
+    print(f"p50_submit_s: {statistics.median(times):.3f}")
+    print(f"p95_submit_s: {times[int(0.95 * (len(times) - 1))]:.3f}")
+    print(f"server_rss_mb: {rss:.0f}")
+
+
+if __name__ == "__main__":
+    for count in [int(a) for a in sys.argv[1:]] or [5, 10, 20]:
+        bench(count)
