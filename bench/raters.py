@@ -2,13 +2,17 @@
 
 A study over the 34 sample dialogues (68 items, every rater may rate every item) and a
 Prolific invite link; N workers already past consent, screening and calibration (those
-pages are not what a crowd leans on). Each of N Chromium pages (one browser, async
-Playwright) opens the link and rates ``ITEMS`` items as fast as a script can: five
-scores, Submit, wait until the next item is on screen. ``submit`` is that wait: the time
-a rater looks at a spinner after pressing Submit. The browser runs on the same two cores
-as the server, so the figures are pessimistic.
+pages are not what a crowd leans on). Each rater opens the link and rates ``ITEMS``
+items as fast as a script can: five scores, Submit, wait until the next item is there.
+``submit`` is that wait: the time a rater looks at a spinner after pressing Submit.
 
-    python bench/raters.py [N ...]        (default: 5 10 20)
+Two drivers. The default speaks Streamlit's own websocket protocol, as the browser does
+(the same BackMsg / ForwardMsg protobufs, one connection per rater, no page rendering),
+so that on two cores the server, not twenty browsers, is what is measured. ``--browser``
+drives real Chromium pages instead (async Playwright); the browsers then share the
+cores with the server and dominate the figures.
+
+    python bench/raters.py [--browser] [N ...]        (default: 5 10 20 50)
 """
 
 from __future__ import annotations
@@ -87,6 +91,61 @@ async def _score(page) -> None:  # type: ignore[no-untyped-def]
             await radio.get_by_text("4", exact=True).click()
 
 
+async def _ws_rater(port: int, link: str, times: list[float]) -> None:
+    """One rater over the websocket: open the page, then submit ITEMS ratings."""
+    import websockets
+    from streamlit.proto.BackMsg_pb2 import BackMsg
+    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+    from streamlit.proto.WidgetStates_pb2 import WidgetStates
+
+    query = link.split("?", 1)[1]
+    async with websockets.connect(
+        f"ws://127.0.0.1:{port}/_stcore/stream", subprotocols=["streamlit"], max_size=None
+    ) as ws:
+
+        async def run(states: WidgetStates) -> dict[str, list]:  # type: ignore[type-arg]
+            message = BackMsg()
+            message.rerun_script.query_string = query
+            message.rerun_script.page_name = "join"
+            message.rerun_script.widget_states.CopyFrom(states)
+            await ws.send(message.SerializeToString())
+            found: dict[str, list] = {"radio": [], "button": []}  # type: ignore[type-arg]
+            while True:
+                forward = ForwardMsg()
+                forward.ParseFromString(await ws.recv())
+                kind = forward.WhichOneof("type")
+                if kind == "delta" and forward.delta.WhichOneof("type") == "new_element":
+                    element = forward.delta.new_element
+                    which = element.WhichOneof("type")
+                    if which in found:
+                        found[which].append(getattr(element, which))
+                elif kind == "script_finished":
+                    if forward.script_finished != ForwardMsg.FINISHED_EARLY_FOR_RERUN:
+                        return found
+                    found = {"radio": [], "button": []}
+
+        page = await run(WidgetStates())
+        for _ in range(ITEMS):
+            states = WidgetStates()
+            for radio in page["radio"]:
+                state = states.widgets.add()
+                state.id = radio.id
+                state.string_value = "4"  # radios send the chosen option's text
+            submit = next(b for b in page["button"] if b.is_form_submitter)
+            trigger = states.widgets.add()
+            trigger.id = submit.id
+            trigger.trigger_value = True
+            start = time.perf_counter()
+            page = await run(states)
+            times.append(time.perf_counter() - start)
+
+
+async def _drive_ws(port: int, links: list[str]) -> list[float]:
+    times: list[float] = []
+    await asyncio.gather(*(_ws_rater(port, link, times) for link in links))
+    return times
+
+
 async def _drive(url: str, links: list[str]) -> list[float]:
     from playwright.async_api import async_playwright
 
@@ -103,7 +162,7 @@ async def _drive(url: str, links: list[str]) -> list[float]:
     return times
 
 
-def bench(raters: int) -> None:
+def bench(raters: int, browser: bool = False) -> None:
     with tempfile.TemporaryDirectory() as work:
         store, run_id = seeded_store(Path(work) / "koed.db", dialogues=34)
         ratings, study_id = study(store, run_id, overlap=raters, attention_checks=0)
@@ -145,13 +204,14 @@ def bench(raters: int) -> None:
                     if time.monotonic() > deadline:
                         raise
                     time.sleep(0.3)
-            times = asyncio.run(_drive(url, links))
+            times = asyncio.run(_drive(url, links) if browser else _drive_ws(port, links))
             rss = _rss_mb(server.pid)
         finally:
             server.terminate()
             server.wait(timeout=20)
         saved = store.count("ratings") // 5
     times.sort()
+    print(f"driver: {'chromium' if browser else 'websocket'}")
     print(f"raters: {raters}")
     print(f"ratings_saved: {saved}")
     print(f"p50_submit_s: {statistics.median(times):.3f}")
@@ -160,5 +220,6 @@ def bench(raters: int) -> None:
 
 
 if __name__ == "__main__":
-    for count in [int(a) for a in sys.argv[1:]] or [5, 10, 20]:
-        bench(count)
+    use_browser = "--browser" in sys.argv
+    for count in [int(a) for a in sys.argv[1:] if a.isdigit()] or [5, 10, 20, 50]:
+        bench(count, use_browser)

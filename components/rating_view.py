@@ -119,6 +119,8 @@ def calibration(langs: tuple[str, ...]) -> bool:
         draft = rubric_form(f"calibration.{item['id']}", item["lang"])
         if draft is not None:
             progress["feedback"] = draft.scores
+            gaps = [abs(draft.scores[code] - ref) for code, ref in item["reference"].items()]
+            progress.setdefault("gaps", []).append(sum(gaps) / len(gaps))
             st.rerun()
         return False
     rows = [

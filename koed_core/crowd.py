@@ -374,6 +374,23 @@ def check_attention(store: Store, worker: Worker) -> bool:
     return False
 
 
+CALIBRATION_MAX_GAP = 1.5
+"""Mean distance from the reference scores (1-5 scale) above which calibration failed."""
+
+
+def check_calibration(store: Store, worker: Worker, gaps: list[float]) -> bool:
+    """Stop (politely, flagged) a worker whose calibration scores were far from the
+    references on average; True when they may go on."""
+    if not gaps or sum(gaps) / len(gaps) <= CALIBRATION_MAX_GAP:
+        return True
+    Crowd(store).update_worker(
+        worker.username,
+        status="stopped",
+        stop_reason=f"calibration: {sum(gaps) / len(gaps):.1f} points from the references",
+    )
+    return False
+
+
 @dataclass(frozen=True)
 class BatchState:
     """Where a worker is: items done, in which batch, and whether they are finished."""

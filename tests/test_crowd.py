@@ -278,3 +278,20 @@ def test_an_expired_link_is_refused_on_the_page(
     assert not at.exception
     assert "This invite link expired on" in at.error[0].value
     assert Crowd(store).places_used(invite.id) == 0
+
+
+def test_calibration_far_from_the_references_stops_the_worker(
+    crowd_study: tuple[Store, int],
+) -> None:
+    store, study_id = crowd_study
+    invite, _ = _invite(store, study_id, cap=5)
+    close = crowd.join(store, KEY, invite, {"PROLIFIC_PID": "close1"})
+    assert crowd.check_calibration(store, close, [0.4, 1.6])  # mean 1.0: fine
+    far = crowd.join(store, KEY, invite, {"PROLIFIC_PID": "far1"})
+    assert not crowd.check_calibration(store, far, [2.0, 2.4])
+    row = Crowd(store).worker(far.username)
+    assert row is not None and row["status"] == "stopped"
+    assert row["stop_reason"] == "calibration: 2.2 points from the references"
+    frame, _ = crowd.pay_report(store, invite)
+    suggested = dict(zip(frame["username"], frame["suggested"], strict=True))
+    assert suggested[far.username] == "replace"  # flagged for the admin, to be replaced

@@ -110,7 +110,8 @@ if worker.status == "completed" or crowd.batch_state(store, worker, invite).fini
 
 if not ratings.calibrated(worker.username):
     if calibration(worker.languages):
-        ratings.mark_calibrated(worker.username)
+        if crowd.check_calibration(store, worker, state.calibration_progress().get("gaps", [])):
+            ratings.mark_calibrated(worker.username)
         st.rerun()
     st.stop()
 
@@ -143,3 +144,12 @@ if draft is not None:
     else:
         crowd.check_attention(store, worker)
         st.rerun()
+reason = st.selectbox(
+    "Something wrong with this item? / 문제가 있나요?",
+    ["broken", "offensive"],
+    format_func={"broken": "broken / 깨짐", "offensive": "offensive / 불쾌함"}.get,
+    key=state.rate_flag_reason(item.assignment_id),
+)
+if st.button("Flag it and go on / 신고하고 계속", key=state.rate_flag(item.assignment_id)):
+    ratings.set_aside(item.assignment_id, worker.username, "flagged", reason)
+    st.rerun()
