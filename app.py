@@ -10,6 +10,7 @@ from pathlib import Path
 import streamlit as st
 
 from components import auth, jobs_panel
+from components.crowd_admin import bound_study
 from components.literal import md
 from components.state import crowd_session
 from koed_core.errors import KoedError
@@ -68,6 +69,8 @@ def pages_for(state: auth.AuthState) -> dict[str, list[st.Page]]:
     if state.account is None:
         pages["Account"] = [LOGIN]
     elif state.account.role == "rater":
+        if bound_study(state.account.username) is not None:
+            return {"Rating": [RATE], "Account": [ACCOUNT]}  # joined by invite: rating only
         pages["Rating"] = [RATE]
         pages["Account"] = [ACCOUNT]
     else:

@@ -12,13 +12,14 @@ so that on two cores the server, not twenty browsers, is what is measured. ``--b
 drives real Chromium pages instead (async Playwright); the browsers then share the
 cores with the server and dominate the figures.
 
-    python bench/raters.py [--browser] [N ...]        (default: 5 10 20 50)
+    python bench/raters.py [--browser] [--think S] [N ...]     (default: 5 10 20 50)
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import random
 import socket
 import statistics
 import subprocess
@@ -38,6 +39,9 @@ from tests.rating_fixtures import seeded_store, study  # noqa: E402
 
 ITEMS = 5
 KEY = "b" * 40
+THINK_S = 0.0
+"""Seconds a rater reads before scoring (``--think S``; each wait drawn from 0.5-1.5x).
+0 is the stress case: every rater submits again the moment the next item is there."""
 
 
 def _free_port() -> int:
@@ -126,6 +130,8 @@ async def _ws_rater(port: int, link: str, times: list[float]) -> None:
 
         page = await run(WidgetStates())
         for _ in range(ITEMS):
+            if THINK_S:
+                await asyncio.sleep(THINK_S * random.uniform(0.5, 1.5))
             states = WidgetStates()
             for radio in page["radio"]:
                 state = states.widgets.add()
@@ -212,6 +218,7 @@ def bench(raters: int, browser: bool = False) -> None:
         saved = store.count("ratings") // 5
     times.sort()
     print(f"driver: {'chromium' if browser else 'websocket'}")
+    print(f"think_s: {THINK_S}")
     print(f"raters: {raters}")
     print(f"ratings_saved: {saved}")
     print(f"p50_submit_s: {statistics.median(times):.3f}")
@@ -221,5 +228,9 @@ def bench(raters: int, browser: bool = False) -> None:
 
 if __name__ == "__main__":
     use_browser = "--browser" in sys.argv
-    for count in [int(a) for a in sys.argv[1:] if a.isdigit()] or [5, 10, 20, 50]:
+    args = sys.argv[1:]
+    if "--think" in args:
+        THINK_S = float(args[args.index("--think") + 1])
+        del args[args.index("--think") : args.index("--think") + 2]
+    for count in [int(a) for a in args if a.isdigit()] or [5, 10, 20, 50]:
         bench(count, use_browser)

@@ -24,14 +24,27 @@ PLACEHOLDERS = {
     "&SESSION_ID={{%SESSION_ID%}}",
     "mturk": "",  # MTurk appends workerId, assignmentId and hitId itself
     "none": "&worker=NAME",
+    "account": "",
 }
+
+
+def app_url(path: str) -> str:
+    """An address in this app, from the one the browser is on (works behind a proxy)."""
+    base = str(st.context.url or "").split("?")[0].rstrip("/")
+    root = base.rsplit("/", 1)[0] if base.count("/") > 2 else base
+    return f"{root}/{path}"
 
 
 def invite_url(token: str, platform: str) -> str:
     """The link to paste into the platform (its own placeholders included)."""
-    base = str(st.context.url or "").split("?")[0].rstrip("/")
-    root = base.rsplit("/", 1)[0] if base.count("/") > 2 else base
-    return f"{root}/join?invite={token}{PLACEHOLDERS.get(platform, '')}"
+    return app_url(f"join?invite={token}{PLACEHOLDERS.get(platform, '')}")
+
+
+def bound_study(username: str | None) -> int | None:
+    """The one study an account made through an account invite may rate, or None."""
+    if not username:
+        return None
+    return Crowd(resources.store()).bound_study(username)
 
 
 def render_invite_form(open_studies: dict[int, str]) -> None:
@@ -47,7 +60,13 @@ def render_invite_form(open_studies: dict[int, str]) -> None:
         )
         left, right = st.columns(2)
         study_id = left.selectbox("Study", list(open_studies), format_func=open_studies.get)
-        platform = left.radio("Platform", ["prolific", "mturk", "none"], horizontal=True)
+        platform = left.radio(
+            "Platform",
+            ["prolific", "mturk", "none", "account"],
+            horizontal=True,
+            help="account: people create a rater account for this study alone (password "
+            "login), instead of coming from a platform",
+        )
         days = left.number_input("Valid for (days)", 1, 365, 14)
         cap = left.number_input("Places", 1, 10_000, 30)
         batch_size = right.number_input("Items per batch", 1, 500, 20)

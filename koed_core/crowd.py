@@ -19,6 +19,7 @@ import statistics
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -124,8 +125,8 @@ def create_invite(
         CrowdError: a setting out of range, or an unknown platform.
     """
     problems = []
-    if platform not in (*PLATFORMS, "none"):
-        problems.append(f"platform must be prolific, mturk or none, not {platform!r}")
+    if platform not in (*PLATFORMS, "none", "account"):
+        problems.append(f"platform must be prolific, mturk, none or account, not {platform!r}")
     if not 0 < days <= 365:
         problems.append("a link lasts between a few hours and 365 days")
     if cap < 1 or batch_size < 1 or batches < 1:
@@ -292,6 +293,47 @@ def _worker(row: Mapping[str, Any], resumed: bool) -> Worker:
         languages=langs,
         stop_reason=row.get("stop_reason"),
     )
+
+
+def join_with_account(
+    store: Store,
+    invite: Invite,
+    users_path: Path,
+    username: str,
+    password: str,
+    name: str | None = None,
+) -> Worker:
+    """An ``account`` invite: create a rater account for this study alone (it may rate no
+    other study). The place is taken first, so a full study creates no account.
+
+    Raises:
+        CrowdError: every place is taken, or the link is not an account link.
+        UserError: the username is malformed or taken, or the password is too short.
+    """
+    from koed_core.users import add_user
+
+    if invite.platform != "account":
+        raise CrowdError("this invite link is for a recruitment platform, not for accounts")
+    row: dict[str, Any] = {
+        "username": username,
+        "invite_id": invite.id,
+        "study_id": invite.study_id,
+        "platform": "account",
+        "worker_id": username,
+        "status": "consent",
+        "created": now(),
+    }
+    crowd = Crowd(store)
+    if crowd.worker(username) is not None:
+        raise CrowdError(f"user {username!r} exists already")
+    if not crowd.join(invite.id, invite.cap, row):
+        raise CrowdError(f"This study is full: all {invite.cap} places are taken.")
+    try:
+        add_user(users_path, username, "rater", name, password)
+    except KoedError:
+        crowd.remove(username)
+        raise
+    return _worker(row, resumed=False)
 
 
 def consent(store: Store, worker: Worker, invite: Invite) -> None:

@@ -13,6 +13,7 @@ from streamlit.testing.v1 import AppTest
 from koed_core import crowd
 from koed_core.db import Store
 from koed_core.db.crowd import Crowd
+from koed_core.errors import KoedError
 from koed_core.rating import RatingStore
 from koed_core.rating_report import export_rows, rows_csv
 from koed_core.rubric import codes
@@ -295,3 +296,71 @@ def test_calibration_far_from_the_references_stops_the_worker(
     frame, _ = crowd.pay_report(store, invite)
     suggested = dict(zip(frame["username"], frame["suggested"], strict=True))
     assert suggested[far.username] == "replace"  # flagged for the admin, to be replaced
+
+
+def test_an_account_link_creates_a_rater_for_that_study_alone(
+    crowd_study: tuple[Store, int], tmp_path: Path
+) -> None:
+    from koed_core import users
+
+    store, study_id = crowd_study
+    users_file = tmp_path / "users.yaml"
+    users.add_user(users_file, "boss", "admin", "Boss", "boss-password-1")
+    invite, _ = _invite(store, study_id, platform="account", cap=2)
+    worker = crowd.join_with_account(store, invite, users_file, "jiwoo", "jiwoo-pass-1", "Ji")
+    assert worker.username == "jiwoo" and Crowd(store).bound_study("jiwoo") == study_id
+    assert "jiwoo" in users.load(users_file)["usernames"]
+    with pytest.raises(KoedError, match="exists already"):  # an admin's name: no place taken
+        crowd.join_with_account(store, invite, users_file, "boss", "whatever-123")
+    with pytest.raises(KoedError, match="at least 8"):
+        crowd.join_with_account(store, invite, users_file, "minho", "short")
+    assert Crowd(store).places_used(invite.id) == 1 and Crowd(store).bound_study("boss") is None
+    crowd.join_with_account(store, invite, users_file, "minho", "minho-pass-1")
+    with pytest.raises(crowd.CrowdError, match="all 2 places are taken"):
+        crowd.join_with_account(store, invite, users_file, "late", "late-pass-12")
+    assert "late" not in users.load(users_file)["usernames"]  # no account without a place
+    platform_link, _ = _invite(store, study_id)
+    with pytest.raises(crowd.CrowdError, match="not for accounts"):
+        crowd.join_with_account(store, platform_link, users_file, "x1", "x1-password")
+
+
+def test_an_account_rater_sees_only_the_rating_page_for_their_study(
+    crowd_study: tuple[Store, int], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from koed_core import users
+    from koed_core.db import StudyConfig
+    from tests.rating_fixtures import sample
+
+    store, study_id = crowd_study
+    other = RatingStore(store).create_study(
+        StudyConfig(name="other study", run_ids=(store.runs()["run_id"].iloc[0],)), sample()
+    )
+    users_file = tmp_path / "users.yaml"
+    users.add_user(users_file, "boss", "admin", "Boss", "boss-password-1")
+    monkeypatch.setenv("KOED_USERS", str(users_file))
+    monkeypatch.setenv("KOED_COOKIE_KEY", "c" * 40)
+    monkeypatch.setenv("KOED_SECRET_KEY", KEY.decode())
+    _, token = _invite(store, study_id, platform="account", cap=2)
+    at = _join_page(store, token)
+    assert not at.exception, [e.value for e in at.exception]
+    at.checkbox[0].check()
+    at.radio[0].set_value("ko")
+    at.number_input[0].set_value(20)
+    at.text_input[0].input("jiwoo")
+    at.text_input[1].input("jiwoo-pass-1")
+    at.text_input[2].input("jiwoo-pass-1")
+    at.button[0].click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert "Account jiwoo created" in at.success[0].value
+    RatingStore(store).mark_calibrated("jiwoo")
+    rater = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    rater.session_state["authentication_status"] = True
+    rater.session_state["username"] = "jiwoo"
+    rater.session_state["name"] = "jiwoo"
+    rater.run()
+    assert not rater.exception, [e.value for e in rater.exception]
+    with pytest.raises(ValueError, match="Could not find a navigation page"):
+        rater.switch_page("pages/dialogues/explorer.py")  # rating only
+    rater.switch_page("pages/rating/rate.py").run()
+    offered = rater.selectbox(key="rate.study").options
+    assert offered == ["test"] and other  # the other open study is not offered

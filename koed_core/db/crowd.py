@@ -64,6 +64,19 @@ class Crowd:
             self.store.db.table("crowd_workers").insert(row, pk="username")
             return True
 
+    def remove(self, username: str) -> None:
+        """Give a place back (an account that could not be created after all)."""
+        with self.store.write():
+            self.store.db.execute("delete from crowd_workers where username = ?", [username])
+
+    def bound_study(self, username: str) -> int | None:
+        """The one study an account made through an invite link may rate."""
+        rows = self.store.rows(
+            "select study_id from crowd_workers where username = ? and platform = 'account'",
+            [username],
+        )
+        return int(rows[0]["study_id"]) if rows else None
+
     def places_used(self, invite_id: str) -> int:
         """Workers who joined through this invite."""
         return int(

@@ -6,10 +6,67 @@ import time
 import streamlit as st
 
 from components import resources, state
+from components.crowd_admin import app_url
 from components.literal import md
 from components.rating_view import calibration, render_item, render_rubric, rubric_form
 from koed_core import crowd
+from koed_core.errors import KoedError
 from koed_core.rating import RatingError
+
+
+def account_signup(invite: crowd.Invite) -> None:
+    """An account link: consent, screening and a rater account for this study alone."""
+    st.title("KoED rating study")
+    st.subheader("Consent / 동의", anchor=False)
+    left, right = st.columns(2)
+    left.markdown(md(invite.consent_ko))
+    right.markdown(md(invite.consent_en))
+    study_langs = resources.ratings().config(invite.study_id).langs
+    with st.form("crowd.account"):
+        agreed = st.checkbox("I have read this and agree to take part. / 위 내용에 동의합니다.")
+        native = st.radio("Your native language / 모국어", ["ko", "en", "other"], horizontal=True)
+        years_korea = st.number_input("Years lived in Korea / 한국 거주 연수", 0, 100, 0)
+        years_english = st.number_input(
+            "Years lived in an English-speaking country / 영어권 국가 거주 연수", 0, 100, 0
+        )
+        username = st.text_input("Username (lowercase letters, digits, . _ -)")
+        password = st.text_input("Password (at least 8 characters)", type="password")
+        again = st.text_input("Password again", type="password")
+        sent = st.form_submit_button("Create my rater account", type="primary")
+    if not sent:
+        return
+    if not agreed:
+        st.warning("Please read the consent text and tick the box first.")
+        return
+    if password != again:
+        st.error("The two passwords differ.")
+        return
+    try:
+        worker = crowd.join_with_account(
+            store, invite, resources.settings().users_path, username.strip(), password
+        )
+    except KoedError as err:
+        st.error(md(str(err)))
+        return
+    crowd.consent(store, worker, invite)
+    langs = crowd.screen(
+        store, worker, study_langs, native, float(years_korea), float(years_english)
+    )
+    if not langs:
+        st.info(
+            "Thank you. This study needs native-level speakers of its languages, so it has "
+            "no items for you; your account will not be used."
+        )
+        return
+    resources.ratings().save_profile(
+        crowd.profile_of(worker, native, float(years_korea), float(years_english), langs)
+    )
+    st.success(
+        f"Account {md(worker.username)} created. Log in with it to rate this study "
+        "(calibration first)."
+    )
+    st.link_button("Log in / 로그인", app_url("login"))
+
 
 store = resources.store()
 key = resources.server_key()
@@ -24,6 +81,9 @@ if not token:
     st.stop()
 try:
     invite = crowd.check_invite(store, key, token)
+    if invite.platform == "account":
+        account_signup(invite)
+        st.stop()
     worker = None
     if session and session["invite"] == token and not st.query_params.get("invite"):
         worker = crowd.worker_of(store, session["username"])

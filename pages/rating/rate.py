@@ -5,6 +5,7 @@ import time
 import streamlit as st
 
 from components import auth, resources, state
+from components.crowd_admin import bound_study
 from components.rating_view import (
     calibration,
     onboarding_form,
@@ -41,6 +42,12 @@ studies = [
 if not studies:
     st.info("No study is open for your languages yet. Your admin will set one up.")
     st.stop()
+bound = bound_study(account.username)
+if bound is not None:  # an account made through a study's invite link rates that study only
+    studies = [s for s in studies if s["id"] == bound]
+    if not studies:
+        st.info("The study you joined is closed. Thank you for rating!")
+        st.stop()
 names = {s["id"]: s["name"] for s in studies}
 study_id = st.selectbox("Study", list(names), format_func=names.get, key=state.RATE_STUDY)
 done, total = ratings.done(study_id, account.username), ratings.workload(study_id, account.username)
