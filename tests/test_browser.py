@@ -558,9 +558,10 @@ def _score_all(page, score: str) -> None:  # type: ignore[no-untyped-def]
     while Streamlit swaps in the next item's form would be lost)."""
     from playwright.sync_api import expect
 
-    page.wait_for_load_state("networkidle")
     radios = page.get_by_test_id("stRadio")
     expect(radios).to_have_count(5)
+    # a new item's form starts empty: until then the last item's form is still there
+    expect(radios.locator("input:checked")).to_have_count(0)
     for n in range(5):
         radio = radios.nth(n)
         for _ in range(10):
