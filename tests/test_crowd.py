@@ -364,3 +364,20 @@ def test_an_account_rater_sees_only_the_rating_page_for_their_study(
     rater.switch_page("pages/rating/rate.py").run()
     offered = rater.selectbox(key="rate.study").options
     assert offered == ["test"] and other  # the other open study is not offered
+
+
+def test_no_export_names_a_crowd_worker(crowd_study: tuple[Store, int], tmp_path: Path) -> None:
+    from koed_core.paper_export import export_bundle
+
+    store, study_id = crowd_study
+    invite, _ = _invite(store, study_id, cap=2, batch_size=3)
+    worker = crowd.join(store, KEY, invite, {**PROLIFIC, "PROLIFIC_PID": "pid4export"})
+    langs = crowd.screen(store, worker, ("ko", "en"), "ko", 30, 0)
+    RatingStore(store).save_profile(crowd.profile_of(worker, "ko", 30, 0, langs))
+    _rate_batch(store, worker, 3)
+    files = export_bundle(store, tmp_path / "bundle")
+    ratings = RatingStore(store)
+    texts = [f.read_text(encoding="utf-8") for f in files if f.suffix in (".csv", ".json", ".md")]
+    texts.append(rows_csv(export_rows(ratings, study_id, KEY)))
+    for secret in ("pid4export", PROLIFIC["SESSION_ID"], PROLIFIC["STUDY_ID"], worker.username):
+        assert not any(secret in text for text in texts), secret

@@ -18,6 +18,7 @@ from koed_core.cli import main
 from koed_core.config import Settings
 from koed_core.db import Store
 from koed_core.db.jobs import JobError, Jobs
+from koed_core.errors import KoedError
 from koed_core.jobs import Environment, Hooks, JudgeJob, RunJob, enqueue, execute
 from koed_core.paths import SAMPLE_FILE
 from koed_core.worker import Worker
@@ -310,3 +311,28 @@ def test_the_dry_run_says_what_the_batch_api_would_change(
     assert main(["reproduce", str(plan), "--dry-run", "--data", str(SAMPLE_FILE)]) == 0
     out = capsys.readouterr().out
     assert "via the Batch API" not in out and "with --batch" in out
+
+
+def test_a_reproduction_job_runs_and_judges_every_model_of_its_plan(
+    tmp_path: Path, fake_openai: FakeOpenAI
+) -> None:
+    from koed_core.jobs import ReproduceJob
+
+    plan = (
+        'name = "tiny"\nmodels = ["openai:listener"]\njudge = "openai:judge"\n'
+        'subset = "full"\nsample = 3\nprotocols = ["single"]\n'
+    )
+    store = Store(tmp_path / "koed.db")
+    job_id = enqueue(
+        store, ReproduceJob(plan="tiny.toml", plan_text=plan, data=str(SAMPLE_FILE)), None
+    )
+    _serve(store, _env(fake_openai, tmp_path)).join(120)
+    job = Jobs(store).get(job_id)
+    assert job.state == "finished", job.reason
+    assert list(job.result["runs"]) == ["openai:listener single"]
+    assert job.result["judge"].startswith("openai:judge")
+    assert store.count("responses") == 6  # 3 dialogues x 2 languages
+    scored = store.rows("select count(*) as n from judgments where score is not null")[0]["n"]
+    assert scored == 30 and (job.done, job.total) == (36, 36)  # 6 answers + 30 verdicts
+    with pytest.raises(KoedError, match="not valid TOML"):
+        enqueue(store, ReproduceJob(plan="bad.toml", plan_text="name = "), None)
