@@ -163,11 +163,16 @@ def create_invite(
     return Invite.from_row(row), token_for(invite_id, key)
 
 
-def check_invite(store: Store, key: bytes, token: str, *, at: float | None = None) -> Invite:
-    """The invite a link names, if it may still let people in.
+def check_invite(
+    store: Store, key: bytes, token: str, *, at: float | None = None, joining: bool = True
+) -> Invite:
+    """The invite a link names, if it may still let people in (``joining``), or, for a
+    worker already in, if they may go on: a withdrawn or expired link lets nobody new in,
+    but those already in may finish.
 
     Raises:
-        CrowdError: forged or damaged, unknown, revoked, expired, or its study is closed.
+        CrowdError: forged or damaged, unknown, its study closed; when ``joining`` also
+            withdrawn or expired.
     """
     invite_id, _, signature = (token or "").partition(".")
     if not invite_id or not hmac.compare_digest(signature, _signature(invite_id, key)):
@@ -179,10 +184,10 @@ def check_invite(store: Store, key: bytes, token: str, *, at: float | None = Non
     if row is None:
         raise CrowdError("This invite link is not valid: no such study invitation.")
     invite = Invite.from_row(row)
-    if invite.revoked:
+    if joining and invite.revoked:
         raise CrowdError("This invite link has been withdrawn by the study's organisers.")
     moment = time.time() if at is None else at
-    if moment > invite.expires:
+    if joining and moment > invite.expires:
         ended = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(invite.expires))
         raise CrowdError(f"This invite link expired on {ended}.")
     study = store.rows("select closed from studies where id = ?", [invite.study_id])
@@ -240,6 +245,15 @@ def worker_name(key: bytes, study_id: int, platform: str, worker_id: str) -> str
     platform id without the server's key."""
     digest = hmac.new(key, f"{study_id}:{platform}:{worker_id}".encode(), hashlib.sha256)
     return f"crowd-{digest.hexdigest()[:12]}"
+
+
+def returning(store: Store, invite: Invite, ids: Mapping[str, str]) -> Worker | None:
+    """The worker these platform ids already made in this study, or None."""
+    names = PLATFORMS.get(invite.platform, ("worker",))
+    found = Crowd(store).worker_by_platform_id(
+        invite.study_id, invite.platform, ids.get(names[0], "")
+    )
+    return _worker(found, resumed=True) if found else None
 
 
 def join(store: Store, key: bytes, invite: Invite, ids: Mapping[str, str]) -> Worker:

@@ -381,3 +381,19 @@ def test_no_export_names_a_crowd_worker(crowd_study: tuple[Store, int], tmp_path
     texts.append(rows_csv(export_rows(ratings, study_id, KEY)))
     for secret in ("pid4export", PROLIFIC["SESSION_ID"], PROLIFIC["STUDY_ID"], worker.username):
         assert not any(secret in text for text in texts), secret
+
+
+def test_a_withdrawn_link_lets_those_already_in_finish_and_nobody_new(
+    crowd_study: tuple[Store, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store, study_id = crowd_study
+    monkeypatch.setenv("KOED_SECRET_KEY", KEY.decode())
+    invite, token = _invite(store, study_id)
+    crowd.join(store, KEY, invite, PROLIFIC)
+    Crowd(store).revoke(invite.id)
+    inside = _join_page(store, token, **PROLIFIC)
+    assert not inside.exception and not inside.error
+    assert inside.checkbox  # back at the consent step, free to go on
+    newcomer = _join_page(store, token, **{**PROLIFIC, "PROLIFIC_PID": "new1"})
+    assert "withdrawn" in newcomer.error[0].value
+    assert Crowd(store).places_used(invite.id) == 1

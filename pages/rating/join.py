@@ -80,8 +80,9 @@ if not token:
     )
     st.stop()
 try:
-    invite = crowd.check_invite(store, key, token)
+    invite = crowd.check_invite(store, key, token, joining=False)
     if invite.platform == "account":
+        crowd.check_invite(store, key, token)
         account_signup(invite)
         st.stop()
     worker = None
@@ -89,6 +90,9 @@ try:
         worker = crowd.worker_of(store, session["username"])
     if worker is None:
         ids = crowd.platform_ids(invite.platform, st.query_params.to_dict())
+        worker = crowd.returning(store, invite, ids)
+    if worker is None:  # someone new: the link must still let people in
+        crowd.check_invite(store, key, token)
         worker = crowd.join(store, key, invite, ids)
 except crowd.CrowdError as err:
     st.title("KoED rating study")
