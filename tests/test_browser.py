@@ -639,7 +639,7 @@ def test_a_crowd_worker_comes_from_prolific_and_goes_back_with_the_code(tmp_path
             again.goto(url + link)
             expect(again.get_by_text(invite.completion_code)).to_be_visible()
             refused = browser.new_page()
-            refused.goto(f"{url}/join?invite={old_token}&PROLIFIC_PID={pid}")
+            refused.goto(f"{url}/join?invite={old_token}&PROLIFIC_PID=newcomer2")
             expect(refused.get_by_text("This invite link expired on")).to_be_visible()
             refused.goto(f"{url}/join?invite={full_token}&PROLIFIC_PID=late1")
             expect(refused.get_by_text("all 1 places are taken")).to_be_visible()
