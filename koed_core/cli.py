@@ -427,12 +427,13 @@ def dry_run(plan: Any, specs: dict[str, ModelSpec], judge: ModelSpec, dialogues:
     total = 0
     for row in reproduce.estimate(plan, specs, judge, dialogues):
         total += row.requests
-        batched = plan.batch and row.batch_api
-        how = (
-            " via the Batch API: about half the live price at OpenAI, within 24 h"
-            if (batched)
-            else ""
-        )
+        how = ""
+        if plan.batch and row.batch_api:
+            how = (
+                " via the Batch API: about half the live price, answers within 24 h"
+                if row.server == "api.openai.com"
+                else " via its Batch API if it has one (asked at the start; else live calls)"
+            )
         print(
             f"  {row.server}: {row.requests:,} requests, about {row.prompt_tokens:,} "
             f"prompt tokens ({', '.join(row.models)}){how}"

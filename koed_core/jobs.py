@@ -21,7 +21,7 @@ from koed_core.config import Settings, api_key, merged_env, read_secrets
 from koed_core.db import Store
 from koed_core.db.jobs import Job, JobError, Jobs
 from koed_core.judge import MODES
-from koed_core.llm import ChatClient, GenerationSettings
+from koed_core.llm import ChatClient, GenerationSettings, ModelError
 from koed_core.prompts import PROMPT_SETS, default_prompt_set
 from koed_core.protocol import PROTOCOLS
 from koed_core.registry import ModelSpec, decoding, load_registry, resolve_model
@@ -233,7 +233,7 @@ def client_for(
         return make_client(spec, env.key(spec))
     from koed_core.backends.openai_batch import BatchClient
 
-    return BatchClient(
+    client = BatchClient(
         spec,
         env.key(spec),
         Jobs(store),
@@ -241,6 +241,8 @@ def client_for(
         batch_size=batch_size,
         stop=stop,
     )
+    client.check()
+    return client
 
 
 def _close(client: ChatClient) -> None:
@@ -383,7 +385,17 @@ def _reproduce(params: ReproduceJob, store: Store, env: Environment, hooks: Hook
     clients: list[ChatClient] = []
 
     def client(spec: ModelSpec) -> ChatClient:
-        made = client_for(env, spec, store, batch=plan.batch, stop=hooks.stop)
+        batch = plan.batch and spec.backend == "openai"
+        if batch:
+            try:
+                made = client_for(env, spec, store, batch=True, stop=hooks.stop)
+            except ModelError as err:
+                if err.kind != "not_found":
+                    raise
+                hooks.say(f"{spec.name}: no Batch API at its server, so live calls")
+                made = client_for(env, spec, store, stop=hooks.stop)
+        else:
+            made = client_for(env, spec, store, stop=hooks.stop)
         clients.append(made)
         return made
 

@@ -2,7 +2,7 @@
 
 It speaks ``POST /v1/chat/completions`` (whole and streamed as server-sent events),
 ``GET /v1/models``, and the Batch API: ``POST /v1/files`` (a JSONL upload),
-``POST /v1/batches``, ``GET /v1/batches/ID``, ``POST /v1/batches/ID/cancel`` and
+``POST /v1/batches``, ``GET /v1/batches`` (a list), ``GET /v1/batches/ID``, ``POST /v1/batches/ID/cancel`` and
 ``GET /v1/files/ID/content``. A batch answers each line as a live call would, after
 ``batch_delay_s``; ``fail_lines`` makes that many lines fail with a 500 (once each). By default it answers like a polite listener in the language of the
 conversation; a script can queue failures (429, 500, a stall) or exact replies, and every
@@ -214,6 +214,9 @@ def _handler(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
                 self.wfile.write(data)
+            elif method == "GET" and parts == ["v1", "batches"]:
+                listed = [_public(b) for b in list(server.batches.values())[-1:]]
+                self._json(200, {"object": "list", "data": listed, "has_more": False}, {})
             elif method == "POST" and parts == ["v1", "batches"]:
                 request = json.loads(raw)
                 batch_id = f"batch_{len(server.batches) + 1}"

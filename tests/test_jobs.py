@@ -20,6 +20,7 @@ from koed_core.db import Store
 from koed_core.db.jobs import JobError, Jobs
 from koed_core.errors import KoedError
 from koed_core.jobs import Environment, Hooks, JudgeJob, RunJob, enqueue, execute
+from koed_core.llm import ModelError
 from koed_core.paths import SAMPLE_FILE
 from koed_core.worker import Worker
 from tests.conftest import stored_responses
@@ -267,13 +268,30 @@ def _status(db: Path) -> str | None:
     return row[0] if row else None
 
 
-def test_a_server_without_a_batch_api_is_named(tmp_path: Path, fake_openai: FakeOpenAI) -> None:
+def test_a_server_without_a_batch_api_is_named_before_anything_is_sent(
+    tmp_path: Path, fake_openai: FakeOpenAI
+) -> None:
     fake_openai.batch_api = False
     store = Store(tmp_path / "koed.db")
-    result = execute(_params(limit=1, batch=True), store, _env(fake_openai, tmp_path), Hooks())
-    assert result.failed == 2
-    errors = store.rows("select distinct error from responses")
-    assert len(errors) == 1 and "has no Batch API (/v1/files and /v1/batches)" in errors[0]["error"]
+    with pytest.raises(ModelError, match=r"has no Batch API \(/v1/files and /v1/batches\)"):
+        execute(_params(limit=1, batch=True), store, _env(fake_openai, tmp_path), Hooks())
+    assert fake_openai.live_calls == 0 and store.count("responses") == 0
+    # a reproduction with batch = true runs such a server live instead, and says so
+    from koed_core.jobs import ReproduceJob
+
+    plan = (
+        'name = "t"\nmodels = ["openai:listener"]\njudge = "openai:judge"\nsubset = "full"\n'
+        'sample = 2\nprotocols = ["single"]\nbatch = true\n'
+    )
+    said: list[str] = []
+    result = execute(
+        ReproduceJob(plan="t", plan_text=plan, data=str(SAMPLE_FILE)),
+        store,
+        _env(fake_openai, tmp_path),
+        Hooks(say=said.append),
+    )
+    assert not result.problems and store.count("responses") == 4
+    assert "openai:listener: no Batch API at its server, so live calls" in said
 
 
 # Command line -------------------------------------------------------------------------------
@@ -301,12 +319,15 @@ def test_the_dry_run_says_what_the_batch_api_would_change(
 ) -> None:
     plan = tmp_path / "plan.toml"
     plan.write_text(
-        'name = "small"\nmodels = ["openai:a"]\njudge = "openai:j"\nsubset = "full"\nbatch = true\n'
+        'name = "small"\nmodels = ["openai:a"]\njudge = "gpt-4o"\nsubset = "full"\n'
+        'protocols = ["single"]\nbatch = true\n'
     )
     monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
     assert main(["reproduce", str(plan), "--dry-run", "--data", str(SAMPLE_FILE)]) == 0
     out = capsys.readouterr().out
-    assert "via the Batch API: about half the live price at OpenAI, within 24 h" in out
+    assert "api.openai.com: 340 requests" in out  # the judge: 68 answers x 5 dimensions
+    assert "via the Batch API: about half the live price, answers within 24 h" in out
+    assert "127.0.0.1:9/v1: 136 requests" in out and "Batch API if it has one" in out
     plan.write_text(plan.read_text().replace("batch = true\n", ""))
     assert main(["reproduce", str(plan), "--dry-run", "--data", str(SAMPLE_FILE)]) == 0
     out = capsys.readouterr().out

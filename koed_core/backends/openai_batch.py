@@ -116,6 +116,19 @@ class BatchClient:
         self._thread = threading.Thread(target=self._loop, name="koed-batch", daemon=True)
         self._thread.start()
 
+    def check(self) -> None:
+        """Ask the server whether it has a Batch API at all, before anything is planned.
+
+        Raises:
+            ModelError: it has none (a plain vLLM or Ollama server), rejects the key, or
+                cannot be reached.
+        """
+        try:
+            self._sdk.batches.list(limit=1)
+        except openai.OpenAIError as err:
+            self.close()
+            raise _batch_error(self.name, self.server, err) from None
+
     # The chat-client interface -----------------------------------------------------------
 
     def complete(
@@ -352,7 +365,9 @@ def _batch_error(name: str, server: str, err: openai.OpenAIError) -> ModelError:
     """Why a batch could not be sent, in words."""
     if isinstance(err, openai.NotFoundError):
         return ModelError(
-            "not_found", f"{name}: {server} has no Batch API (/v1/files and /v1/batches)"
+            "not_found",
+            f"{name}: {server} has no Batch API (/v1/files and /v1/batches); run it without "
+            "--batch (live calls)",
         )
     if isinstance(err, openai.AuthenticationError):
         return ModelError("auth", f"{name}: {server} rejected the API key")
