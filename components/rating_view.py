@@ -7,15 +7,17 @@ model's answer show as the characters they are.
 from __future__ import annotations
 
 import json
+import time
 from typing import Any, NamedTuple
 
 import streamlit as st
 
 from components import state
+from koed_core.db import RatingItem
 from koed_core.dialogue import Lang
 from koed_core.paths import DATA_DIR
 from koed_core.protocol import ROLE_NAMES
-from koed_core.rating import RaterProfile
+from koed_core.rating import RaterProfile, RatingError, RatingStore
 from koed_core.rubric import SCALE, dimensions
 
 CALIBRATION_FILE = DATA_DIR / "calibration.json"
@@ -138,3 +140,27 @@ def calibration(langs: tuple[str, ...]) -> bool:
         progress.update(index=progress["index"] + 1, feedback=None)
         st.rerun()
     return False
+
+
+def rate_item(ratings: RatingStore, item: RatingItem, username: str, prefix: str) -> bool:
+    """The rubric, the item and its form; True once the rating is saved (the Rate page and
+    a crowd worker's page both rate this way). The time on the item is stored with it."""
+    started = state.rate_started()
+    started.setdefault(item.assignment_id, time.time())
+    render_rubric(item.lang)
+    render_item(item.context, item.response, item.lang)
+    draft = rubric_form(f"{prefix}.{item.assignment_id}", item.lang)
+    if draft is None:
+        return False
+    try:
+        ratings.save_rating(
+            item.assignment_id,
+            username,
+            draft.scores,
+            draft.comment,
+            time.time() - started.pop(item.assignment_id, time.time()),
+        )
+    except RatingError as err:
+        st.error(str(err))
+        return False
+    return True

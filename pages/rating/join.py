@@ -1,17 +1,14 @@
 """A crowd worker's whole visit, from the platform's link back to the platform: consent,
 screening, onboarding, calibration, a batch of items, the completion code."""
 
-import time
-
 import streamlit as st
 
 from components import resources, state
 from components.crowd_admin import app_url
 from components.literal import md
-from components.rating_view import calibration, render_item, render_rubric, rubric_form
+from components.rating_view import calibration, rate_item
 from koed_core import crowd
 from koed_core.errors import KoedError
-from koed_core.rating import RatingError
 
 
 def account_signup(invite: crowd.Invite) -> None:
@@ -189,25 +186,9 @@ item = ratings.next_item(invite.study_id, worker.username)
 if item is None:
     crowd.finish(store, worker)
     st.rerun()
-started = state.rate_started()
-started.setdefault(item.assignment_id, time.time())
-render_rubric(item.lang)
-render_item(item.context, item.response, item.lang)
-draft = rubric_form(f"crowd.{item.assignment_id}", item.lang)
-if draft is not None:
-    try:
-        ratings.save_rating(
-            item.assignment_id,
-            worker.username,
-            draft.scores,
-            draft.comment,
-            time.time() - started.pop(item.assignment_id, time.time()),
-        )
-    except RatingError as err:
-        st.error(str(err))
-    else:
-        crowd.check_attention(store, worker)
-        st.rerun()
+if rate_item(ratings, item, worker.username, "crowd"):
+    crowd.check_attention(store, worker)
+    st.rerun()
 reason = st.selectbox(
     "Something wrong with this item? / 문제가 있나요?",
     ["broken", "offensive"],

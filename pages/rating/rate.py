@@ -1,7 +1,5 @@
 """Rate model responses blind on the five rubric dimensions."""
 
-import time
-
 import streamlit as st
 
 from components import auth, resources, state
@@ -9,8 +7,8 @@ from components.crowd_admin import bound_study
 from components.rating_view import (
     calibration,
     onboarding_form,
+    rate_item,
     render_item,
-    render_rubric,
     rubric_form,
 )
 from koed_core.rating import RatingError
@@ -74,25 +72,9 @@ item = ratings.next_item(study_id, account.username)
 if item is None:
     st.success("Nothing left for you in this study. Thank you!")
     st.stop()
-started = state.rate_started()
-started.setdefault(item.assignment_id, time.time())
-render_rubric(item.lang)
-render_item(item.context, item.response, item.lang)
-draft = rubric_form(f"rate.{item.assignment_id}", item.lang)
-if draft is not None:
-    try:
-        ratings.save_rating(
-            item.assignment_id,
-            account.username,
-            draft.scores,
-            draft.comment,
-            time.time() - started.pop(item.assignment_id, time.time()),
-        )
-    except RatingError as err:
-        st.error(str(err))
-    else:
-        st.toast("Saved")
-        st.rerun()
+if rate_item(ratings, item, account.username, "rate"):
+    st.toast("Saved")
+    st.rerun()
 left, right = st.columns(2)
 if left.button("Skip this item", key=state.rate_skip(item.assignment_id)):
     ratings.set_aside(item.assignment_id, account.username, "skipped")
