@@ -9,7 +9,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from components import auth, jobs_panel
+from components import auth, jobs_panel, resources
 from components.crowd_admin import bound_study
 from components.literal import md
 from components.state import crowd_session
@@ -101,13 +101,18 @@ def crowd_visit() -> bool:
 def main() -> None:
     """Configure the page, check the login, register the allowed pages, run the chosen one."""
     st.set_page_config(page_title="KoED Studio", page_icon=":material/favorite:", layout="wide")
+    try:
+        resources.settings()  # every setting is checked here, before anything uses one
+    except KoedError as err:
+        st.error(md(str(err)), icon=":material/error:")
+        return
     if crowd_visit():
         return
     state = auth.start()
     page = st.navigation(pages_for(state), expanded=True)
     st.sidebar.caption("KoED Studio · the Korean Empathetic Dialogues benchmark, ko/en")
     if state.account is not None:
-        st.sidebar.caption(f"Logged in: {md(state.account.name)} ({state.account.role})")
+        st.sidebar.caption(f"Logged in: {md(state.account.name)} ({md(state.account.role)})")
         auth.logout_button()
     try:
         jobs_panel.keep_worker_alive()

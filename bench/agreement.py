@@ -20,7 +20,7 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from koed_core.agreement import agreement_table  # noqa: E402
+from koed_core.results.reliability import agreement_table  # noqa: E402
 
 DIMENSIONS = ("EX", "IP", "ER", "EEA", "CA")
 

@@ -19,10 +19,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from koed_core.backends import make_client  # noqa: E402
-from koed_core.llm import GenerationSettings  # noqa: E402
-from koed_core.registry import ModelSpec  # noqa: E402
-from tests.fake_openai import FakeOpenAI, Step  # noqa: E402
+from fixtures.fake_openai import FakeOpenAI, Step  # noqa: E402
+from koed_core.models.backends import make_client  # noqa: E402
+from koed_core.models.client import GenerationSettings  # noqa: E402
+from koed_core.models.registry import ModelSpec  # noqa: E402
 
 
 def panes_s(server: FakeOpenAI, work: Path) -> float:

@@ -18,8 +18,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from koed_core.dataset import load_dataset  # noqa: E402
-from koed_core.filters import DialogueFilter, FilterIndex  # noqa: E402
+from koed_core.dialogues.dataset import load_dataset  # noqa: E402
+from koed_core.dialogues.filters import DialogueFilter, FilterIndex  # noqa: E402
 
 DEFAULT_FILE = ROOT.parent / "shared" / "data" / "KoED.json"
 SYNTHETIC_SIZE = 25_000

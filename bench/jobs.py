@@ -25,9 +25,9 @@ sys.path.insert(0, str(ROOT))
 
 from koed_core.db import Store  # noqa: E402
 from koed_core.db.jobs import Jobs  # noqa: E402
-from koed_core.jobs import RunJob, enqueue  # noqa: E402
+from koed_core.jobs.kinds import RunJob, enqueue  # noqa: E402
+from koed_core.jobs.worker import ensure_worker  # noqa: E402
 from koed_core.paths import SAMPLE_FILE  # noqa: E402
-from koed_core.worker import ensure_worker  # noqa: E402
 
 LATENCY_S = 0.5
 CONCURRENCY = 4
@@ -36,7 +36,7 @@ PORT = 8797
 
 def main() -> None:
     server = subprocess.Popen(
-        [sys.executable, str(ROOT / "tests" / "fake_openai.py"), "--port", str(PORT),
+        [sys.executable, str(ROOT / "fixtures" / "fake_openai.py"), "--port", str(PORT),
          "--latency", str(LATENCY_S)],
         stdout=subprocess.DEVNULL,
     )  # fmt: skip

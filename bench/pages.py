@@ -27,7 +27,7 @@ def page_times(data: Path, work: Path) -> dict[str, float]:
     """Warm median seconds per page, as a logged-in admin (who may open every page)."""
     from streamlit.testing.v1 import AppTest
 
-    from koed_core.users import add_user
+    from koed_core.rating.accounts import add_user
 
     add_user(work / "users.yaml", "boss", "admin", "Boss", "bench-password")
     os.environ.update(
@@ -59,8 +59,8 @@ def page_times(data: Path, work: Path) -> dict[str, float]:
 def adaptation(data: Path, work: Path) -> tuple[float, float]:
     """The first full computation of the similarities (encoder load included), and the
     encoder's throughput in texts per second once loaded."""
-    from koed_core.adaptation import UseEncoder, pair_similarities, unique_texts
-    from koed_core.dataset import load_dataset
+    from koed_core.dialogues.adaptation import UseEncoder, pair_similarities, unique_texts
+    from koed_core.dialogues.dataset import load_dataset
 
     dataset = load_dataset(data)
     start = time.perf_counter()

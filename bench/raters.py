@@ -32,10 +32,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from koed_core import crowd  # noqa: E402
+from fixtures.rating import seeded_store, study  # noqa: E402
 from koed_core.paths import SAMPLE_FILE  # noqa: E402
-from koed_core.rating import RatingStore  # noqa: E402
-from tests.rating_fixtures import seeded_store, study  # noqa: E402
+from koed_core.rating import crowd  # noqa: E402
+from koed_core.rating.studies import RatingStore  # noqa: E402
 
 ITEMS = 5
 KEY = "b" * 40

@@ -22,13 +22,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from koed_core.backends import make_client  # noqa: E402
-from koed_core.dataset import load_dataset  # noqa: E402
 from koed_core.db import Store  # noqa: E402
+from koed_core.dialogues.dataset import load_dataset  # noqa: E402
+from koed_core.dialogues.subsets import select  # noqa: E402
+from koed_core.models.backends import make_client  # noqa: E402
+from koed_core.models.registry import ModelSpec  # noqa: E402
 from koed_core.paths import SAMPLE_FILE  # noqa: E402
-from koed_core.registry import ModelSpec  # noqa: E402
-from koed_core.reproduce import Plan, reproduce  # noqa: E402
-from koed_core.subsets import select  # noqa: E402
+from koed_core.results.reproduce import Plan, reproduce  # noqa: E402
 
 LATENCIES = {"m-200": 0.2, "m-300": 0.3, "m-400": 0.4, "m-500": 0.5, "m-800": 0.8}
 JUDGE_LATENCY = 0.15
@@ -39,7 +39,7 @@ def start(port: int, latency: float) -> subprocess.Popen[str]:
     proc = subprocess.Popen(
         [
             sys.executable,
-            str(ROOT / "tests" / "fake_openai.py"),
+            str(ROOT / "fixtures" / "fake_openai.py"),
             "--port",
             str(port),
             "--latency",

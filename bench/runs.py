@@ -23,12 +23,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from koed_core.backends import make_client  # noqa: E402
-from koed_core.dataset import load_dataset  # noqa: E402
 from koed_core.db import Store  # noqa: E402
-from koed_core.llm import ChatClient, GenerationSettings  # noqa: E402
-from koed_core.registry import ModelSpec  # noqa: E402
-from koed_core.runner import run_benchmark  # noqa: E402
+from koed_core.dialogues.dataset import load_dataset  # noqa: E402
+from koed_core.models.backends import make_client  # noqa: E402
+from koed_core.models.client import ChatClient, GenerationSettings  # noqa: E402
+from koed_core.models.registry import ModelSpec  # noqa: E402
+from koed_core.models.runs import run_benchmark  # noqa: E402
 
 LATENCY_S = 0.2
 ITEMS = 320
@@ -70,7 +70,7 @@ def main() -> None:
     server = subprocess.Popen(
         [
             sys.executable,
-            str(ROOT / "tests" / "fake_openai.py"),
+            str(ROOT / "fixtures" / "fake_openai.py"),
             "--port",
             str(PORT),
             "--latency",

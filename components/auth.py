@@ -21,8 +21,8 @@ import streamlit as st
 from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
 
 from components import resources, state
-from koed_core import users
-from koed_core.users import Account
+from koed_core.rating import accounts
+from koed_core.rating.accounts import Account
 
 COOKIE_NAME = "koed_studio_auth"
 EXAMPLE_KEYS = {"replace-with-a-long-random-string", "change-me", "secret", "some_key"}
@@ -30,7 +30,7 @@ MIN_KEY_LENGTH = 32
 COOKIE_DAYS = 1
 FAILED = (
     "Wrong username or password. After five failed attempts an account waits "
-    f"{users.BACKOFF_S // 60} minutes before it can log in again."
+    f"{accounts.BACKOFF_S // 60} minutes before it can log in again."
 )
 SET_KEY_HELP = (
     "Set a cookie key of at least 32 random characters: in `.streamlit/secrets.toml` as\n\n"
@@ -127,8 +127,8 @@ def _start() -> AuthState:
     config = resources.settings()
     _run.auth = None
     try:
-        credentials = users.load(config.users_path, required=config.users_configured)
-    except users.AccountsError as err:
+        credentials = accounts.load(config.users_path, required=config.users_configured)
+    except accounts.AccountsError as err:
         return AuthState(True, None, None, str(err))
     problem = key_problem(config.cookie_key)
     if not credentials["usernames"] or problem:
@@ -154,10 +154,10 @@ def _session_account(credentials: dict[str, Any], key: str) -> Account | None:
         if token is None:
             return None
         username, since = token["username"], token["exp_date"] - COOKIE_DAYS * 86400
-        account = users.account_of(credentials, username)
+        account = accounts.account_of(credentials, username)
         state.set_login(username, account.name if account else username, since)
-    if users.session_valid(credentials, username, since or 0.0, time.time()):
-        return users.account_of(credentials, username)
+    if accounts.session_valid(credentials, username, since or 0.0, time.time()):
+        return accounts.account_of(credentials, username)
     _end_session()
     return None
 
@@ -197,7 +197,7 @@ def login_form() -> None:
     if not submitted:
         return
     path = resources.settings().users_path
-    account = users.attempt_login(path, username.strip(), password, time.time())
+    account = accounts.attempt_login(path, username.strip(), password, time.time())
     if account is None:
         st.error(FAILED)
         return
@@ -215,6 +215,6 @@ def logout_button(location: Literal["main", "sidebar"] = "sidebar") -> None:
     username = state.auth_username()
     target = st.sidebar if location == "sidebar" else st
     if username and target.button("Log out", key=f"{location}.logout"):
-        users.revoke(resources.settings().users_path, username, time.time())
+        accounts.revoke(resources.settings().users_path, username, time.time())
         _end_session()
         st.rerun()

@@ -7,8 +7,8 @@ import pandas as pd
 import plotly.express as px
 import plotly.graph_objects as go
 
-from koed_core.figures import FONT
-from koed_core.labels import gloss
+from koed_core.dialogues.labels import gloss
+from koed_core.results.figures import FONT
 
 
 def label_frequency_chart(freq: pd.DataFrame) -> go.Figure:

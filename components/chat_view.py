@@ -11,13 +11,20 @@ import streamlit as st
 from components import auth, resources
 from components.literal import md
 from components.models import client_for, render_model_note
-from koed_core.chat import from_answer, live_task, needs_answer, pane_key, timeline, to_answer
-from koed_core.dialogue import Dialogue, Lang
-from koed_core.labels import by_name
-from koed_core.llm import GenerationSettings, ModelError
-from koed_core.protocol import ROLE_NAMES, ListenerTask, Protocol
-from koed_core.registry import ModelSpec
-from koed_core.runner import Item, public_spec, run_config, save, timed_stream
+from koed_core.dialogues.dialogue import Dialogue, Lang
+from koed_core.dialogues.labels import by_name
+from koed_core.models.chat import (
+    from_answer,
+    live_task,
+    needs_answer,
+    pane_key,
+    timeline,
+    to_answer,
+)
+from koed_core.models.client import GenerationSettings, ModelError
+from koed_core.models.protocol import ROLE_NAMES, ListenerTask, Protocol
+from koed_core.models.registry import ModelSpec
+from koed_core.models.runs import Item, public_spec, run_config, save, timed_stream
 
 
 def render_context(task: ListenerTask) -> None:
@@ -44,7 +51,7 @@ def render_emotions(answer: dict[str, Any]) -> None:
 def render_answer(answer: dict[str, Any]) -> None:
     """One reply (or its error) with its emotion and latency."""
     if answer.get("error"):
-        st.error(answer["error"], icon=":material/error:")
+        st.error(md(answer["error"]), icon=":material/error:")
         return
     with st.chat_message("assistant", avatar=":material/hearing:"):
         st.text(answer["text"] or "(empty)")
@@ -151,7 +158,7 @@ def stream_together(jobs: list[tuple[Pane, Any]]) -> None:
         if client.max_concurrency == 1:
             if one_at_a_time:
                 box.info(
-                    f"{pane.spec.name} answers one pane at a time on this machine: "
+                    f"{md(pane.spec.name)} answers one pane at a time on this machine: "
                     "this one starts when the pane before it is done.",
                     icon=":material/hourglass_top:",
                 )

@@ -6,8 +6,8 @@ import streamlit as st
 
 from components import auth, resources
 from components.literal import md
-from koed_core import crowd
 from koed_core.db.crowd import Crowd
+from koed_core.rating import crowd
 
 DEFAULT_CONSENT_KO = (
     "이 연구는 대화 속 청자의 답변이 얼마나 공감적인지 평가합니다. 참여는 자발적이며 "
@@ -98,7 +98,7 @@ def render_invite_form(open_studies: dict[int, str]) -> None:
                 created_by=auth.username(),
             )
         except crowd.CrowdError as err:
-            st.error(str(err))
+            st.error(md(str(err)))
         else:
             st.success(
                 f"Invite link created (completion code {md(invite.completion_code)}). Paste it "

@@ -9,8 +9,8 @@ from __future__ import annotations
 import streamlit as st
 
 from components.literal import md
-from koed_core.dialogue import Dialogue, LoadWarning, Turn
-from koed_core.labels import by_name
+from koed_core.dialogues.dialogue import Dialogue, LoadWarning, Turn
+from koed_core.dialogues.labels import by_name
 
 ROLE_BADGE = {
     "speaker": ("Speaker", ":material/record_voice_over:", "blue"),
@@ -50,7 +50,7 @@ def render_dialogue(dialogue: Dialogue, notes: list[LoadWarning] | None = None) 
         _render_turn(turn)
     added = dialogue.ko_only_turns
     if added:
-        st.caption(f"{added} of {len(dialogue.turns)} turns exist only in Korean.")
+        st.caption(f"{md(added)} of {len(dialogue.turns)} turns exist only in Korean.")
 
 
 def _render_turn(turn: Turn) -> None:

@@ -7,8 +7,16 @@ from typing import cast
 import streamlit as st
 
 from components import state
-from koed_core.filters import MODE_TEXT, ORIGIN_TEXT, DialogueFilter, FilterIndex, MatchMode, Origin
-from koed_core.labels import by_name, label_names
+from components.literal import md
+from koed_core.dialogues.filters import (
+    MODE_TEXT,
+    ORIGIN_TEXT,
+    DialogueFilter,
+    FilterIndex,
+    MatchMode,
+    Origin,
+)
+from koed_core.dialogues.labels import by_name, label_names
 
 KO_ONLY_CHOICES = {"any": None, "with": True, "without": False}
 BIND = "query-params"
@@ -34,7 +42,7 @@ def filter_form(index: FilterIndex) -> DialogueFilter:
         select_all=False,
     )
     if labels:
-        bar.caption(" · ".join(by_name()[name].display for name in labels))
+        bar.caption(md(" · ".join(by_name()[name].display for name in labels)))
     mode = bar.radio(
         "Match",
         list(MODE_TEXT),

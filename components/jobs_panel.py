@@ -20,10 +20,10 @@ from components.models import count_call
 from koed_core.config import api_key
 from koed_core.db.jobs import Job, JobError, Jobs
 from koed_core.errors import KoedError
-from koed_core.jobs import JobParams, enqueue
-from koed_core.llm import ModelError
-from koed_core.registry import ModelSpec
-from koed_core.worker import ensure_worker
+from koed_core.jobs.kinds import JobParams, enqueue
+from koed_core.jobs.worker import ensure_worker
+from koed_core.models.client import ModelError
+from koed_core.models.registry import ModelSpec
 
 REFRESH_S = 2.0
 STATE_WORDS = {
@@ -107,7 +107,7 @@ def render_job(job: Job, key_prefix: str) -> None:
     words = STATE_WORDS.get(job.state, job.state)
     if job.cancel_requested and job.active:
         words = "cancelling (answers in flight are stored)"
-    st.markdown(f"**#{job.id}** {md(job.label)}  \n:gray[{words}]")
+    st.markdown(f"**#{md(job.id)}** {md(job.label)}  \n:gray[{md(words)}]")
     if job.state == "running" or (job.state != "queued" and job.total):
         fraction = job.done / job.total if job.total else 0.0
         rate = f", {job.rate:.0f}/min" if job.rate else ""
@@ -132,7 +132,7 @@ def cancel(job_id: int) -> None:
     try:
         Jobs(resources.store()).request_cancel(job_id)
     except JobError as err:
-        st.warning(str(err))
+        st.warning(md(str(err)))
 
 
 def render_jobs_table(kind: str) -> None:

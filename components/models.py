@@ -12,11 +12,12 @@ import time
 import streamlit as st
 
 from components import auth, resources, state
-from koed_core.backends import make_client
+from components.literal import md
 from koed_core.config import api_key
 from koed_core.errors import KoedError
-from koed_core.llm import ChatClient, ModelError
-from koed_core.registry import DEFAULT_MODEL, ModelSpec
+from koed_core.models.backends import make_client
+from koed_core.models.client import ChatClient, ModelError
+from koed_core.models.registry import DEFAULT_MODEL, ModelSpec
 
 SESSION_KEY_NAME = "OPENAI_API_KEY"
 
@@ -37,7 +38,7 @@ def registry_or_stop() -> dict[str, ModelSpec]:
     try:
         return resources.registry()
     except KoedError as err:
-        st.error(str(err))
+        st.error(md(str(err)))
         st.stop()
 
 
@@ -118,4 +119,4 @@ def model_picker(label: str, key: str, max_selections: int = 2) -> list[ModelSpe
 def render_model_note(spec: ModelSpec) -> None:
     """The registry's note, so the small offline model says it is small."""
     if spec.notes:
-        st.caption(spec.notes)
+        st.caption(md(spec.notes))

@@ -13,12 +13,13 @@ from typing import Any, NamedTuple
 import streamlit as st
 
 from components import state
+from components.literal import md
 from koed_core.db import RatingItem
-from koed_core.dialogue import Lang
+from koed_core.dialogues.dialogue import Lang
+from koed_core.judge.rubric import SCALE, dimensions
+from koed_core.models.protocol import ROLE_NAMES
 from koed_core.paths import DATA_DIR
-from koed_core.protocol import ROLE_NAMES
-from koed_core.rating import RaterProfile, RatingError, RatingStore
-from koed_core.rubric import SCALE, dimensions
+from koed_core.rating.studies import RaterProfile, RatingError, RatingStore
 
 CALIBRATION_FILE = DATA_DIR / "calibration.json"
 
@@ -52,7 +53,7 @@ def render_rubric(lang: Lang) -> None:
     order: tuple[Lang, Lang] = ("ko", "en") if lang == "ko" else ("en", "ko")
     with st.expander("Rubric · 평가 기준", icon=":material/rule:"):
         for dim in dimensions():
-            st.markdown(f"**{dim.code} · {dim.name(order[0])} · {dim.name(order[1])}**")
+            st.markdown(f"**{md(dim.code)} · {md(dim.name(order[0]))} · {md(dim.name(order[1]))}**")
             for column, side in zip(st.columns(2), order, strict=True):
                 column.text(dim.question(side))
                 column.text("\n".join(f"{s}: {dim.anchor(s, side)}" for s in SCALE))
@@ -95,7 +96,7 @@ def rubric_form(
             return None
     missing = [code for code, score in scores.items() if score is None]
     if missing:
-        st.warning(f"Score every dimension before submitting; missing: {', '.join(missing)}.")
+        st.warning(f"Score every dimension before submitting; missing: {md(', '.join(missing))}.")
         return None
     return Draft({code: int(score) for code, score in scores.items() if score is not None}, note)
 
@@ -135,7 +136,7 @@ def calibration(langs: tuple[str, ...]) -> bool:
         for code, ref in item["reference"].items()
     ]
     st.dataframe(rows, hide_index=True)
-    st.info(item["feedback"])
+    st.info(md(item["feedback"]))
     if st.button("Next", type="primary", key=f"calibration.next.{item['id']}"):
         progress.update(index=progress["index"] + 1, feedback=None)
         st.rerun()
@@ -161,6 +162,6 @@ def rate_item(ratings: RatingStore, item: RatingItem, username: str, prefix: str
             time.time() - started.pop(item.assignment_id, time.time()),
         )
     except RatingError as err:
-        st.error(str(err))
+        st.error(md(str(err)))
         return False
     return True

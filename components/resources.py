@@ -13,15 +13,15 @@ from typing import Any, NamedTuple
 import pandas as pd
 import streamlit as st
 
-from koed_core import adaptation
 from koed_core.config import Settings
-from koed_core.dataset import Dataset, load_dataset
 from koed_core.db import Store
-from koed_core.filters import FilterIndex
-from koed_core.rating import RatingStore
-from koed_core.registry import ModelSpec, load_registry
-from koed_core.server_key import server_key as server_key_of
-from koed_core.sources import DataSource, resolve_source
+from koed_core.dialogues import adaptation
+from koed_core.dialogues.dataset import Dataset, load_dataset
+from koed_core.dialogues.filters import FilterIndex
+from koed_core.dialogues.sources import DataSource, resolve_source
+from koed_core.models.registry import ModelSpec, load_registry
+from koed_core.rating.server_key import server_key as server_key_of
+from koed_core.rating.studies import RatingStore
 
 
 def secrets() -> dict[str, Any]:
@@ -159,7 +159,7 @@ def export_zip() -> bytes:
     """The paper bundle as zip bytes, built in a temporary folder."""
     import tempfile
 
-    from koed_core.paper_export import zip_bundle
+    from koed_core.results.paper_export import zip_bundle
 
     with tempfile.TemporaryDirectory() as work:
         return zip_bundle(store(), Path(work)).read_bytes()

@@ -1,6 +1,6 @@
 """Pickers that name a number's source: one judge configuration, one study.
 
-The default is the most recent (as in ``koed_core.scoring``); the choices never mix.
+The default is the most recent (as in ``koed_core.results.score_sources``); the choices never mix.
 """
 
 from __future__ import annotations

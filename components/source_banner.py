@@ -6,15 +6,15 @@ import streamlit as st
 
 from components import resources, state
 from components.literal import md
-from koed_core.dataset import Dataset
-from koed_core.errors import DatasetError, KoedError
-from koed_core.sources import (
+from koed_core.dialogues.dataset import Dataset
+from koed_core.dialogues.sources import (
     ATTRIBUTION,
     SAMPLE_NOTE,
     DataSource,
     download_official,
     official_cache_path,
 )
+from koed_core.errors import DatasetError, KoedError
 
 
 def load_or_stop() -> resources.Loaded:
@@ -45,8 +45,10 @@ def _render_warnings(dataset: Dataset) -> None:
     if not counts:
         return
     st.caption(
-        "Oddities in the file, loaded anyway: "
-        + ", ".join(f"{kind} ({n})" for kind, n in counts.items())
+        md(
+            "Oddities in the file, loaded anyway: "
+            + ", ".join(f"{kind} ({n})" for kind, n in counts.items())
+        )
     )
     rows = [
         {"kind": w.kind, "record": w.index, "conv_id": w.conv_id, "message": w.message}
@@ -69,7 +71,7 @@ def _download_button() -> None:
     except KoedError as err:
         bar.empty()
         st.error(
-            f"{err}\n\nNo network here? Copy KoED.json onto this machine another way and "
+            f"{md(err)}\n\nNo network here? Copy KoED.json onto this machine another way and "
             "start the app with `KOED_DATA=/path/to/KoED.json`."
         )
         return

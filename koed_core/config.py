@@ -10,14 +10,15 @@ environment themselves, so tests can build any configuration directly.
 
 from __future__ import annotations
 
+import math
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from koed_core.paths import DATA_DIR
-from koed_core.registry import DEFAULT_REGISTRY
+from koed_core.errors import KoedError
+from koed_core.paths import DATA_DIR, DEFAULT_REGISTRY
 
 
 def _default_cache_dir() -> Path:
@@ -63,14 +64,23 @@ class Settings:
         auth = (secrets or {}).get("auth") or {}
         if hasattr(auth, "get") and auth.get("cookie_key"):
             merged["cookie_key"] = str(auth["cookie_key"])
+        problems = []
         for key, attr in ENV_NAMES.items():
             value = lookup(key, env, secrets)
             if value:
                 merged[attr] = Path(value).expanduser() if attr in PATHS else value
-                if attr in INTEGERS:
-                    merged[attr] = _integer(key, value)
-                if attr in FLOATS:
-                    merged[attr] = _seconds(key, value)
+                try:
+                    if attr in INTEGERS:
+                        merged[attr] = _integer(key, value, *INTEGERS[attr])
+                    if attr in FLOATS:
+                        merged[attr] = _seconds(key, value, *FLOATS[attr])
+                except SettingsError as err:
+                    problems.append(str(err))
+        if problems:
+            raise SettingsError(
+                "; ".join(problems) + " (set in the environment or .streamlit/secrets.toml; "
+                "`koed settings` lists every setting)"
+            )
         merged["users_configured"] = "users_path" in merged
         return cls(**merged)
 
@@ -88,31 +98,36 @@ ENV_NAMES = {
     "KOED_BATCH_POLL_S": "batch_poll_s",
 }
 PATHS = {"cache_dir", "db_path", "models_path", "users_path"}
-INTEGERS = {"calls_per_hour"}
-FLOATS = {"batch_poll_s"}
+INTEGERS = {"calls_per_hour": (0, 1_000_000)}
+FLOATS = {"batch_poll_s": (0.01, 86_400.0)}
+"""Numeric settings and the range each accepts (checked once, when settings are read)."""
 
 
-def _seconds(name: str, value: str) -> float:
-    from koed_core.errors import KoedError
+class SettingsError(KoedError):
+    """A setting that has a value outside what it accepts: named, with the range."""
 
+
+def _seconds(name: str, value: str, low: float, high: float) -> float:
     try:
         number = float(value)
     except ValueError:
-        raise KoedError(f"{name} must be a number of seconds, not {value!r}") from None
-    if not number > 0:
-        raise KoedError(f"{name} must be more than 0, not {value}")
+        number = math.nan
+    if not low <= number <= high:  # nan and inf fail here too
+        raise SettingsError(
+            f"{name} must be a number of seconds from {low:g} to {high:g}, not {value!r}"
+        )
     return number
 
 
-def _integer(name: str, value: str) -> int:
-    from koed_core.errors import KoedError
-
+def _integer(name: str, value: str, low: int, high: int) -> int:
     try:
         number = int(value)
     except ValueError:
-        raise KoedError(f"{name} must be a whole number, not {value!r}") from None
-    if number < 0:
-        raise KoedError(f"{name} must be 0 or more, not {number}")
+        raise SettingsError(
+            f"{name} must be a whole number from {low} to {high:,}, not {value!r}"
+        ) from None
+    if not low <= number <= high:
+        raise SettingsError(f"{name} must be a whole number from {low} to {high:,}, not {value!r}")
     return number
 
 
@@ -174,7 +189,6 @@ def read_secrets(cwd: Path | None = None, home: Path | None = None) -> dict[str,
     Raises:
         KoedError: a secrets file that is not valid TOML (named in the message).
     """
-    from koed_core.errors import KoedError
 
     merged: dict[str, Any] = {}
     for folder in (home or Path.home(), cwd or Path.cwd()):

@@ -6,3 +6,4 @@ PROJECT_ROOT = Path(__file__).resolve().parents[1]
 DATA_DIR = PROJECT_ROOT / "data"
 LABELS_FILE = DATA_DIR / "labels.json"
 SAMPLE_FILE = DATA_DIR / "sample" / "koed_sample.json"
+DEFAULT_REGISTRY = PROJECT_ROOT / "models.toml"

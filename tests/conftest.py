@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.fake_openai import FakeOpenAI
+from fixtures.fake_openai import FakeOpenAI
 
 ROOT = Path(__file__).resolve().parents[1]
 OFFICIAL_FILE = ROOT.parent / "shared" / "data" / "KoED.json"
@@ -51,7 +51,7 @@ def official_file() -> Path:
     never vanish silently."""
     import os
 
-    from koed_core.sources import official_cache_path
+    from koed_core.dialogues.sources import official_cache_path
 
     candidates = [
         Path(os.environ["KOED_OFFICIAL_FILE"]) if os.environ.get("KOED_OFFICIAL_FILE") else None,
@@ -74,7 +74,7 @@ def generated_release(monkeypatch: pytest.MonkeyPatch) -> bytes:
     download and checksum paths run without ../shared; returns those bytes."""
     import hashlib
 
-    from koed_core import sources
+    from koed_core.dialogues import sources
     from koed_core.paths import SAMPLE_FILE
 
     data = SAMPLE_FILE.read_bytes()
@@ -142,11 +142,11 @@ def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     open, with its study still open: the app as an operator and two users meet it."""
     import shutil
 
-    from koed_core import users
+    from koed_core.rating import accounts
 
-    path = tmp_path / "users.yaml"
-    users.add_user(path, "boss", "admin", "Boss", "boss-password-1")
-    users.add_user(path, "mina", "rater", "Mina", "mina-password-1")
+    path = tmp_path / "accounts.yaml"
+    accounts.add_user(path, "boss", "admin", "Boss", "boss-password-1")
+    accounts.add_user(path, "mina", "rater", "Mina", "mina-password-1")
     monkeypatch.setenv("KOED_USERS", str(path))
     monkeypatch.setenv("KOED_COOKIE_KEY", "k" * 40)
     db = tmp_path / "koed.db"

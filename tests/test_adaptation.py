@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from koed_core import adaptation
-from koed_core.dataset import load_dataset, parse_dataset
+from koed_core.dialogues import adaptation
+from koed_core.dialogues.dataset import load_dataset, parse_dataset
 from koed_core.paths import SAMPLE_FILE
 
 

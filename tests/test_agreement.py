@@ -9,7 +9,7 @@ import pytest
 from scipy.stats import spearmanr
 from sklearn.metrics import cohen_kappa_score
 
-from koed_core.agreement import (
+from koed_core.results.reliability import (
     _alpha_from_coincidences,
     _value_counts,
     agreement_table,
@@ -156,7 +156,7 @@ def test_table_has_group_rows_only_for_two_or_more_groups() -> None:
 def test_the_judge_meets_the_same_leave_one_out_targets_as_people() -> None:
     import pandas as pd
 
-    from koed_core.agreement import agreement_table
+    from koed_core.results.reliability import agreement_table
 
     # three raters on six items; the judge copies rater a exactly
     scores = {"a": [1, 2, 3, 4, 5, 3], "b": [2, 2, 3, 5, 4, 3], "c": [1, 3, 4, 4, 5, 2]}

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from koed_core.backends import make_client
-from koed_core.llm import GenerationSettings, ModelError
-from koed_core.protocol import ContextTurn, ListenerTask
-from koed_core.registry import ModelSpec
-from tests.fake_openai import FakeOpenAI, Step
+from fixtures.fake_openai import FakeOpenAI, Step
+from koed_core.models.backends import make_client
+from koed_core.models.client import GenerationSettings, ModelError
+from koed_core.models.protocol import ContextTurn, ListenerTask
+from koed_core.models.registry import ModelSpec
 
 MESSAGES = [{"role": "system", "content": "be kind"}, {"role": "user", "content": "Speaker: hi"}]
 FAST = GenerationSettings(max_retries=2, timeout_s=5)

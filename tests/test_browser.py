@@ -13,15 +13,15 @@ from pathlib import Path
 
 import pytest
 
-from koed_core import users
-from koed_core.backends import make_client
-from koed_core.dataset import load_dataset
-from koed_core.llm import GenerationSettings
+from fixtures.fake_openai import FakeOpenAI
+from fixtures.rating import rater, seeded_store, study
+from koed_core.dialogues.dataset import load_dataset
+from koed_core.models.backends import make_client
+from koed_core.models.client import GenerationSettings
+from koed_core.models.registry import ModelSpec
+from koed_core.models.runs import run_benchmark
 from koed_core.paths import SAMPLE_FILE
-from koed_core.registry import ModelSpec
-from koed_core.runner import run_benchmark
-from tests.fake_openai import FakeOpenAI
-from tests.rating_fixtures import rater, seeded_store, study
+from koed_core.rating import accounts as users
 
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = Path("/usr/bin/chromium")
@@ -55,8 +55,8 @@ def _free_port() -> int:
 def server(tmp_path: Path, fake_registry: Path, fake_openai: FakeOpenAI) -> Iterator[str]:
     assert CHROMIUM.exists(), "Debian's chromium is needed: apt-get install chromium"
     # A rater with a study waiting (human-reference answers), as an admin would set it up.
-    users.add_user(tmp_path / "users.yaml", "mina", "rater", "Mina", RATER_PASSWORD)
-    users.add_user(tmp_path / "users.yaml", "boss", "admin", "Boss", ADMIN_PASSWORD)
+    users.add_user(tmp_path / "accounts.yaml", "mina", "rater", "Mina", RATER_PASSWORD)
+    users.add_user(tmp_path / "accounts.yaml", "boss", "admin", "Boss", ADMIN_PASSWORD)
     store, run_id = seeded_store(tmp_path / "koed.db")
     ratings, _ = study(store, run_id, attention_checks=1)
     rater(ratings, "mina")
@@ -84,7 +84,7 @@ def server(tmp_path: Path, fake_registry: Path, fake_openai: FakeOpenAI) -> Iter
         {
             "KOED_DATA": str(SAMPLE_FILE),  # dialogues we wrote: no ../shared needed
             "KOED_MODELS": str(fake_registry),
-            "KOED_USERS": str(tmp_path / "users.yaml"),
+            "KOED_USERS": str(tmp_path / "accounts.yaml"),
             "KOED_COOKIE_KEY": "c" * 40,
         },
     )
@@ -273,7 +273,7 @@ def test_doors_hold_in_a_real_browser(server: str, tmp_path: Path) -> None:
     from playwright.sync_api import expect, sync_playwright
 
     expect.set_options(timeout=30_000)
-    accounts = tmp_path / "users.yaml"
+    accounts = tmp_path / "accounts.yaml"
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         first = browser.new_context().new_page()
@@ -479,7 +479,7 @@ def test_a_job_started_in_the_browser_outlives_the_page_and_the_server(
     from koed_core.config import Settings
     from koed_core.db import Store
     from koed_core.db.jobs import Jobs
-    from koed_core.jobs import Environment, Hooks, execute, params_of
+    from koed_core.jobs.kinds import Environment, Hooks, execute, params_of
     from tests.conftest import stop_workers, stored_responses, wait_for_job
 
     ARTIFACTS.mkdir(exist_ok=True)
@@ -578,8 +578,8 @@ def test_a_crowd_worker_comes_from_prolific_and_goes_back_with_the_code(tmp_path
     # at the code; an expired link and a full one are refused in words.
     from playwright.sync_api import expect, sync_playwright
 
-    from koed_core import crowd
     from koed_core.db.crowd import Crowd
+    from koed_core.rating import crowd
 
     ARTIFACTS.mkdir(exist_ok=True)
     expect.set_options(timeout=30_000)

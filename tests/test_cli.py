@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from koed_core.sources import OFFICIAL
+from koed_core.dialogues.sources import OFFICIAL
 
 
 def koed(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

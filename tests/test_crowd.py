@@ -10,14 +10,14 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from koed_core import crowd
+from fixtures.rating import seeded_store, study
 from koed_core.db import Store
 from koed_core.db.crowd import Crowd
 from koed_core.errors import KoedError
-from koed_core.rating import RatingStore
-from koed_core.rating_report import export_rows, rows_csv
-from koed_core.rubric import codes
-from tests.rating_fixtures import seeded_store, study
+from koed_core.judge.rubric import codes
+from koed_core.rating import crowd
+from koed_core.rating.report import export_rows, rows_csv
+from koed_core.rating.studies import RatingStore
 
 ROOT = Path(__file__).resolve().parents[1]
 KEY = b"k" * 32
@@ -301,15 +301,15 @@ def test_calibration_far_from_the_references_stops_the_worker(
 def test_an_account_link_creates_a_rater_for_that_study_alone(
     crowd_study: tuple[Store, int], tmp_path: Path
 ) -> None:
-    from koed_core import users
+    from koed_core.rating import accounts
 
     store, study_id = crowd_study
-    users_file = tmp_path / "users.yaml"
-    users.add_user(users_file, "boss", "admin", "Boss", "boss-password-1")
+    users_file = tmp_path / "accounts.yaml"
+    accounts.add_user(users_file, "boss", "admin", "Boss", "boss-password-1")
     invite, _ = _invite(store, study_id, platform="account", cap=2)
     worker = crowd.join_with_account(store, invite, users_file, "jiwoo", "jiwoo-pass-1", "Ji")
     assert worker.username == "jiwoo" and Crowd(store).bound_study("jiwoo") == study_id
-    assert "jiwoo" in users.load(users_file)["usernames"]
+    assert "jiwoo" in accounts.load(users_file)["usernames"]
     with pytest.raises(KoedError, match="exists already"):  # an admin's name: no place taken
         crowd.join_with_account(store, invite, users_file, "boss", "whatever-123")
     with pytest.raises(KoedError, match="at least 8"):
@@ -318,7 +318,7 @@ def test_an_account_link_creates_a_rater_for_that_study_alone(
     crowd.join_with_account(store, invite, users_file, "minho", "minho-pass-1")
     with pytest.raises(crowd.CrowdError, match="all 2 places are taken"):
         crowd.join_with_account(store, invite, users_file, "late", "late-pass-12")
-    assert "late" not in users.load(users_file)["usernames"]  # no account without a place
+    assert "late" not in accounts.load(users_file)["usernames"]  # no account without a place
     platform_link, _ = _invite(store, study_id)
     with pytest.raises(crowd.CrowdError, match="not for accounts"):
         crowd.join_with_account(store, platform_link, users_file, "x1", "x1-password")
@@ -327,16 +327,16 @@ def test_an_account_link_creates_a_rater_for_that_study_alone(
 def test_an_account_rater_sees_only_the_rating_page_for_their_study(
     crowd_study: tuple[Store, int], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from koed_core import users
+    from fixtures.rating import sample
     from koed_core.db import StudyConfig
-    from tests.rating_fixtures import sample
+    from koed_core.rating import accounts
 
     store, study_id = crowd_study
     other = RatingStore(store).create_study(
         StudyConfig(name="other study", run_ids=(store.runs()["run_id"].iloc[0],)), sample()
     )
-    users_file = tmp_path / "users.yaml"
-    users.add_user(users_file, "boss", "admin", "Boss", "boss-password-1")
+    users_file = tmp_path / "accounts.yaml"
+    accounts.add_user(users_file, "boss", "admin", "Boss", "boss-password-1")
     monkeypatch.setenv("KOED_USERS", str(users_file))
     monkeypatch.setenv("KOED_COOKIE_KEY", "c" * 40)
     monkeypatch.setenv("KOED_SECRET_KEY", KEY.decode())
@@ -367,7 +367,7 @@ def test_an_account_rater_sees_only_the_rating_page_for_their_study(
 
 
 def test_no_export_names_a_crowd_worker(crowd_study: tuple[Store, int], tmp_path: Path) -> None:
-    from koed_core.paper_export import export_bundle
+    from koed_core.results.paper_export import export_bundle
 
     store, study_id = crowd_study
     invite, _ = _invite(store, study_id, cap=2, batch_size=3)
@@ -397,3 +397,19 @@ def test_a_withdrawn_link_lets_those_already_in_finish_and_nobody_new(
     newcomer = _join_page(store, token, **{**PROLIFIC, "PROLIFIC_PID": "new1"})
     assert "withdrawn" in newcomer.error[0].value
     assert Crowd(store).places_used(invite.id) == 1
+
+
+@pytest.mark.parametrize("param", ["PROLIFIC_PID", "worker"])
+def test_a_bad_platform_id_is_echoed_literally(
+    crowd_study: tuple[Store, int], monkeypatch: pytest.MonkeyPatch, param: str
+) -> None:
+    store, study_id = crowd_study
+    monkeypatch.setenv("KOED_SECRET_KEY", KEY.decode())
+    platform = "prolific" if param == "PROLIFIC_PID" else "none"
+    _, token = _invite(store, study_id, platform=platform)
+    attack = "![x](http://evil.invalid/p.png) **Your payment failed** [pay](http://evil.invalid)"
+    at = _join_page(store, token, **{**PROLIFIC, param: attack})
+    assert not at.exception, [e.value for e in at.exception]
+    shown = " ".join(e.value for e in at.error)
+    assert "evil" in shown  # the value is named in the message...
+    assert "![x](" not in shown and "**Your" not in shown and "](http" not in shown  # ...as text

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from koed_core.dataset import load_dataset, parse_dataset
+from koed_core.dialogues.dataset import load_dataset, parse_dataset
+from koed_core.dialogues.labels import all_labels, label_names
 from koed_core.errors import DatasetError
-from koed_core.labels import all_labels, label_names
 from koed_core.paths import SAMPLE_FILE
 
 

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from koed_core.dataset import load_dataset
-from koed_core.dialogue import Dialogue, Turn
-from koed_core.filters import DialogueFilter, FilterIndex, to_params
+from koed_core.dialogues.dataset import load_dataset
+from koed_core.dialogues.dialogue import Dialogue, Turn
+from koed_core.dialogues.filters import DialogueFilter, FilterIndex, to_params
 
 
 def _dialogue(conv_id: str, labels: tuple[str, ...], turns: list[tuple[str, str]]) -> Dialogue:

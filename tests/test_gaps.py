@@ -12,17 +12,17 @@ import pytest
 from PIL import Image
 from streamlit.testing.v1 import AppTest
 
-from koed_core import gaps, scoring
-from koed_core.backends import make_client
-from koed_core.dataset import load_dataset
+from fixtures.fake_openai import FakeOpenAI
 from koed_core.db import Store
-from koed_core.judging import judge_run
-from koed_core.llm import GenerationSettings
-from koed_core.paper_export import FILES, export_bundle, listed_files
+from koed_core.dialogues.dataset import load_dataset
+from koed_core.judge.judging import judge_run
+from koed_core.models.backends import make_client
+from koed_core.models.client import GenerationSettings
+from koed_core.models.registry import ModelSpec
+from koed_core.models.runs import run_benchmark
 from koed_core.paths import SAMPLE_FILE
-from koed_core.registry import ModelSpec
-from koed_core.runner import run_benchmark
-from tests.fake_openai import FakeOpenAI
+from koed_core.results import gaps, score_sources
+from koed_core.results.paper_export import FILES, export_bundle, listed_files
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -129,7 +129,7 @@ def _store_with_runs(db: Path, server: FakeOpenAI) -> Store:
 
 def test_score_frame_from_a_real_database(fake_openai: FakeOpenAI, tmp_path: Path) -> None:
     store = _store_with_runs(tmp_path / "koed.db", fake_openai)
-    choice = scoring.choose_judge(store)
+    choice = score_sources.choose_judge(store)
     assert choice is not None
     frame = gaps.score_frame(store, judge=choice.config)
     assert set(frame["source"]) == {"judge", "emotion"}

@@ -14,17 +14,17 @@ from pathlib import Path
 
 import pytest
 
+from fixtures.fake_openai import FakeOpenAI
 from koed_core.cli import main
 from koed_core.config import Settings
 from koed_core.db import Store
 from koed_core.db.jobs import JobError, Jobs
 from koed_core.errors import KoedError
-from koed_core.jobs import Environment, Hooks, JudgeJob, RunJob, enqueue, execute
-from koed_core.llm import ModelError
+from koed_core.jobs.kinds import Environment, Hooks, JudgeJob, RunJob, enqueue, execute
+from koed_core.jobs.worker import Worker
+from koed_core.models.client import ModelError
 from koed_core.paths import SAMPLE_FILE
-from koed_core.worker import Worker
 from tests.conftest import stored_responses
-from tests.fake_openai import FakeOpenAI
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -277,7 +277,7 @@ def test_a_server_without_a_batch_api_is_named_before_anything_is_sent(
         execute(_params(limit=1, batch=True), store, _env(fake_openai, tmp_path), Hooks())
     assert fake_openai.live_calls == 0 and store.count("responses") == 0
     # a reproduction with batch = true runs such a server live instead, and says so
-    from koed_core.jobs import ReproduceJob
+    from koed_core.jobs.kinds import ReproduceJob
 
     plan = (
         'name = "t"\nmodels = ["openai:listener"]\njudge = "openai:judge"\nsubset = "full"\n'
@@ -337,7 +337,7 @@ def test_the_dry_run_says_what_the_batch_api_would_change(
 def test_a_reproduction_job_runs_and_judges_every_model_of_its_plan(
     tmp_path: Path, fake_openai: FakeOpenAI
 ) -> None:
-    from koed_core.jobs import ReproduceJob
+    from koed_core.jobs.kinds import ReproduceJob
 
     plan = (
         'name = "tiny"\nmodels = ["openai:listener"]\njudge = "openai:judge"\n'

@@ -10,15 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from koed_core import agreement_data, scoring
-from koed_core.backends import make_client
+from fixtures.fake_openai import FakeOpenAI, Step
+from fixtures.rating import SCORES, rater, seeded_store, study
 from koed_core.db import Judgments
-from koed_core.judge import FENCE_CLOSE, FENCE_OPEN, build_judge_messages, parse_verdict
-from koed_core.judging import current_config, judge_run
-from koed_core.registry import ModelSpec
-from koed_core.rubric import dimensions
-from tests.fake_openai import FakeOpenAI, Step
-from tests.rating_fixtures import SCORES, rater, seeded_store, study
+from koed_core.judge.judging import current_config, judge_run
+from koed_core.judge.rubric import dimensions
+from koed_core.judge.verdicts import FENCE_CLOSE, FENCE_OPEN, build_judge_messages, parse_verdict
+from koed_core.models.backends import make_client
+from koed_core.models.registry import ModelSpec
+from koed_core.results import agreement, score_sources
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -140,7 +140,7 @@ def test_judge_a_run_end_to_end(fake_openai: FakeOpenAI, tmp_path: Path) -> None
     ]
     assert sorted(r["attempt"] for r in retried) == [0, 1, 2] and retried[-1]["score"] is not None
     # a look-alike fence (full-width, zero-width split) cannot close the quoted reply either
-    from koed_core.judge import neutralise
+    from koed_core.judge.verdicts import neutralise
 
     assert "＜" not in neutralise("＜＜＜END REPLY＞＞＞") and "<<<" not in neutralise("<\u200b<<")
     assert all(
@@ -190,17 +190,17 @@ def test_agreement_after_judging(fake_openai: FakeOpenAI, tmp_path: Path) -> Non
     from koed_core.db import Store
 
     store = Store(tmp_path / "a.db")
-    choice = scoring.choose_judge(store)
+    choice = score_sources.choose_judge(store)
     assert choice is not None and choice.config == current_config("fake-judge", "paper")
-    study_id = scoring.choose_study(store)
-    inputs = agreement_data.load_inputs(store, study_id, choice.config)
-    table = agreement_data.table(inputs)
+    study_id = score_sources.choose_study(store)
+    inputs = agreement.load_inputs(store, study_id, choice.config)
+    table = agreement.table(inputs)
     assert len(table) == 10  # 5 dimensions x 2 languages
     # the fake judge scores 1 + len(reply) % 5, as raters a and b do: strong agreement
     assert (table["judge_spearman"] > 0.8).all() and (table["judge_kappa"] > 0.8).all()
-    pairs = agreement_data.paired(inputs)
-    assert int(agreement_data.confusion(pairs).to_numpy().sum()) == len(pairs)
-    worst = agreement_data.disagreements(store, inputs, pairs, limit=3)
+    pairs = agreement.paired(inputs)
+    assert int(agreement.confusion(pairs).to_numpy().sum()) == len(pairs)
+    worst = agreement.disagreements(store, inputs, pairs, limit=3)
     assert len(worst) == 3 and worst["rater_comments"].str.contains("says ok").all()
     assert worst["judge_rationale"].str.len().min() > 0
 

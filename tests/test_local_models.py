@@ -8,13 +8,13 @@ import pytest
 import torch
 import transformers
 
-from koed_core.backends import make_client
-from koed_core.backends.local import _load, load_model
-from koed_core.dataset import load_dataset
-from koed_core.llm import GenerationSettings, ModelError
+from koed_core.dialogues.dataset import load_dataset
+from koed_core.models.backends import make_client
+from koed_core.models.backends.local import _load, load_model
+from koed_core.models.client import GenerationSettings, ModelError
+from koed_core.models.protocol import build_messages, build_task
+from koed_core.models.registry import ModelSpec
 from koed_core.paths import SAMPLE_FILE
-from koed_core.protocol import build_messages, build_task
-from koed_core.registry import ModelSpec
 
 GREEDY = GenerationSettings(temperature=0.0, max_tokens=12)
 CHAT_TEMPLATE = (
@@ -94,9 +94,9 @@ def test_two_panes_on_a_fresh_process_both_answer(tiny_gpt2: Path) -> None:
 
     script = f"""
 import threading
-from koed_core.backends import make_client
-from koed_core.llm import GenerationSettings
-from koed_core.registry import ModelSpec
+from koed_core.models.backends import make_client
+from koed_core.models.client import GenerationSettings
+from koed_core.models.registry import ModelSpec
 spec = ModelSpec(name="tiny", backend="transformers", model={str(tiny_gpt2)!r})
 results, errors = [], []
 def ask():

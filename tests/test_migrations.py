@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from koed_core.dataset import load_dataset
 from koed_core.db import JudgeConfig, Judgments, Store, StoreError, migrations
-from koed_core.judging import judge_run
-from koed_core.llm import Completion
+from koed_core.dialogues.dataset import load_dataset
+from koed_core.judge.judging import judge_run
+from koed_core.judge.rubric import rubric_version
+from koed_core.models.client import Completion
+from koed_core.models.registry import ModelSpec
 from koed_core.paths import SAMPLE_FILE
-from koed_core.registry import ModelSpec
-from koed_core.rubric import rubric_version
 
 FIXTURE = Path(__file__).parent / "data" / "koed-0.1.0.db"
 COUNTS_0_1_0 = {
@@ -98,7 +98,7 @@ class _Never:
 def test_judging_resumes_across_the_upgrade(old_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # 0.1.0 judged run 9d35... with gpt-4o: under the same templates and rubric (as 0.1.0
     # had them), the upgraded database skips all of it; the keys survived the migration.
-    import koed_core.judging as judging
+    import koed_core.judge.judging as judging
 
     monkeypatch.setattr(judging, "judge_prompt_version", lambda: migrations.JUDGE_PROMPT_0_1_0)
     monkeypatch.setattr(judging, "rubric_version", lambda: migrations.RUBRIC_0_1_0)

@@ -6,10 +6,10 @@ from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
 
+from fixtures.fake_openai import FakeOpenAI, Step
 from koed_core.db import Store
 from koed_core.db.jobs import Jobs
 from tests.conftest import stop_workers, wait_for_job
-from tests.fake_openai import FakeOpenAI, Step
 
 ROOT = Path(__file__).resolve().parents[1]
 KO_REPLY = "정말 속상했겠다. 괜찮으면 무슨 일이 있었는지 더 얘기해 줄래?"

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from koed_core import overview
-from koed_core.dataset import load_dataset
-from koed_core.export import CSV_COLUMNS, to_csv, to_jsonl
+from koed_core.dialogues import overview
+from koed_core.dialogues.dataset import load_dataset
+from koed_core.dialogues.export import CSV_COLUMNS, to_csv, to_jsonl
 from koed_core.paths import SAMPLE_FILE
 
 

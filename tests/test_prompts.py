@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from koed_core.dialogue import Dialogue, Turn
-from koed_core.emotions import extract_anywhere, parse_two_calls
-from koed_core.prompts import glossed_labels, plan_messages, prompt_set_version
-from koed_core.protocol import build_messages, build_task, prompt_version
+from koed_core.dialogues.dialogue import Dialogue, Turn
+from koed_core.models.emotions import extract_anywhere, parse_two_calls
+from koed_core.models.prompts import glossed_labels, plan_messages, prompt_set_version
+from koed_core.models.protocol import build_messages, build_task, prompt_version
 
 # A fixed dialogue: three turns in Korean, two in English (the third is Korean-only).
 DIALOGUE = Dialogue(
@@ -97,7 +97,7 @@ def test_no_label_is_told_apart_from_a_wrong_one() -> None:
     parsed = parse_two_calls("I cannot tell.", "  **Oh** no.  ", "single")
     assert parsed.labels == () and parsed.notes == ("no label given",)
     assert parsed.text == "**Oh** no."
-    from koed_core.emotions import score_emotions
+    from koed_core.models.emotions import score_emotions
 
     assert score_emotions((), frozenset({"sad"})).given is False
     wrong = score_emotions(("joyful",), frozenset({"sad"}))

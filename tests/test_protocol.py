@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from koed_core import protocol
-from koed_core.dataset import parse_dataset
-from koed_core.emotions import parse_reply, score_emotions
-from koed_core.protocol import build_messages, build_task
+from koed_core.dialogues.dataset import parse_dataset
+from koed_core.models import protocol
+from koed_core.models.emotions import parse_reply, score_emotions
+from koed_core.models.protocol import build_messages, build_task
 
 
 def _dialogue(turns: list[tuple[str, str]]):  # type: ignore[no-untyped-def]

@@ -14,18 +14,18 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from koed_core import demo, gaps, scoring
+from fixtures.fake_openai import FakeOpenAI
+from fixtures.rating import SCORES
 from koed_core.config import Settings, read_secrets
-from koed_core.dataset import load_dataset
 from koed_core.db import Judgments, RaterProfile, Store
-from koed_core.judging import JudgeError, judge_run
-from koed_core.llm import GenerationSettings
+from koed_core.dialogues.dataset import load_dataset
+from koed_core.judge.judging import JudgeError, judge_run
+from koed_core.models.client import GenerationSettings
+from koed_core.models.registry import ModelSpec
+from koed_core.models.runs import run_benchmark
 from koed_core.paths import SAMPLE_FILE
-from koed_core.rating import RatingStore, StudyConfig
-from koed_core.registry import ModelSpec
-from koed_core.runner import run_benchmark
-from tests.fake_openai import FakeOpenAI
-from tests.rating_fixtures import SCORES
+from koed_core.rating.studies import RatingStore, StudyConfig
+from koed_core.results import demo, gaps, score_sources
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURE = ROOT / "tests" / "data" / "koed-0.1.0.db"
@@ -71,7 +71,7 @@ def test_export_keeps_each_judge_configuration_apart(old: Path, tmp_path: Path) 
 
 def test_gap_page_shows_one_prompt_version(old: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     store = Store(old)
-    newest = scoring.choose_judge(store, [LISTENER_RUN])
+    newest = score_sources.choose_judge(store, [LISTENER_RUN])
     assert newest is not None
     frame = gaps.score_frame(store, judge=newest.config)
     er = frame[(frame["source"] == "judge") & (frame["metric"] == "ER")]
@@ -113,7 +113,7 @@ def test_agreement_mode_strict_without_judge_uses_strict(
     spec = ModelSpec(
         name="strict-judge", backend="openai", model="j", base_url=fake_openai.base_url
     )
-    from koed_core.backends import make_client
+    from koed_core.models.backends import make_client
 
     judge_run(store, make_client(spec), spec, LISTENER_RUN, "strict", dims=["ER"])
     judge_run(store, make_client(spec), spec, LISTENER_RUN, "paper", dims=["ER"])  # newer
@@ -127,7 +127,7 @@ def test_provenance_comes_from_the_runs(tmp_path: Path, fake_openai: FakeOpenAI)
     store = Store(db)
     dataset = load_dataset(SAMPLE_FILE)
     spec = ModelSpec(name="fake", backend="openai", model="m", base_url=fake_openai.base_url)
-    from koed_core.backends import make_client
+    from koed_core.models.backends import make_client
 
     official_sha = "aa4938164ce7c0c2bb4006d4c8f5ad65f168b3d99c718492810fffd30ef0b8b2"
     run_benchmark(
@@ -205,7 +205,7 @@ def test_n_of_m_counts_only_what_the_rater_can_get(old: Path) -> None:
 def test_no_dimension_judges_nothing(old: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     store = Store(old)
     spec = ModelSpec(name="x", backend="openai", model="x", base_url="http://127.0.0.1:9/v1")
-    from koed_core.backends import make_client
+    from koed_core.models.backends import make_client
 
     with pytest.raises(JudgeError, match="at least one dimension"):
         judge_run(store, make_client(spec), spec, LISTENER_RUN, "paper", dims=[])
@@ -232,7 +232,7 @@ def test_demo_live_asks_with_the_runs_own_key(
         base_url=fake_openai.base_url,
         api_key_env="ANTHROPIC_API_KEY",
     )
-    from koed_core.backends import make_client
+    from koed_core.models.backends import make_client
 
     report = run_benchmark(
         store,

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from fixtures.rating import SCORES, rater, seeded_store, study
 from koed_core.db import Store
-from koed_core.rating import RatingError, RatingItem, RatingStore
-from koed_core.rating_report import export_rows, item_progress, rater_report
-from tests.rating_fixtures import SCORES, rater, seeded_store, study
+from koed_core.rating.report import export_rows, item_progress, rater_report
+from koed_core.rating.studies import RatingError, RatingItem, RatingStore
 
 
 def _rate_all(ratings: RatingStore, study_id: int, names: list[str]) -> None:
@@ -222,7 +222,7 @@ def test_report_attention_and_leave_one_out(tmp_path: Path) -> None:
     # keyed: the unsalted 0.1.0 form, and the same names under another key, do not match
     import hashlib
 
-    from koed_core.server_key import pseudonym
+    from koed_core.rating.server_key import pseudonym
 
     naive = {
         "r-" + hashlib.sha256(f"{study_id}{n}".encode()).hexdigest()[:8]

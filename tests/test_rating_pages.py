@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from koed_core import users
+from fixtures.rating import rater, seeded_store, study
 from koed_core.db import Store
-from koed_core.rating import RatingStore
-from tests.rating_fixtures import rater, seeded_store, study
+from koed_core.rating import accounts as users
+from koed_core.rating.studies import RatingStore
 
 ROOT = Path(__file__).resolve().parents[1]
 PASSWORDS = {"boss": "boss-password-1", "mina": "mina-password-1"}
@@ -20,7 +20,7 @@ COOKIE_KEY = "k" * 40
 
 @pytest.fixture
 def accounts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    path = tmp_path / "users.yaml"
+    path = tmp_path / "accounts.yaml"
     users.add_user(path, "boss", "admin", "Boss", PASSWORDS["boss"])
     users.add_user(path, "mina", "rater", "Mina", PASSWORDS["mina"])
     monkeypatch.setenv("KOED_USERS", str(path))

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from koed_core.registry import RegistryError, load_registry, resolve_model
+from koed_core.models.registry import RegistryError, load_registry, resolve_model
 
 
 def test_shipped_registry_has_the_papers_models() -> None:

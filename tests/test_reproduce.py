@@ -14,10 +14,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from fixtures.fake_openai import FakeOpenAI
 from koed_core.paths import SAMPLE_FILE
-from koed_core.reproduce import PlanError, load_plan
+from koed_core.results.reproduce import PlanError, load_plan
 from tests.conftest import stored_responses
-from tests.fake_openai import FakeOpenAI
 
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = ["m-one", "m-two", "m-three", "m-four", "m-five"]

@@ -6,10 +6,10 @@ from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
 
+from fixtures.fake_openai import FakeOpenAI
 from koed_core.db import Store
 from koed_core.db.jobs import Jobs
 from tests.conftest import stop_workers, wait_for_job
-from tests.fake_openai import FakeOpenAI
 from tests.test_judge import _rated_and_judged
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -13,15 +13,15 @@ from pathlib import Path
 
 import pytest
 
-from koed_core.backends import make_client
-from koed_core.dataset import load_dataset
+from fixtures.fake_openai import FakeOpenAI, Step
 from koed_core.db import Store
-from koed_core.llm import GenerationSettings
+from koed_core.dialogues.dataset import load_dataset
+from koed_core.models.backends import make_client
+from koed_core.models.client import GenerationSettings
+from koed_core.models.registry import ModelSpec
+from koed_core.models.runs import run_benchmark
 from koed_core.paths import SAMPLE_FILE
-from koed_core.registry import ModelSpec
-from koed_core.runner import run_benchmark
 from tests.conftest import stored_responses
-from tests.fake_openai import FakeOpenAI, Step
 
 ROOT = Path(__file__).resolve().parents[1]
 SETTINGS = GenerationSettings(max_retries=1)

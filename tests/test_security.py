@@ -14,20 +14,20 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from koed_core import users
-from koed_core.backends import make_client
-from koed_core.dataset import load_dataset
+from fixtures.fake_openai import FakeOpenAI
 from koed_core.db import Store
-from koed_core.emotions import parse_reply
-from koed_core.export import to_csv
-from koed_core.llm import GenerationSettings
-from koed_core.paper_export import export_bundle
+from koed_core.dialogues.dataset import load_dataset
+from koed_core.dialogues.export import to_csv
+from koed_core.models.backends import make_client
+from koed_core.models.client import GenerationSettings
+from koed_core.models.emotions import parse_reply
+from koed_core.models.registry import ModelSpec
+from koed_core.models.runs import run_benchmark
 from koed_core.paths import SAMPLE_FILE
-from koed_core.rating import RatingStore
-from koed_core.rating_report import export_rows, rows_csv
-from koed_core.registry import ModelSpec
-from koed_core.runner import run_benchmark
-from tests.fake_openai import FakeOpenAI
+from koed_core.rating import accounts
+from koed_core.rating.report import export_rows, rows_csv
+from koed_core.rating.studies import RatingStore
+from koed_core.results.paper_export import export_bundle
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURE = ROOT / "tests" / "data" / "koed-0.1.0.db"
@@ -122,8 +122,8 @@ def _call_paid_model(url: str) -> None:
     import streamlit as st
 
     from components.models import client_for
-    from koed_core.llm import GenerationSettings, ModelError
-    from koed_core.registry import ModelSpec
+    from koed_core.models.client import GenerationSettings, ModelError
+    from koed_core.models.registry import ModelSpec
 
     spec = ModelSpec(name="paid", backend="openai", model="m", base_url=url)
     try:
@@ -154,7 +154,7 @@ def test_each_account_has_an_hourly_allowance(
 def test_broken_accounts_file_fails_closed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, content: str | None
 ) -> None:
-    path = tmp_path / "users.yaml"
+    path = tmp_path / "accounts.yaml"
     if content is not None:
         path.write_text(content)
     monkeypatch.setenv("KOED_USERS", str(path))
@@ -224,7 +224,7 @@ def test_credentials_in_a_base_url_never_leave(tmp_path: Path, fake_openai: Fake
         assert b"hunter2" not in body and b"SECRETKEY" not in body, file.name
         assert stat.S_IMODE(file.stat().st_mode) == 0o600, file.name
     assert stat.S_IMODE(out.stat().st_mode) == 0o700
-    from koed_core.paper_export import zip_bundle
+    from koed_core.results.paper_export import zip_bundle
 
     archive = zip_bundle(store, tmp_path / "zip")
     assert stat.S_IMODE(archive.stat().st_mode) == 0o600
@@ -251,8 +251,10 @@ def test_a_0_1_0_url_with_credentials_is_redacted_on_upgrade(tmp_path: Path) -> 
 
 
 def test_display_names_render_literally(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    path = tmp_path / "users.yaml"
-    users.add_user(path, "eve", "admin", "![x](http://evil.invalid/p.png) **Eve**", "eve-password")
+    path = tmp_path / "accounts.yaml"
+    accounts.add_user(
+        path, "eve", "admin", "![x](http://evil.invalid/p.png) **Eve**", "eve-password"
+    )
     monkeypatch.setenv("KOED_USERS", str(path))
     monkeypatch.setenv("KOED_COOKIE_KEY", COOKIE_KEY)
     at = _as("eve", "pages/account/login.py")
@@ -281,7 +283,7 @@ def test_bad_files_are_named_on_the_page(tmp_path: Path, monkeypatch: pytest.Mon
         assert not at.exception, page
         assert any("not a usable SQLite database" in e.value.replace("\\", "") for e in at.error)
     assert db.read_bytes() == b"garbage" * 1000
-    garbage = tmp_path / "users.yaml"
+    garbage = tmp_path / "accounts.yaml"
     garbage.write_text(":\n  - [unclosed")
     monkeypatch.setenv("KOED_USERS", str(garbage))
     explorer = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60).run()

@@ -7,9 +7,14 @@ from pathlib import Path
 import pytest
 
 from koed_core.config import Settings
+from koed_core.dialogues.sources import (
+    OFFICIAL,
+    download_official,
+    official_cache_path,
+    resolve_source,
+)
 from koed_core.errors import DatasetError, DownloadError
 from koed_core.paths import SAMPLE_FILE
-from koed_core.sources import OFFICIAL, download_official, official_cache_path, resolve_source
 
 
 def test_sample_when_nothing_else(tmp_path: Path) -> None:
@@ -87,7 +92,7 @@ def test_settings_environment_wins_over_secrets(tmp_path: Path) -> None:
 
 def test_the_real_release_constant_matches_the_shared_copy(official_file: Path) -> None:
     # an extra check on real data: the pinned sha256 is the official file's
-    from koed_core.sources import sha256_of
+    from koed_core.dialogues.sources import sha256_of
 
     assert sha256_of(official_file) == OFFICIAL.sha256
     assert official_file.stat().st_size == OFFICIAL.size

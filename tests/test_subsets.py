@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from koed_core.dataset import load_dataset
+from koed_core.dialogues.dataset import load_dataset
+from koed_core.dialogues.subsets import SubsetError, paper_100_ids, select, stratified
 from koed_core.paths import SAMPLE_FILE
-from koed_core.subsets import SubsetError, paper_100_ids, select, stratified
 
 
 def test_the_shipped_paper_100_list_is_the_authors_sample(official_file: Path) -> None:

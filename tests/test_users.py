@@ -10,15 +10,15 @@ from pathlib import Path
 import bcrypt
 import pytest
 
-from koed_core import users
+from koed_core.rating import accounts
 
 
 def test_add_user_stores_only_a_bcrypt_hash(tmp_path: Path) -> None:
-    path = tmp_path / "users.yaml"
-    password = users.add_user(path, "ji-woo", "rater", "Ji-woo")
+    path = tmp_path / "accounts.yaml"
+    password = accounts.add_user(path, "ji-woo", "rater", "Ji-woo")
     text = path.read_text()
     assert password not in text and len(password) >= 16
-    entry = users.load(path)["usernames"]["ji-woo"]
+    entry = accounts.load(path)["usernames"]["ji-woo"]
     assert bcrypt.checkpw(password.encode(), entry["password"].encode())
     assert entry["roles"] == ["rater"] and entry["failed_login_attempts"] == 0
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
@@ -33,55 +33,55 @@ def test_add_user_stores_only_a_bcrypt_hash(tmp_path: Path) -> None:
     ],
 )
 def test_bad_accounts_are_refused(tmp_path: Path, username, role, password, message) -> None:  # type: ignore[no-untyped-def]
-    with pytest.raises(users.UserError, match=message):
-        users.add_user(tmp_path / "u.yaml", username, role, password=password)
+    with pytest.raises(accounts.UserError, match=message):
+        accounts.add_user(tmp_path / "u.yaml", username, role, password=password)
 
 
 def test_duplicate_and_unknown_users(tmp_path: Path) -> None:
     path = tmp_path / "u.yaml"
-    users.add_user(path, "admin", "admin", password="correct horse")
-    with pytest.raises(users.UserError, match="exists already"):
-        users.add_user(path, "admin", "rater")
-    with pytest.raises(users.UserError, match="no user 'ghost'"):
-        users.unlock(path, "ghost")
+    accounts.add_user(path, "admin", "admin", password="correct horse")
+    with pytest.raises(accounts.UserError, match="exists already"):
+        accounts.add_user(path, "admin", "rater")
+    with pytest.raises(accounts.UserError, match="no user 'ghost'"):
+        accounts.unlock(path, "ghost")
 
 
 def test_concurrent_wrong_passwords_all_count(tmp_path: Path) -> None:
     from concurrent.futures import ThreadPoolExecutor
 
     path = tmp_path / "u.yaml"
-    users.add_user(path, "boss", "admin", password="right-password")
+    accounts.add_user(path, "boss", "admin", password="right-password")
     now = 1_000_000.0
     with ThreadPoolExecutor(10) as pool:  # ten sessions guessing at the same moment
         results = list(
-            pool.map(lambda n: users.attempt_login(path, "boss", f"guess-{n}", now), range(10))
+            pool.map(lambda n: accounts.attempt_login(path, "boss", f"guess-{n}", now), range(10))
         )
     assert results == [None] * 10
-    entry = users.load(path)["usernames"]["boss"]
-    assert entry["locked_until"] == now + users.BACKOFF_S  # the fifth guess started the wait
+    entry = accounts.load(path)["usernames"]["boss"]
+    assert entry["locked_until"] == now + accounts.BACKOFF_S  # the fifth guess started the wait
     # the right password during the wait fails like any other attempt
-    assert users.attempt_login(path, "boss", "right-password", now + 60) is None
+    assert accounts.attempt_login(path, "boss", "right-password", now + 60) is None
     # the wait is time-limited: a stranger cannot shut the only admin out for good
-    after = now + users.BACKOFF_S + 1
-    assert users.attempt_login(path, "boss", "right-password", after) is not None
-    assert users.load(path)["usernames"]["boss"]["failed_login_attempts"] == 0
+    after = now + accounts.BACKOFF_S + 1
+    assert accounts.attempt_login(path, "boss", "right-password", after) is not None
+    assert accounts.load(path)["usernames"]["boss"]["failed_login_attempts"] == 0
 
 
 def test_sessions_end_with_logout_lock_and_back_off(tmp_path: Path) -> None:
     path = tmp_path / "u.yaml"
-    users.add_user(path, "mina", "rater", password="password-m")
-    creds = users.load(path)
-    assert users.session_valid(creds, "mina", since=100.0, now=200.0)
-    users.revoke(path, "mina", 150.0)  # logout at 150: a cookie from 100 is dead
-    creds = users.load(path)
-    assert not users.session_valid(creds, "mina", since=100.0, now=200.0)
-    assert users.session_valid(creds, "mina", since=160.0, now=200.0)
-    users.lock(path, "mina", 170.0)
-    assert not users.session_valid(users.load(path), "mina", since=180.0, now=200.0)
-    assert [u["locked"] for u in users.list_users(path)] == [True]
-    users.unlock(path, "mina")
-    assert users.session_valid(users.load(path), "mina", since=180.0, now=200.0)
-    assert not users.session_valid(users.load(path), "ghost", since=0.0, now=200.0)
+    accounts.add_user(path, "mina", "rater", password="password-m")
+    creds = accounts.load(path)
+    assert accounts.session_valid(creds, "mina", since=100.0, now=200.0)
+    accounts.revoke(path, "mina", 150.0)  # logout at 150: a cookie from 100 is dead
+    creds = accounts.load(path)
+    assert not accounts.session_valid(creds, "mina", since=100.0, now=200.0)
+    assert accounts.session_valid(creds, "mina", since=160.0, now=200.0)
+    accounts.lock(path, "mina", 170.0)
+    assert not accounts.session_valid(accounts.load(path), "mina", since=180.0, now=200.0)
+    assert [u["locked"] for u in accounts.list_users(path)] == [True]
+    accounts.unlock(path, "mina")
+    assert accounts.session_valid(accounts.load(path), "mina", since=180.0, now=200.0)
+    assert not accounts.session_valid(accounts.load(path), "ghost", since=0.0, now=200.0)
 
 
 @pytest.mark.parametrize(
@@ -97,13 +97,13 @@ def test_sessions_end_with_logout_lock_and_back_off(tmp_path: Path) -> None:
 def test_a_configured_accounts_file_that_cannot_be_used_fails_closed(
     tmp_path: Path, content: str | None, message: str
 ) -> None:
-    path = tmp_path / "users.yaml"
+    path = tmp_path / "accounts.yaml"
     if content is not None:
         path.write_text(content)
-    with pytest.raises(users.AccountsError, match=message):
-        users.load(path, required=True)
+    with pytest.raises(accounts.AccountsError, match=message):
+        accounts.load(path, required=True)
     if content is None:  # not configured and absent: simply no accounts yet
-        assert users.load(path) == {"usernames": {}}
+        assert accounts.load(path) == {"usernames": {}}
 
 
 def test_cli_prints_the_password_once_and_never_the_hash(tmp_path: Path) -> None:
@@ -116,7 +116,7 @@ def test_cli_prints_the_password_once_and_never_the_hash(tmp_path: Path) -> None
     )
     assert added.returncode == 0
     password = added.stdout.split("shown once, not stored in clear): ")[1].strip()
-    entry = users.load(tmp_path / "u.yaml")["usernames"]["boss"]
+    entry = accounts.load(tmp_path / "u.yaml")["usernames"]["boss"]
     assert bcrypt.checkpw(password.encode(), entry["password"].encode())
     listed = subprocess.run([*run, "list"], env=env, capture_output=True, text=True).stdout
     assert listed.strip() == "boss\tadmin\t0 failed logins" and "$2b$" not in listed

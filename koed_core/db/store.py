@@ -10,6 +10,7 @@ anywhere else in koed_core.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sqlite3
 import threading
@@ -23,11 +24,11 @@ import pandas as pd
 import sqlite_utils
 
 from koed_core.db import migrations
-from koed_core.db.types import ResponseRecord, RunConfig, now
-from koed_core.emotions import EmotionScore
+from koed_core.db.types import EmotionScore, ResponseRecord, RunConfig, now
 from koed_core.errors import KoedError
 
 BUSY_TIMEOUT_S = 30.0
+log = logging.getLogger(__name__)
 
 
 class StoreError(KoedError):
@@ -41,22 +42,49 @@ def _create_private(path: Path) -> None:
         os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
 
 
+def tighten(path: Path) -> list[str]:
+    """Make the database and its WAL files owner-only, as the app creates them.
+
+    A database from an earlier release (0.1.0 made it 0644) holds rater profiles and
+    comments; opening it here closes it to other users of the machine. Returns a
+    sentence per file changed, said once: the next open finds nothing to change.
+    """
+    changed = []
+    for file in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+        try:
+            mode = file.stat().st_mode & 0o777
+            if mode & 0o077:
+                file.chmod(0o600)
+                changed.append(f"{file.name}: permissions {mode:o} -> 600 (owner only)")
+        except OSError:
+            continue  # absent, or not ours to change: sqlite says so if it matters
+    for line in changed:
+        log.warning("KoED Studio: %s", line)
+    return changed
+
+
 class Store:
     """The project's database; one instance may be shared by threads (writes are locked)."""
 
     def __init__(self, path: Path | str) -> None:
         self.path = str(path)
+        self.name = Path(self.path).name
+        """The file's name without its folder: what messages a visitor may see carry."""
+        self.tightened: list[str] = []
         memory = self.path == ":memory:"
         if not memory:
             if Path(self.path).is_dir():
-                raise StoreError(f"{self.path}: is a folder, not a database file")
+                raise StoreError(f"{self.name} (KOED_DB): is a folder, not a database file")
             _create_private(Path(self.path))
+            self.tightened = tighten(Path(self.path))
         try:
             conn = sqlite3.connect(self.path, check_same_thread=False, timeout=BUSY_TIMEOUT_S)
             conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
             self._check(conn)
         except sqlite3.DatabaseError as err:
-            raise StoreError(f"{self.path}: not a usable SQLite database ({err})") from None
+            raise StoreError(
+                f"{self.name} (KOED_DB): not a usable SQLite database ({err})"
+            ) from None
         self.db = sqlite_utils.Database(conn)
         if not memory:
             self.db.enable_wal()
@@ -70,7 +98,7 @@ class Store:
         if rows != ["ok"]:
             shown = "; ".join(str(r) for r in rows[:3])
             raise StoreError(
-                f"{self.path}: the database is damaged ({shown}). It was left untouched: "
+                f"{self.name} (KOED_DB): the database is damaged ({shown}). It was left untouched: "
                 "restore a backup or point KOED_DB at another file."
             )
 
@@ -79,7 +107,7 @@ class Store:
             newer = migrations.unknown(self.db)
             if newer:
                 raise StoreError(
-                    f"{self.path}: made by a newer KoED Studio (migration {newer[-1]}); "
+                    f"{self.name} (KOED_DB): made by a newer KoED Studio (migration {newer[-1]}); "
                     "upgrade KoED Studio to open it"
                 )
             for name, migrate in migrations.pending(self.db):

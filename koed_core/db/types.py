@@ -27,6 +27,25 @@ def short_hash(*parts: object) -> str:
 
 
 @dataclass(frozen=True)
+class EmotionScore:
+    """Emotion recognition against the gold set.
+
+    single: ``hit`` is whether the one predicted label is in the gold set.
+    multi: precision |P∩G|/|P|, recall |P∩G|/|G|, F1 their harmonic mean, Jaccard
+    |P∩G|/|P∪G|; all 0 when nothing was predicted.
+    """
+
+    hit: bool
+    precision: float
+    recall: float
+    f1: float
+    jaccard: float
+    given: bool = True
+    """Whether the model named any label: "no label given" is reported apart from
+    "wrong label", and left out of the recognition figures."""
+
+
+@dataclass(frozen=True)
 class RunConfig:
     """What makes two runs the same run: model, protocol, prompts, decoding, data."""
 

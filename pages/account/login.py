@@ -2,13 +2,13 @@
 
 import streamlit as st
 
-from components import auth, resources
+from components import auth
 from components.literal import md
 
 st.title("Log in")
 state = auth.start_state()
 if state.account is not None:
-    st.success(f"Logged in as {md(state.account.name)} ({state.account.role}).")
+    st.success(f"Logged in as {md(state.account.name)} ({md(state.account.role)}).")
     st.caption("The rating pages are in the sidebar.")
     auth.logout_button("main")
     st.stop()
@@ -22,9 +22,10 @@ if not state.accounts_exist:
     st.info(
         "No accounts yet. Create the first admin on the machine that runs the app:\n\n"
         "`koed users add NAME --role admin`\n\n"
-        f"Accounts are kept in `{resources.settings().users_path}` (outside git)."
+        "Accounts are kept in the file `KOED_USERS` names (default `data/users.yaml`), "
+        "outside git."
     )
 if state.key_problem:
-    st.warning(f"{state.key_problem}\n\n{auth.SET_KEY_HELP}")
+    st.warning(f"{md(state.key_problem)}\n\n{auth.SET_KEY_HELP}")
 if state.accounts_exist and not state.key_problem:
     auth.login_form()

@@ -7,7 +7,7 @@ from components import resources, state
 from components.dialogue_view import render_dialogue
 from components.filter_form import BIND, filter_form
 from components.source_banner import load_or_stop, render_source_banner
-from koed_core.export import to_csv, to_jsonl
+from koed_core.dialogues.export import to_csv, to_jsonl
 
 st.title("Dialogue explorer")
 source, dataset = load_or_stop()

@@ -4,8 +4,8 @@ import streamlit as st
 
 from components import charts, state
 from components.source_banner import load_or_stop, render_source_banner
-from koed_core import overview
-from koed_core.filters import DialogueFilter, to_params
+from koed_core.dialogues import overview
+from koed_core.dialogues.filters import DialogueFilter, to_params
 
 st.title("Label overview")
 source, dataset = load_or_stop()

@@ -4,12 +4,13 @@ import streamlit as st
 
 from components import state
 from components.chat_view import Pane, render_context, stream_together
+from components.literal import md
 from components.models import model_picker, session_api_key_input
 from components.source_banner import load_or_stop, render_source_banner
-from koed_core.chat import detect_lang, live_task
 from koed_core.errors import KoedError
-from koed_core.llm import GenerationSettings
-from koed_core.protocol import PROTOCOLS
+from koed_core.models.chat import detect_lang, live_task
+from koed_core.models.client import GenerationSettings
+from koed_core.models.protocol import PROTOCOLS
 
 st.title("Chat with models on KoED")
 source, dataset = load_or_stop()
@@ -46,7 +47,7 @@ try:
     with mid:
         specs = model_picker("Models (one or two)", state.CHAT_MODELS)
 except KoedError as err:
-    st.error(str(err))
+    st.error(md(str(err)))
     st.stop()
 protocol = right.radio(
     "Protocol",

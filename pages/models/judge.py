@@ -6,9 +6,9 @@ from components import auth, jobs_panel, resources
 from components.literal import md
 from components.models import model_label, registry_or_stop
 from koed_core.errors import KoedError
-from koed_core.jobs import JudgeJob
-from koed_core.judge import MODES
-from koed_core.rubric import codes
+from koed_core.jobs.kinds import JudgeJob
+from koed_core.judge.rubric import codes
+from koed_core.judge.verdicts import MODES
 
 st.title("LLM judge")
 auth.require_admin_once_accounts_exist()
@@ -67,6 +67,6 @@ elif started:
     except KoedError as err:
         st.error(md(str(err)))
     else:
-        st.success(f"Job #{job_id} queued: {md(params.label())}.")
+        st.success(f"Job #{md(job_id)} queued: {md(params.label())}.")
 
 jobs_panel.render_jobs_table("judge")

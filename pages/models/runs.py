@@ -1,158 +1,17 @@
 """Run a model over KoED in both languages and watch the stored runs."""
 
-from pathlib import Path
-
 import streamlit as st
 
-from components import auth, jobs_panel, resources, state
-from components.literal import md
-from components.models import model_label, registry_or_stop
+from components import auth, jobs_panel, runs_view
+from components.models import registry_or_stop
 from components.source_banner import load_or_stop, render_source_banner
-from koed_core.errors import KoedError
-from koed_core.jobs import ReproduceJob, RunJob
-from koed_core.prompts import PROMPT_SETS
-from koed_core.protocol import PROTOCOLS
-from koed_core.reproduce import parse_plan
-from koed_core.runner import DEFAULT_CONCURRENCY
-from koed_core.subsets import SUBSETS, select
-
-HERE = Path(__file__).resolve().parents[2]
 
 st.title("Runs")
 auth.require_admin_once_accounts_exist()
 source, dataset = load_or_stop()
 render_source_banner(source, dataset)
 registry = registry_or_stop()
-
-with st.form("runs.start"):
-    st.subheader("Start or resume a run", anchor=False)
-    left, right = st.columns(2)
-    name = left.selectbox("Model", list(registry), key=state.RUNS_MODEL, format_func=model_label)
-    langs = left.multiselect("Languages", ["ko", "en"], default=["ko", "en"])
-    protocol = left.radio("Protocol", PROTOCOLS, horizontal=True)
-    prompts = left.radio(
-        "Prompt set",
-        PROMPT_SETS,
-        horizontal=True,
-        help="paper: the KoED authors' setup (English instructions for both languages, "
-        "emotion then reply in two calls). native: instructions in the dialogue's language, "
-        "one call. Direct runs use native.",
-    )
-    subset = left.selectbox("Dialogues", SUBSETS, help="paper-100 needs the official file")
-    sample = left.number_input("Stratified sample of N (0 = no sample)", 0, len(dataset), 0)
-    seed = left.number_input("Sample seed", 0, 1_000_000, 0)
-    limit = right.number_input("First N of them (0 = all)", 0, len(dataset), min(5, len(dataset)))
-    concurrency = right.number_input("Concurrent requests", 1, 64, DEFAULT_CONCURRENCY)
-    own = right.checkbox("The model's decoding from models.toml", value=True)
-    temperature = right.slider("Temperature (if not)", 0.0, 1.5, 0.7, 0.1)
-    max_tokens = right.number_input("Max new tokens (if not)", 16, 2048, 256, 16)
-    batch = right.checkbox(
-        "Through the provider's Batch API",
-        help="OpenAI and compatible servers with /v1/files and /v1/batches: the requests go "
-        "out as batch jobs (OpenAI: about half the price, answers within 24 h).",
-    )
-    started = st.form_submit_button("Start as a background job", type="primary")
-st.caption(
-    "A run is a background job: leave the page, close the tab or restart the server and it "
-    "goes on (progress in the sidebar's Jobs panel). The same model, protocol and settings "
-    "resume the same run: finished answers are skipped. Command line, in the foreground: "
-    "`koed run --model NAME --lang ko,en --protocol single`."
-)
-if started:
-    spec = registry[name]
-    if not langs:
-        st.warning("Pick at least one language.")
-    else:
-        params = RunJob(
-            model=name,
-            langs=tuple(langs),
-            protocol=protocol,
-            prompts=prompts if protocol != "direct" else "native",
-            subset=subset,
-            sample=int(sample) or None,
-            seed=int(seed),
-            limit=int(limit) or None,
-            concurrency=int(concurrency),
-            temperature=None if own else float(temperature),
-            max_tokens=None if own else int(max_tokens),
-            batch=batch,
-            dataset_sha256=dataset.sha256,
-        )
-        try:
-            select(dataset.dialogues, subset, sample=params.sample, seed=params.seed)
-            jobs_panel.check_may_queue(spec)
-            job_id = jobs_panel.queue(params)
-        except KoedError as err:
-            st.error(md(str(err)))
-        else:
-            st.success(f"Job #{job_id} queued: {md(params.label())}.")
-
+runs_view.start_run_form(registry, dataset)
 jobs_panel.render_jobs_table("run")
-
-with st.expander("Reproduce the paper's table (a plan)", icon=":material/replay:"):
-    plans = sorted(p.name for p in (HERE / "plans").glob("*.toml"))
-    if not plans:
-        st.caption("No plan files in plans/.")
-    else:
-        chosen = HERE / "plans" / st.selectbox("Plan", plans, key=state.RUNS_PLAN)
-        text = chosen.read_text(encoding="utf-8")
-        st.code(text, language="toml")
-        st.caption(
-            "Runs every model of the plan (each at its own concurrency), judges each run as "
-            "it finishes and fills the table; as a job, resumable. Estimate first with "
-            f"`koed reproduce plans/{chosen.name} --dry-run`."
-        )
-        if st.button("Start the reproduction as a job", key=state.RUNS_REPRODUCE):
-            try:
-                plan = parse_plan(text, chosen.name)
-                for model in (*plan.models, plan.judge):
-                    if model in registry:
-                        jobs_panel.check_may_queue(registry[model])
-                job_id = jobs_panel.queue(
-                    ReproduceJob(
-                        plan=f"plans/{chosen.name}", plan_text=text, dataset_sha256=dataset.sha256
-                    )
-                )
-            except KoedError as err:
-                st.error(md(str(err)))
-            else:
-                st.success(f"Job #{job_id} queued: reproduce {chosen.name}.")
-
-st.subheader("Stored runs", anchor=False)
-runs = resources.store().runs()
-if runs.empty:
-    st.info(
-        "No runs yet. Start one above, or from a terminal: "
-        "`koed run --model smollm2 --lang ko,en --limit 5`."
-    )
-    st.stop()
-st.dataframe(
-    runs,
-    hide_index=True,
-    column_config={
-        "run_id": "Run",
-        "name": "Model",
-        "accuracy": st.column_config.NumberColumn(
-            "Emotion recognition (hit rate)", format="%.2f", help="single runs"
-        ),
-        "f1": st.column_config.NumberColumn(
-            "Emotion recognition (F1)", format="%.2f", help="multi runs"
-        ),
-        "jaccard": st.column_config.NumberColumn("Emotion recognition (Jaccard)", format="%.2f"),
-        "mean_latency_s": st.column_config.NumberColumn("Mean seconds", format="%.2f"),
-    },
-)
-run_id = st.selectbox("Responses of run", runs["run_id"].unique().tolist(), key=state.RUNS_SELECTED)
-responses = resources.store().responses(run_id)
-columns = ["conv_id", "lang", "text", "predicted", "gold", "hit", "f1", "error", "latency_s"]
-st.dataframe(
-    responses[[c for c in columns if c in responses.columns]],
-    hide_index=True,
-    column_config={
-        "predicted": "Emotion named",
-        "gold": "Gold labels",
-        "hit": "Recognised",
-        "text": "Reply",
-        "latency_s": st.column_config.NumberColumn("Seconds", format="%.2f"),
-    },
-)
+runs_view.reproduce_panel(registry, dataset)
+runs_view.stored_runs()

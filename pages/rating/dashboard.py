@@ -4,7 +4,7 @@ import streamlit as st
 
 from components import auth, resources
 from components.crowd_admin import render_crowd_dashboard
-from koed_core import rating_report
+from koed_core.rating import report as rating_report
 
 st.title("Study dashboard")
 auth.require("admin")
@@ -79,10 +79,11 @@ st.subheader("Raters in aggregate", anchor=False)
 summary = rating_report.rater_summary(ratings)
 if summary.get("raters"):
     st.markdown(
-        f"{summary['raters']} raters: {summary['rate_ko']} rate Korean, {summary['rate_en']} "
-        f"rate English, {summary['native_korean']} are native Korean speakers; median "
-        f"{summary['median_years_korea']:.0f} years lived in Korea and "
-        f"{summary['median_years_english']:.0f} in an English-speaking country."
+        f"Raters: {summary['raters']:d} · rating Korean: {summary['rate_ko']:d} · rating "
+        f"English: {summary['rate_en']:d} · native Korean speakers: "
+        f"{summary['native_korean']:d} · median years lived in Korea: "
+        f"{summary['median_years_korea']:.0f}, in an English-speaking country: "
+        f"{summary['median_years_english']:.0f}"
     )
 else:
     st.caption("No rater has finished onboarding yet.")

@@ -4,6 +4,7 @@ import streamlit as st
 
 from components import auth, resources, state
 from components.crowd_admin import bound_study
+from components.literal import md
 from components.rating_view import (
     calibration,
     onboarding_form,
@@ -11,7 +12,7 @@ from components.rating_view import (
     render_item,
     rubric_form,
 )
-from koed_core.rating import RatingError
+from koed_core.rating.studies import RatingError
 
 st.title("Rate responses")
 account = auth.require()
@@ -23,7 +24,7 @@ if profile is None:
         try:
             ratings.save_profile(new)
         except RatingError as err:
-            st.error(str(err))
+            st.error(md(str(err)))
         else:
             st.rerun()
     st.stop()

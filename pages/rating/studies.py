@@ -6,9 +6,9 @@ from components import auth, resources
 from components.crowd_admin import render_invite_form
 from components.literal import md
 from components.source_banner import load_or_stop
-from koed_core import users
 from koed_core.errors import KoedError
-from koed_core.rating import StudyConfig
+from koed_core.rating import accounts
+from koed_core.rating.studies import StudyConfig
 
 st.title("Studies")
 auth.require("admin")
@@ -44,9 +44,9 @@ with st.form("studies.create"):
         try:
             study_id = ratings.create_study(config, dataset)
         except KoedError as err:
-            st.error(str(err))
+            st.error(md(str(err)))
         else:
-            st.success(f"Study {study_id} created.")
+            st.success(f"Study {md(study_id)} created.")
 
 studies = ratings.studies()
 if studies:
@@ -76,7 +76,7 @@ if studies:
             closing = st.selectbox("Study", list(still_open), format_func=still_open.get)
             if st.form_submit_button("Close study"):
                 ratings.close(int(closing))
-                st.success(f"Study {closing} closed; its results are now published.")
+                st.success(f"Study {md(closing)} closed; its results are now published.")
                 st.rerun()
 else:
     st.info("No study yet. Runs come from the Runs page or `koed run`.")
@@ -88,7 +88,7 @@ with st.form("studies.invite", clear_on_submit=True):
     left, right = st.columns(2)
     username = left.text_input("Username")
     display = left.text_input("Display name")
-    role = left.radio("Role", users.ROLES, index=1, horizontal=True)
+    role = left.radio("Role", accounts.ROLES, index=1, horizontal=True)
     password = right.text_input("Password (give it to the rater yourself)", type="password")
     again = right.text_input("Password again", type="password")
     if st.form_submit_button("Create account"):
@@ -96,7 +96,7 @@ with st.form("studies.invite", clear_on_submit=True):
             st.error("The two passwords differ.")
         else:
             try:
-                users.add_user(
+                accounts.add_user(
                     resources.settings().users_path,
                     username.strip(),
                     role,
@@ -104,7 +104,7 @@ with st.form("studies.invite", clear_on_submit=True):
                     password,
                 )
             except KoedError as err:
-                st.error(str(err))
+                st.error(md(str(err)))
             else:
                 st.success(f"Account {md(username.strip())} created.")
-st.dataframe(users.list_users(resources.settings().users_path), hide_index=True)
+st.dataframe(accounts.list_users(resources.settings().users_path), hide_index=True)

@@ -4,9 +4,10 @@ import streamlit as st
 
 from components import auth, charts, resources, state
 from components.score_pickers import judge_picker, study_picker
-from koed_core import agreement_data, csv_safe, scoring
-from koed_core.agreement import NUMBERS
-from koed_core.rubric import codes
+from koed_core import csv_safe
+from koed_core.judge.rubric import codes
+from koed_core.results import agreement, score_sources
+from koed_core.results.reliability import NUMBERS
 
 st.title("Judge-human agreement")
 store = resources.store()
@@ -23,15 +24,15 @@ if study is None:
     )
     st.stop()
 judge = judge_picker(
-    store, scoring.study_runs(store, study), key=state.AGREEMENT_JUDGE, where=right
+    store, score_sources.study_runs(store, study), key=state.AGREEMENT_JUDGE, where=right
 )
 if judge is None:
     right.info(
         "No judge scored this study's responses yet: run `koed judge --run RUN_ID` or use "
         "the Judge page. Human-human agreement is below."
     )
-inputs = agreement_data.load_inputs(store, study, judge)
-table = agreement_data.table(inputs)
+inputs = agreement.load_inputs(store, study, judge)
+table = agreement.table(inputs)
 if table.empty:
     st.info("This study has no ratings of model responses yet.")
     st.stop()
@@ -57,15 +58,13 @@ st.download_button(
     mime="text/csv",
 )
 
-pairs = agreement_data.paired(inputs)
+pairs = agreement.paired(inputs)
 if pairs.empty:
     st.stop()
 present = [c for c in codes() if c in set(pairs["dimension"])]
 dimension = st.segmented_control("Dimension", present, default=present[0]) or present[0]
 shown = pairs[pairs["dimension"] == dimension]
-st.plotly_chart(
-    charts.confusion_heatmap(agreement_data.confusion(shown), dimension), width="stretch"
-)
+st.plotly_chart(charts.confusion_heatmap(agreement.confusion(shown), dimension), width="stretch")
 if admin:  # response texts, the judge's rationale and raters' comments: admins only
     st.subheader("Where the judge and people differ most", anchor=False)
-    st.dataframe(agreement_data.disagreements(store, inputs, shown), hide_index=True)
+    st.dataframe(agreement.disagreements(store, inputs, shown), hide_index=True)

@@ -9,13 +9,13 @@ from components.literal import md
 from components.models import client_for
 from components.source_banner import load_or_stop
 from components.talk import talk_toggle
-from koed_core import demo
 from koed_core.db import Ratings
 from koed_core.errors import KoedError
-from koed_core.figures import run_label
-from koed_core.llm import GenerationSettings
-from koed_core.protocol import ROLE_NAMES, build_task
-from koed_core.runner import Item, timed_stream
+from koed_core.models.client import GenerationSettings
+from koed_core.models.protocol import ROLE_NAMES, build_task
+from koed_core.models.runs import Item, timed_stream
+from koed_core.results import demo
+from koed_core.results.figures import run_label
 
 st.title("Same situation, two languages")
 talk = talk_toggle()
@@ -61,7 +61,7 @@ if live:
 else:
     go = st.button("Play", type="primary", key=state.DEMO_PLAY)
     note.caption(
-        f"Replay of stored answers ({pace} words a second), not generated live. "
+        f"Replay of stored answers ({md(pace)} words a second), not generated live. "
         "The answers appear when you press Play."
     )
 
@@ -95,7 +95,7 @@ if live and go and dialogue is not None:
             client = client_for(demo.run_spec(store, run_id, resources.registry()))
             _, parsed = timed_stream(client, item, GenerationSettings(max_tokens=160), box.text)
         except KoedError as err:
-            box.error(str(err))
+            box.error(md(str(err)))
         else:
             box.text(parsed.text)  # the reply without its "Emotion:" line
 elif go:

@@ -2,12 +2,12 @@
 
 import streamlit as st
 
-from components import auth, resources, state
+from components import auth, gap_view, resources, state
 from components.score_pickers import judge_picker, study_picker
 from components.source_banner import load_or_stop
 from components.talk import talk_toggle
-from koed_core import csv_safe, gaps, reproduce, scoring
-from koed_core.figures import gap_figure
+from koed_core.results import gaps, score_sources
+from koed_core.results.figures import gap_figure
 
 st.title("The cultural empathy gap")
 talk = talk_toggle()
@@ -68,7 +68,7 @@ if by:
     suffix = f" · {group}"
 names = {
     "judge": f"judge {judge.label}" if judge else "judge",
-    "raters": scoring.study_label(store, study) if study is not None else "raters",
+    "raters": score_sources.study_label(store, study) if study is not None else "raters",
     "emotion": "emotion recognition (hit rate for single runs, F1 for multi)",
 }
 figures = [
@@ -85,39 +85,6 @@ for column, fig in zip(st.columns(len(figures)), figures, strict=True):
     column.plotly_chart(fig, width="stretch", theme=None)
 fig = figures[0]
 if not talk and judge is not None:
-    with st.expander("The paper's table: a row per model and protocol", expanded=False):
-        paper = reproduce.paper_table(store, reproduce.stored_runs(store, dataset.sha256), judge)
-        st.caption(
-            "ED = English, KoED = Korean: means of the judge's scores and of emotion "
-            "recognition; gap = KoED minus ED (mean of the five dimensions per dialogue, "
-            f"paired), bootstrap 95% CI. Judge: {judge.label}. `koed reproduce` writes the "
-            "same table as CSV, Markdown and LaTeX."
-        )
-        st.dataframe(
-            paper.drop(columns=[c for c in paper.columns if c.startswith("judge_")]),
-            hide_index=True,
-        )
+    gap_view.paper_table(store, dataset.sha256, judge)
 if not talk:
-    with st.expander("Numbers behind the chart", expanded=False):
-        st.dataframe(table, hide_index=True)
-    cols = st.columns(4 if admin else 3)
-    cols[0].download_button("Table (CSV)", csv_safe.to_csv(table), file_name="koed_gap.csv")
-    cols[1].download_button(
-        "Chart (PNG)",
-        lambda: fig.to_image(format="png", width=1600, height=900),
-        file_name="koed_gap.png",
-        mime="image/png",
-    )
-    cols[2].download_button(
-        "Chart (SVG)",
-        lambda: fig.to_image(format="svg", width=1600, height=900),
-        file_name="koed_gap.svg",
-        mime="image/svg+xml",
-    )
-    if admin:  # every study's agreement and every run's configuration: admins only
-        cols[3].download_button(
-            "Export for a paper (zip)",
-            resources.export_zip,
-            file_name="koed_export.zip",
-            mime="application/zip",
-        )
+    gap_view.downloads(table, fig, admin)

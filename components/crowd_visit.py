@@ -1,0 +1,180 @@
+"""The steps of a crowd worker's visit (consent, screening, calibration, a batch, the
+code), each a function the join page calls for the worker's status.
+
+Every text that came from a link, a file or a person goes through ``md`` (shown
+literally), so a crafted ``PROLIFIC_PID`` or consent file cannot restyle the page.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from components import resources, state
+from components.crowd_admin import app_url
+from components.literal import md
+from components.rating_view import rate_item
+from koed_core.db import Store
+from koed_core.errors import KoedError
+from koed_core.rating import crowd
+from koed_core.rating.studies import RatingStore
+
+
+def account_signup(store: Store, invite: crowd.Invite) -> None:
+    """An account link: consent, screening and a rater account for this study alone."""
+    st.title("KoED rating study")
+    st.subheader("Consent / 동의", anchor=False)
+    left, right = st.columns(2)
+    left.markdown(md(invite.consent_ko))
+    right.markdown(md(invite.consent_en))
+    study_langs = resources.ratings().config(invite.study_id).langs
+    with st.form("crowd.account"):
+        agreed = st.checkbox("I have read this and agree to take part. / 위 내용에 동의합니다.")
+        native = st.radio("Your native language / 모국어", ["ko", "en", "other"], horizontal=True)
+        years_korea = st.number_input("Years lived in Korea / 한국 거주 연수", 0, 100, 0)
+        years_english = st.number_input(
+            "Years lived in an English-speaking country / 영어권 국가 거주 연수", 0, 100, 0
+        )
+        username = st.text_input("Username (lowercase letters, digits, . _ -)")
+        password = st.text_input("Password (at least 8 characters)", type="password")
+        again = st.text_input("Password again", type="password")
+        sent = st.form_submit_button("Create my rater account", type="primary")
+    if not sent:
+        return
+    if not agreed:
+        st.warning("Please read the consent text and tick the box first.")
+        return
+    if password != again:
+        st.error("The two passwords differ.")
+        return
+    try:
+        worker = crowd.join_with_account(
+            store, invite, resources.settings().users_path, username.strip(), password
+        )
+    except KoedError as err:
+        st.error(md(str(err)))
+        return
+    crowd.consent(store, worker, invite)
+    langs = crowd.screen(
+        store, worker, study_langs, native, float(years_korea), float(years_english)
+    )
+    if not langs:
+        st.info(
+            "Thank you. This study needs native-level speakers of its languages, so it has "
+            "no items for you; your account will not be used."
+        )
+        return
+    resources.ratings().save_profile(
+        crowd.profile_of(worker, native, float(years_korea), float(years_english), langs)
+    )
+    st.success(
+        f"Account {md(worker.username)} created. Log in with it to rate this study "
+        "(calibration first)."
+    )
+    st.link_button("Log in / 로그인", app_url("login"))
+
+
+def no_link() -> None:
+    """The page opened without an invite: say where it is meant to be opened from."""
+    st.title("KoED rating study")
+    st.info(
+        "This page opens from a study's invite link (for example on Prolific). Raters with "
+        "an account: Log in first, then open Rate responses."
+    )
+
+
+def refused(err: crowd.CrowdError) -> None:
+    """A link or platform id that does not let this person in, and why."""
+    st.title("KoED rating study")
+    st.error(md(str(err)), icon=":material/link_off:")
+
+
+def stopped(worker: crowd.Worker) -> None:
+    """Screened out, or stopped by the quality checks."""
+    if (worker.stop_reason or "").startswith("screening"):
+        st.info(
+            "Thank you for your time. This study needs native-level speakers of its "
+            "languages, so we cannot offer you items. Please return the study on the platform."
+        )
+    else:
+        st.info(
+            "Thank you for your time. Some of your answers did not match our quality checks, "
+            "so this session ends here. The study's organisers will review it."
+        )
+
+
+def consent_step(store: Store, worker: crowd.Worker, invite: crowd.Invite) -> None:
+    """The consent text in both languages and one box to tick."""
+    st.subheader("Consent / 동의", anchor=False)
+    left, right = st.columns(2)
+    left.markdown(md(invite.consent_ko))
+    right.markdown(md(invite.consent_en))
+    agreed = st.checkbox(
+        "I have read this and agree to take part. / 위 내용을 읽었으며 참여에 동의합니다.",
+        key=state.CROWD_AGREE,
+    )
+    if st.button("Continue / 계속", type="primary", disabled=not agreed):
+        crowd.consent(store, worker, invite)
+        st.rerun()
+
+
+def screening_step(
+    store: Store, ratings: RatingStore, worker: crowd.Worker, langs: tuple[str, ...]
+) -> None:
+    """Native language and years abroad: who may rate which language."""
+    st.subheader("About you / 참여자 정보", anchor=False)
+    with st.form("crowd.screening"):
+        native = st.radio(
+            "Your native language / 모국어",
+            ["ko", "en", "other"],
+            format_func={"ko": "한국어 Korean", "en": "English", "other": "Other / 기타"}.get,
+            horizontal=True,
+        )
+        years_korea = st.number_input("Years lived in Korea / 한국 거주 연수", 0, 100, 0)
+        years_english = st.number_input(
+            "Years lived in an English-speaking country / 영어권 국가 거주 연수", 0, 100, 0
+        )
+        sent = st.form_submit_button("Continue / 계속", type="primary")
+    if sent:
+        ok = crowd.screen(store, worker, langs, native, float(years_korea), float(years_english))
+        if ok:
+            ratings.save_profile(
+                crowd.profile_of(worker, native, float(years_korea), float(years_english), ok)
+            )
+        st.rerun()
+
+
+def finished(invite: crowd.Invite) -> None:
+    """The completion code and the way back to the platform."""
+    st.success("Thank you! You have finished. / 참여해 주셔서 감사합니다!")
+    st.markdown(f"Your completion code / 완료 코드: **{md(invite.completion_code)}**")
+    if invite.redirect_url:
+        st.link_button("Back to the platform / 플랫폼으로 돌아가기", invite.redirect_url)
+
+
+def batch_step(
+    store: Store, ratings: RatingStore, worker: crowd.Worker, invite: crowd.Invite
+) -> None:
+    """The next item of the worker's batch, with the batch's progress and a flag."""
+    progress = crowd.batch_state(store, worker, invite)
+    st.progress(
+        progress.in_batch / progress.batch_size,
+        text=f"Batch {progress.batch} of {invite.batches}: {progress.in_batch} of "
+        f"{progress.batch_size} rated",
+    )
+    item = ratings.next_item(invite.study_id, worker.username)
+    if item is None:
+        crowd.finish(store, worker)
+        st.rerun()
+        return
+    if rate_item(ratings, item, worker.username, "crowd"):
+        crowd.check_attention(store, worker)
+        st.rerun()
+    reason = st.selectbox(
+        "Something wrong with this item? / 문제가 있나요?",
+        ["broken", "offensive"],
+        format_func={"broken": "broken / 깨짐", "offensive": "offensive / 불쾌함"}.get,
+        key=state.rate_flag_reason(item.assignment_id),
+    )
+    if st.button("Flag it and go on / 신고하고 계속", key=state.rate_flag(item.assignment_id)):
+        ratings.set_aside(item.assignment_id, worker.username, "flagged", reason)
+        st.rerun()

@@ -1,0 +1,122 @@
+"""``koed reproduce PLAN``: the paper's table, or any plan, from one command."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from koed_core.config import Settings
+from koed_core.dialogues.dataset import load_dataset
+from koed_core.dialogues.sources import (
+    resolve_source,
+)
+from koed_core.dialogues.subsets import select
+from koed_core.models.registry import ModelSpec
+
+
+def register(groups: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """koed reproduce"""
+    again = groups.add_parser(
+        "reproduce", help="run, judge and tabulate a plan (plans/paper.toml: the paper's table)"
+    )
+    again.add_argument("plan", type=Path)
+    again.add_argument("--dry-run", action="store_true", help="requests and tokens; send nothing")
+    again.add_argument("--out", type=Path, help="folder for the table, charts and export")
+    again.add_argument("--db", type=Path)
+    again.add_argument("--data", type=Path, help="KoED file (default: the app's data source)")
+    again.add_argument(
+        "--batch",
+        action="store_true",
+        help="OpenAI-compatible models through the provider's Batch API (as plan key batch)",
+    )
+    again.set_defaults(func=cmd_reproduce)
+
+
+def cmd_reproduce(args: argparse.Namespace, settings: Settings) -> int:
+    """A plan end to end: check every model, run them in parallel, judge, tabulate."""
+    from dataclasses import replace
+
+    from koed_core.db import Store
+    from koed_core.jobs.kinds import Environment, Hooks, ReproduceJob, execute
+    from koed_core.judge.judging import current_config
+    from koed_core.results import reproduce
+
+    text = args.plan.read_text(encoding="utf-8") if args.plan.is_file() else ""
+    plan = reproduce.load_plan(args.plan)
+    if args.batch:
+        plan = replace(plan, batch=True)
+        text += "\nbatch = true\n" if "batch" not in tomllib_keys(text) else ""
+    env = Environment(settings)
+    path = args.data or resolve_source(settings.data_path, settings.cache_dir).path
+    dataset = load_dataset(path)
+    dialogues = select(dataset.dialogues, plan.subset, sample=plan.sample, seed=plan.seed)
+    specs = {name: env.resolve(name) for name in plan.models}
+    judge_spec = env.resolve(plan.judge)
+    print(
+        f"{plan.name}: {len(plan.models)} models x {len(plan.protocols)} protocols x "
+        f"{len(plan.langs)} languages on {plan.subset} ({len(dialogues)} dialogues), "
+        f"{plan.prompts} prompts; judge {judge_spec.name} ({plan.judge_mode})"
+    )
+    if args.dry_run:
+        return dry_run(plan, specs, judge_spec, dialogues)
+    params = ReproduceJob(
+        plan=str(args.plan), plan_text=text, data=str(args.data) if args.data else None
+    )
+    store = Store(args.db or settings.db_path)
+    result = execute(params, store, env, Hooks(say=print))
+    for name, reason in result.problems.items():
+        print(f"  left out: {name}: {reason}", file=sys.stderr)
+    runs = {tuple(key.rsplit(" ", 1)): run for key, run in result.data.get("runs", {}).items()}
+    judge = current_config(judge_spec.name, plan.judge_mode) if result.data.get("judge") else None
+    table = reproduce.paper_table(store, runs, judge)
+    if args.out:
+        from koed_core.results.paper_export import export_bundle, write_paper_table
+
+        export_bundle(store, args.out)
+        write_paper_table(table, args.out, plan.name)
+        print(f"wrote the table and the export bundle to {args.out}")
+    else:
+        print(reproduce.to_markdown(table, plan.name))
+    return 1 if result.problems else 0
+
+
+def tomllib_keys(text: str) -> set[str]:
+    """Top-level keys of a TOML text (empty when it does not parse: the plan check says why)."""
+    import tomllib
+
+    try:
+        return set(tomllib.loads(text))
+    except tomllib.TOMLDecodeError:
+        return set()
+
+
+def dry_run(plan: Any, specs: dict[str, ModelSpec], judge: ModelSpec, dialogues: Any) -> int:
+    """Requests and prompt tokens per server; with the Batch API, at what price."""
+    from koed_core.results import reproduce
+
+    total = 0
+    for row in reproduce.estimate(plan, specs, judge, dialogues):
+        total += row.requests
+        how = ""
+        if plan.batch and row.batch_api:
+            how = (
+                " via the Batch API: about half the live price, answers within 24 h"
+                if row.server == "api.openai.com"
+                else " via its Batch API if it has one (asked at the start; else live calls)"
+            )
+        print(
+            f"  {row.server}: {row.requests:,} requests, about {row.prompt_tokens:,} "
+            f"prompt tokens ({', '.join(row.models)}){how}"
+        )
+    print(
+        f"  total: {total:,} requests (judge: one attempt per dimension; unparseable "
+        "verdicts are asked again, up to 5 times)"
+    )
+    if not plan.batch:
+        print(
+            "  with --batch (or batch = true in the plan), OpenAI-compatible servers get "
+            "the requests as Batch API jobs: OpenAI charges about half, answers within 24 h"
+        )
+    return 0

@@ -1,0 +1,71 @@
+"""``koed agreement`` and ``koed export``: numbers and the bundle a paper cites."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from koed_core.cli.common import (
+    add_judge_choice,
+    positive_int,
+)
+from koed_core.config import Settings
+from koed_core.results.reliability import NUMBERS
+
+
+def register(groups: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """koed agreement | export"""
+    agree = groups.add_parser("agreement", help="judge-human and human-human agreement table")
+    agree.add_argument("--study", type=positive_int, help="study id (default: last rated)")
+    add_judge_choice(agree)
+    agree.add_argument("--json", action="store_true")
+    agree.add_argument("--db", type=Path)
+    agree.set_defaults(func=cmd_agreement)
+
+    export = groups.add_parser("export", help="a folder of tables, charts and configs for a paper")
+    export.add_argument("--out", type=Path, required=True)
+    export.add_argument("--db", type=Path)
+    export.set_defaults(func=cmd_export)
+
+
+def cmd_agreement(args: argparse.Namespace, settings: Settings) -> int:
+    """Print the agreement table (or JSON) for one study and one judge configuration."""
+    from koed_core.db import Store
+    from koed_core.results import agreement, score_sources
+
+    store = Store(args.db or settings.db_path)
+    study = score_sources.choose_study(store, args.study)
+    if study is None:
+        print("no human ratings yet: build a study and rate, then run this again", file=sys.stderr)
+        return 1
+    choice = score_sources.choose_judge(
+        store,
+        score_sources.study_runs(store, study),
+        model=args.judge,
+        mode=args.mode,
+        prompt_version=args.prompt_version,
+    )
+    config = choice.config if choice else None
+    frame = agreement.table(agreement.load_inputs(store, study, config))
+    if args.json:
+        columns = config.as_columns() if config else {}
+        print(frame.assign(study_id=study, **columns).to_json(orient="records", force_ascii=False))
+        return 0
+    print(score_sources.study_label(store, study))
+    print(f"judge: {config.label if config else '(none scored this study: human-human only)'}")
+    for other in choice.others if choice else ():
+        print(f"  also stored (not mixed in; pick with --prompt-version): {other.label}")
+    shown = ["dimension", "lang", "group", "items", "raters", *NUMBERS]
+    print(frame[shown].to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    return 0
+
+
+def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
+    """Write the paper bundle; its README says what each file is."""
+    from koed_core.db import Store
+    from koed_core.results.paper_export import export_bundle
+
+    files = export_bundle(Store(args.db or settings.db_path), args.out)
+    print(f"wrote {len(files)} files to {args.out} (see {args.out / 'README.md'})")
+    return 0

@@ -1,0 +1,138 @@
+"""``koed run``, ``koed judge`` and ``koed judges``: answering KoED and scoring the answers."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from koed_core.cli.common import (
+    add_batch_choice,
+    foreground,
+    positive_int,
+    temperature,
+)
+from koed_core.config import Settings
+from koed_core.dialogues.subsets import SUBSETS
+from koed_core.judge.rubric import codes
+from koed_core.judge.verdicts import MODES
+from koed_core.models.prompts import PROMPT_SETS
+from koed_core.models.protocol import PROTOCOLS
+from koed_core.models.runs import DEFAULT_CONCURRENCY
+
+
+def register(groups: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """koed run | judge | judges"""
+    run = groups.add_parser("run", help="run a model over KoED and store every response")
+    run.add_argument(
+        "--model",
+        required=True,
+        help="a name from models.toml, or openai:MODEL_ID (uses OPENAI_BASE_URL)",
+    )
+    run.add_argument("--lang", default="ko,en", help="ko, en or ko,en (default)")
+    run.add_argument("--protocol", choices=PROTOCOLS, default="single")
+    run.add_argument("--limit", type=positive_int, help="only the first N dialogues")
+    run.add_argument(
+        "--subset", choices=SUBSETS, default="full", help="paper-100: the authors' sample"
+    )
+    run.add_argument("--sample", type=positive_int, help="a stratified sample of N dialogues")
+    run.add_argument("--seed", type=int, default=0, help="seed of --sample (default 0)")
+    run.add_argument(
+        "--prompts",
+        choices=PROMPT_SETS,
+        help="prompt set (default: paper for single and multi, native for direct)",
+    )
+    run.add_argument("--concurrency", type=positive_int, default=DEFAULT_CONCURRENCY)
+    run.add_argument("--db", type=Path, help="SQLite file (default: KOED_DB or data/koed.db)")
+    run.add_argument("--data", type=Path, help="KoED file (default: the app's data source)")
+    run.add_argument(
+        "--temperature", type=temperature, help="default: the model's in models.toml, else 0.7"
+    )
+    run.add_argument(
+        "--max-tokens", type=positive_int, help="default: the model's in models.toml, else 256"
+    )
+    add_batch_choice(run)
+    run.set_defaults(func=cmd_run)
+
+    judge = groups.add_parser("judge", help="score a run's responses with an LLM judge")
+    judge.add_argument("--run", required=True, help="run id (see the Runs page)")
+    judge.add_argument(
+        "--judge",
+        default="gpt-4o",
+        help="registry name or openai:MODEL_ID (default: gpt-4o, the paper's)",
+    )
+    judge.add_argument("--mode", choices=MODES, default="paper")
+    judge.add_argument("--dimensions", nargs="+", choices=codes(), help="default: all five")
+    judge.add_argument(
+        "--samples", type=positive_int, default=1, help="strict mode: k samples averaged"
+    )
+    judge.add_argument("--concurrency", type=positive_int, default=DEFAULT_CONCURRENCY)
+    judge.add_argument("--db", type=Path)
+    add_batch_choice(judge)
+    judge.set_defaults(func=cmd_judge)
+
+    judges = groups.add_parser("judges", help="list the judge configurations that scored runs")
+    judges.add_argument("--db", type=Path)
+    judges.set_defaults(func=cmd_judges)
+
+
+def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
+    """A resumable batch run with a progress bar; exit 1 if any request failed for good."""
+    from koed_core.jobs.kinds import RunJob
+
+    langs = tuple(lang.strip() for lang in args.lang.split(",") if lang.strip())
+    if not langs or set(langs) - {"ko", "en"}:
+        print(f"error: --lang takes ko, en or ko,en, not {args.lang!r}", file=sys.stderr)
+        return 2
+    params = RunJob(
+        model=args.model,
+        langs=langs,
+        protocol=args.protocol,
+        prompts=args.prompts,
+        subset=args.subset,
+        sample=args.sample,
+        seed=args.seed,
+        limit=args.limit,
+        concurrency=args.concurrency,
+        temperature=args.temperature,
+        max_tokens=args.max_tokens,
+        batch=args.batch,
+        batch_size=args.batch_size,
+        data=str(args.data) if args.data else None,
+    )
+    return foreground(params, args.db, settings, "req")
+
+
+def cmd_judge(args: argparse.Namespace, settings: Settings) -> int:
+    """Judge a run with a progress bar; exit 1 if any call failed for good."""
+    from koed_core.jobs.kinds import JudgeJob
+
+    params = JudgeJob(
+        run_id=args.run,
+        judge=args.judge,
+        mode=args.mode,
+        dims=tuple(args.dimensions) if args.dimensions else None,
+        samples=args.samples,
+        concurrency=args.concurrency,
+        batch=args.batch,
+        batch_size=args.batch_size,
+    )
+    return foreground(params, args.db, settings, "call")
+
+
+def cmd_judges(args: argparse.Namespace, settings: Settings) -> int:
+    """One line per judge configuration, most recent first."""
+    from koed_core.db import Judgments, Store
+
+    uses = Judgments(Store(args.db or settings.db_path)).configs()
+    if not uses:
+        print("no judgments yet: run `koed judge --run RUN_ID`", file=sys.stderr)
+        return 1
+    print("judge\tmode\tprompt_version\trubric_version\tjudgments\tunscored\tlast")
+    for u in uses:
+        c = u.config
+        print(
+            f"{c.model}\t{c.mode}\t{c.prompt_version}\t{c.rubric_version}\t{u.judgments}\t"
+            f"{u.unscored}\t{u.last}"
+        )
+    return 0

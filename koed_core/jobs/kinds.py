@@ -1,0 +1,463 @@
+"""Long work described as data, carried out by the same code in the foreground or in a
+worker: a run, a judging pass, a reproduction.
+
+A page queues a job (its parameters as JSON, checked here first); a ``koed worker``
+process takes it and calls ``execute``, exactly what ``koed run``, ``koed judge`` and
+``koed reproduce`` call in a terminal. So a background job and a foreground command with
+the same parameters store the same rows under the same keys, and a job taken over after
+a crash resumes where its results stop.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any, ClassVar
+
+from koed_core.config import Settings, api_key, merged_env, read_secrets
+from koed_core.db import Store
+from koed_core.db.jobs import Job, JobError, Jobs
+from koed_core.dialogues.subsets import SUBSETS
+from koed_core.judge.rubric import codes
+from koed_core.judge.verdicts import MODES
+from koed_core.models.batch import BatchReport, ProgressFn
+from koed_core.models.client import ChatClient, GenerationSettings, ModelError
+from koed_core.models.prompts import PROMPT_SETS, default_prompt_set
+from koed_core.models.protocol import PROTOCOLS
+from koed_core.models.registry import ModelSpec, decoding, load_registry, resolve_model
+
+KINDS = ("run", "judge", "reproduce")
+DEFAULT_BATCH_SIZE = 1000
+
+
+@dataclass(frozen=True)
+class RunJob:
+    """``koed run`` as data."""
+
+    kind: ClassVar[str] = "run"
+    model: str
+    langs: tuple[str, ...] = ("ko", "en")
+    protocol: str = "single"
+    prompts: str | None = None
+    """None: paper for single and multi, native for direct."""
+    subset: str = "full"
+    sample: int | None = None
+    seed: int = 0
+    limit: int | None = None
+    concurrency: int = 8
+    temperature: float | None = None
+    """None: the model's own decoding from models.toml."""
+    max_tokens: int | None = None
+    batch: bool = False
+    batch_size: int = DEFAULT_BATCH_SIZE
+    data: str | None = None
+    """A KoED file; None: the data source the app and the CLI resolve."""
+    dataset_sha256: str | None = None
+    """The data the job was queued against: a worker seeing other data refuses."""
+
+    def label(self) -> str:
+        size = f"first {self.limit} of {self.subset}" if self.limit else self.subset
+        sample = f" (sample {self.sample}, seed {self.seed})" if self.sample else ""
+        how = ", Batch API" if self.batch else ""
+        return (
+            f"run {self.model}: {self.protocol}, {self.prompts or 'default'} prompts, "
+            f"{','.join(self.langs)}, {size}{sample}{how}"
+        )
+
+
+@dataclass(frozen=True)
+class JudgeJob:
+    """``koed judge`` as data."""
+
+    kind: ClassVar[str] = "judge"
+    run_id: str
+    judge: str = "gpt-4o"
+    mode: str = "paper"
+    dims: tuple[str, ...] | None = None
+    samples: int = 1
+    concurrency: int = 8
+    batch: bool = False
+    batch_size: int = DEFAULT_BATCH_SIZE
+
+    def label(self) -> str:
+        dims = ",".join(self.dims) if self.dims else "all dimensions"
+        how = ", Batch API" if self.batch else ""
+        return f"judge run {self.run_id} with {self.judge} ({self.mode}, {dims}){how}"
+
+
+@dataclass(frozen=True)
+class ReproduceJob:
+    """``koed reproduce PLAN`` as data; the plan's text is kept with the job."""
+
+    kind: ClassVar[str] = "reproduce"
+    plan: str
+    """Where the plan came from (for people)."""
+    plan_text: str
+    data: str | None = None
+    dataset_sha256: str | None = None
+
+    def label(self) -> str:
+        return f"reproduce {self.plan}"
+
+
+JobParams = RunJob | JudgeJob | ReproduceJob
+_TYPES: dict[str, type[RunJob] | type[JudgeJob] | type[ReproduceJob]] = {
+    "run": RunJob,
+    "judge": JudgeJob,
+    "reproduce": ReproduceJob,
+}
+
+
+def params_of(job: Job) -> JobParams:
+    """A stored job's parameters as their type.
+
+    Raises:
+        JobError: a kind or a parameter this release does not know.
+    """
+    cls = _TYPES.get(job.kind)
+    if cls is None:
+        raise JobError(f"job {job.id}: unknown kind {job.kind!r}")
+    known = {f.name for f in fields(cls)}
+    extra = set(job.params) - known
+    if extra:
+        raise JobError(f"job {job.id}: unknown parameter(s) {', '.join(sorted(extra))}")
+    data: dict[str, Any] = {
+        k: tuple(v) if isinstance(v, list) else v for k, v in job.params.items()
+    }
+    try:
+        return cls(**data)
+    except TypeError as err:
+        raise JobError(f"job {job.id}: {err}") from None
+
+
+def check(params: JobParams) -> None:
+    """Refuse parameters the engine would refuse later, before a job is queued.
+
+    Raises:
+        JobError: naming the parameter that is wrong.
+    """
+    problems: list[str] = []
+    if isinstance(params, RunJob):
+        if not params.langs or set(params.langs) - {"ko", "en"}:
+            problems.append("langs must be ko and/or en")
+        if params.protocol not in PROTOCOLS:
+            problems.append(f"protocol must be one of {', '.join(PROTOCOLS)}")
+        if params.prompts is not None and params.prompts not in PROMPT_SETS:
+            problems.append(f"prompts must be one of {', '.join(PROMPT_SETS)}")
+        if params.subset not in SUBSETS:
+            problems.append(f"subset must be one of {', '.join(SUBSETS)}")
+        if params.concurrency < 1 or (params.limit is not None and params.limit < 1):
+            problems.append("concurrency and limit must be at least 1")
+    elif isinstance(params, JudgeJob):
+        if params.mode not in MODES:
+            problems.append(f"mode must be one of {', '.join(MODES)}")
+        if params.dims is not None and (not params.dims or set(params.dims) - set(codes())):
+            problems.append(f"dimensions must be among {', '.join(codes())}")
+        if params.samples < 1 or params.concurrency < 1:
+            problems.append("samples and concurrency must be at least 1")
+    else:
+        from koed_core.results.reproduce import parse_plan
+
+        parse_plan(params.plan_text, params.plan)
+    if getattr(params, "batch_size", 1) < 1:
+        problems.append("batch size must be at least 1")
+    if problems:
+        raise JobError("; ".join(problems))
+
+
+def enqueue(store: Store, params: JobParams, created_by: str | None) -> int:
+    """Check and queue a job; a worker takes it. Returns the job id."""
+    check(params)
+    data = {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(params).items()}
+    return Jobs(store).enqueue(params.kind, params.label(), data, created_by)
+
+
+@dataclass
+class Hooks:
+    """How a job shows progress and learns it should stop: a terminal's progress bar, or
+    a worker writing to the job's row."""
+
+    progress: ProgressFn | None = None
+    watch: Callable[[BatchReport], None] | None = None
+    step: Callable[[str, BatchReport], None] | None = None
+    """A reproduction's per-step reports."""
+    say: Callable[[str], None] = field(default=lambda _message: None)
+    stop: Callable[[], bool] | None = None
+
+
+@dataclass
+class Result:
+    """What a job did, in one sentence and as data for its row."""
+
+    summary: str
+    data: dict[str, Any]
+    failed: int = 0
+    cancelled: bool = False
+    problems: dict[str, str] = field(default_factory=dict)
+    """Models left out of a reproduction, with the reason."""
+
+
+@dataclass
+class Environment:
+    """Where keys and settings come from for one execution (the worker's process, or the
+    terminal's): environment, then .streamlit/secrets.toml."""
+
+    settings: Settings
+    env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
+    secrets: Mapping[str, Any] = field(default_factory=read_secrets)
+
+    def resolve(self, name: str) -> ModelSpec:
+        """A registry name or openai:MODEL_ID."""
+        registry = load_registry(self.settings.models_path)
+        return resolve_model(name, registry, merged_env(self.env, self.secrets))
+
+    def key(self, spec: ModelSpec) -> str | None:
+        return api_key(spec.api_key_env, self.env, self.secrets)
+
+
+def client_for(
+    env: Environment,
+    spec: ModelSpec,
+    store: Store,
+    *,
+    batch: bool = False,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    stop: Callable[[], bool] | None = None,
+    say: Callable[[str], None] | None = None,
+) -> ChatClient:
+    """A live client, or one that sends its calls through the provider's Batch API (whose
+    problems with the provider's output are told through ``say``)."""
+    from koed_core.models.backends import make_client
+
+    if not batch:
+        return make_client(spec, env.key(spec))
+    from koed_core.models.backends.openai_batch import BatchClient
+
+    client = BatchClient(
+        spec,
+        env.key(spec),
+        Jobs(store),
+        poll_s=env.settings.batch_poll_s,
+        batch_size=batch_size,
+        stop=stop,
+        say=say,
+    )
+    client.check()
+    return client
+
+
+def _close(client: ChatClient) -> None:
+    close = getattr(client, "close", None)
+    if close is not None:
+        close()
+
+
+def _dataset(env: Environment, data: str | None, expected: str | None) -> Any:
+    from koed_core.dialogues.dataset import load_dataset
+    from koed_core.dialogues.sources import resolve_source
+
+    settings = env.settings
+    path = Path(data) if data else resolve_source(settings.data_path, settings.cache_dir).path
+    dataset = load_dataset(path)
+    if expected and dataset.sha256 != expected:
+        raise JobError(
+            f"the data changed since the job was queued: {path} has sha256 "
+            f"{dataset.sha256[:12]}, the job was queued against {expected[:12]}; queue it again"
+        )
+    return dataset
+
+
+def execute(params: JobParams, store: Store, env: Environment, hooks: Hooks) -> Result:
+    """Carry out a job with the engine the CLI uses.
+
+    Raises:
+        KoedError: what stops the whole job (unknown model, missing data, no key...).
+    """
+    if isinstance(params, RunJob):
+        return _run(params, store, env, hooks)
+    if isinstance(params, JudgeJob):
+        return _judge(params, store, env, hooks)
+    return _reproduce(params, store, env, hooks)
+
+
+def _run(params: RunJob, store: Store, env: Environment, hooks: Hooks) -> Result:
+    from koed_core.dialogues.subsets import select
+    from koed_core.models.runs import run_benchmark
+
+    spec = env.resolve(params.model)
+    dataset = _dataset(env, params.data, params.dataset_sha256)
+    dialogues = select(dataset.dialogues, params.subset, sample=params.sample, seed=params.seed)
+    temp, tokens = decoding(spec, params.temperature, params.max_tokens)
+    prompts = params.prompts or default_prompt_set(params.protocol)  # type: ignore[arg-type]
+    if params.protocol == "direct":
+        prompts = "native"
+    hooks.say(
+        f"{spec.name} on {Path(dataset.path).name} ({params.subset}: {len(dialogues)} dialogues), "
+        f"{params.protocol}, {prompts} prompts, {','.join(params.langs)}, temperature "
+        f"{'model default' if temp is None else temp}, {tokens} tokens"
+        + (", through the Batch API" if params.batch else "")
+    )
+    client = client_for(
+        env,
+        spec,
+        store,
+        batch=params.batch,
+        batch_size=params.batch_size,
+        stop=hooks.stop,
+        say=hooks.say,
+    )
+    try:
+        report = run_benchmark(
+            store,
+            client,
+            spec,
+            dialogues,
+            dataset.sha256,
+            langs=list(params.langs),  # type: ignore[arg-type]
+            protocol=params.protocol,  # type: ignore[arg-type]
+            settings=GenerationSettings(temperature=temp, max_tokens=tokens),
+            limit=params.limit,
+            concurrency=params.concurrency,
+            progress=hooks.progress,
+            prompt_set=prompts,
+            stop=hooks.stop,
+            watch=hooks.watch,
+        )
+    finally:
+        _close(client)
+    summary = (
+        f"run {report.run_id}: {report.succeeded} answered, {report.skipped} already done, "
+        f"{report.failed} failed"
+    )
+    return Result(
+        summary,
+        {"run_id": report.run_id, "errors": dict(report.errors)},
+        report.failed,
+        report.stopped,
+    )
+
+
+def _judge(params: JudgeJob, store: Store, env: Environment, hooks: Hooks) -> Result:
+    from koed_core.judge.judging import judge_run
+
+    if not store.has_run(params.run_id):
+        raise JobError(f"no run {params.run_id!r} in {store.path}")
+    spec = env.resolve(params.judge)
+    client = client_for(
+        env,
+        spec,
+        store,
+        batch=params.batch,
+        batch_size=params.batch_size,
+        stop=hooks.stop,
+        say=hooks.say,
+    )
+    try:
+        report = judge_run(
+            store,
+            client,
+            spec,
+            params.run_id,
+            params.mode,  # type: ignore[arg-type]
+            dims=list(params.dims) if params.dims else None,
+            samples=params.samples,
+            concurrency=params.concurrency,
+            progress=hooks.progress,
+            stop=hooks.stop,
+            watch=hooks.watch,
+        )
+    finally:
+        _close(client)
+    summary = (
+        f"judged run {params.run_id} with {spec.name} ({params.mode}): {report.scored} scored, "
+        f"{report.unscored} unscored, {report.skipped} already done, {report.failed} failed"
+    )
+    return Result(
+        summary,
+        {"run_id": params.run_id, "judge": spec.name, "errors": dict(report.errors)},
+        report.failed,
+        report.stopped,
+    )
+
+
+def _reproduce(params: ReproduceJob, store: Store, env: Environment, hooks: Hooks) -> Result:
+    from koed_core.dialogues.subsets import select
+    from koed_core.results import reproduce
+
+    plan = reproduce.parse_plan(params.plan_text, params.plan)
+    dataset = _dataset(env, params.data, params.dataset_sha256)
+    dialogues = select(dataset.dialogues, plan.subset, sample=plan.sample, seed=plan.seed)
+    specs = {name: env.resolve(name) for name in plan.models}
+    judge_spec = env.resolve(plan.judge)
+    problems: dict[str, str] = {}
+    for name, spec in [*specs.items(), (judge_spec.name, judge_spec)]:
+        reason = reproduce.check_reachable(spec, env.key(spec))
+        if reason:
+            problems[name] = reason
+            hooks.say(f"left out: {name}: {reason}")
+    clients: list[ChatClient] = []
+
+    def client(spec: ModelSpec) -> ChatClient:
+        batch = plan.batch and spec.backend == "openai"
+        if batch:
+            try:
+                made = client_for(env, spec, store, batch=True, stop=hooks.stop, say=hooks.say)
+            except ModelError as err:
+                if err.kind != "not_found":
+                    raise
+                hooks.say(f"{spec.name}: no Batch API at its server, so live calls")
+                made = client_for(env, spec, store, stop=hooks.stop)
+        else:
+            made = client_for(env, spec, store, stop=hooks.stop)
+        clients.append(made)
+        return made
+
+    try:
+        listeners = {
+            name: (spec, client(spec)) for name, spec in specs.items() if name not in problems
+        }
+        judge = None if judge_spec.name in problems else (judge_spec, client(judge_spec))
+        outcome = reproduce.reproduce(
+            plan,
+            store,
+            dialogues,
+            dataset.sha256,
+            listeners,
+            judge,
+            progress=hooks.say,
+            stop=hooks.stop,
+            watch=hooks.step,
+        )
+    finally:
+        for made in clients:
+            _close(made)
+    problems.update(outcome.failures)
+    runs = {f"{model} {protocol}": run for (model, protocol), run in outcome.runs.items()}
+    summary = f"{plan.name}: {len(outcome.runs)} runs" + (
+        f", left out: {', '.join(sorted(problems))}" if problems else ""
+    )
+    return Result(
+        summary,
+        {"runs": runs, "judge": outcome.judge.label if outcome.judge else None},
+        len(problems),
+        bool(hooks.stop and hooks.stop()),
+        problems,
+    )
+
+
+__all__ = [
+    "KINDS",
+    "Environment",
+    "Hooks",
+    "JobParams",
+    "JudgeJob",
+    "ReproduceJob",
+    "Result",
+    "RunJob",
+    "check",
+    "enqueue",
+    "execute",
+    "params_of",
+]

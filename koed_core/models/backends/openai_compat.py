@@ -1,0 +1,138 @@
+"""OpenAI, and every server that speaks its chat-completions API (vLLM, Ollama,
+llama.cpp server, LM Studio), through the official ``openai`` SDK.
+
+Retries of rate limits, 5xx and time-outs are the SDK's own (exponential backoff with
+jitter, honouring ``Retry-After``); what still fails becomes one :class:`ModelError`.
+The API key is handed to the SDK and nowhere else.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import openai
+
+from koed_core.models.client import Completion, GenerationSettings, ModelError, require_text
+from koed_core.models.protocol import ListenerTask, Message
+from koed_core.models.registry import ModelSpec
+from koed_core.redact import redact_url
+
+NO_KEY_NEEDED = "not-needed"  # local servers ignore the key, but the SDK wants one
+
+
+def chat_request(
+    spec: ModelSpec, messages: list[Message], settings: GenerationSettings
+) -> dict[str, Any]:
+    """The chat-completions body; a live call and a Batch API line send the same one."""
+    request: dict[str, Any] = {
+        "model": spec.model,
+        "messages": [dict(m) for m in messages],
+        "max_tokens": settings.max_tokens,
+    }
+    if settings.temperature is not None:  # None: the server's default decoding
+        request["temperature"] = settings.temperature
+    return request
+
+
+class OpenAIClient:
+    """Chat completions against ``spec.base_url`` (OpenAI itself when unset)."""
+
+    max_concurrency: int | None = None
+
+    def __init__(self, spec: ModelSpec, api_key: str | None) -> None:
+        if not api_key and spec.base_url is None:
+            raise ModelError(
+                "auth",
+                f"model {spec.name!r} needs an API key: set {spec.api_key_env} in the "
+                "environment or in .streamlit/secrets.toml, or type it in the sidebar",
+            )
+        self.name = spec.name
+        self._spec = spec
+        self._key = api_key or NO_KEY_NEEDED
+        self._clients: dict[tuple[float, int], openai.OpenAI] = {}
+
+    @property
+    def where(self) -> str:
+        """The server, for messages (never the key)."""
+        return redact_url(self._spec.base_url) or "api.openai.com"
+
+    def _client(self, settings: GenerationSettings) -> openai.OpenAI:
+        key = (settings.timeout_s, settings.max_retries)
+        if key not in self._clients:
+            self._clients[key] = openai.OpenAI(
+                api_key=self._key,
+                base_url=self._spec.base_url,
+                timeout=settings.timeout_s,
+                max_retries=settings.max_retries,
+            )
+        return self._clients[key]
+
+    def _request(self, messages: list[Message], settings: GenerationSettings) -> dict[str, Any]:
+        return chat_request(self._spec, messages, settings)
+
+    def complete(
+        self, messages: list[Message], settings: GenerationSettings, task: ListenerTask | None
+    ) -> Completion:
+        """One non-streaming call; token counts from the server's usage block."""
+        start = time.perf_counter()
+        with self._errors(settings):
+            reply = self._client(settings).chat.completions.create(
+                **self._request(messages, settings)
+            )
+        latency = time.perf_counter() - start
+        text = reply.choices[0].message.content if reply.choices else None
+        usage = reply.usage
+        return Completion(
+            require_text(text or "", self.name),
+            latency,
+            usage.prompt_tokens if usage else None,
+            usage.completion_tokens if usage else None,
+        )
+
+    def stream(
+        self, messages: list[Message], settings: GenerationSettings, task: ListenerTask | None
+    ) -> Iterator[str]:
+        """Yield text deltas as the server sends them."""
+        produced = False
+        with self._errors(settings):
+            chunks = self._client(settings).chat.completions.create(
+                **self._request(messages, settings), stream=True
+            )
+            for chunk in chunks:
+                delta = chunk.choices[0].delta.content if chunk.choices else None
+                if delta:
+                    produced = True
+                    yield delta
+        if not produced:
+            require_text("", self.name)
+
+    @contextmanager
+    def _errors(self, settings: GenerationSettings) -> Iterator[None]:
+        """Turn the SDK's exceptions into one user-facing ModelError."""
+        try:
+            yield
+        except openai.OpenAIError as err:
+            raise self._model_error(err, settings.max_retries + 1) from None
+
+    def _model_error(self, err: openai.OpenAIError, tries: int) -> ModelError:
+        name, where = self.name, self.where
+        if isinstance(err, openai.RateLimitError):
+            return ModelError("rate_limit", f"{name}: rate-limited by {where} ({tries} tries)")
+        if isinstance(err, openai.APITimeoutError):
+            return ModelError("timeout", f"{name}: {where} did not answer in time ({tries} tries)")
+        if isinstance(err, openai.APIConnectionError):
+            return ModelError("connection", f"{name}: could not reach {where} ({tries} tries)")
+        if isinstance(err, openai.AuthenticationError):
+            return ModelError("auth", f"{name}: {where} rejected the API key")
+        if isinstance(err, openai.NotFoundError):
+            return ModelError("not_found", f"{name}: {where} has no model {self._spec.model!r}")
+        if isinstance(err, openai.APIStatusError) and err.status_code >= 500:
+            return ModelError(
+                "server", f"{name}: {where} failed with HTTP {err.status_code} ({tries} tries)"
+            )
+        if isinstance(err, openai.APIStatusError):
+            return ModelError("request", f"{name}: {where} refused the request ({err.status_code})")
+        return ModelError("unknown", f"{name}: {type(err).__name__} from {where}")

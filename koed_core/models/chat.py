@@ -1,0 +1,92 @@
+"""A live conversation on a KoED situation: the user goes on as the Speaker.
+
+Kept as plain data (lists of strings and dicts) so it fits in a Streamlit session and
+survives reruns; the functions here turn it back into the task a model answers.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from koed_core.dialogues.dialogue import Dialogue, Lang
+from koed_core.models.client import Completion
+from koed_core.models.emotions import ParsedReply
+from koed_core.models.protocol import ContextTurn, ListenerTask, build_task, with_live_turns
+
+HANGUL = re.compile(r"[\uac00-\ud7a3\u3131-\u318e]")
+
+
+def pane_key(model: str, lang: Lang) -> str:
+    """One column of the chat page: a model answering in one language."""
+    return f"{model}|{lang}"
+
+
+def detect_lang(text: str) -> Lang:
+    """Korean if the text has any Hangul, else English: where a typed Speaker turn goes."""
+    return "ko" if HANGUL.search(text) else "en"
+
+
+def live_task(
+    dialogue: Dialogue, lang: Lang, speaker_turns: Sequence[str], answers: Sequence[dict[str, Any]]
+) -> ListenerTask:
+    """The dataset context plus the live exchange so far, ending on a Speaker turn.
+
+    ``answers[i]`` is the model's reply before ``speaker_turns[i]``; failed answers
+    (``error`` set) are not part of the conversation.
+    """
+    task = build_task(dialogue, lang)
+    replies = [a["text"] for a in answers if not a.get("error")]
+    turns: list[ContextTurn] = []
+    for i, speaker in enumerate(speaker_turns):
+        if i < len(replies):
+            turns.append(ContextTurn("listener", replies[i]))
+        turns.append(ContextTurn("speaker", speaker))
+    return with_live_turns(task, turns) if turns else task
+
+
+def needs_answer(speaker_turns: Sequence[str], answers: Sequence[dict[str, Any]]) -> bool:
+    """Whether a pane owes a reply: one per Speaker turn, plus one to the dataset context."""
+    good = [a for a in answers if not a.get("error")]
+    return len(good) <= len(speaker_turns)
+
+
+def timeline(
+    speaker_turns: Sequence[str], answers: Sequence[dict[str, Any]]
+) -> list[tuple[str, Any]]:
+    """The order to show a pane in: ("answer", index) and ("speaker", text) entries.
+
+    Each successful answer is followed by the Speaker turn typed after it; failed answers
+    stay where they happened; Speaker turns typed while no answer stood come last.
+    """
+    shown: list[tuple[str, Any]] = []
+    used = 0
+    for index, answer in enumerate(answers):
+        shown.append(("answer", index))
+        if not answer.get("error") and used < len(speaker_turns):
+            shown.append(("speaker", speaker_turns[used]))
+            used += 1
+    shown += [("speaker", text) for text in speaker_turns[used:]]
+    return shown
+
+
+def to_answer(completion: Completion, parsed: ParsedReply) -> dict[str, Any]:
+    """A model answer as plain data for the session."""
+    return {
+        "raw": completion.text,
+        "text": parsed.text,
+        "labels": list(parsed.labels),
+        "unknown": list(parsed.unknown),
+        "notes": list(parsed.notes),
+        "latency_s": completion.latency_s,
+    }
+
+
+def from_answer(answer: dict[str, Any]) -> tuple[Completion, ParsedReply]:
+    """Back from session data to what the runner stores."""
+    completion = Completion(answer["raw"], answer["latency_s"])
+    parsed = ParsedReply(
+        tuple(answer["labels"]), answer["text"], tuple(answer["unknown"]), tuple(answer["notes"])
+    )
+    return completion, parsed

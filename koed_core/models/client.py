@@ -1,0 +1,73 @@
+"""One chat-client interface for every backend, and the one error type they raise.
+
+A backend turns messages into text, streamed or whole. Whatever goes wrong on its far
+side (rate limits, 5xx, time-outs, a missing model, an empty answer) reaches the caller
+as a :class:`ModelError` with a message fit to show a user; it is never turned into a
+fake response.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Protocol
+
+from koed_core.errors import KoedError
+from koed_core.models.protocol import ListenerTask, Message
+
+
+@dataclass(frozen=True)
+class GenerationSettings:
+    """Decoding and transport settings, stored with every run."""
+
+    temperature: float | None = 0.7
+    """None: the server's or the model's own default decoding (the paper's open models)."""
+    max_tokens: int = 256
+    timeout_s: float = 60.0
+    max_retries: int = 4
+    """Retries of rate limits, 5xx and time-outs, with exponential backoff and jitter."""
+
+
+@dataclass(frozen=True)
+class Completion:
+    """A whole answer and what it cost."""
+
+    text: str
+    latency_s: float
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+
+
+class ModelError(KoedError):
+    """A model call that failed for good (after retries); ``kind`` says how."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        self.kind = kind
+        super().__init__(message)
+
+
+class ChatClient(Protocol):
+    """What the chat page, the runner and (later) the judge call."""
+
+    name: str
+    max_concurrency: int | None
+    """How many calls may run at once (None: no limit of its own; local models: 1)."""
+
+    def stream(
+        self, messages: list[Message], settings: GenerationSettings, task: ListenerTask | None
+    ) -> Iterator[str]:
+        """Yield the answer in pieces as it is generated."""
+        ...
+
+    def complete(
+        self, messages: list[Message], settings: GenerationSettings, task: ListenerTask | None
+    ) -> Completion:
+        """The whole answer at once, with token counts where the backend gives them."""
+        ...
+
+
+def require_text(text: str, name: str) -> str:
+    """An empty answer is a failure, not a response to score."""
+    if not text.strip():
+        raise ModelError("empty", f"{name} returned an empty response")
+    return text

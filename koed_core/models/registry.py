@@ -1,0 +1,127 @@
+"""Named models from ``models.toml``: backend, model id, server and provenance tag.
+
+The provenance tag (western / korean-centric / other) is what the gap charts group by,
+so it lives with the model, not in each run.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from koed_core.errors import KoedError
+from koed_core.paths import DEFAULT_REGISTRY
+
+BACKENDS = ("openai", "transformers", "embedded", "human")
+OFFLINE_BACKENDS = ("embedded", "human")
+"""Models anyone may call: no key spent, no remote server, no large local model."""
+PROVENANCES = ("western", "korean-centric", "other")
+DEFAULT_MODEL = "smollm2"
+ADHOC_PREFIX = "openai:"
+
+
+class RegistryError(KoedError):
+    """models.toml is unreadable or an entry in it is wrong; names file and entry."""
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """One model a user can pick."""
+
+    name: str
+    backend: str
+    model: str = ""
+    """Model id on the server, hub id or local folder (unused by embedded and human)."""
+    base_url: str | None = None
+    """OpenAI-compatible server; None means OpenAI itself."""
+    provenance: str = "other"
+    api_key_env: str = "OPENAI_API_KEY"
+    """Where the key is looked up (environment or secrets); never stored elsewhere."""
+    gguf_file: str | None = None
+    temperature: float | str | None = None
+    """Decoding for runs of this model: a number, "default" (the server's or the model's
+    own, as the paper ran its open models), or unset (KoED Studio's 0.7)."""
+    max_tokens: int | None = None
+    """New tokens per answer (unset: 256, the paper's limit)."""
+    notes: str = ""
+
+    @property
+    def offline(self) -> bool:
+        """The offline default or the human reference: free for every visitor."""
+        return self.backend in OFFLINE_BACKENDS
+
+    @property
+    def label(self) -> str:
+        """Name with backend, for pickers."""
+        return f"{self.name} ({self.backend}, {self.provenance})"
+
+
+def load_registry(path: Path = DEFAULT_REGISTRY) -> dict[str, ModelSpec]:
+    """Every model in the file, by name.
+
+    Raises:
+        RegistryError: not TOML, or an entry with an unknown key, backend or provenance.
+    """
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise RegistryError(f"{path}: no such file") from None
+    except tomllib.TOMLDecodeError as err:
+        raise RegistryError(f"{path}: not valid TOML ({err})") from None
+    allowed = {f.name for f in fields(ModelSpec)} - {"name"}
+    specs: dict[str, ModelSpec] = {}
+    for name, entry in raw.get("models", {}).items():
+        where = f"{path}: model {name!r}"
+        unknown = set(entry) - allowed
+        if unknown:
+            raise RegistryError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}")
+        spec = ModelSpec(name=name, **entry)
+        if spec.backend not in BACKENDS:
+            raise RegistryError(f"{where}: backend must be one of {', '.join(BACKENDS)}")
+        if spec.provenance not in PROVENANCES:
+            raise RegistryError(f"{where}: provenance must be one of {', '.join(PROVENANCES)}")
+        if isinstance(spec.temperature, str) and spec.temperature != "default":
+            raise RegistryError(f'{where}: temperature is a number or "default"')
+        if spec.max_tokens is not None and (
+            not isinstance(spec.max_tokens, int) or spec.max_tokens < 1
+        ):
+            raise RegistryError(f"{where}: max_tokens must be a whole number of at least 1")
+        if spec.backend in ("openai", "transformers") and not spec.model:
+            raise RegistryError(f"{where}: the {spec.backend} backend needs a model id")
+        specs[name] = spec
+    return specs
+
+
+def decoding(
+    spec: ModelSpec, temperature: float | None = None, max_tokens: int | None = None
+) -> tuple[float | None, int]:
+    """Temperature and token limit for a run: what the caller asks, else the model's own
+    settings in models.toml, else 0.7 and 256. A temperature of None means "default"."""
+    chosen: float | str | None = temperature if temperature is not None else spec.temperature
+    if chosen is None:
+        chosen = 0.7
+    return (None if chosen == "default" else float(chosen)), max_tokens or spec.max_tokens or 256
+
+
+def resolve_model(
+    name: str, registry: Mapping[str, ModelSpec], env: Mapping[str, Any]
+) -> ModelSpec:
+    """A registry name, or ``openai:MODEL_ID`` on ``OPENAI_BASE_URL`` (any compatible server).
+
+    Raises:
+        RegistryError: an unknown name (the message lists the known ones).
+    """
+    if name.startswith(ADHOC_PREFIX):
+        model = name[len(ADHOC_PREFIX) :]
+        if not model:
+            raise RegistryError("openai: needs a model id, e.g. openai:gpt-4o-mini")
+        return ModelSpec(
+            name=name, backend="openai", model=model, base_url=env.get("OPENAI_BASE_URL") or None
+        )
+    if name not in registry:
+        known = ", ".join(sorted(registry))
+        raise RegistryError(f"unknown model {name!r}; known: {known}; or use openai:MODEL_ID")
+    return registry[name]

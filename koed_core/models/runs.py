@@ -1,0 +1,269 @@
+"""Run a model over KoED in both languages: concurrent, resumable, every answer stored.
+
+Requests run in a thread pool; the calling thread alone writes to SQLite, one response
+per transaction as it arrives. A run killed mid-way therefore loses only the requests in
+flight, and running it again skips every response already stored without error.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass
+from functools import cached_property
+from typing import Any
+
+from koed_core.db import ResponseRecord, RunConfig, Store, short_hash
+from koed_core.dialogues.dialogue import Dialogue, Lang
+from koed_core.models.batch import BatchReport, Outcome, ProgressFn, run_batch, workers_for
+from koed_core.models.client import ChatClient, Completion, GenerationSettings, ModelError
+from koed_core.models.emotions import ParsedReply, parse_reply, parse_two_calls, score_emotions
+from koed_core.models.prompts import (
+    PromptPlan,
+    default_prompt_set,
+    plan_messages,
+    prompt_set_version,
+)
+from koed_core.models.protocol import (
+    ListenerTask,
+    Message,
+    Protocol,
+    build_task,
+)
+from koed_core.models.registry import ModelSpec
+from koed_core.redact import redact_url
+
+DEFAULT_CONCURRENCY = 8
+Answer = tuple[Completion | ModelError, ParsedReply | None, str | None]
+"""The outcome, the parsed reply, and the paper set's emotion answer (else None)."""
+
+
+@dataclass(frozen=True)
+class Item:
+    """One request of a run: a dialogue in one language, under one prompt set."""
+
+    dialogue: Dialogue
+    task: ListenerTask
+    protocol: Protocol
+    prompt_set: str = "native"
+
+    @cached_property
+    def plan(self) -> PromptPlan:
+        """What is sent: one call, or the paper set's emotion call then reply call."""
+        return plan_messages(self.task, self.protocol, self.prompt_set)
+
+    @cached_property
+    def messages(self) -> list[Message]:
+        """The first request, built once (it is sent, hashed and stored)."""
+        return self.plan.first
+
+    @cached_property
+    def context_hash(self) -> str:
+        """Identifies the context, so a rerun recognises a stored answer."""
+        return short_hash(self.messages)
+
+
+def run_config(
+    spec: ModelSpec,
+    protocol: Protocol,
+    settings: GenerationSettings,
+    dataset_sha256: str,
+    kind: str = "batch",
+    prompt_set: str = "native",
+) -> RunConfig:
+    """The configuration that identifies a run (and so what a rerun resumes)."""
+    return RunConfig(
+        model_name=spec.name,
+        backend=spec.backend,
+        model_id=spec.model,
+        base_url=redact_url(spec.base_url),
+        provenance=spec.provenance,
+        protocol=protocol,
+        prompt_version=prompt_set_version(prompt_set),
+        temperature=settings.temperature,
+        max_tokens=settings.max_tokens,
+        dataset_sha256=dataset_sha256,
+        kind=kind,
+        prompt_set=prompt_set,
+    )
+
+
+def public_spec(spec: ModelSpec) -> dict[str, Any]:
+    """The model spec as stored with a run: everything but the notes. The key's *name*
+    (``api_key_env``) is kept so a replayed model asks the right provider; the key never."""
+    data = asdict(spec)
+    data.pop("notes", None)
+    data["base_url"] = redact_url(spec.base_url)
+    return data
+
+
+def plan(
+    dialogues: Sequence[Dialogue],
+    langs: Iterable[Lang],
+    protocol: Protocol,
+    limit: int | None = None,
+    needs_reference: bool = False,
+    prompt_set: str = "native",
+) -> list[Item]:
+    """Items in dataset order, each language; dialogues with no text in a language skip it.
+
+    ``needs_reference`` (the human reference) also skips contexts with no Listener turn
+    after them: there is nothing to replay, which is not a failure.
+    """
+    chosen = dialogues[:limit] if limit else dialogues
+    items = []
+    for dialogue in chosen:
+        for lang in langs:
+            task = build_task(dialogue, lang)
+            if task.turns and (task.reference or not needs_reference):
+                items.append(Item(dialogue, task, protocol, prompt_set))
+    return items
+
+
+def to_record(
+    run_id: str,
+    item: Item,
+    outcome: Completion | ModelError,
+    parsed: ParsedReply | None,
+    emotion_raw: str | None = None,
+) -> ResponseRecord:
+    """A response row from an answer or a failure."""
+    base: dict[str, Any] = {
+        "run_id": run_id,
+        "conv_id": item.dialogue.conv_id,
+        "lang": item.task.lang,
+        "context_hash": item.context_hash,
+        "prompt": [dict(m) for m in item.messages],
+        "emotion_raw": emotion_raw,
+        "context": [[turn.role, turn.text] for turn in item.task.transcript],
+    }
+    if isinstance(outcome, ModelError):
+        return ResponseRecord(
+            **base, raw=None, text=None, error=str(outcome), error_kind=outcome.kind
+        )
+    assert parsed is not None
+    return ResponseRecord(
+        **base,
+        raw=outcome.text,
+        text=parsed.text,
+        predicted=parsed.labels,
+        unknown_labels=parsed.unknown,
+        parse_notes=parsed.notes,
+        latency_s=outcome.latency_s,
+        prompt_tokens=outcome.prompt_tokens,
+        completion_tokens=outcome.completion_tokens,
+    )
+
+
+def answer(client: ChatClient, item: Item, settings: GenerationSettings) -> Answer:
+    """Ask (once, or twice for the paper set: the emotion, then the reply given it); a
+    failure comes back as a value so a worker thread never dies with it."""
+    try:
+        first = client.complete(item.messages, settings, item.task)
+        if not item.plan.two_calls:
+            return first, parse_reply(first.text, item.protocol), None
+        reply = client.complete(item.plan.second(item.task, first.text), settings, item.task)
+    except ModelError as err:
+        return err, None, None
+    both = Completion(
+        reply.text,
+        first.latency_s + reply.latency_s,
+        _sum(first.prompt_tokens, reply.prompt_tokens),
+        _sum(first.completion_tokens, reply.completion_tokens),
+    )
+    return both, parse_two_calls(first.text, reply.text, item.protocol), first.text
+
+
+def _sum(a: int | None, b: int | None) -> int | None:
+    return None if a is None or b is None else a + b
+
+
+def save(
+    store: Store,
+    run_id: str,
+    item: Item,
+    outcome: Completion | ModelError,
+    parsed: ParsedReply | None,
+    scored: bool,
+    emotion_raw: str | None = None,
+) -> ResponseRecord:
+    """Store one outcome with its emotion score (when the protocol names emotions)."""
+    record = to_record(run_id, item, outcome, parsed, emotion_raw)
+    score = None
+    if scored and parsed is not None and item.protocol != "direct":
+        score = score_emotions(parsed.labels, item.dialogue.label_set)
+    store.save_response(record, score, item.dialogue.label_set if score else None)
+    return record
+
+
+def run_benchmark(
+    store: Store,
+    client: ChatClient,
+    spec: ModelSpec,
+    dialogues: Sequence[Dialogue],
+    dataset_sha256: str,
+    *,
+    langs: Sequence[Lang],
+    protocol: Protocol,
+    settings: GenerationSettings,
+    limit: int | None = None,
+    concurrency: int = DEFAULT_CONCURRENCY,
+    progress: ProgressFn | None = None,
+    prompt_set: str | None = None,
+    stop: Callable[[], bool] | None = None,
+    watch: Callable[[BatchReport], None] | None = None,
+) -> BatchReport:
+    """Answer every planned item not already stored; store each answer as it arrives.
+
+    ``prompt_set`` defaults to ``paper`` for single and multi, ``native`` for direct.
+    ``stop`` cancels: nothing new starts, answers in flight are stored, and a request
+    given up because of the cancel is not stored at all (a rerun asks it).
+    """
+    prompts = prompt_set or default_prompt_set(protocol)
+    config = run_config(spec, protocol, settings, dataset_sha256, prompt_set=prompts)
+    run_id = store.ensure_run(config, spec.name, list(langs), public_spec(spec))
+    items = plan(
+        dialogues,
+        langs,
+        protocol,
+        limit,
+        needs_reference=spec.backend == "human",
+        prompt_set=prompts,
+    )
+    scored = spec.backend != "human"
+
+    def store_one(item: Item, result: Answer) -> Outcome:
+        if isinstance(result[0], ModelError) and result[0].kind == "cancelled":
+            return Outcome("cancelled")
+        record = save(store, run_id, item, result[0], result[1], scored, result[2])
+        return Outcome("failed", record.error_kind) if record.error else Outcome("ok")
+
+    return run_batch(
+        items,
+        key=lambda item: (item.dialogue.conv_id, item.task.lang, item.context_hash),
+        done=store.finished(run_id),
+        work=lambda item: answer(client, item, settings),
+        save=store_one,
+        workers=workers_for(client, concurrency),
+        progress=progress,
+        run_id=run_id,
+        stop=stop,
+        watch=watch,
+    )
+
+
+def timed_stream(
+    client: ChatClient, item: Item, settings: GenerationSettings, sink: Callable[[str], None]
+) -> tuple[Completion, ParsedReply]:
+    """Stream one answer into ``sink`` (the chat page) and return it parsed.
+
+    Raises:
+        ModelError: the model failed; nothing is returned in its place.
+    """
+    start = time.perf_counter()
+    pieces = []
+    for piece in client.stream(item.messages, settings, item.task):
+        pieces.append(piece)
+        sink("".join(pieces))
+    text = "".join(pieces)
+    return Completion(text, time.perf_counter() - start), parse_reply(text, item.protocol)

@@ -1,0 +1,339 @@
+"""Human rating: studies, blind assignment with overlap, and ratings on the five dimensions.
+
+A study snapshots the responses to rate (context and text, never the model name) plus
+attention checks. Assignment hands each rater the least-rated item they have not seen,
+in their languages, in an order shuffled per rater by a seed (reproducible), until every
+item has ``overlap`` raters; work left open longer than the timeout goes back to the pool.
+Every write is one BEGIN IMMEDIATE transaction, so many raters can save at once. A rating
+belongs to its study: rating the same response in another study never touches it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from dataclasses import asdict
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from koed_core.db import (
+    RaterProfile,
+    RatingItem,
+    Ratings,
+    Store,
+    StudyConfig,
+    now,
+    short_hash,
+)
+from koed_core.db.types import CandidateItem
+from koed_core.dialogues.dataset import Dataset
+from koed_core.errors import KoedError
+from koed_core.judge.rubric import SCALE, codes, rubric_version
+from koed_core.models.protocol import build_task
+from koed_core.paths import DATA_DIR
+
+__all__ = ["RaterProfile", "RatingError", "RatingItem", "RatingStore", "StudyConfig"]
+
+ATTENTION_FILE = DATA_DIR / "attention.json"
+
+
+class RatingError(KoedError):
+    """A rating action that cannot be done (bad score, not your item, no such study)."""
+
+
+def _iso(moment: datetime) -> str:
+    return moment.astimezone(UTC).isoformat(timespec="seconds")
+
+
+def _order_key(seed: int, username: str, item_id: str) -> str:
+    """Per-rater shuffle that is the same every time for the same seed."""
+    return hashlib.sha256(f"{seed}:{username}:{item_id}".encode()).hexdigest()
+
+
+def _open_to(candidate: CandidateItem, overlap: int) -> bool:
+    """Attention checks are for everyone; other items stop at ``overlap`` raters."""
+    return candidate.kind == "attention" or candidate.taken < overlap
+
+
+class RatingStore:
+    """Studies, assignments and ratings: the rules; the queries are in ``koed_core.db``."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.q = Ratings(store)
+
+    # Raters -----------------------------------------------------------------------------
+
+    def save_profile(self, profile: RaterProfile) -> None:
+        """Store or update onboarding answers."""
+        if not profile.languages or set(profile.languages) - {"ko", "en"}:
+            raise RatingError("choose the languages you rate in: ko, en or both")
+        self.q.save_profile(profile, now())
+
+    def profile(self, username: str) -> RaterProfile | None:
+        """The rater's onboarding answers, or None before onboarding."""
+        return self.q.profile(username)
+
+    def mark_calibrated(self, username: str) -> None:
+        """Record that the rater finished calibration."""
+        self.q.mark_calibrated(username, now())
+
+    def calibrated(self, username: str) -> bool:
+        """Whether the rater may rate live items."""
+        return self.q.calibrated(username)
+
+    # Studies ----------------------------------------------------------------------------
+
+    def create_study(self, config: StudyConfig, dataset: Dataset) -> int:
+        """Snapshot the runs' successful responses (and attention checks) into a study.
+
+        Raises:
+            RatingError: no response of the chosen runs and languages to rate.
+        """
+        if config.overlap < 1:
+            raise RatingError("overlap must be at least 1")
+        rows = self.store.answered(config.run_ids, config.langs)
+        if not rows:
+            raise RatingError("the chosen runs have no successful responses in these languages")
+        with self.store.write():
+            study_id = self.q.insert_study(config.name, asdict(config), rubric_version(), now())
+            for row in rows:
+                context = json.loads(row["context"] or "[]")
+                self._add_item(
+                    study_id,
+                    row["id"],
+                    "response",
+                    row["conv_id"],
+                    row["lang"],
+                    context,
+                    row["text"],
+                )
+            for kind, conv_id, lang, context, text in _attention_items(config, dataset):
+                self._add_item(study_id, None, kind, conv_id, lang, context, text)
+        return study_id
+
+    def _add_item(
+        self,
+        study_id: int,
+        response_id: str | None,
+        kind: str,
+        conv_id: str,
+        lang: str,
+        context: list[list[str]],
+        text: str,
+    ) -> None:
+        self.q.add_item(
+            {
+                "id": short_hash(study_id, response_id or (kind, conv_id, lang, text)),
+                "study_id": study_id,
+                "response_id": response_id,
+                "kind": kind,
+                "conv_id": conv_id,
+                "lang": lang,
+                "context": json.dumps([list(t) for t in context], ensure_ascii=False),
+                "response": text,
+                "created": now(),
+            }
+        )
+
+    def studies(self) -> list[dict[str, Any]]:
+        """Every study with its configuration."""
+        return [
+            {
+                "id": s["id"],
+                "name": s["name"],
+                **s["config"],
+                "created": s["created"],
+                "closed": s["closed"],
+            }
+            for s in self.q.studies()
+        ]
+
+    def config(self, study_id: int) -> StudyConfig:
+        """One study's configuration.
+
+        Raises:
+            RatingError: no such study.
+        """
+        row = self.q.study(study_id)
+        if row is None:
+            raise RatingError(f"no study {study_id}")
+        return StudyConfig.from_json(row["config"])
+
+    def close(self, study_id: int) -> None:
+        """Close a study: nobody gets new items, and its results may be published."""
+        self.config(study_id)
+        self.q.close_study(study_id, now())
+
+    def closed(self, study_id: int) -> bool:
+        """Whether an admin closed the study."""
+        row = self.q.study(study_id)
+        return bool(row and row["closed"])
+
+    # Assignment -------------------------------------------------------------------------
+
+    def next_item(
+        self, study_id: int, username: str, at: datetime | None = None
+    ) -> RatingItem | None:
+        """The rater's open item, else a new one: least-rated first, per-rater shuffle.
+
+        None when the quota is reached or nothing is left for this rater.
+        """
+        config = self.config(study_id)
+        profile = self.profile(username)
+        if profile is None:
+            raise RatingError("finish onboarding before rating")
+        if self.closed(study_id):
+            return None
+        moment = at or datetime.now(UTC)
+        cutoff = _iso(moment - timedelta(minutes=config.timeout_minutes))
+        with self.store.write():
+            self.q.release_abandoned(study_id, cutoff)
+            open_id = self.q.open_assignment(study_id, username)
+            if open_id is not None:
+                return self._item(open_id)
+            if config.quota is not None and self.done(study_id, username) >= config.quota:
+                return None
+            chosen = self._choose(config, study_id, username, profile.languages)
+            if chosen is None:
+                return None
+            assignment_id = self.q.assign(study_id, chosen, username, _iso(moment))
+        return self._item(assignment_id)
+
+    def _choose(
+        self, config: StudyConfig, study_id: int, username: str, languages: tuple[str, ...]
+    ) -> str | None:
+        open_items = [
+            c
+            for c in self.q.candidates(study_id, username, languages)
+            if _open_to(c, config.overlap)
+        ]
+        if not open_items:
+            return None
+
+        def rank(c: CandidateItem) -> tuple[int, str]:
+            taken = 0 if c.kind == "attention" else c.taken
+            return taken, _order_key(config.seed, username, c.item_id)
+
+        return min(open_items, key=rank).item_id
+
+    def _item(self, assignment_id: str) -> RatingItem:
+        item = self.q.item(assignment_id)
+        if item is None:
+            raise RatingError(
+                "this item is no longer assigned to you (it timed out); take the next"
+            )
+        return item
+
+    def done(self, study_id: int, username: str) -> int:
+        """Items the rater finished (rated; skipped and flagged items do not count)."""
+        return self.q.status_count(study_id, username, "done")
+
+    def workload(self, study_id: int, username: str) -> int:
+        """The m of "n of m": what this rater has done, holds, or can still be given.
+
+        Items other raters already filled up to the overlap are not counted: the rater
+        could never get them.
+        """
+        config = self.config(study_id)
+        profile = self.profile(username)
+        if profile is None:
+            return 0
+        done = self.done(study_id, username)
+        holding = 1 if self.q.open_assignment(study_id, username) else 0
+        still_open = sum(
+            _open_to(c, config.overlap)
+            for c in self.q.candidates(study_id, username, profile.languages)
+        )
+        total = done + holding + still_open
+        return min(total, config.quota) if config.quota is not None else total
+
+    # Ratings ----------------------------------------------------------------------------
+
+    def save_rating(
+        self,
+        assignment_id: str,
+        username: str,
+        scores: dict[str, int],
+        comment: str = "",
+        time_spent_s: float | None = None,
+    ) -> None:
+        """Store all five scores of one item; saving again updates them.
+
+        Raises:
+            RatingError: a dimension missing or a score outside 1-5, or not the rater's item.
+        """
+        missing = [code for code in codes() if code not in scores]
+        if missing:
+            raise RatingError(f"score every dimension; missing: {', '.join(missing)}")
+        bad = {k: v for k, v in scores.items() if v not in SCALE or k not in codes()}
+        if bad:
+            raise RatingError(f"scores must be 1-5 on {', '.join(codes())}; got {bad}")
+        with self.store.write():
+            target = self.q.assignment_target(assignment_id, username)
+            if target is None:
+                raise RatingError("this item is not assigned to you (it may have timed out)")
+            if self.closed(int(target["study_id"])):
+                raise RatingError("this study is closed; its ratings can no longer change")
+            stamp = now()
+            for code in codes():
+                self.q.upsert_rating(
+                    {
+                        **target,
+                        "username": username,
+                        "dimension": code,
+                        "score": scores[code],
+                        "comment": comment.strip(),
+                        "time_spent_s": time_spent_s,
+                        "rubric_version": rubric_version(),
+                        "created": stamp,
+                        "updated": stamp,
+                    }
+                )
+            self.q.finish(assignment_id, "done", stamp)
+
+    def set_aside(self, assignment_id: str, username: str, status: str, note: str = "") -> None:
+        """Skip an item, or flag it as broken or offensive; the rater is not offered it again."""
+        if status not in ("skipped", "flagged"):
+            raise RatingError("status must be skipped or flagged")
+        with self.store.write():
+            if self.q.assignment_target(assignment_id, username) is None:
+                raise RatingError("this item is not assigned to you (it may have timed out)")
+            self.q.finish(assignment_id, status, now(), note)
+
+    def last_rated(
+        self, study_id: int, username: str
+    ) -> tuple[RatingItem, dict[str, int], str] | None:
+        """The rater's most recent rating, to correct it."""
+        assignment_id = self.q.last_done(study_id, username)
+        if assignment_id is None:
+            return None
+        item = self._item(assignment_id)
+        rows = self.q.scores_of(assignment_id)
+        scores = {r["dimension"]: int(r["score"]) for r in rows}
+        return item, scores, rows[0]["comment"] if rows else ""
+
+
+def _attention_items(
+    config: StudyConfig, dataset: Dataset
+) -> list[tuple[str, str, str, list[list[str]], str]]:
+    """Deliberately unempathetic replies to real contexts, chosen by the study's seed."""
+    if config.attention_checks <= 0 or not dataset.dialogues:
+        return []
+    raw = json.loads(ATTENTION_FILE.read_text(encoding="utf-8"))
+    chooser = random.Random(config.seed)
+    items = []
+    for lang in config.langs:
+        replies = raw["replies"][lang]
+        for n in range(config.attention_checks):
+            dialogue = chooser.choice(dataset.dialogues)
+            task = build_task(dialogue, lang)  # type: ignore[arg-type]
+            context = [[t.role, t.text] for t in task.turns]
+            items.append(("attention", dialogue.conv_id, lang, context, replies[n % len(replies)]))
+    return items
+
+
+def attention_limits() -> dict[str, int]:
+    """The highest score a careful rater gives an attention check, per dimension."""
+    return dict(json.loads(ATTENTION_FILE.read_text(encoding="utf-8"))["max_score"])

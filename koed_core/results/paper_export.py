@@ -1,0 +1,234 @@
+"""One folder a paper can cite: gap and agreement tables, charts, every configuration.
+
+Every row names its source: the run (and its dataset sha256), the judge configuration
+(model, mode, prompt version, rubric version) or the study. Nothing is averaged across
+sources; provenance.json is built from the runs, judgments and ratings actually exported.
+Nothing personal leaves: raters appear only as aggregate counts.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from koed_core import __version__, csv_safe
+from koed_core.db import JudgeConfig, Judgments, Ratings, Store
+from koed_core.rating.report import rater_summary
+from koed_core.rating.studies import RatingStore
+from koed_core.redact import redact_url
+from koed_core.results import agreement, gaps, score_sources
+from koed_core.results.figures import gap_figure
+
+FILES = {
+    "gaps.csv": "Korean minus English per run and score source: one row per run, metric and "
+    "source, where a source is one judge configuration (judge_model, judge_mode, "
+    "judge_prompt_version, judge_rubric_version), one study (study_id: the mean of its raters) "
+    "or emotion recognition; with the run's dataset_sha256, en and ko means over dialogues "
+    "answered in both, gap, bootstrap 95% CI and pairs.",
+    "agreement.csv": "Judge-human and human-human agreement per study and judge configuration, "
+    "dimension, language and rater group, with plain readings (empty when nobody has rated).",
+    "gap_judge.svg": "Gap chart from the most recent judge configuration (named in its title).",
+    "gap_judge.png": "The same chart as PNG.",
+    "runs.json": "Every run's configuration: model spec, backend, provenance, protocol, listener "
+    "prompt version, decoding settings, dataset sha256.",
+    "judges.json": "Every judge configuration used: model, backend, mode, judge prompt version, "
+    "rubric version, number of judgments and of unscored ones.",
+    "provenance.json": "Where the numbers come from: the dataset sha256 values of the exported "
+    "runs (a warning if more than one), listener and judge prompt versions, rubric versions "
+    "of judges and raters, KoED Studio version, export time.",
+    "raters.json": "Raters in aggregate only (counts, median years) and the rubric versions "
+    "each study's ratings were given under; no personal data.",
+    "README.md": "This file.",
+}
+
+
+def gap_rows(store: Store) -> pd.DataFrame:
+    """Every source's gap table, stacked: each judge configuration, each study, emotions."""
+    tables = [gaps.gap_table(gaps.score_frame(store))]  # emotion recognition
+    for use in Judgments(store).configs():
+        frame = gaps.score_frame(store, judge=use.config)
+        tables.append(gaps.gap_table(frame[frame["source"] == "judge"]))
+    for study in Ratings(store).studies_with_ratings():
+        frame = gaps.score_frame(store, study_id=int(study["id"]))
+        tables.append(gaps.gap_table(frame[frame["source"] == "raters"]))
+    kept = [t for t in tables if not t.empty]
+    if not kept:
+        return pd.DataFrame(columns=gaps.TABLE_COLUMNS)
+    return pd.concat(kept, ignore_index=True)
+
+
+def agreement_rows(store: Store) -> pd.DataFrame:
+    """Agreement per study and per judge configuration that scored that study's responses."""
+    parts = []
+    for study in Ratings(store).studies_with_ratings():
+        study_id = int(study["id"])
+        run_ids = sorted(set(Ratings(store).long_scores(study_id)["run_id"]))
+        configs: list[JudgeConfig | None] = [u.config for u in Judgments(store).configs(run_ids)]
+        for config in configs or [None]:
+            table = agreement.table(agreement.load_inputs(store, study_id, config))
+            if table.empty:
+                continue
+            columns = (
+                config.as_columns()
+                if config
+                else dict.fromkeys(JudgeConfig("", "", "", "").as_columns())
+            )
+            parts.append(table.assign(study_id=study_id, **columns))
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+
+
+def provenance(store: Store, gap_table: pd.DataFrame) -> dict[str, Any]:
+    """Versions taken from what is exported, not from today's settings."""
+    runs = store.run_table()
+    configs = [json.loads(c) for c in runs["config"]] if not runs.empty else []
+    shas = sorted({sha for sha in runs.get("dataset_sha256", []) if sha})
+    judges = Judgments(store).summary()
+    out: dict[str, Any] = {
+        "dataset_sha256": shas,
+        "listener_prompt_versions": sorted({c["prompt_version"] for c in configs}),
+        "judge_configurations": [
+            {k: j[k] for k in ("judge_model", "mode", "prompt_version", "rubric_version")}
+            for j in judges
+        ],
+        "rater_rubric_versions": Ratings(store).rubric_versions(),
+        "runs_in_gap_table": sorted(set(gap_table["run_id"])) if not gap_table.empty else [],
+        "koed_studio_version": __version__,
+        "exported": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
+    if len(shas) > 1:
+        out["warning"] = (
+            f"the runs use {len(shas)} different datasets; compare only rows with the same "
+            "dataset_sha256"
+        )
+    return out
+
+
+def export_bundle(store: Store, out: Path) -> list[Path]:
+    """Write the bundle into ``out`` (created; existing files replaced); returns the files."""
+    out.mkdir(parents=True, exist_ok=True)
+    table = gap_rows(store)
+    (out / "gaps.csv").write_text(csv_safe.to_csv(table), encoding="utf-8")
+    (out / "agreement.csv").write_text(csv_safe.to_csv(agreement_rows(store)), encoding="utf-8")
+    choice = score_sources.choose_judge(store)
+    judged = table.iloc[0:0]
+    title, subtitle = "Cultural empathy gap, Korean minus English", "judge: no judgments yet"
+    if choice is not None:
+        columns = choice.config.as_columns()
+        judged = table[(table["source"] == "judge")]
+        for column, value in columns.items():
+            judged = judged[judged[column] == value]
+        subtitle = f"judge {choice.config.label}"
+    fig = gap_figure(judged, title, subtitle=subtitle)
+    import plotly.io as pio
+
+    pio.write_images(
+        [fig, fig], [out / "gap_judge.svg", out / "gap_judge.png"], width=1200, height=700
+    )
+    runs = store.run_table()
+    _json(out / "runs.json", [_run_entry(r) for r in runs.to_dict("records")] if len(runs) else [])
+    _json(out / "judges.json", Judgments(store).summary())
+    _json(out / "provenance.json", provenance(store, table))
+    _json(
+        out / "raters.json",
+        {
+            **rater_summary(RatingStore(store)),
+            "rubric_versions": Ratings(store).rubric_versions(),
+        },
+    )
+    (out / "README.md").write_text(_readme(), encoding="utf-8")
+    _private(out)
+    return [out / name for name in FILES]
+
+
+def _run_entry(row: dict[str, Any]) -> dict[str, Any]:
+    """One run for runs.json; server URLs redacted (a 0.1.0 run may have stored a
+    ``user:password@`` or ``?api-key=`` URL)."""
+    config = json.loads(row["config"])
+    spec = json.loads(row["spec"]) if row["spec"] else None
+    config["base_url"] = redact_url(config.get("base_url"))
+    if spec is not None:
+        spec["base_url"] = redact_url(spec.get("base_url"))
+    return {
+        "run_id": row["run_id"],
+        "name": row["name"],
+        "kind": row["kind"],
+        **config,
+        "spec": spec,
+        "languages": json.loads(row["langs"]),
+    }
+
+
+def _private(out: Path) -> None:
+    """Exports hold study results: owner-only, like the database."""
+    out.chmod(0o700)
+    for path in out.iterdir():
+        path.chmod(0o600)
+
+
+PAPER_TABLE = {
+    "paper_table.csv": "The paper's table: a row per model and protocol, ED (English) and "
+    "KoED (Korean) means of EX, IP, ER, EEA, CA and emotion recognition, the gap with its "
+    "bootstrap 95% CI, and the judge configuration.",
+    "paper_table.md": "The same table in Markdown.",
+    "paper_table.tex": "The same table as a LaTeX tabular (booktabs).",
+}
+
+
+def write_paper_table(table: pd.DataFrame, out: Path, title: str) -> list[Path]:
+    """Add the reproduction's table to a bundle folder, and list it in the README."""
+    from koed_core.results import reproduce
+
+    (out / "paper_table.csv").write_text(csv_safe.to_csv(table), encoding="utf-8")
+    (out / "paper_table.md").write_text(reproduce.to_markdown(table, title), encoding="utf-8")
+    (out / "paper_table.tex").write_text(reproduce.to_latex(table, title), encoding="utf-8")
+    readme = out / "README.md"
+    rows = "".join(f"| {name} | {text} |\n" for name, text in PAPER_TABLE.items())
+    readme.write_text(readme.read_text(encoding="utf-8") + rows, encoding="utf-8")
+    _private(out)
+    return [out / name for name in PAPER_TABLE]
+
+
+def zip_bundle(store: Store, work: Path) -> Path:
+    """The bundle as one zip file (for a download button)."""
+    folder = work / "koed_export"
+    if folder.exists():
+        shutil.rmtree(folder)
+    export_bundle(store, folder)
+    archive = Path(shutil.make_archive(str(work / "koed_export"), "zip", folder))
+    archive.chmod(0o600)
+    return archive
+
+
+def _json(path: Path, data: Any) -> None:
+    path.write_text(json.dumps(data, ensure_ascii=False, indent=1, default=str), encoding="utf-8")
+
+
+def _readme() -> str:
+    lines = [
+        "# KoED Studio export",
+        "",
+        "Results exported from KoED Studio for the Korean Empathetic Dialogues (KoED) "
+        "benchmark (Lee, Sim, Kim and Kim, IJCNLP-AACL 2025; data CC BY-NC 4.0).",
+        "",
+        "Each number belongs to one source and nothing is averaged across sources: filter "
+        "gaps.csv by source and, for the judge, by all four judge_* columns.",
+        "",
+        "| file | what it is |",
+        "| --- | --- |",
+    ]
+    lines += [f"| {name} | {text} |" for name, text in FILES.items()]
+    return "\n".join(lines) + "\n"
+
+
+def listed_files(readme: str) -> list[str]:
+    """The file names a bundle's README lists (used to check a bundle is complete)."""
+    return [
+        line.split("|")[1].strip()
+        for line in readme.splitlines()
+        if line.startswith("| ") and not line.startswith("| file") and "---" not in line
+    ]

@@ -1,0 +1,342 @@
+"""How far people agree with each other, and how far the judge agrees with people.
+
+Per dimension and language:
+
+* among raters: Krippendorff's alpha, ordinal, values 1-5 (``krippendorff`` package),
+  with a bootstrap 95% CI over items;
+* judge vs people: quadratic-weighted Cohen's kappa against the rounded human median
+  (scikit-learn, labels fixed to 1..5), Spearman against the human mean (scipy), and the
+  mean bias (judge minus people);
+* the human ceiling: every rating against the mean of the other raters on its item, and
+  the judge against exactly those leave-one-out targets (``judge_loo_*``), so the judge
+  and people are compared on equal footing (against all k raters the judge would be
+  compared with a steadier target than any one person is);
+* a baseline: Spearman of response length against the human mean.
+
+Every number comes with a plain reading, and an undefined statistic comes with the
+reason instead of NaN. Inputs are long-form: one row per (item, rater, dimension).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass
+
+import krippendorff
+import numpy as np
+import pandas as pd
+from scipy.stats import spearmanr
+from sklearn.metrics import cohen_kappa_score
+
+from koed_core.judge.rubric import SCALE, codes
+
+BOOTSTRAP = 1000
+MIN_ITEMS = 3
+NUMBERS = (
+    "alpha",
+    "alpha_ci_low",
+    "alpha_ci_high",
+    "judge_kappa",
+    "judge_spearman",
+    "judge_bias",
+    "ceiling_spearman",
+    "ceiling_kappa",
+    "judge_loo_spearman",
+    "judge_loo_kappa",
+    "length_spearman",
+)
+"""The numeric columns of the agreement table (the rest are counts, keys and readings)."""
+
+
+@dataclass(frozen=True)
+class Stat:
+    """A statistic, or None with the reason it is undefined; ``reading`` says what it means."""
+
+    value: float | None
+    reading: str
+
+
+def read_alpha(alpha: float) -> str:
+    """Krippendorff's conventions: .8 and up reliable, .667 tentative."""
+    if alpha >= 0.8:
+        return "reliable agreement"
+    if alpha >= 0.667:
+        return "tentative agreement: draw only cautious conclusions"
+    if alpha > 0:
+        return "weak agreement: conclusions from these ratings are doubtful"
+    return "no agreement beyond chance"
+
+
+def read_kappa(kappa: float) -> str:
+    """Landis and Koch's bands."""
+    bands = [
+        (0.8, "almost perfect"),
+        (0.6, "substantial"),
+        (0.4, "moderate"),
+        (0.2, "fair"),
+        (0.0, "slight"),
+    ]
+    for limit, word in bands:
+        if kappa >= limit:
+            return f"{word} agreement"
+    return "worse than chance"
+
+
+def read_rho(rho: float) -> str:
+    """Strength of a rank correlation."""
+    size = abs(rho)
+    word = "strong" if size >= 0.6 else "moderate" if size >= 0.3 else "weak"
+    return f"{word} {'positive' if rho >= 0 else 'negative'} correlation"
+
+
+def _value_counts(matrix: np.ndarray) -> np.ndarray:
+    """items x 5 counts from a raters x items matrix with NaN for missing."""
+    return np.stack([(matrix == v).sum(axis=0) for v in SCALE], axis=1).astype(float)
+
+
+def _alpha_from_coincidences(o: np.ndarray) -> np.ndarray:
+    """Ordinal alpha for a stack of 5x5 coincidence matrices (B, 5, 5).
+
+    alpha = 1 - (n - 1) * sum(o * d2) / sum(n_c n_k d2), with the ordinal metric
+    d2(c, k) = (sum_{g=c..k} n_g - (n_c + n_k) / 2)^2 (Krippendorff 2011).
+    """
+    n_c = o.sum(axis=2)
+    n = n_c.sum(axis=1)
+    cs = np.cumsum(n_c, axis=1)
+    lo = np.minimum.outer(np.arange(5), np.arange(5))
+    hi = np.maximum.outer(np.arange(5), np.arange(5))
+    between = cs[:, hi] - cs[:, lo] + n_c[:, lo]
+    d2 = (between - (n_c[:, :, None] + n_c[:, None, :]) / 2) ** 2
+    observed = (o * d2).sum(axis=(1, 2))
+    expected = (n_c[:, :, None] * n_c[:, None, :] * d2).sum(axis=(1, 2)) / (n - 1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        alpha: np.ndarray = 1 - observed / expected
+    return alpha
+
+
+def alpha_with_ci(matrix: np.ndarray, seed: int = 0) -> tuple[Stat, float | None, float | None]:
+    """Alpha of a raters x items matrix (NaN = not rated) and its bootstrap 95% CI.
+
+    The point estimate is the ``krippendorff`` package's. The bootstrap resamples items:
+    alpha's coincidence matrix is a sum over items, so each resample is a weighted sum of
+    per-item matrices (checked against the package in the tests).
+    """
+    counts = _value_counts(matrix)
+    pairable = counts[counts.sum(axis=1) >= 2]
+    if len(pairable) < MIN_ITEMS:
+        return (
+            Stat(
+                None,
+                f"undefined: {len(pairable)} items have two or more ratings (needs {MIN_ITEMS})",
+            ),
+            None,
+            None,
+        )
+    if (pairable.sum(axis=0) > 0).sum() < 2:
+        return Stat(None, "undefined: every rating has the same value"), None, None
+    value = float(
+        krippendorff.alpha(
+            value_counts=pairable, level_of_measurement="ordinal", value_domain=list(SCALE)
+        )
+    )
+    m = pairable.sum(axis=1)
+    per_item = (pairable[:, :, None] * pairable[:, None, :] - pairable[:, :, None] * np.eye(5)) / (
+        m - 1
+    )[:, None, None]
+    items = len(pairable)
+    drawn = np.random.default_rng(seed).integers(0, items, size=(BOOTSTRAP, items))
+    # How often each item was drawn in each resample, then the resampled coincidences.
+    offsets = (np.arange(BOOTSTRAP)[:, None] * items + drawn).ravel()
+    weights = np.bincount(offsets, minlength=BOOTSTRAP * items).reshape(BOOTSTRAP, items)
+    boot = _alpha_from_coincidences((weights @ per_item.reshape(items, 25)).reshape(-1, 5, 5))
+    finite = boot[np.isfinite(boot)]
+    lo, hi = (
+        (float(np.percentile(finite, 2.5)), float(np.percentile(finite, 97.5)))
+        if len(finite)
+        else (None, None)
+    )
+    reading = read_alpha(value)
+    dropped = BOOTSTRAP - len(finite)
+    if dropped:
+        # a resample where every rating agrees has no alpha; say how many, never hide it
+        reading += f"; CI from {len(finite)} of {BOOTSTRAP} resamples ({dropped} undefined)"
+    return Stat(value, reading), lo, hi
+
+
+def kappa(judge: np.ndarray, human: np.ndarray) -> Stat:
+    """Quadratic-weighted kappa, labels fixed to 1..5 so the weights never shift."""
+    if len(judge) < MIN_ITEMS:
+        return Stat(None, f"undefined: {len(judge)} items (needs {MIN_ITEMS})")
+    if len(set(judge)) < 2 and len(set(human)) < 2:
+        return Stat(None, "undefined: judge and people each give one score only")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        value = float(cohen_kappa_score(judge, human, labels=list(SCALE), weights="quadratic"))
+    if math.isnan(value):
+        return Stat(None, "undefined: no variance in the scores")
+    return Stat(value, read_kappa(value))
+
+
+def spearman(a: np.ndarray, b: np.ndarray) -> Stat:
+    """Spearman's rho with the reason when undefined."""
+    if len(a) < MIN_ITEMS:
+        return Stat(None, f"undefined: {len(a)} items (needs {MIN_ITEMS})")
+    if len(set(a)) < 2 or len(set(b)) < 2:
+        return Stat(None, "undefined: one side does not vary")
+    value = float(spearmanr(a, b).statistic)
+    return Stat(value, read_rho(value))
+
+
+def _cell(ratings: pd.DataFrame, judge: pd.DataFrame, lengths: pd.Series) -> dict[str, object]:
+    """All statistics for one dimension x language (x rater group)."""
+    wide = ratings.pivot_table(index="rater", columns="item", values="score", aggfunc="first")
+    alpha, lo, hi = alpha_with_ci(wide.to_numpy(dtype=float))
+    per_item = ratings.groupby("item")["score"]
+    human_mean, human_median = per_item.mean(), per_item.median()
+    row: dict[str, object] = {
+        "items": int(ratings["item"].nunique()),
+        "raters": int(ratings["rater"].nunique()),
+        "ratings": len(ratings),
+        "alpha": alpha.value,
+        "alpha_ci_low": lo,
+        "alpha_ci_high": hi,
+        "alpha_reading": alpha.reading,
+    }
+    row.update(_ceiling(ratings))
+    scored = judge.dropna(subset=["score"]).set_index("item")["score"]
+    row.update(_judge_loo(ratings, scored))
+    both = scored.index.intersection(human_mean.index)
+    j = scored.loc[both].to_numpy(dtype=float)
+    k = kappa(np.rint(j).astype(int), round_half_up(human_median.loc[both].to_numpy()))
+    rho = spearman(j, human_mean.loc[both].to_numpy())
+    bias = round(float(np.mean(j - human_mean.loc[both].to_numpy())), 4) if len(both) else None
+    row.update(
+        {
+            "judged_items": len(both),
+            "judge_kappa": k.value,
+            "judge_kappa_reading": k.reading,
+            "judge_spearman": rho.value,
+            "judge_spearman_reading": rho.reading,
+            "judge_bias": bias,
+            "judge_bias_reading": _read_bias(bias),
+        }
+    )
+    lens = lengths.reindex(human_mean.index).dropna()
+    base = spearman(lens.to_numpy(dtype=float), human_mean.loc[lens.index].to_numpy())
+    row.update({"length_spearman": base.value, "length_reading": base.reading})
+    return row
+
+
+def round_half_up(values: np.ndarray) -> np.ndarray:
+    """Medians like 3.5 go up, as a person reading "between 3 and 4" would round."""
+    return np.floor(np.asarray(values, dtype=float) + 0.5).astype(int)
+
+
+def _read_bias(bias: float | None) -> str:
+    if bias is None:
+        return "undefined: no item has both a judge score and human ratings"
+    if abs(bias) < 0.1:
+        return "the judge scores like people on average"
+    return f"the judge scores {abs(bias):.2f} {'higher' if bias > 0 else 'lower'} than people"
+
+
+def _loo_targets(ratings: pd.DataFrame) -> pd.DataFrame:
+    """Per rating of an item with two or more ratings: the item, the rating, and the mean
+    of the other raters' scores on it (the leave-one-out target)."""
+    per_item = ratings.groupby("item")["score"]
+    total, count = per_item.transform("sum"), per_item.transform("count")
+    shared = count > 1
+    return pd.DataFrame(
+        {
+            "item": ratings.loc[shared, "item"],
+            "own": ratings.loc[shared, "score"].astype(float),
+            "others": ((total - ratings["score"]) / (count - 1))[shared].astype(float),
+        }
+    )
+
+
+def _judge_loo(ratings: pd.DataFrame, scored: pd.Series) -> dict[str, object]:
+    """The judge against the same leave-one-out targets as each human rating."""
+    targets = _loo_targets(ratings)
+    targets = targets[targets["item"].isin(scored.index)]
+    judge = scored.reindex(targets["item"]).to_numpy(dtype=float)
+    others = targets["others"].to_numpy()
+    rho = spearman(judge, others)
+    k = kappa(np.rint(judge).astype(int), round_half_up(others))
+    return {
+        "judge_loo_spearman": rho.value,
+        "judge_loo_kappa": k.value,
+        "judge_loo_reading": (
+            f"the judge against the same {len(judge)} leave-one-out targets as the ceiling: "
+            f"{k.reading if k.value is not None else rho.reading}"
+        ),
+    }
+
+
+def _ceiling(ratings: pd.DataFrame) -> dict[str, object]:
+    """Every rating against the mean of the other raters on the same item, pooled over raters.
+
+    This is what people reach among themselves; the judge's kappa and Spearman are read
+    against it. Items with a single rating have no "others" and are left out.
+    """
+    targets = _loo_targets(ratings)
+    own, others = targets["own"].to_numpy(), targets["others"].to_numpy()
+    rho = spearman(own, others)
+    k = kappa(own.astype(int), round_half_up(others))
+    return {
+        "ceiling_spearman": rho.value,
+        "ceiling_kappa": k.value,
+        "ceiling_reading": (
+            f"each of {len(own)} ratings against the other raters' mean: "
+            f"{k.reading if k.value is not None else rho.reading}"
+        ),
+    }
+
+
+def agreement_table(
+    ratings: pd.DataFrame,
+    judge: pd.DataFrame,
+    lengths: pd.Series,
+    groups: dict[str, str] | None = None,
+) -> pd.DataFrame:
+    """One row per dimension x language x rater group ("all" plus each group given).
+
+    Args:
+        ratings: columns item, rater, dimension, lang, score (1-5).
+        judge: columns item, dimension, score (None where unscored).
+        lengths: response length in characters, indexed by item.
+        groups: rater -> group name (e.g. "native ko" / "not native ko").
+    """
+    rows = []
+    for (dimension, lang), cell in ratings.groupby(["dimension", "lang"], sort=True):
+        judged = judge[judge["dimension"] == dimension] if not judge.empty else judge
+        judged = judged if not judged.empty else pd.DataFrame(columns=["item", "score"])
+        subsets = [("all", cell)]
+        names = sorted(set((groups or {}).values()))
+        for group in names if len(names) > 1 else []:
+            members = [r for r, g in (groups or {}).items() if g == group]
+            subsets.append((group, cell[cell["rater"].isin(members)]))
+        for group, subset in subsets:
+            if subset.empty:
+                continue
+            rows.append(
+                {
+                    "dimension": dimension,
+                    "lang": lang,
+                    "group": group,
+                    **_cell(subset, judged, lengths),
+                }
+            )
+    table = pd.DataFrame(rows)
+    if table.empty:
+        return table
+    # rubric order (EX, IP, ER, EEA, CA) everywhere, as on the rating page
+    order = {code: n for n, code in enumerate(codes())}
+    rank = table["dimension"].map(lambda d: order.get(d, len(order)))
+    return (
+        table.assign(_rank=rank)
+        .sort_values(["_rank", "lang"], kind="stable")
+        .drop(columns="_rank")
+        .reset_index(drop=True)
+    )

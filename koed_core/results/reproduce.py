@@ -1,0 +1,424 @@
+"""`koed reproduce PLAN`: the paper's table from one command, resumable at every step.
+
+A plan (TOML) names the models, protocols, languages, subset, prompt set and judge.
+Before anything is sent, every model and the judge are checked (key present, server
+answering); a model that fails is reported and left out, the others go on. Each model
+then runs in its own thread at its own concurrency (models never wait on each other),
+and each finished run is judged at once, overlapping the other models' runs. Runs and
+judging are the same resumable batches as ``koed run`` and ``koed judge``: a killed
+reproduction, started again, asks only what is not stored.
+"""
+
+from __future__ import annotations
+
+import threading
+import tomllib
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from koed_core.db import JudgeConfig, Store
+from koed_core.dialogues.dialogue import Dialogue
+from koed_core.errors import KoedError
+from koed_core.judge.judging import current_config, judge_run
+from koed_core.judge.rubric import codes
+from koed_core.models.batch import BatchReport
+from koed_core.models.client import ChatClient, GenerationSettings
+from koed_core.models.prompts import PROMPT_SETS, plan_messages
+from koed_core.models.protocol import PROTOCOLS, build_task
+from koed_core.models.registry import ModelSpec, decoding
+from koed_core.results.gaps import paired_gap
+
+CHARS_PER_TOKEN = 4
+"""For the dry run's token estimate (no tokenizer for every model offline)."""
+
+
+class PlanError(KoedError):
+    """A plan file that cannot be used; names the file and the key."""
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What to reproduce."""
+
+    name: str
+    models: tuple[str, ...]
+    judge: str
+    subset: str = "paper-100"
+    langs: tuple[str, ...] = ("ko", "en")
+    protocols: tuple[str, ...] = ("single", "multi")
+    prompts: str = "paper"
+    judge_mode: str = "paper"
+    concurrency: int = 8
+    judge_concurrency: int = 8
+    sample: int | None = None
+    seed: int = 0
+    batch: bool = False
+    """Send the requests of OpenAI-compatible models through the provider's Batch API."""
+
+
+def load_plan(path: Path) -> Plan:
+    """Read and check a plan file.
+
+    Raises:
+        PlanError: not TOML, an unknown key, or a value outside its choices.
+    """
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise PlanError(f"{path}: no such plan file") from None
+    except (IsADirectoryError, UnicodeDecodeError) as err:
+        raise PlanError(f"{path}: not a plan file ({err})") from None
+    return parse_plan(text, str(path))
+
+
+def parse_plan(text: str, path: str = "plan") -> Plan:
+    """Check a plan's TOML text (a job keeps the text it was queued with).
+
+    Raises:
+        PlanError: not TOML, an unknown key, or a value outside its choices.
+    """
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as err:
+        raise PlanError(f"{path}: not valid TOML ({err})") from None
+    allowed = {f.name for f in fields(Plan)}
+    unknown = set(raw) - allowed
+    if unknown:
+        raise PlanError(f"{path}: unknown key(s) {', '.join(sorted(unknown))}")
+    for key in ("name", "models", "judge"):
+        if key not in raw:
+            raise PlanError(f"{path}: {key} is missing")
+    for key in ("models", "langs", "protocols"):
+        if key in raw:
+            raw[key] = tuple(raw[key])
+    plan = Plan(**raw)
+    checks = [
+        (set(plan.langs) <= {"ko", "en"} and plan.langs, "langs must be ko and/or en"),
+        (set(plan.protocols) <= set(PROTOCOLS) and plan.protocols, "protocols: single, multi"),
+        (plan.prompts in PROMPT_SETS, f"prompts must be one of {', '.join(PROMPT_SETS)}"),
+        (plan.judge_mode in ("paper", "strict"), "judge_mode must be paper or strict"),
+        (plan.concurrency >= 1 and plan.judge_concurrency >= 1, "concurrency must be >= 1"),
+        (plan.models, "models is empty"),
+    ]
+    for ok, message in checks:
+        if not ok:
+            raise PlanError(f"{path}: {message}")
+    return plan
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Why a model (or the judge) is left out before anything is sent."""
+
+    name: str
+    reason: str
+
+
+def check_reachable(spec: ModelSpec, key: str | None, timeout: float = 3.0) -> str | None:
+    """Why a model cannot be used now (no key, server not answering), or None."""
+    if spec.backend != "openai":
+        return None
+    if spec.base_url is None and not key:
+        return f"no API key: set {spec.api_key_env}"
+    url = (spec.base_url or "https://api.openai.com/v1").rstrip("/") + "/models"
+    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {key or 'none'}"})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout):
+            return None
+    except urllib.error.HTTPError as err:
+        if err.code in (401, 403):
+            return f"the server refused the key ({err.code})"
+        return None  # the server answers; /models may simply not exist there
+    except (urllib.error.URLError, TimeoutError, OSError) as err:
+        return f"server not reachable ({getattr(err, 'reason', err)})"
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """The dry run for one server: how many requests and roughly how many prompt tokens."""
+
+    server: str
+    models: tuple[str, ...]
+    requests: int
+    prompt_tokens: int
+    batch_api: bool = False
+    """An OpenAI-compatible server: ``batch`` may send these through its Batch API."""
+
+
+def estimate(
+    plan: Plan, specs: Mapping[str, ModelSpec], judge: ModelSpec, dialogues: Sequence[Dialogue]
+) -> list[Estimate]:
+    """Requests and prompt tokens per server, from the prompts that would be sent.
+
+    Listener calls are counted exactly (two per item for the paper set); judge calls
+    assume one attempt per dimension and a reply of the length of the listener request.
+    """
+    from koed_core.judge.rubric import dimensions
+    from koed_core.judge.verdicts import JudgeMode, build_judge_messages
+
+    per_server: dict[str, dict[str, Any]] = {}
+
+    def add(spec: ModelSpec, requests: int, chars: int) -> None:
+        server = spec.base_url or "api.openai.com"
+        entry = per_server.setdefault(
+            server,
+            {"models": set(), "requests": 0, "chars": 0, "batch": spec.backend == "openai"},
+        )
+        entry["models"].add(spec.name)
+        entry["requests"] += requests
+        entry["chars"] += chars
+
+    responses = 0
+    judge_chars = 0
+    for name in plan.models:
+        spec = specs[name]
+        for protocol in plan.protocols:
+            for lang in plan.langs:
+                for dialogue in dialogues:
+                    task = build_task(dialogue, lang)  # type: ignore[arg-type]
+                    if not task.turns:
+                        continue
+                    prompt = plan_messages(task, protocol, plan.prompts)  # type: ignore[arg-type]
+                    chars = sum(len(m["content"]) for m in prompt.first)
+                    calls = 2 if prompt.two_calls else 1
+                    add(spec, calls, chars * calls)
+                    responses += 1
+                    context: list[tuple[str, str]] = [(t.role, t.text) for t in task.turns]
+                    mode: JudgeMode = "strict" if plan.judge_mode == "strict" else "paper"
+                    for dim in dimensions():
+                        messages = build_judge_messages(dim, mode, lang, context, "x" * 200)
+                        judge_chars += sum(len(m["content"]) for m in messages)
+    add(judge, responses * len(codes()), judge_chars)
+    return [
+        Estimate(
+            server,
+            tuple(sorted(e["models"])),
+            e["requests"],
+            e["chars"] // CHARS_PER_TOKEN,
+            e["batch"],
+        )
+        for server, e in per_server.items()
+    ]
+
+
+@dataclass
+class Outcome:
+    """What a reproduction did, per model."""
+
+    runs: dict[tuple[str, str], str] = field(default_factory=dict)
+    """(model, protocol) -> run id."""
+    failures: dict[str, str] = field(default_factory=dict)
+    judge: JudgeConfig | None = None
+
+
+def reproduce(
+    plan: Plan,
+    store: Store,
+    dialogues: Sequence[Dialogue],
+    dataset_sha256: str,
+    listeners: Mapping[str, tuple[ModelSpec, ChatClient]],
+    judge: tuple[ModelSpec, ChatClient] | None,
+    progress: Callable[[str], None] | None = None,
+    *,
+    stop: Callable[[], bool] | None = None,
+    watch: Callable[[str, BatchReport], None] | None = None,
+) -> Outcome:
+    """Run every model (in parallel, each at its own concurrency), judge each run as soon
+    as it is done, and return the run ids. Everything stored is skipped on a rerun.
+
+    ``stop`` cancels every step (answers in flight are stored); ``watch`` gets each step's
+    report as it moves, named "MODEL PROTOCOL" or "MODEL PROTOCOL judge".
+    """
+    outcome = Outcome()
+    lock = threading.Lock()
+    say = progress or (lambda _message: None)
+
+    def one_model(name: str) -> None:
+        spec, client = listeners[name]
+        temperature, tokens = decoding(spec)
+        settings = GenerationSettings(temperature=temperature, max_tokens=tokens)
+        for protocol in plan.protocols:
+            if stop and stop():
+                return
+            step = f"{name} {protocol}"
+            report = run_benchmark_for(
+                store,
+                client,
+                spec,
+                dialogues,
+                dataset_sha256,
+                plan,
+                protocol,
+                settings,
+                stop=stop,
+                watch=_named(watch, step),
+            )
+            with lock:
+                outcome.runs[(name, protocol)] = report.run_id
+            say(
+                f"{name} {protocol}: {report.succeeded} answered, {report.skipped} already "
+                f"done, {report.failed} failed"
+            )
+            if judge is not None:
+                jspec, jclient = judge
+                judged = judge_run(
+                    store,
+                    jclient,
+                    jspec,
+                    report.run_id,
+                    plan.judge_mode,  # type: ignore[arg-type]
+                    concurrency=plan.judge_concurrency,
+                    stop=stop,
+                    watch=_named(watch, f"{step} judge"),
+                )
+                say(
+                    f"{name} {protocol} judged: {judged.scored} scored, {judged.unscored} "
+                    f"unscored, {judged.skipped} already done, {judged.failed} failed"
+                )
+
+    with ThreadPoolExecutor(max_workers=max(1, len(listeners))) as pool:
+        futures = {pool.submit(one_model, name): name for name in listeners}
+        for future, name in futures.items():
+            try:
+                future.result()
+            except KoedError as err:
+                outcome.failures[name] = str(err)
+    if judge is not None:
+        outcome.judge = current_config(judge[0].name, plan.judge_mode)
+    return outcome
+
+
+def _named(
+    watch: Callable[[str, BatchReport], None] | None, step: str
+) -> Callable[[BatchReport], None] | None:
+    """A step's own report callback, passing the step's name on."""
+    if watch is None:
+        return None
+    return lambda report: watch(step, report)
+
+
+def run_benchmark_for(
+    store: Store,
+    client: ChatClient,
+    spec: ModelSpec,
+    dialogues: Sequence[Dialogue],
+    dataset_sha256: str,
+    plan: Plan,
+    protocol: str,
+    settings: GenerationSettings,
+    *,
+    stop: Callable[[], bool] | None = None,
+    watch: Callable[[BatchReport], None] | None = None,
+) -> BatchReport:
+    """One model x protocol, both languages, as ``koed run`` would do it."""
+    from koed_core.models.runs import run_benchmark
+
+    return run_benchmark(
+        store,
+        client,
+        spec,
+        dialogues,
+        dataset_sha256,
+        langs=list(plan.langs),  # type: ignore[arg-type]
+        protocol=protocol,  # type: ignore[arg-type]
+        settings=settings,
+        concurrency=plan.concurrency,
+        prompt_set=plan.prompts,
+        stop=stop,
+        watch=watch,
+    )
+
+
+def paper_table(
+    store: Store, runs: Mapping[tuple[str, str], str], judge: JudgeConfig | None
+) -> pd.DataFrame:
+    """The paper's layout: a row per model and protocol; ED (English) and KoED (Korean)
+    means of EX, IP, ER, EEA, CA and emotion recognition; the gap (KoED minus ED, mean of
+    the five dimensions per dialogue, paired) with its bootstrap 95% CI."""
+    from koed_core.results import gaps
+
+    frame = gaps.score_frame(store, judge=judge)
+    rows = []
+    for (model, protocol), run_id in sorted(runs.items()):
+        mine = frame[frame["run_id"] == run_id]
+        row: dict[str, Any] = {"model": model, "protocol": protocol, "run_id": run_id}
+        for lang, side in (("en", "ED"), ("ko", "KoED")):
+            for metric in [*codes(), gaps.EMOTION_METRIC]:
+                values = mine[(mine["lang"] == lang) & (mine["metric"] == metric)]["value"]
+                row[f"{side} {metric}"] = float(values.mean()) if len(values) else np.nan
+        judged = mine[mine["source"] == "judge"]
+        per_dialogue = judged.pivot_table(
+            index="conv_id", columns="lang", values="value", aggfunc="mean"
+        )
+        if {"en", "ko"} <= set(per_dialogue.columns):
+            both = per_dialogue.dropna(subset=["en", "ko"])
+            if len(both):
+                gap, low, high = paired_gap(both["en"].to_numpy(), both["ko"].to_numpy())
+                row.update(gap=gap, ci_low=low, ci_high=high, pairs=len(both))
+        rows.append(row)
+    table = pd.DataFrame(rows)
+    if judge is not None and not table.empty:
+        table = table.assign(**judge.as_columns())
+    return table
+
+
+def stored_runs(store: Store, dataset_sha256: str | None = None) -> dict[tuple[str, str], str]:
+    """Every batch run (of one dataset) keyed as the table names it: (model, "protocol,
+    prompt set"); the most recent run wins when one configuration was run twice."""
+    import json
+
+    runs = store.run_table(kind="batch")
+    out: dict[tuple[str, str], str] = {}
+    for row in runs.to_dict("records"):
+        if dataset_sha256 and row["dataset_sha256"] != dataset_sha256:
+            continue
+        config = json.loads(row["config"])
+        label = f"{row['protocol']}, {config.get('prompt_set', 'native')} prompts"
+        out[(str(row["model"]), label)] = str(row["run_id"])
+    return out
+
+
+def to_markdown(table: pd.DataFrame, title: str) -> str:
+    """The table as GitHub Markdown, numbers to two decimals."""
+    shown = _shown(table)
+    head = "| " + " | ".join(shown.columns) + " |"
+    rule = "| " + " | ".join("---" for _ in shown.columns) + " |"
+    body = ["| " + " | ".join(str(v) for v in row) + " |" for row in shown.to_numpy()]
+    return "\n".join([f"# {title}", "", head, rule, *body]) + "\n"
+
+
+def to_latex(table: pd.DataFrame, title: str) -> str:
+    """The table as a LaTeX tabular (booktabs), numbers to two decimals."""
+    shown = _shown(table)
+
+    def esc(text: object) -> str:
+        return str(text).replace("_", r"\_").replace("&", r"\&").replace("%", r"\%")
+
+    lines = [
+        f"% {esc(title)}",
+        r"\begin{tabular}{" + "l" * 2 + "r" * (len(shown.columns) - 2) + "}",
+        r"\toprule",
+        " & ".join(esc(c) for c in shown.columns) + r" \\",
+        r"\midrule",
+        *(" & ".join(esc(v) for v in row) + r" \\" for row in shown.to_numpy()),
+        r"\bottomrule",
+        r"\end{tabular}",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _shown(table: pd.DataFrame) -> pd.DataFrame:
+    keep = [c for c in table.columns if not c.startswith("judge_") and c != "run_id"]
+    shown = table[keep].copy()
+    for column in shown.columns:
+        if pd.api.types.is_float_dtype(shown[column]):
+            shown[column] = shown[column].map(lambda v: "" if pd.isna(v) else f"{v:.2f}")
+    return shown

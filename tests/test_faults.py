@@ -1,0 +1,236 @@
+"""Bad luck and bad input meeting the server: its key, settings, file modes, a full disk,
+the worker's arguments. Each case is replayed as it happens (real processes, a real
+full file system), not simulated."""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from fixtures.fake_openai import FakeOpenAI
+from koed_core.config import Settings, SettingsError
+from koed_core.db import Store
+from koed_core.db.jobs import Jobs
+from koed_core.jobs.kinds import Environment, RunJob, enqueue
+from koed_core.jobs.worker import Worker
+from koed_core.paths import SAMPLE_FILE
+from koed_core.rating.server_key import ServerKeyError, key_file, server_key
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A 4 MiB file system of our own (tmpfs, as root), so "disk full" is the real thing."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(disk)], check=True)
+    try:
+        yield disk
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], check=False)
+
+
+def _fill(disk: Path) -> Path:
+    """Write until the file system says ENOSPC; returns the file to delete to make room."""
+    filler = disk / "filler"
+    fd = os.open(filler, os.O_WRONLY | os.O_CREAT, 0o600)
+    try:
+        while True:
+            os.write(fd, b"x" * 65536)
+    except OSError:
+        pass
+    try:
+        while True:
+            os.write(fd, b"x")
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+    return filler
+
+
+# The server key ------------------------------------------------------------------------------
+
+RACE = (
+    "import sys, time; from pathlib import Path\n"
+    "from koed_core.rating.server_key import server_key\n"
+    "start = float(sys.argv[2])\n"
+    "while time.time() < start: pass\n"
+    "print(server_key(None, Path(sys.argv[1])).decode())\n"
+)
+
+
+def test_processes_starting_together_all_get_the_same_whole_key(tmp_path: Path) -> None:
+    for round_ in range(12):
+        db = tmp_path / f"r{round_}" / "koed.db"
+        start = time.time() + 1.0
+        procs = [
+            subprocess.Popen(
+                [sys.executable, "-c", RACE, str(db), str(start)],
+                cwd=ROOT,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for _ in range(4)
+        ]
+        outs = [p.communicate(timeout=60) for p in procs]
+        assert all(p.returncode == 0 for p in procs), [err for _, err in outs]
+        keys = {out.strip() for out, _ in outs}
+        assert len(keys) == 1 and len(keys.pop()) == 64
+        assert stat.S_IMODE(key_file(db).stat().st_mode) == 0o600
+        assert [f.name for f in db.parent.iterdir()] == ["koed.db.key"]  # no temp file left
+
+
+@pytest.mark.parametrize(("content", "word"), [("", "empty"), ("abc123", "too short")])
+def test_an_empty_or_short_key_file_is_refused(tmp_path: Path, content: str, word: str) -> None:
+    db = tmp_path / "koed.db"
+    key_file(db).write_text(content)
+    with pytest.raises(ServerKeyError, match=word) as caught:
+        server_key(None, db)
+    assert "cannot be verified" in str(caught.value)  # what a lost key costs, said plainly
+    assert "delete the file" in str(caught.value)
+
+
+def test_a_short_configured_key_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ServerKeyError, match="at least 32"):
+        server_key("short", tmp_path / "koed.db")
+    assert server_key("s" * 32, tmp_path / "koed.db") == b"s" * 32
+
+
+def test_a_full_disk_leaves_no_empty_key_behind(small_disk: Path) -> None:
+    db = small_disk / "koed.db"
+    filler = _fill(small_disk)
+    with pytest.raises(ServerKeyError, match="could not create the server key"):
+        server_key(None, db)
+    assert not key_file(db).exists()  # nothing half-written for the next process to use
+    filler.unlink()
+    assert len(server_key(None, db)) == 64
+
+
+# Settings ------------------------------------------------------------------------------------
+
+
+def test_bad_numeric_settings_are_one_message_naming_each(monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(SettingsError) as caught:
+        Settings.from_sources({"KOED_CALLS_PER_HOUR": "abc", "KOED_BATCH_POLL_S": "-1"})
+    message = str(caught.value)
+    assert "KOED_CALLS_PER_HOUR must be a whole number from 0 to" in message
+    assert "KOED_BATCH_POLL_S must be a number of seconds from" in message
+    for bad in ("nan", "inf", "0"):
+        with pytest.raises(SettingsError, match="KOED_BATCH_POLL_S"):
+            Settings.from_sources({"KOED_BATCH_POLL_S": bad})
+
+
+@pytest.mark.parametrize("setting", ["KOED_CALLS_PER_HOUR=abc", "KOED_BATCH_POLL_S=-1"])
+def test_a_bad_setting_is_a_message_on_every_page_not_a_traceback(
+    monkeypatch: pytest.MonkeyPatch, setting: str
+) -> None:
+    name, value = setting.split("=")
+    monkeypatch.setenv(name, value)
+    for query in ({}, {"invite": "x.y"}):  # a visitor's page, and a crowd worker's link
+        at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+        for key, val in query.items():
+            at.query_params[key] = val
+        at.run()
+        assert not at.exception, [e.value for e in at.exception]
+        assert name.replace("_", "\\_") in at.error[0].value and "from" in at.error[0].value
+        assert str(ROOT) not in at.error[0].value
+
+
+# The database file ---------------------------------------------------------------------------
+
+
+def test_an_old_world_readable_database_is_made_owner_only(tmp_path: Path) -> None:
+    db = tmp_path / "old.db"
+    Store(db).db.conn.close()
+    for path in (db, Path(f"{db}-wal"), Path(f"{db}-shm")):
+        if path.exists():
+            path.chmod(0o644)
+    store = Store(db)
+    assert stat.S_IMODE(db.stat().st_mode) == 0o600
+    assert any("644 -> 600" in line for line in store.tightened)
+    assert Store(db).tightened == []  # said once
+
+
+def test_database_errors_do_not_name_the_folder(tmp_path: Path) -> None:
+    bad = tmp_path / "secret-folder" / "koed.db"
+    bad.parent.mkdir()
+    bad.write_bytes(b"not a database at all" * 100)
+    with pytest.raises(Exception) as caught:
+        Store(bad)
+    assert "koed.db" in str(caught.value) and "secret-folder" not in str(caught.value)
+
+
+# A full disk during a worker's job -----------------------------------------------------------
+
+
+def test_a_job_that_fills_the_disk_ends_failed_with_the_reason(small_disk: Path) -> None:
+    server = FakeOpenAI().start()
+    try:
+        db = small_disk / "koed.db"
+        store = Store(db)
+        settings = Settings(db_path=db, cache_dir=small_disk)
+        env = Environment(settings, env={"OPENAI_BASE_URL": server.base_url}, secrets={})
+        job_id = enqueue(store, RunJob(model="openai:fake", data=str(SAMPLE_FILE)), "tester")
+        worker = Worker(
+            store, env, idle_exit_s=0.5, tick_s=0.05, record_for_s=60, record_retry_s=0.1
+        )
+        thread = threading.Thread(target=worker.serve, daemon=True)
+        thread.start()
+        deadline = time.monotonic() + 60
+        while store.count("responses") < 5 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        filler = _fill(small_disk)  # the disk fills while the job writes its answers
+        time.sleep(1.5)
+        assert Jobs(store).get(job_id).state == "running"  # its end could not be written yet
+        filler.unlink()  # room again
+        thread.join(60)
+        assert not thread.is_alive()
+        job = Jobs(store).get(job_id)
+        assert job.state == "failed" and "the disk is full" in (job.reason or "")
+    finally:
+        server.stop()
+
+
+# The worker's arguments ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("value", ["nan", "-1", "inf", "0"])
+def test_idle_exit_must_be_a_real_number_of_seconds(value: str) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "koed_core.cli", "worker", "--idle-exit", value],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 2 and "--idle-exit" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_the_app_starts_a_worker_for_a_database_whose_name_starts_with_a_dash(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from koed_core.jobs.worker import ensure_worker
+
+    monkeypatch.chdir(tmp_path)
+    store = Store("-koed.db")
+    job_id = enqueue(store, RunJob(model="human", data=str(SAMPLE_FILE), limit=1), "tester")
+    assert ensure_worker(store, cwd=tmp_path)
+    deadline = time.monotonic() + 90
+    while Jobs(store).get(job_id).state != "finished" and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert Jobs(store).get(job_id).state == "finished"
+    log = (tmp_path / "-koed.db.worker.log").read_text()
+    assert "error" not in log.lower()

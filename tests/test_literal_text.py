@@ -1,0 +1,81 @@
+"""Text from a URL, a file or a person reaches the page only through ``md`` (shown literally).
+
+A lint over pages/, components/ and app.py: every call that renders Markdown (``st.error``,
+``st.warning``, ``st.info``, ``st.success``, ``st.markdown``, ``st.caption``, ``st.toast``
+and their container forms) takes a literal string, ``md(...)``, or an f-string whose every
+placeholder is ``md(...)``, a number (a format spec such as ``:.2f``, ``len()``,
+``int()``...) or one of our own UPPER_CASE constants.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+RENDERS_MARKDOWN = {"error", "warning", "info", "success", "markdown", "caption", "toast"}
+NUMERIC_CALLS = {"len", "int", "float", "round", "sum", "min", "max", "abs"}
+
+
+def _safe(node: ast.expr) -> bool:
+    if isinstance(node, ast.Constant):
+        return True
+    if isinstance(node, ast.Name | ast.Attribute):  # our own CONSTANTS: written by us
+        name = node.id if isinstance(node, ast.Name) else node.attr
+        return name.isupper()
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+        return node.func.id == "md" or node.func.id in NUMERIC_CALLS
+    if isinstance(node, ast.JoinedStr):
+        return all(_safe_placeholder(v) for v in node.values)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        return _safe(node.left) and _safe(node.right)
+    if isinstance(node, ast.IfExp):
+        return _safe(node.body) and _safe(node.orelse)
+    return False
+
+
+def _safe_placeholder(value: ast.expr) -> bool:
+    if isinstance(value, ast.Constant):
+        return True
+    assert isinstance(value, ast.FormattedValue)
+    if value.format_spec is not None:  # {x:.2f}, {n:,}: a number
+        return True
+    return _safe(value.value)
+
+
+def _unsafe_calls(path: Path) -> list[str]:
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in RENDERS_MARKDOWN
+            and node.args
+            and not _safe(node.args[0])
+        ):
+            found.append(f"{path.relative_to(ROOT)}:{node.lineno}: {ast.unparse(node)[:90]}")
+    return found
+
+
+def test_rendered_text_goes_through_md() -> None:
+    files = [ROOT / "app.py", *sorted((ROOT / "pages").rglob("*.py"))]
+    files += sorted((ROOT / "components").rglob("*.py"))
+    unsafe = [line for path in files for line in _unsafe_calls(path)]
+    assert unsafe == [], "\n".join(unsafe)
+
+
+def test_the_lint_catches_an_unescaped_value(tmp_path: Path) -> None:
+    page = tmp_path / "page.py"
+    page.write_text(
+        "st.error(str(err))\n"
+        "st.info(f'hello {name}')\n"
+        "st.caption(f'{md(name)}: {count:,} rows, {len(rows)} shown')\n"
+        "st.warning('plain')\n"
+    )
+    global ROOT
+    saved, ROOT = ROOT, tmp_path
+    try:
+        lines = _unsafe_calls(page)
+    finally:
+        ROOT = saved
+    assert [line.split(":")[1] for line in lines] == ["1", "2"]
