@@ -21,6 +21,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 OFFICIAL = ROOT.parent / "shared" / "data" / "KoED.json"
+CROWD_ONLY = {"pages/rating/join.py"}
+"""Opened only through an invite link: no admin's navigation holds it."""
 
 
 def page_times(data: Path, work: Path) -> dict[str, float]:
@@ -40,6 +42,9 @@ def page_times(data: Path, work: Path) -> dict[str, float]:
     pages = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "pages").glob("*/*.py"))
     times = {}
     for page in pages:
+        if page in CROWD_ONLY:
+            print(f"# {page}: a crowd worker's page, not an admin's (bench/raters.py times it)")
+            continue
         at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
         at.session_state["authentication_status"] = True
         at.session_state["username"] = "boss"

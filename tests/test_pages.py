@@ -148,7 +148,7 @@ def test_official_file_with_its_warnings(
     monkeypatch.setenv("KOED_DATA", str(official_file))
     at = _app().run()
     assert at.subheader[0].value == "1,360 of 1,360 dialogues match"
-    assert any("repeated_label (10)" in c.value for c in at.caption)
+    assert any("repeated\\_label \\(10\\)" in c.value for c in at.caption)  # shown literally
     assert "Lee, Sim, Kim and Kim" in _texts(at) and "CC BY-NC 4.0" in _texts(at)
 
 
