@@ -16,6 +16,7 @@ from components.state import crowd_session
 from koed_core.errors import KoedError
 
 HERE = Path(__file__).resolve().parent  # page paths hold wherever the app is started from
+ICON = HERE / "data" / "icon.png"
 PUBLIC = {
     "Dialogues": [
         st.Page(
@@ -98,9 +99,28 @@ def crowd_visit() -> bool:
     return True
 
 
+GUARDED = (RUNS, JUDGE, STUDIES, DASHBOARD, RATE)
+
+
+def closed_page_note(allowed: dict[str, list[st.Page]]) -> None:
+    """A link to a page this visitor may not open lands on the default page: say why,
+    instead of showing the Explorer as if that were what the link meant."""
+    wanted = str(st.context.url or "").split("?")[0].rstrip("/").rsplit("/", 1)[-1]
+    open_here = {p.url_path for pages in allowed.values() for p in pages}
+    for guarded in GUARDED:
+        if guarded.url_path == wanted and wanted not in open_here:
+            who = "a rater's" if guarded is RATE else "an admin's"
+            st.info(
+                f"{md(guarded.title)} is {md(who)} page: log in (Account → Log in) to open it.",
+                icon=":material/lock:",
+            )
+            return
+
+
 def main() -> None:
     """Configure the page, check the login, register the allowed pages, run the chosen one."""
-    st.set_page_config(page_title="KoED Studio", page_icon=":material/favorite:", layout="wide")
+    # The tab icon ships with the app: a material icon would be fetched from a font host.
+    st.set_page_config(page_title="KoED Studio", page_icon=str(ICON), layout="wide")
     try:
         resources.settings()  # every setting is checked here, before anything uses one
     except KoedError as err:
@@ -109,7 +129,9 @@ def main() -> None:
     if crowd_visit():
         return
     state = auth.start()
-    page = st.navigation(pages_for(state), expanded=True)
+    allowed = pages_for(state)
+    page = st.navigation(allowed, expanded=True)
+    closed_page_note(allowed)
     st.sidebar.caption("KoED Studio · the Korean Empathetic Dialogues benchmark, ko/en")
     if state.account is not None:
         st.sidebar.caption(f"Logged in: {md(state.account.name)} ({md(state.account.role)})")

@@ -67,6 +67,11 @@ def queue(params: JobParams) -> int:
     return job_id
 
 
+def label_of(job_id: int) -> str:
+    """A queued job as people read it (runs named by their label, not their id)."""
+    return Jobs(resources.store()).get(job_id).label
+
+
 def keep_worker_alive() -> None:
     """Start a worker when jobs wait and none is alive (after a restart, for instance).
     Checked at most every few seconds per session; cheap when there is nothing to do."""

@@ -17,7 +17,7 @@ from koed_core.jobs.kinds import ReproduceJob, RunJob
 from koed_core.models.prompts import PROMPT_SETS
 from koed_core.models.protocol import PROTOCOLS
 from koed_core.models.registry import ModelSpec
-from koed_core.models.runs import DEFAULT_CONCURRENCY
+from koed_core.models.runs import DEFAULT_CONCURRENCY, run_labels
 from koed_core.results.reproduce import parse_plan
 
 PLANS = Path(__file__).resolve().parents[1] / "plans"
@@ -137,12 +137,22 @@ def stored_runs() -> None:
             "`koed run --model smollm2 --lang ko,en --limit 5`."
         )
         return
+    labels = run_labels(resources.store())
+    shown = runs.assign(run=runs["run_id"].map(labels)).drop(columns=["run_id", "name"])
     st.dataframe(
-        runs,
+        shown[["run", *[c for c in shown.columns if c != "run"]]],
         hide_index=True,
         column_config={
-            "run_id": "Run",
-            "name": "Model",
+            "run": st.column_config.TextColumn("Run", width="large"),
+            "kind": "Kind",
+            "protocol": "Protocol",
+            "provenance": "Provenance",
+            "lang": "Language",
+            "responses": "Responses",
+            "errors": "Errors",
+            "no_label": "No label named",
+            "dataset_sha256": None,
+            "updated": "Updated (UTC)",
             "accuracy": st.column_config.NumberColumn(
                 "Emotion recognition (hit rate)", format="%.2f", help="single runs"
             ),
@@ -155,8 +165,9 @@ def stored_runs() -> None:
             "mean_latency_s": st.column_config.NumberColumn("Mean seconds", format="%.2f"),
         },
     )
+    newest_first = list(reversed(labels))
     run_id = st.selectbox(
-        "Responses of run", runs["run_id"].unique().tolist(), key=state.RUNS_SELECTED
+        "Responses of run", newest_first, format_func=labels.get, key=state.RUNS_SELECTED
     )
     responses = resources.store().responses(run_id)
     columns = ["conv_id", "lang", "text", "predicted", "gold", "hit", "f1", "error", "latency_s"]

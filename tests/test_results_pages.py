@@ -53,7 +53,7 @@ def test_judge_page_judges_a_run(
     try:
         at.button[-1].click().run()  # queued as a job; the page starts a worker process
         assert not at.exception, [e.value for e in at.exception]
-        assert at.success[0].value.startswith("Job #1 queued: judge run")
+        assert at.success[0].value.startswith("Job #1 queued: judge ")
         wait_for_job(Store(tmp_path / "koed.db"), 1)
     finally:
         stop_workers(tmp_path / "koed.db")

@@ -253,6 +253,19 @@ class Store:
             [kind, kind],
         )
 
+    def run_facts(self) -> list[dict[str, Any]]:
+        """What tells runs apart, one row per run, oldest first: model name, protocol,
+        prompt set, languages answered, dialogues answered, temperature, created."""
+        return self.rows(
+            """select r.id as run_id, r.name, json_extract(r.config, '$.protocol') as protocol,
+                      coalesce(json_extract(r.config, '$.prompt_set'), 'native') as prompt_set,
+                      json_extract(r.config, '$.temperature') as temperature,
+                      r.langs, r.created, count(distinct s.conv_id) as dialogues,
+                      group_concat(distinct s.lang) as answered_langs
+               from runs r left join responses s on s.run_id = r.id and s.error is null
+               group by r.id order by r.created, r.id"""
+        )
+
     def responses(self, run_id: str) -> pd.DataFrame:
         """Every response of a run with its emotion score (label lists as "a, b" text)."""
         frame = self.frame(
@@ -293,6 +306,16 @@ class Store:
         marks = ",".join("?" * len(response_ids))
         rows = self.rows(f"select id, text from responses where id in ({marks})", response_ids)
         return {r["id"]: r["text"] or "" for r in rows}
+
+    def response_places(self, response_ids: Sequence[str]) -> dict[str, tuple[str, str]]:
+        """id -> (run_id, conv_id): where a response sits, for people to find it."""
+        if not response_ids:
+            return {}
+        marks = ",".join("?" * len(response_ids))
+        rows = self.rows(
+            f"select id, run_id, conv_id from responses where id in ({marks})", response_ids
+        )
+        return {r["id"]: (r["run_id"], r["conv_id"]) for r in rows}
 
     def response_lengths(self) -> pd.Series:
         """Characters per stored response (the length baseline of agreement)."""

@@ -171,7 +171,13 @@ def enqueue(store: Store, params: JobParams, created_by: str | None) -> int:
     """Check and queue a job; a worker takes it. Returns the job id."""
     check(params)
     data = {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(params).items()}
-    return Jobs(store).enqueue(params.kind, params.label(), data, created_by)
+    label = params.label()
+    if isinstance(params, JudgeJob):  # the run as people see it in every picker
+        from koed_core.models.runs import run_labels
+
+        shown = run_labels(store).get(params.run_id)
+        label = label.replace(f"run {params.run_id}", shown) if shown else label
+    return Jobs(store).enqueue(params.kind, label, data, created_by)
 
 
 @dataclass

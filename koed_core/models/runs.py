@@ -8,6 +8,7 @@ flight, and running it again skips every response already stored without error.
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
 from functools import cached_property
@@ -267,3 +268,47 @@ def timed_stream(
         sink("".join(pieces))
     text = "".join(pieces)
     return Completion(text, time.perf_counter() - start), parse_reply(text, item.protocol)
+
+
+def run_labels(store: Store) -> dict[str, str]:
+    """One label per run that tells it apart from every other, for people: the same text
+    in every picker, table, legend and export (run ids stay in exports beside it).
+
+    "fake-bad · single · paper prompts · ko+en · 34 dialogues · 2026-12-01 09:14"; two runs
+    that agree on all of that get their temperature, then "(2)", "(3)" in age order.
+    """
+    facts = store.run_facts()
+    labels: dict[str, str] = {}
+    for row in facts:
+        langs = row["answered_langs"] or row["langs"] or ""
+        langs_shown = "+".join(sorted({x for x in str(langs).replace(",", " ").split() if x}))
+        created = str(row["created"] or "")[:16].replace("T", " ") + " UTC"
+        count = int(row["dialogues"] or 0)
+        labels[row["run_id"]] = " · ".join(
+            part
+            for part in (
+                str(row["name"]),
+                str(row["protocol"] or ""),
+                f"{row['prompt_set']} prompts",
+                langs_shown,
+                f"{count} dialogue{'s' if count != 1 else ''}",
+                created,
+            )
+            if part
+        )
+    temperatures = {r["run_id"]: r["temperature"] for r in facts}
+    for run_id, label in _repeated(labels).items():
+        temp = temperatures.get(run_id)
+        labels[run_id] = f"{label} · T={temp}" if temp is not None else label
+    seen: Counter[str] = Counter()
+    for row in facts:  # still alike: numbered in the order they were made
+        label = labels[row["run_id"]]
+        seen[label] += 1
+        if seen[label] > 1:
+            labels[row["run_id"]] = f"{label} ({seen[label]})"
+    return labels
+
+
+def _repeated(labels: dict[str, str]) -> dict[str, str]:
+    counts = Counter(labels.values())
+    return {run_id: label for run_id, label in labels.items() if counts[label] > 1}

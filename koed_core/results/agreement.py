@@ -9,6 +9,7 @@ import pandas as pd
 
 from koed_core.db import JudgeConfig, Judgments, Ratings, Store
 from koed_core.judge.rubric import SCALE
+from koed_core.models.runs import run_labels
 from koed_core.results.reliability import agreement_table, round_half_up
 
 
@@ -90,13 +91,17 @@ def disagreements(
         return pairs
     worst = pairs.reindex(pairs["gap"].abs().sort_values(ascending=False).index).head(limit)
     texts = store.response_texts(list(worst["item"]))
+    places = store.response_places(list(worst["item"]))
+    labels = run_labels(store)
     judgments, ratings = Judgments(store), Ratings(store)
     rows = []
     for item in worst.itertuples():
         comments = ratings.comments(inputs.study_id, item.item, item.dimension)
+        run_id, conv_id = places.get(item.item, ("", ""))
         rows.append(
             {
-                "item": item.item,
+                "run": labels.get(run_id, ""),
+                "dialogue": conv_id,
                 "dimension": item.dimension,
                 "lang": item.lang,
                 "judge": item.judge,

@@ -61,6 +61,7 @@ def gap_figure(
         .sort_values(["rank", "model"])
     )
     used: dict[str, int] = {}
+    names_used: set[str] = set()
     for model in models.itertuples():
         rows = table[table["run_id"] == model.run_id].copy()
         rows["order"] = rows["metric"].map({m: i for i, m in enumerate(METRIC_ORDER)})
@@ -73,6 +74,9 @@ def gap_figure(
             prompt_set = rows["prompt_set"].iloc[0]
             label_protocol = f"{model.protocol}, {prompt_set} prompts"
         name = run_label(model.model, model.provenance, label_protocol, model.reference)
+        if name in names_used and "run_label" in rows:
+            name = str(rows["run_label"].iloc[0])  # alike on every shown setting: the full label
+        names_used.add(name)
         if model.reference:
             colour = "#111827"
         else:

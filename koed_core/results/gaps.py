@@ -15,6 +15,7 @@ import pandas as pd
 
 from koed_core.db import JudgeConfig, Judgments, Ratings, Store
 from koed_core.dialogues.dialogue import Dialogue
+from koed_core.models.runs import run_labels
 
 BOOTSTRAP = 2000
 SOURCE_COLUMNS = [
@@ -26,6 +27,7 @@ SOURCE_COLUMNS = [
 ]
 KEYS = [
     "run_id",
+    "run_label",
     "model",
     "provenance",
     "protocol",
@@ -83,6 +85,7 @@ def score_frame(
     meta = runs[
         ["run_id", "model", "provenance", "protocol", "prompt_set", "reference", "dataset_sha256"]
     ]
+    meta = meta.assign(run_label=meta["run_id"].map(run_labels(store)))
     merged = frame.merge(meta, on="run_id", how="inner")
     return merged[COLUMNS] if not merged.empty else _empty()
 

@@ -7,20 +7,20 @@ from components.literal import md
 from components.models import model_label, registry_or_stop
 from koed_core.errors import KoedError
 from koed_core.jobs.kinds import JudgeJob
-from koed_core.judge.rubric import codes
+from koed_core.judge.rubric import dimensions
 from koed_core.judge.verdicts import MODES
+from koed_core.models.runs import run_labels
 
 st.title("LLM judge")
 auth.require_admin_once_accounts_exist()
 registry = registry_or_stop()
-runs = resources.store().runs()
-if runs.empty:
+names = run_labels(resources.store())
+if not names:
     st.info("No runs to judge yet. Start one on the Runs page or with `koed run`.")
     st.stop()
-names = dict(zip(runs["run_id"], runs["name"], strict=False))
 
 with st.form("judge.start"):
-    run_id = st.selectbox("Run", list(names), format_func=names.get)
+    run_id = st.selectbox("Run", list(reversed(names)), format_func=names.get)  # newest first
     judges = list(registry)
     judge_name = st.selectbox(
         "Judge model",
@@ -35,7 +35,8 @@ with st.form("judge.start"):
         help="paper: one call per dimension, feedback then 'Score: n', temperature "
         "0.7 (the KoED paper). strict: temperature 0, JSON with the rationale first.",
     )
-    dims = st.multiselect("Dimensions", codes(), default=list(codes()))
+    named = {d.code: f"{d.code} · {d.en}" for d in dimensions()}
+    dims = st.multiselect("Dimensions", list(named), default=list(named), format_func=named.get)
     samples = st.number_input("Samples averaged (strict mode)", 1, 10, 1)
     concurrency = st.number_input("Concurrent requests", 1, 64, 8)
     batch = st.checkbox(
@@ -67,6 +68,6 @@ elif started:
     except KoedError as err:
         st.error(md(str(err)))
     else:
-        st.success(f"Job #{md(job_id)} queued: {md(params.label())}.")
+        st.success(f"Job #{md(job_id)} queued: {md(jobs_panel.label_of(job_id))}.")
 
 jobs_panel.render_jobs_table("judge")

@@ -7,6 +7,7 @@ from components.crowd_admin import render_invite_form
 from components.literal import md
 from components.source_banner import load_or_stop
 from koed_core.errors import KoedError
+from koed_core.models.runs import run_labels
 from koed_core.rating import accounts
 from koed_core.rating.studies import StudyConfig
 
@@ -14,14 +15,15 @@ st.title("Studies")
 auth.require("admin")
 source, dataset = load_or_stop()
 ratings = resources.ratings()
-runs = resources.store().runs()
+run_names = run_labels(resources.store())
 
 with st.form("studies.create"):
     st.subheader("New study", anchor=False)
     name = st.text_input("Name", placeholder="e.g. pilot ko/en, Nov 2026")
-    choices = {} if runs.empty else dict(zip(runs["run_id"], runs["name"], strict=False))
     picked = st.multiselect(
-        "Responses from runs (live chat saves are runs too)", list(choices), format_func=choices.get
+        "Responses from runs (live chat saves are runs too)",
+        list(reversed(run_names)),  # newest first
+        format_func=run_names.get,
     )
     left, right = st.columns(2)
     langs = left.multiselect("Languages", ["ko", "en"], default=["ko", "en"])
@@ -50,11 +52,10 @@ with st.form("studies.create"):
 
 studies = ratings.studies()
 if studies:
-    model_of = {} if runs.empty else dict(zip(runs["run_id"], runs["name"], strict=False))
     shown = [
         {
             **s,
-            "run_ids": ", ".join(model_of.get(r, r[:8]) for r in s["run_ids"]),
+            "run_ids": "; ".join(run_names.get(r, "a deleted run") for r in s["run_ids"]),
             "closed": s["closed"] or "open",
         }
         for s in studies
@@ -62,7 +63,7 @@ if studies:
     st.dataframe(
         shown,
         hide_index=True,
-        column_config={"run_ids": "Models rated", "closed": "Closed", "langs": "Languages"},
+        column_config={"run_ids": "Runs rated", "closed": "Closed", "langs": "Languages"},
     )
     still_open = {s["id"]: s["name"] for s in studies if not s["closed"]}
     if still_open:

@@ -1,0 +1,102 @@
+"""Runs are told apart by one label, the same in every picker, table, job and export.
+
+Two runs per model (single on six dialogues, direct on three): each picker offers four
+different labels, and picking each one acts on that run and no other.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from koed_core.db import Store
+from koed_core.db.jobs import Jobs
+from koed_core.dialogues.dataset import load_dataset
+from koed_core.models.backends import make_client
+from koed_core.models.client import GenerationSettings
+from koed_core.models.registry import ModelSpec
+from koed_core.models.runs import run_benchmark, run_labels
+from koed_core.paths import SAMPLE_FILE
+from koed_core.rating.accounts import add_user
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def four_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Store, list[str]]:
+    """fake-good and fake-bad (the human reference under two names), each run twice."""
+    db = tmp_path / "koed.db"
+    monkeypatch.setenv("KOED_DB", str(db))
+    store = Store(db)
+    dataset = load_dataset(SAMPLE_FILE)
+    run_ids = []
+    for name in ("fake-good", "fake-bad"):
+        spec = ModelSpec(name=name, backend="human")
+        for protocol, count in (("single", 6), ("direct", 3)):
+            report = run_benchmark(
+                store,
+                make_client(spec),
+                spec,
+                dataset.dialogues[:count],
+                dataset.sha256,
+                langs=["ko", "en"],
+                protocol=protocol,  # type: ignore[arg-type]
+                settings=GenerationSettings(),
+            )
+            run_ids.append(report.run_id)
+    return store, run_ids
+
+
+def test_every_run_has_its_own_label(four_runs: tuple[Store, list[str]]) -> None:
+    store, run_ids = four_runs
+    labels = run_labels(store)
+    assert sorted(labels) == sorted(run_ids) and len(set(labels.values())) == 4
+    good_single = labels[run_ids[0]]
+    assert good_single.startswith("fake-good · single · paper prompts · en+ko · 6 dialogues · ")
+    assert "fake-bad · direct · native prompts · en+ko · 3 dialogues" in labels[run_ids[3]]
+
+
+def _judge_page() -> AppTest:
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    at.run()
+    return at.switch_page("pages/models/judge.py").run()
+
+
+def test_the_judge_page_judges_the_run_that_was_picked(
+    four_runs: tuple[Store, list[str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store, run_ids = four_runs
+    labels = run_labels(store)
+    monkeypatch.setattr("components.jobs_panel.ensure_worker", lambda store: False)
+    at = _judge_page()
+    options = at.selectbox[0].options
+    assert sorted(options) == sorted(labels.values())  # four labels, no two alike
+    for position, run_id in enumerate(reversed(run_ids)):  # newest first
+        at = _judge_page()
+        at.selectbox[0].set_value(run_id)
+        at.selectbox[1].set_value("human")
+        start = next(b for b in at.button if b.label == "Start as a background job")
+        start.click().run()
+        assert not at.exception, [e.value for e in at.exception]
+        assert not at.error, [e.value for e in at.error]
+        job = Jobs(store).get(position + 1)
+        assert job.params["run_id"] == run_id
+        assert labels[run_id] in job.label, (position, job.label)
+        assert labels[run_id] in at.success[0].value.replace("\\", "")
+
+
+def test_the_studies_page_offers_each_run(
+    four_runs: tuple[Store, list[str]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store, _ = four_runs
+    add_user(tmp_path / "users.yaml", "boss", "admin", "Boss", "boss-password")
+    monkeypatch.setenv("KOED_USERS", str(tmp_path / "users.yaml"))
+    monkeypatch.setenv("KOED_COOKIE_KEY", "c" * 40)
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    at.session_state["authentication_status"] = True
+    at.session_state["username"] = "boss"
+    at.run()
+    at.switch_page("pages/rating/studies.py").run()
+    assert sorted(at.multiselect[0].options) == sorted(run_labels(store).values())
