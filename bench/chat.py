@@ -6,6 +6,9 @@
 the fake server takes 1 s per request; about 1 s means they ran at once, 2 s one after
 the other. ``backoff_s``: one request that meets two 503s without Retry-After before it
 succeeds (the SDK's exponential back-off with jitter: about 0.5 s then 1 s).
+``embedded_load_s`` and ``embedded_answer_s``: the offline default (SmolLM2-135M) loading,
+then answering one Korean ``single`` turn as the Chat page asks it (emotion and reply, the
+model's 256 tokens at most) on this machine's CPU; the figure the Chat page quotes.
 """
 
 from __future__ import annotations
@@ -54,12 +57,33 @@ def backoff_s(server: FakeOpenAI) -> float:
     return time.perf_counter() - start
 
 
+def embedded_s() -> tuple[float, float]:
+    """Seconds to load the embedded model, and to answer one Korean turn once loaded."""
+    from koed_core.dialogues.dataset import load_dataset
+    from koed_core.models.protocol import build_messages, build_task
+    from koed_core.paths import SAMPLE_FILE
+
+    dialogue = load_dataset(SAMPLE_FILE).dialogues[0]
+    client = make_client(ModelSpec(name="smollm2", backend="embedded"))
+    task = build_task(dialogue, "ko")
+    messages = build_messages(task, "single")  # the Chat page's prompt
+    start = time.perf_counter()
+    client.complete(messages, GenerationSettings(temperature=0.7, max_tokens=8), task)
+    loaded = time.perf_counter() - start
+    start = time.perf_counter()
+    client.complete(messages, GenerationSettings(temperature=0.7, max_tokens=256), task)
+    return loaded, time.perf_counter() - start
+
+
 def main() -> None:
     server = FakeOpenAI().start()
     try:
         with tempfile.TemporaryDirectory() as work:
             print(f"panes_s: {panes_s(server, Path(work)):.2f}")
         print(f"backoff_s: {backoff_s(server):.2f}")
+        loaded, answer = embedded_s()
+        print(f"embedded_load_s: {loaded:.1f}")
+        print(f"embedded_answer_s: {answer:.1f}")
     finally:
         server.stop()
 

@@ -120,3 +120,19 @@ def render_model_note(spec: ModelSpec) -> None:
     """The registry's note, so the small offline model says it is small."""
     if spec.notes:
         st.caption(md(spec.notes))
+
+
+EMBEDDED_NOTE = (
+    "**The offline model (SmolLM2-135M) is here to try the app, not to get results.** It "
+    "runs on this machine's processor: the first answer also loads it (about 30 s on two "
+    "cores), then each pane takes about 30 s (`python bench/chat.py`: `embedded_answer_s`). "
+    "At 135M parameters it often repeats its instructions, names no emotion and writes weak "
+    "Korean; for real answers pick a served model (an admin can add OpenAI, vLLM or Ollama "
+    "in models.toml)."
+)
+
+
+def render_embedded_note(specs: list[ModelSpec]) -> None:
+    """Said before the first click: how long the offline model takes, and what it is for."""
+    if any(spec.backend == "embedded" for spec in specs):
+        st.info(EMBEDDED_NOTE, icon=":material/hourglass_top:")

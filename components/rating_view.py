@@ -143,11 +143,28 @@ def calibration(langs: tuple[str, ...]) -> bool:
     return False
 
 
+SCROLL_UP = (
+    "<script>/* {marker} */"
+    "for (const el of [document.querySelector('[data-testid=\"stMain\"]'), "
+    "document.scrollingElement]) {{ if (el) el.scrollTo({{top: 0}}); }}</script>"
+)
+
+
+def scroll_to_top(marker: str) -> None:
+    """Bring a new item into view from its top: after Submit the browser would stay at the
+    form, below the new dialogue and response, and a rater could score without reading.
+    The script is ours and constant; ``marker`` (an assignment id) only makes each item's
+    copy new, so it runs once per item and not on a rerun of the same one."""
+    safe = "".join(ch for ch in marker if ch.isalnum() or ch in "-_")
+    st.html(SCROLL_UP.format(marker=safe), unsafe_allow_javascript=True, width="content")
+
+
 def rate_item(ratings: RatingStore, item: RatingItem, username: str, prefix: str) -> bool:
     """The rubric, the item and its form; True once the rating is saved (the Rate page and
     a crowd worker's page both rate this way). The time on the item is stored with it."""
     started = state.rate_started()
     started.setdefault(item.assignment_id, time.time())
+    scroll_to_top(item.assignment_id)
     render_rubric(item.lang)
     render_item(item.context, item.response, item.lang)
     draft = rubric_form(f"{prefix}.{item.assignment_id}", item.lang)

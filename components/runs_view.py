@@ -138,7 +138,10 @@ def stored_runs() -> None:
         )
         return
     labels = run_labels(resources.store())
-    shown = runs.assign(run=runs["run_id"].map(labels)).drop(columns=["run_id", "name"])
+    shown = runs.assign(
+        run=runs["run_id"].map(labels),
+        kind=runs["kind"].map({"batch": "benchmark run", "live": "saved from Chat"}),
+    ).drop(columns=["run_id", "name"])
     st.dataframe(
         shown[["run", *[c for c in shown.columns if c != "run"]]],
         hide_index=True,

@@ -266,3 +266,25 @@ def test_one_pair_has_no_confidence_interval() -> None:
     )
     row = gaps.gap_table(frame).iloc[0]
     assert row["pairs"] == 1 and pd.isna(row["ci_low"]) and "no CI: 1 pair" in row["ci_note"]
+
+
+def test_a_zero_gap_is_drawn_and_the_talk_style_fits_a_slide() -> None:
+    from koed_core.db import JudgeConfig
+    from koed_core.results.figures import gap_figure
+
+    rows = [
+        {"run_id": "r1", "run_label": "m · single", "model": "m", "provenance": "western",
+         "protocol": "single", "prompt_set": "paper", "reference": False, "metric": metric,
+         "gap": gap, "en": 3.0, "ko": 3.0 + gap, "pairs": 10, "ci_low": gap - 0.1,
+         "ci_high": gap + 0.1}
+        for metric, gap in (("EX", 0.0), ("IP", -0.4))
+    ]  # fmt: skip
+    judge = JudgeConfig("gpt-4o", "paper", "54a51469" * 8, "47c2cc18" * 8)
+    page = gap_figure(pd.DataFrame(rows), "gap", talk=False, subtitle=f"judge {judge.label}")
+    slide = gap_figure(pd.DataFrame(rows), "gap", talk=True, subtitle=f"judge {judge.spoken}")
+    bar = page.data[0]
+    assert list(bar.y) == [0.0, -0.4] and bar.marker.line.width >= 2  # 0 shows as a line
+    assert slide.layout.font.size > page.layout.font.size
+    assert slide.layout.legend.orientation == "h"  # under the bars, not beside them
+    assert "54a51469" not in slide.layout.title.subtitle.text
+    assert "gpt-4o, paper mode" in slide.layout.title.subtitle.text

@@ -126,6 +126,11 @@ class JudgeConfig:
             f"rubric {self.rubric_version[:8]}"
         )
 
+    @property
+    def spoken(self) -> str:
+        """For a room: names, no hashes ("gpt-4o, paper mode"); the export keeps them."""
+        return f"{self.model}, {self.mode} mode"
+
     def as_columns(self) -> dict[str, str]:
         """The configuration as the columns of an exported table."""
         return {

@@ -153,7 +153,23 @@ def dialogue_departures(dialogues: Sequence[Dialogue], sims: pd.DataFrame) -> pd
     frame["situation_similarity"] = frame["conv_id"].map(situation)
     frame["mean_similarity"] = frame["conv_id"].map(turns.mean()).round(4)
     frame["min_similarity"] = frame["conv_id"].map(turns.min())
+    frame["percentile"] = percentile(frame["mean_similarity"])
     return frame.sort_values(["mean_similarity", "conv_id"], ignore_index=True, na_position="last")
+
+
+def percentile(values: pd.Series) -> pd.Series:
+    """Where each score sits among this file's (0 lowest, 100 highest): cosine similarity of
+    this encoder has no fixed meaning (short faithful pairs score low too), so a score is
+    read against its own file's distribution, never as a verdict."""
+    return (values.rank(pct=True, method="average") * 100).round(0)
+
+
+def distribution(sims: pd.DataFrame) -> dict[str, float]:
+    """Quartiles of the turn similarities of one file, for reading a single score."""
+    turns = sims.loc[sims["position"] != SITUATION_POSITION, "similarity"].dropna()
+    if turns.empty:
+        return {}
+    return {q: float(turns.quantile(v)) for q, v in (("p25", 0.25), ("median", 0.5), ("p75", 0.75))}
 
 
 def turn_table(dialogue: Dialogue, sims: pd.DataFrame) -> pd.DataFrame:
@@ -181,4 +197,17 @@ def turn_departures(dialogues: Sequence[Dialogue], sims: pd.DataFrame) -> pd.Dat
         if (d.conv_id, t.position) in score
     ]
     frame = pd.DataFrame(rows, columns=["conv_id", "position", "role", "similarity", "ko", "en"])
+    frame.insert(4, "percentile", percentile(frame["similarity"]))
     return frame.sort_values(["similarity", "conv_id", "position"], ignore_index=True)
+
+
+LOAD_S = 8.0
+PER_DIALOGUE_S = 0.011
+"""The first computation as ``bench/pages.py`` measured it on the 2-core machine: loading
+the encoder, then the texts (official file: about 23 s in all; the sample: about 8 s)."""
+
+
+def time_estimate(dialogues: int) -> str:
+    """How long the first computation takes here, in words."""
+    seconds = LOAD_S + PER_DIALOGUE_S * dialogues
+    return f"about {seconds:.0f} s on two cores, as `bench/pages.py` measured it"

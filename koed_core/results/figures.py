@@ -88,6 +88,8 @@ def gap_figure(
             y=rows["gap"],
             name=name,
             marker_color=colour,
+            # an outline in the bar's colour: a gap of exactly 0 still shows, as a line
+            marker_line={"color": colour, "width": 3},
             error_y={
                 "type": "data",
                 "symmetric": False,
@@ -118,10 +120,15 @@ def gap_figure(
             "gridcolor": "#e5e7eb",
         },
         xaxis={"automargin": True},
-        # beside the bars: in view whenever the bars are, on a short screen too
-        legend={"x": 1.01, "y": 1, "xanchor": "left", "yanchor": "top"},
+        # On a page: beside the bars, in view whenever they are. In a talk and in exported
+        # images: one row under the bars, so the bars keep the width of the slide.
+        legend=(
+            {"orientation": "h", "x": 0, "y": -0.12, "xanchor": "left", "yanchor": "top"}
+            if talk
+            else {"x": 1.01, "y": 1, "xanchor": "left", "yanchor": "top"}
+        ),
         showlegend=True,
-        height=440 if talk else 480,
+        height=560 if talk else 480,
         margin={"l": 60, "r": 20, "t": 110 if subtitle else 80, "b": 40},
     )
     return fig

@@ -10,9 +10,11 @@ from koed_core.dialogues.filters import DialogueFilter, to_params
 st.title("Adaptation: what the reconstruction changed")
 st.caption(
     "Each Korean turn is compared with its English original by a multilingual sentence "
-    "encoder (Universal Sentence Encoder, multilingual v3, offline). Cosine similarity near "
-    "1: the Korean says what the English says. Low: the turn was rewritten for Korean "
-    "culture. Korean-only turns have no English pair and no score."
+    "encoder (Universal Sentence Encoder, multilingual v3, offline): the cosine similarity "
+    "of the two. Read it against this file, not as a verdict: this encoder scores short "
+    "faithful translations low too, so a low score points at turns worth reading, it does "
+    "not prove a rewrite. The percentile says where a score sits among this file's "
+    "(0 lowest). Korean-only turns have no English pair and no score."
 )
 source, dataset = load_or_stop()
 render_source_banner(source, dataset)
@@ -20,8 +22,8 @@ sims = resources.cached_similarities(dataset)
 if sims is None:
     st.info(
         f"Similarities for this dataset are not computed yet ({len(dataset):,} dialogues; "
-        "about 11 s for the full KoED on two cores, measured by `bench/pages.py`, with a "
-        "progress bar). They are then kept on disk."
+        f"{adaptation.time_estimate(len(dataset))}, with a progress bar). "
+        "They are then kept on disk."
     )
     if not st.button("Compute similarities", type="primary", key=state.ADAPT_COMPUTE):
         st.stop()
@@ -29,6 +31,12 @@ if sims is None:
     st.rerun()
 
 departures = adaptation.dialogue_departures(dataset.dialogues, sims)
+spread = adaptation.distribution(sims)
+if spread:
+    st.caption(
+        f"In this file, turn similarities run from {spread['p25']:.2f} (25th percentile) "
+        f"through {spread['median']:.2f} (median) to {spread['p75']:.2f} (75th percentile)."
+    )
 st.plotly_chart(charts.similarity_histogram(departures), width="stretch")
 order = st.radio(
     "Sort",

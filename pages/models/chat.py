@@ -5,7 +5,7 @@ import streamlit as st
 from components import state
 from components.chat_view import Pane, render_context, stream_together
 from components.literal import md
-from components.models import model_picker, session_api_key_input
+from components.models import model_picker, render_embedded_note, session_api_key_input
 from components.source_banner import load_or_stop, render_source_banner
 from koed_core.errors import KoedError
 from koed_core.models.chat import detect_lang, live_task
@@ -49,6 +49,7 @@ try:
 except KoedError as err:
     st.error(md(str(err)))
     st.stop()
+render_embedded_note(specs)
 protocol = right.radio(
     "Protocol",
     PROTOCOLS,

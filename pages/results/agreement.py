@@ -19,7 +19,8 @@ if study is None:
         "No published human ratings yet. Results of a study appear here once an admin "
         "closes it; until then raters stay blind to the judge and to each other."
         if not admin
-        else "No human ratings yet. Build a study (Studies page), have raters rate, then "
+        else "No human ratings yet. Build a study on the Studies page (it appears once an "
+        "admin account exists: `koed users add NAME --role admin`), have raters rate, then "
         "come back: the table needs two or more raters on the same items."
     )
     st.stop()

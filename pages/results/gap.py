@@ -26,8 +26,9 @@ if frame.empty:
         "No scores yet, so no gap to show. Run a model in both languages, then judge it:\n\n"
         "`koed run --model smollm2 --lang ko,en --limit 20`  \n"
         "`koed judge --run RUN_ID --judge NAME`\n\n"
-        "Emotion-recognition gaps appear as soon as a `single` or `multi` run is stored; "
-        "rater gaps once a study is rated."
+        "Emotion-recognition gaps appear once a `single` or `multi` run has named emotions "
+        "in both languages (the `human` reference names none); rater gaps once a study is "
+        "rated."
     )
     st.stop()
 
@@ -66,8 +67,8 @@ if by:
     group = right.selectbox(split.capitalize(), sorted(table[by].unique()), key=state.GAP_GROUP)
     table = table[table[by] == group]
     suffix = f" · {group}"
-names = {
-    "judge": f"judge {judge.label}" if judge else "judge",
+names = {  # on the chart, names a room can read; the configuration's hashes are in the export
+    "judge": f"judge {judge.spoken}" if judge else "judge",
     "raters": score_sources.study_label(store, study) if study is not None else "raters",
     "emotion": "emotion recognition (hit rate for single runs, F1 for multi)",
 }
@@ -83,8 +84,9 @@ figures = [
 for column, fig in zip(st.columns(len(figures)), figures, strict=True):
     # theme=None keeps the projector styling instead of the app theme
     column.plotly_chart(fig, width="stretch", theme=None)
-fig = figures[0]
+title = f"Korean minus English, paired by dialogue, 95% CI{suffix}"
+slide = gap_figure(table[table["source"] == shown[0]], title, talk=True, subtitle=names[shown[0]])
 if not talk and judge is not None:
     gap_view.paper_table(store, dataset.sha256, judge)
 if not talk:
-    gap_view.downloads(table, fig, admin)
+    gap_view.downloads(table, slide, admin)  # PNG and SVG in the talk style, for slides

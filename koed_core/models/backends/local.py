@@ -29,6 +29,10 @@ _GENERATE_LOCK = threading.Lock()
 _IMPORT_LOCK = threading.RLock()
 
 
+REPLACEMENT = "\ufffd"
+"""What a decoder shows for bytes that are not (yet) a whole UTF-8 character."""
+
+
 def _from_transformers(*names: str) -> list[Any]:
     """Names from transformers, resolved one thread at a time."""
     with _IMPORT_LOCK:
@@ -127,6 +131,9 @@ class TransformersClient:
         worker.start()
         produced = False
         for piece in streamer:
+            # A multi-byte character split across tokens decodes as U+FFFD until its last
+            # byte comes; the token limit can cut one for good. Never show the half.
+            piece = piece.replace(REPLACEMENT, "")
             if piece:
                 produced = True
                 yield piece
@@ -142,7 +149,7 @@ class TransformersClient:
         """Generate the whole answer; token counts from the tokenizer."""
         start = time.perf_counter()
         # A token limit can cut a multi-byte character in half: drop its remains.
-        joined = "".join(self.stream(messages, settings, task)).rstrip("\ufffd")
+        joined = "".join(self.stream(messages, settings, task))
         text = require_text(joined, self.name)
         tokenizer, _ = load_model(self._source, self._gguf)
         prompt = self._inputs(tokenizer, messages)["input_ids"].shape[-1]
