@@ -279,6 +279,8 @@ def test_doors_hold_in_a_real_browser(server: str, tmp_path: Path) -> None:
         first = browser.new_context().new_page()
         first.goto(server + "/")  # the first session after a start opens the app at its root
         expect(first.get_by_role("heading", name="Dialogue explorer")).to_be_visible()
+        first.goto(server + "/runs")  # an admin's page, by a visitor: said, not silently away
+        expect(first.get_by_text("Runs is an admin's page: log in")).to_be_visible()
 
         # Ten sessions post wrong passwords for the admin at the same moment: every one counts.
         pages = [browser.new_context().new_page() for _ in range(10)]
@@ -607,7 +609,7 @@ def test_a_crowd_worker_comes_from_prolific_and_goes_back_with_the_code(tmp_path
     try:
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-            page = browser.new_page(viewport={"width": 1280, "height": 1000})
+            page = browser.new_page(viewport={"width": 1366, "height": 768})  # a laptop
             page.goto(url + link)
             expect(page.get_by_role("heading", name="KoED rating study")).to_be_visible()
             expect(page.get_by_text("연구 참여에 동의합니다.")).to_be_visible()
@@ -626,6 +628,8 @@ def test_a_crowd_worker_comes_from_prolific_and_goes_back_with_the_code(tmp_path
                 page.get_by_role("button", name="Next").click()
             for n in (0, 1):
                 expect(page.get_by_text(f"Batch 1 of 1: {n} of 2 rated")).to_be_visible()
+                if n == 1:  # after Submit the new item is shown from its top, not its form
+                    expect(page.get_by_text(f"Batch 1 of 1: {n} of 2 rated")).to_be_in_viewport()
                 if n == 0:
                     page.screenshot(path=str(ARTIFACTS / "crowd_item.png"))
                 _score_all(page, "4")
