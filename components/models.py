@@ -13,11 +13,12 @@ import streamlit as st
 
 from components import auth, resources, state
 from components.literal import md
-from koed_core.config import api_key
+from koed_core.config import api_key, merged_env
 from koed_core.errors import KoedError
 from koed_core.models.backends import make_client
 from koed_core.models.client import ChatClient, ModelError
-from koed_core.models.registry import DEFAULT_MODEL, ModelSpec
+from koed_core.models.registry import ADHOC_PREFIX, DEFAULT_MODEL, ModelSpec, resolve_model
+from koed_core.redact import redact_url
 
 SESSION_KEY_NAME = "OPENAI_API_KEY"
 
@@ -34,9 +35,10 @@ def session_api_key_input() -> None:
 
 
 def registry_or_stop() -> dict[str, ModelSpec]:
-    """The model registry, or its error on screen and a stopped page."""
+    """The model registry (with an admin's ``openai:`` additions), or its error on screen
+    and a stopped page."""
     try:
-        return resources.registry()
+        return with_adhoc(resources.registry())
     except KoedError as err:
         st.error(md(str(err)))
         st.stop()
@@ -89,16 +91,50 @@ def count_call(spec: ModelSpec) -> None:
 
 
 def allowed_models(registry: dict[str, ModelSpec]) -> dict[str, ModelSpec]:
-    """The models this session may pick: all for an admin, the offline ones otherwise."""
+    """The models this session may pick: all for an admin (with the ``openai:MODEL_ID``
+    models they added this session), the offline ones otherwise."""
     if auth.is_admin():
-        return registry
+        return with_adhoc(registry)
     return {name: spec for name, spec in registry.items() if spec.offline}
+
+
+def with_adhoc(registry: dict[str, ModelSpec]) -> dict[str, ModelSpec]:
+    """The registry plus an admin's ``openai:MODEL_ID`` models (on ``OPENAI_BASE_URL``)."""
+    if not auth.is_admin():
+        return registry
+    env = merged_env(os.environ, resources.secrets())
+    added = st.session_state.get(state.ADHOC_MODELS, [])
+    return {**registry, **{name: resolve_model(name, registry, env) for name in added}}
+
+
+def adhoc_model_input() -> None:
+    """Admins: any model an OpenAI-compatible server serves, typed as ``openai:MODEL_ID``,
+    joins this session's pickers (the same as ``koed run --model openai:MODEL_ID``)."""
+    if not auth.is_admin():
+        return
+    env = merged_env(os.environ, resources.secrets())
+    server = redact_url(env.get("OPENAI_BASE_URL")) or "api.openai.com (OPENAI_BASE_URL unset)"
+    typed = st.text_input(
+        "Add a model by id: openai:MODEL_ID",
+        key=state.ADHOC_INPUT,
+        placeholder="openai:llama3.1:8b",
+        help=f"Served by {server}; its key is OPENAI_API_KEY. Admins only.",
+    ).strip()
+    if not typed:
+        return
+    if not typed.startswith(ADHOC_PREFIX) or len(typed) > 200 or typed == ADHOC_PREFIX:
+        st.warning("Type the model as openai:MODEL_ID, e.g. openai:gpt-4o-mini.")
+        return
+    added = st.session_state.setdefault(state.ADHOC_MODELS, [])
+    if typed not in added:
+        added.append(typed)
+        st.caption(f"{md(typed)} added to the model lists of this session.")
 
 
 def model_label(name: str) -> str:
     """How a registry name shows in pickers (module-level, so widget state can pickle it)."""
     spec = resources.registry().get(name)
-    return spec.label if spec else name
+    return spec.label if spec else f"{name} (on OPENAI_BASE_URL)"
 
 
 def model_picker(label: str, key: str, max_selections: int = 2) -> list[ModelSpec]:

@@ -77,6 +77,8 @@ RATE_STARTED = "rate.started"  # {assignment_id: time first shown}
 RATE_CALIBRATION = "rate.calibration"  # {"index": int, "feedback": dict | None}
 CROWD = "crowd.worker"  # {"username": str, "invite": str}: a worker who came by invite link
 CROWD_AGREE = "crowd.agree"
+ADHOC_MODELS = "models.adhoc"  # [openai:MODEL_ID, ...] an admin added this session
+ADHOC_INPUT = "models.adhoc_input"
 # streamlit-authenticator's own keys (the library writes them).
 AUTH_STATUS = "authentication_status"
 AUTH_USERNAME = "username"

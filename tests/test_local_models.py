@@ -137,15 +137,15 @@ def test_a_cut_multibyte_character_is_never_shown(tiny_gpt2: Path) -> None:
     """A random byte-level model emits lone UTF-8 bytes (half a Hangul syllable) all the
     time: the raw decode shows U+FFFD, what reaches the page never does."""
     client = make_client(ModelSpec(name="tiny", backend="transformers", model=str(tiny_gpt2)))
-    sampled = GenerationSettings(temperature=1.0, max_tokens=40)
+    sampled = GenerationSettings(temperature=1.0, max_tokens=30)
     tokenizer, model = load_model(str(tiny_gpt2), None)
     raw_had_halves = False
-    for seed in range(3):
+    for seed in range(2):
         torch.manual_seed(seed)
         ids = tokenizer.apply_chat_template(
             _messages(), add_generation_prompt=True, return_tensors="pt", return_dict=True
         )
-        out = model.generate(**ids, do_sample=True, temperature=1.0, max_new_tokens=40)
+        out = model.generate(**ids, do_sample=True, temperature=1.0, max_new_tokens=30)
         raw_had_halves |= "\ufffd" in tokenizer.decode(out[0][ids["input_ids"].shape[-1] :])
         torch.manual_seed(seed)
         shown = "".join(client.stream(_messages(), sampled, None))

@@ -103,3 +103,33 @@ def test_panes_answer_at_the_same_time(fake_registry: Path, fake_openai: FakeOpe
     assert len(fake_openai.requests) == 2
     # both panes' requests were at the server together (bench/chat.py times it)
     assert fake_openai.max_in_flight == 2
+
+
+def test_an_admin_picks_any_openai_model_by_id(
+    fake_registry: Path, fake_openai: FakeOpenAI, tmp_path: Path, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("OPENAI_BASE_URL", fake_openai.base_url)
+    at = _page("pages/models/chat.py")  # no accounts yet: one person's app, an admin
+    at.text_input(key="models.adhoc_input").set_value("openai:served-elsewhere").run()
+    assert (
+        "openai:served-elsewhere (on OPENAI_BASE_URL)" in at.multiselect(key="chat.models").options
+    )
+    at.multiselect(key="chat.models").set_value(["openai:served-elsewhere"]).run()
+    at.button(key="chat.ask").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert {r["model"] for r in fake_openai.requests} == {"served-elsewhere"}
+    # the same id on the Runs page queues a run of it
+    monkeypatch.setattr("components.jobs_panel.ensure_worker", lambda store: False)
+    at.switch_page("pages/models/runs.py").run()
+    at.selectbox(key="runs.model").set_value("openai:served-elsewhere")
+    next(b for b in at.button if b.label == "Start as a background job").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert Jobs(Store(tmp_path / "koed.db")).get(1).params["model"] == "openai:served-elsewhere"
+    at.text_input(key="models.adhoc_input").set_value("gpt-4o-mini").run()
+    assert "openai:MODEL_ID" in at.warning[0].value
+
+
+def test_a_visitor_cannot_add_a_model(site: Path) -> None:
+    at = _page("pages/models/chat.py")
+    assert not [t for t in at.text_input if t.key == "models.adhoc_input"]
+    assert all(not o.startswith("openai:") for o in at.multiselect(key="chat.models").options)

@@ -207,7 +207,6 @@ PER_DIALOGUE_S = 0.011
 the encoder, then the texts (official file: about 23 s in all; the sample: about 8 s)."""
 
 
-def time_estimate(dialogues: int) -> str:
-    """How long the first computation takes here, in words."""
-    seconds = LOAD_S + PER_DIALOGUE_S * dialogues
-    return f"about {seconds:.0f} s on two cores, as `bench/pages.py` measured it"
+def first_compute_s(dialogues: int) -> float:
+    """Seconds the first computation takes on the 2-core machine, encoder load included."""
+    return LOAD_S + PER_DIALOGUE_S * dialogues

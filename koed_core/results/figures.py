@@ -128,7 +128,7 @@ def gap_figure(
             else {"x": 1.01, "y": 1, "xanchor": "left", "yanchor": "top"}
         ),
         showlegend=True,
-        height=560 if talk else 480,
+        height=500 if talk else 480,  # the talk page fits 1280x720 under its title
         margin={"l": 60, "r": 20, "t": 110 if subtitle else 80, "b": 40},
     )
     return fig

@@ -22,7 +22,8 @@ sims = resources.cached_similarities(dataset)
 if sims is None:
     st.info(
         f"Similarities for this dataset are not computed yet ({len(dataset):,} dialogues; "
-        f"{adaptation.time_estimate(len(dataset))}, with a progress bar). "
+        f"about {adaptation.first_compute_s(len(dataset)):.0f} s on two cores as "
+        "`bench/pages.py` measured it, with a progress bar). "
         "They are then kept on disk."
     )
     if not st.button("Compute similarities", type="primary", key=state.ADAPT_COMPUTE):

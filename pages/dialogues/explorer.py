@@ -43,10 +43,10 @@ table = pd.DataFrame(
     {
         "conv_id": [d.conv_id for d in matches],
         "labels": [" + ".join(d.labels) for d in matches],
+        "turns": [len(d.turns) for d in matches],  # the short columns first: on a laptop
+        "ko-only": [d.ko_only_turns for d in matches],  # screen they stay in view
         "situation (ko)": [d.situation_ko for d in matches],
         "situation (en)": [d.situation_en for d in matches],
-        "turns": [len(d.turns) for d in matches],
-        "ko-only": [d.ko_only_turns for d in matches],
     }
 )
 
@@ -60,7 +60,7 @@ def _open_selected() -> None:
 st.dataframe(
     table,
     hide_index=True,
-    height=300,
+    height=min(300, 38 + 35 * len(table)),  # one match: one row, not an empty box
     key=state.EXPLORER_TABLE,
     on_select=_open_selected,
     selection_mode="single-row",

@@ -5,7 +5,12 @@ import streamlit as st
 from components import state
 from components.chat_view import Pane, render_context, stream_together
 from components.literal import md
-from components.models import model_picker, render_embedded_note, session_api_key_input
+from components.models import (
+    adhoc_model_input,
+    model_picker,
+    render_embedded_note,
+    session_api_key_input,
+)
 from components.source_banner import load_or_stop, render_source_banner
 from koed_core.errors import KoedError
 from koed_core.models.chat import detect_lang, live_task
@@ -45,6 +50,7 @@ langs = left.segmented_control(
 ) or ["ko"]
 try:
     with mid:
+        adhoc_model_input()
         specs = model_picker("Models (one or two)", state.CHAT_MODELS)
 except KoedError as err:
     st.error(md(str(err)))

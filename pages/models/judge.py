@@ -4,7 +4,7 @@ import streamlit as st
 
 from components import auth, jobs_panel, resources
 from components.literal import md
-from components.models import model_label, registry_or_stop
+from components.models import adhoc_model_input, model_label, registry_or_stop
 from koed_core.errors import KoedError
 from koed_core.jobs.kinds import JudgeJob
 from koed_core.judge.rubric import dimensions
@@ -13,6 +13,7 @@ from koed_core.models.runs import run_labels
 
 st.title("LLM judge")
 auth.require_admin_once_accounts_exist()
+adhoc_model_input()
 registry = registry_or_stop()
 names = run_labels(resources.store())
 if not names:

@@ -3,13 +3,14 @@
 import streamlit as st
 
 from components import auth, jobs_panel, runs_view
-from components.models import registry_or_stop
+from components.models import adhoc_model_input, registry_or_stop
 from components.source_banner import load_or_stop, render_source_banner
 
 st.title("Runs")
 auth.require_admin_once_accounts_exist()
 source, dataset = load_or_stop()
 render_source_banner(source, dataset)
+adhoc_model_input()
 registry = registry_or_stop()
 runs_view.start_run_form(registry, dataset)
 jobs_panel.render_jobs_table("run")
