@@ -202,9 +202,9 @@ def turn_departures(dialogues: Sequence[Dialogue], sims: pd.DataFrame) -> pd.Dat
 
 
 LOAD_S = 8.0
-PER_DIALOGUE_S = 0.011
+PER_DIALOGUE_S = 0.0097
 """The first computation as ``bench/pages.py`` measured it on the 2-core machine: loading
-the encoder, then the texts (official file: about 23 s in all; the sample: about 8 s)."""
+the encoder, then the texts (official file: adaptation_s 21.2; the sample: about 8 s)."""
 
 
 def first_compute_s(dialogues: int) -> float:
