@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import streamlit as st
 
-from components import resources, state
+from components import auth, resources, state
 from components.literal import md
 from koed_core.dialogues.dataset import Dataset
 from koed_core.dialogues.sources import (
@@ -31,7 +33,9 @@ def render_source_banner(source: DataSource, dataset: Dataset) -> None:
     """One line naming the source, with attribution, licence and warnings a click away."""
     icon = ":material/science:" if source.kind == "sample" else ":material/database:"
     with st.expander(f"Data: {source.description}", icon=icon):
-        st.text(f"File: {source.path}\nsha256: {dataset.sha256}")
+        # where the file sits on the server is the operator's business: visitors get its name
+        shown = source.path if auth.is_admin() else Path(source.path).name
+        st.text(f"File: {shown}\nsha256: {dataset.sha256}")
         st.text(SAMPLE_NOTE if source.kind == "sample" else ATTRIBUTION)
         if source.kind != "sample":
             st.caption("Shown for research. Licence: CC BY-NC 4.0 (non-commercial).")

@@ -297,3 +297,10 @@ def test_reply_markup_is_kept() -> None:
     parsed = parse_reply("Emotion: sad\nResponse: **Oh no**, that hurts: truly.", "single")
     assert parsed.text == "**Oh no**, that hurts: truly."
     assert parse_reply("**Response:** Oh no.", "direct").text == "Oh no."
+
+
+def test_visitors_see_the_data_files_name_not_where_it_lives(site: Path) -> None:
+    visitor = _everything(_as(None, "pages/dialogues/explorer.py"))
+    assert "File: koed_sample.json" in visitor and str(ROOT) not in visitor
+    admin = _everything(_as("boss", "pages/dialogues/explorer.py"))
+    assert f"File: {ROOT / 'data' / 'sample' / 'koed_sample.json'}" in admin
