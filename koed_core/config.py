@@ -121,12 +121,10 @@ def _seconds(name: str, value: str, low: float, high: float) -> float:
 
 def _integer(name: str, value: str, low: int, high: int) -> int:
     try:
-        number = int(value)
+        number: int | None = int(value)
     except ValueError:
-        raise SettingsError(
-            f"{name} must be a whole number from {low} to {high:,}, not {value!r}"
-        ) from None
-    if not low <= number <= high:
+        number = None
+    if number is None or not low <= number <= high:
         raise SettingsError(f"{name} must be a whole number from {low} to {high:,}, not {value!r}")
     return number
 

@@ -100,3 +100,13 @@ def test_the_studies_page_offers_each_run(
     at.run()
     at.switch_page("pages/rating/studies.py").run()
     assert sorted(at.multiselect[0].options) == sorted(run_labels(store).values())
+
+
+def test_a_run_with_no_answer_yet_names_the_languages_it_asked_for(tmp_path: Path) -> None:
+    from koed_core.models.runs import run_config
+
+    store = Store(tmp_path / "koed.db")
+    spec = ModelSpec(name="waiting", backend="human")
+    config = run_config(spec, "direct", GenerationSettings(), "sha")
+    run_id = store.ensure_run(config, spec.name, ["ko", "en"])
+    assert "waiting · direct · native prompts · en+ko · 0 dialogues" in run_labels(store)[run_id]

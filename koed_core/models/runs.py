@@ -7,6 +7,7 @@ flight, and running it again skips every response already stored without error.
 
 from __future__ import annotations
 
+import json
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
@@ -274,14 +275,16 @@ def run_labels(store: Store) -> dict[str, str]:
     """One label per run that tells it apart from every other, for people: the same text
     in every picker, table, legend and export (run ids stay in exports beside it).
 
-    "fake-bad · single · paper prompts · ko+en · 34 dialogues · 2026-12-01 09:14"; two runs
+    "fake-bad · single · paper prompts · en+ko · 34 dialogues · 2026-12-01 09:14 UTC"; two runs
     that agree on all of that get their temperature, then "(2)", "(3)" in age order.
     """
     facts = store.run_facts()
     labels: dict[str, str] = {}
     for row in facts:
-        langs = row["answered_langs"] or row["langs"] or ""
-        langs_shown = "+".join(sorted({x for x in str(langs).replace(",", " ").split() if x}))
+        # the languages answered; a run with no answer yet: the languages it was asked for
+        answered = str(row["answered_langs"] or "").split(",")
+        langs = [x for x in answered if x] or json.loads(row["langs"] or "[]")
+        langs_shown = "+".join(sorted(set(langs)))
         created = str(row["created"] or "")[:16].replace("T", " ") + " UTC"
         count = int(row["dialogues"] or 0)
         labels[row["run_id"]] = " · ".join(

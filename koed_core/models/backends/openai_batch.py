@@ -104,8 +104,6 @@ class BatchClient:
         self._say = say or (lambda _message: None)
         self._read_attempts = read_attempts
         self._read_failures: Counter[str] = Counter()
-        self.problems: list[str] = []
-        """What went wrong with the provider's output, in words (also passed to ``say``)."""
         self._owner = f"{socket.gethostname()}:{os.getpid()}"
         self._cond = threading.Condition()
         self._asked: Counter[str] = Counter()
@@ -416,7 +414,7 @@ class BatchClient:
         return Completion(answer, 0.0, usage.get("prompt_tokens"), usage.get("completion_tokens"))
 
     def _note(self, message: str) -> None:
-        self.problems.append(message)
+        """What went wrong with the provider's output, in words, for the job's log."""
         with contextlib.suppress(Exception):
             self._say(f"{self.name}: {message}")
 
