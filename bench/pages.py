@@ -1,21 +1,32 @@
-"""How long each page takes to run, warm, on the official KoED; and the adaptation scores.
+"""How long each page takes, warm, on the official KoED: in Chromium, as a person sees it.
 
-    python bench/pages.py [PATH_TO_KoED.json]
+    python bench/pages.py [PATH_TO_KoED.json] [--script-only]
 
-Each page is run through Streamlit's AppTest (the page script as the server runs it,
-without the browser's rendering): once to warm the caches, then three times; the
-median of those three is printed as ``page_<name>_s``. ``adaptation_s`` is the first
-full computation of the ko/en similarities (encoder load included), in a fresh cache.
-Goals on the 2-core machine: every page under 0.5 s warm, adaptation under 20 s.
+An admin's database is built first, as a study's admin would have it: two listener runs
+(a Western and a Korean-centric one, served by the scripted OpenAI-compatible server)
+and the human reference on the first 100 dialogues in both languages, all three judged,
+and a study with three raters' scores, so Gap and Agreement have numbers to draw.
+
+``page_<name>_s`` is the browser's time from a click in the navigation to that page's
+title on screen with its script finished (Streamlit's own "not running" mark), warm:
+each page is visited once first, then three rounds over all pages; the median is
+printed. Goal on the 2-core machine: every page under 1 s.
+
+``script_<name>_s`` is the page script alone as Streamlit's AppTest runs it (no browser,
+no rendering), warm, median of three. ``adaptation_s`` is the first full computation of
+the ko/en similarities (encoder load included), in a fresh cache.
 """
 
 from __future__ import annotations
 
 import os
+import socket
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -23,28 +34,186 @@ sys.path.insert(0, str(ROOT))
 OFFICIAL = ROOT.parent / "shared" / "data" / "KoED.json"
 CROWD_ONLY = {"pages/rating/join.py"}
 """Opened only through an invite link: no admin's navigation holds it."""
+PASSWORD = "bench-password"
+ROUNDS = 3
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-sync"]
 
 
-def page_times(data: Path, work: Path) -> dict[str, float]:
-    """Warm median seconds per page, as a logged-in admin (who may open every page)."""
+def seed(data: Path, work: Path) -> dict[str, str]:
+    """An admin's database on ``data``; returns the environment the app runs with."""
+    from fixtures.fake_openai import FakeOpenAI
+    from koed_core.db import Store
+    from koed_core.dialogues.dataset import load_dataset
+    from koed_core.judge.judging import judge_run
+    from koed_core.models.backends import make_client
+    from koed_core.models.client import GenerationSettings
+    from koed_core.models.registry import ModelSpec
+    from koed_core.models.runs import run_benchmark
+    from koed_core.rating.accounts import add_user
+    from koed_core.rating.studies import RaterProfile, RatingStore, StudyConfig
+
+    add_user(work / "users.yaml", "boss", "admin", "Boss", PASSWORD)
+    store = Store(work / "k.db")
+    dataset = load_dataset(data)
+    dialogues = dataset.dialogues[:100]
+    server = FakeOpenAI().start()
+    try:
+        specs = [
+            ModelSpec("western", "openai", "w", base_url=server.base_url, provenance="western"),
+            ModelSpec(
+                "korean", "openai", "k", base_url=server.base_url, provenance="korean-centric"
+            ),
+            ModelSpec("human", "human"),
+        ]
+        judge = ModelSpec("judge", "openai", "fake-judge", base_url=server.base_url)
+        run_ids = []
+        for spec in specs:
+            report = run_benchmark(
+                store,
+                make_client(spec),
+                spec,
+                dialogues,
+                dataset.sha256,
+                langs=["ko", "en"],
+                protocol="direct" if spec.backend == "human" else "single",
+                settings=GenerationSettings(),
+                concurrency=8,
+            )
+            judge_run(store, make_client(judge), judge, report.run_id, "paper", concurrency=8)
+            run_ids.append(report.run_id)
+    finally:
+        server.stop()
+    ratings = RatingStore(store)
+    study_id = ratings.create_study(
+        StudyConfig(name="bench", run_ids=tuple(run_ids), attention_checks=0), dataset
+    )
+    for n, name in enumerate(("r1", "r2", "r3")):
+        ratings.save_profile(RaterProfile(name, ("ko", "en"), "ko", 20.0, 1.0))
+        ratings.mark_calibrated(name)
+        for _ in range(60):
+            item = ratings.next_item(study_id, name)
+            if item is None:
+                break
+            base = 1 + (len(item.response) + n) % 5
+            scores = dict.fromkeys(["EX", "IP", "ER", "EEA", "CA"], base)
+            ratings.save_rating(item.assignment_id, name, scores)
+    return {
+        "KOED_DATA": str(data),
+        "KOED_DB": str(work / "k.db"),
+        "KOED_CACHE_DIR": str(work),
+        "KOED_USERS": str(work / "users.yaml"),
+        "KOED_COOKIE_KEY": "b" * 40,
+    }
+
+
+def page_titles() -> dict[str, str]:
+    """Navigation title -> page file, for the pages an admin's navigation holds."""
+    import ast
+
+    titles = {}
+    source = ast.parse((ROOT / "app.py").read_text())
+    for node in ast.walk(source):
+        if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "Page":
+            words = {k.arg: k.value for k in node.keywords}
+            path = node.args[0]
+            if isinstance(path, ast.BinOp) and isinstance(path.right, ast.Constant):
+                page = str(path.right.value)
+                title = words.get("title")
+                if page not in CROWD_ONLY and isinstance(title, ast.Constant):
+                    titles[str(title.value)] = page
+    titles.pop("Log in", None)  # an admin sees the same file as "Account"
+    return titles
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def browser_times(env: dict[str, str], work: Path) -> dict[str, float]:
+    """Warm median seconds from a navigation click to the page drawn, per page title."""
+    from playwright.sync_api import sync_playwright
+
+    port = _free_port()
+    log = (work / "streamlit.log").open("w")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless=true",
+         f"--server.port={port}", "--browser.gatherUsageStats=false",
+         "--server.fileWatcherType=none"],
+        cwd=ROOT, env={**os.environ, **env}, stdout=log, stderr=subprocess.STDOUT,
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    try:
+        _wait_healthy(url, proc)
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+            page = browser.new_page(viewport={"width": 1366, "height": 768})
+            page.set_default_timeout(120_000)
+            page.goto(url + "/login")
+            page.get_by_label("Username").fill("boss")
+            page.get_by_role("textbox", name="Password").fill(PASSWORD)
+            page.get_by_role("button", name="Log in").click()
+            page.get_by_text("Logged in: Boss").wait_for()
+            titles = list(page_titles())
+            seen: dict[str, list[float]] = {t: [] for t in titles}
+            for title in titles:  # cold: caches filled, first computations done
+                _open(page, title)
+            for _ in range(ROUNDS):
+                for title in titles:
+                    seen[title].append(_open(page, title))
+            browser.close()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+    return {title: statistics.median(times) for title, times in seen.items()}
+
+
+def _wait_healthy(url: str, proc: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + 90
+    while True:
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as answer:
+                if answer.status == 200:
+                    return
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise SystemExit("the Streamlit server did not start") from None
+            time.sleep(0.3)
+
+
+def _open(page, title: str) -> float:  # type: ignore[no-untyped-def]
+    """Click the page's navigation link; seconds until its script is done and drawn."""
+    link = page.get_by_role("link", name=title, exact=True)
+    if not link.first.is_visible():  # top navigation: the link sits in its section's menu
+        for section in page.get_by_test_id("stTopNavSection").all():
+            section.hover()
+            if link.first.is_visible():
+                break
+    path = link.first.get_attribute("href") or ""
+    start = time.perf_counter()
+    link.first.click()
+    page.wait_for_function(
+        """path => location.pathname.endsWith(path.split('/').pop())
+            && document.querySelector('[data-testid="stApp"]')
+                 .getAttribute('data-test-script-state') === 'notRunning'
+            && document.querySelector('h1') !== null""",
+        arg=path,
+        polling="raf",
+    )
+    seconds = time.perf_counter() - start
+    if page.get_by_test_id("stException").count():
+        raise SystemExit(f"{title}: the page shows an exception")
+    return seconds
+
+
+def script_times(env: dict[str, str]) -> dict[str, float]:
+    """Warm median seconds of each page script in AppTest (no browser)."""
     from streamlit.testing.v1 import AppTest
 
-    from koed_core.rating.accounts import add_user
-
-    add_user(work / "users.yaml", "boss", "admin", "Boss", "bench-password")
-    os.environ.update(
-        KOED_DATA=str(data),
-        KOED_DB=str(work / "k.db"),
-        KOED_CACHE_DIR=str(work),
-        KOED_USERS=str(work / "users.yaml"),
-        KOED_COOKIE_KEY="b" * 40,
-    )
-    pages = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "pages").glob("*/*.py"))
+    os.environ.update(env)
     times = {}
-    for page in pages:
-        if page in CROWD_ONLY:
-            print(f"# {page}: a crowd worker's page, not an admin's (bench/raters.py times it)")
-            continue
+    for title, page in page_titles().items():
         at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
         at.session_state["authentication_status"] = True
         at.session_state["username"] = "boss"
@@ -57,7 +226,7 @@ def page_times(data: Path, work: Path) -> dict[str, float]:
             runs.append(time.perf_counter() - start)
         if at.exception or not at.title:
             raise SystemExit(f"{page} did not render: {[e.value for e in at.exception]}")
-        times[f"{Path(page).stem} ({at.title[0].value})"] = statistics.median(runs)
+        times[title] = statistics.median(runs)
     return times
 
 
@@ -80,13 +249,25 @@ def adaptation(data: Path, work: Path) -> tuple[float, float]:
     return total, 2000 / (time.perf_counter() - start)
 
 
+def _stem(title: str) -> str:
+    return Path(page_titles()[title]).stem
+
+
 def main() -> None:
-    data = Path(sys.argv[1]) if len(sys.argv) > 1 else OFFICIAL
-    with tempfile.TemporaryDirectory() as work:
-        for name, seconds in page_times(data, Path(work)).items():
-            stem, title = name.split(" ", 1)
-            print(f"page_{stem}_s: {seconds:.3f}  # {title.strip('()')}")
-        seconds, rate = adaptation(data, Path(work))
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    data = Path(args[0]) if args else OFFICIAL
+    with tempfile.TemporaryDirectory() as folder:
+        work = Path(folder)
+        start = time.perf_counter()
+        env = seed(data, work)
+        seconds = time.perf_counter() - start
+        print(f"# seeded 3 runs x 200 answers, judged, 3 raters in {seconds:.0f} s")
+        if "--script-only" not in sys.argv:
+            for title, seconds in browser_times(env, work).items():
+                print(f"page_{_stem(title)}_s: {seconds:.3f}  # {title}, Chromium")
+        for title, seconds in script_times(env).items():
+            print(f"script_{_stem(title)}_s: {seconds:.3f}  # {title}, AppTest")
+        seconds, rate = adaptation(data, work)  # a fresh cache: the first computation
         print(f"adaptation_s: {seconds:.1f}")
         print(f"adaptation_texts_per_s: {rate:.0f}")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from components import auth, resources
+from components import auth, resources, tables
 from components.literal import md
 from koed_core.db.crowd import Crowd
 from koed_core.rating import crowd
@@ -137,7 +137,7 @@ def render_crowd_dashboard(study_id: int) -> None:
             if frame.empty:
                 st.caption("Nobody has joined through this link yet.")
                 continue
-            st.dataframe(
+            tables.show(
                 frame,
                 hide_index=True,
                 column_config={

@@ -12,7 +12,7 @@ from typing import Any, NamedTuple
 
 import streamlit as st
 
-from components import state
+from components import state, tables
 from components.literal import md
 from koed_core.db import RatingItem
 from koed_core.dialogues.dialogue import Lang
@@ -135,7 +135,7 @@ def calibration(langs: tuple[str, ...]) -> bool:
         }
         for code, ref in item["reference"].items()
     ]
-    st.dataframe(rows, hide_index=True)
+    tables.show(rows, hide_index=True)
     st.info(md(item["feedback"]))
     if st.button("Next", type="primary", key=f"calibration.next.{item['id']}"):
         progress.update(index=progress["index"] + 1, feedback=None)

@@ -62,6 +62,11 @@ def store() -> Store:
     return _store(str(settings().db_path))
 
 
+def store_at(path: str) -> Store:
+    """The shared connection to the database at ``path`` (what cached computations use)."""
+    return _store(path)
+
+
 @st.cache_resource(max_entries=2)
 def _ratings(path: str) -> RatingStore:
     return RatingStore(_store(path))

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from components import jobs_panel, resources, state
+from components import jobs_panel, resources, state, tables
 from components.literal import md
 from components.models import model_label
 from koed_core.dialogues.dataset import Dataset
@@ -142,7 +142,7 @@ def stored_runs() -> None:
         run=runs["run_id"].map(labels),
         kind=runs["kind"].map({"batch": "benchmark run", "live": "saved from Chat"}),
     ).drop(columns=["run_id", "name"])
-    st.dataframe(
+    tables.show(
         shown[["run", *[c for c in shown.columns if c != "run"]]],
         hide_index=True,
         column_config={
@@ -174,7 +174,7 @@ def stored_runs() -> None:
     )
     responses = resources.store().responses(run_id)
     columns = ["conv_id", "lang", "text", "predicted", "gold", "hit", "f1", "error", "latency_s"]
-    st.dataframe(
+    tables.show(
         responses[[c for c in columns if c in responses.columns]],
         hide_index=True,
         column_config={

@@ -10,14 +10,15 @@ from typing import Any
 
 import streamlit as st
 
-from koed_core.db import JudgeConfig, Judgments, Ratings, Store
+from components import computed
+from koed_core.db import JudgeConfig, Ratings, Store
 
 
 def judge_picker(
     store: Store, run_ids: Sequence[str] | None, key: str, where: Any = st
 ) -> JudgeConfig | None:
     """A select box of the judge configurations that scored these runs (newest first)."""
-    uses = Judgments(store).configs(run_ids)
+    uses = computed.judge_uses(store, run_ids)
     if not uses:
         return None
     labels = [f"{u.config.label} ({u.judgments:,} judgments)" for u in uses]

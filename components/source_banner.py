@@ -6,7 +6,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from components import auth, resources, state
+from components import auth, resources, state, tables
 from components.literal import md
 from koed_core.dialogues.dataset import Dataset
 from koed_core.dialogues.sources import (
@@ -58,7 +58,7 @@ def _render_warnings(dataset: Dataset) -> None:
         {"kind": w.kind, "record": w.index, "conv_id": w.conv_id, "message": w.message}
         for w in dataset.warnings
     ]
-    st.dataframe(rows, hide_index=True, height=200)
+    tables.show(rows, hide_index=True, height=200)
 
 
 def _download_button() -> None:

@@ -141,3 +141,19 @@ def test_a_new_database_is_owner_only(tmp_path: Path) -> None:
     store.db.execute("create table t (x)")  # something in the WAL too
     for file in path.parent.iterdir():
         assert stat.S_IMODE(file.stat().st_mode) == 0o600, file.name
+
+
+def test_the_change_stamp_moves_with_numbers_from_any_connection(old_db: Path) -> None:
+    """m007 on an old database: every change to a scored table, by another connection
+    (the worker, the command line), moves the stamp; queue bookkeeping does not."""
+    store = Store(old_db)
+    before = store.stamp()
+    other = sqlite3.connect(old_db)
+    other.execute("update ratings set score = score where rowid = 1")
+    other.commit()
+    assert store.stamp() == before + 1
+    other.execute("delete from judgments where rowid = 1")
+    other.execute("insert into jobs (kind, label, params) values ('run', 'r', '{}')")
+    other.commit()
+    assert store.stamp() == before + 2
+    other.close()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
@@ -59,3 +60,21 @@ def test_judge_page_judges_a_run(
         stop_workers(tmp_path / "koed.db")
     message = Jobs(Store(tmp_path / "koed.db")).get(1).message or ""
     assert "scored, 0 unscored" in message and "0 failed" in message
+
+
+def test_kept_numbers_follow_a_change_made_by_another_process(
+    fake_openai: FakeOpenAI, tmp_path: Path
+) -> None:
+    """The agreement table is kept between clicks, but a rating changed elsewhere (the
+    command line, another server process) is in the next table drawn."""
+    _rated_and_judged(tmp_path / "koed.db", fake_openai)
+    at = _page("pages/results/agreement.py")
+    before = at.dataframe[0].value.set_index(["dimension", "group"])["judge_bias"]
+    other = sqlite3.connect(tmp_path / "koed.db")
+    other.execute("update ratings set score = 1 where dimension = 'EX'")
+    other.commit()
+    other.close()
+    at.run()
+    after = at.dataframe[0].value.set_index(["dimension", "group"])["judge_bias"]
+    assert (after.loc["EX"] != before.loc["EX"]).all()
+    assert after.drop("EX").equals(before.drop("EX"))

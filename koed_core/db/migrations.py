@@ -214,6 +214,36 @@ def m006_crowd(db: sqlite_utils.Database) -> None:
     )
 
 
+STAMPED = (
+    "runs",
+    "responses",
+    "emotion_scores",
+    "judgments",
+    "raters",
+    "studies",
+    "study_items",
+    "ratings",
+    "crowd_workers",
+)
+"""The tables every shown number is computed from (not jobs, batches or assignments,
+which change every second while work is under way and move no number)."""
+
+
+@migration
+def m007_change_stamp(db: sqlite_utils.Database) -> None:
+    """A counter that every change to a table in STAMPED moves, whichever process makes
+    it (the app, the worker, the command line): pages keep computed numbers until it
+    moves, instead of recomputing the gap or agreement tables on every click."""
+    db.execute("create table _koed_changes (id integer primary key check (id = 1), n integer)")
+    db.execute("insert into _koed_changes (id, n) values (1, 0)")
+    for table in STAMPED:
+        for event in ("insert", "update", "delete"):
+            db.execute(
+                f"create trigger [_koed_{table}_{event}] after {event} on [{table}] "
+                "begin update _koed_changes set n = n + 1 where id = 1; end"
+            )
+
+
 def _script(db: sqlite_utils.Database, script: str) -> None:
     """Run statements one by one: ``executescript`` would commit the caller's transaction,
     and a migration must apply whole or not at all. (No statement here contains ';'.)"""

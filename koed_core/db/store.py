@@ -145,6 +145,11 @@ class Store:
         """A read query as a DataFrame (for this package's query modules)."""
         return pd.DataFrame(self.rows(sql, params))
 
+    def stamp(self) -> int:
+        """A number that moves whenever a run, answer, judgment, study or rating changes
+        (by any process): the key under which pages may keep what they computed."""
+        return int(self.rows("select n from _koed_changes")[0]["n"])
+
     # Runs and responses ----------------------------------------------------------------
 
     def ensure_run(

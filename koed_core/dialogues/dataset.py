@@ -58,7 +58,11 @@ class Dataset:
         return self._by_id.get(conv_id)
 
     def stats(self) -> DatasetStats:
-        """Counts over the whole file."""
+        """Counts over the whole file (computed once: every page's banner asks)."""
+        return self._stats
+
+    @cached_property
+    def _stats(self) -> DatasetStats:
         turns = [t for d in self.dialogues for t in d.turns]
         return DatasetStats(
             dialogues=len(self.dialogues),

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from components import charts, resources, state
+from components import charts, resources, state, tables
 from components.source_banner import load_or_stop, render_source_banner
 from koed_core.dialogues import adaptation
 from koed_core.dialogues.filters import DialogueFilter, to_params
@@ -54,12 +54,12 @@ similarity_columns = {
 by_dialogue, by_turn = st.tabs(["Dialogues", "Turns"])
 with by_dialogue:
     shown = departures.iloc[::-1] if closest else departures
-    st.dataframe(shown, hide_index=True, height=320, column_config=similarity_columns)
+    tables.show(shown, hide_index=True, height=320, column_config=similarity_columns)
 with by_turn:
     turns = adaptation.turn_departures(dataset.dialogues, sims)
     st.caption(f"{len(turns):,} turns with both a Korean and an English text.")
     shown = turns.iloc[::-1] if closest else turns
-    st.dataframe(shown, hide_index=True, height=320, column_config=similarity_columns)
+    tables.show(shown, hide_index=True, height=320, column_config=similarity_columns)
 
 conv_id = st.selectbox(
     "Turn by turn",
@@ -71,7 +71,7 @@ conv_id = st.selectbox(
 )
 dialogue = dataset.get(conv_id) if conv_id else None
 if dialogue is not None:
-    st.dataframe(
+    tables.show(
         adaptation.turn_table(dialogue, sims), hide_index=True, column_config=similarity_columns
     )
     st.page_link(

@@ -3,7 +3,7 @@
 import pandas as pd
 import streamlit as st
 
-from components import resources, state
+from components import resources, state, tables
 from components.dialogue_view import render_dialogue
 from components.filter_form import BIND, filter_form
 from components.source_banner import load_or_stop, render_source_banner
@@ -57,7 +57,7 @@ def _open_selected() -> None:
         state.open_dialogue(str(table["conv_id"].iloc[rows[0]]))
 
 
-st.dataframe(
+tables.show(
     table,
     hide_index=True,
     height=min(300, 38 + 35 * len(table)),  # one match: one row, not an empty box

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from components import charts, state
+from components import charts, state, tables
 from components.source_banner import load_or_stop, render_source_banner
 from koed_core.dialogues import overview
 from koed_core.dialogues.filters import DialogueFilter, to_params
@@ -26,7 +26,7 @@ st.plotly_chart(
 st.subheader("Label combinations", anchor=False)
 st.caption("Select a row to open the explorer filtered to exactly that combination.")
 combos = overview.combinations(dataset.dialogues)
-picked = st.dataframe(
+picked = tables.show(
     combos,
     hide_index=True,
     height=400,

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from components import auth, resources
+from components import auth, resources, tables
 from components.crowd_admin import render_crowd_dashboard
 from koed_core.rating import report as rating_report
 
@@ -39,7 +39,7 @@ st.caption(
     "other raters on the same items and dimensions. Below 0.4, look at that rater's work. "
     "Attention pass rate: share of attention checks scored at most 2 on ER and EEA."
 )
-st.dataframe(
+tables.show(
     raters,
     hide_index=True,
     column_config={
@@ -57,7 +57,7 @@ st.dataframe(
     },
 )
 st.subheader("Items", anchor=False)
-st.dataframe(
+tables.show(
     items.assign(item=[f"#{n + 1}" for n in range(len(items))]).drop(columns=["item_id"])
     if not items.empty
     else items,

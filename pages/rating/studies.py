@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from components import auth, resources
+from components import auth, resources, tables
 from components.crowd_admin import render_invite_form
 from components.literal import md
 from components.source_banner import load_or_stop
@@ -60,7 +60,7 @@ if studies:
         }
         for s in studies
     ]
-    st.dataframe(
+    tables.show(
         shown,
         hide_index=True,
         column_config={"run_ids": "Runs rated", "closed": "Closed", "langs": "Languages"},
@@ -108,4 +108,4 @@ with st.form("studies.invite", clear_on_submit=True):
                 st.error(md(str(err)))
             else:
                 st.success(f"Account {md(username.strip())} created.")
-st.dataframe(accounts.list_users(resources.settings().users_path), hide_index=True)
+tables.show(accounts.list_users(resources.settings().users_path), hide_index=True)

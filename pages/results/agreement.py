@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from components import auth, charts, resources, state
+from components import auth, charts, computed, resources, state, tables
 from components.score_pickers import judge_picker, study_picker
 from koed_core import csv_safe
 from koed_core.judge.rubric import codes
@@ -32,8 +32,8 @@ if judge is None:
         "No judge scored this study's responses yet: run `koed judge --run RUN_ID` or use "
         "the Judge page. Human-human agreement is below."
     )
-inputs = agreement.load_inputs(store, study, judge)
-table = agreement.table(inputs)
+inputs = computed.agreement_inputs(store, study, judge)
+table = computed.agreement_table(store, study, judge)
 if table.empty:
     st.info("This study has no ratings of model responses yet.")
     st.stop()
@@ -46,7 +46,7 @@ st.caption(
     "mean (a baseline the judge should beat). Readings sit next to each number; "
     "'undefined' says why."
 )
-st.dataframe(
+tables.show(
     table,
     hide_index=True,
     column_config={c: st.column_config.NumberColumn(format="%.3f") for c in NUMBERS},
@@ -68,4 +68,4 @@ shown = pairs[pairs["dimension"] == dimension]
 st.plotly_chart(charts.confusion_heatmap(agreement.confusion(shown), dimension), width="stretch")
 if admin:  # response texts, the judge's rationale and raters' comments: admins only
     st.subheader("Where the judge and people differ most", anchor=False)
-    st.dataframe(agreement.disagreements(store, inputs, shown), hide_index=True)
+    tables.show(computed.disagreements(store, study, judge, dimension), hide_index=True)

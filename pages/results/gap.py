@@ -2,11 +2,11 @@
 
 import streamlit as st
 
-from components import auth, gap_view, resources, state
+from components import auth, computed, gap_view, resources, state
 from components.score_pickers import judge_picker, study_picker
 from components.source_banner import load_or_stop
 from components.talk import talk_toggle
-from koed_core.results import gaps, score_sources
+from koed_core.results import score_sources
 from koed_core.results.figures import gap_figure
 
 st.title("The cultural empathy gap")
@@ -20,7 +20,7 @@ left, mid, right = choices.columns([3, 3, 2])
 admin = auth.is_admin()
 judge = judge_picker(store, None, key=state.GAP_JUDGE, where=mid)
 study = study_picker(store, key=state.GAP_STUDY, where=mid, include_open=admin)
-frame = gaps.score_frame(store, judge=judge, study_id=study)
+frame = computed.score_frame(store, judge, study)
 if frame.empty:
     st.info(
         "No scores yet, so no gap to show. Run a model in both languages, then judge it:\n\n"
@@ -37,24 +37,17 @@ if {"judge", "raters"} <= set(sources):
     sources.insert(2, "judge + raters")
 chosen = left.selectbox("Scores from", sources, key=state.GAP_SOURCE)
 datasets = sorted(set(frame["dataset_sha256"].dropna()))
+sha = None
 if len(datasets) > 1:
     current = dataset.sha256 if dataset.sha256 in datasets else datasets[0]
     sha = left.selectbox(
         "Dataset (sha256)", datasets, index=datasets.index(current), key=state.GAP_DATASET
     )
-    frame = frame[frame["dataset_sha256"] == sha]
 breakdowns = {"none": None, "per emotion label": "label", "jeong/han vs the rest": "group"}
 split = right.selectbox("Breakdown", list(breakdowns), key=state.GAP_BREAKDOWN)
 by = breakdowns[split]
-groups = (
-    gaps.label_groups(dataset.dialogues)
-    if by == "label"
-    else gaps.korean_groups(dataset.dialogues)
-    if by == "group"
-    else None
-)
 shown = ["judge", "raters"] if chosen == "judge + raters" else [chosen]
-table = gaps.gap_table(frame[frame["source"].isin(shown)], groups, by)
+table = computed.gap_table(store, judge, study, shown, sha, by, dataset)
 if table.empty:
     st.info(
         "No dialogue has scores in both languages for this choice yet. Run the model "
@@ -84,9 +77,8 @@ figures = [
 for column, fig in zip(st.columns(len(figures)), figures, strict=True):
     # theme=None keeps the projector styling instead of the app theme
     column.plotly_chart(fig, width="stretch", theme=None)
-title = f"Korean minus English, paired by dialogue, 95% CI{suffix}"
-slide = gap_figure(table[table["source"] == shown[0]], title, talk=True, subtitle=names[shown[0]])
 if not talk and judge is not None:
     gap_view.paper_table(store, dataset.sha256, judge)
-if not talk:
-    gap_view.downloads(table, slide, admin)  # PNG and SVG in the talk style, for slides
+if not talk:  # PNG and SVG in the talk style, for slides (drawn when asked for)
+    title = f"Korean minus English, paired by dialogue, 95% CI{suffix}"
+    gap_view.downloads(table, shown[0], title, names[shown[0]], admin)

@@ -1,0 +1,138 @@
+"""Numbers the results pages draw, kept until the database's change stamp moves.
+
+Computing the gap or agreement tables from every stored judgment takes about a second
+on an admin's database; a click on a select box should not pay it again. Each cached
+function takes the database path and ``Store.stamp()`` as its first arguments: any new
+run, answer, judgment or rating (from this app, the worker or the command line) moves the
+stamp, so nothing is shown that the database no longer says. Results are copies
+(``st.cache_data``), so a page may change what it gets.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pandas as pd
+import streamlit as st
+
+from components import resources
+from koed_core.db import JudgeConfig, JudgeConfigUse, Judgments, Store
+from koed_core.dialogues.dataset import Dataset
+from koed_core.results import agreement, gaps, reproduce
+
+ENTRIES = 32
+
+
+def _key(store: Store) -> tuple[str, int]:
+    return store.path, store.stamp()
+
+
+def judge_uses(store: Store, run_ids: Sequence[str] | None) -> list[JudgeConfigUse]:
+    """The judge configurations that scored these runs, newest first."""
+    return _judge_uses(*_key(store), tuple(run_ids) if run_ids is not None else None)
+
+
+@st.cache_data(max_entries=ENTRIES, show_spinner=False)
+def _judge_uses(db: str, stamp: int, run_ids: tuple[str, ...] | None) -> list[JudgeConfigUse]:
+    return Judgments(resources.store_at(db)).configs(list(run_ids) if run_ids else run_ids)
+
+
+def score_frame(store: Store, judge: JudgeConfig | None, study_id: int | None) -> pd.DataFrame:
+    """``gaps.score_frame`` for this judge configuration and study."""
+    return _score_frame(*_key(store), judge, study_id)
+
+
+@st.cache_data(max_entries=ENTRIES, show_spinner=False)
+def _score_frame(db: str, stamp: int, judge: JudgeConfig | None, study: int | None) -> pd.DataFrame:
+    return gaps.score_frame(resources.store_at(db), judge=judge, study_id=study)
+
+
+def gap_table(
+    store: Store,
+    judge: JudgeConfig | None,
+    study_id: int | None,
+    sources: Sequence[str],
+    dataset_sha256: str | None,
+    by: str | None,
+    dataset: Dataset,
+) -> pd.DataFrame:
+    """The paired gap table of these sources (one dataset's scores when it is named),
+    broken down ``by`` label or jeong/han group of ``dataset``'s dialogues."""
+    return _gap_table(
+        *_key(store), judge, study_id, tuple(sources), dataset_sha256, by, dataset, dataset.sha256
+    )
+
+
+@st.cache_data(max_entries=ENTRIES, show_spinner=False)
+def _gap_table(
+    db: str,
+    stamp: int,
+    judge: JudgeConfig | None,
+    study: int | None,
+    sources: tuple[str, ...],
+    sha: str | None,
+    by: str | None,
+    _dataset: Dataset,
+    dataset_sha: str,
+) -> pd.DataFrame:
+    frame = _score_frame(db, stamp, judge, study)
+    if sha is not None:
+        frame = frame[frame["dataset_sha256"] == sha]
+    groups = None
+    if by == "label":
+        groups = gaps.label_groups(_dataset.dialogues)
+    elif by == "group":
+        groups = gaps.korean_groups(_dataset.dialogues)
+    return gaps.gap_table(frame[frame["source"].isin(sources)], groups, by)
+
+
+def paper_table(store: Store, dataset_sha256: str, judge: JudgeConfig) -> pd.DataFrame:
+    """The paper's table (a row per model and protocol) for one judge configuration."""
+    return _paper_table(*_key(store), dataset_sha256, judge)
+
+
+@st.cache_data(max_entries=ENTRIES, show_spinner=False)
+def _paper_table(db: str, stamp: int, sha: str, judge: JudgeConfig) -> pd.DataFrame:
+    store = resources.store_at(db)
+    return reproduce.paper_table(store, reproduce.stored_runs(store, sha), judge)
+
+
+def agreement_inputs(
+    store: Store, study_id: int, judge: JudgeConfig | None
+) -> agreement.AgreementInputs:
+    """One study's ratings beside one judge configuration's scores."""
+    return _agreement_inputs(*_key(store), study_id, judge)
+
+
+@st.cache_data(max_entries=ENTRIES, show_spinner=False)
+def _agreement_inputs(
+    db: str, stamp: int, study: int, judge: JudgeConfig | None
+) -> agreement.AgreementInputs:
+    return agreement.load_inputs(resources.store_at(db), study, judge)
+
+
+def agreement_table(store: Store, study_id: int, judge: JudgeConfig | None) -> pd.DataFrame:
+    """The agreement table of one study against one judge configuration."""
+    return _agreement_table(*_key(store), study_id, judge)
+
+
+@st.cache_data(max_entries=ENTRIES, show_spinner=False)
+def _agreement_table(db: str, stamp: int, study: int, judge: JudgeConfig | None) -> pd.DataFrame:
+    return agreement.table(_agreement_inputs(db, stamp, study, judge))
+
+
+def disagreements(
+    store: Store, study_id: int, judge: JudgeConfig | None, dimension: str
+) -> pd.DataFrame:
+    """Where the judge and people differ most on one dimension (admins' view)."""
+    return _disagreements(*_key(store), study_id, judge, dimension)
+
+
+@st.cache_data(max_entries=ENTRIES, show_spinner=False)
+def _disagreements(
+    db: str, stamp: int, study: int, judge: JudgeConfig | None, dimension: str
+) -> pd.DataFrame:
+    inputs = _agreement_inputs(db, stamp, study, judge)
+    pairs = agreement.paired(inputs)
+    shown = pairs[pairs["dimension"] == dimension]
+    return agreement.disagreements(resources.store_at(db), inputs, shown)

@@ -1,0 +1,84 @@
+"""Tables as people read them: an empty cell says "—", never "None".
+
+Streamlit draws a missing value as the word "None" whatever a Styler asks for, and a
+hit rate of "None" for a run that could have none (a multi-label run has F1 instead) reads
+as a bug. Columns that hold a missing value are shown as text: numbers formatted as the
+column's configuration says, gaps as an em dash. Exports keep the empty cells.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+MISSING = "—"
+
+
+def _printf(fmt: str | None) -> str | None:
+    """A NumberColumn format such as ``%.2f`` (or None) as a Python format spec."""
+    if fmt and re.fullmatch(r"%[.0-9]*[dfe]", fmt):
+        return fmt[1:]
+    return None
+
+
+def _as_text(values: pd.Series, spec: str | None) -> pd.Series:
+    def one(value: Any) -> str:
+        if value is None or (not isinstance(value, (list, tuple, dict)) and pd.isna(value)):
+            return MISSING
+        if spec and isinstance(value, (int, float)) and not isinstance(value, bool):
+            return format(value, spec)
+        if isinstance(value, float) and value.is_integer():
+            return str(int(value))
+        return str(value)
+
+    return values.map(one)
+
+
+def readable(
+    data: pd.DataFrame | list[dict[str, Any]], column_config: Mapping[str, Any] | None = None
+) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """``data`` with every column that has a missing value turned to text, and the
+    column configuration adjusted to match (a number column's label and help kept)."""
+    config = dict(column_config or {})
+    frame = data if isinstance(data, pd.DataFrame) else pd.DataFrame(data)
+    if frame.empty:
+        return frame, config
+    out = frame.copy()
+    for column in frame.columns:
+        values = frame[column]
+        if values.dtype == bool or not values.isna().any():
+            continue
+        setting = config.get(column)
+        if setting is None and column in config:
+            continue  # hidden
+        spec = None
+        numeric = pd.api.types.is_numeric_dtype(values)
+        if isinstance(setting, Mapping):
+            kind = (setting.get("type_config") or {}).get("type")
+            spec = _printf((setting.get("type_config") or {}).get("format"))
+            if kind in ("number", "progress"):
+                config[column] = st.column_config.TextColumn(
+                    setting.get("label"),
+                    help=setting.get("help"),
+                    width=setting.get("width"),
+                    alignment="right",
+                )
+        elif numeric:  # a label (or nothing): keep it, and keep numbers right-aligned
+            config[column] = st.column_config.TextColumn(setting, alignment="right")
+        out[column] = _as_text(values, spec)
+    return out, config
+
+
+def show(
+    frame: pd.DataFrame | list[dict[str, Any]],
+    column_config: Mapping[str, Any] | None = None,
+    **kwargs: Any,
+) -> Any:
+    """``st.dataframe`` with missing cells drawn as an em dash (same keyword arguments)."""
+    where = kwargs.pop("where", st)
+    shown, config = readable(frame, column_config)
+    return where.dataframe(shown, column_config=config or None, **kwargs)
