@@ -420,10 +420,22 @@ def test_talk_mode_fits_a_projector(server: str, width: int, height: int) -> Non
         chart = page.get_by_test_id("stPlotlyChart").first
         expect(chart).to_be_visible()
         page.wait_for_timeout(1500)
-        # the whole chart (axis titles, ticks, legend) is on screen without scrolling
-        assert _inside(chart.bounding_box(), width, height), chart.bounding_box()
+        # the whole chart (axis titles, ticks, legend) is on screen without scrolling, and
+        # uses the screen: two thirds of its height or more, whatever the projector
+        box = chart.bounding_box()
+        assert _inside(box, width, height) and box["height"] >= 0.66 * height, box
+        page.wait_for_timeout(1500)  # the chart is redrawn to its box
+        svg = chart.locator(".main-svg").first
+        assert float(svg.get_attribute("height") or 0) >= 0.66 * height  # drawn, not padded
+        shown = page.evaluate(  # no box around the chart cuts it short
+            """() => [...document.querySelectorAll('.st-key-talk_chart *')].filter(e =>
+                 e.contains(document.querySelector('.st-key-talk_chart .main-svg')))
+                 .map(e => e.getBoundingClientRect().height)"""
+        )
+        assert min(shown) >= 0.66 * height, shown
         legend = chart.locator(".legend").first
         assert _inside(legend.bounding_box(), width, height)
+        assert legend.bounding_box()["y"] >= 0.6 * height  # under bars that fill the screen
         page.screenshot(path=str(ARTIFACTS / f"talk_gap_{width}.png"))
 
         page.goto(server + "/demo?talk=true")

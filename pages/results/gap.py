@@ -5,7 +5,7 @@ import streamlit as st
 from components import auth, computed, gap_view, resources, state
 from components.score_pickers import judge_picker, study_picker
 from components.source_banner import load_or_stop
-from components.talk import talk_toggle
+from components.talk import screen_charts, talk_toggle
 from koed_core.results import score_sources
 from koed_core.results.figures import gap_figure
 
@@ -74,9 +74,11 @@ figures = [
     )
     for source in shown
 ]
-for column, fig in zip(st.columns(len(figures)), figures, strict=True):
-    # theme=None keeps the projector styling instead of the app theme
-    column.plotly_chart(fig, width="stretch", theme=None)
+if talk:
+    screen_charts(figures)  # the screen's height, whatever the projector
+else:
+    for column, fig in zip(st.columns(len(figures)), figures, strict=True):
+        column.plotly_chart(fig, width="stretch", theme=None)  # theme=None: our styling
 if not talk and judge is not None:
     gap_view.paper_table(store, dataset.sha256, judge)
 if not talk:  # PNG and SVG in the talk style, for slides (drawn when asked for)
