@@ -16,6 +16,7 @@ from components.literal import md
 from koed_core.config import api_key, merged_env
 from koed_core.errors import KoedError
 from koed_core.models.backends import make_client
+from koed_core.models.backends.openai_compat import served_models
 from koed_core.models.client import ChatClient, ModelError
 from koed_core.models.registry import ADHOC_PREFIX, DEFAULT_MODEL, ModelSpec, resolve_model
 from koed_core.redact import redact_url
@@ -108,8 +109,9 @@ def with_adhoc(registry: dict[str, ModelSpec]) -> dict[str, ModelSpec]:
 
 
 def adhoc_model_input() -> None:
-    """Admins: any model an OpenAI-compatible server serves, typed as ``openai:MODEL_ID``,
-    joins this session's pickers (the same as ``koed run --model openai:MODEL_ID``)."""
+    """Admins: any model an OpenAI-compatible server serves, typed as ``openai:MODEL_ID``
+    or picked from the server's own list, joins this session's pickers (the same as
+    ``koed run --model openai:MODEL_ID``)."""
     if not auth.is_admin():
         return
     env = merged_env(os.environ, resources.secrets())
@@ -120,15 +122,45 @@ def adhoc_model_input() -> None:
         placeholder="openai:llama3.1:8b",
         help=f"Served by {server}; its key is OPENAI_API_KEY. Admins only.",
     ).strip()
+    _served_model_list(env)
     if not typed:
         return
     if not typed.startswith(ADHOC_PREFIX) or len(typed) > 200 or typed == ADHOC_PREFIX:
         st.warning("Type the model as openai:MODEL_ID, e.g. openai:gpt-4o-mini.")
         return
+    _add_adhoc(typed)
+
+
+def _add_adhoc(model: str) -> None:
     added = st.session_state.setdefault(state.ADHOC_MODELS, [])
-    if typed not in added:
-        added.append(typed)
-        st.caption(f"{md(typed)} added to the model lists of this session.")
+    if model not in added:
+        added.append(model)
+        st.caption(f"{md(model)} added to the model lists of this session.")
+
+
+def _served_model_list(env: dict[str, str]) -> None:
+    """Ask the server which models it serves, then offer them in a picker."""
+    if st.button("List the server's models", key="models.list_served"):
+        listed: list[str] | None = None
+        try:
+            listed = served_models(env.get("OPENAI_BASE_URL") or None, env.get("OPENAI_API_KEY"))
+        except ModelError as err:
+            st.warning(md(str(err)), icon=":material/cloud_off:")
+        st.session_state[state.SERVED_MODELS] = listed
+    listed = st.session_state.get(state.SERVED_MODELS)
+    if not listed:
+        if listed == []:
+            st.caption("The server lists no models.")
+        return
+    picked = st.selectbox(
+        f"Served models ({len(listed)})",
+        listed,
+        index=None,
+        key=state.SERVED_PICK,
+        placeholder="Pick one to add it",
+    )
+    if picked:
+        _add_adhoc(f"{ADHOC_PREFIX}{picked}")
 
 
 def model_label(name: str) -> str:

@@ -79,6 +79,8 @@ CROWD = "crowd.worker"  # {"username": str, "invite": str}: a worker who came by
 CROWD_AGREE = "crowd.agree"
 ADHOC_MODELS = "models.adhoc"  # [openai:MODEL_ID, ...] an admin added this session
 ADHOC_INPUT = "models.adhoc_input"
+SERVED_MODELS = "models.served"  # the ids OPENAI_BASE_URL listed when the admin asked
+SERVED_PICK = "models.served_pick"
 # streamlit-authenticator's own keys (the library writes them).
 AUTH_STATUS = "authentication_status"
 AUTH_USERNAME = "username"

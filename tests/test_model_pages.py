@@ -129,6 +129,27 @@ def test_an_admin_picks_any_openai_model_by_id(
     assert "openai:MODEL_ID" in at.warning[0].value
 
 
+def test_an_admin_picks_from_the_servers_own_list(
+    fake_registry: Path, fake_openai: FakeOpenAI, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("OPENAI_BASE_URL", fake_openai.base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-listing-key")
+    fake_openai.served = ["qwen2.5:7b", "llama3.1:8b", "qwen2.5:7b"]
+    at = _page("pages/models/chat.py")
+    at.button(key="models.list_served").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert fake_openai.authorizations[-1] == "Bearer sk-listing-key"
+    picker = at.selectbox(key="models.served_pick")
+    assert picker.options == ["llama3.1:8b", "qwen2.5:7b"]  # sorted, once each
+    picker.set_value("qwen2.5:7b").run()
+    assert "openai:qwen2.5:7b" in at.session_state["models.adhoc"]
+    assert "openai:qwen2.5:7b (on OPENAI_BASE_URL)" in at.multiselect(key="chat.models").options
+    fake_openai.stop()  # the server goes away: said, not a traceback
+    at.button(key="models.list_served").click().run()
+    assert not at.exception
+    assert "could not reach http://127.0.0.1" in at.warning[0].value.replace("\\", "")
+
+
 def test_a_visitor_cannot_add_a_model(site: Path) -> None:
     at = _page("pages/models/chat.py")
     assert not [t for t in at.text_input if t.key == "models.adhoc_input"]

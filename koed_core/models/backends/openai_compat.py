@@ -136,3 +136,37 @@ class OpenAIClient:
         if isinstance(err, openai.APIStatusError):
             return ModelError("request", f"{name}: {where} refused the request ({err.status_code})")
         return ModelError("unknown", f"{name}: {type(err).__name__} from {where}")
+
+
+MAX_LISTED = 500
+"""Most ids a model list shows (a hosted provider lists hundreds; a picker needs fewer)."""
+
+
+def served_models(base_url: str | None, key: str | None, timeout: float = 5.0) -> list[str]:
+    """The model ids an OpenAI-compatible server lists (``GET /models``), sorted: what an
+    admin may pick from instead of typing an id.
+
+    Raises:
+        ModelError: the server is not reachable, refuses the key, or keeps no list.
+    """
+    where = redact_url(base_url) or "api.openai.com"
+    if base_url is None and not key:
+        raise ModelError("auth", f"{where}: no API key (set OPENAI_API_KEY) to list its models")
+    client = openai.OpenAI(
+        base_url=base_url, api_key=key or NO_KEY_NEEDED, timeout=timeout, max_retries=0
+    )
+    try:
+        ids = sorted({str(model.id) for model in client.models.list()})
+    except openai.AuthenticationError:
+        raise ModelError("auth", f"{where} rejected the API key") from None
+    except (openai.APIConnectionError, openai.APITimeoutError):
+        raise ModelError("connection", f"could not reach {where}") from None
+    except openai.APIStatusError as err:
+        raise ModelError(
+            "request", f"{where} keeps no model list (HTTP {err.status_code})"
+        ) from None
+    except (openai.OpenAIError, ValueError, TypeError, AttributeError):
+        raise ModelError(
+            "request", f"{where} answered with something that is not a model list"
+        ) from None
+    return ids[:MAX_LISTED]
