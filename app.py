@@ -130,7 +130,9 @@ def main() -> None:
         return
     state = auth.start()
     allowed = pages_for(state)
-    page = st.navigation(allowed, expanded=True)
+    # Along the top: the sidebar is left to the page's own controls (the Explorer's
+    # filters stay in view at 1366x768 for an admin with fifteen pages).
+    page = st.navigation(allowed, position="top")
     closed_page_note(allowed)
     st.sidebar.caption("KoED Studio · the Korean Empathetic Dialogues benchmark, ko/en")
     if state.account is not None:

@@ -262,6 +262,12 @@ def test_explorer_in_a_real_browser(server: str, fake_openai: FakeOpenAI) -> Non
         browser.close()
 
 
+def _navigate(page, section: str, title: str) -> None:  # type: ignore[no-untyped-def]
+    """Open a page from the top navigation: its section's menu, then its link."""
+    page.get_by_test_id("stTopNavSection").filter(has_text=section).click()
+    page.get_by_role("menuitem", name=title, exact=True).click()
+
+
 def _log_in(page, username: str, password: str) -> None:  # type: ignore[no-untyped-def]
     page.get_by_label("Username").fill(username)
     page.get_by_role("textbox", name="Password").fill(password)
@@ -513,7 +519,7 @@ def test_a_job_started_in_the_browser_outlives_the_page_and_the_server(
             page.get_by_label("Concurrent requests").fill("1")
             page.get_by_role("button", name="Start as a background job").click()
             expect(page.get_by_text("Job #1 queued")).to_be_visible()
-            page.get_by_role("link", name="Explorer").click()  # leave the page
+            _navigate(page, "Dialogues", "Explorer")  # leave the page
             expect(page.get_by_role("heading", name="Dialogue explorer")).to_be_visible()
             deadline = time.monotonic() + 60
             while stored_responses(db) < 6:
@@ -625,7 +631,8 @@ def test_a_crowd_worker_comes_from_prolific_and_goes_back_with_the_code(tmp_path
             page.goto(url + link)
             expect(page.get_by_role("heading", name="KoED rating study")).to_be_visible()
             expect(page.get_by_text("연구 참여에 동의합니다.")).to_be_visible()
-            assert page.get_by_test_id("stSidebarNav").count() == 0  # no other page
+            assert page.get_by_test_id("stTopNav").count() == 0  # no other page
+            assert page.get_by_test_id("stSidebarNav").count() == 0
             page.screenshot(path=str(ARTIFACTS / "crowd_consent.png"))
             page.get_by_text("I have read this and agree").click()
             page.get_by_role("button", name="Continue / 계속").click()
