@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import pandas as pd
 import streamlit as st
 
 from components import auth, resources, tables
 from components.literal import md
+from koed_core import csv_safe
 from koed_core.db.crowd import Crowd
 from koed_core.rating import crowd
 
@@ -23,7 +25,7 @@ PLACEHOLDERS = {
     "prolific": "&PROLIFIC_PID={{%PROLIFIC_PID%}}&STUDY_ID={{%STUDY_ID%}}"
     "&SESSION_ID={{%SESSION_ID%}}",
     "mturk": "",  # MTurk appends workerId, assignmentId and hitId itself
-    "none": "&worker=NAME",
+    "none": "",  # one personal link per id of the uploaded list
     "account": "",
 }
 
@@ -71,10 +73,17 @@ def render_invite_form(open_studies: dict[int, str]) -> None:
         cap = left.number_input("Places", 1, 10_000, 30)
         batch_size = right.number_input("Items per batch", 1, 500, 20)
         batches = right.number_input("Batches per worker", 1, 50, 1)
-        reward = right.number_input("Reward per batch (for the pay figures)", 0.0, 1000.0, 3.0)
+        reward = right.number_input("Reward per worker (for the pay figures)", 0.0, 1000.0, 3.0)
         currency = right.text_input("Currency", "GBP", max_chars=3)
-        code = right.text_input("Completion code (empty: generated)")
+        attempts = right.number_input("Calibration attempts", 1, 5, 1)
+        code = left.text_input("Completion code (empty: generated)")
+        screenout = left.text_input("Screen-out code (empty: generated)")
+        failed = left.text_input("Failed-checks code (empty: generated)")
+        prolific_id = right.text_input("Prolific study id (checks STUDY_ID; optional)")
         redirect = right.text_input("Redirect when done (Prolific: made from the code)")
+        people = st.text_area(
+            "Ids of your own list (platform none): one per line, each gets its own link"
+        )
         consent_ko = st.text_area("Consent (Korean)", DEFAULT_CONSENT_KO)
         consent_en = st.text_area("Consent (English)", DEFAULT_CONSENT_EN)
         made = st.form_submit_button("Create the link", type="primary")
@@ -90,6 +99,10 @@ def render_invite_form(open_studies: dict[int, str]) -> None:
                 batch_size=int(batch_size),
                 batches=int(batches),
                 completion_code=code.strip() or None,
+                screenout_code=screenout.strip() or None,
+                failed_code=failed.strip() or None,
+                prolific_study_id=prolific_id.strip() or None,
+                calibration_attempts=int(attempts),
                 redirect_url=redirect.strip() or None,
                 consent_ko=consent_ko,
                 consent_en=consent_en,
@@ -97,18 +110,41 @@ def render_invite_form(open_studies: dict[int, str]) -> None:
                 currency=currency.strip() or "GBP",
                 created_by=auth.username(),
             )
+            links = (
+                crowd.personal_links(resources.server_key(), invite, token, people.splitlines())
+                if platform == "none"
+                else {}
+            )
         except crowd.CrowdError as err:
             st.error(md(str(err)))
         else:
             st.success(
-                f"Invite link created (completion code {md(invite.completion_code)}). Paste it "
-                "as the study's URL on the platform; its placeholders fill in the worker's ids."
+                f"Invite link created. Codes: completion {md(invite.completion_code)}, "
+                f"screen-out {md(invite.screenout_code)}, failed checks "
+                f"{md(invite.failed_code)}. Paste the link as the study's URL on the "
+                "platform; its placeholders fill in the worker's ids."
             )
-            st.code(invite_url(token, platform), language=None, wrap_lines=True)
+            if links:
+                personal_links_download(links, invite.id)
+            else:
+                st.code(invite_url(token, platform), language=None, wrap_lines=True)
+
+
+def personal_links_download(links: dict[str, str], invite_id: str) -> None:
+    """A researcher's own list: one link per id, to send each person theirs."""
+    rows = [{"id": person, "link": app_url(f"join?{query}")} for person, query in links.items()]
+    tables.show(rows, hide_index=True)
+    st.download_button(
+        "Personal links (CSV)",
+        csv_safe.to_csv(pd.DataFrame(rows)),
+        file_name=f"koed-links-{invite_id}.csv",
+        mime="text/csv",
+    )
 
 
 def render_crowd_dashboard(study_id: int) -> None:
-    """Per invite: time per batch, effective hourly pay, who to approve, the platform file."""
+    """Per invite: places, time to the code, effective hourly pay, who to pay, the
+    platform's bulk files."""
     rows = Crowd(resources.store()).invites(study_id)
     if not rows:
         return
@@ -116,66 +152,97 @@ def render_crowd_dashboard(study_id: int) -> None:
     key = resources.server_key()
     for row in rows:
         invite = crowd.Invite.from_row(row)
-        used = Crowd(resources.store()).places_used(invite.id)
-        with st.expander(
-            f"{invite.platform} link {invite.id}: {used} of {invite.cap} places", expanded=True
-        ):
-            st.code(
-                invite_url(crowd.token_for(invite.id, key), invite.platform),
-                language=None,
-                wrap_lines=True,
-            )
+        places = crowd.places(resources.store(), invite)
+        with st.expander(f"{invite.platform} link {invite.id}: {places}", expanded=True):
+            if invite.platform != "none":
+                st.code(
+                    invite_url(crowd.token_for(invite.id, key), invite.platform),
+                    language=None,
+                    wrap_lines=True,
+                )
+            _cap_form(invite)
             frame, summary = crowd.pay_report(resources.store(), invite)
             a, b, c = st.columns(3)
-            a.metric("Median minutes per batch", _num(summary["median_batch_min"]))
-            b.metric("Slowest 10% (minutes)", _num(summary["p90_batch_min"]))
+            a.metric("Median minutes, joining to code", _num(summary["median_min"]))
+            b.metric("Slowest 10% (minutes)", _num(summary["p90_min"]))
             c.metric(
                 f"Effective pay per hour ({invite.currency})",
                 _num(summary["hourly_pay"]),
-                help=f"{invite.reward} {invite.currency} per batch over the median batch time",
+                help=f"{invite.reward} {invite.currency} per worker over the median minutes "
+                "from joining to the code (consent, screening and calibration included), "
+                "as the platform measures a submission",
             )
             if frame.empty:
                 st.caption("Nobody has joined through this link yet.")
                 continue
-            tables.show(
-                frame,
-                hide_index=True,
-                column_config={
-                    "username": "Worker (pseudonym)",
-                    "worker_id": "Platform id",
-                    "status": "Status",
-                    "stop_reason": "Why stopped",
-                    "batches": "Batches done",
-                    "median_batch_min": st.column_config.NumberColumn(
-                        "Median minutes per batch", format="%.1f"
-                    ),
-                    "attention_failed": "Attention checks failed",
-                    "suggested": st.column_config.TextColumn(
-                        "Suggested",
-                        help="reject: 2 or more failed attention checks; review: 1; accept: "
-                        "finished cleanly; replace: screened out or stopped; wait: at work",
-                    ),
-                    "decision": "Your decision",
-                },
-            )
-            with st.form(f"crowd.decide.{invite.id}"):
-                who = st.selectbox("Worker", frame["username"].tolist())
-                decision = st.radio("Decision", crowd.DECISIONS, horizontal=True)
-                if st.form_submit_button("Record the decision"):
-                    crowd.decide(resources.store(), who, decision, auth.username())
-                    st.rerun()
-            st.download_button(
-                f"Approve / reject list ({invite.platform} format)",
-                crowd.platform_csv(resources.store(), invite),
-                file_name=f"koed-{invite.platform}-{invite.id}.csv",
-                mime="text/csv",
-                key=f"crowd.csv.{invite.id}",
-            )
-            if not invite.revoked and st.button(
-                "Withdraw the link", key=f"crowd.revoke.{invite.id}"
-            ):
-                Crowd(resources.store()).revoke(invite.id)
+            flagging = frame[frame["flag_share"] > crowd.FLAG_SHARE_WARN]
+            if not flagging.empty:
+                st.warning(
+                    f"{len(flagging)} worker(s) flagged more than "
+                    f"{crowd.FLAG_SHARE_WARN:.0%} of their items: review them.",
+                    icon=":material/flag:",
+                )
+            tables.show(frame, hide_index=True, column_config=WORKER_COLUMNS)
+            _decisions(invite, frame)
+
+
+WORKER_COLUMNS = {
+    "username": "Worker (pseudonym)",
+    "worker_id": "Platform id",
+    "status": "Status",
+    "stop_reason": "Why stopped",
+    "rated": "Items rated",
+    "flagged": "Items flagged",
+    "flag_share": st.column_config.NumberColumn("Flag share", format="%.2f"),
+    "minutes": st.column_config.NumberColumn("Minutes to code", format="%.1f"),
+    "code_kind": "Code shown",
+    "code_given": "Code",
+    "attention_failed": "Attention checks failed",
+    "suggested": st.column_config.TextColumn(
+        "Suggested",
+        help="reject: 2 or more failed attention checks (each said what to choose); review: "
+        "1, or many flags; accept: finished with items rated; replace: stopped before "
+        "rating; wait: at work",
+    ),
+    "decision": "Your decision",
+    "decision_reason": "Reason",
+}
+
+
+def _cap_form(invite: crowd.Invite) -> None:
+    left, right = st.columns([3, 1])
+    cap = left.number_input(
+        "Places (raise or lower while live)", 1, 100_000, invite.cap, key=f"crowd.cap.{invite.id}"
+    )
+    if right.button("Set places", key=f"crowd.setcap.{invite.id}") and cap != invite.cap:
+        crowd.set_cap(resources.store(), invite, int(cap))
+        st.rerun()
+
+
+def _decisions(invite: crowd.Invite, frame: pd.DataFrame) -> None:
+    """Record decisions (a rejection with its written reason), accept the suggestions in
+    one step, and download the platform's bulk files."""
+    with st.form(f"crowd.decide.{invite.id}"):
+        who = st.selectbox("Worker", frame["username"].tolist())
+        decision = st.radio("Decision", crowd.DECISIONS, horizontal=True)
+        reason = st.text_input("Reason (required to reject; the platform shows it the worker)")
+        if st.form_submit_button("Record the decision"):
+            try:
+                crowd.decide(resources.store(), who, decision, auth.username(), reason)
+            except crowd.CrowdError as err:
+                st.error(md(str(err)))
+            else:
                 st.rerun()
+    if st.button("Accept all suggested (accept and replace)", key=f"crowd.all.{invite.id}"):
+        count = crowd.accept_suggested(resources.store(), invite, auth.username())
+        st.toast(f"{count:d} decision(s) recorded; rejections wait for your reason.")
+        st.rerun()
+    files = crowd.decision_files(resources.store(), invite)
+    for column, (name, text) in zip(st.columns(len(files)), files.items(), strict=True):
+        column.download_button(name, text, file_name=name, key=f"crowd.{name}.{invite.id}")
+    if not invite.revoked and st.button("Withdraw the link", key=f"crowd.revoke.{invite.id}"):
+        Crowd(resources.store()).revoke(invite.id)
+        st.rerun()
 
 
 def _num(value: float | None) -> str:

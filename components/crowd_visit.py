@@ -7,6 +7,8 @@ literally), so a crafted ``PROLIFIC_PID`` or consent file cannot restyle the pag
 
 from __future__ import annotations
 
+import html
+
 import streamlit as st
 
 from components import resources, state
@@ -14,6 +16,7 @@ from components.crowd_admin import app_url
 from components.literal import md
 from components.rating_view import rate_item
 from koed_core.db import Store
+from koed_core.db.crowd import Crowd
 from koed_core.errors import KoedError
 from koed_core.rating import crowd
 from koed_core.rating.studies import RatingStore
@@ -88,18 +91,83 @@ def refused(err: crowd.CrowdError) -> None:
     st.error(md(str(err)), icon=":material/link_off:")
 
 
-def stopped(worker: crowd.Worker) -> None:
-    """Screened out, or stopped by the quality checks."""
+def stopped(store: Store, worker: crowd.Worker, invite: crowd.Invite) -> None:
+    """Screened out, nothing left, or stopped by the quality checks: each with its code."""
     if (worker.stop_reason or "").startswith("screening"):
         st.info(
             "Thank you for your time. This study needs native-level speakers of its "
-            "languages, so we cannot offer you items. Please return the study on the platform."
+            "languages, so we cannot offer you items."
+        )
+    elif worker.stop_reason == crowd.NO_ITEMS:
+        st.info(
+            "Thank you for your time. Every item has all the ratings it needs now, so "
+            "nothing is left for you to rate."
         )
     else:
         st.info(
             "Thank you for your time. Some of your answers did not match our quality checks, "
             "so this session ends here. The study's organisers will review it."
         )
+    _code_and_way_back(store, worker, invite)
+
+
+def finished(store: Store, worker: crowd.Worker, invite: crowd.Invite) -> None:
+    """The completion code and the way back to the platform."""
+    st.success("Thank you! You have finished. / 참여해 주셔서 감사합니다!")
+    _code_and_way_back(store, worker, invite)
+
+
+OUTCOME_NAMES = {
+    "completed": "completion code / 완료 코드",
+    "screened_out": "screen-out code / 선별 종료 코드",
+    "failed_checks": "code / 코드",
+}
+
+
+def _code_and_way_back(store: Store, worker: crowd.Worker, invite: crowd.Invite) -> None:
+    given = crowd.give_code(store, worker, invite)
+    if given is None:
+        return
+    kind, code = given
+    st.markdown(f"Your {md(OUTCOME_NAMES[kind])}: **{md(code)}**")
+    post_to = crowd.submit_to(store, worker) if invite.platform == "mturk" else None
+    if post_to:
+        assignment = (Crowd(store).worker(worker.username) or {}).get("study_ref") or ""
+        st.html(mturk_form(post_to, assignment, code))
+    elif url := invite.back_url(code):
+        st.link_button("Back to the platform / 플랫폼으로 돌아가기", url)
+
+
+def mturk_form(action: str, assignment_id: str, code: str) -> str:
+    """The ExternalQuestion's answer: a POST of assignmentId and the code to MTurk (the
+    action is MTurk's own host, checked; every value escaped)."""
+    fields = {"assignmentId": assignment_id, "completion_code": code}
+    inputs = "".join(
+        f'<input type="hidden" name="{name}" value="{html.escape(value, quote=True)}">'
+        for name, value in fields.items()
+    )
+    return (
+        f'<form method="post" action="{html.escape(action, quote=True)}" target="_top">'
+        f'{inputs}<button type="submit" style="padding:0.5rem 1rem;font-size:1rem">'
+        "Submit the HIT / HIT 제출</button></form>"
+    )
+
+
+def mturk_preview(invite: crowd.Invite) -> None:
+    """An MTurk worker looking at the HIT before accepting it: what the task is and the
+    consent text; nothing starts until they accept."""
+    st.title("KoED rating study")
+    st.info(
+        "Preview: accept the HIT to start. / 미리보기: 시작하려면 HIT을 수락하세요.",
+        icon=":material/visibility:",
+    )
+    st.markdown(
+        f"You will rate how empathetic a listener's replies are, in batches of "
+        f"{invite.batch_size:d} items ({invite.batches:d} batch(es))."
+    )
+    left, right = st.columns(2)
+    left.markdown(md(invite.consent_ko))
+    right.markdown(md(invite.consent_en))
 
 
 def consent_step(store: Store, worker: crowd.Worker, invite: crowd.Invite) -> None:
@@ -141,14 +209,6 @@ def screening_step(
                 crowd.profile_of(worker, native, float(years_korea), float(years_english), ok)
             )
         st.rerun()
-
-
-def finished(invite: crowd.Invite) -> None:
-    """The completion code and the way back to the platform."""
-    st.success("Thank you! You have finished. / 참여해 주셔서 감사합니다!")
-    st.markdown(f"Your completion code / 완료 코드: **{md(invite.completion_code)}**")
-    if invite.redirect_url:
-        st.link_button("Back to the platform / 플랫폼으로 돌아가기", invite.redirect_url)
 
 
 def batch_step(

@@ -224,13 +224,12 @@ def test_explorer_in_a_real_browser(server: str, fake_openai: FakeOpenAI) -> Non
         page.screenshot(path=str(ARTIFACTS / "chat.png"), full_page=True)
 
         # Rating: log in as a rater, rate one item, see the progress move.
-        sidebar = page.get_by_test_id("stSidebar")
-        sidebar.get_by_text("Log in").click()
+        _navigate(page, "Account", "Log in")
         page.get_by_label("Username").fill("mina")
         page.get_by_role("textbox", name="Password").fill(RATER_PASSWORD)
         page.get_by_role("button", name="Log in").click()
         expect(page.get_by_text("Logged in as Mina (rater).")).to_be_visible()
-        sidebar.get_by_text("Rate responses").click()
+        _navigate(page, "Rating", "Rate responses")
         expect(page.get_by_text("0 of 13 rated")).to_be_visible()
         radios = page.get_by_test_id("stRadio")
         expect(radios).to_have_count(5)
@@ -242,7 +241,7 @@ def test_explorer_in_a_real_browser(server: str, fake_openai: FakeOpenAI) -> Non
         page.screenshot(path=str(ARTIFACTS / "rating.png"), full_page=True)
 
         # The gap: the fake run's emotion recognition, ko minus en, charted.
-        sidebar.get_by_text("Empathy gap").click()
+        _navigate(page, "Results", "Empathy gap")
         expect(page.get_by_role("heading", name="The cultural empathy gap")).to_be_visible()
         # a rater sees no figure from the study still being rated: emotion recognition only
         sources = page.get_by_test_id("stSelectbox").filter(has_text="Scores from")
@@ -266,6 +265,15 @@ def _navigate(page, section: str, title: str) -> None:  # type: ignore[no-untype
     """Open a page from the top navigation: its section's menu, then its link."""
     page.get_by_test_id("stTopNavSection").filter(has_text=section).click()
     page.get_by_role("menuitem", name=title, exact=True).click()
+
+
+def _expect_in_menu(page, section: str, title: str) -> None:  # type: ignore[no-untyped-def]
+    """The top navigation's ``section`` menu holds ``title`` (then closes it again)."""
+    from playwright.sync_api import expect
+
+    page.get_by_test_id("stTopNavSection").filter(has_text=section).click()
+    expect(page.get_by_role("menuitem", name=title, exact=True)).to_be_visible()
+    page.keyboard.press("Escape")
 
 
 def _log_in(page, username: str, password: str) -> None:  # type: ignore[no-untyped-def]
@@ -329,7 +337,7 @@ def test_doors_hold_in_a_real_browser(server: str, tmp_path: Path) -> None:
         stolen = copied.new_page()
         stolen.goto(server + "/")
         expect(stolen.get_by_role("heading", name="Dialogue explorer")).to_be_visible()
-        expect(stolen.get_by_test_id("stSidebar").get_by_text("Log in")).to_be_visible()
+        _expect_in_menu(stolen, "Account", "Log in")
         assert stolen.get_by_text("Logged in: Mina").count() == 0
 
         # A forged token (alg "none") is just "logged out": no traceback, no server paths.
@@ -344,7 +352,7 @@ def test_doors_hold_in_a_real_browser(server: str, tmp_path: Path) -> None:
         evil = attacker.new_page()
         evil.goto(server + "/")
         expect(evil.get_by_role("heading", name="Dialogue explorer")).to_be_visible()
-        expect(evil.get_by_test_id("stSidebar").get_by_text("Log in")).to_be_visible()
+        _expect_in_menu(evil, "Account", "Log in")
         assert evil.get_by_test_id("stException").count() == 0
         assert "Traceback" not in evil.content()
         assert "site-packages" not in evil.content()  # no server paths from a stack
@@ -385,7 +393,10 @@ def test_a_deep_link_is_the_first_request_after_a_start(
         assert page.get_by_text("Page not found").count() == 0
         sidebar = page.get_by_test_id("stSidebar")
         if who:  # the app's own sections, not Streamlit's list of file names
-            expect(sidebar.get_by_text("Dialogues", exact=True)).to_be_visible()
+            menu = page.get_by_test_id("stTopNav")
+            expect(
+                menu.get_by_text("Dialogues" if who == "boss" else "Rating", exact=True)
+            ).to_be_visible()
             expect(sidebar.get_by_text(f"Logged in: {who.title()}", exact=False)).to_be_visible()
         else:  # talk mode: no sidebar at all
             expect(page.get_by_role("switch", name="Talk mode")).to_be_checked()
@@ -619,9 +630,15 @@ def test_a_crowd_worker_comes_from_prolific_and_goes_back_with_the_code(tmp_path
         store, key.encode(), study_id, platform="prolific", days=7, cap=1, batch_size=2,
         **consent,
     )  # fmt: skip
-    crowd.join(store, key.encode(), full, {"PROLIFIC_PID": "first1"})
-    pid = "5f1a2b3c4d5e6f7a8b9c0d1e"
-    link = f"/join?invite={token}&PROLIFIC_PID={pid}&STUDY_ID=st9&SESSION_ID=se9"
+    crowd.join(store, key.encode(), full, {"PROLIFIC_PID": "ef" * 12})
+    mturk, mturk_token = crowd.create_invite(
+        store, key.encode(), study_id, platform="mturk", days=7, cap=5, batch_size=1,
+        **consent,
+    )  # fmt: skip
+    pid, prolific_study, session = "5f1a2b3c4d5e6f7a8b9c0d1e", "60" * 12, "70" * 12
+    link = f"/join?invite={token}&PROLIFIC_PID={pid}&STUDY_ID={prolific_study}&SESSION_ID={session}"
+    hit = f"/join?invite={mturk_token}&workerId=A2TESTWORKER9&hitId=3HITID0000001"
+    submit_to = "https://workersandbox.mturk.com"
     server = _serve(tmp_path, {"KOED_DATA": str(SAMPLE_FILE), "KOED_SECRET_KEY": key})
     url = next(server)
     try:
@@ -662,18 +679,57 @@ def test_a_crowd_worker_comes_from_prolific_and_goes_back_with_the_code(tmp_path
             again.goto(url + link)
             expect(again.get_by_text(invite.completion_code)).to_be_visible()
             refused = browser.new_page()
-            refused.goto(f"{url}/join?invite={old_token}&PROLIFIC_PID=newcomer2")
+            refused.goto(f"{url}/join?invite={old_token}&PROLIFIC_PID={'ab' * 12}")
             expect(refused.get_by_text("This invite link expired on")).to_be_visible()
-            refused.goto(f"{url}/join?invite={full_token}&PROLIFIC_PID=late1")
+            refused.goto(f"{url}/join?invite={full_token}&PROLIFIC_PID={'cd' * 12}")
             expect(refused.get_by_text("all 1 places are taken")).to_be_visible()
             refused.goto(f"{url}/join?invite={token}")  # not opened from Prolific
             expect(refused.get_by_text("Open this study from Prolific")).to_be_visible()
+            refused.goto(url + link.replace(session, "71" * 12))  # the same PID, a new session
+            expect(refused.get_by_text("another Prolific session")).to_be_visible()
+
+            # MTurk: the preview shows the task and asks to accept; the accepted HIT ends
+            # in a POST of assignmentId and the code to MTurk's externalSubmit.
+            turk = browser.new_page(viewport={"width": 1366, "height": 768})
+            turk.goto(
+                f"{url}{hit}&assignmentId=ASSIGNMENT_ID_NOT_AVAILABLE&turkSubmitTo={submit_to}"
+            )
+            expect(
+                turk.get_by_text("Preview: accept the HIT to start.", exact=False)
+            ).to_be_visible()
+            expect(turk.get_by_text("I agree to take part.")).to_be_visible()
+            assert turk.get_by_role("button", name="Continue / 계속").count() == 0
+            turk.goto(f"{url}{hit}&assignmentId=3ASSIGN0000001&turkSubmitTo={submit_to}")
+            turk.get_by_text("I have read this and agree").click()
+            turk.get_by_role("button", name="Continue / 계속").click()
+            turk.get_by_text("English", exact=True).click()
+            turk.get_by_role("button", name="Continue / 계속").click()
+            for score in ("4", "2"):
+                _score_all(turk, score)
+                turk.get_by_role("button", name="Submit rating").click()
+                turk.get_by_role("button", name="Next").click()
+            _score_all(turk, "4")
+            turk.get_by_role("button", name="Submit rating").click()
+            expect(turk.get_by_text(mturk.completion_code)).to_be_visible()
+            form = turk.locator("form[method=post]")
+            assert form.get_attribute("action") == f"{submit_to}/mturk/externalSubmit"
+            fields = {
+                i.get_attribute("name"): i.get_attribute("value")
+                for i in form.locator("input[type=hidden]").all()
+            }
+            assert fields == {
+                "assignmentId": "3ASSIGN0000001",
+                "completion_code": mturk.completion_code,
+            }
+            expect(turk.get_by_role("button", name="Submit the HIT / HIT 제출")).to_be_visible()
+            turk.screenshot(path=str(ARTIFACTS / "crowd_mturk_done.png"))
             browser.close()
     finally:
         server.close()
     worker = Crowd(store).worker(crowd.worker_name(key.encode(), study_id, "prolific", pid))
     assert worker is not None and worker["status"] == "completed"
-    assert (worker["study_ref"], worker["session_ref"]) == ("st9", "se9")
+    assert (worker["study_ref"], worker["session_ref"]) == (prolific_study, session)
+    assert (worker["code_kind"], worker["code_given"]) == ("completed", invite.completion_code)
     assert worker["consent_version"] == invite.consent_version
-    assert Crowd(store).places_used(invite.id) == 1
-    assert store.count("ratings") == 2 * 5
+    assert crowd.places(store, invite).used == 1
+    assert store.count("ratings") == 3 * 5  # two Prolific items and one MTurk item

@@ -21,7 +21,11 @@ from koed_core.rating.studies import RatingStore
 
 ROOT = Path(__file__).resolve().parents[1]
 KEY = b"k" * 32
-PROLIFIC = {"PROLIFIC_PID": "5f1a2b3c4d5e6f7a8b9c0d1e", "STUDY_ID": "st1", "SESSION_ID": "se1"}
+PROLIFIC = {
+    "PROLIFIC_PID": "5f1a2b3c4d5e6f7a8b9c0d1e",
+    "STUDY_ID": "60aa00000000000000000001",
+    "SESSION_ID": "70bb00000000000000000001",
+}
 
 
 def _invite(store: Store, study_id: int, **changes: object) -> tuple[crowd.Invite, str]:
@@ -74,15 +78,20 @@ def test_a_link_is_checked_signed_expiring_capped_and_revocable(
         crowd.check_invite(store, KEY, fresh)
 
 
-def test_platform_ids_are_required_and_checked() -> None:
+def test_platform_ids_are_required_and_checked(crowd_study: tuple[Store, int]) -> None:
+    store, study_id = crowd_study
+    prolific, _ = _invite(store, study_id)
+    mturk, _ = _invite(store, study_id, platform="mturk")
     with pytest.raises(crowd.CrowdError, match="Open this study from Prolific"):
-        crowd.platform_ids("prolific", {"STUDY_ID": "x"})
+        crowd.platform_ids(prolific, {"STUDY_ID": "x"})
     with pytest.raises(crowd.CrowdError, match="Open this study from Mechanical Turk"):
-        crowd.platform_ids("mturk", {})
-    with pytest.raises(crowd.CrowdError, match="PROLIFIC_PID must be letters"):
-        crowd.platform_ids("prolific", {"PROLIFIC_PID": "=HYPERLINK(1)"})
-    ids = crowd.platform_ids("mturk", {"workerId": "A1B2", "assignmentId": "as9", "hitId": "h7"})
-    assert ids == {"workerId": "A1B2", "assignmentId": "as9", "hitId": "h7"}
+        crowd.platform_ids(mturk, {})
+    with pytest.raises(crowd.CrowdError, match="PROLIFIC_PID is not a Prolific id"):
+        crowd.platform_ids(prolific, {"PROLIFIC_PID": "=HYPERLINK(1)"})
+    ids = {"workerId": "A1B2C3D4E5", "assignmentId": "3AS9XYZ0001", "hitId": "3HIT70000"}
+    assert crowd.platform_ids(mturk, ids) == ids
+    with pytest.raises(crowd.CrowdError, match="workerId is not a Mechanical Turk id"):
+        crowd.platform_ids(mturk, {**ids, "workerId": "a1b2"})
 
 
 def test_bad_settings_are_named(crowd_study: tuple[Store, int]) -> None:
@@ -115,7 +124,7 @@ def test_two_workers_racing_for_the_last_place_get_one(crowd_study: tuple[Store,
     for t in threads:
         t.join()
     assert sorted(outcomes) == ["full"] * 5 + ["in"]
-    assert Crowd(store).places_used(invite.id) == 1
+    assert crowd.places(store, invite).used == 1
 
 
 def test_screening_decides_languages_and_stops_politely(crowd_study: tuple[Store, int]) -> None:
@@ -164,22 +173,27 @@ def test_batches_pay_and_the_platform_file_match_the_ratings(
     ratings.save_profile(crowd.profile_of(careless, "ko", 30, 0, ("ko",)))
     _rate_batch(store, careless, 3, careful=False)
     assert crowd.attention_failures(store, study_id, careless.username) == 1
-    for worker, minutes in ((done, 6), (careless, 3)):  # as if the batches took this long
+    for worker, minutes in ((done, 6), (careless, 3)):  # joining to code took this long
+        crowd.finish(store, worker)
+        crowd.give_code(store, crowd.worker_of(store, worker.username), invite)  # type: ignore[arg-type]
         store.db.execute(
-            "update assignments set assigned_at = '2026-01-01T10:00:00+00:00', finished_at = "
+            "update crowd_workers set created = '2026-01-01T10:00:00+00:00', completed_at = "
             f"'2026-01-01T10:0{minutes}:00+00:00' where username = ?",
             [worker.username],
         )
     store.db.conn.commit()
     frame, summary = crowd.pay_report(store, invite)
     assert set(frame["username"]) == {done.username, careless.username}
-    assert summary["median_batch_min"] == pytest.approx(4.5)
-    assert summary["p90_batch_min"] == pytest.approx(5.7)
+    assert set(frame["code_given"]) == {invite.completion_code}
+    assert summary["median_min"] == pytest.approx(4.5)
+    assert summary["p90_min"] == pytest.approx(5.7)
     assert summary["hourly_pay"] == pytest.approx(1.5 / (4.5 / 60))  # 20 an hour
     suggested = dict(zip(frame["username"], frame["suggested"], strict=True))
     assert suggested == {done.username: "accept", careless.username: "review"}
     crowd.decide(store, done.username, "accept", "boss")
-    crowd.decide(store, careless.username, "reject", "boss")
+    with pytest.raises(crowd.CrowdError, match="write the reason"):
+        crowd.decide(store, careless.username, "reject", "boss")
+    crowd.decide(store, careless.username, "reject", "boss", "answered 5 on the check item")
     with pytest.raises(crowd.CrowdError, match="decision must be"):
         crowd.decide(store, done.username, "maybe", "boss")
     csv = pd.read_csv(io.StringIO(crowd.platform_csv(store, invite)))
@@ -205,7 +219,7 @@ def test_mturk_file_has_its_own_columns(crowd_study: tuple[Store, int]) -> None:
     )
     crowd.decide(store, worker.username, "accept", "boss")
     csv = pd.read_csv(io.StringIO(crowd.platform_csv(store, invite)))
-    assert list(csv.columns) == ["AssignmentId", "WorkerId", "HITId", "Approve", "Reject"]
+    assert list(csv.columns) == ["AssignmentId", "WorkerId", "HITId", "Approve", "Reject", "code"]
     assert csv.iloc[0][["AssignmentId", "WorkerId", "HITId", "Approve"]].tolist() == [
         "ASG1",
         "AW1",
@@ -258,7 +272,7 @@ def test_the_join_page_takes_a_worker_from_consent_to_the_completion_code(
     # the same worker opening the link again (a new browser) is back at the code
     again = _join_page(store, token, **PROLIFIC)
     assert invite.completion_code in " ".join(m.value for m in again.markdown)
-    assert Crowd(store).places_used(invite.id) == 1
+    assert crowd.places(store, invite).used == 1
 
 
 def _current(store: Store, username: str) -> str:
@@ -278,7 +292,7 @@ def test_an_expired_link_is_refused_on_the_page(
     at = _join_page(store, token, **PROLIFIC)
     assert not at.exception
     assert "This invite link expired on" in at.error[0].value
-    assert Crowd(store).places_used(invite.id) == 0
+    assert crowd.places(store, invite).used == 0
 
 
 def test_calibration_far_from_the_references_stops_the_worker(
@@ -314,7 +328,7 @@ def test_an_account_link_creates_a_rater_for_that_study_alone(
         crowd.join_with_account(store, invite, users_file, "boss", "whatever-123")
     with pytest.raises(KoedError, match="at least 8"):
         crowd.join_with_account(store, invite, users_file, "minho", "short")
-    assert Crowd(store).places_used(invite.id) == 1 and Crowd(store).bound_study("boss") is None
+    assert crowd.places(store, invite).used == 1 and Crowd(store).bound_study("boss") is None
     crowd.join_with_account(store, invite, users_file, "minho", "minho-pass-1")
     with pytest.raises(crowd.CrowdError, match="all 2 places are taken"):
         crowd.join_with_account(store, invite, users_file, "late", "late-pass-12")
@@ -394,9 +408,9 @@ def test_a_withdrawn_link_lets_those_already_in_finish_and_nobody_new(
     inside = _join_page(store, token, **PROLIFIC)
     assert not inside.exception and not inside.error
     assert inside.checkbox  # back at the consent step, free to go on
-    newcomer = _join_page(store, token, **{**PROLIFIC, "PROLIFIC_PID": "new1"})
+    newcomer = _join_page(store, token, **{**PROLIFIC, "PROLIFIC_PID": "5f1a2b3c4d5e6f7a8b9c0d99"})
     assert "withdrawn" in newcomer.error[0].value
-    assert Crowd(store).places_used(invite.id) == 1
+    assert crowd.places(store, invite).used == 1
 
 
 @pytest.mark.parametrize("param", ["PROLIFIC_PID", "worker"])
@@ -411,5 +425,6 @@ def test_a_bad_platform_id_is_echoed_literally(
     at = _join_page(store, token, **{**PROLIFIC, param: attack})
     assert not at.exception, [e.value for e in at.exception]
     shown = " ".join(e.value for e in at.error)
-    assert "evil" in shown  # the value is named in the message...
-    assert "![x](" not in shown and "**Your" not in shown and "](http" not in shown  # ...as text
+    assert param.replace("_", "\\_") in shown or "personal" in shown  # what was wrong...
+    assert "evil" not in shown and "![x](" not in shown  # ...never the crafted value itself
+    assert not at.markdown or all("evil" not in m.value for m in at.markdown)

@@ -2,7 +2,8 @@
 
 One module per command group (``data``, ``runs``: run, judge, judges; ``reproduce``;
 ``jobs``: worker and jobs; ``results``: agreement and export; ``accounts``: users and
-settings), each adding its parsers; :func:`main` is the one error boundary.
+settings; ``crowd``: study, invite and crowd), each adding its parsers; :func:`main` is
+the one error boundary.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from koed_core.cli import accounts, data, jobs, reproduce, results, runs
+from koed_core.cli import accounts, crowd, data, jobs, reproduce, results, runs
 from koed_core.config import Settings, read_secrets
 from koed_core.errors import KoedError
 
@@ -23,7 +24,7 @@ def build_parser() -> argparse.ArgumentParser:
     """The command tree; each leaf sets ``func``."""
     parser = argparse.ArgumentParser(prog="koed", description="KoED Studio command line")
     groups = parser.add_subparsers(dest="group", required=True)
-    for group in (data, runs, reproduce, jobs, results, accounts):
+    for group in (data, runs, reproduce, jobs, results, crowd, accounts):
         group.register(groups)
     return parser
 

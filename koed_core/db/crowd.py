@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from typing import Any
 
 import pandas as pd
@@ -52,17 +53,43 @@ class Crowd:
         rows = self.store.rows("select * from crowd_workers where username = ?", [username])
         return rows[0] if rows else None
 
-    def join(self, invite_id: str, cap: int, row: dict[str, Any]) -> bool:
+    def join(self, invite_id: str, cap: int, row: dict[str, Any], cutoff: str) -> bool:
         """Add a worker if the invite has a place left; False when it is full. One
         transaction, so two workers arriving at once cannot both take the last place."""
         with self.store.write():
-            used = self.store.rows(
-                "select count(*) as n from crowd_workers where invite_id = ?", [invite_id]
-            )[0]["n"]
-            if used >= cap:
+            if self._used(invite_id, cutoff) >= cap:
                 return False
             self.store.db.table("crowd_workers").insert(row, pk="username")
             return True
+
+    def retake_place(self, username: str, invite_id: str, cap: int, cutoff: str) -> bool:
+        """Someone who left the consent page (their place went) is back: a place again if
+        one is free, counted from now; False when the link is full."""
+        with self.store.write():
+            if self._used(invite_id, cutoff) >= cap:
+                return False
+            self.store.db.execute(
+                "update crowd_workers set created = ? where username = ?",
+                [datetime.now(UTC).isoformat(timespec="seconds"), username],
+            )
+            return True
+
+    def _used(self, invite_id: str, cutoff: str) -> int:
+        """Places held: workers under way or finished. Not those screened out or stopped,
+        replaced by the admin, or still on the consent page since before ``cutoff``."""
+        return int(
+            self.store.rows(
+                "select count(*) as n from crowd_workers where invite_id = ? "
+                "and coalesce(decision, '') != 'replace' and (status in "
+                "('screening', 'rating', 'completed') or (status = 'consent' and created >= ?))",
+                [invite_id, cutoff],
+            )[0]["n"]
+        )
+
+    def set_cap(self, invite_id: str, cap: int) -> None:
+        """A live link's number of places."""
+        with self.store.write():
+            self.store.db.execute("update invites set cap = ? where id = ?", [cap, invite_id])
 
     def remove(self, username: str) -> None:
         """Give a place back (an account that could not be created after all)."""
@@ -77,8 +104,12 @@ class Crowd:
         )
         return int(rows[0]["study_id"]) if rows else None
 
-    def places_used(self, invite_id: str) -> int:
-        """Workers who joined through this invite."""
+    def places_used(self, invite_id: str, cutoff: str) -> int:
+        """Places this invite's workers hold now (see ``_used``)."""
+        return self._used(invite_id, cutoff)
+
+    def joined(self, invite_id: str) -> int:
+        """Everyone who ever came in through this invite."""
         return int(
             self.store.rows(
                 "select count(*) as n from crowd_workers where invite_id = ?", [invite_id]
@@ -106,6 +137,15 @@ class Crowd:
             "a.username = ? and a.status = 'done' order by a.finished_at",
             [study_id, username],
         )
+
+    def flag_counts(self, study_id: int) -> dict[str, int]:
+        """Items each rater flagged (broken, offensive) in a study."""
+        rows = self.store.rows(
+            "select username, count(*) as n from assignments where study_id = ? and "
+            "status = 'flagged' group by username",
+            [study_id],
+        )
+        return {r["username"]: int(r["n"]) for r in rows}
 
     def attention_scores(self, study_id: int, username: str) -> list[dict[str, Any]]:
         """The worker's scores on attention checks, per item and dimension."""

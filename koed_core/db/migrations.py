@@ -244,6 +244,31 @@ def m007_change_stamp(db: sqlite_utils.Database) -> None:
             )
 
 
+@migration
+def m008_crowd_outcomes(db: sqlite_utils.Database) -> None:
+    """Crowd links as platforms run them: the Prolific study id a link belongs to, a code
+    per outcome (screened out, failed checks) beside the completion code, a limit on
+    calibration attempts; per worker, which code they were shown, their calibration
+    attempts and where MTurk wants the HIT submitted. Links made before keep working: a
+    missing code is derived from the link's id when asked."""
+    for column, kind in (
+        ("prolific_study_id", "text"),
+        ("screenout_code", "text"),
+        ("failed_code", "text"),
+        ("calibration_attempts", "integer default 1"),
+    ):
+        db.execute(f"alter table invites add column {column} {kind}")
+    for column, kind in (
+        ("code_given", "text"),
+        ("code_kind", "text"),
+        ("calibration_tries", "integer default 0"),
+        ("calibration_gaps", "text"),
+        ("submit_to", "text"),
+        ("decision_reason", "text"),
+    ):
+        db.execute(f"alter table crowd_workers add column {column} {kind}")
+
+
 def _script(db: sqlite_utils.Database, script: str) -> None:
     """Run statements one by one: ``executescript`` would commit the caller's transaction,
     and a migration must apply whole or not at all. (No statement here contains ';'.)"""

@@ -19,6 +19,7 @@ import statistics
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +29,7 @@ from koed_core.csv_safe import to_csv
 from koed_core.db import RaterProfile, Store, now
 from koed_core.db.crowd import Crowd
 from koed_core.errors import KoedError
-from koed_core.rating.studies import attention_limits
+from koed_core.rating.studies import RatingStore, attention_limits
 
 PLATFORMS: dict[str, tuple[str, ...]] = {
     "prolific": ("PROLIFIC_PID", "STUDY_ID", "SESSION_ID"),
@@ -37,6 +38,17 @@ PLATFORMS: dict[str, tuple[str, ...]] = {
 """The URL parameters each platform appends to a study link; the first is the worker."""
 PROLIFIC_DONE = "https://app.prolific.com/submissions/complete?cc={code}"
 PLATFORM_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
+PROLIFIC_PID = re.compile(r"^[0-9a-f]{24}$")
+"""Prolific participant (and study, session) ids: 24 hexadecimal characters."""
+MTURK_ID = re.compile(r"^[A-Z0-9]{6,64}$")
+"""MTurk worker, assignment and HIT ids: upper-case letters and digits."""
+MTURK_PREVIEW = "ASSIGNMENT_ID_NOT_AVAILABLE"
+"""The assignmentId MTurk sends while a worker previews a HIT they have not accepted."""
+MTURK_SUBMIT_HOSTS = ("https://www.mturk.com", "https://workersandbox.mturk.com")
+"""Where an ExternalQuestion's answers may be posted (turkSubmitTo), and nowhere else."""
+CODE = re.compile(r"^[A-Z0-9]{4,32}$")
+OUTCOMES = ("completed", "screened_out", "failed_checks")
+"""What a visit can end in, each with its own code (Prolific's completion codes)."""
 NATIVE_YEARS = 10
 """Years lived in Korea (or an English-speaking country) that count as native-like."""
 ATTENTION_FAILS_TO_STOP = 2
@@ -65,6 +77,27 @@ class Invite:
     reward: float | None
     currency: str
     revoked: bool
+    prolific_study_id: str | None = None
+    """Prolific's id of the study this link was pasted into: STUDY_ID must match it."""
+    screenout_code: str = ""
+    failed_code: str = ""
+    calibration_attempts: int = 1
+    """Calibration rounds a worker may try before being stopped (a reload is no new one)."""
+
+    def code_for(self, outcome: str) -> str:
+        """The code a worker is shown for this outcome."""
+        return {
+            "completed": self.completion_code,
+            "screened_out": self.screenout_code,
+            "failed_checks": self.failed_code,
+        }[outcome]
+
+    def back_url(self, code: str) -> str | None:
+        """Where the button back to the platform goes with this code (MTurk: a POST, see
+        ``mturk_submit``)."""
+        if self.platform == "prolific":
+            return PROLIFIC_DONE.format(code=code)
+        return self.redirect_url
 
     @property
     def consent_version(self) -> str:
@@ -89,7 +122,16 @@ class Invite:
             reward=row["reward"],
             currency=row["currency"] or "GBP",
             revoked=bool(row["revoked"]),
+            prolific_study_id=row.get("prolific_study_id"),
+            screenout_code=row.get("screenout_code") or _derived_code(row["id"], "screened_out"),
+            failed_code=row.get("failed_code") or _derived_code(row["id"], "failed_checks"),
+            calibration_attempts=int(row.get("calibration_attempts") or 1),
         )
+
+
+def _derived_code(invite_id: str, outcome: str) -> str:
+    """A code for a link made before codes per outcome (stable: the same every time)."""
+    return hashlib.sha256(f"{invite_id}:{outcome}".encode()).hexdigest()[:8].upper()
 
 
 def _signature(invite_id: str, key: bytes) -> str:
@@ -118,6 +160,10 @@ def create_invite(
     reward: float | None = None,
     currency: str = "GBP",
     created_by: str | None = None,
+    screenout_code: str | None = None,
+    failed_code: str | None = None,
+    prolific_study_id: str | None = None,
+    calibration_attempts: int = 1,
 ) -> tuple[Invite, str]:
     """A new invite link for a study; returns it and its token.
 
@@ -135,9 +181,21 @@ def create_invite(
         problems.append("write the consent text in both Korean and English")
     if reward is not None and reward < 0:
         problems.append("the reward cannot be negative")
+    if not 1 <= calibration_attempts <= 5:
+        problems.append("calibration attempts must be between 1 and 5")
+    if prolific_study_id and not PROLIFIC_PID.match(prolific_study_id):
+        problems.append("the Prolific study id is 24 hexadecimal characters")
+    codes = [
+        c or secrets.token_hex(4).upper() for c in (completion_code, screenout_code, failed_code)
+    ]
+    bad = [c for c in codes if not CODE.match(c)]
+    if bad:
+        problems.append(f"codes are 4-32 upper-case letters and digits, not {bad[0]!r}")
+    elif len(set(codes)) < 3:
+        problems.append("the completion, screen-out and failed-checks codes must differ")
     if problems:
         raise CrowdError("; ".join(problems))
-    code = completion_code or secrets.token_hex(4).upper()
+    code = codes[0]
     if platform == "prolific" and not redirect_url:
         redirect_url = PROLIFIC_DONE.format(code=code)
     invite_id = secrets.token_urlsafe(9)
@@ -158,6 +216,10 @@ def create_invite(
         "revoked": 0,
         "created_by": created_by,
         "created": now(),
+        "prolific_study_id": prolific_study_id or None,
+        "screenout_code": codes[1],
+        "failed_code": codes[2],
+        "calibration_attempts": calibration_attempts,
     }
     Crowd(store).add_invite(row)
     return Invite.from_row(row), token_for(invite_id, key)
@@ -196,34 +258,98 @@ def check_invite(
     return invite
 
 
-def platform_ids(platform: str, params: Mapping[str, str]) -> dict[str, str]:
-    """The platform's ids from the link's parameters, checked.
+def personal_signature(key: bytes, invite_id: str, worker: str) -> str:
+    """The ``sig`` of a researcher's own list's link: holding one link is not holding
+    another person's."""
+    return hmac.new(key, f"person:{invite_id}:{worker}".encode(), hashlib.sha256).hexdigest()[:16]
+
+
+def personal_links(key: bytes, invite: Invite, token: str, people: list[str]) -> dict[str, str]:
+    """One link's query per id of a ``none`` link's list (``worker`` and its ``sig``).
 
     Raises:
-        CrowdError: the worker id is missing (the link was not opened from the platform)
-            or an id has characters no platform uses.
+        CrowdError: an id is malformed or repeated, or the list is empty.
     """
+    ids = [p.strip() for p in people if p.strip()]
+    bad = [p for p in ids if not PLATFORM_ID.match(p)]
+    if not ids or bad or len(set(ids)) < len(ids):
+        why = f"{bad[0]!r} has characters ids do not use" if bad else "ids repeat or none given"
+        raise CrowdError(f"the list of ids: {why} (letters, digits, - or _; one per line)")
+    return {
+        p: f"invite={token}&worker={p}&sig={personal_signature(key, invite.id, p)}" for p in ids
+    }
+
+
+def platform_ids(
+    invite: Invite, params: Mapping[str, str], key: bytes | None = None
+) -> dict[str, str]:
+    """The platform's ids from the link's parameters, checked as the platform issues them.
+
+    Raises:
+        CrowdError: the worker id is missing (the link was not opened from the platform),
+            malformed for that platform, another Prolific study's, or a personal link's
+            signature does not match.
+    """
+    platform = invite.platform
     if platform == "none":
-        given = params.get("worker", "")
-        names: tuple[str, ...] = ("worker",)
-    else:
-        names = PLATFORMS[platform]
-        given = params.get(names[0], "")
-    if not given:
-        where = {"prolific": "Prolific", "mturk": "Mechanical Turk"}.get(platform)
-        if where:
+        person, sig = params.get("worker", ""), params.get("sig", "")
+        expected = personal_signature(key or b"", invite.id, person) if person else ""
+        if not person or not hmac.compare_digest(sig, expected):
             raise CrowdError(
-                f"Open this study from {where}: the link has no {names[0]}, so your work "
-                "could not be credited to you."
+                "This link is personal and incomplete or changed: open the link you were "
+                "given, exactly as it was sent to you."
             )
-        raise CrowdError("This link needs a worker=NAME parameter (any code you will remember).")
-    ids = {}
-    for name in names:
-        value = params.get(name, "")
-        if value and not PLATFORM_ID.match(value):
-            raise CrowdError(f"{name} must be letters, digits, - or _ (at most 64), not {value!r}")
-        ids[name] = value
+        return {"worker": person}
+    names = PLATFORMS[platform]
+    ids = {name: params.get(name, "") for name in names}
+    where = {"prolific": "Prolific", "mturk": "Mechanical Turk"}[platform]
+    if not ids[names[0]]:
+        raise CrowdError(
+            f"Open this study from {where}: the link has no {names[0]}, so your work could "
+            "not be credited to you."
+        )
+    shape, what = (
+        (PROLIFIC_PID, "24 hexadecimal characters")
+        if platform == "prolific"
+        else (MTURK_ID, "upper-case letters and digits")
+    )
+    for name, value in ids.items():
+        if (
+            value
+            and not shape.match(value)
+            and not (name == "assignmentId" and value == MTURK_PREVIEW)
+        ):
+            raise CrowdError(
+                f"{name} is not a {where} id ({what}); open this study from {where} itself."
+            )
+    if (
+        platform == "prolific"
+        and invite.prolific_study_id
+        and ids["STUDY_ID"] != invite.prolific_study_id
+    ):
+        raise CrowdError(
+            "This link belongs to another Prolific study (STUDY_ID does not match); open "
+            "the study from its own Prolific page."
+        )
+    if platform == "mturk" and not ids["assignmentId"]:
+        raise CrowdError("Open this HIT from Mechanical Turk: the link has no assignmentId.")
     return ids
+
+
+def mturk_preview(invite: Invite, params: Mapping[str, str]) -> bool:
+    """True while an MTurk worker previews the HIT (nothing is stored, no place taken)."""
+    return invite.platform == "mturk" and params.get("assignmentId") == MTURK_PREVIEW
+
+
+def mturk_submit(submit_to: str | None) -> str | None:
+    """The ExternalQuestion's answer URL (``turkSubmitTo`` + /mturk/externalSubmit) when
+    ``submit_to`` is MTurk's own (live or sandbox), else None: answers go nowhere else."""
+    base = (submit_to or "").rstrip("/")
+    return f"{base}/mturk/externalSubmit" if base in MTURK_SUBMIT_HOSTS else None
+
+
+SESSION_ID = {"prolific": ("SESSION_ID", "session_ref"), "mturk": ("assignmentId", "study_ref")}
+"""Per platform: the link's parameter naming one attempt, and where the worker keeps it."""
 
 
 @dataclass(frozen=True)
@@ -247,29 +373,87 @@ def worker_name(key: bytes, study_id: int, platform: str, worker_id: str) -> str
     return f"crowd-{digest.hexdigest()[:12]}"
 
 
-def returning(store: Store, invite: Invite, ids: Mapping[str, str]) -> Worker | None:
-    """The worker these platform ids already made in this study, or None."""
-    names = PLATFORMS.get(invite.platform, ("worker",))
-    found = Crowd(store).worker_by_platform_id(
-        invite.study_id, invite.platform, ids.get(names[0], "")
-    )
-    return _worker(found, resumed=True) if found else None
+def _place_cutoff(store: Store, invite: Invite, at: datetime | None = None) -> str:
+    """Workers still on the consent page who joined before this moment have left: their
+    place is free again (the study's own timeout for abandoned items)."""
+    minutes = RatingStore(store).config(invite.study_id).timeout_minutes
+    moment = at or datetime.now(UTC)
+    return (moment - timedelta(minutes=minutes)).isoformat(timespec="seconds")
 
 
-def join(store: Store, key: bytes, invite: Invite, ids: Mapping[str, str]) -> Worker:
-    """Let a worker in, or back in: the same platform id resumes, never a second place.
+def _same_attempt(found: Mapping[str, Any], invite: Invite, ids: Mapping[str, str]) -> None:
+    """A platform id back with another session (Prolific) or assignment (MTurk) is not
+    handed the first one's work.
 
     Raises:
-        CrowdError: every place is taken.
+        CrowdError: the session differs from the one this worker started with.
+    """
+    if invite.platform not in SESSION_ID:
+        return
+    param, column = SESSION_ID[invite.platform]
+    kept, given = found.get(column), ids.get(param, "")
+    if kept and given != kept:
+        attempt = "Prolific session" if invite.platform == "prolific" else "HIT assignment"
+        raise CrowdError(
+            f"You have already taken part in this study in another {attempt}; its work stays "
+            f"with it, so this {attempt} cannot continue it. Please return this one on the "
+            "platform, or message the researchers there."
+        )
+
+
+def returning(
+    store: Store, invite: Invite, ids: Mapping[str, str], at: datetime | None = None
+) -> Worker | None:
+    """The worker these platform ids already made in this study, or None.
+
+    Raises:
+        CrowdError: they come back in another session or assignment; or they had left the
+            consent page long enough for their place to go, and the study is full now.
+    """
+    names = PLATFORMS.get(invite.platform, ("worker",))
+    crowd = Crowd(store)
+    found = crowd.worker_by_platform_id(invite.study_id, invite.platform, ids.get(names[0], ""))
+    if found is None:
+        return None
+    _same_attempt(found, invite, ids)
+    cutoff = _place_cutoff(store, invite, at)
+    left = found["status"] == "consent" and (found["created"] or "") < cutoff
+    if left and not crowd.retake_place(found["username"], invite.id, invite.cap, cutoff):
+        raise _full(invite)  # they left the consent page long ago and the study filled up
+    return _worker(crowd.worker(found["username"]) or found, resumed=True)
+
+
+def _full(invite: Invite) -> CrowdError:
+    return CrowdError(
+        f"This study is full: all {invite.cap} places are taken. Please return it on the "
+        "platform; no time of yours was counted."
+    )
+
+
+def join(
+    store: Store, key: bytes, invite: Invite, ids: Mapping[str, str], at: datetime | None = None
+) -> Worker:
+    """Let a worker in, or back in: the same platform id resumes, never a second place.
+    A place counts only someone under way or finished (see ``Crowd.places_used``).
+
+    Raises:
+        CrowdError: every place is taken, no item is left for a newcomer, or a returning
+            worker comes in another session.
     """
     crowd = Crowd(store)
     names = PLATFORMS.get(invite.platform, ("worker",))
     worker_id = ids.get(names[0], "")
     if not worker_id:
         raise CrowdError(f"the link has no {names[0]}")
-    found = crowd.worker_by_platform_id(invite.study_id, invite.platform, worker_id)
-    if found is not None:
-        return _worker(found, resumed=True)
+    again = returning(store, invite, ids, at)
+    if again is not None:
+        return again
+    if not RatingStore(store).room_for_newcomer(invite.study_id):
+        raise CrowdError(
+            "Every item of this study has all the ratings it needs, so there is nothing left "
+            "for you to rate. Please return the study on the platform; no time of yours was "
+            "counted. Thank you for your interest."
+        )
     row: dict[str, Any] = {
         "username": worker_name(key, invite.study_id, invite.platform, worker_id),
         "invite_id": invite.id,
@@ -279,14 +463,42 @@ def join(store: Store, key: bytes, invite: Invite, ids: Mapping[str, str]) -> Wo
         "study_ref": ids.get(names[1]) if len(names) > 1 else None,
         "session_ref": ids.get(names[2]) if len(names) > 2 else None,
         "status": "consent",
-        "created": now(),
+        "created": (at or datetime.now(UTC)).isoformat(timespec="seconds"),
     }
-    if not crowd.join(invite.id, invite.cap, row):
-        raise CrowdError(
-            f"This study is full: all {invite.cap} places are taken. Please return it on "
-            "the platform; you have not been charged any time."
-        )
+    if not crowd.join(invite.id, invite.cap, row, _place_cutoff(store, invite, at)):
+        raise _full(invite)
     return _worker(crowd.worker(str(row["username"])) or row, resumed=False)
+
+
+@dataclass(frozen=True)
+class Places:
+    """How full a link is: places taken by people under way or finished, its cap, and
+    places given back (screened out, stopped, left at consent, replaced)."""
+
+    used: int
+    cap: int
+    freed: int
+
+    def __str__(self) -> str:
+        return f"places: {self.used} / {self.cap} ({self.freed} freed)"
+
+
+def places(store: Store, invite: Invite, at: datetime | None = None) -> Places:
+    """The link's places now."""
+    crowd = Crowd(store)
+    used = crowd.places_used(invite.id, _place_cutoff(store, invite, at))
+    return Places(used, invite.cap, crowd.joined(invite.id) - used)
+
+
+def set_cap(store: Store, invite: Invite, cap: int) -> None:
+    """Raise or lower a live link's places (those already in keep theirs).
+
+    Raises:
+        CrowdError: fewer than one place, or more than 100,000.
+    """
+    if not 1 <= cap <= 100_000:
+        raise CrowdError("a link holds between 1 and 100,000 places")
+    Crowd(store).set_cap(invite.id, cap)
 
 
 def worker_of(store: Store, username: str) -> Worker | None:
@@ -340,7 +552,7 @@ def join_with_account(
     crowd = Crowd(store)
     if crowd.worker(username) is not None:
         raise CrowdError(f"user {username!r} exists already")
-    if not crowd.join(invite.id, invite.cap, row):
+    if not crowd.join(invite.id, invite.cap, row, _place_cutoff(store, invite)):
         raise CrowdError(f"This study is full: all {invite.cap} places are taken.")
     try:
         add_user(users_path, username, "rater", name, password)
@@ -471,95 +683,206 @@ def batch_state(store: Store, worker: Worker, invite: Invite) -> BatchState:
     )
 
 
+def remember_submit_to(store: Store, worker: Worker, submit_to: str | None) -> None:
+    """Where MTurk wants this worker's HIT posted (kept for the last page, which a reload
+    reaches without the link's parameters); anything but MTurk's own hosts is ignored."""
+    if mturk_submit(submit_to) is not None:
+        Crowd(store).update_worker(worker.username, submit_to=str(submit_to).rstrip("/"))
+
+
+def submit_to(store: Store, worker: Worker) -> str | None:
+    """The ExternalQuestion answer URL for this worker, if MTurk sent them."""
+    return mturk_submit((Crowd(store).worker(worker.username) or {}).get("submit_to"))
+
+
+NO_ITEMS = "no items: nothing was left for them to rate"
+
+
 def finish(store: Store, worker: Worker) -> None:
-    """The worker completed every batch."""
-    Crowd(store).update_worker(worker.username, status="completed", completed_at=now())
+    """The worker's visit ends with no more items: completed if they rated something;
+    someone who rated nothing (everything flagged, or nothing left) gets no completion
+    code, but the screen-out code, since it was not their doing."""
+    if RatingStore(store).done(worker.study_id, worker.username) == 0:
+        Crowd(store).update_worker(worker.username, status="stopped", stop_reason=NO_ITEMS)
+    else:
+        Crowd(store).update_worker(worker.username, status="completed")
 
 
-def decide(store: Store, username: str, decision: str, by: str | None) -> None:
-    """Record the admin's decision on a worker.
+def outcome(worker: Worker) -> str | None:
+    """Which of ``OUTCOMES`` a finished visit ended in (None while under way)."""
+    if worker.status == "completed":
+        return "completed"
+    if worker.status != "stopped":
+        return None
+    reason = worker.stop_reason or ""
+    return "screened_out" if reason.startswith(("screening", NO_ITEMS)) else "failed_checks"
+
+
+def give_code(store: Store, worker: Worker, invite: Invite) -> tuple[str, str] | None:
+    """The outcome and its code, shown to the worker and recorded the first time (the
+    dashboard and the decisions say which code each worker received)."""
+    kind = outcome(worker)
+    if kind is None:
+        return None
+    code = invite.code_for(kind)
+    row = Crowd(store).worker(worker.username) or {}
+    if row.get("code_given") != code:
+        Crowd(store).update_worker(
+            worker.username, code_given=code, code_kind=kind, completed_at=now()
+        )
+    return kind, code
+
+
+def decide(store: Store, username: str, decision: str, by: str | None, reason: str = "") -> None:
+    """Record the admin's decision on a worker; a rejection needs the admin's reason (it
+    is sent to the worker by the platform, so it is written, not generated).
 
     Raises:
-        CrowdError: an unknown decision or worker.
+        CrowdError: an unknown decision or worker, or a rejection without a reason.
     """
     if decision not in DECISIONS:
         raise CrowdError(f"decision must be one of {', '.join(DECISIONS)}")
+    reason = " ".join(reason.split())[:500]
+    if decision == "reject" and len(reason) < 10:
+        raise CrowdError("write the reason for a rejection (at least 10 characters)")
     crowd = Crowd(store)
     if crowd.worker(username) is None:
         raise CrowdError(f"no crowd worker {username!r}")
-    crowd.update_worker(username, decision=decision, decided_by=by, decided_at=now())
+    crowd.update_worker(
+        username, decision=decision, decided_by=by, decided_at=now(), decision_reason=reason
+    )
+
+
+def accept_suggested(store: Store, invite: Invite, by: str | None) -> int:
+    """Record every undecided worker's suggested accept or replace in one step (a
+    rejection waits for the admin's written reason); returns how many were decided."""
+    frame, _ = pay_report(store, invite)
+    count = 0
+    for row in frame.to_dict("records") if not frame.empty else []:
+        if row["decision"] is None and row["suggested"] in ("accept", "replace"):
+            decide(store, row["username"], row["suggested"], by)
+            count += 1
+    return count
 
 
 def _seconds(stamp: str) -> float:
     return float(pd.Timestamp(stamp).timestamp())
 
 
-def batch_times(store: Store, study_id: int, username: str, batch_size: int) -> list[float]:
-    """Minutes each completed batch took: from its first item handed out to its last saved."""
-    done = Crowd(store).finished_assignments(study_id, username)
-    minutes = []
-    for start in range(0, len(done) - batch_size + 1, batch_size):
-        chunk = done[start : start + batch_size]
-        began = min(_seconds(a["assigned_at"]) for a in chunk)
-        ended = max(_seconds(a["finished_at"]) for a in chunk)
-        minutes.append((ended - began) / 60)
-    return minutes
+FLAG_SHARE_WARN = 0.3
+"""A worker who flags more than this share of what they were given is shown for review."""
 
 
 def pay_report(store: Store, invite: Invite) -> tuple[pd.DataFrame, dict[str, float | None]]:
-    """Per worker: batches done, minutes per batch, attention failures, status, decision
-    and the suggested decision; and for the study, the median and slowest-decile batch
-    minutes and the effective hourly pay of the reward."""
+    """Per worker: items rated and flagged, minutes from joining to their code (as the
+    platform measures a submission: consent, screening and calibration included), the
+    code shown, attention failures, status, decision and the suggested decision; for the
+    link, the median and slowest-decile minutes and the effective hourly pay of the reward
+    per worker."""
     workers = Crowd(store).workers(invite.study_id)
+    flags = Crowd(store).flag_counts(invite.study_id)
+    ratings = RatingStore(store)
     rows = []
     every: list[float] = []
     for w in workers.to_dict("records") if not workers.empty else []:
         if w["invite_id"] != invite.id:
             continue
-        times = batch_times(store, invite.study_id, w["username"], invite.batch_size)
-        every += times
+        rated = ratings.done(invite.study_id, w["username"])
+        flagged = flags.get(w["username"], 0)
+        minutes = None
+        if w.get("completed_at") and w.get("created"):
+            minutes = (_seconds(w["completed_at"]) - _seconds(w["created"])) / 60
+            every.append(minutes)
         failed = attention_failures(store, invite.study_id, w["username"])
-        completed = w["status"] == "completed" or len(times) >= invite.batches
-        suggested = _suggest(failed, completed, w["status"], w["stop_reason"])
+        share = flagged / (rated + flagged) if rated + flagged else 0.0
         rows.append(
             {
                 "username": w["username"],
                 "worker_id": w["worker_id"],
                 "status": w["status"],
                 "stop_reason": w["stop_reason"],
-                "batches": len(times),
-                "median_batch_min": statistics.median(times) if times else None,
+                "rated": rated,
+                "flagged": flagged,
+                "flag_share": share,
+                "minutes": minutes,
+                "code_kind": w.get("code_kind"),
+                "code_given": w.get("code_given"),
                 "attention_failed": failed,
-                "suggested": suggested,
+                "suggested": _suggest(failed, w["status"], rated, share),
                 "decision": w["decision"],
+                "decision_reason": w.get("decision_reason"),
             }
         )
     median = statistics.median(every) if every else None
     slow = float(pd.Series(every).quantile(0.9)) if every else None
     hourly = invite.reward / (median / 60) if invite.reward is not None and median else None
-    summary = {"median_batch_min": median, "p90_batch_min": slow, "hourly_pay": hourly}
+    summary = {"median_min": median, "p90_min": slow, "hourly_pay": hourly}
     return pd.DataFrame(rows), summary
 
 
-def _suggest(failed: int, completed: bool, status: str, stop_reason: str | None) -> str:
-    """What the dashboard suggests: reject after two failed attention checks (Prolific's
-    own rule of thumb), review after one, replace (return) someone screened out or who
-    left, accept a clean completion, and wait for someone still at work."""
+def _suggest(failed: int, status: str, rated: int, flag_share: float) -> str:
+    """What the dashboard suggests: reject after two failed attention checks (each said
+    what to choose), review after one or when flags pile up, replace (return) someone
+    stopped before rating, accept a completion with at least one item rated, and wait for
+    someone still at work. Never accept a worker who rated nothing."""
     if failed >= ATTENTION_FAILS_TO_STOP:
         return "reject"
-    if failed:
+    if failed or flag_share > FLAG_SHARE_WARN:
         return "review"
-    if completed:
+    if status == "completed" and rated > 0:
         return "accept"
     if status == "stopped":
         return "replace"
     return "wait"
 
 
+BULK = {"accept": "approve", "reject": "reject", "replace": "return-request"}
+"""Our decisions as the platforms' bulk actions."""
+
+
+def decision_files(store: Store, invite: Invite) -> dict[str, str]:
+    """Ready-to-paste lists per decision, in the platform's bulk format. Prolific:
+    participant ids, one a line, per action (approve, reject, return-request); MTurk: the
+    batch results CSV columns ``AssignmentId, WorkerId, Approve, Reject`` (the reason in
+    Reject). Only decided workers."""
+    frame, _ = pay_report(store, invite)
+    decided = frame[frame["decision"].notna()] if not frame.empty else frame
+    workers = Crowd(store).workers(invite.study_id).set_index("username")
+    if invite.platform == "mturk":
+        rows = [
+            {
+                "AssignmentId": workers.loc[r["username"]]["study_ref"] or "",
+                "WorkerId": r["worker_id"],
+                "Approve": "x" if r["decision"] == "accept" else "",
+                "Reject": r["decision_reason"] if r["decision"] == "reject" else "",
+            }
+            for r in (decided.to_dict("records") if not decided.empty else [])
+            if r["decision"] in ("accept", "reject")
+        ]
+        columns = ["AssignmentId", "WorkerId", "Approve", "Reject"]
+        return {"mturk_results.csv": to_csv(pd.DataFrame(rows, columns=columns), bom=False)}
+    files = {}
+    for decision, action in BULK.items():
+        ids = [
+            str(r["worker_id"])
+            for r in (decided.to_dict("records") if not decided.empty else [])
+            if r["decision"] == decision
+        ]
+        files[f"prolific_{action}.txt"] = "".join(f"{i}\n" for i in ids)
+    reasons = [
+        {"participant_id": r["worker_id"], "reason": r["decision_reason"]}
+        for r in (decided.to_dict("records") if not decided.empty else [])
+        if r["decision"] == "reject"
+    ]
+    files["prolific_reject_reasons.csv"] = to_csv(
+        pd.DataFrame(reasons, columns=["participant_id", "reason"]), bom=False
+    )
+    return files
+
+
 def platform_csv(store: Store, invite: Invite) -> str:
-    """The approve / reject list in the platform's format (decided workers only; the
-    admin's decision, else none). Prolific: participant ids with APPROVE or REJECT; MTurk:
-    the batch-results columns Approve and Reject."""
+    """Every decided worker in one file: platform ids, decision, the code they received
+    and the reason of a rejection (the dashboard's download)."""
     frame, _ = pay_report(store, invite)
     decided = frame[frame["decision"].notna()] if not frame.empty else frame
     workers = Crowd(store).workers(invite.study_id).set_index("username")
@@ -573,7 +896,8 @@ def platform_csv(store: Store, invite: Invite) -> str:
                     "WorkerId": r["worker_id"],
                     "HITId": w["session_ref"] or "",
                     "Approve": "x" if r["decision"] == "accept" else "",
-                    "Reject": "attention checks failed" if r["decision"] == "reject" else "",
+                    "Reject": r["decision_reason"] if r["decision"] == "reject" else "",
+                    "code": r["code_given"] or "",
                 }
             )
         else:
@@ -584,7 +908,8 @@ def platform_csv(store: Store, invite: Invite) -> str:
                     "decision": {"accept": "APPROVE", "reject": "REJECT"}.get(
                         r["decision"], "RETURN"
                     ),
-                    "completion_code": invite.completion_code,
+                    "reason": r["decision_reason"] or "",
+                    "code_received": r["code_given"] or "",
                 }
             )
     return to_csv(pd.DataFrame(rows), bom=False)

@@ -226,6 +226,17 @@ class RatingStore:
             )
         return item
 
+    def room_for_newcomer(self, study_id: int) -> bool:
+        """Whether someone new could be given an item in any of the study's languages
+        (attention checks aside: they are nobody's work)."""
+        config = self.config(study_id)
+        if self.closed(study_id):
+            return False
+        return any(
+            c.kind != "attention" and _open_to(c, config.overlap)
+            for c in self.q.candidates(study_id, "", config.langs)
+        )
+
     def done(self, study_id: int, username: str) -> int:
         """Items the rater finished (rated; skipped and flagged items do not count)."""
         return self.q.status_count(study_id, username, "done")

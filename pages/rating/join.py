@@ -21,14 +21,19 @@ try:
         crowd_visit.account_signup(store, invite)
         st.stop()
     worker = None
+    params = st.query_params.to_dict()
     if session and session["invite"] == token and not st.query_params.get("invite"):
         worker = crowd.worker_of(store, session["username"])
+    if worker is None and crowd.mturk_preview(invite, params):
+        crowd_visit.mturk_preview(invite)  # nothing stored, no place taken
+        st.stop()
     if worker is None:
-        ids = crowd.platform_ids(invite.platform, st.query_params.to_dict())
+        ids = crowd.platform_ids(invite, params, key)
         worker = crowd.returning(store, invite, ids)
     if worker is None:  # someone new: the link must still let people in
         crowd.check_invite(store, key, token)
         worker = crowd.join(store, key, invite, ids)
+        crowd.remember_submit_to(store, worker, params.get("turkSubmitTo"))
 except crowd.CrowdError as err:
     crowd_visit.refused(err)
     st.stop()
@@ -44,7 +49,7 @@ st.caption(
     "stored under a pseudonym; your platform id is used only to pay you."
 )
 if worker.status == "stopped":
-    crowd_visit.stopped(worker)
+    crowd_visit.stopped(store, worker, invite)
 elif worker.status == "consent":
     crowd_visit.consent_step(store, worker, invite)
 elif worker.status == "screening":
@@ -52,7 +57,8 @@ elif worker.status == "screening":
 elif worker.status == "completed" or crowd.batch_state(store, worker, invite).finished:
     if worker.status != "completed":
         crowd.finish(store, worker)
-    crowd_visit.finished(invite)
+        st.rerun()
+    crowd_visit.finished(store, worker, invite)
 elif not ratings.calibrated(worker.username):
     if calibration(worker.languages):
         if crowd.check_calibration(store, worker, state.calibration_progress().get("gaps", [])):

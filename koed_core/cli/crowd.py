@@ -1,0 +1,232 @@
+"""``koed study``, ``koed invite`` and ``koed crowd``: a crowd study scripted end to end.
+
+The same functions as the Studies page and the dashboard, so a study made here and one
+made in the app are the same thing; ``--json`` prints what a script reads back.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from koed_core.cli.common import positive_int
+from koed_core.config import Settings
+from koed_core.errors import KoedError
+
+DEFAULT_CONSENT = (
+    "이 연구는 대화 속 청자의 답변이 얼마나 공감적인지 평가합니다. 참여는 자발적이며 언제든 "
+    "그만둘 수 있습니다. 평가는 가명으로 저장되고 연구에만 쓰입니다.\n---\n"
+    "This study asks you to rate how empathetic a listener's replies are. Taking part is "
+    "voluntary and you may stop at any time. Ratings are stored under a pseudonym and used "
+    "for research only."
+)
+
+
+class CrowdCliError(KoedError):
+    """A crowd command given something it cannot use."""
+
+
+def register(groups: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """koed study create | invite create, list | crowd decisions"""
+    study = groups.add_parser("study", help="rating studies").add_subparsers(
+        dest="action", required=True
+    )
+    create = study.add_parser("create", help="a study of stored runs' responses")
+    create.add_argument("--name", required=True)
+    create.add_argument("--runs", required=True, help="RUN_ID[,RUN_ID...]")
+    create.add_argument("--langs", default="ko,en")
+    create.add_argument("--overlap", type=positive_int, default=3)
+    create.add_argument("--attention", type=int, default=2, help="attention checks per language")
+    create.add_argument("--json", action="store_true")
+    create.add_argument("--db", type=Path)
+    create.set_defaults(func=cmd_study_create)
+
+    invite = groups.add_parser("invite", help="crowd invite links").add_subparsers(
+        dest="action", required=True
+    )
+    make = invite.add_parser("create", help="a signed link for a recruitment platform")
+    make.add_argument("--study", type=positive_int, required=True)
+    make.add_argument("--platform", choices=["prolific", "mturk", "none", "account"], required=True)
+    make.add_argument("--places", type=positive_int, required=True)
+    make.add_argument("--batch-size", type=positive_int, required=True)
+    make.add_argument("--batches", type=positive_int, default=1)
+    make.add_argument("--reward", type=float, help="per worker, for the pay figures")
+    make.add_argument("--currency", default="GBP")
+    make.add_argument("--days", type=float, default=14.0)
+    make.add_argument("--prolific-study", help="Prolific's study id: STUDY_ID must match it")
+    make.add_argument("--consent-file", type=Path, help="Korean text, a line ---, English text")
+    make.add_argument("--people", type=Path, help="platform none: a file of ids, one per line")
+    make.add_argument("--url", default="http://localhost:8501", help="the app's address")
+    make.add_argument("--json", action="store_true")
+    make.add_argument("--db", type=Path)
+    make.set_defaults(func=cmd_invite_create)
+
+    listing = invite.add_parser("list", help="a study's links: places and workers")
+    listing.add_argument("--study", type=positive_int, required=True)
+    listing.add_argument("--json", action="store_true")
+    listing.add_argument("--db", type=Path)
+    listing.set_defaults(func=cmd_invite_list)
+
+    crowd = groups.add_parser("crowd", help="crowd workers").add_subparsers(
+        dest="action", required=True
+    )
+    decisions = crowd.add_parser("decisions", help="the platform's bulk approve/reject files")
+    decisions.add_argument("--study", type=positive_int, required=True)
+    decisions.add_argument("--format", choices=["prolific", "mturk"], required=True)
+    decisions.add_argument("--out", type=Path, default=Path("."))
+    decisions.add_argument("--db", type=Path)
+    decisions.set_defaults(func=cmd_decisions)
+
+
+def _store(args: argparse.Namespace, settings: Settings):  # type: ignore[no-untyped-def]
+    from koed_core.db import Store
+
+    return Store(args.db or settings.db_path)
+
+
+def cmd_study_create(args: argparse.Namespace, settings: Settings) -> int:
+    """Build a study from stored runs and print its id."""
+    from koed_core.db import StudyConfig
+    from koed_core.dialogues.dataset import load_dataset
+    from koed_core.dialogues.sources import resolve_source
+    from koed_core.rating.studies import RatingStore
+
+    store = _store(args, settings)
+    runs = tuple(r.strip() for r in args.runs.split(",") if r.strip())
+    known = {r["run_id"] for r in store.rows("select run_id from runs")}
+    missing = [r for r in runs if r not in known]
+    if missing:
+        raise CrowdCliError(f"no stored run {missing[0]!r} (`koed runs` lists them)")
+    langs = tuple(lang.strip() for lang in args.langs.split(","))
+    if not langs or not set(langs) <= {"ko", "en"}:
+        raise CrowdCliError("--langs is ko, en or ko,en")
+    if not 0 <= args.attention <= 20:
+        raise CrowdCliError("--attention is between 0 and 20")
+    dataset = load_dataset(resolve_source(settings.data_path, settings.cache_dir).path)
+    config = StudyConfig(
+        name=args.name.strip(),
+        run_ids=runs,
+        langs=langs,
+        overlap=args.overlap,
+        attention_checks=args.attention,
+    )
+    study_id = RatingStore(store).create_study(config, dataset)
+    print(json.dumps({"study": study_id}) if args.json else f"study {study_id} created")
+    return 0
+
+
+def _consent(path: Path | None) -> tuple[str, str]:
+    text = path.read_text(encoding="utf-8") if path else DEFAULT_CONSENT
+    ko, sep, en = text.partition("\n---\n")
+    if not sep or not ko.strip() or not en.strip():
+        raise CrowdCliError(f"{path}: write the Korean text, a line ---, then the English text")
+    return ko.strip(), en.strip()
+
+
+def cmd_invite_create(args: argparse.Namespace, settings: Settings) -> int:
+    """Create a link and print it with the platform's placeholders, and its codes."""
+    from koed_core.rating import crowd
+    from koed_core.rating.server_key import server_key
+
+    store = _store(args, settings)
+    key = server_key(settings.secret_key, Path(store.path))
+    ko, en = _consent(args.consent_file)
+    people = args.people.read_text(encoding="utf-8").splitlines() if args.people else []
+    if args.platform == "none" and not people:
+        raise CrowdCliError("--platform none needs --people FILE (each id gets its own link)")
+    invite, token = crowd.create_invite(
+        store,
+        key,
+        args.study,
+        platform=args.platform,
+        days=args.days,
+        cap=args.places,
+        batch_size=args.batch_size,
+        batches=args.batches,
+        consent_ko=ko,
+        consent_en=en,
+        reward=args.reward,
+        currency=args.currency,
+        prolific_study_id=args.prolific_study,
+        created_by="cli",
+    )
+    base = args.url.rstrip("/") + "/join?"
+    links = (
+        {p: base + q for p, q in crowd.personal_links(key, invite, token, people).items()}
+        if args.platform == "none"
+        else None
+    )
+    placeholders = {
+        "prolific": "&PROLIFIC_PID={{%PROLIFIC_PID%}}&STUDY_ID={{%STUDY_ID%}}"
+        "&SESSION_ID={{%SESSION_ID%}}",
+    }.get(args.platform, "")
+    url = f"{base}invite={token}{placeholders}"
+    codes = {kind: invite.code_for(kind) for kind in crowd.OUTCOMES}
+    if args.json:
+        print(json.dumps({"invite": invite.id, "url": None if links else url, "links": links,
+                          "codes": codes}))  # fmt: skip
+        return 0
+    for person, link in (links or {"": url}).items():
+        print(f"{person}\t{link}" if person else link)
+    for kind, code in codes.items():
+        print(f"{kind} code: {code}")
+    return 0
+
+
+def cmd_invite_list(args: argparse.Namespace, settings: Settings) -> int:
+    """A study's links: places used, freed and cap, and workers by status."""
+    from koed_core.db.crowd import Crowd
+    from koed_core.rating import crowd
+
+    store = _store(args, settings)
+    out = []
+    workers = Crowd(store).workers(args.study)
+    for row in Crowd(store).invites(args.study):
+        invite = crowd.Invite.from_row(row)
+        places = crowd.places(store, invite)
+        mine = workers[workers["invite_id"] == invite.id] if not workers.empty else workers
+        statuses = mine["status"].value_counts().to_dict() if not mine.empty else {}
+        out.append(
+            {
+                "invite": invite.id,
+                "platform": invite.platform,
+                "used": places.used,
+                "freed": places.freed,
+                "cap": places.cap,
+                "workers": {str(k): int(v) for k, v in statuses.items()},
+                "revoked": invite.revoked,
+            }
+        )
+    if args.json:
+        print(json.dumps(out))
+        return 0
+    if not out:
+        print(f"study {args.study} has no invite links")
+    for item in out:
+        counts = ", ".join(f"{k} {v}" for k, v in item["workers"].items()) or "nobody yet"
+        print(f"{item['invite']} ({item['platform']}): places {item['used']} / {item['cap']} "
+              f"({item['freed']} freed); {counts}")  # fmt: skip
+    return 0
+
+
+def cmd_decisions(args: argparse.Namespace, settings: Settings) -> int:
+    """Write the bulk files of every link of the platform in the study."""
+    from koed_core.db.crowd import Crowd
+    from koed_core.rating import crowd
+
+    store = _store(args, settings)
+    invites = [
+        crowd.Invite.from_row(r)
+        for r in Crowd(store).invites(args.study)
+        if r["platform"] == args.format
+    ]
+    if not invites:
+        raise CrowdCliError(f"study {args.study} has no {args.format} invite link")
+    args.out.mkdir(parents=True, exist_ok=True)
+    for invite in invites:
+        for name, text in crowd.decision_files(store, invite).items():
+            path = args.out / f"{invite.id}-{name}"
+            path.write_text(text, encoding="utf-8")
+            print(path)
+    return 0
