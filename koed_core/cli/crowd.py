@@ -94,7 +94,7 @@ def cmd_study_create(args: argparse.Namespace, settings: Settings) -> int:
 
     store = _store(args, settings)
     runs = tuple(r.strip() for r in args.runs.split(",") if r.strip())
-    known = {r["run_id"] for r in store.rows("select run_id from runs")}
+    known = {r["id"] for r in store.rows("select id from runs")}
     missing = [r for r in runs if r not in known]
     if missing:
         raise CrowdCliError(f"no stored run {missing[0]!r} (`koed runs` lists them)")

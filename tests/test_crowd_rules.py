@@ -1,0 +1,257 @@
+"""A crowd study that runs to the end unattended, by the platforms' own rules.
+
+Each test replays what went wrong when a real Prolific or MTurk study met ours: places
+that never came back, one person as several raters, codes for nothing, the MTurk path.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from fixtures.rating import seeded_store, study
+from koed_core.cli import main
+from koed_core.db import Store
+from koed_core.db.crowd import Crowd
+from koed_core.judge.rubric import codes
+from koed_core.rating import crowd
+from koed_core.rating.studies import RatingStore
+from tests.test_crowd import KEY, PROLIFIC, _invite, _rate_batch
+
+CODES = codes()
+
+
+@pytest.fixture
+def crowd_study(tmp_path: Path) -> tuple[Store, int]:
+    store, run_id = seeded_store(tmp_path / "koed.db")
+    _, study_id = study(store, run_id, overlap=3, attention_checks=1, timeout_minutes=30)
+    return store, study_id
+
+
+def _pid(n: int) -> dict[str, str]:
+    return {**PROLIFIC, "PROLIFIC_PID": f"{n:024x}", "SESSION_ID": f"{n + 500:024x}"}
+
+
+def test_places_come_back_from_everyone_not_under_way(crowd_study: tuple[Store, int]) -> None:
+    store, study_id = crowd_study
+    invite, _ = _invite(store, study_id, cap=2)
+    start = datetime.now(UTC)
+    screened = crowd.join(store, KEY, invite, _pid(1), at=start)
+    crowd.screen(store, screened, ("ko", "en"), "other", 0, 0)  # qualifies for nothing
+    left = crowd.join(store, KEY, invite, _pid(2), at=start)  # opens consent, walks away
+    working = crowd.join(store, KEY, invite, _pid(3), at=start)
+    crowd.screen(store, working, ("ko", "en"), "ko", 30, 0)
+    with pytest.raises(crowd.CrowdError, match="all 2 places are taken"):
+        crowd.join(store, KEY, invite, _pid(4), at=start)
+    later = start + timedelta(minutes=31)  # the study's timeout: the consent page was left
+    assert str(crowd.places(store, invite, at=later)) == "places: 1 / 2 (2 freed)"
+    newcomer = crowd.join(store, KEY, invite, _pid(4), at=later)
+    assert not newcomer.resumed
+    with pytest.raises(crowd.CrowdError, match="all 2 places are taken"):  # back too late
+        crowd.join(store, KEY, invite, _pid(2), at=later)
+    crowd.decide(store, working.username, "replace", "boss")  # returned on the platform
+    assert crowd.join(store, KEY, invite, _pid(2), at=later).username == left.username
+    crowd.set_cap(store, crowd.Invite.from_row(Crowd(store).invite(invite.id) or {}), 3)
+    raised = crowd.Invite.from_row(Crowd(store).invite(invite.id) or {})
+    assert crowd.places(store, raised, at=later).cap == 3
+    crowd.join(store, KEY, raised, _pid(5), at=later)
+    with pytest.raises(crowd.CrowdError, match="between 1 and 100,000"):
+        crowd.set_cap(store, raised, 0)
+
+
+def test_ids_are_checked_as_the_platforms_issue_them(crowd_study: tuple[Store, int]) -> None:
+    store, study_id = crowd_study
+    invite, _ = _invite(store, study_id, prolific_study_id=PROLIFIC["STUDY_ID"])
+    with pytest.raises(crowd.CrowdError, match="PROLIFIC_PID is not a Prolific id"):
+        crowd.platform_ids(invite, {**PROLIFIC, "PROLIFIC_PID": "worker42"})
+    with pytest.raises(crowd.CrowdError, match="another Prolific study"):
+        crowd.platform_ids(invite, {**PROLIFIC, "STUDY_ID": "61" * 12})
+    ids = crowd.platform_ids(invite, PROLIFIC)
+    first = crowd.join(store, KEY, invite, ids)
+    assert crowd.join(store, KEY, invite, ids).username == first.username  # same session
+    with pytest.raises(crowd.CrowdError, match="another Prolific session"):
+        crowd.join(store, KEY, invite, {**ids, "SESSION_ID": "72" * 12})
+    with pytest.raises(crowd.CrowdError, match="another Prolific session"):
+        crowd.returning(store, invite, {**ids, "SESSION_ID": ""})
+    with pytest.raises(crowd.CrowdError, match="24 hexadecimal"):
+        _invite(store, study_id, prolific_study_id="my-study")
+
+    turk, _ = _invite(store, study_id, platform="mturk")
+    hit = {"workerId": "A1WORKER0001", "assignmentId": "3ASSIGN000001", "hitId": "3HIT0001"}
+    crowd.join(store, KEY, turk, crowd.platform_ids(turk, hit))
+    with pytest.raises(crowd.CrowdError, match="another HIT assignment"):
+        crowd.join(store, KEY, turk, {**hit, "assignmentId": "3ASSIGN000002"})
+    preview = {**hit, "assignmentId": crowd.MTURK_PREVIEW}
+    assert crowd.mturk_preview(turk, preview) and not crowd.mturk_preview(invite, preview)
+    assert crowd.mturk_submit("https://workersandbox.mturk.com/") == (
+        "https://workersandbox.mturk.com/mturk/externalSubmit"
+    )
+    assert crowd.mturk_submit("https://evil.example/mturk") is None
+
+
+def test_a_researchers_own_list_gives_each_person_their_own_link(
+    crowd_study: tuple[Store, int],
+) -> None:
+    store, study_id = crowd_study
+    invite, token = _invite(store, study_id, platform="none")
+    links = crowd.personal_links(KEY, invite, token, ["p01", "p02", ""])
+    assert list(links) == ["p01", "p02"]
+    mine = dict(pair.split("=", 1) for pair in links["p01"].split("&"))
+    assert crowd.platform_ids(invite, mine, KEY) == {"worker": "p01"}
+    for forged in ({**mine, "worker": "p02"}, {"worker": "p03"}, {**mine, "sig": "0" * 16}):
+        with pytest.raises(crowd.CrowdError, match="This link is personal"):
+            crowd.platform_ids(invite, forged, KEY)
+    with pytest.raises(crowd.CrowdError, match="ids repeat"):
+        crowd.personal_links(KEY, invite, token, ["p01", "p01"])
+    with pytest.raises(crowd.CrowdError, match="characters ids do not use"):
+        crowd.personal_links(KEY, invite, token, ["=cmd|x"])
+
+
+def test_nothing_is_paid_for_nothing(crowd_study: tuple[Store, int]) -> None:
+    store, study_id = crowd_study
+    invite, _ = _invite(store, study_id, cap=9, batch_size=2)
+    ratings = RatingStore(store)
+    flagger = crowd.join(store, KEY, invite, _pid(1))
+    crowd.consent(store, flagger, invite)
+    langs = crowd.screen(store, flagger, ("ko", "en"), "ko", 30, 0)
+    ratings.save_profile(crowd.profile_of(flagger, "ko", 30, 0, langs))
+    ratings.mark_calibrated(flagger.username)
+    while (item := ratings.next_item(study_id, flagger.username)) is not None:
+        ratings.set_aside(item.assignment_id, flagger.username, "flagged", "broken")
+    crowd.finish(store, flagger)
+    ended = crowd.worker_of(store, flagger.username)
+    assert ended is not None and ended.status == "stopped"
+    assert crowd.give_code(store, ended, invite) == ("screened_out", invite.screenout_code)
+    frame, _ = crowd.pay_report(store, invite)
+    row = frame.set_index("username").loc[flagger.username]
+    assert row["rated"] == 0 and row["flag_share"] == 1.0 and row["suggested"] != "accept"
+    assert row["code_given"] == invite.screenout_code != invite.completion_code
+
+    full, _ = _invite(store, study_id, cap=50, batch_size=20)
+    for n in range(2, 5):  # three raters fill every item up to the overlap of 3
+        worker = crowd.join(store, KEY, full, _pid(n))
+        langs = crowd.screen(store, worker, ("ko", "en"), "ko", 30, 30)
+        ratings.save_profile(crowd.profile_of(worker, "ko", 30, 30, langs))
+        while (item := ratings.next_item(study_id, worker.username)) is not None:
+            ratings.save_rating(item.assignment_id, worker.username, dict.fromkeys(CODES, 1))
+    assert not ratings.room_for_newcomer(study_id)
+    joined = Crowd(store).joined(full.id)
+    with pytest.raises(crowd.CrowdError, match="nothing left for you to rate"):
+        crowd.join(store, KEY, full, _pid(9))
+    assert Crowd(store).joined(full.id) == joined  # told before consent: no place taken
+
+
+def test_each_outcome_has_its_own_code(crowd_study: tuple[Store, int]) -> None:
+    store, study_id = crowd_study
+    invite, _ = _invite(store, study_id, cap=9, batch_size=1)
+    assert len({invite.completion_code, invite.screenout_code, invite.failed_code}) == 3
+    screened = crowd.join(store, KEY, invite, _pid(1))
+    crowd.screen(store, screened, ("ko", "en"), "other", 0, 0)
+    far = crowd.join(store, KEY, invite, _pid(2))
+    crowd.check_calibration(store, far, [3.0, 3.0])
+    done = crowd.join(store, KEY, invite, _pid(3))
+    langs = crowd.screen(store, done, ("ko", "en"), "ko", 30, 0)
+    RatingStore(store).save_profile(crowd.profile_of(done, "ko", 30, 0, langs))
+    _rate_batch(store, done, 1)
+    crowd.finish(store, done)
+    shown = {
+        w.username: crowd.give_code(store, crowd.worker_of(store, w.username), invite)  # type: ignore[arg-type]
+        for w in (screened, far, done)
+    }
+    assert shown == {
+        screened.username: ("screened_out", invite.screenout_code),
+        far.username: ("failed_checks", invite.failed_code),
+        done.username: ("completed", invite.completion_code),
+    }
+    frame, _ = crowd.pay_report(store, invite)
+    assert dict(zip(frame["username"], frame["code_kind"], strict=True)) == {
+        u: kind for u, (kind, _) in shown.items()
+    }
+    with pytest.raises(crowd.CrowdError, match="must differ"):
+        _invite(store, study_id, completion_code="SAME1", screenout_code="SAME1")
+    with pytest.raises(crowd.CrowdError, match="upper-case letters"):
+        _invite(store, study_id, completion_code="<b>x</b>")
+
+
+def test_decisions_in_each_platforms_bulk_format(crowd_study: tuple[Store, int]) -> None:
+    store, study_id = crowd_study
+    invite, _ = _invite(store, study_id, cap=9, batch_size=1)
+    good, bad, gone = (crowd.join(store, KEY, invite, _pid(n)) for n in (1, 2, 3))
+    for worker in (good, bad):
+        langs = crowd.screen(store, worker, ("ko", "en"), "ko", 30, 0)
+        RatingStore(store).save_profile(crowd.profile_of(worker, "ko", 30, 0, langs))
+        _rate_batch(store, worker, 1)
+        crowd.finish(store, worker)
+    crowd.screen(store, gone, ("ko", "en"), "other", 0, 0)
+    assert crowd.accept_suggested(store, invite, "boss") == 3  # accept, accept, replace
+    crowd.decide(store, bad.username, "reject", "boss", "Rated the check item 5 on all")
+    files = crowd.decision_files(store, invite)
+    assert files["prolific_approve.txt"].split() == [_pid(1)["PROLIFIC_PID"]]
+    assert files["prolific_reject.txt"].split() == [_pid(2)["PROLIFIC_PID"]]
+    assert files["prolific_return-request.txt"].split() == [_pid(3)["PROLIFIC_PID"]]
+    reasons = pd.read_csv(io.StringIO(files["prolific_reject_reasons.csv"]))
+    assert reasons["reason"].tolist() == ["Rated the check item 5 on all"]
+
+    turk, _ = _invite(store, study_id, platform="mturk", cap=3)
+    hit = {"workerId": "A1WORKER0001", "assignmentId": "3ASSIGN000001", "hitId": "3HIT0001"}
+    worker = crowd.join(store, KEY, turk, hit)
+    crowd.decide(store, worker.username, "reject", "boss", "Answered before reading")
+    results = pd.read_csv(io.StringIO(crowd.decision_files(store, turk)["mturk_results.csv"]))
+    assert list(results.columns) == ["AssignmentId", "WorkerId", "Approve", "Reject"]
+    assert results.iloc[0].fillna("").tolist() == [
+        "3ASSIGN000001",
+        "A1WORKER0001",
+        "",
+        "Answered before reading",
+    ]
+
+
+def test_a_crowd_study_from_the_command_line(
+    crowd_study: tuple[Store, int], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store, _ = crowd_study
+    run_id = store.runs()["run_id"].iloc[0]
+    db = ["--db", store.path]
+    assert main(["study", "create", "--name", "cli", "--runs", run_id, "--json", *db]) == 0, (
+        capsys.readouterr().err
+    )
+    study_id = json.loads(capsys.readouterr().out)["study"]
+    assert RatingStore(store).config(study_id).name == "cli"
+    assert main(["study", "create", "--name", "x", "--runs", "nope", *db]) == 1
+    assert "no stored run 'nope'" in capsys.readouterr().err
+    made = [
+        "invite", "create", "--study", str(study_id), "--platform", "prolific",
+        "--places", "4", "--batch-size", "2", "--reward", "1.5", "--json", *db,
+    ]  # fmt: skip
+    assert main(made) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert "PROLIFIC_PID={{%PROLIFIC_PID%}}" in out["url"] and set(out["codes"]) == set(
+        crowd.OUTCOMES
+    )
+    invite = crowd.Invite.from_row(Crowd(store).invite(out["invite"]) or {})
+    crowd.join(store, KEY, invite, _pid(1))
+    assert main(["invite", "list", "--study", str(study_id), "--json", *db]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert (
+        listed[0]["used"] == 1 and listed[0]["cap"] == 4 and listed[0]["workers"] == {"consent": 1}
+    )
+    people = tmp_path / "people.txt"
+    people.write_text("p01\np02\n")
+    personal = ["invite", "create", "--study", str(study_id), "--platform", "none",
+                "--places", "2", "--batch-size", "2", "--people", str(people), "--json", *db]  # fmt: skip
+    assert main(personal) == 0
+    assert set(json.loads(capsys.readouterr().out)["links"]) == {"p01", "p02"}
+    crowd.decide(store, crowd.worker_name(KEY, study_id, "prolific", _pid(1)["PROLIFIC_PID"]),
+                 "accept", "boss")  # fmt: skip
+    out_dir = tmp_path / "decisions"
+    decisions = ["crowd", "decisions", "--study", str(study_id), "--format", "prolific"]
+    assert main([*decisions, "--out", str(out_dir), *db]) == 0
+    approve = next(out_dir.glob("*-prolific_approve.txt")).read_text().split()
+    assert approve == [_pid(1)["PROLIFIC_PID"]]
+    assert main([*decisions[:-1], "mturk", "--out", str(out_dir), *db]) == 1
+    assert "no mturk invite link" in capsys.readouterr().err
