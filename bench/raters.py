@@ -178,7 +178,7 @@ def bench(raters: int, browser: bool = False) -> None:
         )  # fmt: skip
         links = []
         for n in range(raters):
-            pid = f"bench{n:04d}"
+            pid = f"{n + 1:024x}"  # a Prolific id: 24 hexadecimal characters
             worker = crowd.join(store, KEY.encode(), invite, {"PROLIFIC_PID": pid})
             crowd.consent(store, worker, invite)
             langs = crowd.screen(store, worker, ("ko", "en"), "ko", 30, 0)

@@ -16,7 +16,7 @@ import pandas as pd
 import streamlit as st
 
 from components import resources
-from koed_core.db import JudgeConfig, JudgeConfigUse, Judgments, Store
+from koed_core.db import JudgeConfig, JudgeConfigUse, Judgments, Ratings, Store
 from koed_core.dialogues.dataset import Dataset
 from koed_core.results import agreement, gaps, reproduce
 
@@ -37,14 +37,33 @@ def _judge_uses(db: str, stamp: int, run_ids: tuple[str, ...] | None) -> list[Ju
     return Judgments(resources.store_at(db)).configs(list(run_ids) if run_ids else run_ids)
 
 
-def score_frame(store: Store, judge: JudgeConfig | None, study_id: int | None) -> pd.DataFrame:
-    """``gaps.score_frame`` for this judge configuration and study."""
-    return _score_frame(*_key(store), judge, study_id)
+def blind_runs(store: Store) -> set[str]:
+    """Runs in a study still being rated: their model names and scores reach admins
+    only until the study closes (a rater or crowd worker must not learn who wrote what)."""
+    return _blind_runs(*_key(store))
 
 
 @st.cache_data(max_entries=ENTRIES, show_spinner=False)
-def _score_frame(db: str, stamp: int, judge: JudgeConfig | None, study: int | None) -> pd.DataFrame:
-    return gaps.score_frame(resources.store_at(db), judge=judge, study_id=study)
+def _blind_runs(db: str, stamp: int) -> set[str]:
+    return Ratings(resources.store_at(db)).runs_under_open_studies()
+
+
+def score_frame(
+    store: Store, judge: JudgeConfig | None, study_id: int | None, blind: bool = False
+) -> pd.DataFrame:
+    """``gaps.score_frame`` for this judge configuration and study; ``blind`` leaves out
+    runs under an open study (what visitors and raters get)."""
+    return _score_frame(*_key(store), judge, study_id, blind)
+
+
+@st.cache_data(max_entries=ENTRIES, show_spinner=False)
+def _score_frame(
+    db: str, stamp: int, judge: JudgeConfig | None, study: int | None, blind: bool = False
+) -> pd.DataFrame:
+    frame = gaps.score_frame(resources.store_at(db), judge=judge, study_id=study)
+    if blind and not frame.empty:
+        frame = frame[~frame["run_id"].isin(_blind_runs(db, stamp))]
+    return frame
 
 
 def gap_table(
@@ -55,11 +74,20 @@ def gap_table(
     dataset_sha256: str | None,
     by: str | None,
     dataset: Dataset,
+    blind: bool = False,
 ) -> pd.DataFrame:
     """The paired gap table of these sources (one dataset's scores when it is named),
     broken down ``by`` label or jeong/han group of ``dataset``'s dialogues."""
     return _gap_table(
-        *_key(store), judge, study_id, tuple(sources), dataset_sha256, by, dataset, dataset.sha256
+        *_key(store),
+        judge,
+        study_id,
+        tuple(sources),
+        dataset_sha256,
+        by,
+        dataset,
+        dataset.sha256,
+        blind,
     )
 
 
@@ -74,8 +102,9 @@ def _gap_table(
     by: str | None,
     _dataset: Dataset,
     dataset_sha: str,
+    blind: bool = False,
 ) -> pd.DataFrame:
-    frame = _score_frame(db, stamp, judge, study)
+    frame = _score_frame(db, stamp, judge, study, blind)
     if sha is not None:
         frame = frame[frame["dataset_sha256"] == sha]
     groups = None
@@ -86,15 +115,23 @@ def _gap_table(
     return gaps.gap_table(frame[frame["source"].isin(sources)], groups, by)
 
 
-def paper_table(store: Store, dataset_sha256: str, judge: JudgeConfig) -> pd.DataFrame:
+def paper_table(
+    store: Store, dataset_sha256: str, judge: JudgeConfig, blind: bool = False
+) -> pd.DataFrame:
     """The paper's table (a row per model and protocol) for one judge configuration."""
-    return _paper_table(*_key(store), dataset_sha256, judge)
+    return _paper_table(*_key(store), dataset_sha256, judge, blind)
 
 
 @st.cache_data(max_entries=ENTRIES, show_spinner=False)
-def _paper_table(db: str, stamp: int, sha: str, judge: JudgeConfig) -> pd.DataFrame:
+def _paper_table(
+    db: str, stamp: int, sha: str, judge: JudgeConfig, blind: bool = False
+) -> pd.DataFrame:
     store = resources.store_at(db)
-    return reproduce.paper_table(store, reproduce.stored_runs(store, sha), judge)
+    runs = reproduce.stored_runs(store, sha)
+    if blind:
+        hidden = _blind_runs(db, stamp)
+        runs = {key: run for key, run in runs.items() if run not in hidden}
+    return reproduce.paper_table(store, runs, judge)
 
 
 def agreement_inputs(

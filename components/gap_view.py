@@ -12,10 +12,10 @@ from koed_core.db import JudgeConfig, Store
 from koed_core.results.figures import gap_figure
 
 
-def paper_table(store: Store, dataset_sha256: str, judge: JudgeConfig) -> None:
+def paper_table(store: Store, dataset_sha256: str, judge: JudgeConfig, blind: bool) -> None:
     """The paper's table (a row per model and protocol) for one judge configuration."""
     with st.expander("The paper's table: a row per model and protocol", expanded=False):
-        paper = computed.paper_table(store, dataset_sha256, judge)
+        paper = computed.paper_table(store, dataset_sha256, judge, blind)
         st.caption(
             "ED = English, KoED = Korean: means of the judge's scores and of emotion "
             "recognition; gap = KoED minus ED (mean of the five dimensions per dialogue, "

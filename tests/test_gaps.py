@@ -288,3 +288,39 @@ def test_a_zero_gap_is_drawn_and_the_talk_style_fits_a_slide() -> None:
     assert slide.layout.legend.orientation == "h"  # under the bars, not beside them
     assert "54a51469" not in slide.layout.title.subtitle.text
     assert "gpt-4o, paper mode" in slide.layout.title.subtitle.text
+
+
+def test_a_study_being_rated_keeps_its_models_from_visitors(
+    fake_openai: FakeOpenAI, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While fake-west's answers are being rated, a visitor (a worker typing /gap) sees
+    neither its name nor its scores; the admin sees both; once the study closes, all do."""
+    from koed_core.db import StudyConfig
+    from koed_core.rating import accounts
+    from koed_core.rating.studies import RatingStore
+
+    store = _store_with_runs(tmp_path / "koed.db", fake_openai)
+    users = tmp_path / "accounts.yaml"
+    accounts.add_user(users, "boss", "admin", "Boss", "boss-password-1")
+    monkeypatch.setenv("KOED_USERS", str(users))
+    monkeypatch.setenv("KOED_COOKIE_KEY", "k" * 40)
+    west = store.rows("select id from runs where name = 'fake-west'")[0]["id"]
+    study_id = RatingStore(store).create_study(
+        StudyConfig(name="open", run_ids=(west,)), load_dataset(SAMPLE_FILE)
+    )
+    visitor = _page("pages/results/gap.py")
+    assert not visitor.exception, [e.value for e in visitor.exception]
+    shown = visitor.dataframe[-1].value
+    assert set(shown["model"]) == {"human"}
+    assert "1 run(s) in a study still being rated are left out" in visitor.caption[0].value
+    paper = " ".join(str(d.value.to_dict()) for d in visitor.dataframe)
+    assert "fake-west" not in paper
+    admin = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    admin.session_state["authentication_status"] = True
+    admin.session_state["username"] = "boss"
+    admin.run()
+    admin.switch_page("pages/results/gap.py").run()
+    assert set(admin.dataframe[-1].value["model"]) == {"fake-west", "human"}
+    RatingStore(store).close(study_id)
+    visitor.run()
+    assert set(visitor.dataframe[-1].value["model"]) == {"fake-west", "human"}

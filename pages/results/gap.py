@@ -20,7 +20,10 @@ left, mid, right = choices.columns([3, 3, 2])
 admin = auth.is_admin()
 judge = judge_picker(store, None, key=state.GAP_JUDGE, where=mid)
 study = study_picker(store, key=state.GAP_STUDY, where=mid, include_open=admin)
-frame = computed.score_frame(store, judge, study)
+hidden = set() if admin else computed.blind_runs(store)
+frame = computed.score_frame(store, judge, study, blind=not admin)
+if hidden:
+    st.caption(f"{len(hidden):d} run(s) in a study still being rated are left out until it closes.")
 if frame.empty:
     st.info(
         "No scores yet, so no gap to show. Run a model in both languages, then judge it:\n\n"
@@ -47,7 +50,7 @@ breakdowns = {"none": None, "per emotion label": "label", "jeong/han vs the rest
 split = right.selectbox("Breakdown", list(breakdowns), key=state.GAP_BREAKDOWN)
 by = breakdowns[split]
 shown = ["judge", "raters"] if chosen == "judge + raters" else [chosen]
-table = computed.gap_table(store, judge, study, shown, sha, by, dataset)
+table = computed.gap_table(store, judge, study, shown, sha, by, dataset, blind=not admin)
 if table.empty:
     st.info(
         "No dialogue has scores in both languages for this choice yet. Run the model "
@@ -80,7 +83,7 @@ else:
     for column, fig in zip(st.columns(len(figures)), figures, strict=True):
         column.plotly_chart(fig, width="stretch", theme=None)  # theme=None: our styling
 if not talk and judge is not None:
-    gap_view.paper_table(store, dataset.sha256, judge)
+    gap_view.paper_table(store, dataset.sha256, judge, blind=not admin)
 if not talk:  # PNG and SVG in the talk style, for slides (drawn when asked for)
     title = f"Korean minus English, paired by dialogue, 95% CI{suffix}"
     gap_view.downloads(table, shown[0], title, names[shown[0]], admin)
