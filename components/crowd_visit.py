@@ -13,7 +13,7 @@ import streamlit as st
 
 from components import resources, state
 from components.crowd_admin import app_url
-from components.literal import md
+from components.literal import consent_markdown, md
 from components.rating_view import rate_item
 from koed_core.db import Store
 from koed_core.db.crowd import Crowd
@@ -27,8 +27,8 @@ def account_signup(store: Store, invite: crowd.Invite) -> None:
     st.title("KoED rating study")
     st.subheader("Consent / 동의", anchor=False)
     left, right = st.columns(2)
-    left.markdown(md(invite.consent_ko))
-    right.markdown(md(invite.consent_en))
+    left.markdown(consent_markdown(invite.consent_ko))
+    right.markdown(consent_markdown(invite.consent_en))
     study_langs = resources.ratings().config(invite.study_id).langs
     with st.form("crowd.account"):
         agreed = st.checkbox("I have read this and agree to take part. / 위 내용에 동의합니다.")
@@ -166,16 +166,35 @@ def mturk_preview(invite: crowd.Invite) -> None:
         f"{invite.batch_size:d} items ({invite.batches:d} batch(es))."
     )
     left, right = st.columns(2)
-    left.markdown(md(invite.consent_ko))
-    right.markdown(md(invite.consent_en))
+    left.markdown(consent_markdown(invite.consent_ko))
+    right.markdown(consent_markdown(invite.consent_en))
+
+
+def stored_calibration(store: Store, worker: crowd.Worker) -> dict[str, object]:
+    """This session's calibration progress, kept in step with the database: what was
+    scored before a reload is restored (so reloading starts no fresh attempt), and each
+    new score is stored as it is given."""
+    progress = state.calibration_progress()
+    stored, tries = crowd.stored_calibration(store, worker)
+    mine = list(progress.get("gaps", []))
+    if len(mine) < len(stored) or progress.get("tries") != tries:
+        progress.update(index=len(stored), feedback=None, gaps=stored, tries=tries)
+        if tries:
+            st.info(
+                "Your scores were far from the references, so here is the calibration "
+                "again. / 기준 점수와 차이가 커서 연습 문항을 다시 진행합니다."
+            )
+    elif len(mine) > len(stored):
+        crowd.save_calibration(store, worker, mine)
+    return progress
 
 
 def consent_step(store: Store, worker: crowd.Worker, invite: crowd.Invite) -> None:
     """The consent text in both languages and one box to tick."""
     st.subheader("Consent / 동의", anchor=False)
     left, right = st.columns(2)
-    left.markdown(md(invite.consent_ko))
-    right.markdown(md(invite.consent_en))
+    left.markdown(consent_markdown(invite.consent_ko))
+    right.markdown(consent_markdown(invite.consent_en))
     agreed = st.checkbox(
         "I have read this and agree to take part. / 위 내용을 읽었으며 참여에 동의합니다.",
         key=state.CROWD_AGREE,

@@ -255,3 +255,40 @@ def test_a_crowd_study_from_the_command_line(
     assert approve == [_pid(1)["PROLIFIC_PID"]]
     assert main([*decisions[:-1], "mturk", "--out", str(out_dir), *db]) == 1
     assert "no mturk invite link" in capsys.readouterr().err
+
+
+def _calibrate(at: object, score: int) -> None:
+    """Score one calibration item on every dimension, then go to the next."""
+    for radio in at.radio:  # type: ignore[attr-defined]
+        radio.set_value(score)
+    at.button[0].click().run()  # type: ignore[attr-defined]
+    next(b for b in at.button if b.label == "Next").click().run()  # type: ignore[attr-defined]
+
+
+def test_calibration_counts_its_attempts_and_a_reload_is_not_one(
+    crowd_study: tuple[Store, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.test_crowd import _join_page
+
+    store, study_id = crowd_study
+    monkeypatch.setenv("KOED_SECRET_KEY", KEY.decode())
+    invite, token = _invite(store, study_id, calibration_attempts=2, batch_size=1)
+    ids = _pid(7)
+    worker = crowd.join(store, KEY, invite, ids)
+    crowd.consent(store, worker, invite)
+    crowd.screen(store, worker, ("ko", "en"), "en", 0, 30)  # English items only
+    at = _join_page(store, token, **ids)
+    assert at.subheader[0].value == "Calibration 1 of 2"
+    _calibrate(at, 3)  # the references are 5/4/4/5/5 and 1/1/1/1/2: 3 is far from both
+    reloaded = _join_page(store, token, **ids)  # a new browser session: no fresh attempt
+    assert reloaded.subheader[0].value == "Calibration 2 of 2"
+    _calibrate(reloaded, 3)
+    assert not reloaded.exception, [e.value for e in reloaded.exception]
+    assert crowd.stored_calibration(store, worker) == ([], 1)  # attempt 1 failed: one more
+    assert reloaded.subheader[0].value == "Calibration 1 of 2"
+    assert "calibration again" in reloaded.info[0].value
+    _calibrate(reloaded, 3)
+    _calibrate(reloaded, 3)
+    ended = crowd.worker_of(store, worker.username)
+    assert ended is not None and ended.status == "stopped"
+    assert invite.failed_code in " ".join(m.value for m in reloaded.markdown)

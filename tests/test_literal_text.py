@@ -4,7 +4,8 @@ A lint over pages/, components/ and app.py: every call that renders Markdown (``
 ``st.warning``, ``st.info``, ``st.success``, ``st.markdown``, ``st.caption``, ``st.toast``
 and their container forms) takes a literal string, ``md(...)``, or an f-string whose every
 placeholder is ``md(...)``, a number (a format spec such as ``:.2f``, ``len()``,
-``int()``...) or one of our own UPPER_CASE constants.
+``int()``...) or one of our own UPPER_CASE constants; a consent text goes through
+``consent_markdown`` (a safe subset) instead.
 """
 
 from __future__ import annotations
@@ -15,6 +16,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 RENDERS_MARKDOWN = {"error", "warning", "info", "success", "markdown", "caption", "toast"}
 NUMERIC_CALLS = {"len", "int", "float", "round", "sum", "min", "max", "abs"}
+SANITISERS = {"md", "consent_markdown"}
+"""``md`` shows text character for character; ``consent_markdown`` keeps only paragraphs,
+lists, bold and http(s) links (tests/test_tables.py checks it)."""
 
 
 def _safe(node: ast.expr) -> bool:
@@ -24,7 +28,7 @@ def _safe(node: ast.expr) -> bool:
         name = node.id if isinstance(node, ast.Name) else node.attr
         return name.isupper()
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
-        return node.func.id == "md" or node.func.id in NUMERIC_CALLS
+        return node.func.id in SANITISERS or node.func.id in NUMERIC_CALLS
     if isinstance(node, ast.JoinedStr):
         return all(_safe_placeholder(v) for v in node.values)
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):

@@ -47,3 +47,20 @@ def test_the_runs_table_has_no_empty_cell(four_runs: object) -> None:  # noqa: F
     assert (runs == MISSING).any().any()
     for table in at.dataframe:
         assert not table.value.isna().any().any()
+
+
+def test_consent_text_keeps_a_safe_markdown_subset_only() -> None:
+    from components.literal import consent_markdown
+
+    text = (
+        "**Voluntary.** See [the IRB page](https://irb.example.org/koed_1).\n"
+        "- you may stop\n2. data kept 5 years\n\n"
+        "<img src=x onerror=alert(1)> [pay](javascript:alert(1)) ![t](http://t.example/p.png)"
+        " :red[warning] # not a heading"
+    )
+    shown = consent_markdown(text)
+    assert "**Voluntary\\.**" in shown and "[the IRB page](https://irb.example.org/koed_1)" in shown
+    assert "\n- you may stop\n2. data kept 5 years\n\n" in shown
+    assert "\\<img" in shown and "\\[pay\\]\\(javascript" in shown
+    assert "\\!\\[t\\]\\(http" in shown  # an image stays characters, not a fetch
+    assert ":red[" not in shown and "\n#" not in shown

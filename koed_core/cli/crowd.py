@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import Any
 
 from koed_core.cli.common import positive_int
 from koed_core.config import Settings
@@ -180,7 +181,7 @@ def cmd_invite_list(args: argparse.Namespace, settings: Settings) -> int:
     from koed_core.rating import crowd
 
     store = _store(args, settings)
-    out = []
+    out: list[dict[str, Any]] = []
     workers = Crowd(store).workers(args.study)
     for row in Crowd(store).invites(args.study):
         invite = crowd.Invite.from_row(row)

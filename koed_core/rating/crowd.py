@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import json
 import re
 import secrets
 import statistics
@@ -657,6 +658,36 @@ def check_calibration(store: Store, worker: Worker, gaps: list[float]) -> bool:
         stop_reason=f"calibration: {sum(gaps) / len(gaps):.1f} points from the references",
     )
     return False
+
+
+def stored_calibration(store: Store, worker: Worker) -> tuple[list[float], int]:
+    """The calibration items scored so far in this attempt (their mean distances from the
+    references) and the attempts already used: a reload goes on from here, never afresh."""
+    row = Crowd(store).worker(worker.username) or {}
+    gaps = json.loads(row.get("calibration_gaps") or "[]")
+    return [float(g) for g in gaps], int(row.get("calibration_tries") or 0)
+
+
+def save_calibration(store: Store, worker: Worker, gaps: list[float]) -> None:
+    """Store the attempt's scores as they come (one per calibration item)."""
+    Crowd(store).update_worker(worker.username, calibration_gaps=[float(g) for g in gaps])
+
+
+def end_calibration(store: Store, worker: Worker, invite: Invite, gaps: list[float]) -> str:
+    """An attempt's end: ``passed``; ``again`` (far from the references, attempts left: a
+    fresh attempt is counted); or ``stopped`` (the last attempt failed)."""
+    _, tries = stored_calibration(store, worker)
+    mean = sum(gaps) / len(gaps) if gaps else 0.0
+    if mean <= CALIBRATION_MAX_GAP:
+        return "passed"
+    if tries + 1 < invite.calibration_attempts:
+        Crowd(store).update_worker(
+            worker.username, calibration_gaps=[], calibration_tries=tries + 1
+        )
+        return "again"
+    Crowd(store).update_worker(worker.username, calibration_tries=tries + 1)
+    check_calibration(store, worker, gaps)
+    return "stopped"
 
 
 @dataclass(frozen=True)

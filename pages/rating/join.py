@@ -60,9 +60,12 @@ elif worker.status == "completed" or crowd.batch_state(store, worker, invite).fi
         st.rerun()
     crowd_visit.finished(store, worker, invite)
 elif not ratings.calibrated(worker.username):
+    progress = crowd_visit.stored_calibration(store, worker)  # a reload goes on, not afresh
     if calibration(worker.languages):
-        if crowd.check_calibration(store, worker, state.calibration_progress().get("gaps", [])):
+        ended = crowd.end_calibration(store, worker, invite, progress.get("gaps", []))
+        if ended == "passed":
             ratings.mark_calibrated(worker.username)
+        progress.update(index=0, feedback=None, gaps=[])
         st.rerun()
 else:
     crowd_visit.batch_step(store, ratings, worker, invite)
