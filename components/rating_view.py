@@ -167,6 +167,8 @@ def rate_item(ratings: RatingStore, item: RatingItem, username: str, prefix: str
     scroll_to_top(item.assignment_id)
     render_rubric(item.lang)
     render_item(item.context, item.response, item.lang)
+    if item.instruction:  # an attention check says what to choose: fair to the rater
+        st.warning(md(item.instruction), icon=":material/priority_high:")
     draft = rubric_form(f"{prefix}.{item.assignment_id}", item.lang)
     if draft is None:
         return False

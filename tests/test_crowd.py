@@ -142,7 +142,7 @@ def test_screening_decides_languages_and_stops_politely(crowd_study: tuple[Store
 
 
 def _rate_batch(store: Store, worker: crowd.Worker, items: int, careful: bool = True) -> None:
-    """Rate items; a careful worker gives the attention check (an unempathetic reply) 1s,
+    """Rate items; a careful worker does what the attention check says (2 everywhere),
     a careless one 5s everywhere."""
     ratings = RatingStore(store)
     for _ in range(items):
@@ -153,7 +153,8 @@ def _rate_batch(store: Store, worker: crowd.Worker, items: int, careful: bool = 
             "where a.id = ?",
             [item.assignment_id],
         )[0]["kind"]
-        score = 1 if careful and kind == "attention" else 4 if careful else 5
+        # a careful worker does what the attention check says (2 on every dimension)
+        score = 2 if careful and kind == "attention" else 4 if careful else 5
         ratings.save_rating(item.assignment_id, worker.username, dict.fromkeys(codes(), score))
 
 

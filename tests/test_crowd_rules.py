@@ -292,3 +292,27 @@ def test_calibration_counts_its_attempts_and_a_reload_is_not_one(
     ended = crowd.worker_of(store, worker.username)
     assert ended is not None and ended.status == "stopped"
     assert invite.failed_code in " ".join(m.value for m in reloaded.markdown)
+
+
+def test_only_a_check_that_said_what_to_do_can_reject(crowd_study: tuple[Store, int]) -> None:
+    """An attention item tells the rater what to choose, in Korean and English; not doing
+    it is a failure; an older check that said nothing is a reason to review at most."""
+    store, study_id = crowd_study
+    invite, _ = _invite(store, study_id, cap=5, batch_size=14)
+    ratings = RatingStore(store)
+    worker = crowd.join(store, KEY, invite, _pid(1))
+    langs = crowd.screen(store, worker, ("ko", "en"), "ko", 30, 0)
+    ratings.save_profile(crowd.profile_of(worker, "ko", 30, 0, langs))
+    seen = []
+    while (item := ratings.next_item(study_id, worker.username)) is not None:
+        seen.append(item.instruction)
+        ratings.save_rating(item.assignment_id, worker.username, dict.fromkeys(CODES, 5))
+    told = [i for i in seen if i]
+    assert told and all("모든 항목에 2를" in i and "choose 2 on every dimension" in i for i in told)
+    assert crowd.attention_failures(store, study_id, worker.username) == len(told)
+    store.db.execute("update study_items set instruction = null where kind = 'attention'")
+    store.db.conn.commit()  # as a study built before checks said what to do
+    assert crowd.attention_failures(store, study_id, worker.username) == 0
+    assert crowd.untold_failures(store, study_id, worker.username) == len(told)
+    frame, _ = crowd.pay_report(store, invite)
+    assert frame["suggested"].tolist() == ["review"]  # never "reject" on an untold check

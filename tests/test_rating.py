@@ -81,6 +81,7 @@ def test_blind_payload(tmp_path: Path) -> None:
         "lang",
         "context",
         "response",
+        "instruction",  # an attention check's "choose 2 on every dimension"; else None
     }
     assert "human" not in repr(item) and run_id not in repr(item)
     assert item.context[-1][0] == "speaker" and item.response

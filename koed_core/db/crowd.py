@@ -150,7 +150,8 @@ class Crowd:
     def attention_scores(self, study_id: int, username: str) -> list[dict[str, Any]]:
         """The worker's scores on attention checks, per item and dimension."""
         return self.store.rows(
-            "select r.item_id, r.dimension, r.score from ratings r join study_items i on "
-            "i.id = r.item_id where r.study_id = ? and r.username = ? and i.kind = 'attention'",
+            "select r.item_id, r.dimension, r.score, i.instruction from ratings r join "
+            "study_items i on i.id = r.item_id where r.study_id = ? and r.username = ? and "
+            "i.kind = 'attention'",
             [study_id, username],
         )

@@ -267,6 +267,9 @@ def m008_crowd_outcomes(db: sqlite_utils.Database) -> None:
         ("decision_reason", "text"),
     ):
         db.execute(f"alter table crowd_workers add column {column} {kind}")
+    # An attention check shown with what to choose ("choose 2 on every dimension"): only
+    # a check the rater was told about can count against them. Older ones have none.
+    db.execute("alter table study_items add column instruction text")
 
 
 def _script(db: sqlite_utils.Database, script: str) -> None:

@@ -13,7 +13,9 @@ import pandas as pd
 from koed_core.db.store import Store
 from koed_core.db.types import CandidateItem, RaterProfile, RatingItem, short_hash
 
-ITEM_COLUMNS = "id, study_id, response_id, kind, conv_id, lang, context, response, created"
+ITEM_COLUMNS = (
+    "id, study_id, response_id, kind, conv_id, lang, context, response, created, instruction"
+)
 
 
 def _marks(values: Sequence[Any]) -> str:
@@ -100,7 +102,7 @@ class Ratings:
         self.store.db.execute(
             f"insert or ignore into study_items ({ITEM_COLUMNS}) values "
             "(:id, :study_id, :response_id, :kind, :conv_id, :lang, :context, :response, "
-            ":created)",
+            ":created, :instruction)",
             row,
         )
 
@@ -198,15 +200,17 @@ class Ratings:
     def item(self, assignment_id: str) -> RatingItem | None:
         """The blind payload of an assignment, or None when it is gone."""
         rows = self.store.rows(
-            "select a.id, a.study_id, i.lang, i.context, i.response from assignments a "
-            "join study_items i on i.id = a.item_id where a.id = ?",
+            "select a.id, a.study_id, i.lang, i.context, i.response, i.instruction from "
+            "assignments a join study_items i on i.id = a.item_id where a.id = ?",
             [assignment_id],
         )
         if not rows:
             return None
         r = rows[0]
         context = tuple((str(role), str(text)) for role, text in json.loads(r["context"]))
-        return RatingItem(r["id"], int(r["study_id"]), r["lang"], context, r["response"])
+        return RatingItem(
+            r["id"], int(r["study_id"]), r["lang"], context, r["response"], r["instruction"]
+        )
 
     def assignment_target(self, assignment_id: str, username: str) -> dict[str, Any] | None:
         """item_id, study_id and the rated response's key of the rater's assignment."""

@@ -181,6 +181,8 @@ class RatingItem:
     lang: str
     context: tuple[tuple[str, str], ...]
     response: str
+    instruction: str | None = None
+    """An attention check's instruction (what to choose), shown above the item."""
 
 
 @dataclass(frozen=True)

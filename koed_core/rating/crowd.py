@@ -30,7 +30,7 @@ from koed_core.csv_safe import to_csv
 from koed_core.db import RaterProfile, Store, now
 from koed_core.db.crowd import Crowd
 from koed_core.errors import KoedError
-from koed_core.rating.studies import RatingStore, attention_limits
+from koed_core.rating.studies import RatingStore, attention_limits, instructed_score
 
 PLATFORMS: dict[str, tuple[str, ...]] = {
     "prolific": ("PROLIFIC_PID", "STUDY_ID", "SESSION_ID"),
@@ -622,14 +622,28 @@ def profile_of(
 
 
 def attention_failures(store: Store, study_id: int, username: str) -> int:
-    """Attention checks the worker scored above what a careful rater gives."""
-    limits = attention_limits()
-    failed = {
-        r["item_id"]
-        for r in Crowd(store).attention_scores(study_id, username)
-        if r["score"] > limits.get(r["dimension"], 5)
-    }
-    return len(failed)
+    """Attention checks the worker was told what to choose on and did not: the only ones
+    that may stop them or suggest a rejection (Prolific's rule on fair checks)."""
+    return _failures(store, study_id, username)[0]
+
+
+def untold_failures(store: Store, study_id: int, username: str) -> int:
+    """Older, uninstructed checks scored above what a careful rater gives: a reason to
+    review, never to reject."""
+    return _failures(store, study_id, username)[1]
+
+
+def _failures(store: Store, study_id: int, username: str) -> tuple[int, int]:
+    limits, wanted = attention_limits(), instructed_score()
+    told: set[str] = set()
+    untold: set[str] = set()
+    for r in Crowd(store).attention_scores(study_id, username):
+        if r["instruction"]:
+            if r["score"] != wanted:
+                told.add(r["item_id"])
+        elif r["score"] > limits.get(r["dimension"], 5):
+            untold.add(r["item_id"])
+    return len(told), len(untold)
 
 
 def check_attention(store: Store, worker: Worker) -> bool:
@@ -825,6 +839,7 @@ def pay_report(store: Store, invite: Invite) -> tuple[pd.DataFrame, dict[str, fl
             minutes = (_seconds(w["completed_at"]) - _seconds(w["created"])) / 60
             every.append(minutes)
         failed = attention_failures(store, invite.study_id, w["username"])
+        untold = untold_failures(store, invite.study_id, w["username"])
         share = flagged / (rated + flagged) if rated + flagged else 0.0
         rows.append(
             {
@@ -839,7 +854,7 @@ def pay_report(store: Store, invite: Invite) -> tuple[pd.DataFrame, dict[str, fl
                 "code_kind": w.get("code_kind"),
                 "code_given": w.get("code_given"),
                 "attention_failed": failed,
-                "suggested": _suggest(failed, w["status"], rated, share),
+                "suggested": _suggest(failed, w["status"], rated, share, untold),
                 "decision": w["decision"],
                 "decision_reason": w.get("decision_reason"),
             }
@@ -851,14 +866,14 @@ def pay_report(store: Store, invite: Invite) -> tuple[pd.DataFrame, dict[str, fl
     return pd.DataFrame(rows), summary
 
 
-def _suggest(failed: int, status: str, rated: int, flag_share: float) -> str:
+def _suggest(failed: int, status: str, rated: int, flag_share: float, untold: int = 0) -> str:
     """What the dashboard suggests: reject after two failed attention checks (each said
     what to choose), review after one or when flags pile up, replace (return) someone
     stopped before rating, accept a completion with at least one item rated, and wait for
     someone still at work. Never accept a worker who rated nothing."""
     if failed >= ATTENTION_FAILS_TO_STOP:
         return "reject"
-    if failed or flag_share > FLAG_SHARE_WARN:
+    if failed or untold or flag_share > FLAG_SHARE_WARN:
         return "review"
     if status == "completed" and rated > 0:
         return "accept"

@@ -110,7 +110,9 @@ class RatingStore:
                     row["text"],
                 )
             for kind, conv_id, lang, context, text in _attention_items(config, dataset):
-                self._add_item(study_id, None, kind, conv_id, lang, context, text)
+                self._add_item(
+                    study_id, None, kind, conv_id, lang, context, text, attention_instruction()
+                )
         return study_id
 
     def _add_item(
@@ -122,6 +124,7 @@ class RatingStore:
         lang: str,
         context: list[list[str]],
         text: str,
+        instruction: str | None = None,
     ) -> None:
         self.q.add_item(
             {
@@ -134,6 +137,7 @@ class RatingStore:
                 "context": json.dumps([list(t) for t in context], ensure_ascii=False),
                 "response": text,
                 "created": now(),
+                "instruction": instruction,
             }
         )
 
@@ -343,6 +347,17 @@ def _attention_items(
             context = [[t.role, t.text] for t in task.turns]
             items.append(("attention", dialogue.conv_id, lang, context, replies[n % len(replies)]))
     return items
+
+
+def attention_instruction() -> str:
+    """What an attention check tells the rater to do, in Korean and English."""
+    said = json.loads(ATTENTION_FILE.read_text(encoding="utf-8"))["instruction"]
+    return f"{said['ko']} / {said['en']}"
+
+
+def instructed_score() -> int:
+    """The score an attention check's instruction asks for on every dimension."""
+    return int(json.loads(ATTENTION_FILE.read_text(encoding="utf-8"))["instructed_score"])
 
 
 def attention_limits() -> dict[str, int]:
