@@ -162,6 +162,15 @@ def render_crowd_dashboard(study_id: int) -> None:
                 )
             _cap_form(invite)
             frame, summary = crowd.pay_report(resources.store(), invite)
+            guess = crowd.estimate(resources.store(), invite)
+            if guess["minutes"] is not None:
+                pay = guess["hourly_pay"]
+                st.caption(
+                    f"Estimated before launch: {guess['minutes']:.0f} minutes from joining to "
+                    "the code (consent, screening, calibration, every batch at this study's "
+                    "mean item length)"
+                    + (f"; {pay:.2f} {md(invite.currency)} an hour." if pay is not None else ".")
+                )
             a, b, c = st.columns(3)
             a.metric("Median minutes, joining to code", _num(summary["median_min"]))
             b.metric("Slowest 10% (minutes)", _num(summary["p90_min"]))

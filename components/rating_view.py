@@ -6,7 +6,6 @@ model's answer show as the characters they are.
 
 from __future__ import annotations
 
-import json
 import time
 from typing import Any, NamedTuple
 
@@ -18,10 +17,7 @@ from koed_core.db import RatingItem
 from koed_core.dialogues.dialogue import Lang
 from koed_core.judge.rubric import SCALE, dimensions
 from koed_core.models.protocol import ROLE_NAMES
-from koed_core.paths import DATA_DIR
-from koed_core.rating.studies import RaterProfile, RatingError, RatingStore
-
-CALIBRATION_FILE = DATA_DIR / "calibration.json"
+from koed_core.rating.studies import RaterProfile, RatingError, RatingStore, calibration_items
 
 
 class Draft(NamedTuple):
@@ -99,12 +95,6 @@ def rubric_form(
         st.warning(f"Score every dimension before submitting; missing: {md(', '.join(missing))}.")
         return None
     return Draft({code: int(score) for code, score in scores.items() if score is not None}, note)
-
-
-def calibration_items(langs: tuple[str, ...]) -> list[dict[str, Any]]:
-    """The shipped calibration items in the rater's languages."""
-    items = json.loads(CALIBRATION_FILE.read_text(encoding="utf-8"))["items"]
-    return [item for item in items if item["lang"] in langs]
 
 
 def calibration(langs: tuple[str, ...]) -> bool:

@@ -233,6 +233,8 @@ def test_a_crowd_study_from_the_command_line(
     assert "PROLIFIC_PID={{%PROLIFIC_PID%}}" in out["url"] and set(out["codes"]) == set(
         crowd.OUTCOMES
     )
+    minutes = out["estimate"]["minutes"]
+    assert 2 < minutes < 60 and out["estimate"]["hourly_pay"] == pytest.approx(1.5 / (minutes / 60))
     invite = crowd.Invite.from_row(Crowd(store).invite(out["invite"]) or {})
     crowd.join(store, KEY, invite, _pid(1))
     assert main(["invite", "list", "--study", str(study_id), "--json", *db]) == 0
@@ -316,3 +318,15 @@ def test_only_a_check_that_said_what_to_do_can_reject(crowd_study: tuple[Store, 
     assert crowd.untold_failures(store, study_id, worker.username) == len(told)
     frame, _ = crowd.pay_report(store, invite)
     assert frame["suggested"].tolist() == ["review"]  # never "reject" on an untold check
+
+
+def test_the_pay_estimate_grows_with_the_work(crowd_study: tuple[Store, int]) -> None:
+    store, study_id = crowd_study
+    small, _ = _invite(store, study_id, batch_size=2, reward=2.0)
+    large, _ = _invite(store, study_id, batch_size=4, batches=2, reward=2.0)
+    one, eight = crowd.estimate(store, small), crowd.estimate(store, large)
+    assert one["minutes"] is not None and eight["minutes"] is not None
+    per_item = (eight["minutes"] - one["minutes"]) / 6  # six more items
+    assert 0.6 < per_item < 3  # reading a short dialogue and scoring five dimensions
+    assert one["minutes"] > crowd.SETUP_MIN + 4 * 0.5  # calibration is part of the visit
+    assert eight["hourly_pay"] < one["hourly_pay"]  # the same reward for more work

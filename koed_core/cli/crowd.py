@@ -164,14 +164,19 @@ def cmd_invite_create(args: argparse.Namespace, settings: Settings) -> int:
     }.get(args.platform, "")
     url = f"{base}invite={token}{placeholders}"
     codes = {kind: invite.code_for(kind) for kind in crowd.OUTCOMES}
+    guess = crowd.estimate(store, invite)
     if args.json:
         print(json.dumps({"invite": invite.id, "url": None if links else url, "links": links,
-                          "codes": codes}))  # fmt: skip
+                          "codes": codes, "estimate": guess}))  # fmt: skip
         return 0
     for person, link in (links or {"": url}).items():
         print(f"{person}\t{link}" if person else link)
     for kind, code in codes.items():
         print(f"{kind} code: {code}")
+    if guess["minutes"] is not None:
+        pay = guess["hourly_pay"]
+        hourly = f", {pay:.2f} {args.currency} an hour" if pay is not None else ""
+        print(f"estimated: {guess['minutes']:.0f} minutes from joining to the code{hourly}")
     return 0
 
 

@@ -36,6 +36,7 @@ from koed_core.paths import DATA_DIR
 __all__ = ["RaterProfile", "RatingError", "RatingItem", "RatingStore", "StudyConfig"]
 
 ATTENTION_FILE = DATA_DIR / "attention.json"
+CALIBRATION_FILE = DATA_DIR / "calibration.json"
 
 
 class RatingError(KoedError):
@@ -347,6 +348,12 @@ def _attention_items(
             context = [[t.role, t.text] for t in task.turns]
             items.append(("attention", dialogue.conv_id, lang, context, replies[n % len(replies)]))
     return items
+
+
+def calibration_items(langs: tuple[str, ...]) -> list[dict[str, Any]]:
+    """The shipped calibration items (with reference scores) in these languages."""
+    items = json.loads(CALIBRATION_FILE.read_text(encoding="utf-8"))["items"]
+    return [item for item in items if item["lang"] in langs]
 
 
 def attention_instruction() -> str:
