@@ -11,6 +11,7 @@ import streamlit as st
 
 from components import auth, jobs_panel, resources
 from components.crowd_admin import bound_study
+from components.crowd_visit import resume_visit
 from components.literal import md
 from components.state import crowd_session
 from koed_core.errors import KoedError
@@ -87,11 +88,19 @@ def _to_join() -> None:
 
 def crowd_visit() -> bool:
     """A worker who came by a study's invite link sees that study's page and nothing else
-    (no menu, no other page by URL), for as long as this browser session lasts."""
-    if not (st.query_params.get("invite") or crowd_session()):
+    (no menu, no other page by URL), until their visit ends: a reload or a typed URL in
+    the same browser keeps them there (a signed cookie says whose visit it is)."""
+    if not (st.query_params.get("invite") or crowd_session() or resume_visit()):
         return False
     home = st.Page(_to_join, title="Rating study", default=True)  # "/" and a reload
-    page = st.navigation([home, JOIN], position="hidden")
+    # Any other page's address, typed in the same tab, leads back to the study too
+    # (instead of Streamlit's "Page not found" over it).
+    elsewhere = [
+        st.Page(_to_join, title=f"{page.title} (study)", url_path=page.url_path)
+        for page in (*[p for pages in PUBLIC.values() for p in pages], *GUARDED, LOGIN)
+        if page.url_path
+    ]
+    page = st.navigation([home, JOIN, *elsewhere], position="hidden")
     try:
         page.run()
     except KoedError as err:

@@ -76,6 +76,39 @@ def account_signup(store: Store, invite: crowd.Invite) -> None:
     st.link_button("Log in / 로그인", app_url("login"))
 
 
+COOKIE_SET = "crowd.cookie_set"
+
+
+def resume_visit() -> bool:
+    """A browser whose cookie names a worker still under way is that worker again."""
+    try:
+        cookie = st.context.cookies.get(crowd.VISIT_COOKIE)
+    except (AttributeError, RuntimeError):  # no browser context (a script run in tests)
+        return False
+    if not cookie:
+        return False
+    found = crowd.read_visit_cookie(resources.store(), resources.server_key(), cookie)
+    if found is None:
+        return False
+    state.set_crowd_session(*found)
+    return True
+
+
+def mark_visit(username: str, token: str) -> None:
+    """Set the visit cookie (a constant script of ours; the value is signed and made of
+    letters, digits and ``.|_-`` only, so it cannot break out of the string)."""
+    value = crowd.visit_cookie(resources.server_key(), username, token)
+    if value in (st.context.cookies.get(crowd.VISIT_COOKIE), st.session_state.get(COOKIE_SET)):
+        return
+    st.session_state[COOKIE_SET] = value
+    safe = "".join(ch for ch in value if ch.isalnum() or ch in "|._-")
+    st.html(
+        f"<script>document.cookie = '{crowd.VISIT_COOKIE}={safe}; path=/; SameSite=Lax';</script>",
+        unsafe_allow_javascript=True,
+        width="content",
+    )
+
+
 def no_link() -> None:
     """The page opened without an invite: say where it is meant to be opened from."""
     st.title("KoED rating study")

@@ -654,6 +654,12 @@ def test_a_crowd_worker_comes_from_prolific_and_goes_back_with_the_code(tmp_path
             page.get_by_text("I have read this and agree").click()
             page.get_by_role("button", name="Continue / 계속").click()
             expect(page.get_by_text("Your native language / 모국어")).to_be_visible()
+            page.goto(url + "/gap")  # a typed URL, same browser: still the worker, still here
+            expect(page.get_by_role("heading", name="KoED rating study")).to_be_visible()
+            expect(page.get_by_text("Your native language / 모국어")).to_be_visible()
+            assert page.get_by_text("The cultural empathy gap").count() == 0
+            page.wait_for_timeout(1500)
+            page.screenshot(path=str(ARTIFACTS / "crowd_typed_url.png"))
             page.get_by_text("한국어 Korean").click()
             page.get_by_label("Years lived in Korea / 한국 거주 연수").fill("25")
             page.get_by_role("button", name="Continue / 계속").click()

@@ -330,3 +330,19 @@ def test_the_pay_estimate_grows_with_the_work(crowd_study: tuple[Store, int]) ->
     assert 0.6 < per_item < 3  # reading a short dialogue and scoring five dimensions
     assert one["minutes"] > crowd.SETUP_MIN + 4 * 0.5  # calibration is part of the visit
     assert eight["hourly_pay"] < one["hourly_pay"]  # the same reward for more work
+
+
+def test_the_visit_cookie_is_signed_and_ends_with_the_visit(
+    crowd_study: tuple[Store, int],
+) -> None:
+    store, study_id = crowd_study
+    invite, token = _invite(store, study_id)
+    worker = crowd.join(store, KEY, invite, _pid(1))
+    cookie = crowd.visit_cookie(KEY, worker.username, token)
+    assert crowd.read_visit_cookie(store, KEY, cookie) == (worker.username, token)
+    other = crowd.visit_cookie(KEY, "crowd-000000000000", token)
+    for forged in (cookie[:-1] + "0", other.replace("crowd-000000000000", worker.username), ""):
+        assert crowd.read_visit_cookie(store, KEY, forged) is None
+    assert crowd.read_visit_cookie(store, b"x" * 32, cookie) is None  # another server's key
+    crowd.screen(store, worker, ("ko", "en"), "other", 0, 0)  # the visit ends
+    assert crowd.read_visit_cookie(store, KEY, cookie) is None  # the app opens again

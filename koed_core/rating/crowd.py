@@ -349,6 +349,37 @@ def mturk_submit(submit_to: str | None) -> str | None:
     return f"{base}/mturk/externalSubmit" if base in MTURK_SUBMIT_HOSTS else None
 
 
+VISIT_COOKIE = "koed_crowd"
+"""A browser session's mark that it belongs to a worker under way (see ``visit_cookie``)."""
+UNDER_WAY = ("consent", "screening", "rating")
+
+
+def visit_cookie(key: bytes, username: str, token: str) -> str:
+    """The cookie value that keeps a worker a worker across a reload or a typed URL in the
+    same browser: their pseudonym and link, signed with the server key."""
+    body = f"{username}|{token}"
+    sig = hmac.new(key, f"visit:{body}".encode(), hashlib.sha256).hexdigest()[:20]
+    return f"{body}|{sig}"
+
+
+def read_visit_cookie(store: Store, key: bytes, value: str | None) -> tuple[str, str] | None:
+    """(username, link token) of a worker still under way, from a genuine cookie; None
+    for a forged or damaged one, or once the visit has ended (the rest of the app opens
+    again to that browser, as to any visitor)."""
+    username, _, rest = (value or "").partition("|")
+    token, _, sig = rest.rpartition("|")
+    if (
+        not username
+        or not token
+        or not hmac.compare_digest(visit_cookie(key, username, token), value or "")
+    ):
+        return None
+    row = Crowd(store).worker(username)
+    if row is None or row["status"] not in UNDER_WAY:
+        return None
+    return username, token
+
+
 SESSION_ID = {"prolific": ("SESSION_ID", "session_ref"), "mturk": ("assignmentId", "study_ref")}
 """Per platform: the link's parameter naming one attempt, and where the worker keeps it."""
 

@@ -39,8 +39,10 @@ except crowd.CrowdError as err:
     st.stop()
 if session is None or session["username"] != worker.username:
     state.set_crowd_session(worker.username, token)
-    if worker.resumed:
+    if worker.resumed and st.query_params.get("invite"):
         st.toast("Welcome back: you go on where you left off.")
+if worker.status in crowd.UNDER_WAY:
+    crowd_visit.mark_visit(worker.username, token)  # a reload or typed URL stays here
 
 ratings = resources.ratings()
 st.title("KoED rating study")
