@@ -85,7 +85,7 @@ def resume_visit() -> bool:
         cookie = st.context.cookies.get(crowd.VISIT_COOKIE)
     except (AttributeError, RuntimeError):  # no browser context (a script run in tests)
         return False
-    if not cookie:
+    if not isinstance(cookie, str) or not cookie:
         return False
     found = crowd.read_visit_cookie(resources.store(), resources.server_key(), cookie)
     if found is None:
@@ -273,7 +273,8 @@ def batch_step(
         text=f"Batch {progress.batch} of {invite.batches}: {progress.in_batch} of "
         f"{progress.batch_size} rated",
     )
-    item = ratings.next_item(invite.study_id, worker.username)
+    want = crowd.batch_wants(store, worker, invite)  # each batch holds its checks
+    item = ratings.next_item(invite.study_id, worker.username, want=want)
     if item is None:
         crowd.finish(store, worker)
         st.rerun()

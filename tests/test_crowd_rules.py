@@ -346,3 +346,26 @@ def test_the_visit_cookie_is_signed_and_ends_with_the_visit(
     assert crowd.read_visit_cookie(store, b"x" * 32, cookie) is None  # another server's key
     crowd.screen(store, worker, ("ko", "en"), "other", 0, 0)  # the visit ends
     assert crowd.read_visit_cookie(store, KEY, cookie) is None  # the app opens again
+
+
+def test_every_batch_holds_its_attention_checks(tmp_path: Path) -> None:
+    """One check per language in the study, three batches of four: each batch the worker
+    does has a check in it (new ones, not the same one again)."""
+    store, run_id = seeded_store(tmp_path / "koed.db")
+    _, study_id = study(store, run_id, overlap=3, attention_checks=1, langs=("en",))
+    invite, _ = _invite(store, study_id, cap=3, batch_size=4, batches=3)
+    assert store.count("study_items") == 6 + 3  # six answers, a check per batch
+    ratings = RatingStore(store)
+    worker = crowd.join(store, KEY, invite, _pid(1))
+    langs = crowd.screen(store, worker, ("en",), "en", 0, 30)
+    ratings.save_profile(crowd.profile_of(worker, "en", 0, 30, langs))
+    kinds = []
+    while not crowd.batch_state(store, worker, invite).finished:
+        want = crowd.batch_wants(store, worker, invite)
+        item = ratings.next_item(study_id, worker.username, want=want)
+        if item is None:
+            break
+        kinds.append("attention" if item.instruction else "response")
+        ratings.save_rating(item.assignment_id, worker.username, dict.fromkeys(CODES, 2))
+    batches = [kinds[n : n + 4] for n in range(0, len(kinds), 4)]
+    assert len(batches) == 3 and all("attention" in b for b in batches), batches

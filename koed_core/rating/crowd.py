@@ -223,6 +223,9 @@ def create_invite(
         "calibration_attempts": calibration_attempts,
     }
     Crowd(store).add_invite(row)
+    checks = RatingStore(store).config(study_id).attention_checks
+    if checks and batches > 1:  # each batch holds its share of checks: new ones in each
+        RatingStore(store).ensure_attention(study_id, checks * batches)
     return Invite.from_row(row), token_for(invite_id, key)
 
 
@@ -772,6 +775,22 @@ def submit_to(store: Store, worker: Worker) -> str | None:
 
 
 NO_ITEMS = "no items: nothing was left for them to rate"
+
+
+def batch_wants(store: Store, worker: Worker, invite: Invite) -> str:
+    """``"attention"`` when the worker's current batch must take an attention check now
+    to hold the study's number of them per batch (its last places), else ``"response"``
+    (checks are kept for later batches): every batch carries its checks, not only the
+    first. Either falls back to whatever is left."""
+    needed = RatingStore(store).config(invite.study_id).attention_checks
+    if not needed:
+        return "response"
+    done = Crowd(store).finished_assignments(worker.study_id, worker.username)
+    start = len(done) // invite.batch_size * invite.batch_size
+    batch = done[start:]
+    missing = needed - sum(1 for a in batch if a["kind"] == "attention")
+    left = invite.batch_size - len(batch)
+    return "attention" if missing > 0 and left <= missing else "response"
 
 
 def finish(store: Store, worker: Worker) -> None:

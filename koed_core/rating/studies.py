@@ -126,10 +126,14 @@ class RatingStore:
         context: list[list[str]],
         text: str,
         instruction: str | None = None,
+        copy: int = 0,
     ) -> None:
+        key = response_id or (
+            (kind, conv_id, lang, text, copy) if copy else (kind, conv_id, lang, text)
+        )
         self.q.add_item(
             {
-                "id": short_hash(study_id, response_id or (kind, conv_id, lang, text)),
+                "id": short_hash(study_id, key),
                 "study_id": study_id,
                 "response_id": response_id,
                 "kind": kind,
@@ -179,9 +183,15 @@ class RatingStore:
     # Assignment -------------------------------------------------------------------------
 
     def next_item(
-        self, study_id: int, username: str, at: datetime | None = None
+        self,
+        study_id: int,
+        username: str,
+        at: datetime | None = None,
+        want: str | None = None,
     ) -> RatingItem | None:
         """The rater's open item, else a new one: least-rated first, per-rater shuffle.
+        ``want="attention"`` takes an attention check if one is left (a crowd batch that
+        must hold its share of them).
 
         None when the quota is reached or nothing is left for this rater.
         """
@@ -200,20 +210,27 @@ class RatingStore:
                 return self._item(open_id)
             if config.quota is not None and self.done(study_id, username) >= config.quota:
                 return None
-            chosen = self._choose(config, study_id, username, profile.languages)
+            chosen = self._choose(config, study_id, username, profile.languages, want)
             if chosen is None:
                 return None
             assignment_id = self.q.assign(study_id, chosen, username, _iso(moment))
         return self._item(assignment_id)
 
     def _choose(
-        self, config: StudyConfig, study_id: int, username: str, languages: tuple[str, ...]
+        self,
+        config: StudyConfig,
+        study_id: int,
+        username: str,
+        languages: tuple[str, ...],
+        want: str | None = None,
     ) -> str | None:
         open_items = [
             c
             for c in self.q.candidates(study_id, username, languages)
             if _open_to(c, config.overlap)
         ]
+        if want and any(c.kind == want for c in open_items):
+            open_items = [c for c in open_items if c.kind == want]
         if not open_items:
             return None
 
@@ -230,6 +247,26 @@ class RatingStore:
                 "this item is no longer assigned to you (it timed out); take the next"
             )
         return item
+
+    def ensure_attention(self, study_id: int, per_lang: int) -> None:
+        """At least ``per_lang`` attention checks per language (copies of the study's own,
+        each a new item): a worker doing several batches meets new ones in each."""
+        rows = self.store.rows(
+            "select conv_id, lang, context, response, instruction from study_items where "
+            "study_id = ? and kind = 'attention' order by id",
+            [study_id],
+        )
+        by_lang: dict[str, list[dict[str, Any]]] = {}
+        for row in rows:
+            by_lang.setdefault(row["lang"], []).append(row)
+        with self.store.write():
+            for lang, items in by_lang.items():
+                for n in range(len(items), per_lang):
+                    src = items[n % len(items)]
+                    self._add_item(
+                        study_id, None, "attention", src["conv_id"], lang,
+                        json.loads(src["context"]), src["response"], src["instruction"], copy=n,
+                    )  # fmt: skip
 
     def room_for_newcomer(self, study_id: int) -> bool:
         """Whether someone new could be given an item in any of the study's languages
