@@ -341,7 +341,8 @@ def test_the_visit_cookie_is_signed_and_ends_with_the_visit(
     cookie = crowd.visit_cookie(KEY, worker.username, token)
     assert crowd.read_visit_cookie(store, KEY, cookie) == (worker.username, token)
     other = crowd.visit_cookie(KEY, "crowd-000000000000", token)
-    for forged in (cookie[:-1] + "0", other.replace("crowd-000000000000", worker.username), ""):
+    flipped = cookie[:-1] + ("1" if cookie.endswith("0") else "0")
+    for forged in (flipped, other.replace("crowd-000000000000", worker.username), ""):
         assert crowd.read_visit_cookie(store, KEY, forged) is None
     assert crowd.read_visit_cookie(store, b"x" * 32, cookie) is None  # another server's key
     crowd.screen(store, worker, ("ko", "en"), "other", 0, 0)  # the visit ends
@@ -369,3 +370,28 @@ def test_every_batch_holds_its_attention_checks(tmp_path: Path) -> None:
         ratings.save_rating(item.assignment_id, worker.username, dict.fromkeys(CODES, 2))
     batches = [kinds[n : n + 4] for n in range(0, len(kinds), 4)]
     assert len(batches) == 3 and all("attention" in b for b in batches), batches
+
+
+def test_a_batch_larger_than_the_study_ends_with_what_there_is(
+    crowd_study: tuple[Store, int],
+) -> None:
+    """Batches of 20 in a study with a few Korean answers and a check: the worker is told
+    "n of m" with m what there is for them, not 20, and is done (with the completion
+    code) after the last."""
+    store, study_id = crowd_study
+    invite, _ = _invite(store, study_id, batch_size=20)
+    ratings = RatingStore(store)
+    worker = crowd.join(store, KEY, invite, _pid(1))
+    langs = crowd.screen(store, worker, ("ko", "en"), "ko", 30, 0)  # Korean items only
+    ratings.save_profile(crowd.profile_of(worker, "ko", 30, 0, langs))
+    there = store.rows(
+        "select count(*) as n from study_items where study_id = ? and lang = 'ko'", [study_id]
+    )[0]["n"]
+    assert 1 < there < 20 and crowd.batch_state(store, worker, invite).batch_size == there
+    while (item := ratings.next_item(study_id, worker.username)) is not None:
+        ratings.save_rating(item.assignment_id, worker.username, dict.fromkeys(CODES, 2))
+    state = crowd.batch_state(store, worker, invite)
+    assert (state.in_batch, state.batch_size, state.finished) == (there, there, True)
+    crowd.finish(store, worker)
+    ended = crowd.worker_of(store, worker.username)
+    assert crowd.give_code(store, ended, invite) == ("completed", invite.completion_code)  # type: ignore[arg-type]

@@ -750,14 +750,20 @@ class BatchState:
 
 
 def batch_state(store: Store, worker: Worker, invite: Invite) -> BatchState:
-    """Progress counted in batches of the invite's size."""
+    """Progress counted in batches of the invite's size, and never more than this worker
+    can be given (a small study, or items other raters filled): "n of m" always ends."""
     done = len(Crowd(store).finished_assignments(worker.study_id, worker.username))
     total = invite.batch_size * invite.batches
+    if RatingStore(store).profile(worker.username) is not None:
+        total = min(total, max(done, RatingStore(store).workload(worker.study_id, worker.username)))
+    batch = min(done // invite.batch_size + 1, invite.batches)
+    start = (batch - 1) * invite.batch_size
+    size = max(1, min(invite.batch_size, total - start))
     return BatchState(
         done=done,
-        batch=min(done // invite.batch_size + 1, invite.batches),
-        in_batch=done % invite.batch_size if done < total else invite.batch_size,
-        batch_size=invite.batch_size,
+        batch=batch,
+        in_batch=min(done - start, size),
+        batch_size=size,
         finished=done >= total,
     )
 

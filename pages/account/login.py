@@ -9,7 +9,7 @@ st.title("Log in")
 state = auth.start_state()
 if state.account is not None:
     st.success(f"Logged in as {md(state.account.name)} ({md(state.account.role)}).")
-    st.caption("The rating pages are in the sidebar.")
+    st.caption("The rating pages are in the menu along the top (Rating).")
     auth.logout_button("main")
     st.stop()
 if state.accounts_problem:

@@ -39,6 +39,8 @@ st.caption(
     "other raters on the same items and dimensions. Below 0.4, look at that rater's work. "
     "Attention pass rate: share of attention checks scored at most 2 on ER and EEA."
 )
+if raters.empty:
+    st.caption("Nobody has rated in this study yet.")
 tables.show(
     raters,
     hide_index=True,

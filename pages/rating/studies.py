@@ -80,7 +80,10 @@ if studies:
                 st.success(f"Study {md(closing)} closed; its results are now published.")
                 st.rerun()
 else:
-    st.info("No study yet. Runs come from the Runs page or `koed run`.")
+    st.info(
+        "No study yet: build one above from stored runs (a run comes from the Runs page or "
+        "`koed run`), or `koed study create --name NAME --runs RUN_ID`."
+    )
 
 render_invite_form({s["id"]: s["name"] for s in ratings.studies() if not s["closed"]})
 
