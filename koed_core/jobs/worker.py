@@ -282,6 +282,16 @@ SPAWN_GRACE_S = 15.0
 """A worker just started needs a moment to beat; no second one is started meanwhile."""
 
 
+def _child_env() -> dict[str, str]:
+    """The environment with this checkout first on the import path: the worker runs the
+    same code as the app even where the package is not installed (a bare clone), or an
+    installed copy points elsewhere."""
+    from koed_core.paths import PROJECT_ROOT
+
+    path = os.environ.get("PYTHONPATH", "")
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(PROJECT_ROOT), path) if p)}
+
+
 def ensure_worker(store: Store, cwd: Path | None = None) -> bool:
     """Start a worker for this database if jobs wait and none is alive; True if started.
 
@@ -309,6 +319,7 @@ def ensure_worker(store: Store, cwd: Path | None = None) -> bool:
                 "120",
             ],
             cwd=cwd or Path.cwd(),
+            env=_child_env(),
             stdin=subprocess.DEVNULL,
             stdout=fd,
             stderr=subprocess.STDOUT,

@@ -87,7 +87,9 @@ panes = [
     for spec in specs
     for lang in langs
 ]
-typed = st.chat_input("Go on as the Speaker (type Korean for ko, English for en)")
+# Inside a container the box sits here, inline: pinned to the window's bottom it made
+# the page open scrolled down, past the dialogue picker.
+typed = st.container().chat_input("Go on as the Speaker (type Korean for ko, English for en)")
 if typed:
     chat["speaker"][detect_lang(typed)].append(typed)
 run_now = st.button("Answer as the Listener", type="primary", key=state.CHAT_ASK) or bool(typed)
