@@ -20,13 +20,11 @@ the ko/en similarities (encoder load included), in a fresh cache.
 from __future__ import annotations
 
 import os
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -125,17 +123,13 @@ def page_titles() -> dict[str, str]:
     return titles
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def browser_times(env: dict[str, str], work: Path) -> dict[str, float]:
     """Warm median seconds from a navigation click to the page drawn, per page title."""
     from playwright.sync_api import sync_playwright
 
-    port = _free_port()
+    from fixtures.serve import free_port, wait_healthy
+
+    port = free_port()
     log = (work / "streamlit.log").open("w")
     proc = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless=true",
@@ -145,7 +139,8 @@ def browser_times(env: dict[str, str], work: Path) -> dict[str, float]:
     )  # fmt: skip
     url = f"http://127.0.0.1:{port}"
     try:
-        _wait_healthy(url, proc)
+        if not wait_healthy(url, proc, timeout_s=90):
+            raise SystemExit(f"the Streamlit server did not start (see {work / 'streamlit.log'})")
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
             page = browser.new_page(viewport={"width": 1366, "height": 768})
@@ -167,19 +162,6 @@ def browser_times(env: dict[str, str], work: Path) -> dict[str, float]:
         proc.terminate()
         proc.wait(timeout=20)
     return {title: statistics.median(times) for title, times in seen.items()}
-
-
-def _wait_healthy(url: str, proc: subprocess.Popen[bytes]) -> None:
-    deadline = time.monotonic() + 90
-    while True:
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as answer:
-                if answer.status == 200:
-                    return
-        except OSError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise SystemExit("the Streamlit server did not start") from None
-            time.sleep(0.3)
 
 
 def _open(page, title: str) -> float:  # type: ignore[no-untyped-def]

@@ -21,13 +21,6 @@ DEFAULT_CONSENT_EN = (
     "voluntary and you may stop at any time. Your ratings and comments are stored under a "
     "pseudonym and used for research only. Your platform id is used only to pay you."
 )
-PLACEHOLDERS = {
-    "prolific": "&PROLIFIC_PID={{%PROLIFIC_PID%}}&STUDY_ID={{%STUDY_ID%}}"
-    "&SESSION_ID={{%SESSION_ID%}}",
-    "mturk": "",  # MTurk appends workerId, assignmentId and hitId itself
-    "none": "",  # one personal link per id of the uploaded list
-    "account": "",
-}
 
 
 def app_url(path: str) -> str:
@@ -39,7 +32,7 @@ def app_url(path: str) -> str:
 
 def invite_url(token: str, platform: str) -> str:
     """The link to paste into the platform (its own placeholders included)."""
-    return app_url(f"join?invite={token}{PLACEHOLDERS.get(platform, '')}")
+    return app_url(f"join?invite={token}{crowd.PLACEHOLDERS.get(platform, '')}")
 
 
 def bound_study(username: str | None) -> int | None:

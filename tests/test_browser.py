@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,6 +13,7 @@ import pytest
 
 from fixtures.fake_openai import FakeOpenAI
 from fixtures.rating import rater, seeded_store, study
+from fixtures.serve import free_port, wait_healthy
 from koed_core.dialogues.dataset import load_dataset
 from koed_core.models.backends import make_client
 from koed_core.models.client import GenerationSettings
@@ -43,12 +42,6 @@ EN_REPLY = "That sounds really hard. Do you want to tell me more about it?"
 HUMAN_EN = "Smart move. Call me next time and we can talk while you walk."
 
 pytestmark = [pytest.mark.browser]
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @pytest.fixture
@@ -97,7 +90,7 @@ def plain_server(tmp_path: Path) -> Iterator[str]:
 
 
 def _serve(tmp_path: Path, extra: dict[str, str]) -> Iterator[str]:
-    port = _free_port()
+    port = free_port()
     env = {
         **{k: v for k, v in os.environ.items() if k not in ("KOED_MODELS", "KOED_USERS")},
         "KOED_CACHE_DIR": str(tmp_path),
@@ -124,16 +117,8 @@ def _serve(tmp_path: Path, extra: dict[str, str]) -> Iterator[str]:
     )
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError((tmp_path / "streamlit.log").read_text()) from None
-                time.sleep(0.3)
+        if not wait_healthy(url, proc):
+            raise RuntimeError((tmp_path / "streamlit.log").read_text())
         yield url
     finally:
         proc.terminate()

@@ -158,11 +158,7 @@ def cmd_invite_create(args: argparse.Namespace, settings: Settings) -> int:
         if args.platform == "none"
         else None
     )
-    placeholders = {
-        "prolific": "&PROLIFIC_PID={{%PROLIFIC_PID%}}&STUDY_ID={{%STUDY_ID%}}"
-        "&SESSION_ID={{%SESSION_ID%}}",
-    }.get(args.platform, "")
-    url = f"{base}invite={token}{placeholders}"
+    url = f"{base}invite={token}{crowd.PLACEHOLDERS.get(args.platform, '')}"
     codes = {kind: invite.code_for(kind) for kind in crowd.OUTCOMES}
     guess = crowd.estimate(store, invite)
     if args.json:

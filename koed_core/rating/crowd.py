@@ -38,6 +38,13 @@ PLATFORMS: dict[str, tuple[str, ...]] = {
 }
 """The URL parameters each platform appends to a study link; the first is the worker."""
 PROLIFIC_DONE = "https://app.prolific.com/submissions/complete?cc={code}"
+PLACEHOLDERS = {
+    "prolific": "&PROLIFIC_PID={{%PROLIFIC_PID%}}&STUDY_ID={{%STUDY_ID%}}"
+    "&SESSION_ID={{%SESSION_ID%}}",
+}
+"""What a link pasted into the platform carries so that the platform fills in its ids
+(MTurk appends workerId, assignmentId, hitId and turkSubmitTo itself; a researcher's own
+list has one link per id)."""
 PLATFORM_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 PROLIFIC_PID = re.compile(r"^[0-9a-f]{24}$")
 """Prolific participant (and study, session) ids: 24 hexadecimal characters."""
