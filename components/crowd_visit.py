@@ -263,11 +263,21 @@ def screening_step(
         st.rerun()
 
 
+def progress_of(store: Store, worker: crowd.Worker, invite: crowd.Invite) -> crowd.BatchState:
+    """The worker's batch progress, with what they can still be given kept in the session
+    between clicks (asked again only when an item is done)."""
+    known = st.session_state.setdefault(WORKLOAD, {})
+    return crowd.batch_state(store, worker, invite, known)
+
+
+WORKLOAD = "crowd.workload"
+
+
 def batch_step(
     store: Store, ratings: RatingStore, worker: crowd.Worker, invite: crowd.Invite
 ) -> None:
     """The next item of the worker's batch, with the batch's progress and a flag."""
-    progress = crowd.batch_state(store, worker, invite)
+    progress = progress_of(store, worker, invite)
     st.progress(
         progress.in_batch / progress.batch_size,
         text=f"Batch {progress.batch} of {invite.batches}: {progress.in_batch} of "

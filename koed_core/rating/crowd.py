@@ -756,13 +756,25 @@ class BatchState:
     finished: bool
 
 
-def batch_state(store: Store, worker: Worker, invite: Invite) -> BatchState:
+def batch_state(
+    store: Store, worker: Worker, invite: Invite, known: dict[tuple[str, int], int] | None = None
+) -> BatchState:
     """Progress counted in batches of the invite's size, and never more than this worker
-    can be given (a small study, or items other raters filled): "n of m" always ends."""
+    can be given (a small study, or items other raters filled): "n of m" always ends.
+    ``known`` is a place to keep that count between calls (the page's session)."""
     done = len(Crowd(store).finished_assignments(worker.study_id, worker.username))
     total = invite.batch_size * invite.batches
     if RatingStore(store).profile(worker.username) is not None:
-        total = min(total, max(done, RatingStore(store).workload(worker.study_id, worker.username)))
+        # what the worker can still be given: asked once per item done (``known`` keeps
+        # it for the browser session), not on every click
+        key = (worker.username, done)
+        if known is None or key not in known:
+            can = RatingStore(store).workload(worker.study_id, worker.username)
+            if known is None:
+                known = {}
+            known.clear()
+            known[key] = can
+        total = min(total, max(done, known[key]))
     batch = min(done // invite.batch_size + 1, invite.batches)
     start = (batch - 1) * invite.batch_size
     size = max(1, min(invite.batch_size, total - start))

@@ -56,7 +56,7 @@ elif worker.status == "consent":
     crowd_visit.consent_step(store, worker, invite)
 elif worker.status == "screening":
     crowd_visit.screening_step(store, ratings, worker, ratings.config(invite.study_id).langs)
-elif worker.status == "completed" or crowd.batch_state(store, worker, invite).finished:
+elif worker.status == "completed" or crowd_visit.progress_of(store, worker, invite).finished:
     if worker.status != "completed":
         crowd.finish(store, worker)
         st.rerun()
