@@ -16,12 +16,15 @@ index = resources.filter_index(dataset, dataset.sha256)
 flt = filter_form(index)
 matches = index.filter(flt)
 
+EAGER_DOWNLOAD = 200
 st.subheader(f"{len(matches):,} of {len(dataset):,} dialogues match", anchor=False)
 st.text(f"Filter: {flt.describe()}")
 buttons = st.container(horizontal=True)
+# A small selection is ready at once; the whole file is made only when asked for.
+small = len(matches) <= EAGER_DOWNLOAD
 buttons.download_button(
     "CSV (one row per turn)",
-    lambda: to_csv(matches),
+    to_csv(matches) if small else lambda: to_csv(matches),
     file_name="koed_filtered.csv",
     mime="text/csv",
     icon=":material/download:",
@@ -29,7 +32,7 @@ buttons.download_button(
 )
 buttons.download_button(
     "JSONL (one dialogue per line)",
-    lambda: to_jsonl(matches),
+    to_jsonl(matches) if small else lambda: to_jsonl(matches),
     file_name="koed_filtered.jsonl",
     mime="application/jsonl",
     icon=":material/download:",
