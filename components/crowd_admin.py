@@ -146,7 +146,7 @@ def render_crowd_dashboard(study_id: int) -> None:
     for row in rows:
         invite = crowd.Invite.from_row(row)
         places = crowd.places(resources.store(), invite)
-        with st.expander(f"{invite.platform} link {invite.id}: {places}", expanded=True):
+        with st.expander(f"{md(invite.platform)} link {md(invite.id)}: {places}", expanded=True):
             if invite.platform != "none":
                 st.code(
                     invite_url(crowd.token_for(invite.id, key), invite.platform),
@@ -168,9 +168,9 @@ def render_crowd_dashboard(study_id: int) -> None:
             a.metric("Median minutes, joining to code", _num(summary["median_min"]))
             b.metric("Slowest 10% (minutes)", _num(summary["p90_min"]))
             c.metric(
-                f"Effective pay per hour ({invite.currency})",
+                f"Effective pay per hour ({md(invite.currency)})",
                 _num(summary["hourly_pay"]),
-                help=f"{invite.reward} {invite.currency} per worker over the median minutes "
+                help=f"{invite.reward} {md(invite.currency)} per worker over the median minutes "
                 "from joining to the code (consent, screening and calibration included), "
                 "as the platform measures a submission",
             )
@@ -240,6 +240,9 @@ def _decisions(invite: crowd.Invite, frame: pd.DataFrame) -> None:
         st.toast(f"{count:d} decision(s) recorded; rejections wait for your reason.")
         st.rerun()
     files = crowd.decision_files(resources.store(), invite)
+    files[f"koed-{invite.platform}-{invite.id}-decisions.csv"] = crowd.platform_csv(
+        resources.store(), invite
+    )  # every decided worker: ids, decision, reason and the code they received
     for column, (name, text) in zip(st.columns(len(files)), files.items(), strict=True):
         column.download_button(name, text, file_name=name, key=f"crowd.{name}.{invite.id}")
     if not invite.revoked and st.button("Withdraw the link", key=f"crowd.revoke.{invite.id}"):

@@ -377,7 +377,7 @@ def read_visit_cookie(store: Store, key: bytes, value: str | None) -> tuple[str,
     for a forged or damaged one, or once the visit has ended (the rest of the app opens
     again to that browser, as to any visitor)."""
     username, _, rest = (value or "").partition("|")
-    token, _, sig = rest.rpartition("|")
+    token = rest.rpartition("|")[0]
     if (
         not username
         or not token
