@@ -116,7 +116,8 @@ def test_judge_a_run_end_to_end(fake_openai: FakeOpenAI, tmp_path: Path) -> None
     spec = _judge(fake_openai)
     # the first call gets no verdict twice, then a score: asked again, every attempt kept
     fake_openai.queue(Step(text="No verdict here."), Step(text="Still none."))
-    report = judge_run(store, make_client(spec), spec, run_id, "paper", concurrency=1)
+    fenced = {"template": "fenced", "parse": "lenient"}
+    report = judge_run(store, make_client(spec), spec, run_id, "paper", concurrency=1, **fenced)
     responses = store.db.execute("select count(*) from responses where error is null").fetchone()[0]
     assert report.planned == responses * 5 and report.unscored == 0 and report.failed == 0
     assert report.scored == responses * 5
@@ -146,7 +147,7 @@ def test_judge_a_run_end_to_end(fake_openai: FakeOpenAI, tmp_path: Path) -> None
     assert all(
         r["raw_prompt"] and r["prompt_version"] and r["judge_model"] == "fake-judge" for r in rows
     )
-    again = judge_run(store, make_client(spec), spec, run_id, "paper")
+    again = judge_run(store, make_client(spec), spec, run_id, "paper", **fenced)
     assert (again.skipped, again.scored) == (report.planned, 0)
 
 

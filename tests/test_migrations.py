@@ -100,13 +100,24 @@ def test_judging_resumes_across_the_upgrade(old_db: Path, monkeypatch: pytest.Mo
     # had them), the upgraded database skips all of it; the keys survived the migration.
     import koed_core.judge.judging as judging
 
-    monkeypatch.setattr(judging, "judge_prompt_version", lambda: migrations.JUDGE_PROMPT_0_1_0)
+    monkeypatch.setattr(
+        judging, "judge_prompt_version", lambda _template: migrations.JUDGE_PROMPT_0_1_0
+    )
     monkeypatch.setattr(judging, "rubric_version", lambda: migrations.RUBRIC_0_1_0)
     assert rubric_version() != migrations.RUBRIC_0_1_0  # today's rubric was re-anchored
     store = Store(old_db)
     run_id = "9d350d301481ea01a307"
     spec = ModelSpec(name="gpt-4o", backend="openai", model="gpt-4o")
-    report = judge_run(store, _Never(), spec, run_id, "paper")  # type: ignore[arg-type]
+    # the template and the parser 0.1.0 used (today's paper default is the authors')
+    report = judge_run(
+        store,
+        _Never(),  # type: ignore[arg-type]
+        spec,
+        run_id,
+        "paper",
+        template="fenced",
+        parse="lenient",
+    )
     assert report.planned == report.skipped == 40 and report.failed == 0
 
 

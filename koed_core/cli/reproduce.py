@@ -40,7 +40,6 @@ def cmd_reproduce(args: argparse.Namespace, settings: Settings) -> int:
 
     from koed_core.db import Store
     from koed_core.jobs.kinds import Environment, Hooks, ReproduceJob, execute
-    from koed_core.judge.judging import current_config
     from koed_core.results import reproduce
 
     text = args.plan.read_text(encoding="utf-8") if args.plan.is_file() else ""
@@ -69,7 +68,7 @@ def cmd_reproduce(args: argparse.Namespace, settings: Settings) -> int:
     for name, reason in result.problems.items():
         print(f"  left out: {name}: {reason}", file=sys.stderr)
     runs = {tuple(key.rsplit(" ", 1)): run for key, run in result.data.get("runs", {}).items()}
-    judge = current_config(judge_spec.name, plan.judge_mode) if result.data.get("judge") else None
+    judge = plan.judge_config(judge_spec.name) if result.data.get("judge") else None
     table = reproduce.paper_table(store, runs, judge)
     if args.out:
         from koed_core.results.paper_export import export_bundle, write_paper_table

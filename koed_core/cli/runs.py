@@ -15,7 +15,8 @@ from koed_core.cli.common import (
 from koed_core.config import Settings
 from koed_core.dialogues.subsets import SUBSETS
 from koed_core.judge.rubric import codes
-from koed_core.judge.verdicts import MODES
+from koed_core.judge.verdicts import MODES, PARSES, TEMPLATES
+from koed_core.models.pipeline import COMMAS, EMOTION_READERS, FAMILIES, POSTPROCESS
 from koed_core.models.prompts import PROMPT_SETS
 from koed_core.models.protocol import PROTOCOLS
 from koed_core.models.runs import DEFAULT_CONCURRENCY
@@ -51,6 +52,27 @@ def register(groups: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     run.add_argument(
         "--max-tokens", type=positive_int, help="default: the model's in models.toml, else 256"
     )
+    steps = run.add_argument_group(
+        "pipeline steps", "default: the prompt set's profile (paper: the authors' at every step)"
+    )
+    steps.add_argument(
+        "--postprocess",
+        choices=POSTPROCESS,
+        help="authors: judge what their post-processing kept (per model family); none: all",
+    )
+    steps.add_argument(
+        "--commas", choices=COMMAS, help="raw: English with _comma_ as the file has it"
+    )
+    steps.add_argument(
+        "--emotion-reader",
+        choices=EMOTION_READERS,
+        help="authors: English label names and 정/한 only; extended: Korean glosses too",
+    )
+    steps.add_argument(
+        "--family",
+        choices=FAMILIES,
+        help="post-processing rule of an openai:MODEL_ID model (default open)",
+    )
     add_batch_choice(run)
     run.set_defaults(func=cmd_run)
 
@@ -67,6 +89,20 @@ def register(groups: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         "--samples", type=positive_int, default=1, help="strict mode: k samples averaged"
     )
     judge.add_argument("--concurrency", type=positive_int, default=DEFAULT_CONCURRENCY)
+    wording = judge.add_mutually_exclusive_group()
+    wording.add_argument(
+        "--template",
+        choices=TEMPLATES,
+        help="judge prompt wording (default: authors in paper mode, fenced in strict)",
+    )
+    wording.add_argument(
+        "--judge-template", type=Path, metavar="FILE", help="your own judge template (TOML)"
+    )
+    judge.add_argument(
+        "--parse",
+        choices=PARSES,
+        help="paper mode's verdict reader (default authors: split on 'Score:', then int)",
+    )
     judge.add_argument("--db", type=Path)
     add_batch_choice(judge)
     judge.set_defaults(func=cmd_judge)
@@ -99,6 +135,10 @@ def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
         batch=args.batch,
         batch_size=args.batch_size,
         data=str(args.data) if args.data else None,
+        postprocess=args.postprocess,
+        commas=args.commas,
+        emotion_reader=args.emotion_reader,
+        family=args.family,
     )
     return foreground(params, args.db, settings, "req")
 
@@ -116,6 +156,8 @@ def cmd_judge(args: argparse.Namespace, settings: Settings) -> int:
         concurrency=args.concurrency,
         batch=args.batch,
         batch_size=args.batch_size,
+        template=str(args.judge_template) if args.judge_template else args.template,
+        parse=args.parse,
     )
     return foreground(params, args.db, settings, "call")
 
@@ -128,11 +170,11 @@ def cmd_judges(args: argparse.Namespace, settings: Settings) -> int:
     if not uses:
         print("no judgments yet: run `koed judge --run RUN_ID`", file=sys.stderr)
         return 1
-    print("judge\tmode\tprompt_version\trubric_version\tjudgments\tunscored\tlast")
+    print("judge\tmode\ttemplate\tparse\tprompt_version\trubric_version\tjudgments\tunscored\tlast")
     for u in uses:
         c = u.config
         print(
-            f"{c.model}\t{c.mode}\t{c.prompt_version}\t{c.rubric_version}\t{u.judgments}\t"
-            f"{u.unscored}\t{u.last}"
+            f"{c.model}\t{c.mode}\t{c.template}\t{c.parse}\t{c.prompt_version}\t"
+            f"{c.rubric_version}\t{u.judgments}\t{u.unscored}\t{u.last}"
         )
     return 0

@@ -10,11 +10,27 @@ import pandas as pd
 from koed_core.db.store import Store
 from koed_core.db.types import JudgeConfig
 
-CONFIG_WHERE = "judge_model = ? and mode = ? and prompt_version = ? and rubric_version = ?"
+CONFIG_COLUMNS = ("judge_model", "mode", "prompt_version", "rubric_version", "template", "parse")
+
+
+def _where(alias: str = "") -> str:
+    """The SQL condition "this judgment is of the configuration" (``_params`` fills it)."""
+    prefix = f"{alias}." if alias else ""
+    return " and ".join(f"{prefix}{column} = ?" for column in CONFIG_COLUMNS)
+
+
+CONFIG_WHERE = _where()
 
 
 def _params(config: JudgeConfig) -> list[str]:
-    return [config.model, config.mode, config.prompt_version, config.rubric_version]
+    return [
+        config.model,
+        config.mode,
+        config.prompt_version,
+        config.rubric_version,
+        config.template,
+        config.parse,
+    ]
 
 
 @dataclass(frozen=True)
@@ -45,10 +61,16 @@ class Judgments:
             self.store.db.table("judgments").upsert_all(rows, pk="id")
 
     def done(self, config: JudgeConfig) -> set[str]:
-        """Ids of judgments that got an answer (scored or unscored); errors are retried."""
+        """Ids of judgments (their first attempt) that got an answer, scored or unscored,
+        at any attempt; a task whose every attempt failed is retried."""
         rows = self.store.rows(
-            f"select id from judgments where {CONFIG_WHERE} and error is null "
-            "and coalesce(attempt, 0) = 0",
+            f"""select f.id from judgments f where {_where("f")}
+                and coalesce(f.attempt, 0) = 0 and (f.error is null or exists (
+                    select 1 from judgments a where a.response_id = f.response_id
+                    and a.dimension = f.dimension and a.sample = f.sample
+                    and a.judge_model = f.judge_model and a.mode = f.mode
+                    and a.prompt_version = f.prompt_version and a.template = f.template
+                    and a.parse = f.parse and a.error is null))""",
             _params(config),
         )
         return {r["id"] for r in rows}
@@ -63,16 +85,24 @@ class Judgments:
         rows = self.store.rows(
             f"""select j.judge_model, j.mode, j.prompt_version,
                        coalesce(j.rubric_version, 'unknown') as rubric_version,
+                       j.template, j.parse,
                        count(*) as judgments, sum(j.score is null) as unscored,
                        count(distinct j.response_id) as responses, max(j.created) as last
                 from judgments j join responses s on s.id = j.response_id
                 where j.error is null {where}
-                group by 1, 2, 3, 4 order by last desc, 1, 2, 3, 4""",
+                group by 1, 2, 3, 4, 5, 6 order by last desc, 1, 2, 3, 4, 5, 6""",
             params,
         )
         return [
             JudgeConfigUse(
-                JudgeConfig(r["judge_model"], r["mode"], r["prompt_version"], r["rubric_version"]),
+                JudgeConfig(
+                    r["judge_model"],
+                    r["mode"],
+                    r["prompt_version"],
+                    r["rubric_version"],
+                    r["template"],
+                    r["parse"],
+                ),
                 int(r["judgments"]),
                 int(r["unscored"] or 0),
                 int(r["responses"]),
@@ -94,7 +124,7 @@ class Judgments:
                        group_concat(j.unscored_reason, '; ') as unscored_reason,
                        max(j.rationale) as rationale, s.run_id, s.lang, s.conv_id
                 from judgments j join responses s on s.id = j.response_id
-                where j.error is null and j.{CONFIG_WHERE.replace(" and ", " and j.")} {where}
+                where j.error is null and {_where("j")} {where}
                 group by j.response_id, j.dimension""",
             params,
         )
@@ -117,7 +147,7 @@ class Judgments:
         """Every judge configuration with its backend and counts (for exports)."""
         return self.store.rows(
             """select judge_model, judge_backend, mode, prompt_version,
-                      coalesce(rubric_version, 'unknown') as rubric_version,
+                      coalesce(rubric_version, 'unknown') as rubric_version, template, parse,
                       count(*) as judgments, sum(score is null) as unscored
-               from judgments where error is null group by 1, 2, 3, 4, 5"""
+               from judgments where error is null group by 1, 2, 3, 4, 5, 6, 7"""
         )

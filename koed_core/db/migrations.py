@@ -272,6 +272,16 @@ def m008_crowd_outcomes(db: sqlite_utils.Database) -> None:
     db.execute("alter table study_items add column instruction text")
 
 
+@migration
+def m009_judge_steps(db: sqlite_utils.Database) -> None:
+    """Which judge template worded the prompt and which parser read the verdict: two
+    judgments differing in either are two sources. Earlier ones were the ``fenced``
+    template, read leniently in paper mode and as JSON in strict mode."""
+    db.execute("alter table judgments add column template text not null default 'fenced'")
+    db.execute("alter table judgments add column parse text not null default 'lenient'")
+    db.execute("update judgments set parse = 'json' where mode = 'strict'")
+
+
 def _script(db: sqlite_utils.Database, script: str) -> None:
     """Run statements one by one: ``executescript`` would commit the caller's transaction,
     and a migration must apply whole or not at all. (No statement here contains ';'.)"""

@@ -64,15 +64,40 @@ class RunConfig:
     """batch (koed run, the Runs page) or live (answers saved from the chat page)."""
     prompt_set: str = "native"
     """The prompt set (paper or native); its version is ``prompt_version``."""
+    postprocess: str = "none"
+    commas: str = "decoded"
+    emotion_reader: str = "extended"
+    family: str = "open"
+    """The pipeline's steps (koed_core.models.pipeline); the defaults are what runs did
+    before they were choices."""
+    top_p: float | None = None
+    top_k: int | None = None
+    repetition_penalty: float | None = None
+    """Decoding beside the temperature (None: not sent)."""
 
     @property
     def run_id(self) -> str:
-        """Deterministic id: the same configuration resumes the same run. (A native run
-        hashes as 0.1.0 did, which had only that set, so it resumes across the upgrade.)"""
+        """Deterministic id: the same configuration resumes the same run. A field at the
+        value runs had before it existed is left out of the hash, so a run made by an
+        earlier release resumes across the upgrade (a native run hashes as 0.1.0 did)."""
         identity = asdict(self)
-        if identity["prompt_set"] == "native":
-            del identity["prompt_set"]
+        for name, before in EARLIER_VALUES.items():
+            if identity[name] == before:
+                del identity[name]
         return short_hash(identity)
+
+
+EARLIER_VALUES: dict[str, object] = {
+    "prompt_set": "native",
+    "postprocess": "none",
+    "commas": "decoded",
+    "emotion_reader": "extended",
+    "family": "open",
+    "top_p": None,
+    "top_k": None,
+    "repetition_penalty": None,
+}
+"""A run field's value before the field existed (left out of the run's id when so)."""
 
 
 @dataclass(frozen=True)
@@ -117,13 +142,17 @@ class JudgeConfig:
     mode: str
     prompt_version: str
     rubric_version: str
+    template: str = "fenced"
+    """The judge template's name (its wording is ``prompt_version``)."""
+    parse: str = "lenient"
+    """How the verdict was read: authors, lenient, or json (strict mode)."""
 
     @property
     def label(self) -> str:
         """Short, human-readable, unique enough for a picker."""
         return (
-            f"{self.model} · {self.mode} · prompt {self.prompt_version[:8]} · "
-            f"rubric {self.rubric_version[:8]}"
+            f"{self.model} · {self.mode} · {self.template} template · {self.parse} parse · "
+            f"prompt {self.prompt_version[:8]} · rubric {self.rubric_version[:8]}"
         )
 
     @property
@@ -138,6 +167,8 @@ class JudgeConfig:
             "judge_mode": self.mode,
             "judge_prompt_version": self.prompt_version,
             "judge_rubric_version": self.rubric_version,
+            "judge_template": self.template,
+            "judge_parse": self.parse,
         }
 
 

@@ -28,6 +28,9 @@ class Turn:
     en: str
     source_idx: int | None = None
     user_id: str | None = None
+    en_file: str = ""
+    """The English text as the file has it, kept only where it differs from ``en`` (it
+    held EmpatheticDialogues' ``_comma_``): the authors sent that text to their models."""
 
     @property
     def role(self) -> Role:
@@ -44,9 +47,12 @@ class Turn:
         """A turn with English text and no Korean (two in the official file)."""
         return bool(self.en) and not self.ko
 
-    def text(self, lang: Lang) -> str:
-        """The turn's text in one language, ``""`` where it has none."""
-        return self.ko if lang == "ko" else self.en
+    def text(self, lang: Lang, commas: str = "decoded") -> str:
+        """The turn's text in one language, ``""`` where it has none; ``commas="raw"``
+        gives the English as the file encodes it (``_comma_`` kept)."""
+        if lang == "ko":
+            return self.ko
+        return (self.en_file or self.en) if commas == "raw" else self.en
 
 
 @dataclass(frozen=True)

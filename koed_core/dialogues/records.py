@@ -128,6 +128,7 @@ def _parse_turns(value: Any, problem: Any, warn: Any) -> tuple[Turn, ...]:
                 position=position,
                 ko=texts["ko_utter"],
                 en=decode_ed_text(texts["utter"]),
+                en_file=texts["utter"] if COMMA_TOKEN in texts["utter"] else "",
                 source_idx=source_idx if isinstance(source_idx, int) else None,
                 user_id=_normalise_user_id(raw.get("user_id")),
             )

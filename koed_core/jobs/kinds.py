@@ -20,13 +20,15 @@ from koed_core.config import Settings, api_key, merged_env, read_secrets
 from koed_core.db import Store
 from koed_core.db.jobs import Job, JobError, Jobs
 from koed_core.dialogues.subsets import SUBSETS
+from koed_core.errors import KoedError
 from koed_core.judge.rubric import codes
 from koed_core.judge.verdicts import MODES
 from koed_core.models.batch import BatchReport, ProgressFn
-from koed_core.models.client import ChatClient, GenerationSettings, ModelError
+from koed_core.models.client import ChatClient, ModelError
+from koed_core.models.pipeline import COMMAS, EMOTION_READERS, FAMILIES, POSTPROCESS, steps_for
 from koed_core.models.prompts import PROMPT_SETS, default_prompt_set
 from koed_core.models.protocol import PROTOCOLS
-from koed_core.models.registry import ModelSpec, decoding, load_registry, resolve_model
+from koed_core.models.registry import ModelSpec, load_registry, resolve_model
 
 KINDS = ("run", "judge", "reproduce")
 DEFAULT_BATCH_SIZE = 1000
@@ -56,6 +58,12 @@ class RunJob:
     """A KoED file; None: the data source the app and the CLI resolve."""
     dataset_sha256: str | None = None
     """The data the job was queued against: a worker seeing other data refuses."""
+    postprocess: str | None = None
+    commas: str | None = None
+    emotion_reader: str | None = None
+    """None: the prompt set's profile (the authors' steps for paper)."""
+    family: str | None = None
+    """The post-processing family of an ad-hoc openai: model (registry models say theirs)."""
 
     def label(self) -> str:
         size = f"first {self.limit} of {self.subset}" if self.limit else self.subset
@@ -80,11 +88,21 @@ class JudgeJob:
     concurrency: int = 8
     batch: bool = False
     batch_size: int = DEFAULT_BATCH_SIZE
+    template: str | None = None
+    """A shipped judge template (authors, fenced) or a TOML file; None: the mode's."""
+    parse: str | None = None
+    """authors or lenient (paper mode); None: the mode's."""
 
     def label(self) -> str:
         dims = ",".join(self.dims) if self.dims else "all dimensions"
         how = ", Batch API" if self.batch else ""
-        return f"judge run {self.run_id} with {self.judge} ({self.mode}, {dims}){how}"
+        steps = ", ".join(
+            f"{name} {value}"
+            for name, value in (("template", self.template), ("parse", self.parse))
+            if value
+        )
+        extra = f", {steps}" if steps else ""
+        return f"judge run {self.run_id} with {self.judge} ({self.mode}, {dims}{extra}){how}"
 
 
 @dataclass(frozen=True)
@@ -150,6 +168,15 @@ def check(params: JobParams) -> None:
             problems.append(f"subset must be one of {', '.join(SUBSETS)}")
         if params.concurrency < 1 or (params.limit is not None and params.limit < 1):
             problems.append("concurrency and limit must be at least 1")
+        for name, allowed in (
+            ("postprocess", POSTPROCESS),
+            ("commas", COMMAS),
+            ("emotion_reader", EMOTION_READERS),
+            ("family", FAMILIES),
+        ):
+            value = getattr(params, name)
+            if value is not None and value not in allowed:
+                problems.append(f"{name} must be one of {', '.join(allowed)}")
     elif isinstance(params, JudgeJob):
         if params.mode not in MODES:
             problems.append(f"mode must be one of {', '.join(MODES)}")
@@ -157,6 +184,13 @@ def check(params: JobParams) -> None:
             problems.append(f"dimensions must be among {', '.join(codes())}")
         if params.samples < 1 or params.concurrency < 1:
             problems.append("samples and concurrency must be at least 1")
+        if params.mode in MODES and not problems:
+            from koed_core.judge.judging import JudgeSteps
+
+            try:
+                JudgeSteps.choose(params.mode, params.template, params.parse)
+            except KoedError as err:
+                problems.append(str(err))
     else:
         from koed_core.results.reproduce import parse_plan
 
@@ -214,10 +248,11 @@ class Environment:
     env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
     secrets: Mapping[str, Any] = field(default_factory=read_secrets)
 
-    def resolve(self, name: str) -> ModelSpec:
-        """A registry name or openai:MODEL_ID."""
+    def resolve(self, name: str, family: str | None = None) -> ModelSpec:
+        """A registry name or openai:MODEL_ID (of post-processing ``family``, open unless
+        told)."""
         registry = load_registry(self.settings.models_path)
-        return resolve_model(name, registry, merged_env(self.env, self.secrets))
+        return resolve_model(name, registry, merged_env(self.env, self.secrets), family or "open")
 
     def key(self, spec: ModelSpec) -> str | None:
         return api_key(spec.api_key_env, self.env, self.secrets)
@@ -290,19 +325,29 @@ def execute(params: JobParams, store: Store, env: Environment, hooks: Hooks) -> 
 
 def _run(params: RunJob, store: Store, env: Environment, hooks: Hooks) -> Result:
     from koed_core.dialogues.subsets import select
-    from koed_core.models.runs import run_benchmark
+    from koed_core.models.runs import run_benchmark, settings_for
 
-    spec = env.resolve(params.model)
+    spec = env.resolve(params.model, params.family)
     dataset = _dataset(env, params.data, params.dataset_sha256)
     dialogues = select(dataset.dialogues, params.subset, sample=params.sample, seed=params.seed)
-    temp, tokens = decoding(spec, params.temperature, params.max_tokens)
+    settings = settings_for(spec, params.temperature, params.max_tokens)
     prompts = params.prompts or default_prompt_set(params.protocol)  # type: ignore[arg-type]
     if params.protocol == "direct":
         prompts = "native"
+    steps = steps_for(
+        prompts,
+        spec.family,
+        postprocess=params.postprocess,
+        commas=params.commas,
+        emotion_reader=params.emotion_reader,
+    )
+    temp = settings.temperature
     hooks.say(
         f"{spec.name} on {Path(dataset.path).name} ({params.subset}: {len(dialogues)} dialogues), "
         f"{params.protocol}, {prompts} prompts, {','.join(params.langs)}, temperature "
-        f"{'model default' if temp is None else temp}, {tokens} tokens"
+        f"{'model default' if temp is None else temp}, {settings.max_tokens} tokens; "
+        f"post-processing {steps.postprocess} ({steps.family}), commas {steps.commas}, "
+        f"emotion reader {steps.emotion_reader}"
         + (", through the Batch API" if params.batch else "")
     )
     client = client_for(
@@ -323,11 +368,12 @@ def _run(params: RunJob, store: Store, env: Environment, hooks: Hooks) -> Result
             dataset.sha256,
             langs=list(params.langs),  # type: ignore[arg-type]
             protocol=params.protocol,  # type: ignore[arg-type]
-            settings=GenerationSettings(temperature=temp, max_tokens=tokens),
+            settings=settings,
             limit=params.limit,
             concurrency=params.concurrency,
             progress=hooks.progress,
             prompt_set=prompts,
+            steps=steps,
             stop=hooks.stop,
             watch=hooks.watch,
         )
@@ -370,6 +416,8 @@ def _judge(params: JudgeJob, store: Store, env: Environment, hooks: Hooks) -> Re
             dims=list(params.dims) if params.dims else None,
             samples=params.samples,
             concurrency=params.concurrency,
+            template=params.template,
+            parse=params.parse,
             progress=hooks.progress,
             stop=hooks.stop,
             watch=hooks.watch,

@@ -16,12 +16,18 @@ from koed_core.db import JudgeConfig, Judgments, Store, now, short_hash
 from koed_core.errors import KoedError
 from koed_core.judge.rubric import codes, dimensions, rubric_version
 from koed_core.judge.verdicts import (
+    PARSES,
     TEMPERATURE,
     JudgeMode,
+    JudgeTemplate,
     Verdict,
     build_judge_messages,
+    default_parse,
+    default_template,
     judge_prompt_version,
+    load_template,
     parse_verdict,
+    rescue_authors,
 )
 from koed_core.models.batch import BatchReport, Outcome, ProgressFn, run_batch, workers_for
 from koed_core.models.client import ChatClient, GenerationSettings, ModelError
@@ -45,22 +51,66 @@ class JudgeTask:
     sample: int
 
 
-def current_config(judge: str, mode: str) -> JudgeConfig:
-    """The configuration a judging pass with today's templates and rubric produces."""
-    return JudgeConfig(judge, mode, judge_prompt_version(), rubric_version())
+@dataclass(frozen=True)
+class JudgeSteps:
+    """How a judging pass words its prompt and reads the verdict (both are part of the
+    judge configuration: two passes differing in either are two sources)."""
+
+    template: JudgeTemplate
+    parse: str
+
+    @classmethod
+    def choose(cls, mode: str, template: str | None = None, parse: str | None = None) -> JudgeSteps:
+        """The mode's defaults (paper: the authors' template and parser; strict: the
+        fenced JSON template), with each explicit choice overriding them.
+
+        Raises:
+            JudgeError: a parser that does not fit the mode.
+            TemplateError: no such template, or one without a form for the mode.
+        """
+        chosen = load_template(template or default_template(mode))
+        how = parse or default_parse(mode)
+        if mode == "strict" and how != "json":
+            raise JudgeError("strict mode reads its JSON verdict: leave --parse out")
+        if mode == "paper" and how not in PARSES:
+            raise JudgeError(f"parse must be one of {', '.join(PARSES)}, not {how!r}")
+        if mode not in chosen.tasks:
+            raise JudgeError(f"the {chosen.name!r} judge template has no {mode} form")
+        return cls(chosen, how)
+
+
+def current_config(
+    judge: str, mode: str, template: str | None = None, parse: str | None = None
+) -> JudgeConfig:
+    """The configuration a judging pass with these steps, today's wording and rubric
+    produces."""
+    steps = JudgeSteps.choose(mode, template, parse)
+    return _config(judge, mode, steps)
+
+
+def _config(judge: str, mode: str, steps: JudgeSteps) -> JudgeConfig:
+    version = judge_prompt_version(steps.template)
+    return JudgeConfig(judge, mode, version, rubric_version(), steps.template.name, steps.parse)
+
+
+EARLIER_PARSE = {"paper": "lenient", "strict": "json"}
 
 
 def judgment_key(task: JudgeTask, config: JudgeConfig) -> str:
     """Deterministic id: the same judgment is updated, never added twice. (The prompt
-    version already hashes the rubric, so 0.1.0's keys stay valid.)"""
-    return short_hash(
+    version already hashes the rubric and the template's wording, so 0.1.0's keys stay
+    valid; a parser other than the one earlier releases used is part of the key.)"""
+    parts: list[object] = [
         task.response_id,
         task.dimension,
         task.sample,
         config.model,
         config.mode,
         config.prompt_version,
-    )
+    ]
+    if config.parse != EARLIER_PARSE.get(config.mode):
+        parts.append(config.parse)
+    return short_hash(*parts)
 
 
 def tasks_for(store: Store, run_id: str, dims: Sequence[str], samples: int) -> list[JudgeTask]:
@@ -110,23 +160,36 @@ def _ask(
     mode: JudgeMode,
     settings: GenerationSettings,
     attempts: int,
+    steps: JudgeSteps,
 ) -> list[Attempt]:
     """Ask until the verdict parses, at most ``attempts`` times; every attempt is kept.
-    A failed call (after the client's own retries) ends the task for this pass."""
+
+    With the authors' parser a failed call uses up an attempt and the next one is made
+    (their loop caught every error alike), and when every attempt was rejected their
+    post-processing's rescue of bold numbers is tried on the last. Otherwise a failed
+    call (after the client's own retries) ends the task for this pass."""
     dim = next(d for d in dimensions() if d.code == task.dimension)
-    messages = build_judge_messages(dim, mode, task.lang, list(task.context), task.response)
+    messages = build_judge_messages(
+        dim, mode, task.lang, list(task.context), task.response, steps.template
+    )
     prompt: list[Message] = [{"role": m["role"], "content": m["content"]} for m in messages]
+    authors = steps.parse == "authors"
     tried: list[Attempt] = []
     for _ in range(attempts):
         try:
             reply = client.complete(messages, settings, None).text
         except ModelError as err:
             tried.append((prompt, err, None))
+            if authors and err.kind != "cancelled":
+                continue
             break
-        verdict = parse_verdict(reply, mode)
+        verdict = parse_verdict(reply, mode, steps.parse)
         tried.append((prompt, reply, verdict))
-        if verdict.score is not None:
+        if verdict.score is not None or not verdict.ask_again:
             break
+    last_prompt, last_reply, last_verdict = tried[-1]
+    if authors and last_verdict is not None and last_verdict.score is None:
+        tried[-1] = (last_prompt, last_reply, rescue_authors(last_verdict))
     return tried
 
 
@@ -142,6 +205,8 @@ def judge_run(
     concurrency: int = 8,
     max_tokens: int | None = None,
     attempts: int = DEFAULT_ATTEMPTS,
+    template: str | None = None,
+    parse: str | None = None,
     progress: ProgressFn | None = None,
     stop: Callable[[], bool] | None = None,
     watch: Callable[[BatchReport], None] | None = None,
@@ -151,16 +216,21 @@ def judge_run(
     An unparseable verdict is asked again, up to ``attempts`` times in all, and every
     attempt is stored (attempt 0, 1, ...); the task counts as unscored only when none
     parsed. ``max_tokens`` defaults to 256 in paper mode (the authors' limit), 400 strict.
-    ``stop`` cancels as in ``run_benchmark``: a task given up for it stores nothing.
+    ``template`` (a shipped name or a TOML file) and ``parse`` default to the mode's (see
+    :meth:`JudgeSteps.choose`). ``stop`` cancels as in ``run_benchmark``: a task given up
+    for it stores nothing.
 
     Raises:
-        JudgeError: no dimension chosen, an unknown one, or fewer than one sample/attempt.
+        JudgeError: no dimension chosen, an unknown one, fewer than one sample/attempt,
+            or a parser that does not fit the mode.
+        TemplateError: the template cannot be read or has no form for the mode.
     """
     chosen = chosen_dimensions(dims)
     if samples < 1 or attempts < 1:
         raise JudgeError("samples and attempts must be at least 1")
     max_tokens = max_tokens or (256 if mode == "paper" else 400)
-    config = current_config(judge.name, mode)
+    steps = JudgeSteps.choose(mode, template, parse)
+    config = _config(judge.name, mode, steps)
     judgments = Judgments(store)
     settings = GenerationSettings(temperature=TEMPERATURE[mode], max_tokens=max_tokens)
 
@@ -183,7 +253,7 @@ def judge_run(
         tasks_for(store, run_id, chosen, samples if mode == "strict" else 1),
         key=lambda task: judgment_key(task, config),
         done=judgments.done(config),
-        work=lambda task: _ask(client, task, mode, settings, attempts),
+        work=lambda task: _ask(client, task, mode, settings, attempts, steps),
         save=store_one,
         workers=workers_for(client, concurrency),
         progress=progress,
@@ -212,6 +282,8 @@ def _row(
         "mode": config.mode,
         "prompt_version": config.prompt_version,
         "rubric_version": config.rubric_version,
+        "template": config.template,
+        "parse": config.parse,
         "dimension": task.dimension,
         "sample": task.sample,
         "score": verdict.score if verdict else None,

@@ -23,6 +23,10 @@ class GenerationSettings:
     temperature: float | None = 0.7
     """None: the server's or the model's own default decoding (the paper's open models)."""
     max_tokens: int = 256
+    top_p: float | None = None
+    top_k: int | None = None
+    repetition_penalty: float | None = None
+    """None for each: not sent, so the server's (or the model's) own value applies."""
     timeout_s: float = 60.0
     max_retries: int = 4
     """Retries of rate limits, 5xx and time-outs, with exponential backoff and jitter."""

@@ -13,6 +13,7 @@ from functools import cache
 
 from koed_core.db.types import EmotionScore
 from koed_core.dialogues.labels import all_labels, label_names
+from koed_core.models.pipeline import EARLIER, Steps, postprocessed, read_emotions_authors
 from koed_core.models.protocol import MAX_MULTI_LABELS, Protocol
 
 EMOTION_LINE = re.compile(
@@ -121,11 +122,22 @@ def _korean_in(alias: str, text: str) -> bool:
     return alias in text
 
 
-def parse_two_calls(emotion_text: str, reply: str, protocol: Protocol) -> ParsedReply:
-    """The paper set's two answers: labels read from the first, the reply is the second."""
-    labels = extract_anywhere(emotion_text, protocol)
-    notes = () if labels else ("no label given",)
-    return ParsedReply(labels, reply.strip(), (), notes)
+def parse_two_calls(
+    emotion_text: str, reply: str, protocol: Protocol, steps: Steps = EARLIER
+) -> ParsedReply:
+    """The paper set's two answers: labels read from the first with the run's emotion
+    reader, and the second, post-processed as the run says, is the reply."""
+    if steps.emotion_reader == "authors":
+        labels = read_emotions_authors(emotion_text, single=protocol == "single")
+    else:
+        labels = extract_anywhere(emotion_text, protocol)
+    notes = [] if labels else ["no label given"]
+    text = postprocessed(reply, steps)
+    if not text:
+        notes.append("post-processing kept no text")
+    elif text != reply.strip():
+        notes.append(f"post-processed ({steps.postprocess}, {steps.family} rule)")
+    return ParsedReply(labels, text, (), tuple(notes))
 
 
 def _strip_response_prefix(text: str) -> str:

@@ -58,14 +58,15 @@ class ListenerTask:
         return self.turns + self.extra
 
 
-def build_task(dialogue: Dialogue, lang: Lang) -> ListenerTask:
+def build_task(dialogue: Dialogue, lang: Lang, commas: str = "decoded") -> ListenerTask:
     """The context the paper's protocol gives the Listener, and the reference reply.
 
     Turns with no text in ``lang`` are skipped and the rest alternate Speaker/Listener;
     the context is cut after the last Speaker turn that has a Listener turn after it, or
-    after the final Speaker turn when the dialogue ends on one.
+    after the final Speaker turn when the dialogue ends on one. ``commas="raw"`` keeps the
+    file's ``_comma_`` in English text, as the authors sent it.
     """
-    texts = [t.text(lang) for t in dialogue.turns if t.text(lang)]
+    texts = [t.text(lang, commas) for t in dialogue.turns if t.text(lang)]
     roles: list[Literal["speaker", "listener"]] = [
         "speaker" if i % 2 == 0 else "listener" for i in range(len(texts))
     ]

@@ -19,6 +19,7 @@ BACKENDS = ("openai", "transformers", "embedded", "human")
 OFFLINE_BACKENDS = ("embedded", "human")
 """Models anyone may call: no key spent, no remote server, no large local model."""
 PROVENANCES = ("western", "korean-centric", "other")
+FAMILIES = ("open", "claude")
 DEFAULT_MODEL = "smollm2"
 ADHOC_PREFIX = "openai:"
 
@@ -46,6 +47,14 @@ class ModelSpec:
     own, as the paper ran its open models), or unset (KoED Studio's 0.7)."""
     max_tokens: int | None = None
     """New tokens per answer (unset: 256, the paper's limit)."""
+    top_p: float | None = None
+    top_k: int | None = None
+    repetition_penalty: float | None = None
+    """The rest of a model's generation config, written out (unset: not sent)."""
+    family: str = "open"
+    """Which of the KoED authors' reply post-processing rules applies: open or claude."""
+    substitutes: tuple[str, ...] = ()
+    """Model ids to use instead when the provider has retired ``model``."""
     notes: str = ""
 
     @property
@@ -78,6 +87,11 @@ def load_registry(path: Path = DEFAULT_REGISTRY) -> dict[str, ModelSpec]:
         unknown = set(entry) - allowed
         if unknown:
             raise RegistryError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}")
+        if "substitutes" in entry:
+            subs = entry["substitutes"]
+            if not isinstance(subs, list) or not all(isinstance(x, str) and x for x in subs):
+                raise RegistryError(f"{where}: substitutes must be a list of model ids")
+            entry = {**entry, "substitutes": tuple(subs)}
         spec = ModelSpec(name=name, **entry)
         if spec.backend not in BACKENDS:
             raise RegistryError(f"{where}: backend must be one of {', '.join(BACKENDS)}")
@@ -89,6 +103,16 @@ def load_registry(path: Path = DEFAULT_REGISTRY) -> dict[str, ModelSpec]:
             not isinstance(spec.max_tokens, int) or spec.max_tokens < 1
         ):
             raise RegistryError(f"{where}: max_tokens must be a whole number of at least 1")
+        if spec.family not in FAMILIES:
+            raise RegistryError(f"{where}: family must be one of {', '.join(FAMILIES)}")
+        for key in ("top_p", "repetition_penalty"):
+            value = getattr(spec, key)
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, int | float)
+            ):
+                raise RegistryError(f"{where}: {key} must be a number")
+        if spec.top_k is not None and (not isinstance(spec.top_k, int) or spec.top_k < 1):
+            raise RegistryError(f"{where}: top_k must be a whole number of at least 1")
         if spec.backend in ("openai", "transformers") and not spec.model:
             raise RegistryError(f"{where}: the {spec.backend} backend needs a model id")
         specs[name] = spec
@@ -106,20 +130,40 @@ def decoding(
     return (None if chosen == "default" else float(chosen)), max_tokens or spec.max_tokens or 256
 
 
+def sampling(spec: ModelSpec, temperature: float | None) -> dict[str, Any]:
+    """The generation-config values sent beside the temperature: the model's top_p, top_k
+    and repetition penalty; none of them when the run leaves decoding to the server
+    (temperature None), or decodes greedily (temperature 0)."""
+    if not temperature:
+        return {}
+    return {
+        key: getattr(spec, key)
+        for key in ("top_p", "top_k", "repetition_penalty")
+        if getattr(spec, key) is not None
+    }
+
+
 def resolve_model(
-    name: str, registry: Mapping[str, ModelSpec], env: Mapping[str, Any]
+    name: str, registry: Mapping[str, ModelSpec], env: Mapping[str, Any], family: str = "open"
 ) -> ModelSpec:
-    """A registry name, or ``openai:MODEL_ID`` on ``OPENAI_BASE_URL`` (any compatible server).
+    """A registry name, or ``openai:MODEL_ID`` on ``OPENAI_BASE_URL`` (any compatible server),
+    whose post-processing ``family`` the caller says (open unless told).
 
     Raises:
-        RegistryError: an unknown name (the message lists the known ones).
+        RegistryError: an unknown name (the message lists the known ones), or family.
     """
     if name.startswith(ADHOC_PREFIX):
         model = name[len(ADHOC_PREFIX) :]
         if not model:
             raise RegistryError("openai: needs a model id, e.g. openai:gpt-4o-mini")
+        if family not in FAMILIES:
+            raise RegistryError(f"family must be one of {', '.join(FAMILIES)}, not {family!r}")
         return ModelSpec(
-            name=name, backend="openai", model=model, base_url=env.get("OPENAI_BASE_URL") or None
+            name=name,
+            backend="openai",
+            model=model,
+            base_url=env.get("OPENAI_BASE_URL") or None,
+            family=family,
         )
     if name not in registry:
         known = ", ".join(sorted(registry))

@@ -11,7 +11,7 @@ import json
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from functools import cached_property
 from typing import Any
 
@@ -20,6 +20,7 @@ from koed_core.dialogues.dialogue import Dialogue, Lang
 from koed_core.models.batch import BatchReport, Outcome, ProgressFn, run_batch, workers_for
 from koed_core.models.client import ChatClient, Completion, GenerationSettings, ModelError
 from koed_core.models.emotions import ParsedReply, parse_reply, parse_two_calls, score_emotions
+from koed_core.models.pipeline import EARLIER, Steps, postprocessed, steps_for
 from koed_core.models.prompts import (
     PromptPlan,
     default_prompt_set,
@@ -32,7 +33,7 @@ from koed_core.models.protocol import (
     Protocol,
     build_task,
 )
-from koed_core.models.registry import ModelSpec
+from koed_core.models.registry import ModelSpec, decoding, sampling
 from koed_core.redact import redact_url
 
 DEFAULT_CONCURRENCY = 8
@@ -48,6 +49,7 @@ class Item:
     task: ListenerTask
     protocol: Protocol
     prompt_set: str = "native"
+    steps: Steps = EARLIER
 
     @cached_property
     def plan(self) -> PromptPlan:
@@ -72,6 +74,7 @@ def run_config(
     dataset_sha256: str,
     kind: str = "batch",
     prompt_set: str = "native",
+    steps: Steps = EARLIER,
 ) -> RunConfig:
     """The configuration that identifies a run (and so what a rerun resumes)."""
     return RunConfig(
@@ -87,7 +90,23 @@ def run_config(
         dataset_sha256=dataset_sha256,
         kind=kind,
         prompt_set=prompt_set,
+        postprocess=steps.postprocess,
+        commas=steps.commas,
+        emotion_reader=steps.emotion_reader,
+        family=steps.family,
+        top_p=settings.top_p,
+        top_k=settings.top_k,
+        repetition_penalty=settings.repetition_penalty,
     )
+
+
+def settings_for(
+    spec: ModelSpec, temperature: float | None = None, max_tokens: int | None = None
+) -> GenerationSettings:
+    """A run's decoding: what the caller asks, else the model's own from models.toml
+    (its generation config written out: temperature, top_p, top_k, repetition penalty)."""
+    temp, tokens = decoding(spec, temperature, max_tokens)
+    return GenerationSettings(temperature=temp, max_tokens=tokens, **sampling(spec, temp))
 
 
 def public_spec(spec: ModelSpec) -> dict[str, Any]:
@@ -106,6 +125,7 @@ def plan(
     limit: int | None = None,
     needs_reference: bool = False,
     prompt_set: str = "native",
+    steps: Steps = EARLIER,
 ) -> list[Item]:
     """Items in dataset order, each language; dialogues with no text in a language skip it.
 
@@ -116,9 +136,9 @@ def plan(
     items = []
     for dialogue in chosen:
         for lang in langs:
-            task = build_task(dialogue, lang)
+            task = build_task(dialogue, lang, steps.commas)
             if task.turns and (task.reference or not needs_reference):
-                items.append(Item(dialogue, task, protocol, prompt_set))
+                items.append(Item(dialogue, task, protocol, prompt_set, steps))
     return items
 
 
@@ -163,7 +183,9 @@ def answer(client: ChatClient, item: Item, settings: GenerationSettings) -> Answ
     try:
         first = client.complete(item.messages, settings, item.task)
         if not item.plan.two_calls:
-            return first, parse_reply(first.text, item.protocol), None
+            parsed = parse_reply(first.text, item.protocol)
+            kept = postprocessed(parsed.text, item.steps)
+            return first, replace(parsed, text=kept) if kept != parsed.text else parsed, None
         reply = client.complete(item.plan.second(item.task, first.text), settings, item.task)
     except ModelError as err:
         return err, None, None
@@ -173,7 +195,7 @@ def answer(client: ChatClient, item: Item, settings: GenerationSettings) -> Answ
         _sum(first.prompt_tokens, reply.prompt_tokens),
         _sum(first.completion_tokens, reply.completion_tokens),
     )
-    return both, parse_two_calls(first.text, reply.text, item.protocol), first.text
+    return both, parse_two_calls(first.text, reply.text, item.protocol, item.steps), first.text
 
 
 def _sum(a: int | None, b: int | None) -> int | None:
@@ -212,17 +234,21 @@ def run_benchmark(
     concurrency: int = DEFAULT_CONCURRENCY,
     progress: ProgressFn | None = None,
     prompt_set: str | None = None,
+    steps: Steps | None = None,
     stop: Callable[[], bool] | None = None,
     watch: Callable[[BatchReport], None] | None = None,
 ) -> BatchReport:
     """Answer every planned item not already stored; store each answer as it arrives.
 
-    ``prompt_set`` defaults to ``paper`` for single and multi, ``native`` for direct.
+    ``prompt_set`` defaults to ``paper`` for single and multi, ``native`` for direct;
+    ``steps`` to that set's profile (the authors' steps for ``paper``) with the model's
+    post-processing family.
     ``stop`` cancels: nothing new starts, answers in flight are stored, and a request
     given up because of the cancel is not stored at all (a rerun asks it).
     """
     prompts = prompt_set or default_prompt_set(protocol)
-    config = run_config(spec, protocol, settings, dataset_sha256, prompt_set=prompts)
+    steps = steps or steps_for(prompts, spec.family)
+    config = run_config(spec, protocol, settings, dataset_sha256, prompt_set=prompts, steps=steps)
     run_id = store.ensure_run(config, spec.name, list(langs), public_spec(spec))
     items = plan(
         dialogues,
@@ -231,6 +257,7 @@ def run_benchmark(
         limit,
         needs_reference=spec.backend == "human",
         prompt_set=prompts,
+        steps=steps,
     )
     scored = spec.backend != "human"
 

@@ -23,6 +23,8 @@ SOURCE_COLUMNS = [
     "judge_mode",
     "judge_prompt_version",
     "judge_rubric_version",
+    "judge_template",
+    "judge_parse",
     "study_id",
 ]
 KEYS = [

@@ -27,7 +27,8 @@ from koed_core.results.figures import gap_figure
 FILES = {
     "gaps.csv": "Korean minus English per run and score source: one row per run, metric and "
     "source, where a source is one judge configuration (judge_model, judge_mode, "
-    "judge_prompt_version, judge_rubric_version), one study (study_id: the mean of its raters) "
+    "judge_prompt_version, judge_rubric_version, judge_template, judge_parse), one study "
+    "(study_id: the mean of its raters) "
     "or emotion recognition; with the run's dataset_sha256, en and ko means over dialogues "
     "answered in both, gap, bootstrap 95% CI and pairs.",
     "agreement.csv": "Judge-human and human-human agreement per study and judge configuration, "

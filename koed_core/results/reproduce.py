@@ -31,6 +31,7 @@ from koed_core.judge.judging import current_config, judge_run
 from koed_core.judge.rubric import codes
 from koed_core.models.batch import BatchReport
 from koed_core.models.client import ChatClient, GenerationSettings
+from koed_core.models.pipeline import Steps, steps_for
 from koed_core.models.prompts import PROMPT_SETS, plan_messages
 from koed_core.models.protocol import PROTOCOLS, build_task
 from koed_core.models.registry import ModelSpec, decoding
@@ -62,6 +63,29 @@ class Plan:
     seed: int = 0
     batch: bool = False
     """Send the requests of OpenAI-compatible models through the provider's Batch API."""
+    postprocess: str | None = None
+    commas: str | None = None
+    emotion_reader: str | None = None
+    """The pipeline's steps; None: the prompt set's profile (the authors' for paper)."""
+    temperature: float | str | None = None
+    """Every model's temperature, or "default" (the server's own); None: each model's."""
+    judge_template: str | None = None
+    judge_parse: str | None = None
+    """None: the judge mode's (paper: the authors' template and parser)."""
+
+    def steps(self, family: str) -> Steps:
+        """The pipeline steps of one model's runs."""
+        return steps_for(
+            self.prompts,
+            family,
+            postprocess=self.postprocess,
+            commas=self.commas,
+            emotion_reader=self.emotion_reader,
+        )
+
+    def judge_config(self, judge: str) -> JudgeConfig:
+        """The judge configuration this plan's judging produces."""
+        return current_config(judge, self.judge_mode, self.judge_template, self.judge_parse)
 
 
 def load_plan(path: Path) -> Plan:
@@ -108,9 +132,23 @@ def parse_plan(text: str, path: str = "plan") -> Plan:
         (plan.concurrency >= 1 and plan.judge_concurrency >= 1, "concurrency must be >= 1"),
         (plan.models, "models is empty"),
     ]
+    temp = plan.temperature
+    checks.append(
+        (
+            temp is None
+            or temp == "default"
+            or (isinstance(temp, int | float) and not isinstance(temp, bool) and 0 <= temp <= 2),
+            'temperature must be a number from 0 to 2 or "default"',
+        )
+    )
     for ok, message in checks:
         if not ok:
             raise PlanError(f"{path}: {message}")
+    try:
+        plan.steps("open")
+        plan.judge_config(plan.judge)
+    except KoedError as err:
+        raise PlanError(f"{path}: {err}") from None
     return plan
 
 
@@ -161,8 +199,11 @@ def estimate(
     Listener calls are counted exactly (two per item for the paper set); judge calls
     assume one attempt per dimension and a reply of the length of the listener request.
     """
+    from koed_core.judge.judging import JudgeSteps
     from koed_core.judge.rubric import dimensions
     from koed_core.judge.verdicts import JudgeMode, build_judge_messages
+
+    wording = JudgeSteps.choose(plan.judge_mode, plan.judge_template, plan.judge_parse).template
 
     per_server: dict[str, dict[str, Any]] = {}
 
@@ -194,7 +235,9 @@ def estimate(
                     context: list[tuple[str, str]] = [(t.role, t.text) for t in task.turns]
                     mode: JudgeMode = "strict" if plan.judge_mode == "strict" else "paper"
                     for dim in dimensions():
-                        messages = build_judge_messages(dim, mode, lang, context, "x" * 200)
+                        messages = build_judge_messages(
+                            dim, mode, lang, context, "x" * 200, wording
+                        )
                         judge_chars += sum(len(m["content"]) for m in messages)
     add(judge, responses * len(codes()), judge_chars)
     return [
@@ -243,8 +286,7 @@ def reproduce(
 
     def one_model(name: str) -> None:
         spec, client = listeners[name]
-        temperature, tokens = decoding(spec)
-        settings = GenerationSettings(temperature=temperature, max_tokens=tokens)
+        settings = plan_settings(plan, spec)
         for protocol in plan.protocols:
             if stop and stop():
                 return
@@ -276,6 +318,8 @@ def reproduce(
                     report.run_id,
                     plan.judge_mode,  # type: ignore[arg-type]
                     concurrency=plan.judge_concurrency,
+                    template=plan.judge_template,
+                    parse=plan.judge_parse,
                     stop=stop,
                     watch=_named(watch, f"{step} judge"),
                 )
@@ -292,7 +336,7 @@ def reproduce(
             except KoedError as err:
                 outcome.failures[name] = str(err)
     if judge is not None:
-        outcome.judge = current_config(judge[0].name, plan.judge_mode)
+        outcome.judge = plan.judge_config(judge[0].name)
     return outcome
 
 
@@ -332,9 +376,22 @@ def run_benchmark_for(
         settings=settings,
         concurrency=plan.concurrency,
         prompt_set=plan.prompts,
+        steps=plan.steps(spec.family),
         stop=stop,
         watch=watch,
     )
+
+
+def plan_settings(plan: Plan, spec: ModelSpec) -> GenerationSettings:
+    """One model's decoding in a plan: the plan's temperature when it sets one ("default":
+    the server's own, nothing sent), else the model's own from models.toml."""
+    from koed_core.models.runs import settings_for
+
+    if plan.temperature == "default":
+        _, tokens = decoding(spec)
+        return GenerationSettings(temperature=None, max_tokens=tokens)
+    temperature = None if plan.temperature is None else float(plan.temperature)
+    return settings_for(spec, temperature)
 
 
 def paper_table(

@@ -117,6 +117,9 @@ class TransformersClient:
             kwargs["do_sample"] = settings.temperature > 0
             if settings.temperature > 0:
                 kwargs["temperature"] = settings.temperature
+                for name in ("top_p", "top_k", "repetition_penalty"):
+                    if getattr(settings, name) is not None:
+                        kwargs[name] = getattr(settings, name)
         failure: list[BaseException] = []
 
         def generate() -> None:

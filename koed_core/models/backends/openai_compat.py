@@ -34,7 +34,17 @@ def chat_request(
     }
     if settings.temperature is not None:  # None: the server's default decoding
         request["temperature"] = settings.temperature
+    if settings.top_p is not None:
+        request["top_p"] = settings.top_p
+    # Not in OpenAI's API, read by vLLM (a model's generation config made explicit)
+    for name in SERVER_EXTRAS:
+        value = getattr(settings, name)
+        if value is not None:
+            request[name] = value
     return request
+
+
+SERVER_EXTRAS = ("top_k", "repetition_penalty")
 
 
 class OpenAIClient:
@@ -71,7 +81,9 @@ class OpenAIClient:
         return self._clients[key]
 
     def _request(self, messages: list[Message], settings: GenerationSettings) -> dict[str, Any]:
-        return chat_request(self._spec, messages, settings)
+        request = chat_request(self._spec, messages, settings)
+        extra = {name: request.pop(name) for name in SERVER_EXTRAS if name in request}
+        return {**request, "extra_body": extra} if extra else request
 
     def complete(
         self, messages: list[Message], settings: GenerationSettings, task: ListenerTask | None

@@ -1,0 +1,145 @@
+"""The steps between a dataset turn and a scored answer, each a named choice of the run.
+
+The KoED authors' scripts (simuzin/KoED at 2273b3e) do more than prompt: they send the
+English text with EmpatheticDialogues' ``_comma_`` left in, cut each reply before it is
+judged, and read the predicted emotion with a rule of their own. Each of those moves the
+published numbers, so each is a choice here, stored with the run and shown with its
+numbers: ``authors`` reproduces their step, the other value is what KoED Studio did before
+(and still does for the native prompt set and the Chat page).
+
+- ``postprocess``: ``authors`` judges what their post-processing kept, which depends on the
+  model family (``open``: from the reply's first ``Listener:`` to its first blank line;
+  ``claude``: the whole reply, or what follows its last ``Listener:``); ``none`` judges the
+  whole reply. The raw reply is stored either way.
+- ``commas``: ``raw`` sends the English turns as the file has them; ``decoded`` turns
+  ``_comma_`` back into commas. Korean text never holds the token.
+- ``emotion_reader``: ``authors`` finds the English label names (and 정, 한) as whole words
+  anywhere in the emotion answer, in the label list's order; ``extended`` also reads the
+  Korean glosses and stems of every label, which only Korean answers use.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+from typing import Literal
+
+from koed_core.dialogues.labels import all_labels
+from koed_core.errors import KoedError
+
+Postprocess = Literal["authors", "none"]
+Commas = Literal["raw", "decoded"]
+EmotionReader = Literal["authors", "extended"]
+Family = Literal["open", "claude"]
+POSTPROCESS: tuple[Postprocess, ...] = ("authors", "none")
+COMMAS: tuple[Commas, ...] = ("raw", "decoded")
+EMOTION_READERS: tuple[EmotionReader, ...] = ("authors", "extended")
+FAMILIES: tuple[Family, ...] = ("open", "claude")
+LISTENER = "Listener:"
+BLANK_LINE = "\n\n"
+
+
+class StepError(KoedError, ValueError):
+    """A step set to a value it does not have; names the step and its values."""
+
+
+@dataclass(frozen=True)
+class Steps:
+    """How one run turns dataset text into a prompt and a raw reply into what is scored.
+
+    The defaults are what KoED Studio did before these were choices, so a run made then
+    keeps its identity (see :class:`~koed_core.db.types.RunConfig`).
+    """
+
+    postprocess: str = "none"
+    commas: str = "decoded"
+    emotion_reader: str = "extended"
+    family: str = "open"
+    """Which of the authors' post-processing rules applies (their open models', Claude's)."""
+
+    def check(self) -> Steps:
+        """The steps, or an error naming the one set to an unknown value.
+
+        Raises:
+            StepError: a value outside the step's choices.
+        """
+        for name, value, allowed in (
+            ("postprocess", self.postprocess, POSTPROCESS),
+            ("commas", self.commas, COMMAS),
+            ("emotion_reader", self.emotion_reader, EMOTION_READERS),
+            ("family", self.family, FAMILIES),
+        ):
+            if value not in allowed:
+                raise StepError(f"{name} must be one of {', '.join(allowed)}, not {value!r}")
+        return self
+
+
+EARLIER = Steps()
+"""What runs did before the steps were choices (and what the native set still does)."""
+AUTHORS = Steps(postprocess="authors", commas="raw", emotion_reader="authors")
+"""The authors' pipeline, step for step (the family comes from the model)."""
+
+
+def steps_for(
+    prompt_set: str,
+    family: str = "open",
+    *,
+    postprocess: str | None = None,
+    commas: str | None = None,
+    emotion_reader: str | None = None,
+) -> Steps:
+    """The steps of a run: the profile of its prompt set (``paper``: the authors' at every
+    step; any other set: as before), with each explicit choice overriding it.
+
+    Raises:
+        StepError: an unknown value.
+    """
+    base = AUTHORS if prompt_set == "paper" else EARLIER
+    chosen = replace(base, family=family)
+    if postprocess is not None:
+        chosen = replace(chosen, postprocess=postprocess)
+    if commas is not None:
+        chosen = replace(chosen, commas=commas)
+    if emotion_reader is not None:
+        chosen = replace(chosen, emotion_reader=emotion_reader)
+    return chosen.check()
+
+
+def postprocessed(reply: str, steps: Steps) -> str:
+    """What is judged and rated of a raw reply under the run's post-processing.
+
+    The authors stored each reply as ``"Listener: " + reply`` and then, for the open models,
+    kept from the first ``Listener:`` *inside the reply* (case as written) to the first
+    blank line; for Claude, when the reply names ``Listener:`` itself (any case), only what
+    follows the last one. The ``Listener: `` prefix they judged is the judge template's to
+    add, so it is not part of the text kept here.
+    """
+    text = reply.strip()
+    if steps.postprocess == "none":
+        return text
+    if steps.family == "claude":
+        marks = list(re.finditer(re.escape(LISTENER), text, re.IGNORECASE))
+        return text[marks[-1].end() :].strip() if marks else text
+    at = text.find(LISTENER)
+    if at >= 0:
+        text = text[at + len(LISTENER) :]
+    cut = text.find(BLANK_LINE)
+    return (text[:cut] if cut >= 0 else text).strip()
+
+
+AUTHORS_KOREAN_WORDS = {"jeong": "정", "han": "한"}
+"""Their list names the two Korean labels by the Korean word alone."""
+
+
+def read_emotions_authors(text: str, single: bool) -> tuple[str, ...]:
+    """The authors' reading of an emotion answer: every label whose word (English name,
+    or 정 / 한) occurs as a whole word anywhere, any case, in the label list's order; the
+    first one only for ``single``. Korean glosses other than 정 and 한 are not read."""
+    found: list[str] = []
+    for label in all_labels():
+        word = AUTHORS_KOREAN_WORDS.get(label.name, label.name)
+        if re.search(rf"\b{re.escape(word)}\b", text, re.IGNORECASE):
+            found.append(label.name)
+            if single:
+                break
+    return tuple(found)
