@@ -47,7 +47,8 @@ def test_paper_set_is_english_for_both_languages_and_asks_twice() -> None:
     assert ko.two_calls
     system, user = ko.first
     assert system["content"].startswith("The task: an empathetic conversation in Korean.")
-    assert "The 34 emotion labels: Afraid (두려운)" in system["content"]
+    # the glosses are the authors' word list
+    assert "The 34 emotion labels: Afraid (두려움), Angry (화남)," in system["content"]
     assert "choose exactly one" in system["content"]
     assert "short" not in system["content"]  # no length instruction
     assert user["content"] == REFERENCE_EMOTION_CALL_KO
@@ -65,8 +66,8 @@ def test_paper_set_is_english_for_both_languages_and_asks_twice() -> None:
 def test_jeong_and_han_are_defined_in_the_list() -> None:
     listed = glossed_labels()
     assert listed.count("), ") == 33  # 34 glossed entries
-    assert "정(情) (jeong: a warm, lasting attachment" in listed
-    assert "한(恨) (han: a deep, lingering sorrow" in listed
+    assert "정 (jeong: a warm, lasting attachment" in listed
+    assert "한 (han: a deep, lingering sorrow" in listed
 
 
 def test_native_set_keeps_the_0_1_0_prompts() -> None:
@@ -74,6 +75,8 @@ def test_native_set_keeps_the_0_1_0_prompts() -> None:
     plan = plan_messages(task, "single", "native")
     assert not plan.two_calls and plan.first == build_messages(task, "single")
     assert prompt_set_version("native") == prompt_version()
+    # what 0.1.0 stored with its answers: the set moved into data/ and still hashes so
+    assert prompt_version() == "c7154f47940f"
     assert prompt_set_version("paper") != prompt_version()
 
 

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
-from koed_core.dialogues.dataset import parse_dataset
+from koed_core.dialogues.dataset import load_dataset, parse_dataset
 from koed_core.models import protocol
 from koed_core.models.emotions import parse_reply, score_emotions
 from koed_core.models.protocol import build_messages, build_task
+from koed_core.paths import SAMPLE_FILE
 
 
 def _dialogue(turns: list[tuple[str, str]]):  # type: ignore[no-untyped-def]
@@ -64,13 +66,24 @@ def test_listener_sees_neither_labels_nor_situation(lang: str, proto: str) -> No
     assert names_labels == (proto != "direct")
 
 
-def test_prompt_version_is_a_hash_of_the_prompts(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_prompt_version_is_a_hash_of_the_prompts(tmp_path: Path) -> None:
+    from koed_core.models.prompts import PROMPTS_DIR, PromptSetError, load_prompt_set
+
     before = protocol.prompt_version()
     assert before == protocol.prompt_version() and len(before) == 12
-    changed = dict(protocol.INSTRUCTIONS)
-    changed[("direct", "en")] += " Be brief."
-    monkeypatch.setattr(protocol, "INSTRUCTIONS", changed)
-    assert protocol.prompt_version() != before
+    shipped = (PROMPTS_DIR / "paper.toml").read_text(encoding="utf-8")
+    mine = tmp_path / "mine.toml"
+    mine.write_text(shipped.replace('name = "paper"', 'name = "mine"'), encoding="utf-8")
+    assert load_prompt_set(mine).version != load_prompt_set("paper").version
+    edited = shipped.replace("Stop there", "Be brief. Stop there")
+    mine.write_text(edited, encoding="utf-8")
+    task = build_task(load_dataset(SAMPLE_FILE).dialogues[0], "en")
+    from koed_core.models.prompts import plan_messages
+
+    assert "Be brief." in plan_messages(task, "single", str(mine)).first[1]["content"]
+    mine.write_text(shipped.replace("Conversation:\n{transcript}", "Conversation:\n{transcrpit}", 1), encoding="utf-8")
+    with pytest.raises(PromptSetError, match="placeholder we do not fill"):
+        load_prompt_set(mine)
 
 
 @pytest.mark.parametrize(

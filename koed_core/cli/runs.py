@@ -40,8 +40,9 @@ def register(groups: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     run.add_argument("--seed", type=int, default=0, help="seed of --sample (default 0)")
     run.add_argument(
         "--prompts",
-        choices=PROMPT_SETS,
-        help="prompt set (default: paper for single and multi, native for direct)",
+        metavar="SET",
+        help=f"prompt set: {', '.join(PROMPT_SETS)} or your own TOML file "
+        "(default: paper for single and multi, native for direct)",
     )
     run.add_argument("--concurrency", type=positive_int, default=DEFAULT_CONCURRENCY)
     run.add_argument("--db", type=Path, help="SQLite file (default: KOED_DB or data/koed.db)")

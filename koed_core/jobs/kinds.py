@@ -26,7 +26,12 @@ from koed_core.judge.verdicts import MODES
 from koed_core.models.batch import BatchReport, ProgressFn
 from koed_core.models.client import ChatClient, ModelError
 from koed_core.models.pipeline import COMMAS, EMOTION_READERS, FAMILIES, POSTPROCESS, steps_for
-from koed_core.models.prompts import PROMPT_SETS, default_prompt_set
+from koed_core.models.prompts import (
+    PROMPT_SETS,
+    PromptSetError,
+    default_prompt_set,
+    load_prompt_set,
+)
 from koed_core.models.protocol import PROTOCOLS
 from koed_core.models.registry import ModelSpec, load_registry, resolve_model
 
@@ -163,7 +168,10 @@ def check(params: JobParams) -> None:
         if params.protocol not in PROTOCOLS:
             problems.append(f"protocol must be one of {', '.join(PROTOCOLS)}")
         if params.prompts is not None and params.prompts not in PROMPT_SETS:
-            problems.append(f"prompts must be one of {', '.join(PROMPT_SETS)}")
+            try:
+                load_prompt_set(params.prompts)
+            except PromptSetError as err:
+                problems.append(f"prompts: {err}")
         if params.subset not in SUBSETS:
             problems.append(f"subset must be one of {', '.join(SUBSETS)}")
         if params.concurrency < 1 or (params.limit is not None and params.limit < 1):
@@ -335,7 +343,7 @@ def _run(params: RunJob, store: Store, env: Environment, hooks: Hooks) -> Result
     if params.protocol == "direct":
         prompts = "native"
     steps = steps_for(
-        prompts,
+        load_prompt_set(prompts).profile,
         spec.family,
         postprocess=params.postprocess,
         commas=params.commas,

@@ -1,105 +1,198 @@
-"""Prompt sets, chosen per run and stored with it: ``paper`` and ``native``.
+"""Prompt sets, chosen per run and stored with it: wording as data, structure in code.
 
-``paper`` follows the KoED authors' setup (their evaluation scripts, read and restated
-in our own words): one English task definition for both languages (naming the
-dialogue's language), English ``Speaker:``/``Listener:`` labels also for Korean turns,
-the 34 labels each glossed (jeong and han defined), no length instruction, and two calls:
-first the emotion (exactly one label for ``single``, every label that applies for
-``multi``), then the reply, given the emotion the model named. ``native`` is the
-one-call prompt in the dialogue's own language (instructions in Korean for Korean),
-kept as a named variant: with it, instruction language is a factor a researcher can
-study, never the paper's setup.
+A prompt set is a TOML file (``data/prompts/paper.toml``, ``native.toml``, or a
+researcher's own, e.g. the authors' wording pasted from their scripts): a system and a
+user template per protocol, optionally per language, with placeholders, the label list's
+format and glosses, and whether the set asks in two calls. Its version, stored with every
+answer, is a hash of the file's content.
+
+``paper`` follows the KoED authors' setup (their scripts, read and restated in our own
+words): one English task definition for both languages (naming the dialogue's language),
+English ``Speaker:``/``Listener:`` labels also for Korean turns, the 34 labels glossed
+(their word list) with jeong and han defined, no length instruction, and two calls: first
+the emotion (exactly one label for ``single``, every label that applies for ``multi``),
+then the reply, given the emotion the model named. ``native`` is the one-call prompt in the
+dialogue's own language, kept as a named variant: with it, instruction language is a
+factor a researcher can study, never the paper's setup.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal
+from functools import cache
+from pathlib import Path
+from typing import Any, Literal
 
 from koed_core.dialogues.labels import all_labels
-from koed_core.models.protocol import (
-    ListenerTask,
-    Message,
-    Protocol,
-    build_messages,
-    prompt_version,
-)
+from koed_core.errors import KoedError
+from koed_core.models.protocol import ListenerTask, Message, Protocol
+from koed_core.paths import DATA_DIR
 
 PromptSetName = Literal["paper", "native"]
 PROMPT_SETS: tuple[PromptSetName, ...] = ("paper", "native")
+PROMPTS_DIR = DATA_DIR / "prompts"
 LANGUAGE = {"ko": "Korean", "en": "English"}
 PAPER_MAX_TOKENS = 256
+PROTOCOL_NAMES = ("single", "multi", "direct")
 
-TASK = (
-    "The task: an empathetic conversation in {language}. One person, the Speaker, was "
-    "given an emotion, wrote down a situation in which they had felt it, and then talked "
-    "about it with a second person, the Listener. The Listener knows neither the emotion "
-    "nor the situation and should notice and acknowledge the Speaker's feelings as well "
-    "as they can. You are the Listener. Given the conversation so far, write the "
-    "Listener's next turn, and only that turn."
-)
-KOREAN_DEFINITIONS = {
-    "jeong": "a warm, lasting attachment and affection that grows between people",
-    "han": "a deep, lingering sorrow mixed with resentment at loss or injustice",
-}
-EMOTION_RULES = {
-    "single": (
-        "Rules for the emotion: use only the 34 labels above; choose exactly one, the "
-        "closest, even when the feeling is mixed or subtle."
-    ),
-    "multi": (
-        "Rules for the emotion: use only the 34 labels above; mixed feelings are fine: "
-        "choose every label that fits (at most four)."
-    ),
-}
-EMOTION_STEP = {
-    "single": (
-        "First, only the emotion. 1. Read the conversation and work out how the Speaker "
-        "feels. 2. Name that feeling with one label from the list. Stop there: do not "
-        "write the response yet."
-    ),
-    "multi": (
-        "First, only the emotions. 1. Read the conversation and work out how the Speaker "
-        "feels, mixed feelings included. 2. Name them with every label from the list that "
-        "applies. Stop there: do not write the response yet."
-    ),
-}
-REPLY_STEP = (
-    "Identified emotion: {emotion}\n\n"
-    "3. Now write the Listener's next response in {language}, empathetic, taking the "
-    "identified emotion into account."
-)
-DIRECT_STEP = "Write the Listener's next empathetic response in {language}."
+
+class PromptSetError(KoedError, ValueError):
+    """A prompt set that cannot be used; names the file and what is wrong."""
+
+
+def _per_lang(value: Any, lang: str) -> Any:
+    """A value given once for both languages, or as a table ``{en = ..., ko = ...}``."""
+    if isinstance(value, Mapping) and set(value) <= {"en", "ko"} and value:
+        return value.get(lang)
+    return value
+
+
+@dataclass(frozen=True)
+class PromptSet:
+    """One prompt set, loaded from its file."""
+
+    name: str
+    profile: str
+    two_calls: bool
+    raw: Mapping[str, Any]
+    source: str
+
+    @property
+    def version(self) -> str:
+        """A short hash of the set's content (``native`` hashes as release 0.1 did)."""
+        if self.raw.get("version_scheme") == "0.1":
+            return _version_0_1(self.raw)
+        blob = json.dumps(self.raw, ensure_ascii=False, sort_keys=True)
+        return hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+    def roles(self, lang: str) -> tuple[str, str]:
+        """The names the transcript gives the two parts."""
+        found = _per_lang(self.raw.get("roles", ["Speaker", "Listener"]), lang)
+        return (str(found[0]), str(found[1]))
+
+    def labels(self, lang: str) -> str:
+        """The 34 labels as the set lists them."""
+        form = str(_per_lang(self.raw.get("label", "{name}"), lang))
+        glosses = self.raw.get("glosses", {})
+        exact = self.raw.get("label_text", {})
+        parts = []
+        for label in all_labels():
+            if label.name in exact:
+                parts.append(str(exact[label.name]))
+                continue
+            gloss = glosses.get(label.name, label.ko)
+            parts.append(form.format(name=label.name, Name=label.name.capitalize(), gloss=gloss))
+        return ", ".join(parts)
+
+    def text(self, part: str, protocol: str, lang: str) -> str:
+        """A template of the set: ``system`` or ``user`` for a protocol, in a language."""
+        table = _per_lang(self.raw.get(part, {}), lang)
+        found = _per_lang(table.get(protocol) if isinstance(table, Mapping) else table, lang)
+        if not isinstance(found, str):
+            raise PromptSetError(f"{self.source}: no {part} text for {protocol} ({lang})")
+        return found
+
+
+def _version_0_1(raw: Mapping[str, Any]) -> str:
+    """How release 0.1 hashed its one prompt set: instructions per protocol/language, the
+    role names, and the user message around the transcript."""
+    users = {lang: str(raw["user"][lang]).split("{transcript}") for lang in ("en", "ko")}
+    blob = json.dumps(
+        {
+            "instructions": {
+                f"{p}/{lang}": raw["system"][lang][p]
+                for p in PROTOCOL_NAMES
+                for lang in ("en", "ko")
+            },
+            "roles": {lang: list(raw["roles"][lang]) for lang in ("en", "ko")},
+            "header": {lang: users[lang][0].rstrip("\n") for lang in ("en", "ko")},
+            "footer": {lang: users[lang][1].lstrip("\n") for lang in ("en", "ko")},
+        },
+        ensure_ascii=False,
+        sort_keys=True,
+    )
+    return hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+
+def load_prompt_set(source: str | Path) -> PromptSet:
+    """A shipped set by name (``paper``, ``native``) or a TOML file by path.
+
+    Raises:
+        PromptSetError: no such set, not TOML, a key missing, a template that does not fill.
+    """
+    if isinstance(source, str) and source in PROMPT_SETS:
+        return _shipped(source)
+    return _read(Path(source))
+
+
+@cache
+def _shipped(name: str) -> PromptSet:
+    return _read(PROMPTS_DIR / f"{name}.toml")
+
+
+def _read(path: Path) -> PromptSet:
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        shipped = ", ".join(PROMPT_SETS)
+        raise PromptSetError(f"{path}: no such prompt set (shipped: {shipped})") from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise PromptSetError(f"{path}: not readable ({err})") from None
+    except tomllib.TOMLDecodeError as err:
+        raise PromptSetError(f"{path}: not valid TOML ({err})") from None
+    if not isinstance(raw.get("name"), str) or not raw["name"]:
+        raise PromptSetError(f"{path}: needs a name")
+    found = PromptSet(
+        name=raw["name"],
+        profile=str(raw.get("profile", "custom")),
+        two_calls=bool(raw.get("two_calls", False)),
+        raw=raw,
+        source=str(path),
+    )
+    _check(found)
+    return found
+
+
+def _check(prompts: PromptSet) -> None:
+    """Fill every template once with placeholder values: a typo is found at load time."""
+    values = {
+        "task": "",
+        "language": "",
+        "labels": "",
+        "transcript": "",
+        "first": "",
+        "emotion": "",
+    }
+    for lang in ("en", "ko"):
+        try:
+            values["labels"] = prompts.labels(lang)
+            values["task"] = str(prompts.raw.get("task", "")).format(language="")
+            for protocol in PROTOCOL_NAMES:
+                prompts.text("system", protocol, lang).format(**values)
+                prompts.text("user", protocol, lang).format(**values)
+            if prompts.two_calls:
+                prompts.text("user", "reply", lang).format(**values)
+        except (KeyError, IndexError, ValueError) as err:
+            raise PromptSetError(
+                f"{prompts.source}: a template has a placeholder we do not fill ({err}); use "
+                "{task} {language} {labels} {transcript} {first} {emotion}, double other braces"
+            ) from None
 
 
 def glossed_labels() -> str:
     """The 34 labels as the paper set lists them: name (Korean gloss), jeong and han defined."""
-    parts = []
-    for label in all_labels():
-        if label.name in KOREAN_DEFINITIONS:
-            parts.append(f"{label.ko} ({label.name}: {KOREAN_DEFINITIONS[label.name]})")
-        else:
-            parts.append(f"{label.name.capitalize()} ({label.ko})")
-    return ", ".join(parts)
+    return load_prompt_set("paper").labels("en")
 
 
-def _transcript(task: ListenerTask) -> str:
+def _transcript(task: ListenerTask, prompts: PromptSet) -> str:
+    speaker, listener = prompts.roles(task.lang)
     return "\n".join(
-        f"{'Speaker' if t.role == 'speaker' else 'Listener'}: {t.text}" for t in task.transcript
+        f"{speaker if t.role == 'speaker' else listener}: {t.text}" for t in task.transcript
     )
-
-
-def _system(task: ListenerTask, protocol: Protocol) -> str:
-    text = TASK.format(language=LANGUAGE[task.lang])
-    if protocol == "direct":
-        return text
-    return f"{text}\n\nThe 34 emotion labels: {glossed_labels()}\n\n{EMOTION_RULES[protocol]}"
-
-
-def _user(task: ListenerTask, step: str) -> str:
-    return f"Conversation:\n{_transcript(task)}\n\n{step}"
 
 
 @dataclass(frozen=True)
@@ -108,54 +201,48 @@ class PromptPlan:
 
     first: list[Message]
     two_calls: bool
+    prompts: PromptSet | None = None
 
     def second(self, task: ListenerTask, emotion: str) -> list[Message]:
         """The reply call: the first call's request with the model's emotion added."""
-        step = REPLY_STEP.format(emotion=emotion.strip(), language=LANGUAGE[task.lang])
-        user = f"{self.first[-1]['content']}\n\n{step}"
+        prompts = self.prompts or load_prompt_set("paper")
+        user = prompts.text("user", "reply", task.lang).format(
+            first=self.first[-1]["content"],
+            emotion=emotion.strip(),
+            language=LANGUAGE[task.lang],
+        )
         return [self.first[0], {"role": "user", "content": user}]
 
 
-def plan_messages(task: ListenerTask, protocol: Protocol, prompt_set: str) -> PromptPlan:
-    """What to send for one item under one prompt set."""
-    if prompt_set == "native":
-        return PromptPlan(build_messages(task, protocol), two_calls=False)
-    if prompt_set != "paper":
-        raise ValueError(f"unknown prompt set {prompt_set!r}; use {', '.join(PROMPT_SETS)}")
-    if protocol == "direct":
-        step = DIRECT_STEP.format(language=LANGUAGE[task.lang])
-        return PromptPlan(
-            [
-                {"role": "system", "content": _system(task, protocol)},
-                {"role": "user", "content": _user(task, step)},
-            ],
-            two_calls=False,
-        )
+def plan_messages(
+    task: ListenerTask, protocol: Protocol, prompt_set: str | PromptSet
+) -> PromptPlan:
+    """What to send for one item under one prompt set (a name, a file, or a loaded set).
+
+    Raises:
+        PromptSetError: the set cannot be loaded or has no text for the protocol.
+    """
+    prompts = prompt_set if isinstance(prompt_set, PromptSet) else load_prompt_set(prompt_set)
+    language = LANGUAGE[task.lang]
+    values = {
+        "language": language,
+        "labels": prompts.labels(task.lang),
+        "transcript": _transcript(task, prompts),
+        "task": str(prompts.raw.get("task", "")).format(language=language),
+    }
+    system = prompts.text("system", protocol, task.lang).format(**values)
+    user = prompts.text("user", protocol, task.lang).format(**values)
     first: list[Message] = [
-        {"role": "system", "content": _system(task, protocol)},
-        {"role": "user", "content": _user(task, EMOTION_STEP[protocol])},
+        {"role": "system", "content": system},
+        {"role": "user", "content": user},
     ]
-    return PromptPlan(first, two_calls=True)
+    return PromptPlan(first, prompts.two_calls and protocol != "direct", prompts)
 
 
-def prompt_set_version(prompt_set: str) -> str:
+def prompt_set_version(prompt_set: str | PromptSet) -> str:
     """A short hash of a set's templates (``native`` keeps its 0.1.0 version hash)."""
-    if prompt_set == "native":
-        return prompt_version()
-    blob = json.dumps(
-        [
-            TASK,
-            KOREAN_DEFINITIONS,
-            EMOTION_RULES,
-            EMOTION_STEP,
-            REPLY_STEP,
-            DIRECT_STEP,
-            glossed_labels(),
-            PAPER_MAX_TOKENS,
-        ],
-        ensure_ascii=False,
-    )
-    return hashlib.sha256(blob.encode()).hexdigest()[:12]
+    prompts = prompt_set if isinstance(prompt_set, PromptSet) else load_prompt_set(prompt_set)
+    return prompts.version
 
 
 def default_prompt_set(protocol: Protocol) -> PromptSetName:

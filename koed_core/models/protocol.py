@@ -10,14 +10,11 @@ the situation. Three protocols: ``single`` (name one of the 34 labels, then answ
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal, TypedDict
 
 from koed_core.dialogues.dialogue import Dialogue, Lang
-from koed_core.dialogues.labels import all_labels
 
 Protocol = Literal["single", "multi", "direct"]
 PROTOCOLS: tuple[Protocol, ...] = ("single", "multi", "direct")
@@ -79,77 +76,19 @@ def build_task(dialogue: Dialogue, lang: Lang, commas: str = "decoded") -> Liste
     return ListenerTask(dialogue.conv_id, lang, tuple(turns[:-1]), reference=turns[-1].text)
 
 
-def _label_list(lang: Lang) -> str:
-    if lang == "ko":
-        return ", ".join(f"{label.name}({label.ko})" for label in all_labels())
-    return ", ".join(label.name for label in all_labels())
+def build_messages(task: ListenerTask, protocol: Protocol) -> list[Message]:
+    """The native set's one call: instructions in the dialogue's language, then the
+    labelled transcript (what the Chat page sends)."""
+    from koed_core.models.prompts import plan_messages
 
-
-INSTRUCTIONS: dict[tuple[Protocol, Lang], str] = {
-    ("single", "en"): (
-        "You are the Listener in a conversation and you care about the Speaker. Read the "
-        "conversation, decide which one emotion the Speaker feels most, and choose it from "
-        "this list: {labels}.\nThen write the Listener's next turn: one short, natural, "
-        "empathetic reply in English.\nAnswer in exactly this form:\n"
-        "Emotion: <one label from the list>\nResponse: <your reply>"
-    ),
-    ("multi", "en"): (
-        "You are the Listener in a conversation and you care about the Speaker. Read the "
-        "conversation and name every emotion the Speaker feels, up to four, from this "
-        "list: {labels}.\nThen write the Listener's next turn: one short, natural, "
-        "empathetic reply in English.\nAnswer in exactly this form:\n"
-        "Emotion: <label>, <label>, ...\nResponse: <your reply>"
-    ),
-    ("direct", "en"): (
-        "You are the Listener in a conversation and you care about the Speaker. Write the "
-        "Listener's next turn: one short, natural, empathetic reply in English. Write only "
-        "the reply."
-    ),
-    ("single", "ko"): (
-        "당신은 대화 속 청자이며 화자를 진심으로 아낍니다. 대화를 읽고 화자가 가장 크게 "
-        "느끼는 감정 하나를 다음 목록에서 고르세요: {labels}.\n그다음 청자의 다음 말을 "
-        "자연스럽고 공감 어린 한국어로 짧게 쓰세요.\n반드시 이 형식으로 답하세요:\n"
-        "Emotion: <목록의 감정 하나>\nResponse: <청자의 말>"
-    ),
-    ("multi", "ko"): (
-        "당신은 대화 속 청자이며 화자를 진심으로 아낍니다. 대화를 읽고 화자가 느끼는 감정을 "
-        "최대 네 개까지 다음 목록에서 모두 고르세요: {labels}.\n그다음 청자의 다음 말을 "
-        "자연스럽고 공감 어린 한국어로 짧게 쓰세요.\n반드시 이 형식으로 답하세요:\n"
-        "Emotion: <감정>, <감정>, ...\nResponse: <청자의 말>"
-    ),
-    ("direct", "ko"): (
-        "당신은 대화 속 청자이며 화자를 진심으로 아낍니다. 청자의 다음 말을 자연스럽고 공감 "
-        "어린 한국어로 짧게 쓰세요. 청자의 말만 쓰세요."
-    ),
-}
-USER_HEADER = {"en": "Conversation:", "ko": "대화:"}
-USER_FOOTER = {"en": "Listener:", "ko": "청자:"}
+    return plan_messages(task, protocol, "native").first
 
 
 def prompt_version() -> str:
-    """A short hash of every prompt template; stored with each response."""
-    blob = json.dumps(
-        {
-            "instructions": {f"{p}/{lang}": t for (p, lang), t in INSTRUCTIONS.items()},
-            "roles": ROLE_NAMES,
-            "header": USER_HEADER,
-            "footer": USER_FOOTER,
-        },
-        ensure_ascii=False,
-        sort_keys=True,
-    )
-    return hashlib.sha256(blob.encode()).hexdigest()[:12]
+    """The native set's version (hashed as 0.1.0 hashed its only prompts)."""
+    from koed_core.models.prompts import prompt_set_version
 
-
-def build_messages(task: ListenerTask, protocol: Protocol) -> list[Message]:
-    """System instructions plus one user message holding the labelled transcript."""
-    speaker, listener = ROLE_NAMES[task.lang]
-    lines = [USER_HEADER[task.lang]]
-    for turn in task.transcript:
-        lines.append(f"{speaker if turn.role == 'speaker' else listener}: {turn.text}")
-    lines.append(USER_FOOTER[task.lang])
-    system = INSTRUCTIONS[(protocol, task.lang)].format(labels=_label_list(task.lang))
-    return [{"role": "system", "content": system}, {"role": "user", "content": "\n".join(lines)}]
+    return prompt_set_version("native")
 
 
 def with_live_turns(task: ListenerTask, turns: Sequence[ContextTurn]) -> ListenerTask:

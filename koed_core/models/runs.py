@@ -23,9 +23,10 @@ from koed_core.models.emotions import ParsedReply, parse_reply, parse_two_calls,
 from koed_core.models.pipeline import EARLIER, Steps, postprocessed, steps_for
 from koed_core.models.prompts import (
     PromptPlan,
+    PromptSet,
     default_prompt_set,
+    load_prompt_set,
     plan_messages,
-    prompt_set_version,
 )
 from koed_core.models.protocol import (
     ListenerTask,
@@ -48,7 +49,7 @@ class Item:
     dialogue: Dialogue
     task: ListenerTask
     protocol: Protocol
-    prompt_set: str = "native"
+    prompt_set: str | PromptSet = "native"
     steps: Steps = EARLIER
 
     @cached_property
@@ -73,10 +74,11 @@ def run_config(
     settings: GenerationSettings,
     dataset_sha256: str,
     kind: str = "batch",
-    prompt_set: str = "native",
+    prompt_set: str | PromptSet = "native",
     steps: Steps = EARLIER,
 ) -> RunConfig:
     """The configuration that identifies a run (and so what a rerun resumes)."""
+    prompts = prompt_set if isinstance(prompt_set, PromptSet) else load_prompt_set(prompt_set)
     return RunConfig(
         model_name=spec.name,
         backend=spec.backend,
@@ -84,12 +86,12 @@ def run_config(
         base_url=redact_url(spec.base_url),
         provenance=spec.provenance,
         protocol=protocol,
-        prompt_version=prompt_set_version(prompt_set),
+        prompt_version=prompts.version,
         temperature=settings.temperature,
         max_tokens=settings.max_tokens,
         dataset_sha256=dataset_sha256,
         kind=kind,
-        prompt_set=prompt_set,
+        prompt_set=prompts.name,
         postprocess=steps.postprocess,
         commas=steps.commas,
         emotion_reader=steps.emotion_reader,
@@ -124,7 +126,7 @@ def plan(
     protocol: Protocol,
     limit: int | None = None,
     needs_reference: bool = False,
-    prompt_set: str = "native",
+    prompt_set: str | PromptSet = "native",
     steps: Steps = EARLIER,
 ) -> list[Item]:
     """Items in dataset order, each language; dialogues with no text in a language skip it.
@@ -240,14 +242,15 @@ def run_benchmark(
 ) -> BatchReport:
     """Answer every planned item not already stored; store each answer as it arrives.
 
-    ``prompt_set`` defaults to ``paper`` for single and multi, ``native`` for direct;
+    ``prompt_set`` (a shipped name or a TOML file) defaults to ``paper`` for single and
+    multi, ``native`` for direct;
     ``steps`` to that set's profile (the authors' steps for ``paper``) with the model's
     post-processing family.
     ``stop`` cancels: nothing new starts, answers in flight are stored, and a request
     given up because of the cancel is not stored at all (a rerun asks it).
     """
-    prompts = prompt_set or default_prompt_set(protocol)
-    steps = steps or steps_for(prompts, spec.family)
+    prompts = load_prompt_set(prompt_set or default_prompt_set(protocol))
+    steps = steps or steps_for(prompts.profile, spec.family)
     config = run_config(spec, protocol, settings, dataset_sha256, prompt_set=prompts, steps=steps)
     run_id = store.ensure_run(config, spec.name, list(langs), public_spec(spec))
     items = plan(

@@ -32,7 +32,7 @@ from koed_core.judge.rubric import codes
 from koed_core.models.batch import BatchReport
 from koed_core.models.client import ChatClient, GenerationSettings
 from koed_core.models.pipeline import Steps, steps_for
-from koed_core.models.prompts import PROMPT_SETS, plan_messages
+from koed_core.models.prompts import PROMPT_SETS, load_prompt_set, plan_messages
 from koed_core.models.protocol import PROTOCOLS, build_task
 from koed_core.models.registry import ModelSpec, decoding
 from koed_core.results.gaps import paired_gap
@@ -76,7 +76,7 @@ class Plan:
     def steps(self, family: str) -> Steps:
         """The pipeline steps of one model's runs."""
         return steps_for(
-            self.prompts,
+            load_prompt_set(self.prompts).profile,
             family,
             postprocess=self.postprocess,
             commas=self.commas,
@@ -127,7 +127,10 @@ def parse_plan(text: str, path: str = "plan") -> Plan:
     checks = [
         (set(plan.langs) <= {"ko", "en"} and plan.langs, "langs must be ko and/or en"),
         (set(plan.protocols) <= set(PROTOCOLS) and plan.protocols, "protocols: single, multi"),
-        (plan.prompts in PROMPT_SETS, f"prompts must be one of {', '.join(PROMPT_SETS)}"),
+        (
+            plan.prompts in PROMPT_SETS or Path(plan.prompts).suffix == ".toml",
+            f"prompts must be one of {', '.join(PROMPT_SETS)} or a .toml file",
+        ),
         (plan.judge_mode in ("paper", "strict"), "judge_mode must be paper or strict"),
         (plan.concurrency >= 1 and plan.judge_concurrency >= 1, "concurrency must be >= 1"),
         (plan.models, "models is empty"),
@@ -145,6 +148,7 @@ def parse_plan(text: str, path: str = "plan") -> Plan:
         if not ok:
             raise PlanError(f"{path}: {message}")
     try:
+        load_prompt_set(plan.prompts)
         plan.steps("open")
         plan.judge_config(plan.judge)
     except KoedError as err:
