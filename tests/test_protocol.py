@@ -81,7 +81,10 @@ def test_prompt_version_is_a_hash_of_the_prompts(tmp_path: Path) -> None:
     from koed_core.models.prompts import plan_messages
 
     assert "Be brief." in plan_messages(task, "single", str(mine)).first[1]["content"]
-    mine.write_text(shipped.replace("Conversation:\n{transcript}", "Conversation:\n{transcrpit}", 1), encoding="utf-8")
+    mine.write_text(
+        shipped.replace("Conversation:\n{transcript}", "Conversation:\n{transcrpit}", 1),
+        encoding="utf-8",
+    )
     with pytest.raises(PromptSetError, match="placeholder we do not fill"):
         load_prompt_set(mine)
 
