@@ -14,6 +14,7 @@ from koed_core.dialogues.dataset import Dataset
 from koed_core.dialogues.subsets import SUBSETS, select
 from koed_core.errors import KoedError
 from koed_core.jobs.kinds import ReproduceJob, RunJob
+from koed_core.models.pipeline import COMMAS, EMOTION_READERS, POSTPROCESS
 from koed_core.models.prompts import PROMPT_SETS
 from koed_core.models.protocol import PROTOCOLS
 from koed_core.models.registry import ModelSpec
@@ -21,6 +22,7 @@ from koed_core.models.runs import DEFAULT_CONCURRENCY, run_labels
 from koed_core.results.reproduce import parse_plan
 
 PLANS = Path(__file__).resolve().parents[1] / "plans"
+PROFILE = "the prompt set's"
 
 
 def start_run_form(registry: dict[str, ModelSpec], dataset: Dataset) -> None:
@@ -41,6 +43,18 @@ def start_run_form(registry: dict[str, ModelSpec], dataset: Dataset) -> None:
             "emotion then reply in two calls). native: instructions in the dialogue's language, "
             "one call. Direct runs use native.",
         )
+        with left.expander("Pipeline steps", icon=":material/tune:"):
+            st.caption(
+                "Profile: the paper set takes the KoED authors' step at each; native keeps "
+                "the whole reply, decoded commas and the extended reader."
+            )
+            postprocess = st.selectbox(
+                "Post-processing", [PROFILE, *POSTPROCESS], key=state.RUNS_POSTPROCESS
+            )
+            commas = st.selectbox("Commas", [PROFILE, *COMMAS], key=state.RUNS_COMMAS)
+            reader = st.selectbox(
+                "Emotion reader", [PROFILE, *EMOTION_READERS], key=state.RUNS_READER
+            )
         subset = left.selectbox("Dialogues", SUBSETS, help="paper-100 needs the official file")
         sample = left.number_input("Stratified sample of N (0 = no sample)", 0, len(dataset), 0)
         seed = left.number_input("Sample seed", 0, 1_000_000, 0)
@@ -82,6 +96,9 @@ def start_run_form(registry: dict[str, ModelSpec], dataset: Dataset) -> None:
                 max_tokens=None if own else int(max_tokens),
                 batch=batch,
                 dataset_sha256=dataset.sha256,
+                postprocess=None if postprocess == PROFILE else postprocess,
+                commas=None if commas == PROFILE else commas,
+                emotion_reader=None if reader == PROFILE else reader,
             )
             try:
                 select(dataset.dialogues, subset, sample=params.sample, seed=params.seed)
@@ -153,14 +170,37 @@ def stored_runs() -> None:
             "lang": "Language",
             "responses": "Responses",
             "errors": "Errors",
+            "postprocess": st.column_config.TextColumn(
+                "Post-processing",
+                help="authors: what the KoED authors' post-processing kept of each reply is "
+                "judged and rated (rule per family); none: the whole reply",
+            ),
+            "family": "Family",
+            "commas": st.column_config.TextColumn(
+                "Commas", help="raw: English sent with _comma_ as the file has it"
+            ),
+            "emotion_reader": st.column_config.TextColumn(
+                "Emotion reader",
+                help="authors: English label names (and 정, 한) only; extended: Korean glosses too",
+            ),
             "no_label": "No label named",
             "dataset_sha256": None,
             "updated": "Updated (UTC)",
             "accuracy": st.column_config.NumberColumn(
-                "Emotion recognition (hit rate)", format="%.2f", help="single runs"
+                "Emotion hit rate",
+                format="%.2f",
+                help="single runs; an answer naming no label is a miss (the paper's reading)",
             ),
             "f1": st.column_config.NumberColumn(
-                "Emotion recognition (F1)", format="%.2f", help="multi runs"
+                "Emotion F1",
+                format="%.2f",
+                help="multi runs; an answer naming no label scores 0 (the paper's reading)",
+            ),
+            "accuracy_answered": st.column_config.NumberColumn(
+                "Hit rate, answered only", format="%.2f", help="over answers that named a label"
+            ),
+            "f1_answered": st.column_config.NumberColumn(
+                "F1, answered only", format="%.2f", help="over answers that named a label"
             ),
             "jaccard": st.column_config.NumberColumn(
                 "Emotion recognition (Jaccard)", format="%.2f"
@@ -173,7 +213,19 @@ def stored_runs() -> None:
         "Responses of run", newest_first, format_func=labels.get, key=state.RUNS_SELECTED
     )
     responses = resources.store().responses(run_id)
-    columns = ["conv_id", "lang", "text", "predicted", "gold", "hit", "f1", "error", "latency_s"]
+    columns = [
+        "conv_id",
+        "lang",
+        "text",
+        "raw",
+        "predicted",
+        "gold",
+        "hit",
+        "f1",
+        "parse_notes",
+        "error",
+        "latency_s",
+    ]
     tables.show(
         responses[[c for c in columns if c in responses.columns]],
         hide_index=True,
@@ -181,7 +233,11 @@ def stored_runs() -> None:
             "predicted": "Emotion named",
             "gold": "Gold labels",
             "hit": "Recognised",
-            "text": "Reply",
+            "text": st.column_config.TextColumn(
+                "Reply as judged", help="after the run's post-processing: what judges and raters see"
+            ),
+            "raw": st.column_config.TextColumn("Raw reply", help="as the model gave it"),
+            "parse_notes": "Notes",
             "latency_s": st.column_config.NumberColumn("Seconds", format="%.2f"),
         },
     )

@@ -53,6 +53,11 @@ RUNS_MODEL = "runs.model"
 RUNS_SELECTED = "runs.selected"
 RUNS_PLAN = "runs.plan"
 RUNS_REPRODUCE = "runs.reproduce"
+RUNS_POSTPROCESS = "runs.postprocess"
+RUNS_COMMAS = "runs.commas"
+RUNS_READER = "runs.emotion_reader"
+JUDGE_TEMPLATE = "judge.template"
+JUDGE_PARSE = "judge.parse"
 
 # Results pages.
 GAP_JUDGE = "gap.judge"

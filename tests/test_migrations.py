@@ -119,6 +119,11 @@ def test_judging_resumes_across_the_upgrade(old_db: Path, monkeypatch: pytest.Mo
         parse="lenient",
     )
     assert report.planned == report.skipped == 40 and report.failed == 0
+    from koed_core.db import Judgments
+
+    # m009: an earlier judgment is of the fenced template, read leniently (JSON if strict)
+    steps = {(u.config.mode, u.config.template, u.config.parse) for u in Judgments(store).configs()}
+    assert steps and steps <= {("paper", "fenced", "lenient"), ("strict", "fenced", "json")}
 
 
 def test_a_newer_database_is_refused(old_db: Path) -> None:

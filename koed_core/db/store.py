@@ -230,11 +230,18 @@ class Store:
         return self.frame(
             """
             select r.id as run_id, r.name, r.kind, json_extract(r.config, '$.protocol') as protocol,
-                   json_extract(r.config, '$.provenance') as provenance, s.lang,
+                   json_extract(r.config, '$.provenance') as provenance,
+                   coalesce(json_extract(r.config, '$.postprocess'), 'none') as postprocess,
+                   coalesce(json_extract(r.config, '$.family'), 'open') as family,
+                   coalesce(json_extract(r.config, '$.commas'), 'decoded') as commas,
+                   coalesce(json_extract(r.config, '$.emotion_reader'), 'extended')
+                     as emotion_reader,
+                   s.lang,
                    count(s.id) as responses, sum(s.error is not null) as errors,
                    sum(e.given = 0) as no_label,
-                   avg(case when e.given then e.hit end) as accuracy,
-                   avg(case when e.given then e.f1 end) as f1,
+                   avg(e.hit) as accuracy, avg(e.f1) as f1,
+                   avg(case when e.given then e.hit end) as accuracy_answered,
+                   avg(case when e.given then e.f1 end) as f1_answered,
                    avg(case when e.given then e.jaccard end) as jaccard,
                    avg(s.latency_s) as mean_latency_s, r.dataset_sha256, r.updated
             from runs r left join responses s on s.run_id = r.id
@@ -382,12 +389,14 @@ class Store:
             return int(self.db.execute(f"select count(*) from [{table}]").fetchone()[0])
 
     def emotion_values(self) -> pd.DataFrame:
-        """Emotion recognition per response: hit for single runs, F1 for multi runs."""
+        """Emotion recognition per response: hit for single runs, F1 for multi runs, and
+        whether the answer named any label (``given``: an answer with none scores 0)."""
         return self.frame(
             """select s.run_id, s.conv_id, s.lang, case json_extract(r.config, '$.protocol')
-                      when 'multi' then e.f1 else e.hit end as value
+                      when 'multi' then e.f1 else e.hit end as value,
+                      coalesce(e.given, 1) as given
                from emotion_scores e join responses s on s.id = e.response_id
-               join runs r on r.id = s.run_id where coalesce(e.given, 1) = 1"""
+               join runs r on r.id = s.run_id"""
         )
 
     def record_call(self, account: str, model: str, at: float) -> None:

@@ -17,7 +17,7 @@ PROVENANCE_COLOURS = {
     "korean-centric": ["#c2410c", "#f97316", "#9a3412", "#fb923c"],
     "other": ["#6b7280", "#9ca3af", "#374151"],
 }
-METRIC_ORDER = ["EX", "IP", "ER", "EEA", "CA", "emotion"]
+METRIC_ORDER = ["EX", "IP", "ER", "EEA", "CA", "emotion", "emotion (answered)"]
 
 
 def run_label(

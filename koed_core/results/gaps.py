@@ -1,7 +1,9 @@
 """The cultural empathy gap: Korean minus English, paired by dialogue, with a bootstrap CI.
 
 Scores come from the judge (per response and dimension), from the raters (the mean of
-their scores) and from emotion recognition (hit for ``single`` runs, F1 for ``multi``).
+their scores) and from emotion recognition (hit for ``single`` runs, F1 for ``multi``;
+read both ways: an answer naming no label as a miss, the paper's reading, and over the
+answers that named one).
 For each run and metric, only dialogues answered in both languages count; the gap is
 the mean of (ko - en) over them and its 95% CI resamples those dialogues.
 """
@@ -41,6 +43,9 @@ KEYS = [
     "metric",
 ]
 EMOTION_METRIC = "emotion"
+"""Emotion recognition as the paper reads it: an answer naming no label is a miss (0)."""
+EMOTION_ANSWERED = "emotion (answered)"
+"""The same over the answers that named a label only."""
 COLUMNS = [*KEYS, "conv_id", "lang", "value"]
 TABLE_COLUMNS = [*KEYS, "pairs", "en", "ko", "gap", "ci_low", "ci_high", "ci_note"]
 
@@ -76,7 +81,9 @@ def score_frame(
             parts.append(means.assign(source="raters", study_id=study_id))
     emotions = store.emotion_values()
     if not emotions.empty:
-        parts.append(emotions.assign(source="emotion", metric=EMOTION_METRIC))
+        parts.append(emotions.drop(columns="given").assign(source="emotion", metric=EMOTION_METRIC))
+        answered = emotions[emotions["given"] == 1].drop(columns="given")
+        parts.append(answered.assign(source="emotion", metric=EMOTION_ANSWERED))
     parts = [p for p in parts if not p.empty]
     if not parts:
         return _empty()

@@ -412,7 +412,7 @@ def paper_table(
         mine = frame[frame["run_id"] == run_id]
         row: dict[str, Any] = {"model": model, "protocol": protocol, "run_id": run_id}
         for lang, side in (("en", "ED"), ("ko", "KoED")):
-            for metric in [*codes(), gaps.EMOTION_METRIC]:
+            for metric in [*codes(), gaps.EMOTION_METRIC, gaps.EMOTION_ANSWERED]:
                 values = mine[(mine["lang"] == lang) & (mine["metric"] == metric)]["value"]
                 row[f"{side} {metric}"] = float(values.mean()) if len(values) else np.nan
         judged = mine[mine["source"] == "judge"]

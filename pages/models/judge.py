@@ -2,14 +2,16 @@
 
 import streamlit as st
 
-from components import auth, jobs_panel, resources
+from components import auth, jobs_panel, resources, state
 from components.literal import md
 from components.models import adhoc_model_input, model_label, registry_or_stop
 from koed_core.errors import KoedError
 from koed_core.jobs.kinds import JudgeJob
 from koed_core.judge.rubric import dimensions
-from koed_core.judge.verdicts import MODES
+from koed_core.judge.verdicts import MODES, PARSES, TEMPLATES
 from koed_core.models.runs import run_labels
+
+MODE_DEFAULT = "the mode's (paper: authors)"
 
 st.title("LLM judge")
 auth.require_admin_once_accounts_exist()
@@ -36,6 +38,23 @@ with st.form("judge.start"):
         help="paper: one call per dimension, feedback then 'Score: n', temperature "
         "0.7 (the KoED paper). strict: temperature 0, JSON with the rationale first.",
     )
+    left, right = st.columns(2)
+    template = left.selectbox(
+        "Template (paper mode)",
+        [MODE_DEFAULT, *TEMPLATES],
+        key=state.JUDGE_TEMPLATE,
+        help="authors: the KoED authors' structure (criterion in the system message, the "
+        "response prefixed 'Listener: ', not fenced). fenced: the dialogue and reply quoted "
+        "between markers the judged text cannot forge (use it for adversarial answers). "
+        "Strict mode always uses fenced.",
+    )
+    parse = right.selectbox(
+        "Verdict parser (paper mode)",
+        [MODE_DEFAULT, *PARSES],
+        key=state.JUDGE_PARSE,
+        help="authors: theirs (split on 'Score:', then a bare integer; anything else is asked "
+        "again, up to 5 times, API errors too). lenient: a final Score line in any usual form.",
+    )
     named = {d.code: f"{d.code} · {d.en}" for d in dimensions()}
     dims = st.multiselect("Dimensions", list(named), default=list(named), format_func=named.get)
     samples = st.number_input("Samples averaged (strict mode)", 1, 10, 1)
@@ -48,8 +67,8 @@ with st.form("judge.start"):
     started = st.form_submit_button("Start as a background job", type="primary")
 st.caption(
     "Judging is a background job (progress in the sidebar's Jobs panel); judging the same "
-    "run with the same judge and mode skips what is done. Command line, in the foreground: "
-    "`koed judge --run RUN_ID --judge NAME --mode paper`."
+    "run with the same judge, mode, template and parser skips what is done. Command line, in "
+    "the foreground: `koed judge --run RUN_ID --judge NAME --mode paper --template authors`."
 )
 if started and not dims:
     st.warning("Choose at least one dimension to judge.")
@@ -62,6 +81,8 @@ elif started:
         samples=int(samples),
         concurrency=int(concurrency),
         batch=batch,
+        template=None if template == MODE_DEFAULT or mode == "strict" else template,
+        parse=None if parse == MODE_DEFAULT or mode == "strict" else parse,
     )
     try:
         jobs_panel.check_may_queue(registry[judge_name])

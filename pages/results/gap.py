@@ -66,7 +66,8 @@ if by:
 names = {  # on the chart, names a room can read; the configuration's hashes are in the export
     "judge": f"judge {judge.spoken}" if judge else "judge",
     "raters": score_sources.study_label(store, study) if study is not None else "raters",
-    "emotion": "emotion recognition (hit rate for single runs, F1 for multi)",
+    "emotion": "emotion recognition (hit rate for single runs, F1 for multi; an answer "
+    "naming no label counts as a miss, as in the paper, and again over answered items only)",
 }
 figures = [
     gap_figure(
