@@ -80,6 +80,33 @@ def test_dry_run_counts_requests_per_server(tmp_path: Path, fake_openai: FakeOpe
     assert fake_openai.requests == []  # a dry run sends nothing
 
 
+def test_a_retired_model_stops_the_plan_before_anything_is_sent(
+    tmp_path: Path, fake_openai: FakeOpenAI
+) -> None:
+    plan, env = _setup(tmp_path, fake_openai)
+    registry = Path(env["KOED_MODELS"])
+    text = registry.read_text().replace(
+        'model = "m-two"\n', 'model = "m-two"\nsubstitutes = ["m-two-2025"]\n'
+    )
+    registry.write_text(text)
+    fake_openai.served = ["m-one", "m-three", "m-four", "m-five", "judge-x"]  # m-two unlisted
+    fake_openai.retired = {"m-two"}
+    done = subprocess.run(
+        [sys.executable, "-m", "koed_core.cli", "reproduce", str(plan), "--out", str(tmp_path)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode != 0
+    assert "stopped before sending anything" in done.stderr
+    assert "m-two" in done.stderr and "m-two-2025" in done.stderr  # the substitute, named
+    # the listed models were not called; m-two got one 1-token probe, nothing else
+    assert [r["model"] for r in fake_openai.requests] == ["m-two"]
+    assert fake_openai.requests[0]["max_tokens"] == 1
+    assert stored_responses(tmp_path / "k.db") == 0
+
+
 def test_reproduce_killed_and_resumed(tmp_path: Path, fake_openai: FakeOpenAI) -> None:
     fake_openai.latency_s = 0.05
     plan, env = _setup(tmp_path, fake_openai)

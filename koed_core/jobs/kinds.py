@@ -454,11 +454,21 @@ def _reproduce(params: ReproduceJob, store: Store, env: Environment, hooks: Hook
     specs = {name: env.resolve(name) for name in plan.models}
     judge_spec = env.resolve(plan.judge)
     problems: dict[str, str] = {}
+    retired: dict[str, str] = {}
     for name, spec in [*specs.items(), (judge_spec.name, judge_spec)]:
         reason = reproduce.check_reachable(spec, env.key(spec))
         if reason:
             problems[name] = reason
             hooks.say(f"left out: {name}: {reason}")
+            continue
+        gone = reproduce.check_served(spec, env.key(spec))
+        if gone:
+            retired[name] = gone
+    if retired:  # every call would fail: stop before anything is spent
+        raise JobError(
+            "stopped before sending anything: "
+            + "; ".join(f"{name}: {reason}" for name, reason in retired.items())
+        )
     clients: list[ChatClient] = []
 
     def client(spec: ModelSpec) -> ChatClient:

@@ -183,6 +183,36 @@ def check_reachable(spec: ModelSpec, key: str | None, timeout: float = 3.0) -> s
         return f"server not reachable ({getattr(err, 'reason', err)})"
 
 
+def check_served(spec: ModelSpec, key: str | None) -> str | None:
+    """Why a reachable model's id would fail every call (retired by its provider, or not
+    on that server), or None: the server's model list when it has the id, else one call
+    of one token, whose "no such model" is the answer."""
+    if spec.backend != "openai":
+        return None
+    from koed_core.models.backends import make_client
+    from koed_core.models.backends.openai_compat import served_models
+    from koed_core.models.client import ModelError
+
+    try:
+        if spec.model in served_models(spec.base_url, key, limit=None):
+            return None
+    except ModelError:
+        pass  # no list there (Anthropic's endpoint keeps none): ask the model itself
+    probe = GenerationSettings(temperature=0.0, max_tokens=1, timeout_s=30.0, max_retries=1)
+    try:
+        make_client(spec, key).complete([{"role": "user", "content": "Hi"}], probe, None)
+    except ModelError as err:
+        if err.kind != "not_found":
+            return None  # reachable; any other trouble is the run's to report
+        instead = (
+            f"; use instead: {', '.join(spec.substitutes)} (set model = ... in models.toml)"
+            if spec.substitutes
+            else "; see README, Reproduce the paper, for substitutes"
+        )
+        return f"its id {spec.model!r} is not served (retired or missing){instead}"
+    return None
+
+
 @dataclass(frozen=True)
 class Estimate:
     """The dry run for one server: how many requests and roughly how many prompt tokens."""

@@ -154,7 +154,9 @@ MAX_LISTED = 500
 """Most ids a model list shows (a hosted provider lists hundreds; a picker needs fewer)."""
 
 
-def served_models(base_url: str | None, key: str | None, timeout: float = 5.0) -> list[str]:
+def served_models(
+    base_url: str | None, key: str | None, timeout: float = 5.0, limit: int | None = MAX_LISTED
+) -> list[str]:
     """The model ids an OpenAI-compatible server lists (``GET /models``), sorted: what an
     admin may pick from instead of typing an id.
 
@@ -181,4 +183,4 @@ def served_models(base_url: str | None, key: str | None, timeout: float = 5.0) -
         raise ModelError(
             "request", f"{where} answered with something that is not a model list"
         ) from None
-    return ids[:MAX_LISTED]
+    return ids[:limit] if limit else ids
