@@ -23,6 +23,11 @@ def register(groups: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     )
     again.add_argument("plan", type=Path)
     again.add_argument("--dry-run", action="store_true", help="requests and tokens; send nothing")
+    again.add_argument(
+        "--differences",
+        action="store_true",
+        help="every step where the plan differs from the KoED authors' pipeline; send nothing",
+    )
     again.add_argument("--out", type=Path, help="folder for the table, charts and export")
     again.add_argument("--db", type=Path)
     again.add_argument("--data", type=Path, help="KoED file (default: the app's data source)")
@@ -48,6 +53,12 @@ def cmd_reproduce(args: argparse.Namespace, settings: Settings) -> int:
         plan = replace(plan, batch=True)
         text += "\nbatch = true\n" if "batch" not in tomllib_keys(text) else ""
     env = Environment(settings)
+    if args.differences:
+        from koed_core.results.differences import differences, to_markdown
+
+        specs = {name: env.resolve(name) for name in plan.models}
+        print(to_markdown(differences(plan, specs, env.resolve(plan.judge))), end="")
+        return 0
     path = args.data or resolve_source(settings.data_path, settings.cache_dir).path
     dataset = load_dataset(path)
     dialogues = select(dataset.dialogues, plan.subset, sample=plan.sample, seed=plan.seed)
