@@ -81,15 +81,45 @@ def cmd_reproduce(args: argparse.Namespace, settings: Settings) -> int:
     runs = {tuple(key.rsplit(" ", 1)): run for key, run in result.data.get("runs", {}).items()}
     judge = plan.judge_config(judge_spec.name) if result.data.get("judge") else None
     table = reproduce.paper_table(store, runs, judge)
+    moved = _sensitivity(store, result.data.get("variants"))
     if args.out:
         from koed_core.results.paper_export import export_bundle, write_paper_table
 
         export_bundle(store, args.out)
         write_paper_table(table, args.out, plan.name)
         print(f"wrote the table and the export bundle to {args.out}")
+        if moved is not None:
+            from koed_core.results.sensitivity import to_markdown
+
+            moved.to_csv(args.out / "sensitivity.csv", index=False)
+            (args.out / "sensitivity.md").write_text(
+                to_markdown(moved, f"{plan.name}: what moves the gap"), encoding="utf-8"
+            )
+            print(f"wrote what moves the gap: {args.out / 'sensitivity.csv'} and .md")
     else:
         print(reproduce.to_markdown(table, plan.name))
+        if moved is not None:
+            from koed_core.results.sensitivity import to_markdown
+
+            print(to_markdown(moved, f"{plan.name}: what moves the gap"))
     return 1 if result.problems else 0
+
+
+def _sensitivity(store: Any, variants: Any) -> Any:
+    """A sensitivity plan's table from the job's record of its variants (None: no variants)."""
+    if not variants:
+        return None
+    from koed_core.db import JudgeConfig
+    from koed_core.results.sensitivity import from_outcome
+
+    made = {
+        name: (
+            {tuple(key.rsplit(" ", 1)): run for key, run in entry["runs"].items()},
+            JudgeConfig(**entry["judge"]) if entry["judge"] else None,
+        )
+        for name, entry in variants.items()
+    }
+    return from_outcome(store, made)
 
 
 def tomllib_keys(text: str) -> set[str]:

@@ -510,9 +510,20 @@ def _reproduce(params: ReproduceJob, store: Store, env: Environment, hooks: Hook
     summary = f"{plan.name}: {len(outcome.runs)} runs" + (
         f", left out: {', '.join(sorted(problems))}" if problems else ""
     )
+    variants = {
+        name: {
+            "runs": {f"{model} {protocol}": run for (model, protocol), run in made.items()},
+            "judge": asdict(config) if config else None,
+        }
+        for name, (made, config) in outcome.variants.items()
+    }
     return Result(
         summary,
-        {"runs": runs, "judge": outcome.judge.label if outcome.judge else None},
+        {
+            "runs": runs,
+            "judge": outcome.judge.label if outcome.judge else None,
+            **({"variants": variants} if variants else {}),
+        },
         len(problems),
         bool(hooks.stop and hooks.stop()),
         problems,

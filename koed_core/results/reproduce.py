@@ -17,7 +17,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +36,7 @@ from koed_core.models.prompts import PROMPT_SETS, load_prompt_set, plan_messages
 from koed_core.models.protocol import PROTOCOLS, build_task
 from koed_core.models.registry import ModelSpec, decoding
 from koed_core.results.gaps import paired_gap
+from koed_core.results.sensitivity import BASE
 
 CHARS_PER_TOKEN = 4
 """For the dry run's token estimate (no tokenizer for every model offline)."""
@@ -72,6 +73,9 @@ class Plan:
     judge_template: str | None = None
     judge_parse: str | None = None
     """None: the judge mode's (paper: the authors' template and parser)."""
+    variants: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    """Named variants of the plan, each changing one step (a sensitivity plan): every
+    variant is run and judged beside the plan itself, the base."""
 
     def steps(self, family: str) -> Steps:
         """The pipeline steps of one model's runs."""
@@ -123,7 +127,40 @@ def parse_plan(text: str, path: str = "plan") -> Plan:
     for key in ("models", "langs", "protocols"):
         if key in raw:
             raw[key] = tuple(raw[key])
+    variants = raw.get("variants", {})
+    if not isinstance(variants, dict) or not all(isinstance(v, dict) for v in variants.values()):
+        raise PlanError(f"{path}: variants is a table of named tables ([variants.NAME])")
+    for name, changes in variants.items():
+        wrong = set(changes) - set(VARIANT_KEYS)
+        if wrong or not changes:
+            raise PlanError(
+                f"{path}: variant {name!r} may change {', '.join(VARIANT_KEYS)} "
+                f"(found {', '.join(sorted(wrong)) or 'nothing'})"
+            )
     plan = Plan(**raw)
+    _check(plan, path)
+    for name, changes in plan.variants.items():
+        _check(replace(plan, variants={}, **changes), f"{path}: variant {name!r}")
+    return plan
+
+
+VARIANT_KEYS = (
+    "prompts",
+    "postprocess",
+    "commas",
+    "emotion_reader",
+    "temperature",
+    "judge_template",
+    "judge_parse",
+)
+
+
+def _check(plan: Plan, path: str) -> None:
+    """Every value of a plan within its choices.
+
+    Raises:
+        PlanError: naming the file (and variant) and the key.
+    """
     checks = [
         (set(plan.langs) <= {"ko", "en"} and plan.langs, "langs must be ko and/or en"),
         (set(plan.protocols) <= set(PROTOCOLS) and plan.protocols, "protocols: single, multi"),
@@ -153,7 +190,6 @@ def parse_plan(text: str, path: str = "plan") -> Plan:
         plan.judge_config(plan.judge)
     except KoedError as err:
         raise PlanError(f"{path}: {err}") from None
-    return plan
 
 
 @dataclass(frozen=True)
@@ -294,9 +330,83 @@ class Outcome:
     """(model, protocol) -> run id."""
     failures: dict[str, str] = field(default_factory=dict)
     judge: JudgeConfig | None = None
+    variants: dict[str, tuple[dict[tuple[str, str], str], JudgeConfig | None]] = field(
+        default_factory=dict
+    )
+    """A sensitivity plan's variants (the base first, as BASE): their runs and judge."""
+
+
+
+
+def pinned(plan: Plan) -> Plan:
+    """The plan with every step written out as its base resolves it, so that a variant
+    changing one step leaves the others where the base has them (native prompts, say,
+    would otherwise bring the native set's own post-processing)."""
+    steps = plan.steps("open")
+    judging = plan.judge_config(plan.judge)
+    return replace(
+        plan,
+        variants={},
+        postprocess=steps.postprocess,
+        commas=steps.commas,
+        emotion_reader=steps.emotion_reader,
+        judge_template=plan.judge_template or judging.template,
+        judge_parse=judging.parse,
+    )
 
 
 def reproduce(
+    plan: Plan,
+    store: Store,
+    dialogues: Sequence[Dialogue],
+    dataset_sha256: str,
+    listeners: Mapping[str, tuple[ModelSpec, ChatClient]],
+    judge: tuple[ModelSpec, ChatClient] | None,
+    progress: Callable[[str], None] | None = None,
+    *,
+    stop: Callable[[], bool] | None = None,
+    watch: Callable[[str, BatchReport], None] | None = None,
+) -> Outcome:
+    """Run and judge the plan; a sensitivity plan also each of its variants in turn, one
+    step changed from the base each (a run or a judging pass the base already made is
+    found stored and skipped)."""
+    say = progress or (lambda _message: None)
+    base = pinned(plan) if plan.variants else plan
+    outcome = _reproduce_one(
+        base, store, dialogues, dataset_sha256, listeners, judge, say, stop=stop, watch=watch
+    )
+    if not plan.variants:
+        return outcome
+    outcome.variants[BASE] = (dict(outcome.runs), outcome.judge)
+    for name, changes in plan.variants.items():
+        if stop and stop():
+            break
+        variant = replace(base, **changes)
+        got = _reproduce_one(
+            variant,
+            store,
+            dialogues,
+            dataset_sha256,
+            listeners,
+            judge,
+            lambda message, name=name: say(f"[{name}] {message}"),
+            stop=stop,
+            watch=_prefixed(watch, name),
+        )
+        outcome.variants[name] = (got.runs, got.judge)
+        outcome.failures.update({f"{model} ({name})": why for model, why in got.failures.items()})
+    return outcome
+
+
+def _prefixed(
+    watch: Callable[[str, BatchReport], None] | None, name: str
+) -> Callable[[str, BatchReport], None] | None:
+    if watch is None:
+        return None
+    return lambda step, report: watch(f"[{name}] {step}", report)
+
+
+def _reproduce_one(
     plan: Plan,
     store: Store,
     dialogues: Sequence[Dialogue],

@@ -1,0 +1,247 @@
+"""What moves the gap: the KoED-ED gap under the authors' pipeline and under each step
+changed alone, with the change's paired difference and its bootstrap CI.
+
+A *source* is one run judged under one judge configuration. The base is the authors'
+pipeline; a variant differs from it in one step (a run setting, or the judge's template
+or parser). For every metric the gap per dialogue is ko minus en; a variant's change is
+the mean over dialogues (present in both) of its per-dialogue gap minus the base's, and
+its CI resamples those dialogues. Nothing is averaged across sources.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from koed_core.db import JudgeConfig, Judgments, Store
+from koed_core.judge.rubric import codes
+from koed_core.results import gaps
+
+BASE = "authors' pipeline"
+RUN_STEPS: dict[str, tuple[str, ...]] = {
+    "prompt set": ("prompt_set",),
+    "post-processing": ("postprocess",),
+    "commas": ("commas",),
+    "emotion reader": ("emotion_reader",),
+    "decoding": ("temperature", "top_p", "top_k", "repetition_penalty"),
+}
+EARLIER = {
+    "prompt_set": "native",
+    "postprocess": "none",
+    "commas": "decoded",
+    "emotion_reader": "extended",
+}
+"""How a run made before a step was a choice reads it (its config has no such key)."""
+AUTHORS_RUN = {"prompt_set": "paper", "postprocess": "authors", "commas": "raw"}
+COLUMNS = [
+    "model",
+    "protocol",
+    "variant",
+    "metric",
+    "pairs",
+    "gap",
+    "ci_low",
+    "ci_high",
+    "change",
+    "change_ci_low",
+    "change_ci_high",
+    "run_id",
+    "judge_model",
+    "judge_mode",
+    "judge_prompt_version",
+    "judge_rubric_version",
+    "judge_template",
+    "judge_parse",
+]
+
+
+@dataclass(frozen=True)
+class Source:
+    """One run under one judge configuration: where a variant's numbers come from."""
+
+    run_id: str
+    judge: JudgeConfig | None
+
+
+def _per_dialogue_gap(frame: pd.DataFrame, run_id: str, metric: str) -> pd.Series:
+    mine = frame[(frame["run_id"] == run_id) & (frame["metric"] == metric)]
+    wide = mine.pivot_table(index="conv_id", columns="lang", values="value", aggfunc="mean")
+    if not {"en", "ko"} <= set(wide.columns):
+        return pd.Series(dtype=float)
+    both = wide.dropna(subset=["en", "ko"])
+    return both["ko"] - both["en"]
+
+
+def table(
+    store: Store,
+    variants: Mapping[str, Source],
+    model: str = "",
+    protocol: str = "",
+    base: str = BASE,
+) -> pd.DataFrame:
+    """One row per variant and metric: the gap (KoED minus ED) with its CI, and for each
+    variant its paired change from the base with the change's CI."""
+    frames: dict[JudgeConfig | None, pd.DataFrame] = {}
+
+    def frame_of(judge: JudgeConfig | None) -> pd.DataFrame:
+        if judge not in frames:
+            frames[judge] = gaps.score_frame(store, judge=judge)
+        return frames[judge]
+
+    metrics = [*codes(), gaps.EMOTION_METRIC, gaps.EMOTION_ANSWERED]
+    base_source = variants[base]
+    rows: list[dict[str, Any]] = []
+    for name, source in variants.items():
+        frame = frame_of(source.judge)
+        base_frame = frame_of(base_source.judge)
+        for metric in metrics:
+            if metric in codes() and source.judge is None:
+                continue
+            mine = _per_dialogue_gap(frame, source.run_id, metric)
+            if mine.empty:
+                continue
+            zeros = np.zeros(len(mine))
+            gap, low, high = gaps.paired_gap(zeros, mine.to_numpy())
+            row: dict[str, Any] = {
+                "model": model,
+                "protocol": protocol,
+                "variant": name,
+                "metric": metric,
+                "pairs": len(mine),
+                "gap": gap,
+                "ci_low": low,
+                "ci_high": high,
+                "run_id": source.run_id,
+                **(source.judge.as_columns() if source.judge and metric in codes() else {}),
+            }
+            if name != base:
+                theirs = _per_dialogue_gap(base_frame, base_source.run_id, metric)
+                shared = mine.index.intersection(theirs.index)
+                if len(shared):
+                    change, c_low, c_high = gaps.paired_gap(
+                        theirs[shared].to_numpy(), mine[shared].to_numpy()
+                    )
+                    row.update(change=change, change_ci_low=c_low, change_ci_high=c_high)
+            rows.append(row)
+    out = pd.DataFrame(rows)
+    for column in COLUMNS:
+        if column not in out:
+            out[column] = None
+    return out[COLUMNS]
+
+
+def _steps(config: Mapping[str, Any]) -> dict[str, Any]:
+    return {key: config.get(key, EARLIER.get(key)) for group in RUN_STEPS.values() for key in group}
+
+
+def _name(group: str, config: Mapping[str, Any]) -> str:
+    if group == "decoding":
+        temp = config.get("temperature")
+        return "decoding: server default" if temp is None else f"decoding: T={temp:g}"
+    key = RUN_STEPS[group][0]
+    return f"{group}: {config.get(key, EARLIER.get(key))}"
+
+
+def find_variants(store: Store, run_id: str, judge: JudgeConfig) -> dict[str, Source]:
+    """The base (this run under this judge) and every stored source differing from it in
+    exactly one step: runs of the same model, protocol and data changing one run setting
+    and judged by the same configuration, and judge configurations of the same model and
+    mode that judged this run with one other template or parser."""
+    runs = store.run_table(kind="batch")
+    configs = {r["run_id"]: json.loads(r["config"]) for r in runs.to_dict("records")}
+    if run_id not in configs:
+        return {}
+    base = configs[run_id]
+    found: dict[str, Source] = {BASE: Source(run_id, judge)}
+    judged = Judgments(store)
+    for other, config in configs.items():
+        if other == run_id or any(
+            config.get(k) != base.get(k) for k in ("model_name", "protocol", "dataset_sha256")
+        ):
+            continue
+        changed = [
+            group
+            for group, keys in RUN_STEPS.items()
+            if any(_steps(config)[k] != _steps(base)[k] for k in keys)
+        ]
+        fixed_same = all(
+            config.get(k, "open") == base.get(k, "open") for k in ("family",)
+        ) and config.get("max_tokens") == base.get("max_tokens")
+        if (
+            len(changed) == 1
+            and fixed_same
+            and any(use.config == judge for use in judged.configs([other]))
+        ):
+            found[_name(changed[0], config)] = Source(other, judge)
+    for use in judged.configs([run_id]):
+        other_judge = use.config
+        if other_judge == judge or (other_judge.model, other_judge.mode) != (
+            judge.model,
+            judge.mode,
+        ):
+            continue
+        if other_judge.template != judge.template and other_judge.parse == judge.parse:
+            found[f"judge template: {other_judge.template}"] = Source(run_id, other_judge)
+        elif other_judge.parse != judge.parse and other_judge.template == judge.template:
+            found[f"judge parse: {other_judge.parse}"] = Source(run_id, other_judge)
+    return found
+
+
+def bases(store: Store) -> list[tuple[str, JudgeConfig]]:
+    """(run, judge configuration) pairs with the authors' steps and at least one variant
+    stored: what the Gap page offers as a base, most recent run first."""
+    runs = store.run_table(kind="batch")
+    out = []
+    for row in reversed(runs.to_dict("records")):
+        config = json.loads(row["config"])
+        if any(config.get(k) != v for k, v in AUTHORS_RUN.items()):
+            continue
+        for use in Judgments(store).configs([row["run_id"]]):
+            authors = use.config.template == "authors" and use.config.parse == "authors"
+            if authors and len(find_variants(store, row["run_id"], use.config)) > 1:
+                out.append((str(row["run_id"]), use.config))
+    return out
+
+
+def to_markdown(frame: pd.DataFrame, title: str) -> str:
+    """The table for a paper's appendix: gap and change with their CIs, two decimals."""
+
+    def ci(low: Any, high: Any) -> str:
+        return "" if pd.isna(low) or pd.isna(high) else f"[{low:.2f}, {high:.2f}]"
+
+    lines = [
+        f"# {title}",
+        "",
+        "| model | protocol | variant | metric | pairs | gap | 95% CI | change | 95% CI |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for r in frame.to_dict("records"):
+        change = "" if pd.isna(r["change"]) else f"{r['change']:+.2f}"
+        lines.append(
+            f"| {r['model']} | {r['protocol']} | {r['variant']} | {r['metric']} | {r['pairs']} "
+            f"| {r['gap']:+.2f} | {ci(r['ci_low'], r['ci_high'])} | {change} "
+            f"| {ci(r['change_ci_low'], r['change_ci_high'])} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def from_outcome(
+    store: Store,
+    variants: Mapping[str, tuple[Mapping[tuple[str, str], str], JudgeConfig | None]],
+) -> pd.DataFrame:
+    """A sensitivity plan's table: per model and protocol of its base, every variant."""
+    base_runs, _ = variants[BASE]
+    parts: Sequence[pd.DataFrame] = []
+    for (model, protocol), _run in sorted(base_runs.items()):
+        sources = {
+            name: Source(runs[(model, protocol)], judge)
+            for name, (runs, judge) in variants.items()
+            if (model, protocol) in runs
+        }
+        parts = [*parts, table(store, sources, model, protocol)]
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=COLUMNS)

@@ -1,0 +1,85 @@
+"""What moves the gap: a sensitivity plan against the scripted server recovers a change
+planted in one step, and finds none where nothing changed."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from fixtures.fake_openai import FakeOpenAI
+from koed_core.db import Store
+from koed_core.paths import SAMPLE_FILE
+from koed_core.results import sensitivity
+
+ROOT = Path(__file__).resolve().parents[1]
+SHORT = "That sounds really hard. Do you want to tell me more about it?"
+EXTRA = "\n\nI am here for you, always."
+
+
+def _score(text: str) -> int:
+    """The scripted judge's verdict: it follows the judged reply's length."""
+    return 1 + len(text.strip()) % 5
+
+
+def test_a_planted_post_processing_effect_is_recovered(
+    tmp_path: Path, fake_openai: FakeOpenAI
+) -> None:
+    # English replies carry a second paragraph: the authors' post-processing cuts it, so
+    # their English scores differ from the whole reply's; Korean replies have none.
+    fake_openai.extra = {"en": EXTRA}
+    fake_openai.served = ["m-one", "judge-x"]
+    registry = tmp_path / "models.toml"
+    registry.write_text(
+        "".join(
+            f'[models.{n}]\nbackend = "openai"\nmodel = "{n}"\nbase_url = "{fake_openai.base_url}"\n'
+            for n in ("m-one", "judge-x")
+        )
+    )
+    plan = tmp_path / "moved.toml"
+    plan.write_text(
+        'name = "moved"\nsubset = "full"\nsample = 4\nseed = 2\nprotocols = ["single"]\n'
+        'models = ["m-one"]\njudge = "judge-x"\n'
+        '[variants."post-processing: none"]\npostprocess = "none"\n'
+        '[variants."judge parse: lenient"]\njudge_parse = "lenient"\n'
+    )
+    env = {
+        **os.environ,
+        "KOED_MODELS": str(registry),
+        "KOED_DATA": str(SAMPLE_FILE),
+        "KOED_DB": str(tmp_path / "k.db"),
+        "PYTHONPATH": str(ROOT),
+    }
+    out = tmp_path / "out"
+    done = subprocess.run(
+        [sys.executable, "-m", "koed_core.cli", "reproduce", str(plan), "--out", str(out)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    table = pd.read_csv(out / "sensitivity.csv")
+    assert set(table["variant"]) == {
+        sensitivity.BASE,
+        "post-processing: none",
+        "judge parse: lenient",
+    }
+    planted = _score(SHORT) - _score(SHORT + EXTRA)
+    assert planted != 0
+    cut = table[(table["variant"] == "post-processing: none") & table["metric"].isin(["EX", "CA"])]
+    assert len(cut) == 2 and (cut["change"] == planted).all()
+    assert (cut["change_ci_low"] == planted).all() and (cut["change_ci_high"] == planted).all()
+    lenient = table[table["variant"] == "judge parse: lenient"]
+    assert not lenient.empty and (lenient["change"] == 0).all()
+    emotion = table[(table["metric"] == "emotion") & (table["variant"] != sensitivity.BASE)]
+    assert (emotion["change"] == 0).all()  # the emotion answers did not change
+    assert "what moves the gap" in (out / "sensitivity.md").read_text()
+    # the Gap page finds the same variants in the database without the plan
+    store = Store(tmp_path / "k.db")
+    [(run_id, judge)] = sensitivity.bases(store)
+    found = sensitivity.find_variants(store, run_id, judge)
+    assert set(found) == {sensitivity.BASE, "post-processing: none", "judge parse: lenient"}
