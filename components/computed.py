@@ -18,7 +18,7 @@ import streamlit as st
 from components import resources
 from koed_core.db import JudgeConfig, JudgeConfigUse, Judgments, Ratings, Store
 from koed_core.dialogues.dataset import Dataset
-from koed_core.results import agreement, gaps, reproduce
+from koed_core.results import agreement, gaps, reproduce, sensitivity
 
 ENTRIES = 32
 
@@ -173,3 +173,25 @@ def _disagreements(
     pairs = agreement.paired(inputs)
     shown = pairs[pairs["dimension"] == dimension]
     return agreement.disagreements(resources.store_at(db), inputs, shown)
+
+
+def sensitivity_bases(store: Store) -> list[tuple[str, JudgeConfig]]:
+    """Runs with the authors' steps that have variants stored ("what moves the gap")."""
+    return _sensitivity_bases(*_key(store))
+
+
+@st.cache_data(max_entries=ENTRIES, show_spinner=False)
+def _sensitivity_bases(db: str, stamp: int) -> list[tuple[str, JudgeConfig]]:
+    return sensitivity.bases(resources.store_at(db))
+
+
+def sensitivity_table(store: Store, run_id: str, judge: JudgeConfig) -> pd.DataFrame:
+    """The base and its one-step variants: each one's gap and change from the base."""
+    return _sensitivity_table(*_key(store), run_id, judge)
+
+
+@st.cache_data(max_entries=ENTRIES, show_spinner=False)
+def _sensitivity_table(db: str, stamp: int, run_id: str, judge: JudgeConfig) -> pd.DataFrame:
+    store = resources.store_at(db)
+    found = sensitivity.find_variants(store, run_id, judge)
+    return sensitivity.table(store, found)

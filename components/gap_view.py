@@ -5,11 +5,12 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from components import computed, resources, tables
+from components import computed, resources, state, tables
 from components.literal import md
 from koed_core import csv_safe
 from koed_core.db import JudgeConfig, Store
-from koed_core.results.figures import gap_figure
+from koed_core.models.runs import run_labels
+from koed_core.results.figures import METRIC_ORDER, gap_figure, sensitivity_figure
 
 
 def paper_table(store: Store, dataset_sha256: str, judge: JudgeConfig, blind: bool) -> None:
@@ -60,4 +61,56 @@ def downloads(table: pd.DataFrame, source: str, title: str, subtitle: str, admin
             resources.export_zip,
             file_name="koed_export.zip",
             mime="application/zip",
+        )
+
+
+def what_moves_the_gap(store: Store, hidden: set[str]) -> None:
+    """The sensitivity chart: for a run with the authors' steps, how much each one-step
+    variant stored beside it moves the gap (``plans/sensitivity.toml`` makes them)."""
+    bases = [(run, judge) for run, judge in computed.sensitivity_bases(store) if run not in hidden]
+    if not bases:
+        return
+    with st.expander("What moves the gap: each step of the pipeline changed alone"):
+        labels = run_labels(store)
+        named = {
+            i: f"{labels.get(run, run)} · judge {judge.spoken}"
+            for i, (run, judge) in enumerate(bases)
+        }
+        pick = st.selectbox(
+            "Base (the authors' pipeline)",
+            list(named),
+            format_func=named.get,
+            key=state.GAP_SENSITIVITY_BASE,
+        )
+        run_id, judge = bases[pick]
+        table = computed.sensitivity_table(store, run_id, judge)
+        table = table[~table["run_id"].isin(hidden)]
+        metrics = [m for m in METRIC_ORDER if m in set(table["metric"])]
+        metric = (
+            st.segmented_control(
+                "Metric", metrics, default=metrics[0], key=state.GAP_SENSITIVITY_METRIC
+            )
+            or metrics[0]
+        )
+        fig = sensitivity_figure(
+            table,
+            metric,
+            "What moves the gap: change from the authors' pipeline, paired, 95% CI",
+            subtitle=f"{labels.get(run_id, run_id)} · judge {judge.spoken}",
+        )
+        st.plotly_chart(fig, width="stretch", theme=None)
+        st.caption(
+            "Each bar is one step changed alone, with the rest as the authors had it: the "
+            "gap (KoED minus ED, per dialogue) under the variant minus the gap under the "
+            "authors' pipeline, over the dialogues both have, with a bootstrap 95% CI. "
+            "`koed reproduce plans/sensitivity.toml` makes the variants; the same table is "
+            "written as sensitivity.csv."
+        )
+        tables.show(table, hide_index=True)
+        st.download_button(
+            "Download the table (CSV)",
+            csv_safe.to_csv(table),
+            file_name="sensitivity.csv",
+            mime="text/csv",
+            key=state.GAP_SENSITIVITY_CSV,
         )

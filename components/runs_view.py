@@ -234,7 +234,8 @@ def stored_runs() -> None:
             "gold": "Gold labels",
             "hit": "Recognised",
             "text": st.column_config.TextColumn(
-                "Reply as judged", help="after the run's post-processing: what judges and raters see"
+                "Reply as judged",
+                help="after the run's post-processing: what judges and raters see",
             ),
             "raw": st.column_config.TextColumn("Raw reply", help="as the model gave it"),
             "parse_notes": "Notes",

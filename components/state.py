@@ -61,6 +61,9 @@ JUDGE_PARSE = "judge.parse"
 
 # Results pages.
 GAP_JUDGE = "gap.judge"
+GAP_SENSITIVITY_BASE = "gap.sensitivity.base"
+GAP_SENSITIVITY_METRIC = "gap.sensitivity.metric"
+GAP_SENSITIVITY_CSV = "gap.sensitivity.csv"
 GAP_STUDY = "gap.study"
 GAP_SOURCE = "gap.source"
 GAP_DATASET = "gap.dataset"

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pandas as pd
+from streamlit.testing.v1 import AppTest
 
 from fixtures.fake_openai import FakeOpenAI
 from koed_core.db import Store
@@ -50,7 +51,7 @@ def test_a_planted_post_processing_effect_is_recovered(
         **os.environ,
         "KOED_MODELS": str(registry),
         "KOED_DATA": str(SAMPLE_FILE),
-        "KOED_DB": str(tmp_path / "k.db"),
+        "KOED_DB": str(tmp_path / "koed.db"),  # the app's too (conftest)
         "PYTHONPATH": str(ROOT),
     }
     out = tmp_path / "out"
@@ -79,7 +80,17 @@ def test_a_planted_post_processing_effect_is_recovered(
     assert (emotion["change"] == 0).all()  # the emotion answers did not change
     assert "what moves the gap" in (out / "sensitivity.md").read_text()
     # the Gap page finds the same variants in the database without the plan
-    store = Store(tmp_path / "k.db")
+    store = Store(tmp_path / "koed.db")
     [(run_id, judge)] = sensitivity.bases(store)
     found = sensitivity.find_variants(store, run_id, judge)
     assert set(found) == {sensitivity.BASE, "post-processing: none", "judge parse: lenient"}
+    # ... and draws it: a bar per variant, the table beside it
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60).run()
+    at = at.switch_page("pages/results/gap.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    shown = [e for e in at.expander if e.label.startswith("What moves the gap")]
+    assert shown
+    [moved] = [d.value for d in at.dataframe if "variant" in d.value.columns]
+    assert set(moved["variant"]) == set(found)
+    cut_shown = moved[moved["variant"] == "post-processing: none"]["change"].astype(float)
+    assert (cut_shown == planted).sum() == 5  # the five dimensions; emotion did not move

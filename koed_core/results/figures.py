@@ -144,3 +144,41 @@ def _title(text: str, subtitle: str | None, size: int) -> dict[str, object]:
     if subtitle:
         title["subtitle"] = {"text": subtitle, "font": {"size": max(12, size - 8)}}
     return title
+
+
+def sensitivity_figure(
+    table: pd.DataFrame, metric: str, title: str, subtitle: str | None = None
+) -> go.Figure:
+    """What moves the gap: one bar per changed step, its paired change of the KoED-ED gap
+    from the authors' pipeline, with its 95% CI; zero is drawn, so "no effect" reads."""
+    rows = table[(table["metric"] == metric) & table["change"].notna()]
+    fig = go.Figure()
+    if rows.empty:
+        fig.add_annotation(text="No variant with scores in both languages", showarrow=False)
+    else:
+        rows = rows.sort_values("change")
+        fig.add_bar(
+            x=rows["change"],
+            y=rows["variant"],
+            orientation="h",
+            marker_color=["#c2410c" if v < 0 else "#1d4ed8" for v in rows["change"]],
+            error_x={
+                "type": "data",
+                "symmetric": False,
+                "array": (rows["change_ci_high"] - rows["change"]).fillna(0),
+                "arrayminus": (rows["change"] - rows["change_ci_low"]).fillna(0),
+            },
+            hovertemplate="%{y}: %{x:+.2f}<extra></extra>",
+        )
+        fig.add_vline(x=0, line_color="#111827", line_width=1)
+    fig.update_layout(
+        title=_title(title, subtitle, 18),
+        font_family=FONT,
+        template="plotly_white",
+        xaxis_title=f"change of the KoED-ED gap in {metric} (variant minus authors' pipeline)",
+        yaxis={"automargin": True},
+        margin={"l": 20, "r": 20, "t": 90, "b": 60},
+        height=120 + 48 * max(len(rows), 1),
+        showlegend=False,
+    )
+    return fig

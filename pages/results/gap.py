@@ -85,6 +85,8 @@ else:
         column.plotly_chart(fig, width="stretch", theme=None)  # theme=None: our styling
 if not talk and judge is not None:
     gap_view.paper_table(store, dataset.sha256, judge, blind=not admin)
+if not talk:
+    gap_view.what_moves_the_gap(store, hidden)
 if not talk:  # PNG and SVG in the talk style, for slides (drawn when asked for)
     title = f"Korean minus English, paired by dialogue, 95% CI{suffix}"
     gap_view.downloads(table, shown[0], title, names[shown[0]], admin)
