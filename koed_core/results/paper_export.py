@@ -39,6 +39,10 @@ FILES = {
     "prompt version, decoding settings, dataset sha256.",
     "judges.json": "Every judge configuration used: model, backend, mode, judge prompt version, "
     "rubric version, number of judgments and of unscored ones.",
+    "sensitivity.csv": "What moves the gap: for each run with the KoED authors' pipeline steps "
+    "(base_run_id) and each stored run or judge configuration differing from it in one step "
+    "(variant), the KoED-ED gap per metric with its bootstrap 95% CI, and the variant's paired "
+    "change from the base (change, change_ci_low, change_ci_high); header only when none.",
     "provenance.json": "Where the numbers come from: the dataset sha256 values of the exported "
     "runs (a warning if more than one), listener and judge prompt versions, rubric versions "
     "of judges and raters, KoED Studio version, export time.",
@@ -93,8 +97,33 @@ def provenance(store: Store, gap_table: pd.DataFrame) -> dict[str, Any]:
         "dataset_sha256": shas,
         "listener_prompt_versions": sorted({c["prompt_version"] for c in configs}),
         "judge_configurations": [
-            {k: j[k] for k in ("judge_model", "mode", "prompt_version", "rubric_version")}
+            {
+                k: j[k]
+                for k in (
+                    "judge_model",
+                    "mode",
+                    "prompt_version",
+                    "rubric_version",
+                    "template",
+                    "parse",
+                )
+            }
             for j in judges
+        ],
+        "pipeline_steps": [
+            {
+                "run_id": run_id,
+                "prompt_set": c.get("prompt_set", "native"),
+                "postprocess": c.get("postprocess", "none"),
+                "family": c.get("family", "open"),
+                "commas": c.get("commas", "decoded"),
+                "emotion_reader": c.get("emotion_reader", "extended"),
+                "temperature": c.get("temperature"),
+                "top_p": c.get("top_p"),
+                "top_k": c.get("top_k"),
+                "repetition_penalty": c.get("repetition_penalty"),
+            }
+            for run_id, c in sorted(zip(runs.get("run_id", []), configs, strict=False))
         ],
         "rater_rubric_versions": Ratings(store).rubric_versions(),
         "runs_in_gap_table": sorted(set(gap_table["run_id"])) if not gap_table.empty else [],
@@ -141,9 +170,24 @@ def export_bundle(store: Store, out: Path) -> list[Path]:
             "rubric_versions": Ratings(store).rubric_versions(),
         },
     )
+    moved = _sensitivity(store)
+    (out / "sensitivity.csv").write_text(csv_safe.to_csv(moved), encoding="utf-8")
     (out / "README.md").write_text(_readme(), encoding="utf-8")
     _private(out)
     return [out / name for name in FILES]
+
+
+def _sensitivity(store: Store) -> pd.DataFrame:
+    """What moves the gap, for every run with the authors' steps that has variants."""
+    from koed_core.results import sensitivity
+
+    parts = []
+    for run_id, judge in sensitivity.bases(store):
+        found = sensitivity.find_variants(store, run_id, judge)
+        parts.append(sensitivity.table(store, found).assign(base_run_id=run_id))
+    if not parts:
+        return pd.DataFrame(columns=[*sensitivity.COLUMNS, "base_run_id"])
+    return pd.concat(parts, ignore_index=True)
 
 
 def _run_entry(row: dict[str, Any]) -> dict[str, Any]:

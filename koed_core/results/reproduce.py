@@ -336,8 +336,6 @@ class Outcome:
     """A sensitivity plan's variants (the base first, as BASE): their runs and judge."""
 
 
-
-
 def pinned(plan: Plan) -> Plan:
     """The plan with every step written out as its base resolves it, so that a variant
     changing one step leaves the others where the base has them (native prompts, say,
