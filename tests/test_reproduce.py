@@ -24,6 +24,7 @@ MODELS = ["m-one", "m-two", "m-three", "m-four", "m-five"]
 
 
 def _setup(tmp_path: Path, server: FakeOpenAI) -> tuple[Path, dict[str, str]]:
+    server.served = [*MODELS, "judge-x"]  # the preflight finds every id in the list
     registry = tmp_path / "models.toml"
     entries = [
         f'[models.{name}]\nbackend = "openai"\nmodel = "{name}"\nbase_url = "{server.base_url}"\n'

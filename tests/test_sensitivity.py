@@ -84,6 +84,12 @@ def test_a_planted_post_processing_effect_is_recovered(
     [(run_id, judge)] = sensitivity.bases(store)
     found = sensitivity.find_variants(store, run_id, judge)
     assert set(found) == {sensitivity.BASE, "post-processing: none", "judge parse: lenient"}
+    # the post-processing variant read the base's stored answers again: no listener call
+    answered = store.db.execute("select count(*) from responses where run_id = ?", [run_id])
+    assert sum(r["model"] == "m-one" for r in fake_openai.requests) == 2 * answered.fetchone()[0]
+    other = found["post-processing: none"].run_id
+    raws = "select conv_id, lang, raw from responses where run_id = ? order by 1, 2"
+    assert list(store.db.execute(raws, [other])) == list(store.db.execute(raws, [run_id]))
     # ... and draws it: a bar per variant, the table beside it
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60).run()
     at = at.switch_page("pages/results/gap.py").run()

@@ -199,6 +199,17 @@ class Store:
         )
         return {(r["conv_id"], r["lang"], r["context_hash"]) for r in rows}
 
+    def raw_answers(self, run_id: str) -> dict[tuple[str, str, str], dict[str, Any]]:
+        """A run's successful raw answers by (conv_id, lang, context_hash): what a run that
+        only reads them another way (post-processing, emotion reader) starts from."""
+        rows = self.rows(
+            """select conv_id, lang, context_hash, raw, emotion_raw, latency_s, prompt_tokens,
+                      completion_tokens from responses
+               where run_id = ? and error is null and raw is not null""",
+            [run_id],
+        )
+        return {(r["conv_id"], r["lang"], r["context_hash"]): r for r in rows}
+
     def save_response(
         self, record: ResponseRecord, score: EmotionScore | None, gold: frozenset[str] | None
     ) -> str:

@@ -200,6 +200,28 @@ def answer(client: ChatClient, item: Item, settings: GenerationSettings) -> Answ
     return both, parse_two_calls(first.text, reply.text, item.protocol, item.steps), first.text
 
 
+def replayed(stored: dict[str, Any], item: Item) -> Answer:
+    """A stored answer read again under this item's steps: no model call, the same raw
+    text, so that a run changing only how answers are read differs in nothing else."""
+    done = Completion(
+        stored["raw"],
+        stored["latency_s"] or 0.0,
+        stored["prompt_tokens"],
+        stored["completion_tokens"],
+    )
+    if not item.plan.two_calls:
+        parsed = parse_reply(done.text, item.protocol)
+        kept = postprocessed(parsed.text, item.steps)
+        return done, replace(parsed, text=kept), None
+    emotion = stored["emotion_raw"] or ""
+    return done, parse_two_calls(emotion, done.text, item.protocol, item.steps), emotion
+
+
+READ_ONLY_STEPS = ("postprocess", "emotion_reader")
+"""Steps that only read a stored answer another way: a run changing only these may
+start from another run's raw answers (``reuse_from``)."""
+
+
 def _sum(a: int | None, b: int | None) -> int | None:
     return None if a is None or b is None else a + b
 
@@ -237,6 +259,7 @@ def run_benchmark(
     progress: ProgressFn | None = None,
     prompt_set: str | None = None,
     steps: Steps | None = None,
+    reuse_from: str | None = None,
     stop: Callable[[], bool] | None = None,
     watch: Callable[[BatchReport], None] | None = None,
 ) -> BatchReport:
@@ -245,7 +268,9 @@ def run_benchmark(
     ``prompt_set`` (a shipped name or a TOML file) defaults to ``paper`` for single and
     multi, ``native`` for direct;
     ``steps`` to that set's profile (the authors' steps for ``paper``) with the model's
-    post-processing family.
+    post-processing family. ``reuse_from`` names a run whose raw answers to the same
+    requests are read again instead of asked (a run differing from it only in
+    post-processing or emotion reader).
     ``stop`` cancels: nothing new starts, answers in flight are stored, and a request
     given up because of the cancel is not stored at all (a rerun asks it).
     """
@@ -263,6 +288,7 @@ def run_benchmark(
         steps=steps,
     )
     scored = spec.backend != "human"
+    stored = store.raw_answers(reuse_from) if reuse_from else {}
 
     def store_one(item: Item, result: Answer) -> Outcome:
         if isinstance(result[0], ModelError) and result[0].kind == "cancelled":
@@ -274,7 +300,11 @@ def run_benchmark(
         items,
         key=lambda item: (item.dialogue.conv_id, item.task.lang, item.context_hash),
         done=store.finished(run_id),
-        work=lambda item: answer(client, item, settings),
+        work=lambda item: (
+            replayed(stored[found], item)
+            if (found := (item.dialogue.conv_id, item.task.lang, item.context_hash)) in stored
+            else answer(client, item, settings)
+        ),
         save=store_one,
         workers=workers_for(client, concurrency),
         progress=progress,

@@ -35,6 +35,7 @@ from koed_core.models.pipeline import Steps, steps_for
 from koed_core.models.prompts import PROMPT_SETS, load_prompt_set, plan_messages
 from koed_core.models.protocol import PROTOCOLS, build_task
 from koed_core.models.registry import ModelSpec, decoding
+from koed_core.models.runs import READ_ONLY_STEPS
 from koed_core.results.gaps import paired_gap
 from koed_core.results.sensitivity import BASE
 
@@ -268,7 +269,42 @@ def estimate(
 
     Listener calls are counted exactly (two per item for the paper set); judge calls
     assume one attempt per dimension and a reply of the length of the listener request.
+    A sensitivity plan adds each variant: a variant that changes only the judge reuses
+    the base's answers and costs judge calls alone.
     """
+    if plan.variants:
+        base = pinned(plan)
+        parts = [_estimate(base, specs, judge, dialogues)]
+        for changes in plan.variants.values():
+            no_calls = set(changes) <= {"judge_template", "judge_parse", *READ_ONLY_STEPS}
+            variant = replace(base, **changes)
+            parts.append(_estimate(variant, specs, judge, dialogues, listeners=not no_calls))
+        merged: dict[str, Estimate] = {}
+        for part in parts:
+            for row in part:
+                seen = merged.get(row.server)
+                merged[row.server] = (
+                    row
+                    if seen is None
+                    else Estimate(
+                        row.server,
+                        tuple(sorted(set(seen.models) | set(row.models))),
+                        seen.requests + row.requests,
+                        seen.prompt_tokens + row.prompt_tokens,
+                        seen.batch_api or row.batch_api,
+                    )
+                )
+        return list(merged.values())
+    return _estimate(plan, specs, judge, dialogues)
+
+
+def _estimate(
+    plan: Plan,
+    specs: Mapping[str, ModelSpec],
+    judge: ModelSpec,
+    dialogues: Sequence[Dialogue],
+    listeners: bool = True,
+) -> list[Estimate]:
     from koed_core.judge.judging import JudgeSteps
     from koed_core.judge.rubric import dimensions
     from koed_core.judge.verdicts import JudgeMode, build_judge_messages
@@ -300,7 +336,8 @@ def estimate(
                     prompt = plan_messages(task, protocol, plan.prompts)  # type: ignore[arg-type]
                     chars = sum(len(m["content"]) for m in prompt.first)
                     calls = 2 if prompt.two_calls else 1
-                    add(spec, calls, chars * calls)
+                    if listeners:
+                        add(spec, calls, chars * calls)
                     responses += 1
                     context: list[tuple[str, str]] = [(t.role, t.text) for t in task.turns]
                     mode: JudgeMode = "strict" if plan.judge_mode == "strict" else "paper"
@@ -380,6 +417,7 @@ def reproduce(
         if stop and stop():
             break
         variant = replace(base, **changes)
+        reads_only = set(changes) <= set(READ_ONLY_STEPS)
         got = _reproduce_one(
             variant,
             store,
@@ -390,6 +428,7 @@ def reproduce(
             lambda message, name=name: say(f"[{name}] {message}"),
             stop=stop,
             watch=_prefixed(watch, name),
+            reuse=dict(outcome.runs) if reads_only else None,
         )
         outcome.variants[name] = (got.runs, got.judge)
         outcome.failures.update({f"{model} ({name})": why for model, why in got.failures.items()})
@@ -415,6 +454,7 @@ def _reproduce_one(
     *,
     stop: Callable[[], bool] | None = None,
     watch: Callable[[str, BatchReport], None] | None = None,
+    reuse: Mapping[tuple[str, str], str] | None = None,
 ) -> Outcome:
     """Run every model (in parallel, each at its own concurrency), judge each run as soon
     as it is done, and return the run ids. Everything stored is skipped on a rerun.
@@ -444,6 +484,7 @@ def _reproduce_one(
                 settings,
                 stop=stop,
                 watch=_named(watch, step),
+                reuse_from=(reuse or {}).get((name, protocol)),
             )
             with lock:
                 outcome.runs[(name, protocol)] = report.run_id
@@ -503,6 +544,7 @@ def run_benchmark_for(
     *,
     stop: Callable[[], bool] | None = None,
     watch: Callable[[BatchReport], None] | None = None,
+    reuse_from: str | None = None,
 ) -> BatchReport:
     """One model x protocol, both languages, as ``koed run`` would do it."""
     from koed_core.models.runs import run_benchmark
@@ -519,6 +561,7 @@ def run_benchmark_for(
         concurrency=plan.concurrency,
         prompt_set=plan.prompts,
         steps=plan.steps(spec.family),
+        reuse_from=reuse_from,
         stop=stop,
         watch=watch,
     )
