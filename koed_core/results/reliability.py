@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass
+from functools import lru_cache
 
 import krippendorff
 import numpy as np
@@ -145,10 +146,7 @@ def alpha_with_ci(matrix: np.ndarray, seed: int = 0) -> tuple[Stat, float | None
         m - 1
     )[:, None, None]
     items = len(pairable)
-    drawn = np.random.default_rng(seed).integers(0, items, size=(BOOTSTRAP, items))
-    # How often each item was drawn in each resample, then the resampled coincidences.
-    offsets = (np.arange(BOOTSTRAP)[:, None] * items + drawn).ravel()
-    weights = np.bincount(offsets, minlength=BOOTSTRAP * items).reshape(BOOTSTRAP, items)
+    weights = _resample_counts(items, seed)
     boot = _alpha_from_coincidences((weights @ per_item.reshape(items, 25)).reshape(-1, 5, 5))
     finite = boot[np.isfinite(boot)]
     lo, hi = (
@@ -164,6 +162,20 @@ def alpha_with_ci(matrix: np.ndarray, seed: int = 0) -> tuple[Stat, float | None
     return Stat(value, reading), lo, hi
 
 
+@lru_cache(maxsize=4)
+def _resample_counts(items: int, seed: int) -> np.ndarray:
+    """How often each of ``items`` items is drawn in each bootstrap resample (float, so the
+    product with the per-item coincidences runs in BLAS). The draws depend only on the
+    item count and the seed, so cells of the same size share them (as they always drew
+    the same ones): kept, read-only, for the next cell."""
+    drawn = np.random.default_rng(seed).integers(0, items, size=(BOOTSTRAP, items))
+    offsets = (np.arange(BOOTSTRAP)[:, None] * items + drawn).ravel()
+    counts = np.bincount(offsets, minlength=BOOTSTRAP * items).reshape(BOOTSTRAP, items)
+    weights = counts.astype(float)
+    weights.flags.writeable = False
+    return weights
+
+
 def kappa(judge: np.ndarray, human: np.ndarray) -> Stat:
     """Quadratic-weighted kappa, labels fixed to 1..5 so the weights never shift."""
     if len(judge) < MIN_ITEMS:
@@ -172,7 +184,17 @@ def kappa(judge: np.ndarray, human: np.ndarray) -> Stat:
         return Stat(None, "undefined: judge and people each give one score only")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        value = float(cohen_kappa_score(judge, human, labels=list(SCALE), weights="quadratic"))
+        # scores as 0-4: the same quadratic weights, and scikit-learn's fast path (labels
+        # 0..n-1 need no lookup table); the value is unchanged
+        low = SCALE[0]
+        value = float(
+            cohen_kappa_score(
+                np.asarray(judge) - low,
+                np.asarray(human) - low,
+                labels=[s - low for s in SCALE],
+                weights="quadratic",
+            )
+        )
     if math.isnan(value):
         return Stat(None, "undefined: no variance in the scores")
     return Stat(value, read_kappa(value))
@@ -188,10 +210,19 @@ def spearman(a: np.ndarray, b: np.ndarray) -> Stat:
     return Stat(value, read_rho(value))
 
 
+def _matrix(ratings: pd.DataFrame) -> np.ndarray:
+    """Raters x items, NaN where a rater did not rate an item (the first rating kept)."""
+    first = ratings.drop_duplicates(["rater", "item"])
+    raters, rows = np.unique(first["rater"].to_numpy(), return_inverse=True)
+    items, columns = np.unique(first["item"].to_numpy(), return_inverse=True)
+    matrix = np.full((len(raters), len(items)), np.nan)
+    matrix[rows, columns] = first["score"].to_numpy(dtype=float)
+    return matrix
+
+
 def _cell(ratings: pd.DataFrame, judge: pd.DataFrame, lengths: pd.Series) -> dict[str, object]:
     """All statistics for one dimension x language (x rater group)."""
-    wide = ratings.pivot_table(index="rater", columns="item", values="score", aggfunc="first")
-    alpha, lo, hi = alpha_with_ci(wide.to_numpy(dtype=float))
+    alpha, lo, hi = alpha_with_ci(_matrix(ratings))
     per_item = ratings.groupby("item")["score"]
     human_mean, human_median = per_item.mean(), per_item.median()
     row: dict[str, object] = {
@@ -203,9 +234,10 @@ def _cell(ratings: pd.DataFrame, judge: pd.DataFrame, lengths: pd.Series) -> dic
         "alpha_ci_high": hi,
         "alpha_reading": alpha.reading,
     }
-    row.update(_ceiling(ratings))
+    targets = _loo_targets(ratings)
+    row.update(_ceiling(targets))
     scored = judge.dropna(subset=["score"]).set_index("item")["score"]
-    row.update(_judge_loo(ratings, scored))
+    row.update(_judge_loo(targets, scored))
     both = scored.index.intersection(human_mean.index)
     j = scored.loc[both].to_numpy(dtype=float)
     k = kappa(np.rint(j).astype(int), round_half_up(human_median.loc[both].to_numpy()))
@@ -256,9 +288,8 @@ def _loo_targets(ratings: pd.DataFrame) -> pd.DataFrame:
     )
 
 
-def _judge_loo(ratings: pd.DataFrame, scored: pd.Series) -> dict[str, object]:
+def _judge_loo(targets: pd.DataFrame, scored: pd.Series) -> dict[str, object]:
     """The judge against the same leave-one-out targets as each human rating."""
-    targets = _loo_targets(ratings)
     targets = targets[targets["item"].isin(scored.index)]
     judge = scored.reindex(targets["item"]).to_numpy(dtype=float)
     others = targets["others"].to_numpy()
@@ -274,13 +305,13 @@ def _judge_loo(ratings: pd.DataFrame, scored: pd.Series) -> dict[str, object]:
     }
 
 
-def _ceiling(ratings: pd.DataFrame) -> dict[str, object]:
-    """Every rating against the mean of the other raters on the same item, pooled over raters.
+def _ceiling(targets: pd.DataFrame) -> dict[str, object]:
+    """Every rating against the mean of the other raters on the same item, pooled over raters
+    (``targets`` from :func:`_loo_targets`).
 
     This is what people reach among themselves; the judge's kappa and Spearman are read
     against it. Items with a single rating have no "others" and are left out.
     """
-    targets = _loo_targets(ratings)
     own, others = targets["own"].to_numpy(), targets["others"].to_numpy()
     rho = spearman(own, others)
     k = kappa(own.astype(int), round_half_up(others))
@@ -292,6 +323,32 @@ def _ceiling(ratings: pd.DataFrame) -> dict[str, object]:
             f"{k.reading if k.value is not None else rho.reading}"
         ),
     }
+
+
+def _coded(
+    ratings: pd.DataFrame,
+    judge: pd.DataFrame,
+    lengths: pd.Series,
+    groups: dict[str, str] | None,
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.Series, dict[int, str] | None]:
+    """Items and raters as integer codes: every lookup of the table (isin, groupby,
+    reindex) is several times faster on integers than on strings. No statistic depends
+    on the names, and none leaves this module."""
+    parts = [ratings["item"]] + ([judge["item"]] if "item" in judge else [])
+    # sorted, so items keep the order a pivot by name gave them (the bootstrap draws by
+    # position: the same order, the same resamples, the same CIs as before)
+    items = pd.Index(sorted(pd.unique(pd.concat(parts, ignore_index=True))))
+    ratings = ratings.assign(item=items.get_indexer(ratings["item"]))
+    if "item" in judge:
+        judge = judge.assign(item=items.get_indexer(judge["item"]))
+    where = items.get_indexer(lengths.index)
+    lengths = pd.Series(lengths.to_numpy()[where >= 0], index=where[where >= 0])
+    codes_, raters = pd.factorize(ratings["rater"])
+    ratings = ratings.assign(rater=codes_)
+    coded = None
+    if groups is not None:
+        coded = {n: groups[name] for n, name in enumerate(raters) if name in groups}
+    return ratings, judge, lengths, coded
 
 
 def agreement_table(
@@ -308,14 +365,15 @@ def agreement_table(
         lengths: response length in characters, indexed by item.
         groups: rater -> group name (e.g. "native ko" / "not native ko").
     """
+    ratings, judge, lengths, by_code = _coded(ratings, judge, lengths, groups)
     rows = []
     for (dimension, lang), cell in ratings.groupby(["dimension", "lang"], sort=True):
         judged = judge[judge["dimension"] == dimension] if not judge.empty else judge
         judged = judged if not judged.empty else pd.DataFrame(columns=["item", "score"])
         subsets = [("all", cell)]
-        names = sorted(set((groups or {}).values()))
+        names = sorted(set((by_code or {}).values()))
         for group in names if len(names) > 1 else []:
-            members = [r for r, g in (groups or {}).items() if g == group]
+            members = [r for r, g in (by_code or {}).items() if g == group]
             subsets.append((group, cell[cell["rater"].isin(members)]))
         for group, subset in subsets:
             if subset.empty:
