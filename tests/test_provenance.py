@@ -146,7 +146,11 @@ def test_provenance_comes_from_the_runs(tmp_path: Path, fake_openai: FakeOpenAI)
     assert provenance["dataset_sha256"] == [official_sha] and "warning" not in provenance
     # every run's pipeline steps: the paper profile's are the authors'
     [steps] = provenance["pipeline_steps"]
-    assert (steps["prompt_set"], steps["postprocess"], steps["commas"]) == ("paper", "authors", "raw")
+    assert (steps["prompt_set"], steps["postprocess"], steps["commas"]) == (
+        "paper",
+        "authors",
+        "raw",
+    )
     assert steps["emotion_reader"] == "authors" and steps["family"] == "open"
     run_benchmark(
         store,

@@ -54,10 +54,11 @@ def cmd_reproduce(args: argparse.Namespace, settings: Settings) -> int:
         text += "\nbatch = true\n" if "batch" not in tomllib_keys(text) else ""
     env = Environment(settings)
     if args.differences:
-        from koed_core.results.differences import differences, to_markdown
+        from koed_core.results import differences
 
         specs = {name: env.resolve(name) for name in plan.models}
-        print(to_markdown(differences(plan, specs, env.resolve(plan.judge))), end="")
+        found = differences.differences(plan, specs, env.resolve(plan.judge))
+        print(differences.to_markdown(found), end="")
         return 0
     path = args.data or resolve_source(settings.data_path, settings.cache_dir).path
     dataset = load_dataset(path)

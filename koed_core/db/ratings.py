@@ -12,6 +12,7 @@ import pandas as pd
 
 from koed_core.db.store import Store
 from koed_core.db.types import CandidateItem, RaterProfile, RatingItem, short_hash
+from koed_core.dialogues.records import decode_ed_text
 
 ITEM_COLUMNS = (
     "id, study_id, response_id, kind, conv_id, lang, context, response, created, instruction"
@@ -207,7 +208,11 @@ class Ratings:
         if not rows:
             return None
         r = rows[0]
-        context = tuple((str(role), str(text)) for role, text in json.loads(r["context"]))
+        # A person reads commas: a run that sent EmpatheticDialogues' "_comma_" to the model
+        # (as the KoED authors did) keeps it for the judge, never for a rater.
+        context = tuple(
+            (str(role), decode_ed_text(str(text))) for role, text in json.loads(r["context"])
+        )
         return RatingItem(
             r["id"], int(r["study_id"]), r["lang"], context, r["response"], r["instruction"]
         )

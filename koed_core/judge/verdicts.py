@@ -163,7 +163,7 @@ def _read_template(path: Path) -> JudgeTemplate:
     missing = [k for k in ("name", "system", "paper") if not isinstance(raw.get(k), str)]
     if missing:
         raise TemplateError(f"{path}: needs {', '.join(missing)} (text)")
-    tasks = {mode: raw[mode] for mode in MODES if isinstance(raw.get(mode), str)}
+    tasks: dict[str, str] = {str(m): str(raw[m]) for m in MODES if isinstance(raw.get(m), str)}
     template = JudgeTemplate(
         name=str(raw["name"]),
         fence=bool(raw.get("fence", True)),

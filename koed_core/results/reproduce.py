@@ -425,7 +425,7 @@ def reproduce(
             dataset_sha256,
             listeners,
             judge,
-            lambda message, name=name: say(f"[{name}] {message}"),
+            _tagged(say, name),
             stop=stop,
             watch=_prefixed(watch, name),
             reuse=dict(outcome.runs) if reads_only else None,
@@ -433,6 +433,11 @@ def reproduce(
         outcome.variants[name] = (got.runs, got.judge)
         outcome.failures.update({f"{model} ({name})": why for model, why in got.failures.items()})
     return outcome
+
+
+def _tagged(say: Callable[[str], None], name: str) -> Callable[[str], None]:
+    """Progress lines of one variant, named."""
+    return lambda message: say(f"[{name}] {message}")
 
 
 def _prefixed(
