@@ -104,9 +104,12 @@ def add_batch_choice(parser: argparse.ArgumentParser) -> None:
 
 
 def add_judge_choice(parser: argparse.ArgumentParser) -> None:
-    """--judge, --mode and --prompt-version: together they name one judge configuration."""
+    """--judge, --mode, --template, --parse and --prompt-version: together they name one
+    judge configuration."""
     parser.add_argument(
         "--judge", help="judge model (default: the most recent configuration; see `koed judges`)"
     )
     parser.add_argument("--mode", choices=MODES, help="judge mode")
     parser.add_argument("--prompt-version", help="judge prompt version, or its first characters")
+    parser.add_argument("--template", help="judge template name (authors, fenced, or yours)")
+    parser.add_argument("--parse", help="verdict parser (authors, lenient, json)")

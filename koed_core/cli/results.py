@@ -45,6 +45,8 @@ def cmd_agreement(args: argparse.Namespace, settings: Settings) -> int:
         model=args.judge,
         mode=args.mode,
         prompt_version=args.prompt_version,
+        template=args.template,
+        parse=args.parse,
     )
     config = choice.config if choice else None
     frame = agreement.table(agreement.load_inputs(store, study, config))
@@ -55,7 +57,10 @@ def cmd_agreement(args: argparse.Namespace, settings: Settings) -> int:
     print(score_sources.study_label(store, study))
     print(f"judge: {config.label if config else '(none scored this study: human-human only)'}")
     for other in choice.others if choice else ():
-        print(f"  also stored (not mixed in; pick with --prompt-version): {other.label}")
+        print(
+            "  also stored (not mixed in; pick with --template, --parse, --prompt-version): "
+            f"{other.label}"
+        )
     shown = ["dimension", "lang", "group", "items", "raters", *NUMBERS]
     print(frame[shown].to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     return 0

@@ -125,7 +125,11 @@ def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
         model=args.model,
         langs=langs,
         protocol=args.protocol,
-        prompts=args.prompts,
+        prompts=(
+            str(Path(args.prompts).resolve())
+            if args.prompts and args.prompts not in PROMPT_SETS
+            else args.prompts
+        ),
         subset=args.subset,
         sample=args.sample,
         seed=args.seed,
@@ -157,7 +161,7 @@ def cmd_judge(args: argparse.Namespace, settings: Settings) -> int:
         concurrency=args.concurrency,
         batch=args.batch,
         batch_size=args.batch_size,
-        template=str(args.judge_template) if args.judge_template else args.template,
+        template=str(args.judge_template.resolve()) if args.judge_template else args.template,
         parse=args.parse,
     )
     return foreground(params, args.db, settings, "call")

@@ -43,6 +43,8 @@ def choose_judge(
     model: str | None = None,
     mode: str | None = None,
     prompt_version: str | None = None,
+    template: str | None = None,
+    parse: str | None = None,
 ) -> JudgeChoice | None:
     """The most recent judge configuration that scored these runs and fits the filters.
 
@@ -58,9 +60,11 @@ def choose_judge(
         if (model is None or u.config.model == model)
         and (mode is None or u.config.mode == mode)
         and (prompt_version is None or u.config.prompt_version.startswith(prompt_version))
+        and (template is None or u.config.template == template)
+        and (parse is None or u.config.parse == parse)
     ]
     if not matches:
-        if not uses and model is None and mode is None and prompt_version is None:
+        if not uses and not any((model, mode, prompt_version, template, parse)):
             return None
         asked = ", ".join(
             f"{name} {value}"
@@ -68,6 +72,8 @@ def choose_judge(
                 ("judge", model),
                 ("mode", mode),
                 ("prompt version", prompt_version),
+                ("template", template),
+                ("parse", parse),
             )
             if value
         )
