@@ -193,5 +193,4 @@ def sensitivity_table(store: Store, run_id: str, judge: JudgeConfig) -> pd.DataF
 @st.cache_data(max_entries=ENTRIES, show_spinner=False)
 def _sensitivity_table(db: str, stamp: int, run_id: str, judge: JudgeConfig) -> pd.DataFrame:
     store = resources.store_at(db)
-    found = sensitivity.find_variants(store, run_id, judge)
-    return sensitivity.table(store, found)
+    return sensitivity.table(store, sensitivity.find_variants(store, run_id, judge))

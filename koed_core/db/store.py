@@ -283,6 +283,10 @@ class Store:
             """select r.id as run_id, r.name, json_extract(r.config, '$.protocol') as protocol,
                       coalesce(json_extract(r.config, '$.prompt_set'), 'native') as prompt_set,
                       json_extract(r.config, '$.temperature') as temperature,
+                      coalesce(json_extract(r.config, '$.postprocess'), 'none') as postprocess,
+                      coalesce(json_extract(r.config, '$.commas'), 'decoded') as commas,
+                      coalesce(json_extract(r.config, '$.emotion_reader'), 'extended')
+                        as emotion_reader,
                       r.langs, r.created, count(distinct s.conv_id) as dialogues,
                       group_concat(distinct s.lang) as answered_langs
                from runs r left join responses s on s.run_id = r.id and s.error is null

@@ -335,8 +335,10 @@ def run_labels(store: Store) -> dict[str, str]:
     """One label per run that tells it apart from every other, for people: the same text
     in every picker, table, legend and export (run ids stay in exports beside it).
 
-    "fake-bad · single · paper prompts · en+ko · 34 dialogues · 2026-12-01 09:14 UTC"; two runs
-    that agree on all of that get their temperature, then "(2)", "(3)" in age order.
+    "fake-bad · single · paper prompts · en+ko · 34 dialogues · 2026-12-01 09:14 UTC"; runs
+    that agree on all of that get the pipeline steps that differ among them
+    ("post-processing none, commas decoded"), then their temperature, then "(2)", "(3)"
+    in age order.
     """
     facts = store.run_facts()
     labels: dict[str, str] = {}
@@ -359,6 +361,23 @@ def run_labels(store: Store) -> dict[str, str]:
             )
             if part
         )
+    # runs alike but for a pipeline step: name the steps that differ within the group
+    steps = {
+        r["run_id"]: {
+            "post-processing": r["postprocess"],
+            "commas": r["commas"],
+            "emotion reader": r["emotion_reader"],
+        }
+        for r in facts
+    }
+    groups: dict[str, list[str]] = {}
+    for run_id, label in _repeated(labels).items():
+        groups.setdefault(label, []).append(run_id)
+    for members in groups.values():
+        varying = [k for k in steps[members[0]] if len({steps[m][k] for m in members}) > 1]
+        for m in members:
+            if varying:
+                labels[m] += " · " + ", ".join(f"{k} {steps[m][k]}" for k in varying)
     temperatures = {r["run_id"]: r["temperature"] for r in facts}
     for run_id, label in _repeated(labels).items():
         temp = temperatures.get(run_id)

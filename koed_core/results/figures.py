@@ -168,6 +168,9 @@ def sensitivity_figure(
                 "array": (rows["change_ci_high"] - rows["change"]).fillna(0),
                 "arrayminus": (rows["change"] - rows["change_ci_low"]).fillna(0),
             },
+            text=[f"{v:+.2f}" for v in rows["change"]],
+            textposition="outside",
+            cliponaxis=False,
             hovertemplate="%{y}: %{x:+.2f}<extra></extra>",
         )
         fig.add_vline(x=0, line_color="#111827", line_width=1)

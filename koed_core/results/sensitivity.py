@@ -85,7 +85,13 @@ def table(
     base: str = BASE,
 ) -> pd.DataFrame:
     """One row per variant and metric: the gap (KoED minus ED) with its CI, and for each
-    variant its paired change from the base with the change's CI."""
+    variant its paired change from the base with the change's CI. ``model`` and
+    ``protocol`` default to the base run's."""
+    stored = store.run_config(variants[base].run_id) if base in variants else None
+    if stored and not model:
+        model = str(stored[0].get("model_name", ""))
+    if stored and not protocol:
+        protocol = str(stored[0].get("protocol", ""))
     frames: dict[JudgeConfig | None, pd.DataFrame] = {}
 
     def frame_of(judge: JudgeConfig | None) -> pd.DataFrame:
