@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, ClassVar
@@ -454,15 +455,20 @@ def _reproduce(params: ReproduceJob, store: Store, env: Environment, hooks: Hook
     specs = {name: env.resolve(name) for name in plan.models}
     judge_spec = env.resolve(plan.judge)
     problems: dict[str, str] = {}
-    retired: dict[str, str] = {}
-    for name, spec in [*specs.items(), (judge_spec.name, judge_spec)]:
+    def preflight(spec: ModelSpec) -> tuple[str | None, str | None]:
+        """(why it cannot be reached, why its id would fail), each None when fine."""
         reason = reproduce.check_reachable(spec, env.key(spec))
+        return reason, None if reason else reproduce.check_served(spec, env.key(spec))
+
+    everyone = [*specs.items(), (judge_spec.name, judge_spec)]
+    with ThreadPoolExecutor(max_workers=len(everyone)) as pool:  # servers answer in parallel
+        checked = list(pool.map(lambda item: preflight(item[1]), everyone))
+    retired: dict[str, str] = {}
+    for (name, _spec), (reason, gone) in zip(everyone, checked, strict=True):
         if reason:
             problems[name] = reason
             hooks.say(f"left out: {name}: {reason}")
-            continue
-        gone = reproduce.check_served(spec, env.key(spec))
-        if gone:
+        elif gone:
             retired[name] = gone
     if retired:  # every call would fail: stop before anything is spent
         raise JobError(
