@@ -455,6 +455,7 @@ def _reproduce(params: ReproduceJob, store: Store, env: Environment, hooks: Hook
     specs = {name: env.resolve(name) for name in plan.models}
     judge_spec = env.resolve(plan.judge)
     problems: dict[str, str] = {}
+
     def preflight(spec: ModelSpec) -> tuple[str | None, str | None]:
         """(why it cannot be reached, why its id would fail), each None when fine."""
         reason = reproduce.check_reachable(spec, env.key(spec))
