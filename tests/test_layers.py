@@ -3,7 +3,7 @@
 Pages -> components -> koed_core, and inside koed_core the section packages stack in one
 order (a package imports only itself and the packages below it):
 
-    base (errors, paths, redact, csv_safe, config)
+    base (errors, paths, redact, csv_safe, config, tomlfile)
     < dialogues < db < models < judge < rating < results < jobs < cli
 
 koed_core never imports Streamlit, so notebooks and the CLI can use it; bench/ never
@@ -59,7 +59,7 @@ def test_every_core_module_is_in_a_known_place() -> None:
     ]
     assert stray == []
     base = {f.stem for f in (ROOT / "koed_core").glob("*.py")}
-    assert base == {"__init__", "errors", "paths", "redact", "csv_safe", "config"}
+    assert base == {"__init__", "errors", "paths", "redact", "csv_safe", "config", "tomlfile"}
 
 
 def test_core_packages_import_only_downward() -> None:

@@ -18,7 +18,6 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
@@ -29,6 +28,7 @@ from koed_core.errors import KoedError
 from koed_core.judge.rubric import SCALE, Dimension, rubric_version
 from koed_core.models.protocol import ROLE_NAMES, Message
 from koed_core.paths import DATA_DIR
+from koed_core.tomlfile import read_toml
 
 JudgeMode = Literal["paper", "strict"]
 MODES: tuple[JudgeMode, ...] = ("paper", "strict")
@@ -151,15 +151,7 @@ def _shipped(name: str) -> JudgeTemplate:
 
 
 def _read_template(path: Path) -> JudgeTemplate:
-    try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        known = ", ".join(TEMPLATES)
-        raise TemplateError(f"{path}: no such judge template (shipped: {known})") from None
-    except (OSError, UnicodeDecodeError) as err:
-        raise TemplateError(f"{path}: not readable ({err})") from None
-    except tomllib.TOMLDecodeError as err:
-        raise TemplateError(f"{path}: not valid TOML ({err})") from None
+    raw = read_toml(path, "judge template", TEMPLATES, TemplateError)
     missing = [k for k in ("name", "system", "paper") if not isinstance(raw.get(k), str)]
     if missing:
         raise TemplateError(f"{path}: needs {', '.join(missing)} (text)")

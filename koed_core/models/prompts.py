@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
@@ -31,6 +30,7 @@ from koed_core.dialogues.labels import all_labels
 from koed_core.errors import KoedError
 from koed_core.models.protocol import ListenerTask, Message, Protocol
 from koed_core.paths import DATA_DIR
+from koed_core.tomlfile import read_toml
 
 PromptSetName = Literal["paper", "native"]
 PROMPT_SETS: tuple[PromptSetName, ...] = ("paper", "native")
@@ -135,15 +135,7 @@ def _shipped(name: str) -> PromptSet:
 
 
 def _read(path: Path) -> PromptSet:
-    try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        shipped = ", ".join(PROMPT_SETS)
-        raise PromptSetError(f"{path}: no such prompt set (shipped: {shipped})") from None
-    except (OSError, UnicodeDecodeError) as err:
-        raise PromptSetError(f"{path}: not readable ({err})") from None
-    except tomllib.TOMLDecodeError as err:
-        raise PromptSetError(f"{path}: not valid TOML ({err})") from None
+    raw = read_toml(path, "prompt set", PROMPT_SETS, PromptSetError)
     if not isinstance(raw.get("name"), str) or not raw["name"]:
         raise PromptSetError(f"{path}: needs a name")
     found = PromptSet(

@@ -51,12 +51,7 @@ COLUMNS = [
     "change_ci_low",
     "change_ci_high",
     "run_id",
-    "judge_model",
-    "judge_mode",
-    "judge_prompt_version",
-    "judge_rubric_version",
-    "judge_template",
-    "judge_parse",
+    *JudgeConfig("", "", "", "").as_columns(),
 ]
 
 
