@@ -240,3 +240,21 @@ def test_post_processing_matches_the_restated_rule(reply: str, family: str) -> N
 )
 def test_the_authors_emotion_reader(text: str, single: bool, expected: tuple[str, ...]) -> None:
     assert read_emotions_authors(text, single) == expected
+
+
+def test_raters_read_commas_where_the_judge_read_the_file(
+    fake_openai: FakeOpenAI, koed_file: Path, tmp_path: Path
+) -> None:
+    from fixtures.rating import rater, study
+
+    store = Store(tmp_path / "r.db")
+    fake_openai.queue(*[Step(text=t) for _ in range(4) for t in (EMOTION, "Oh no_comma_ truly.")])
+    run_id = _run(store, fake_openai, koed_file)
+    stored = store.db.execute("select context from responses where lang = 'en' limit 1")
+    assert "_comma_" in stored.fetchone()[0]  # kept for the judge, as the authors had it
+    ratings, study_id = study(store, run_id, attention_checks=0, langs=("en",))
+    rater(ratings, "mina")
+    item = ratings.next_item(study_id, "mina")
+    assert item is not None and item.lang == "en"
+    shown = " ".join(text for _, text in item.context) + " " + item.response
+    assert "_comma_" not in shown and "," in shown  # what a person reads: commas

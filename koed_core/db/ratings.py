@@ -213,8 +213,9 @@ class Ratings:
         context = tuple(
             (str(role), decode_ed_text(str(text))) for role, text in json.loads(r["context"])
         )
+        response = decode_ed_text(str(r["response"]))  # the human reference's own turn too
         return RatingItem(
-            r["id"], int(r["study_id"]), r["lang"], context, r["response"], r["instruction"]
+            r["id"], int(r["study_id"]), r["lang"], context, response, r["instruction"]
         )
 
     def assignment_target(self, assignment_id: str, username: str) -> dict[str, Any] | None:
