@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -294,3 +295,26 @@ def test_an_unparseable_verdict_is_asked_up_to_five_times(
     assert attempts == 5  # all five kept, none scored
     again = judge_run(store, make_client(spec), spec, run_id, "paper", dims=["ER"])
     assert again.skipped == report.planned  # an exhausted task is not asked a sixth time
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (("Listener: {response}", "Listener:"), "never shows {response}"),
+        (("fence = false", 'fence = "no"'), "must be true or false"),
+        (("{dialogue}", "{dialouge}"), "never shows {dialogue}"),
+    ],
+)
+def test_a_broken_judge_template_is_refused_when_loaded(
+    tmp_path: Path, change: tuple[str, str], message: str
+) -> None:
+    from koed_core.judge.verdicts import JUDGE_DIR, TemplateError, load_template
+
+    shipped = (JUDGE_DIR / "authors.toml").read_text(encoding="utf-8")
+    assert change[0] in shipped
+    broken = tmp_path / "broken.toml"
+    # the comment block names every placeholder: change the template text, not the comment
+    head, body = shipped.split('name = "authors"', 1)
+    broken.write_text(head + 'name = "authors"' + body.replace(*change), encoding="utf-8")
+    with pytest.raises(TemplateError, match=re.escape(message)):
+        load_template(broken)

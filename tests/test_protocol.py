@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -184,3 +185,34 @@ def test_emotion_scores(predicted, gold, hit, p, r, f1, j) -> None:  # type: ign
     assert score.hit is hit
     assert (score.precision, score.recall) == pytest.approx((p, r))
     assert (score.f1, score.jaccard) == pytest.approx((f1, j))
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (
+            ("Conversation:\n{transcript}\n\nFirst, only the emotion", "First, only the emotion"),
+            "has no {transcript}",
+        ),
+        (
+            (
+                "Conversation:\n{transcript}\n\nFirst, only the emotion",
+                "Conversation:\n{transcript}\n{emotion}\nFirst, only the emotion",
+            ),
+            "placeholder we do not fill there",
+        ),
+        (("two_calls = true", 'two_calls = "yes"'), "must be true or false"),
+        (('label = "{Name} ({gloss})"', 'label = "{Name} ({glos})"'), "use {name} {Name} {gloss}"),
+    ],
+)
+def test_a_broken_prompt_file_is_refused_when_loaded(
+    tmp_path: Path, change: tuple[str, str], message: str
+) -> None:
+    from koed_core.models.prompts import PROMPTS_DIR, PromptSetError, load_prompt_set
+
+    shipped = (PROMPTS_DIR / "paper.toml").read_text(encoding="utf-8")
+    assert change[0] in shipped
+    broken = tmp_path / "broken.toml"
+    broken.write_text(shipped.replace(change[0], change[1], 1), encoding="utf-8")
+    with pytest.raises(PromptSetError, match=re.escape(message)):
+        load_prompt_set(broken)

@@ -282,6 +282,7 @@ class Store:
         return self.rows(
             """select r.id as run_id, r.name, json_extract(r.config, '$.protocol') as protocol,
                       coalesce(json_extract(r.config, '$.prompt_set'), 'native') as prompt_set,
+                      json_extract(r.config, '$.prompt_version') as prompt_version,
                       json_extract(r.config, '$.temperature') as temperature,
                       coalesce(json_extract(r.config, '$.postprocess'), 'none') as postprocess,
                       coalesce(json_extract(r.config, '$.commas'), 'decoded') as commas,

@@ -156,6 +156,16 @@ def _read_template(path: Path) -> JudgeTemplate:
     if missing:
         raise TemplateError(f"{path}: needs {', '.join(missing)} (text)")
     tasks: dict[str, str] = {str(m): str(raw[m]) for m in MODES if isinstance(raw.get(m), str)}
+    if "fence" in raw and not isinstance(raw["fence"], bool):
+        raise TemplateError(f"{path}: fence must be true or false, not {raw['fence']!r}")
+    for mode, task in tasks.items():
+        text = raw["system"] + task
+        lost = [p for p in ("{dialogue}", "{response}") if p not in text]
+        if lost:
+            raise TemplateError(
+                f"{path}: the {mode} form never shows {' or '.join(lost)}: the judge would "
+                "score what it cannot see"
+            )
     template = JudgeTemplate(
         name=str(raw["name"]),
         fence=bool(raw.get("fence", True)),

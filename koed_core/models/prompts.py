@@ -150,29 +150,51 @@ def _read(path: Path) -> PromptSet:
 
 
 def _check(prompts: PromptSet) -> None:
-    """Fill every template once with placeholder values: a typo is found at load time."""
-    values = {
-        "task": "",
-        "language": "",
-        "labels": "",
-        "transcript": "",
-        "first": "",
-        "emotion": "",
-    }
+    """Fill every template once with placeholder values: a typo, a placeholder in the
+    wrong call or a transcript left out is found at load time, not after a run started.
+
+    Raises:
+        PromptSetError: naming the file, the template and what is wrong.
+    """
+    where = prompts.source
+    for key in ("two_calls",):
+        if key in prompts.raw and not isinstance(prompts.raw[key], bool):
+            raise PromptSetError(f"{where}: {key} must be true or false, not {prompts.raw[key]!r}")
+    first = {"task": "", "language": "", "labels": "", "transcript": ""}
     for lang in ("en", "ko"):
         try:
-            values["labels"] = prompts.labels(lang)
-            values["task"] = str(prompts.raw.get("task", "")).format(language="")
-            for protocol in PROTOCOL_NAMES:
-                prompts.text("system", protocol, lang).format(**values)
-                prompts.text("user", protocol, lang).format(**values)
-            if prompts.two_calls:
-                prompts.text("user", "reply", lang).format(**values)
+            prompts.labels(lang)
         except (KeyError, IndexError, ValueError) as err:
             raise PromptSetError(
-                f"{prompts.source}: a template has a placeholder we do not fill ({err}); use "
-                "{task} {language} {labels} {transcript} {first} {emotion}, double other braces"
+                f"{where}: the label template has a placeholder we do not fill ({err}); "
+                "use {name} {Name} {gloss}"
             ) from None
+        checks = [(f"system.{p}", prompts.text("system", p, lang), first) for p in PROTOCOL_NAMES]
+        checks += [(f"user.{p}", prompts.text("user", p, lang), first) for p in PROTOCOL_NAMES]
+        if prompts.two_calls:
+            reply = prompts.text("user", "reply", lang)
+            checks.append(("user.reply", reply, {**first, "first": "", "emotion": ""}))
+            if "{first}" not in reply or "{emotion}" not in reply:
+                raise PromptSetError(
+                    f"{where}: user.reply must hold {{first}} and {{emotion}} (the first "
+                    "call's message and the emotion the model named)"
+                )
+        checks.append(("task", str(prompts.raw.get("task", "")), {"language": ""}))
+        for name, text, values in checks:
+            try:
+                text.format(**values)
+            except (KeyError, IndexError, ValueError) as err:
+                fills = ", ".join("{" + v + "}" for v in values)
+                raise PromptSetError(
+                    f"{where}: {name} has a placeholder we do not fill there ({err}); it may "
+                    f"use {fills}; double any other brace"
+                ) from None
+        for protocol in PROTOCOL_NAMES:
+            if "{transcript}" not in prompts.text("user", protocol, lang):
+                raise PromptSetError(
+                    f"{where}: user.{protocol} has no {{transcript}}: the model would never "
+                    "see the dialogue"
+                )
 
 
 def glossed_labels() -> str:

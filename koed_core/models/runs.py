@@ -17,11 +17,13 @@ from typing import Any
 
 from koed_core.db import ResponseRecord, RunConfig, Store, short_hash
 from koed_core.dialogues.dialogue import Dialogue, Lang
+from koed_core.errors import KoedError
 from koed_core.models.batch import BatchReport, Outcome, ProgressFn, run_batch, workers_for
 from koed_core.models.client import ChatClient, Completion, GenerationSettings, ModelError
 from koed_core.models.emotions import ParsedReply, parse_reply, parse_two_calls, score_emotions
 from koed_core.models.pipeline import EARLIER, Steps, postprocessed, steps_for
 from koed_core.models.prompts import (
+    PROMPT_SETS,
     PromptPlan,
     PromptSet,
     default_prompt_set,
@@ -354,7 +356,7 @@ def run_labels(store: Store) -> dict[str, str]:
             for part in (
                 str(row["name"]),
                 str(row["protocol"] or ""),
-                f"{row['prompt_set']} prompts",
+                _prompts_shown(str(row["prompt_set"]), row["prompt_version"]),
                 langs_shown,
                 f"{count} dialogue{'s' if count != 1 else ''}",
                 created,
@@ -389,6 +391,18 @@ def run_labels(store: Store) -> dict[str, str]:
         if seen[label] > 1:
             labels[row["run_id"]] = f"{label} ({seen[label]})"
     return labels
+
+
+def _prompts_shown(name: str, version: str | None) -> str:
+    """ "paper prompts" for the shipped set as it is today; any other wording (a file of
+    one's own under that name, or an earlier release's set) shows its version."""
+    try:
+        today = load_prompt_set(name).version if name in PROMPT_SETS else None
+    except KoedError:
+        today = None
+    if version and version != today:
+        return f"{name} prompts {version[:8]}"
+    return f"{name} prompts"
 
 
 def _repeated(labels: dict[str, str]) -> dict[str, str]:

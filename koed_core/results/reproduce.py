@@ -31,7 +31,7 @@ from koed_core.judge.judging import current_config, judge_run
 from koed_core.judge.rubric import codes
 from koed_core.models.batch import BatchReport
 from koed_core.models.client import ChatClient, GenerationSettings
-from koed_core.models.pipeline import Steps, steps_for
+from koed_core.models.pipeline import EARLIER, Steps, steps_for
 from koed_core.models.prompts import PROMPT_SETS, load_prompt_set, plan_messages
 from koed_core.models.protocol import PROTOCOLS, build_task
 from koed_core.models.registry import ModelSpec, decoding
@@ -628,7 +628,19 @@ def stored_runs(store: Store, dataset_sha256: str | None = None) -> dict[tuple[s
         if dataset_sha256 and row["dataset_sha256"] != dataset_sha256:
             continue
         config = json.loads(row["config"])
-        label = f"{row['protocol']}, {config.get('prompt_set', 'native')} prompts"
+        prompt_set = config.get("prompt_set", "native")
+        label = f"{row['protocol']}, {prompt_set} prompts"
+        # a run that changed a step of its set's profile is a row of its own, named by it
+        profile = steps_for(prompt_set if prompt_set in PROMPT_SETS else "custom")
+        changed = [
+            f"{name.replace('_', ' ')} {config.get(name, getattr(EARLIER, name))}"
+            for name in ("postprocess", "commas", "emotion_reader")
+            if config.get(name, getattr(EARLIER, name)) != getattr(profile, name)
+        ]
+        if config.get("temperature") is None:
+            changed.append("server's decoding")
+        if changed:
+            label += " (" + ", ".join(changed) + ")"
         out[(str(row["model"]), label)] = str(row["run_id"])
     return out
 

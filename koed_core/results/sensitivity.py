@@ -20,11 +20,12 @@ import pandas as pd
 
 from koed_core.db import JudgeConfig, Judgments, Store
 from koed_core.judge.rubric import codes
+from koed_core.models.prompts import load_prompt_set
 from koed_core.results import gaps
 
 BASE = "authors' pipeline"
 RUN_STEPS: dict[str, tuple[str, ...]] = {
-    "prompt set": ("prompt_set",),
+    "prompt set": ("prompt_set", "prompt_version"),
     "post-processing": ("postprocess",),
     "commas": ("commas",),
     "emotion reader": ("emotion_reader",),
@@ -37,7 +38,12 @@ EARLIER = {
     "emotion_reader": "extended",
 }
 """How a run made before a step was a choice reads it (its config has no such key)."""
-AUTHORS_RUN = {"prompt_set": "paper", "postprocess": "authors", "commas": "raw"}
+AUTHORS_RUN = {
+    "prompt_set": "paper",
+    "postprocess": "authors",
+    "commas": "raw",
+    "emotion_reader": "authors",
+}
 COLUMNS = [
     "model",
     "protocol",
@@ -202,11 +208,18 @@ def bases(store: Store) -> list[tuple[str, JudgeConfig]]:
         config = json.loads(row["config"])
         if any(config.get(k) != v for k, v in AUTHORS_RUN.items()):
             continue
+        if config.get("temperature") is None:
+            continue  # the authors always decoded as the model says: never the server's
+        shipped = load_prompt_set("paper").version
+        if config.get("prompt_version") != shipped:
+            continue  # own wording under the paper set's name is a variant, not the base
         for use in Judgments(store).configs([row["run_id"]]):
             authors = use.config.template == "authors" and use.config.parse == "authors"
             if authors and len(find_variants(store, row["run_id"], use.config)) > 1:
                 out.append((str(row["run_id"]), use.config))
-    return out
+    # the base with the most variants first: the one a sensitivity plan made
+    count = {key: len(find_variants(store, key[0], key[1])) for key in out}
+    return sorted(out, key=lambda key: -count[key])
 
 
 def to_markdown(frame: pd.DataFrame, title: str) -> str:

@@ -8,6 +8,7 @@ The API key is handed to the SDK and nowhere else.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -21,6 +22,43 @@ from koed_core.models.registry import ModelSpec
 from koed_core.redact import redact_url
 
 NO_KEY_NEEDED = "not-needed"  # local servers ignore the key, but the SDK wants one
+_WARM = threading.Lock()
+_warmed = False
+
+
+def _warm_up() -> None:
+    """Build the SDK's response models once, in one thread. Left to the first replies,
+    eight worker threads building them at once can fail inside pydantic ("BaseModel
+    cannot be instantiated directly"), which ended a whole run in a walk-through."""
+    global _warmed
+    with _WARM:
+        if _warmed:
+            return
+        from openai.types import Model
+        from openai.types.chat import ChatCompletion, ChatCompletionChunk
+
+        message = {"role": "assistant", "content": "x"}
+        ChatCompletion.model_validate(
+            {
+                "id": "warm",
+                "object": "chat.completion",
+                "created": 0,
+                "model": "warm",
+                "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+            }
+        )
+        ChatCompletionChunk.model_validate(
+            {
+                "id": "warm",
+                "object": "chat.completion.chunk",
+                "created": 0,
+                "model": "warm",
+                "choices": [{"index": 0, "delta": {"content": "x"}, "finish_reason": None}],
+            }
+        )
+        Model.model_validate({"id": "warm", "object": "model", "created": 0, "owned_by": "x"})
+        _warmed = True
 
 
 def chat_request(
@@ -59,6 +97,7 @@ class OpenAIClient:
                 f"model {spec.name!r} needs an API key: set {spec.api_key_env} in the "
                 "environment or in .streamlit/secrets.toml, or type it in the sidebar",
             )
+        _warm_up()
         self.name = spec.name
         self._spec = spec
         self._key = api_key or NO_KEY_NEEDED
