@@ -78,6 +78,8 @@ def test_bad_arguments_are_refused_before_anything_runs(tmp_path: Path) -> None:
         (("run", "--model", "human", "--concurrency", "0"), "--concurrency: must be at least 1"),
         (("run", "--model", "human", "--temperature", "9"), "between 0 and 2"),
         (("judge", "--run", "x", "--samples", "0"), "--samples: must be at least 1"),
+        (("run", "--model", "human", "--family", "claude"), "--family is for openai:MODEL_ID"),
+        (("judge", "--run", "x", "--parse", "nosuch"), "invalid choice: 'nosuch'"),
     ):
         result = koed(*args, "--db", str(db))
         assert result.returncode == 2 and word in result.stderr, (args, result.stderr)

@@ -117,6 +117,13 @@ def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
     """A resumable batch run with a progress bar; exit 1 if any request failed for good."""
     from koed_core.jobs.kinds import RunJob
 
+    if args.family and not args.model.startswith("openai:"):
+        print(
+            f"error: --family is for openai:MODEL_ID models; {args.model!r} takes its family "
+            'from models.toml (family = "open" or "claude")',
+            file=sys.stderr,
+        )
+        return 2
     langs = tuple(lang.strip() for lang in args.lang.split(",") if lang.strip())
     if not langs or set(langs) - {"ko", "en"}:
         print(f"error: --lang takes ko, en or ko,en, not {args.lang!r}", file=sys.stderr)

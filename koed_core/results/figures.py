@@ -174,13 +174,18 @@ def sensitivity_figure(
             hovertemplate="%{y}: %{x:+.2f}<extra></extra>",
         )
         fig.add_vline(x=0, line_color="#111827", line_width=1)
+        # room on both sides of zero for the bars' values (a +0.00 is not cut at the edge)
+        low = float(min(0.0, (rows["change_ci_low"].fillna(rows["change"])).min()))
+        high = float(max(0.0, (rows["change_ci_high"].fillna(rows["change"])).max()))
+        pad = max(0.25, 0.25 * (high - low))
+        fig.update_xaxes(range=[low - pad, high + pad])
     fig.update_layout(
         title=_title(title, subtitle, 18),
         font_family=FONT,
         template="plotly_white",
         xaxis_title=f"change of the KoED-ED gap in {metric} (variant minus authors' pipeline)",
         yaxis={"automargin": True},
-        margin={"l": 20, "r": 20, "t": 90, "b": 60},
+        margin={"l": 20, "r": 60, "t": 90, "b": 60},
         height=120 + 48 * max(len(rows), 1),
         showlegend=False,
     )

@@ -257,5 +257,8 @@ def from_outcome(
             for name, (runs, judge) in variants.items()
             if (model, protocol) in runs
         }
-        parts = [*parts, table(store, sources, model, protocol)]
-    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=COLUMNS)
+        made = table(store, sources, model, protocol)
+        parts = [*parts, made.assign(base_run_id=sources[BASE].run_id)]
+    if not parts:
+        return pd.DataFrame(columns=[*COLUMNS, "base_run_id"])
+    return pd.concat(parts, ignore_index=True)

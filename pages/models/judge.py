@@ -72,6 +72,11 @@ st.caption(
 )
 if started and not dims:
     st.warning("Choose at least one dimension to judge.")
+elif started and mode == "strict" and (template != MODE_DEFAULT or parse != MODE_DEFAULT):
+    st.warning(
+        "Strict mode has its own template and reader (fenced, JSON): set Template and "
+        "Verdict parser back to the mode's, or judge in paper mode."
+    )
 elif started:
     params = JudgeJob(
         run_id=run_id,
