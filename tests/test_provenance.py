@@ -152,6 +152,9 @@ def test_provenance_comes_from_the_runs(tmp_path: Path, fake_openai: FakeOpenAI)
         "raw",
     )
     assert steps["emotion_reader"] == "authors" and steps["family"] == "open"
+    from koed_core.models.prompts import prompt_set_version
+
+    assert steps["prompt_version"] == prompt_set_version("paper")  # which wording, exactly
     run_benchmark(
         store,
         make_client(spec),

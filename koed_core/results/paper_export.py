@@ -114,6 +114,7 @@ def provenance(store: Store, gap_table: pd.DataFrame) -> dict[str, Any]:
             {
                 "run_id": run_id,
                 "prompt_set": c.get("prompt_set", "native"),
+                "prompt_version": c.get("prompt_version"),
                 "postprocess": c.get("postprocess", "none"),
                 "family": c.get("family", "open"),
                 "commas": c.get("commas", "decoded"),
