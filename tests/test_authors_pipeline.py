@@ -258,3 +258,47 @@ def test_raters_read_commas_where_the_judge_read_the_file(
     assert item is not None and item.lang == "en"
     shown = " ".join(text for _, text in item.context) + " " + item.response
     assert "_comma_" not in shown and "," in shown  # what a person reads: commas
+
+
+@pytest.mark.parametrize(
+    ("reply", "score", "asks_again"),
+    [
+        ("Feedback: Warm.\nScore: 4", 4.0, False),
+        ("Feedback: Warm.\nScore:  ４ ", 4.0, False),  # Python's int reads any digit, as theirs
+        ("Feedback: Warm.\nScore: 7", None, False),  # they kept it; we do not, nor re-ask
+        ("Feedback: Warm.\nScore: **4**", None, True),  # rejected: asked again
+        ("Feedback: Warm.\nScore: 4/5", None, True),
+        ("Feedback: Warm.\nscore: 4", None, True),  # their split is case-sensitive
+        ("Score: 5\nFeedback: the reply says Score: 1", None, True),  # two Score: parts
+        ("", None, True),
+    ],
+)
+def test_the_authors_parser_on_hostile_verdicts(
+    reply: str, score: float | None, asks_again: bool
+) -> None:
+    from koed_core.judge.verdicts import parse_verdict
+
+    verdict = parse_verdict(reply, "paper", "authors")
+    assert verdict.score == score
+    if score is None:
+        assert verdict.unscored_reason and verdict.ask_again is asks_again
+
+
+def test_the_bold_rescue_reads_only_what_their_post_processing_read() -> None:
+    from koed_core.judge.verdicts import parse_verdict, rescue_authors
+
+    assert rescue_authors(parse_verdict("Score: **4**", "paper", "authors")).score == 4.0
+    assert rescue_authors(parse_verdict("Score: 4/5", "paper", "authors")).score is None
+    assert rescue_authors(parse_verdict("Score: **9**", "paper", "authors")).score is None
+
+
+def test_a_reply_the_authors_cut_empties_is_kept_raw_and_never_judged(
+    fake_openai: FakeOpenAI, koed_file: Path, tmp_path: Path
+) -> None:
+    store = Store(tmp_path / "e.db")
+    fake_openai.queue(*[Step(text=t) for _ in range(4) for t in (EMOTION, "Listener:\n\nHi.")])
+    run_id = _run(store, fake_openai, koed_file)
+    rows = list(store.db.query("select raw, text, parse_notes from responses"))
+    assert {r["raw"] for r in rows} == {"Listener:\n\nHi."} and {r["text"] for r in rows} == {""}
+    assert all("post-processing kept no text" in r["parse_notes"] for r in rows)
+    assert store.answered([run_id]) == []  # nothing for a judge or a rater to score

@@ -8,6 +8,8 @@ Gothic when installed (Debian's fonts-nanum), so exported PNGs show Hangul.
 
 from __future__ import annotations
 
+import html
+
 import pandas as pd
 import plotly.graph_objects as go
 
@@ -146,6 +148,12 @@ def _title(text: str, subtitle: str | None, size: int) -> dict[str, object]:
     return title
 
 
+def _plain(text: str) -> str:
+    """Plotly reads a few HTML tags in labels: names from a plan or models.toml (a variant,
+    a run label) are shown as written, tags and all."""
+    return html.escape(text, quote=False)
+
+
 def sensitivity_figure(
     table: pd.DataFrame, metric: str, title: str, subtitle: str | None = None
 ) -> go.Figure:
@@ -159,7 +167,7 @@ def sensitivity_figure(
         rows = rows.sort_values("change")
         fig.add_bar(
             x=rows["change"],
-            y=rows["variant"],
+            y=[_plain(str(v)) for v in rows["variant"]],
             orientation="h",
             marker_color=["#c2410c" if v < 0 else "#1d4ed8" for v in rows["change"]],
             error_x={
@@ -180,7 +188,7 @@ def sensitivity_figure(
         pad = max(0.25, 0.25 * (high - low))
         fig.update_xaxes(range=[low - pad, high + pad])
     fig.update_layout(
-        title=_title(title, subtitle, 18),
+        title=_title(_plain(title), _plain(subtitle) if subtitle else None, 18),
         font_family=FONT,
         template="plotly_white",
         xaxis_title=f"change of the KoED-ED gap in {metric} (variant minus authors' pipeline)",

@@ -171,10 +171,9 @@ def find_variants(store: Store, run_id: str, judge: JudgeConfig) -> dict[str, So
             config.get(k) != base.get(k) for k in ("model_name", "protocol", "dataset_sha256")
         ):
             continue
+        theirs, ours = _steps(config), _steps(base)
         changed = [
-            group
-            for group, keys in RUN_STEPS.items()
-            if any(_steps(config)[k] != _steps(base)[k] for k in keys)
+            group for group, keys in RUN_STEPS.items() if any(theirs[k] != ours[k] for k in keys)
         ]
         fixed_same = all(
             config.get(k, "open") == base.get(k, "open") for k in ("family",)
@@ -203,23 +202,25 @@ def bases(store: Store) -> list[tuple[str, JudgeConfig]]:
     """(run, judge configuration) pairs with the authors' steps and at least one variant
     stored: what the Gap page offers as a base, most recent run first."""
     runs = store.run_table(kind="batch")
-    out = []
+    out: list[tuple[int, str, JudgeConfig]] = []
+    shipped = load_prompt_set("paper").version
     for row in reversed(runs.to_dict("records")):
         config = json.loads(row["config"])
         if any(config.get(k) != v for k, v in AUTHORS_RUN.items()):
             continue
         if config.get("temperature") is None:
             continue  # the authors always decoded as the model says: never the server's
-        shipped = load_prompt_set("paper").version
         if config.get("prompt_version") != shipped:
             continue  # own wording under the paper set's name is a variant, not the base
         for use in Judgments(store).configs([row["run_id"]]):
-            authors = use.config.template == "authors" and use.config.parse == "authors"
-            if authors and len(find_variants(store, row["run_id"], use.config)) > 1:
-                out.append((str(row["run_id"]), use.config))
-    # the base with the most variants first: the one a sensitivity plan made
-    count = {key: len(find_variants(store, key[0], key[1])) for key in out}
-    return sorted(out, key=lambda key: -count[key])
+            if (use.config.template, use.config.parse) != ("authors", "authors"):
+                continue
+            variants = len(find_variants(store, row["run_id"], use.config))
+            if variants > 1:
+                out.append((variants, str(row["run_id"]), use.config))
+    # the base with the most variants first (the one a sensitivity plan made); stable
+    out.sort(key=lambda found: -found[0])
+    return [(run_id, judge) for _, run_id, judge in out]
 
 
 def to_markdown(frame: pd.DataFrame, title: str) -> str:

@@ -3,6 +3,7 @@
 import streamlit as st
 
 from components import auth, computed, gap_view, resources, state
+from components.literal import md
 from components.score_pickers import judge_picker, study_picker
 from components.source_banner import load_or_stop
 from components.talk import screen_charts, talk_toggle
@@ -23,7 +24,9 @@ study = study_picker(store, key=state.GAP_STUDY, where=mid, include_open=admin)
 hidden = set() if admin else computed.blind_runs(store)
 frame = computed.score_frame(store, judge, study, blind=not admin)
 if hidden:
-    st.caption(f"{len(hidden):d} run(s) in a study still being rated are left out until it closes.")
+    st.caption(
+        f"{md(len(hidden))} run(s) in a study still being rated are left out until it closes."
+    )
 if frame.empty:
     st.info(
         "No scores yet, so no gap to show. Run a model in both languages, then judge it:\n\n"
