@@ -37,6 +37,7 @@ PUBLIC = {
     "Results": [
         st.Page(HERE / "pages/results/gap.py", title="Empathy gap", icon=":material/bar_chart:"),
         st.Page(HERE / "pages/results/demo.py", title="Demo (talk)", icon=":material/co_present:"),
+        st.Page(HERE / "pages/results/episodes.py", title="Episodes", icon=":material/repeat:"),
         st.Page(
             HERE / "pages/results/agreement.py",
             title="Judge-human agreement",

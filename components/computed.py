@@ -18,7 +18,7 @@ import streamlit as st
 from components import resources
 from koed_core.db import JudgeConfig, JudgeConfigUse, Judgments, Ratings, Store
 from koed_core.dialogues.dataset import Dataset
-from koed_core.results import agreement, gaps, reproduce, sensitivity
+from koed_core.results import agreement, gaps, reproduce, sensitivity, turn_gaps
 
 ENTRIES = 32
 
@@ -194,3 +194,21 @@ def sensitivity_table(store: Store, run_id: str, judge: JudgeConfig) -> pd.DataF
 def _sensitivity_table(db: str, stamp: int, run_id: str, judge: JudgeConfig) -> pd.DataFrame:
     store = resources.store_at(db)
     return sensitivity.table(store, sensitivity.find_variants(store, run_id, judge))
+
+
+def turn_gap_table(
+    store: Store, judge: JudgeConfig | None, study_id: int | None, blind: bool = False
+) -> pd.DataFrame:
+    """The gap over turns of every episode run, for this judge configuration and study
+    (``blind``: runs under an open study left out)."""
+    return _turn_gaps(*_key(store), judge, study_id, blind)
+
+
+@st.cache_data(max_entries=ENTRIES, show_spinner=False)
+def _turn_gaps(
+    db: str, stamp: int, judge: JudgeConfig | None, study: int | None, blind: bool
+) -> pd.DataFrame:
+    frame = turn_gaps.turn_frame(resources.store_at(db), judge, study)
+    if blind and not frame.empty:
+        frame = frame[~frame["run_id"].isin(_blind_runs(db, stamp))]
+    return turn_gaps.turn_gap_table(frame)

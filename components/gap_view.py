@@ -10,7 +10,12 @@ from components.literal import md
 from koed_core import csv_safe
 from koed_core.db import JudgeConfig, Store
 from koed_core.models.runs import run_labels
-from koed_core.results.figures import METRIC_ORDER, gap_figure, sensitivity_figure
+from koed_core.results.figures import (
+    METRIC_ORDER,
+    gap_figure,
+    sensitivity_figure,
+    turn_gap_figure,
+)
 
 
 def paper_table(store: Store, dataset_sha256: str, judge: JudgeConfig, blind: bool) -> None:
@@ -113,4 +118,53 @@ def what_moves_the_gap(store: Store, hidden: set[str]) -> None:
             file_name="sensitivity.csv",
             mime="text/csv",
             key=state.GAP_SENSITIVITY_CSV,
+        )
+
+
+def gap_over_turns(store: Store, judge: JudgeConfig | None, study: int | None, blind: bool) -> None:
+    """The gap at each Listener turn of the episode runs, per model: does it close as
+    the Speaker reveals more, or widen? (Only when episodes are stored.)"""
+    table = computed.turn_gap_table(store, judge, study, blind)
+    if table.empty:
+        return
+    with st.expander("The gap over turns (multi-turn episodes)", expanded=False):
+        sources = [s for s in ("judge", "raters", "emotion") if s in set(table["source"])]
+        source = (
+            st.segmented_control(
+                "Scores from", sources, default=sources[0], key=state.GAP_TURN_SOURCE
+            )
+            or sources[0]
+        )
+        part = table[table["source"] == source]
+        metrics = [m for m in METRIC_ORDER if m in set(part["metric"])]
+        metric = (
+            st.segmented_control("Metric", metrics, default=metrics[0], key=state.GAP_TURN_METRIC)
+            or metrics[0]
+        )
+        named = {
+            "judge": f"judge {judge.spoken}" if judge else "judge",
+            "raters": f"study {study}",
+            "emotion": "emotion named at each turn (hit rate for single, F1 for multi)",
+        }
+        fig = turn_gap_figure(
+            part,
+            metric,
+            "The gap over turns: KoED minus ED at each Listener turn, paired, 95% CI",
+            subtitle=named[source],
+        )
+        st.plotly_chart(fig, width="stretch", theme=None)
+        st.caption(
+            "Each episode starts from the dataset's context; a simulated Speaker, told the "
+            "situation and the emotion (the Listener is told neither), answers each Listener "
+            "turn. At turn t only the dialogues whose episodes reached t in both languages "
+            "count; the pairs are in the table. `koed episodes` makes them; the export "
+            "writes this table as turn_gaps.csv."
+        )
+        tables.show(part, hide_index=True)
+        st.download_button(
+            "Download the table (CSV)",
+            csv_safe.to_csv(table),
+            file_name="turn_gaps.csv",
+            mime="text/csv",
+            key=state.GAP_TURN_CSV,
         )

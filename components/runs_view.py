@@ -7,7 +7,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from components import jobs_panel, resources, state, tables
+from components import episode_view, jobs_panel, resources, state, tables
 from components.literal import md
 from components.models import model_label
 from koed_core.dialogues.dataset import Dataset
@@ -144,8 +144,9 @@ def reproduce_panel(registry: dict[str, ModelSpec], dataset: Dataset) -> None:
                     st.success(f"Job #{md(job_id)} queued: reproduce {md(chosen.name)}.")
 
 
-def stored_runs() -> None:
-    """Every stored run, and the responses of the one picked."""
+def stored_runs(dataset: Dataset) -> None:
+    """Every stored run, and the responses of the one picked (an episode run's episodes
+    too, ko and en side by side)."""
     st.subheader("Stored runs", anchor=False)
     runs = resources.store().runs()
     if runs.empty:
@@ -157,7 +158,9 @@ def stored_runs() -> None:
     labels = run_labels(resources.store())
     shown = runs.assign(
         run=runs["run_id"].map(labels),
-        kind=runs["kind"].map({"batch": "benchmark run", "live": "saved from Chat"}),
+        kind=runs["kind"].map(
+            {"batch": "benchmark run", "live": "saved from Chat", "episodes": "episodes"}
+        ),
     ).drop(columns=["run_id", "name"])
     tables.show(
         shown[["run", *[c for c in shown.columns if c != "run"]]],
@@ -213,9 +216,16 @@ def stored_runs() -> None:
         "Responses of run", newest_first, format_func=labels.get, key=state.RUNS_SELECTED
     )
     responses = resources.store().responses(run_id)
+    episodes = bool(responses["turn"].notna().any()) if "turn" in responses else False
+    if episodes:
+        with st.expander("Episodes of this run, ko and en side by side", expanded=True):
+            episode_view.episode_pair(
+                resources.store(), run_id, dataset, key=state.RUNS_EPISODE_VIEW
+            )
     columns = [
         "conv_id",
         "lang",
+        *(["turn"] if episodes else []),
         "text",
         "raw",
         "predicted",
@@ -239,6 +249,7 @@ def stored_runs() -> None:
             ),
             "raw": st.column_config.TextColumn("Raw reply", help="as the model gave it"),
             "parse_notes": "Notes",
+            "turn": st.column_config.NumberColumn("Turn", help="the episode's Listener turn"),
             "latency_s": st.column_config.NumberColumn("Seconds", format="%.2f"),
         },
     )

@@ -78,6 +78,12 @@ DEMO_PACE = "demo.pace"
 DEMO_LIVE = "demo.live"
 DEMO_ASK = "demo.ask"
 DEMO_PLAY = "demo.play"
+EPISODES_RUN = "episodes.run"
+EPISODES_VIEW = "episodes.view"
+RUNS_EPISODE_VIEW = "runs.episode"
+GAP_TURN_METRIC = "gap.turn_metric"
+GAP_TURN_SOURCE = "gap.turn_source"
+GAP_TURN_CSV = "gap.turn_csv"
 
 # Rating pages.
 RATE_STUDY = "rate.study"

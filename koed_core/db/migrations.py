@@ -282,6 +282,32 @@ def m009_judge_steps(db: sqlite_utils.Database) -> None:
     db.execute("update judgments set parse = 'json' where mode = 'strict'")
 
 
+@migration
+def m010_episodes(db: sqlite_utils.Database) -> None:
+    """Multi-turn episodes: a Listener turn is a response with its place in the episode
+    (``turn``, None for a single reply), and the simulated Speaker's turns are kept turn
+    by turn, every attempt (a turn that broke character is flagged, never dropped)."""
+    _script(
+        db,
+        """
+        alter table responses add column turn integer;
+        create table episode_turns (
+            id text primary key, run_id text not null references runs(id),
+            conv_id text not null, lang text not null, turn integer not null,
+            attempt integer not null, raw text, text text, breaks text not null default '[]',
+            kept integer not null default 0, ends integer not null default 0, error text,
+            error_kind text, prompt text, latency_s real, created text,
+            unique(run_id, conv_id, lang, turn, attempt));
+        create index episode_turns_run on episode_turns(run_id, conv_id, lang)
+        """,
+    )
+    for event in ("insert", "update", "delete"):
+        db.execute(
+            f"create trigger [_koed_episode_turns_{event}] after {event} on [episode_turns] "
+            "begin update _koed_changes set n = n + 1 where id = 1; end"
+        )
+
+
 def _script(db: sqlite_utils.Database, script: str) -> None:
     """Run statements one by one: ``executescript`` would commit the caller's transaction,
     and a migration must apply whole or not at all. (No statement here contains ';'.)"""

@@ -361,8 +361,9 @@ class Store:
                   json_extract(r.config, '$.provenance') as provenance,
                   json_extract(r.config, '$.protocol') as protocol,
                   json_extract(r.config, '$.backend') = 'human' as reference, r.updated
-               from runs r where exists (select 1 from responses s where s.run_id = r.id
-                                         and s.error is null)
+               from runs r where r.kind != 'episodes'
+                 and exists (select 1 from responses s where s.run_id = r.id
+                             and s.error is null)
                order by r.updated desc"""
         )
 

@@ -74,6 +74,14 @@ class RunConfig:
     top_k: int | None = None
     repetition_penalty: float | None = None
     """Decoding beside the temperature (None: not sent)."""
+    turns: int | None = None
+    """Episodes: the most Listener turns an episode has (None: a single reply)."""
+    speaker: str | None = None
+    speaker_model_id: str | None = None
+    speaker_prompt_version: str | None = None
+    speaker_temperature: float | None = None
+    """Episodes: who played the Speaker (registry name, model id), with which prompt
+    wording and temperature."""
 
     @property
     def run_id(self) -> str:
@@ -96,6 +104,11 @@ EARLIER_VALUES: dict[str, object] = {
     "top_p": None,
     "top_k": None,
     "repetition_penalty": None,
+    "turns": None,
+    "speaker": None,
+    "speaker_model_id": None,
+    "speaker_prompt_version": None,
+    "speaker_temperature": None,
 }
 """A run field's value before the field existed (left out of the run's id when so)."""
 
@@ -123,6 +136,8 @@ class ResponseRecord:
     error_kind: str | None = None
     emotion_raw: str | None = None
     """The first answer of a two-call prompt set (the emotion), as the model gave it."""
+    turn: int | None = None
+    """An episode's Listener turn, from 1 (None: a single reply after the KoED context)."""
 
     @property
     def response_id(self) -> str:

@@ -36,7 +36,7 @@ from koed_core.models.prompts import (
 from koed_core.models.protocol import PROTOCOLS
 from koed_core.models.registry import ModelSpec, load_registry, resolve_model
 
-KINDS = ("run", "judge", "reproduce")
+KINDS = ("run", "judge", "reproduce", "episodes")
 DEFAULT_BATCH_SIZE = 1000
 
 
@@ -126,11 +126,51 @@ class ReproduceJob:
         return f"reproduce {self.plan}"
 
 
-JobParams = RunJob | JudgeJob | ReproduceJob
-_TYPES: dict[str, type[RunJob] | type[JudgeJob] | type[ReproduceJob]] = {
+@dataclass(frozen=True)
+class EpisodeJob:
+    """``koed episodes`` as data: a Listener model, a Speaker model, up to ``turns``
+    Listener turns an episode."""
+
+    kind: ClassVar[str] = "episodes"
+    model: str
+    speaker: str = "smollm2"
+    turns: int = 3
+    langs: tuple[str, ...] = ("ko", "en")
+    protocol: str = "single"
+    prompts: str | None = None
+    speaker_prompts: str | None = None
+    """A speaker prompt TOML file; None: the shipped one."""
+    subset: str = "full"
+    sample: int | None = None
+    seed: int = 0
+    limit: int | None = None
+    concurrency: int = 8
+    temperature: float | None = None
+    max_tokens: int | None = None
+    speaker_temperature: float | None = None
+    """None: the Speaker model's own decoding from models.toml."""
+    data: str | None = None
+    dataset_sha256: str | None = None
+    postprocess: str | None = None
+    commas: str | None = None
+    emotion_reader: str | None = None
+    family: str | None = None
+
+    def label(self) -> str:
+        size = f"first {self.limit} of {self.subset}" if self.limit else self.subset
+        sample = f" (sample {self.sample}, seed {self.seed})" if self.sample else ""
+        return (
+            f"episodes {self.model} with speaker {self.speaker}: {self.turns} turns, "
+            f"{self.protocol}, {','.join(self.langs)}, {size}{sample}"
+        )
+
+
+JobParams = RunJob | JudgeJob | ReproduceJob | EpisodeJob
+_TYPES: dict[str, type[RunJob] | type[JudgeJob] | type[ReproduceJob] | type[EpisodeJob]] = {
     "run": RunJob,
     "judge": JudgeJob,
     "reproduce": ReproduceJob,
+    "episodes": EpisodeJob,
 }
 
 
@@ -163,7 +203,18 @@ def check(params: JobParams) -> None:
         JobError: naming the parameter that is wrong.
     """
     problems: list[str] = []
-    if isinstance(params, RunJob):
+    if isinstance(params, EpisodeJob):
+        from koed_core.models.episodes import MAX_TURNS
+        from koed_core.models.speaker import SPEAKER_SETS, load_speaker_prompt
+
+        if not 1 <= params.turns <= MAX_TURNS:
+            problems.append(f"turns must be between 1 and {MAX_TURNS}")
+        if params.speaker_prompts is not None and params.speaker_prompts not in SPEAKER_SETS:
+            try:
+                load_speaker_prompt(params.speaker_prompts)
+            except KoedError as err:
+                problems.append(f"speaker prompts: {err}")
+    if isinstance(params, RunJob | EpisodeJob):
         if not params.langs or set(params.langs) - {"ko", "en"}:
             problems.append("langs must be ko and/or en")
         if params.protocol not in PROTOCOLS:
@@ -327,6 +378,8 @@ def execute(params: JobParams, store: Store, env: Environment, hooks: Hooks) -> 
     """
     if isinstance(params, RunJob):
         return _run(params, store, env, hooks)
+    if isinstance(params, EpisodeJob):
+        return _episodes(params, store, env, hooks)
     if isinstance(params, JudgeJob):
         return _judge(params, store, env, hooks)
     return _reproduce(params, store, env, hooks)
@@ -391,6 +444,73 @@ def _run(params: RunJob, store: Store, env: Environment, hooks: Hooks) -> Result
     summary = (
         f"run {report.run_id}: {report.succeeded} answered, {report.skipped} already done, "
         f"{report.failed} failed"
+    )
+    return Result(
+        summary,
+        {"run_id": report.run_id, "errors": dict(report.errors)},
+        report.failed,
+        report.stopped,
+    )
+
+
+def _episodes(params: EpisodeJob, store: Store, env: Environment, hooks: Hooks) -> Result:
+    from koed_core.dialogues.subsets import select
+    from koed_core.models.episodes import run_episodes
+    from koed_core.models.runs import settings_for
+
+    spec = env.resolve(params.model, params.family)
+    speaker = env.resolve(params.speaker)
+    dataset = _dataset(env, params.data, params.dataset_sha256)
+    dialogues = select(dataset.dialogues, params.subset, sample=params.sample, seed=params.seed)
+    settings = settings_for(spec, params.temperature, params.max_tokens)
+    speaker_settings = settings_for(speaker, params.speaker_temperature)
+    prompts = "native" if params.protocol == "direct" else params.prompts
+    prompts = prompts or default_prompt_set(params.protocol)  # type: ignore[arg-type]
+    steps = steps_for(
+        load_prompt_set(prompts).profile,
+        spec.family,
+        postprocess=params.postprocess,
+        commas=params.commas,
+        emotion_reader=params.emotion_reader,
+    )
+    hooks.say(
+        f"episodes: {spec.name} listens, {speaker.name} plays the Speaker; up to "
+        f"{params.turns} Listener turns; {Path(dataset.path).name} ({params.subset}: "
+        f"{len(dialogues)} dialogues), {params.protocol}, {prompts} prompts, "
+        f"{','.join(params.langs)}"
+    )
+    listener = client_for(env, spec, store, stop=hooks.stop)
+    voice = listener if speaker == spec else client_for(env, speaker, store, stop=hooks.stop)
+    try:
+        report = run_episodes(
+            store,
+            listener,
+            spec,
+            voice,
+            speaker,
+            dialogues,
+            dataset.sha256,
+            langs=list(params.langs),  # type: ignore[arg-type]
+            settings=settings,
+            speaker_settings=speaker_settings,
+            protocol=params.protocol,  # type: ignore[arg-type]
+            turns=params.turns,
+            limit=params.limit,
+            concurrency=params.concurrency,
+            prompt_set=prompts,
+            steps=steps,
+            speaker_prompt=params.speaker_prompts,
+            progress=hooks.progress,
+            stop=hooks.stop,
+            watch=hooks.watch,
+        )
+    finally:
+        _close(listener)
+        if voice is not listener:
+            _close(voice)
+    summary = (
+        f"episode run {report.run_id}: {report.succeeded} episodes played, "
+        f"{report.skipped} already done, {report.failed} stopped by a failure"
     )
     return Result(
         summary,
@@ -539,6 +659,7 @@ def _reproduce(params: ReproduceJob, store: Store, env: Environment, hooks: Hook
 
 __all__ = [
     "KINDS",
+    "EpisodeJob",
     "Environment",
     "Hooks",
     "JobParams",

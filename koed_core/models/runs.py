@@ -152,9 +152,11 @@ def to_record(
     outcome: Completion | ModelError,
     parsed: ParsedReply | None,
     emotion_raw: str | None = None,
+    turn: int | None = None,
 ) -> ResponseRecord:
-    """A response row from an answer or a failure."""
+    """A response row from an answer or a failure (``turn``: an episode's Listener turn)."""
     base: dict[str, Any] = {
+        "turn": turn,
         "run_id": run_id,
         "conv_id": item.dialogue.conv_id,
         "lang": item.task.lang,
@@ -236,9 +238,10 @@ def save(
     parsed: ParsedReply | None,
     scored: bool,
     emotion_raw: str | None = None,
+    turn: int | None = None,
 ) -> ResponseRecord:
     """Store one outcome with its emotion score (when the protocol names emotions)."""
-    record = to_record(run_id, item, outcome, parsed, emotion_raw)
+    record = to_record(run_id, item, outcome, parsed, emotion_raw, turn)
     score = None
     if scored and parsed is not None and item.protocol != "direct":
         score = score_emotions(parsed.labels, item.dialogue.label_set)

@@ -198,3 +198,47 @@ def sensitivity_figure(
         showlegend=False,
     )
     return fig
+
+
+def turn_gap_figure(
+    table: pd.DataFrame,
+    metric: str,
+    title: str,
+    subtitle: str | None = None,
+    talk: bool = False,
+) -> go.Figure:
+    """The gap over turns: one line per episode run, the paired KoED-ED gap at each
+    Listener turn with its 95% CI; zero drawn, and the pairs behind each point in its
+    hover (later turns have fewer: episodes end)."""
+    rows = table[table["metric"] == metric].sort_values("turn")
+    fig = go.Figure()
+    if rows.empty:
+        fig.add_annotation(text="No turn with scores in both languages", showarrow=False)
+    for label, line in rows.groupby("run_label", sort=True):
+        fig.add_scatter(
+            x=line["turn"],
+            y=line["gap"],
+            mode="lines+markers",
+            name=_plain(str(label)),
+            error_y={
+                "type": "data",
+                "symmetric": False,
+                "array": (line["ci_high"] - line["gap"]).fillna(0),
+                "arrayminus": (line["gap"] - line["ci_low"]).fillna(0),
+            },
+            customdata=line["pairs"],
+            hovertemplate="turn %{x}: %{y:+.2f} (%{customdata} pairs)<extra></extra>",
+        )
+    fig.add_hline(y=0, line_color="#111827", line_width=1)
+    size = 26 if talk else 18
+    fig.update_layout(
+        title=_title(_plain(title), _plain(subtitle) if subtitle else None, size),
+        font_family=FONT,
+        font_size=20 if talk else 13,
+        template="plotly_white",
+        xaxis={"title": "Listener turn in the episode", "dtick": 1},
+        yaxis_title=f"KoED minus ED, {metric}",
+        legend={"orientation": "h", "y": -0.25, "x": 0},
+        margin={"l": 60, "r": 30, "t": 90, "b": 40},
+    )
+    return fig

@@ -43,6 +43,11 @@ FILES = {
     "(base_run_id) and each stored run or judge configuration differing from it in one step "
     "(variant), the KoED-ED gap per metric with its bootstrap 95% CI, and the variant's paired "
     "change from the base (change, change_ci_low, change_ci_high); header only when none.",
+    "turn_gaps.csv": "The gap over turns of multi-turn episodes (koed episodes): per episode "
+    "run, source (each judge configuration apart, and emotion recognition) and metric, the "
+    "KoED-ED gap at each Listener turn over the dialogues that reached it in both languages "
+    "(pairs), with its bootstrap 95% CI and the simulated Speaker's name; header only when "
+    "no episode is stored.",
     "provenance.json": "Where the numbers come from: the dataset sha256 values of the exported "
     "runs (a warning if more than one), listener and judge prompt versions, rubric versions "
     "of judges and raters, KoED Studio version, export time.",
@@ -173,6 +178,7 @@ def export_bundle(store: Store, out: Path) -> list[Path]:
     )
     moved = _sensitivity(store)
     (out / "sensitivity.csv").write_text(csv_safe.to_csv(moved), encoding="utf-8")
+    (out / "turn_gaps.csv").write_text(csv_safe.to_csv(_turn_gaps(store)), encoding="utf-8")
     (out / "README.md").write_text(_readme(), encoding="utf-8")
     _private(out)
     return [out / name for name in FILES]
@@ -189,6 +195,22 @@ def _sensitivity(store: Store) -> pd.DataFrame:
     if not parts:
         return pd.DataFrame(columns=[*sensitivity.COLUMNS, "base_run_id"])
     return pd.concat(parts, ignore_index=True)
+
+
+def _turn_gaps(store: Store) -> pd.DataFrame:
+    """The gap over turns under every judge configuration that scored an episode run
+    (each its own rows), and emotion recognition once."""
+    from koed_core.db.episodes import Episodes
+    from koed_core.results import turn_gaps
+
+    runs = list(Episodes(store).runs()["run_id"])
+    if not runs:
+        return pd.DataFrame(columns=turn_gaps.TABLE_COLUMNS)
+    parts = [turn_gaps.turn_gap_table(turn_gaps.turn_frame(store))]
+    for use in Judgments(store).configs(runs):
+        table = turn_gaps.turn_gap_table(turn_gaps.turn_frame(store, use.config))
+        parts.append(table[table["source"] == "judge"])
+    return pd.concat([p for p in parts if not p.empty] or parts[:1], ignore_index=True)
 
 
 def _run_entry(row: dict[str, Any]) -> dict[str, Any]:

@@ -36,6 +36,8 @@ if frame.empty:
         "in both languages (the `human` reference names none); rater gaps once a study is "
         "rated."
     )
+    if not talk:  # episodes have their own gap, over turns
+        gap_view.gap_over_turns(store, judge, study, blind=not admin)
     st.stop()
 
 sources = [s for s in ("judge", "raters", "emotion") if s in set(frame["source"])]
@@ -90,6 +92,7 @@ if not talk and judge is not None:
     gap_view.paper_table(store, dataset.sha256, judge, blind=not admin)
 if not talk:
     gap_view.what_moves_the_gap(store, hidden)
+    gap_view.gap_over_turns(store, judge, study, blind=not admin)
 if not talk:  # PNG and SVG in the talk style, for slides (drawn when asked for)
     title = f"Korean minus English, paired by dialogue, 95% CI{suffix}"
     gap_view.downloads(table, shown[0], title, names[shown[0]], admin)

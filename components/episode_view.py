@@ -1,0 +1,98 @@
+"""An episode on screen: the dataset's turns it started from, then each Listener turn and
+the simulated Speaker's answer, flagged turns marked; ko and en side by side."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import streamlit as st
+
+from components.literal import md
+from koed_core.db import Store
+from koed_core.db.episodes import Episodes
+from koed_core.dialogues.dataset import Dataset
+from koed_core.models.protocol import ROLE_NAMES
+
+
+def shown_entries(entries: Sequence[dict[str, Any]], upto: int | None) -> list[dict[str, Any]]:
+    """The entries up to Listener turn ``upto`` and the Speaker's answer to it (all of
+    them for None)."""
+    if upto is None:
+        return list(entries)
+    return [e for e in entries if e["turn"] <= upto]
+
+
+def render_episode(
+    entries: Sequence[dict[str, Any]], lang: str, upto: int | None = None, talk: bool = False
+) -> None:
+    """One language's episode. Text from models and the dataset is shown literally."""
+    speaker, listener = ROLE_NAMES[lang]
+    if not entries:
+        st.caption("No episode in this language.")
+        return
+    start = [e for e in entries if e["turn"] == 0]
+    if talk and start:  # on a projector: the turn the episode answers first
+        st.text(f"{speaker}: {start[-1]['text']}")
+    else:
+        with st.container(height=180, border=True):
+            st.caption("The dataset's turns the episode starts from")
+            for entry in start:
+                role = speaker if entry["role"] == "speaker" else listener
+                st.text(f"{role}: {entry['text']}")
+    for entry in shown_entries([e for e in entries if e["turn"] > 0], upto):
+        role = speaker if entry["role"] == "speaker" else listener
+        if entry.get("error"):
+            st.error(f"{md(role)}, turn {md(entry['turn'])}: failed ({md(entry['error'])})")
+            continue
+        if entry["breaks"]:
+            st.warning(
+                f"{md(role)} broke character ({md(', '.join(entry['breaks']))}): flagged, "
+                "not kept" + ("; asked again" if entry.get("attempt", 1) == 1 else ""),
+                icon=":material/flag:",
+            )
+        label = f"{role} · turn {entry['turn']}" if entry["role"] == "listener" else role
+        st.markdown(f"**{md(label)}**" + (" · ends the conversation" if entry["ends"] else ""))
+        st.text(entry["text"] or "")
+
+
+def episode_pair(
+    store: Store,
+    run_id: str,
+    dataset: Dataset,
+    talk: bool = False,
+    key: str = "episode",
+    pick_in: Any = None,
+) -> None:
+    """Pick a dialogue of an episode run (in ``pick_in``, e.g. the folded choices of talk
+    mode); its ko and en episodes side by side, replayed turn by turn (Next turn) or
+    shown whole."""
+    episodes = Episodes(store)
+    conv_ids = episodes.dialogues(run_id)
+    if not conv_ids:
+        st.caption("No episode of this run has a Listener turn yet.")
+        return
+    names = {
+        conv: f"{conv} · {d.situation_en[:70]}" if (d := dataset.get(conv)) else conv
+        for conv in conv_ids
+    }
+    conv_id = (pick_in or st).selectbox(
+        "Dialogue", conv_ids, format_func=names.get, key=f"{key}.dialogue"
+    )
+    pair = {lang: episodes.transcript(run_id, conv_id, lang) for lang in ("ko", "en")}
+    longest = max((e["turn"] for entries in pair.values() for e in entries), default=0)
+    step_key = f"{key}.step.{run_id}.{conv_id}"
+    step = int(st.session_state.get(step_key, 0 if talk else longest))
+    buttons = st.columns([1, 1, 1, 5])
+    if buttons[0].button("Next turn", key=f"{key}.next", disabled=step >= longest):
+        step = min(step + 1, longest)
+    if buttons[1].button("Start again", key=f"{key}.restart"):
+        step = 0
+    if buttons[2].button("Whole episode", key=f"{key}.all"):
+        step = longest
+    st.session_state[step_key] = step
+    st.caption(f"Turn {md(step)} of {md(longest)}")
+    for column, lang in zip(st.columns(2), ("ko", "en"), strict=True):
+        with column:
+            st.subheader("한국어" if lang == "ko" else "English", anchor=False)
+            render_episode(pair[lang], lang, upto=step, talk=talk)

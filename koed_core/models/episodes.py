@@ -1,0 +1,356 @@
+"""Multi-turn episodes: the model under test listens, a simulated Speaker carries the KoED
+situation on, turn by turn; stored as it goes, resumable at the turn where it stopped.
+
+An episode starts from the context the single-turn protocol gives (the dataset's own
+turns, ending on a Speaker turn). Then, up to ``turns`` times: the Listener answers the
+episode so far (the run's prompt set, protocol, decoding and pipeline steps, exactly as
+a single reply), and the Speaker (another model, or the same) answers it, told the
+situation and the emotion it felt. The Listener is never told either.
+
+Episodes run concurrently; the turns of one episode run in order in one worker thread,
+each stored the moment it arrives (the store serialises writes), so a killed run loses
+at most the turn in flight of each episode, and running it again rebuilds every episode
+from what is stored and asks only what is missing. A Speaker turn that breaks character
+is stored flagged and asked once more; when the second attempt breaks too, the episode
+ends there, its flagged turns kept for people to see and no Listener turn after them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Literal
+
+from koed_core.db import RunConfig, Store
+from koed_core.db.episodes import Episodes, SpeakerRecord
+from koed_core.dialogues.dialogue import Dialogue, Lang
+from koed_core.errors import KoedError
+from koed_core.models.batch import BatchReport, Outcome, ProgressFn, run_batch, workers_for
+from koed_core.models.client import ChatClient, GenerationSettings, ModelError
+from koed_core.models.pipeline import Steps, steps_for
+from koed_core.models.prompts import PromptSet, default_prompt_set, load_prompt_set
+from koed_core.models.protocol import ContextTurn, ListenerTask, Protocol, build_task
+from koed_core.models.registry import ModelSpec
+from koed_core.models.runs import Item, answer, public_spec, run_config, save
+from koed_core.models.speaker import SpeakerPrompt, check_turn, load_speaker_prompt
+
+DEFAULT_TURNS = 3
+MAX_TURNS = 10
+SPEAKER_ATTEMPTS = 2
+"""A Speaker turn that breaks character is asked once more, then the episode ends."""
+Status = Literal["complete", "ended", "broke", "failed", "open"]
+
+
+class EpisodeError(KoedError, ValueError):
+    """Episodes that cannot be run as asked (turns out of range, a direct run...)."""
+
+
+@dataclass(frozen=True)
+class Episode:
+    """One dialogue in one language, to be carried on for up to ``turns`` Listener turns."""
+
+    dialogue: Dialogue
+    base: ListenerTask
+    """The dataset's context the episode starts from (ends on a Speaker turn)."""
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.dialogue.conv_id, self.base.lang)
+
+
+@dataclass
+class EpisodeState:
+    """An episode as stored: the turns so far, and what comes next."""
+
+    history: list[ContextTurn] = field(default_factory=list)
+    """The simulated exchange after the dataset's context (Listener, Speaker, ...)."""
+    listener_turns: int = 0
+    speaker_attempts: dict[int, int] = field(default_factory=dict)
+    """Turn -> Speaker attempts that broke character (or failed) so far."""
+    status: Status = "open"
+
+
+def read_states(store: Store, run_id: str, turns: int) -> dict[tuple[str, str], EpisodeState]:
+    """Every stored episode of a run, rebuilt turn by turn from its rows."""
+    episodes = Episodes(store)
+    listeners: dict[tuple[str, str], dict[int, dict[str, object]]] = {}
+    for row in episodes.listener_rows(run_id):
+        listeners.setdefault((row["conv_id"], row["lang"]), {})[int(row["turn"])] = row
+    speakers: dict[tuple[str, str], dict[int, list[dict[str, object]]]] = {}
+    for row in episodes.speaker_rows(run_id):
+        speakers.setdefault((row["conv_id"], row["lang"]), {}).setdefault(
+            int(row["turn"]), []
+        ).append(row)
+    states = {}
+    for key in set(listeners) | set(speakers):
+        states[key] = _rebuild(listeners.get(key, {}), speakers.get(key, {}), turns)
+    return states
+
+
+def _rebuild(
+    listeners: dict[int, dict[str, object]],
+    speakers: dict[int, list[dict[str, object]]],
+    turns: int,
+) -> EpisodeState:
+    state = EpisodeState()
+    for turn in range(1, turns + 1):
+        row = listeners.get(turn)
+        if row is None or row["error"] is not None:
+            state.status = "failed" if row is not None else "open"
+            return state
+        state.history.append(ContextTurn("listener", str(row["text"] or "")))
+        state.listener_turns = turn
+        if turn == turns:
+            state.status = "complete"
+            return state
+        attempts = speakers.get(turn, [])
+        kept = [a for a in attempts if a["kept"]]
+        if not kept:
+            broken = [a for a in attempts if a["error"] is None]
+            state.speaker_attempts[turn] = len(broken)
+            if len(broken) >= SPEAKER_ATTEMPTS:
+                state.status = "broke"
+            elif attempts and attempts[-1]["error"] is not None:
+                state.status = "failed"
+            return state
+        if kept[0]["text"]:
+            state.history.append(ContextTurn("speaker", str(kept[0]["text"])))
+        if kept[0]["ends"]:
+            state.status = "ended"
+            return state
+    return state
+
+
+FINISHED: tuple[Status, ...] = ("complete", "ended", "broke")
+
+
+@dataclass(frozen=True)
+class EpisodeSetup:
+    """Everything the turns of every episode of one run share."""
+
+    store: Store
+    run_id: str
+    listener: ChatClient
+    speaker: ChatClient
+    protocol: Protocol
+    prompts: PromptSet
+    steps: Steps
+    settings: GenerationSettings
+    speaker_settings: GenerationSettings
+    speaker_prompt: SpeakerPrompt
+    turns: int
+    stop: Callable[[], bool] | None = None
+
+
+def play(setup: EpisodeSetup, episode: Episode, state: EpisodeState) -> Outcome:
+    """Carry one episode on from its stored state to its end (or a failure, or a stop),
+    storing every turn as it comes."""
+    conv_id, lang = episode.dialogue.conv_id, episode.base.lang
+    history = list(state.history)
+    turn = state.listener_turns
+    # where the stored episode stopped: after a Listener turn the Speaker is next
+    next_is_speaker = bool(history) and history[-1].role == "listener"
+    while True:
+        if setup.stop is not None and setup.stop():
+            return Outcome("cancelled")
+        if not next_is_speaker:
+            if turn >= setup.turns:
+                return Outcome("ok")
+            turn += 1
+            task = ListenerTask(conv_id, lang, episode.base.turns, None, tuple(history))
+            item = Item(episode.dialogue, task, setup.protocol, setup.prompts, setup.steps)
+            outcome, parsed, emotion = answer(setup.listener, item, setup.settings)
+            if isinstance(outcome, ModelError) and outcome.kind == "cancelled":
+                return Outcome("cancelled")
+            record = save(setup.store, setup.run_id, item, outcome, parsed, True, emotion, turn)
+            if record.error:
+                return Outcome("failed", record.error_kind)
+            history.append(ContextTurn("listener", record.text or ""))
+            if turn >= setup.turns:
+                return Outcome("ok")
+            next_is_speaker = True
+            continue
+        said = _speak(setup, episode, history, turn, state.speaker_attempts.get(turn, 0))
+        if isinstance(said, Outcome):
+            return said
+        if said.text:
+            history.append(ContextTurn("speaker", said.text))
+        if said.ends:
+            return Outcome("ok")
+        next_is_speaker = False
+
+
+def _speak(
+    setup: EpisodeSetup,
+    episode: Episode,
+    history: Sequence[ContextTurn],
+    turn: int,
+    broken_before: int,
+) -> SpeakerRecord | Outcome:
+    """The Speaker's turn after Listener turn ``turn``: asked until an attempt keeps in
+    character (at most SPEAKER_ATTEMPTS broken ones), each attempt stored."""
+    conv_id, lang = episode.dialogue.conv_id, episode.base.lang
+    messages = setup.speaker_prompt.messages(
+        episode.dialogue, lang, (*episode.base.turns, *history)
+    )
+    attempt = broken_before
+    while attempt < SPEAKER_ATTEMPTS:
+        attempt += 1
+        base = SpeakerRecord(
+            setup.run_id,
+            conv_id,
+            lang,
+            turn,
+            attempt,
+            raw=None,
+            text=None,
+            prompt=tuple({"role": m["role"], "content": m["content"]} for m in messages),
+        )
+        try:
+            done = setup.speaker.complete(messages, setup.speaker_settings, episode.base)
+        except ModelError as err:
+            if err.kind == "cancelled":
+                return Outcome("cancelled")
+            failed = replace(base, error=str(err), error_kind=err.kind)
+            Episodes(setup.store).save_speaker(failed)
+            return Outcome("failed", f"speaker {err.kind}")
+        read = check_turn(done.text, lang, episode.dialogue.labels, setup.speaker_prompt)
+        record = replace(
+            base,
+            raw=done.text,
+            text=read.text,
+            breaks=read.breaks,
+            kept=not read.breaks,
+            ends=read.ends,
+            latency_s=done.latency_s,
+        )
+        Episodes(setup.store).save_speaker(record)
+        if record.kept:
+            return record
+    return Outcome("ok")  # broke character twice: the episode ends here, flagged
+
+
+def plan_episodes(
+    dialogues: Sequence[Dialogue], langs: Sequence[Lang], limit: int | None, commas: str
+) -> list[Episode]:
+    """Episodes in dataset order, each language; a dialogue with no Speaker turn in a
+    language has no episode in it."""
+    chosen = dialogues[:limit] if limit else dialogues
+    episodes = []
+    for dialogue in chosen:
+        for lang in langs:
+            base = build_task(dialogue, lang, commas)
+            if base.turns:
+                episodes.append(Episode(dialogue, ListenerTask(base.conv_id, lang, base.turns)))
+    return episodes
+
+
+def episode_config(
+    spec: ModelSpec,
+    speaker: ModelSpec,
+    protocol: Protocol,
+    settings: GenerationSettings,
+    speaker_settings: GenerationSettings,
+    dataset_sha256: str,
+    prompts: PromptSet,
+    steps: Steps,
+    speaker_prompt: SpeakerPrompt,
+    turns: int,
+) -> RunConfig:
+    """An episode run's identity: the Listener's run configuration, plus the Speaker's
+    model, wording and temperature and the number of turns."""
+    base = run_config(
+        spec, protocol, settings, dataset_sha256, "episodes", prompt_set=prompts, steps=steps
+    )
+    return replace(
+        base,
+        turns=turns,
+        speaker=speaker.name,
+        speaker_model_id=speaker.model,
+        speaker_prompt_version=speaker_prompt.version,
+        speaker_temperature=speaker_settings.temperature,
+    )
+
+
+def run_episodes(
+    store: Store,
+    listener: ChatClient,
+    spec: ModelSpec,
+    speaker: ChatClient,
+    speaker_spec: ModelSpec,
+    dialogues: Sequence[Dialogue],
+    dataset_sha256: str,
+    *,
+    langs: Sequence[Lang],
+    settings: GenerationSettings,
+    speaker_settings: GenerationSettings,
+    protocol: Protocol = "single",
+    turns: int = DEFAULT_TURNS,
+    limit: int | None = None,
+    concurrency: int = 8,
+    prompt_set: str | None = None,
+    steps: Steps | None = None,
+    speaker_prompt: str | None = None,
+    progress: ProgressFn | None = None,
+    stop: Callable[[], bool] | None = None,
+    watch: Callable[[BatchReport], None] | None = None,
+) -> BatchReport:
+    """Play every planned episode not finished yet; the report counts episodes.
+
+    Raises:
+        EpisodeError: turns out of range, or a model that only replays (human).
+    """
+    if not 1 <= turns <= MAX_TURNS:
+        raise EpisodeError(f"turns must be between 1 and {MAX_TURNS}, not {turns}")
+    for role, who in (("listener", spec), ("speaker", speaker_spec)):
+        if who.backend == "human":
+            raise EpisodeError(
+                f"the {role} {who.name!r} only replays the dataset's own turns; an episode "
+                "needs a model that answers"
+            )
+    prompts = load_prompt_set(prompt_set or default_prompt_set(protocol))
+    steps = steps or steps_for(prompts.profile, spec.family)
+    voice = load_speaker_prompt(speaker_prompt or "speaker")
+    config = episode_config(
+        spec,
+        speaker_spec,
+        protocol,
+        settings,
+        speaker_settings,
+        dataset_sha256,
+        prompts,
+        steps,
+        voice,
+        turns,
+    )
+    run_id = store.ensure_run(config, spec.name, list(langs), public_spec(spec))
+    episodes = plan_episodes(dialogues, langs, limit, steps.commas)
+    states = read_states(store, run_id, turns)
+    done: set[Hashable] = {key for key, state in states.items() if state.status in FINISHED}
+    setup = EpisodeSetup(
+        store,
+        run_id,
+        listener,
+        speaker,
+        protocol,
+        prompts,
+        steps,
+        settings,
+        speaker_settings,
+        voice,
+        turns,
+        stop,
+    )
+    workers = min(workers_for(listener, concurrency), workers_for(speaker, concurrency))
+    return run_batch(
+        episodes,
+        key=lambda episode: episode.key,
+        done=done,
+        work=lambda episode: play(setup, episode, states.get(episode.key, EpisodeState())),
+        save=lambda _episode, outcome: outcome,
+        workers=workers,
+        progress=progress,
+        run_id=run_id,
+        stop=stop,
+        watch=watch,
+    )

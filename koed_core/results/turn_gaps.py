@@ -1,0 +1,95 @@
+"""The gap over turns: for each episode run, Korean minus English at Listener turn 1, 2,
+3 ..., paired by dialogue, with a bootstrap CI; and emotion recognition at each turn.
+
+Does a model close the gap as the Speaker reveals more, or widen it? At turn *t* only the
+dialogues whose episodes reached turn *t* in both languages count (an episode the Speaker
+ended early, or that broke off, drops out of the later turns), and the number of pairs is
+given with every value. Sources are kept apart as everywhere: one judge configuration,
+or one study, or the runs' own emotion answers.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from koed_core.db import JudgeConfig, Store
+from koed_core.db.episodes import Episodes
+from koed_core.models.runs import run_labels
+from koed_core.results.gaps import EMOTION_ANSWERED, EMOTION_METRIC, SOURCE_COLUMNS, gap_table
+
+META = ["run_id", "run_label", "model", "provenance", "protocol", "prompt_set", "speaker", "turns"]
+FRAME_COLUMNS = [*META, "dataset_sha256", "source", *SOURCE_COLUMNS, "metric"]
+FRAME_COLUMNS += ["conv_id", "lang", "turn", "value"]
+TABLE_COLUMNS = [
+    "run_id",
+    "run_label",
+    "model",
+    "provenance",
+    "speaker",
+    "source",
+    *SOURCE_COLUMNS,
+    "metric",
+    "turn",
+    "pairs",
+    "en",
+    "ko",
+    "gap",
+    "ci_low",
+    "ci_high",
+    "ci_note",
+    "dataset_sha256",
+]
+
+
+def turn_frame(
+    store: Store, judge: JudgeConfig | None = None, study_id: int | None = None
+) -> pd.DataFrame:
+    """Long-form scores of episode Listener turns: one row per (run, dialogue, language,
+    turn, source, metric). Leave ``judge`` or ``study_id`` out to leave that source out;
+    emotion recognition always comes (the runs' own answers)."""
+    episodes = Episodes(store)
+    runs = episodes.runs()
+    if runs.empty:
+        return pd.DataFrame(columns=FRAME_COLUMNS)
+    parts = []
+    if judge is not None:
+        judged = episodes.turn_scores(judge)
+        parts.append(judged.assign(source="judge", **judge.as_columns()))
+    if study_id is not None:
+        parts.append(episodes.turn_ratings(study_id).assign(source="raters", study_id=study_id))
+    emotions = episodes.turn_emotions()
+    if not emotions.empty:
+        parts.append(emotions.drop(columns="given").assign(source="emotion", metric=EMOTION_METRIC))
+        answered = emotions[emotions["given"] == 1].drop(columns="given")
+        parts.append(answered.assign(source="emotion", metric=EMOTION_ANSWERED))
+    parts = [p for p in parts if not p.empty]
+    if not parts:
+        return pd.DataFrame(columns=FRAME_COLUMNS)
+    frame = pd.concat(parts, ignore_index=True)
+    for column in SOURCE_COLUMNS:
+        if column not in frame:
+            frame[column] = None
+    meta = runs.assign(run_label=runs["run_id"].map(run_labels(store)))
+    merged = frame.merge(meta.drop(columns=["created", "reference"]), on="run_id", how="inner")
+    if merged.empty:
+        return pd.DataFrame(columns=FRAME_COLUMNS)
+    merged["turn"] = merged["turn"].astype(int)
+    return merged[FRAME_COLUMNS]
+
+
+def turn_gap_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """One row per episode run x source x metric x turn: en, ko, the paired gap and its
+    95% CI, over the dialogues that reached that turn in both languages."""
+    if frame.empty:
+        return pd.DataFrame(columns=TABLE_COLUMNS)
+    rows = []
+    for (turn, run_id), cell in frame.groupby(["turn", "run_id"], sort=True):
+        table = gap_table(cell.drop(columns=["turn", "speaker", "turns"]))
+        if table.empty:
+            continue
+        first = cell.iloc[0]
+        rows.append(table.assign(turn=int(turn), speaker=first["speaker"], run_id=run_id))
+    if not rows:
+        return pd.DataFrame(columns=TABLE_COLUMNS)
+    table = pd.concat(rows, ignore_index=True)
+    return table[TABLE_COLUMNS].sort_values(["run_label", "source", "metric", "turn"])
