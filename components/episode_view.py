@@ -56,6 +56,12 @@ def render_episode(
         st.text(entry["text"] or "")
 
 
+def _go_to(step_key: str, step: int) -> None:
+    """A replay button's callback: it runs before the page, so every button is drawn
+    for the step it leads to."""
+    st.session_state[step_key] = step
+
+
 def episode_pair(
     store: Store,
     run_id: str,
@@ -82,15 +88,19 @@ def episode_pair(
     pair = {lang: episodes.transcript(run_id, conv_id, lang) for lang in ("ko", "en")}
     longest = max((e["turn"] for entries in pair.values() for e in entries), default=0)
     step_key = f"{key}.step.{run_id}.{conv_id}"
-    step = int(st.session_state.get(step_key, 0 if talk else longest))
+    if step_key not in st.session_state:  # a replay in talk mode starts before turn 1
+        st.session_state[step_key] = 0 if talk else longest
+    step = int(st.session_state[step_key])
     buttons = st.columns([1, 1, 1, 5])
-    if buttons[0].button("Next turn", key=f"{key}.next", disabled=step >= longest):
-        step = min(step + 1, longest)
-    if buttons[1].button("Start again", key=f"{key}.restart"):
-        step = 0
-    if buttons[2].button("Whole episode", key=f"{key}.all"):
-        step = longest
-    st.session_state[step_key] = step
+    buttons[0].button(
+        "Next turn",
+        key=f"{key}.next",
+        disabled=step >= longest,
+        on_click=_go_to,
+        args=(step_key, min(step + 1, longest)),
+    )
+    buttons[1].button("Start again", key=f"{key}.restart", on_click=_go_to, args=(step_key, 0))
+    buttons[2].button("Whole episode", key=f"{key}.all", on_click=_go_to, args=(step_key, longest))
     st.caption(f"Turn {md(step)} of {md(longest)}")
     for column, lang in zip(st.columns(2), ("ko", "en"), strict=True):
         with column:

@@ -155,7 +155,8 @@ def check_turn(
     break of character.
 
     - *named the emotion*: a gold label's English name as a word, or (Korean) its gloss
-      or one of the stems the emotion reader knows; 정 and 한 only as words of their own;
+      or one of the stems the emotion reader knows; jeong and han as 정(情) and 한(恨)
+      (alone, 정 and 한 are everyday words: "한 번", "정말");
     - *switched language*: a Korean turn with more Latin letters than Hangul, an English
       turn with any Hangul word;
     - *spoke as the Listener*: a line that starts with the Listener's name, in either
@@ -195,12 +196,9 @@ def _names_emotion(text: str, gold: Sequence[str]) -> bool:
         label = known.get(name)
         if label is None:
             continue
-        for alias in {label.ko, *label.ko_aliases}:
-            if len(alias) == 1:
-                if re.search(rf"(?<!\w){re.escape(alias)}(?!\w)", text):
-                    return True
-            elif alias in text:
-                return True
+        # 정 and 한 alone are everyday words ("한 번", "정말"): only 정(情) and 한(恨) count
+        if any(len(alias) > 1 and alias in text for alias in {label.ko, *label.ko_aliases}):
+            return True
     return False
 
 

@@ -31,7 +31,7 @@ choices = st.expander("Choices", expanded=False) if talk else st.container()
 run_id = choices.selectbox(
     "Episode run",
     list(reversed(list(runs["run_id"]))),
-    format_func=lambda run: labels.get(run, run),
+    format_func=labels.get,
     key=state.EPISODES_RUN,
 )
 row = runs[runs["run_id"] == run_id].iloc[0]

@@ -1,0 +1,405 @@
+"""Multi-turn episodes against the scripted server: turn order, language, what the
+Listener never sees, breaks of character, the Speaker's end, SIGKILL and resume, the
+gap over turns, the pages and the command line."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from fixtures.fake_openai import AUTHORS_REPLY, SPEAKER_REPLY, FakeOpenAI, is_speaker
+from koed_core.db import Store
+from koed_core.db.episodes import Episodes
+from koed_core.dialogues.dataset import load_dataset
+from koed_core.dialogues.labels import by_name
+from koed_core.judge.judging import judge_run
+from koed_core.models.backends import make_client
+from koed_core.models.client import GenerationSettings
+from koed_core.models.episodes import read_states, run_episodes
+from koed_core.models.registry import ModelSpec
+from koed_core.models.speaker import check_turn, load_speaker_prompt
+from koed_core.paths import SAMPLE_FILE
+from koed_core.results.score_sources import choose_judge
+from koed_core.results.turn_gaps import turn_frame, turn_gap_table
+
+ROOT = Path(__file__).resolve().parents[1]
+SETTINGS = GenerationSettings(max_retries=1)
+HANGUL = re.compile(r"[\uac00-\ud7a3]")
+
+
+def _spec(server: FakeOpenAI, name: str = "fake") -> ModelSpec:
+    return ModelSpec(name=name, backend="openai", model=name, base_url=server.base_url)
+
+
+def _play(server: FakeOpenAI, store: Store, **options: Any):  # type: ignore[no-untyped-def]
+    dataset = load_dataset(SAMPLE_FILE)
+    listener, speaker = _spec(server), _spec(server, "fake-speaker")
+    chosen = {"langs": ["ko", "en"], "turns": 3, "limit": 3, **options}
+    return run_episodes(
+        store,
+        make_client(listener, "k"),
+        listener,
+        make_client(speaker, "k"),
+        speaker,
+        dataset.dialogues,
+        dataset.sha256,
+        settings=SETTINGS,
+        speaker_settings=SETTINGS,
+        **chosen,
+    )
+
+
+def _listener_requests(server: FakeOpenAI) -> list[dict[str, Any]]:
+    return [b for b in server.requests if not is_speaker(b)]
+
+
+def test_turns_alternate_in_the_dialogues_language(fake_openai: FakeOpenAI, tmp_path: Path) -> None:
+    store = Store(tmp_path / "koed.db")
+    report = _play(fake_openai, store)
+    assert report.succeeded == 6 and report.failed == 0
+    # 6 episodes x (3 Listener turns x 2 calls of the paper set + 2 Speaker turns)
+    assert len(fake_openai.requests) == 6 * (3 * 2 + 2)
+    episodes = Episodes(store)
+    for conv_id in episodes.dialogues(report.run_id):
+        for lang in ("ko", "en"):
+            entries = episodes.transcript(report.run_id, conv_id, lang)
+            simulated = [(e["role"], e["turn"]) for e in entries if e["turn"] > 0]
+            assert simulated == [
+                ("listener", 1),
+                ("speaker", 1),
+                ("listener", 2),
+                ("speaker", 2),
+                ("listener", 3),
+            ]
+            said = [e["text"] for e in entries if e["turn"] > 0 and e["role"] == "speaker"]
+            assert said == [SPEAKER_REPLY[lang]] * 2
+            assert all(bool(HANGUL.search(e["text"])) == (lang == "ko") for e in entries)
+    # each Listener turn answered the episode so far: its last line is the Speaker's turn
+    for body in _listener_requests(fake_openai):
+        user = body["messages"][-1]["content"]
+        if "Identified emotion:" in user:
+            continue
+        transcript = user.split("Conversation:\n", 1)[1].split("\n\n", 1)[0].splitlines()
+        assert transcript[-1].startswith("Speaker: ")
+    # the Korean Speaker is asked in Korean, with the dialogue's Korean situation
+    dataset = load_dataset(SAMPLE_FILE)
+    ko_speaker = [b for b in fake_openai.requests if is_speaker(b) and "화자" in str(b)]
+    assert ko_speaker and all(
+        any(d.situation_ko in b["messages"][0]["content"] for d in dataset.dialogues[:3])
+        for b in ko_speaker
+    )
+    # a rerun finds every episode finished and asks nothing
+    before = len(fake_openai.requests)
+    again = _play(fake_openai, store)
+    assert again.skipped == 6 and len(fake_openai.requests) == before
+
+
+def test_the_listener_never_sees_the_situation_or_the_emotion(
+    fake_openai: FakeOpenAI, tmp_path: Path
+) -> None:
+    store = Store(tmp_path / "koed.db")
+    _play(fake_openai, store, protocol="direct", prompt_set="native", limit=5)
+    dataset = load_dataset(SAMPLE_FILE)
+    hidden = set()
+    for dialogue in dataset.dialogues[:5]:
+        hidden |= {dialogue.situation_ko, dialogue.situation_en}
+        for name in dialogue.labels:
+            hidden |= {name, by_name()[name].ko}
+    listener = _listener_requests(fake_openai)
+    speaker = [b for b in fake_openai.requests if is_speaker(b)]
+    assert listener and speaker
+    for body in listener:
+        text = json.dumps(body, ensure_ascii=False)
+        shown = [word for word in hidden if re.search(rf"(?<!\w){re.escape(word)}(?!\w)", text)]
+        assert not shown, shown
+    # ...and they are what the Speaker is told
+    told = " ".join(b["messages"][0]["content"] for b in speaker)
+    assert all(d.situation_en in told or d.situation_ko in told for d in dataset.dialogues[:5])
+
+
+def test_a_speaker_breaking_character_is_flagged_and_asked_again(
+    fake_openai: FakeOpenAI, tmp_path: Path
+) -> None:
+    dataset = load_dataset(SAMPLE_FILE)
+    first, second = dataset.dialogues[0], dataset.dialogues[1]
+    asked: dict[str, int] = {}
+
+    def script(body: dict[str, Any]) -> str | None:
+        system = body["messages"][0]["content"]
+        if not is_speaker(body) or not system.startswith("You are"):
+            return None
+        for dialogue, always in ((first, False), (second, True)):
+            if dialogue.situation_en in system:
+                asked[dialogue.conv_id] = asked.get(dialogue.conv_id, 0) + 1
+                if always or asked[dialogue.conv_id] == 1:
+                    return f"Listener: I feel so {dialogue.labels[0]} about it."
+        return None
+
+    fake_openai.reply_fn = script
+    store = Store(tmp_path / "koed.db")
+    report = _play(fake_openai, store, langs=["en"], limit=2, turns=2)
+    states = read_states(store, report.run_id, 2)
+    # the first dialogue's Speaker broke once, was asked again and the episode went on
+    assert states[(first.conv_id, "en")].status == "complete"
+    entries = Episodes(store).transcript(report.run_id, first.conv_id, "en")
+    flagged = [e for e in entries if e["breaks"]]
+    assert len(flagged) == 1 and not flagged[0]["kept"]
+    assert set(flagged[0]["breaks"]) == {"named the emotion", "spoke as the Listener"}
+    assert [e["role"] for e in entries if e["turn"] > 0 and e["kept"]] == [
+        "listener",
+        "speaker",
+        "listener",
+    ]
+    # the second broke twice: the episode ends there, no Listener turn after it
+    assert states[(second.conv_id, "en")].status == "broke"
+    entries = Episodes(store).transcript(report.run_id, second.conv_id, "en")
+    assert [(e["role"], e["kept"]) for e in entries if e["turn"] > 0] == [
+        ("listener", True),
+        ("speaker", False),
+        ("speaker", False),
+    ]
+    assert Episodes(store).break_counts(report.run_id)["named the emotion"] == 3
+    # nothing to redo: a rerun asks nothing more
+    before = len(fake_openai.requests)
+    _play(fake_openai, store, langs=["en"], limit=2, turns=2)
+    assert len(fake_openai.requests) == before
+
+
+def test_the_speaker_ends_the_conversation(fake_openai: FakeOpenAI, tmp_path: Path) -> None:
+    fake_openai.reply_fn = lambda body: (
+        "Thanks, that helps. Talk soon. [END]" if is_speaker(body) else None
+    )
+    store = Store(tmp_path / "koed.db")
+    report = _play(fake_openai, store, langs=["en"], limit=1, turns=3)
+    entries = Episodes(store).transcript(
+        report.run_id, load_dataset(SAMPLE_FILE).dialogues[0].conv_id, "en"
+    )
+    last = [e for e in entries if e["turn"] > 0]
+    assert [e["role"] for e in last] == ["listener", "speaker"]
+    assert last[-1]["ends"] and last[-1]["text"] == "Thanks, that helps. Talk soon."
+
+
+def test_check_turn_reads_every_break() -> None:
+    prompt = load_speaker_prompt()
+    assert check_turn("Speaker: It was a long day.", "en", ["sad"], prompt).breaks == ()
+    assert check_turn("그날 정말 슬픈 하루였어.", "ko", ["sad"], prompt).breaks == (
+        "named the emotion",
+    )
+    assert "switched language" in check_turn("It was fine.", "ko", ["sad"], prompt).breaks
+    assert "switched language" in check_turn("그래, 고마워.", "en", ["sad"], prompt).breaks
+    assert check_turn("", "en", ["sad"], prompt).breaks == ("empty",)
+    ended = check_turn("Bye for now. [END]", "en", ["sad"], prompt)
+    assert ended.ends and ended.text == "Bye for now." and not ended.breaks
+    # 정 and 한 alone are everyday words; 정(情) and 한(恨) name the emotion
+    assert check_turn("정말 한 번 더 가 보고 싶어.", "ko", ["jeong", "han"], prompt).breaks == ()
+    assert check_turn("그게 한(恨)으로 남았어.", "ko", ["han"], prompt).breaks == (
+        "named the emotion",
+    )
+
+
+def test_a_bad_speaker_prompt_file_is_named(tmp_path: Path) -> None:
+    from koed_core.models.speaker import SpeakerPromptError
+
+    path = tmp_path / "mine.toml"
+    path.write_text('name = "mine"\n[system]\nen = "{situation} {emotions} {end}"\n')
+    with pytest.raises(SpeakerPromptError, match=r"mine.toml: needs \[system\] ko"):
+        load_speaker_prompt(path)
+    path.write_text(
+        'name = "mine"\n[system]\nen = "{situation} {emotion} {end}"\n'
+        'ko = "{situation} {emotions} {end}"\n'
+        '[user]\nen = "{transcript}"\nko = "{transcript}"\n'
+    )
+    with pytest.raises(SpeakerPromptError, match="does not fill"):
+        load_speaker_prompt(path)
+
+
+def _marked_listener(body: dict[str, Any]) -> str | None:
+    """A Listener that marks each reply with its language and turn (the Speaker's lines
+    in its transcript count the turns); and a judge that scores by the mark: English 4 at
+    every turn, Korean one point lower at each turn (a planted gap of 0, -1, -2)."""
+    user = body["messages"][-1]["content"]
+    if is_speaker(body):
+        return None
+    if AUTHORS_REPLY in user:  # the judge
+        quoted = user.split(AUTHORS_REPLY)[-1].split("\n\nWrite feedback")[0]
+        mark = re.search(r"#(ko|en)(\d)", quoted)
+        if mark is None:  # an unmarked reply: a verdict the test would see as wrong
+            return "Score: 1"
+        turn = int(mark.group(2))
+        score = 4 if mark.group(1) == "en" else 4 - (turn - 1)
+        return f"Feedback: as planted.\nScore: {score}"
+    if "Identified emotion:" in user:
+        korean = HANGUL.search(user) is not None
+        turn = 1 + sum(user.count(line) for line in SPEAKER_REPLY.values())
+        return ("그랬구나, 많이 힘들었겠다." if korean else "Oh, that must be hard.") + (
+            f" #{'ko' if korean else 'en'}{turn}"
+        )
+    return None
+
+
+def test_a_planted_per_turn_gap_is_recovered(fake_openai: FakeOpenAI, tmp_path: Path) -> None:
+    fake_openai.reply_fn = _marked_listener
+    store = Store(tmp_path / "koed.db")
+    report = _play(fake_openai, store, limit=6, turns=3)
+    judge = _spec(fake_openai, "fake-judge")
+    judge_run(store, make_client(judge, "k"), judge, report.run_id, "paper", dims=["IP", "CA"])
+    config = choose_judge(store, [report.run_id])
+    assert config is not None
+    table = turn_gap_table(turn_frame(store, config.config))
+    judged = table[table["source"] == "judge"]
+    for metric in ("IP", "CA"):
+        rows = judged[judged["metric"] == metric].set_index("turn")
+        assert list(rows.index) == [1, 2, 3]
+        assert rows["gap"].round(6).tolist() == [0.0, -1.0, -2.0]
+        assert rows["pairs"].tolist() == [6, 6, 6]
+        assert rows.loc[3, "en"] == 4 and rows.loc[3, "ko"] == 2
+    # emotion recognition is read at every turn too (the paper set's first call)
+    emotion = table[(table["source"] == "emotion") & (table["metric"] == "emotion")]
+    assert sorted(emotion["turn"]) == [1, 2, 3]
+    # the single-turn gap never takes an episode's turns in
+    from koed_core.results.gaps import score_frame
+
+    assert score_frame(store, config.config).empty
+
+
+def test_sigkill_mid_episodes_resumes_with_no_turn_twice(tmp_path: Path) -> None:
+    server = FakeOpenAI(latency_s=0.15).start()
+    try:
+        models = tmp_path / "models.toml"
+        models.write_text(
+            f'[models.fake]\nbackend = "openai"\nmodel = "fake"\nbase_url = "{server.base_url}"\n'
+        )
+        db = tmp_path / "koed.db"
+        env = {**os.environ, "KOED_MODELS": str(models), "OPENAI_API_KEY": "k"}
+        command = [
+            sys.executable,
+            "-m",
+            "koed_core.cli",
+            "episodes",
+            "--model",
+            "fake",
+            "--speaker",
+            "fake",
+            "--turns",
+            "3",
+            "--limit",
+            "4",
+            "--concurrency",
+            "4",
+            "--db",
+            str(db),
+            "--data",
+            str(SAMPLE_FILE),
+        ]
+        proc = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL)
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            time.sleep(0.2)
+            if db.exists() and _count(db, "select count(*) from responses") >= 6:
+                break
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        stored = _count(db, "select count(*) from responses where error is null")
+        assert 0 < stored < 8 * 3, stored  # killed part-way
+        done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        with sqlite3.connect(db) as conn:
+            turns = conn.execute(
+                "select conv_id, lang, turn, count(*) from responses group by 1, 2, 3"
+            ).fetchall()
+            speakers = conn.execute(
+                "select conv_id, lang, turn, count(*) from episode_turns where kept = 1 "
+                "group by 1, 2, 3"
+            ).fetchall()
+        assert len(turns) == 8 * 3 and all(n == 1 for *_, n in turns)
+        assert len(speakers) == 8 * 2 and all(n == 1 for *_, n in speakers)
+        # every Listener turn's context is the episode exactly as stored before it
+        store = Store(db)
+        run_id = store.rows("select id from runs")[0]["id"]
+        for state in read_states(store, run_id, 3).values():
+            assert state.status == "complete" and len(state.history) == 5
+    finally:
+        server.stop()
+
+
+def _count(db: Path, sql: str) -> int:
+    try:
+        with sqlite3.connect(db, timeout=5) as conn:
+            return int(conn.execute(sql).fetchone()[0])
+    except sqlite3.OperationalError:
+        return 0
+
+
+def test_command_line_refuses_bad_episodes(tmp_path: Path) -> None:
+    from koed_core.cli import main
+
+    assert (
+        main(["episodes", "--model", "smollm2", "--lang", "fr", "--db", str(tmp_path / "x.db")])
+        == 2
+    )
+    with pytest.raises(SystemExit):
+        main(["episodes", "--model", "smollm2", "--turns", "11"])
+    bad = tmp_path / "speaker.toml"
+    bad.write_text("name = 'x'\n")
+    assert (
+        main(
+            [
+                "episodes",
+                "--model",
+                "smollm2",
+                "--speaker-prompts",
+                str(bad),
+                "--db",
+                str(tmp_path / "x.db"),
+            ]
+        )
+        == 1
+    )
+
+
+def _episode_db(server: FakeOpenAI, db: Path) -> str:
+    store = Store(db)
+    report = _play(server, store, limit=2, turns=2)
+    judge = _spec(server, "fake-judge")
+    judge_run(store, make_client(judge, "k"), judge, report.run_id, "paper", dims=["EX"])
+    return report.run_id
+
+
+def _page(page: str, query: dict[str, str] | None = None) -> AppTest:
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    for key, value in (query or {}).items():
+        at.query_params[key] = value
+    return at.run().switch_page(page).run()
+
+
+def test_episode_pages(fake_openai: FakeOpenAI, tmp_path: Path) -> None:
+    run_id = _episode_db(fake_openai, tmp_path / "koed.db")  # KOED_DB points here (conftest)
+    at = _page("pages/results/episodes.py")
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.selectbox[0].value == run_id
+    texts = [t.value for t in at.text]
+    assert SPEAKER_REPLY["ko"] in texts and SPEAKER_REPLY["en"] in texts
+    assert at.caption[1].value.startswith("Turn 2 of 2")  # the whole episode at first
+    at.button[1].click().run()  # start again
+    assert SPEAKER_REPLY["en"] not in [t.value for t in at.text]
+    at.button[0].click().run()  # next turn: the first Listener turn and the Speaker's answer
+    assert [t.value for t in at.text].count(SPEAKER_REPLY["en"]) == 1
+    # the Runs page shows the episode run's turns; the Gap page the gap over turns
+    runs = _page("pages/models/runs.py")
+    assert not runs.exception, [e.value for e in runs.exception]
+    assert any("Episodes of this run" in e.label for e in runs.expander)
+    assert "turn" in runs.dataframe[-1].value.columns
+    gap = _page("pages/results/gap.py")
+    assert not gap.exception, [e.value for e in gap.exception]
+    assert any("gap over turns" in e.label for e in gap.expander)
