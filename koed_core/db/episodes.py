@@ -84,9 +84,15 @@ class Episodes:
             "latency_s": record.latency_s,
             "created": now(),
         }
-        with self.store.write():
-            self.store.db.table("episode_turns").upsert(row, pk="id")
-            self.store.db.table("runs").update(record.run_id, {"updated": now()})
+        columns = ", ".join(row)
+        marks = ", ".join(f":{name}" for name in row)
+        with self.store.write():  # plain SQL: sqlite-utils' upsert reads the schema each time
+            self.store.db.execute(
+                f"insert or replace into episode_turns ({columns}) values ({marks})", row
+            )
+            self.store.db.execute(
+                "update runs set updated = ? where id = ?", [row["created"], record.run_id]
+            )
 
     def listener_rows(self, run_id: str) -> list[dict[str, Any]]:
         """Every Listener turn of a run's episodes (answers and failures), in turn order."""

@@ -80,8 +80,9 @@ class RunConfig:
     speaker_model_id: str | None = None
     speaker_prompt_version: str | None = None
     speaker_temperature: float | None = None
+    speaker_max_tokens: int | None = None
     """Episodes: who played the Speaker (registry name, model id), with which prompt
-    wording and temperature."""
+    wording, temperature and token limit."""
 
     @property
     def run_id(self) -> str:
@@ -109,6 +110,7 @@ EARLIER_VALUES: dict[str, object] = {
     "speaker_model_id": None,
     "speaker_prompt_version": None,
     "speaker_temperature": None,
+    "speaker_max_tokens": None,
 }
 """A run field's value before the field existed (left out of the run's id when so)."""
 

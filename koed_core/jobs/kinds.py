@@ -455,7 +455,7 @@ def _run(params: RunJob, store: Store, env: Environment, hooks: Hooks) -> Result
 
 def _episodes(params: EpisodeJob, store: Store, env: Environment, hooks: Hooks) -> Result:
     from koed_core.dialogues.subsets import select
-    from koed_core.models.episodes import run_episodes
+    from koed_core.models.episodes import SPEAKER_MAX_TOKENS, run_episodes
     from koed_core.models.runs import settings_for
 
     spec = env.resolve(params.model, params.family)
@@ -463,7 +463,7 @@ def _episodes(params: EpisodeJob, store: Store, env: Environment, hooks: Hooks) 
     dataset = _dataset(env, params.data, params.dataset_sha256)
     dialogues = select(dataset.dialogues, params.subset, sample=params.sample, seed=params.seed)
     settings = settings_for(spec, params.temperature, params.max_tokens)
-    speaker_settings = settings_for(speaker, params.speaker_temperature)
+    speaker_settings = settings_for(speaker, params.speaker_temperature, SPEAKER_MAX_TOKENS)
     prompts = "native" if params.protocol == "direct" else params.prompts
     prompts = prompts or default_prompt_set(params.protocol)  # type: ignore[arg-type]
     steps = steps_for(

@@ -36,6 +36,9 @@ from koed_core.models.speaker import SpeakerPrompt, check_turn, load_speaker_pro
 
 DEFAULT_TURNS = 3
 MAX_TURNS = 10
+SPEAKER_MAX_TOKENS = 128
+"""The Speaker says one to three sentences: a shorter limit than a reply's 256 (and on
+the offline model, half the wait)."""
 SPEAKER_ATTEMPTS = 2
 """A Speaker turn that breaks character is asked once more, then the episode ends."""
 Status = Literal["complete", "ended", "broke", "failed", "open"]
@@ -269,6 +272,7 @@ def episode_config(
         speaker_model_id=speaker.model,
         speaker_prompt_version=speaker_prompt.version,
         speaker_temperature=speaker_settings.temperature,
+        speaker_max_tokens=speaker_settings.max_tokens,
     )
 
 

@@ -1,0 +1,105 @@
+"""Episode throughput against the fake OpenAI-compatible server at a fixed latency.
+
+64 episodes (32 dialogues, ko and en) of 3 Listener turns at concurrency 16, 200 ms per
+request. An episode with the native prompt set is 3 Listener calls and 2 Speaker calls,
+one after the other: 5 x latency. The ideal is concurrency / (calls x latency) episodes
+per second; the issue's goal is a ratio of 0.8 or more. The server runs in its own
+process so it does not share our GIL; a one-episode warm-up is timed apart.
+
+    python bench/episodes.py
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from koed_core.db import Store  # noqa: E402
+from koed_core.dialogues.dataset import load_dataset  # noqa: E402
+from koed_core.models.backends import make_client  # noqa: E402
+from koed_core.models.client import GenerationSettings  # noqa: E402
+from koed_core.models.episodes import run_episodes  # noqa: E402
+from koed_core.models.registry import ModelSpec  # noqa: E402
+from koed_core.paths import SAMPLE_FILE  # noqa: E402
+
+LATENCY_S = 0.2
+DIALOGUES = 32
+TURNS = 3
+CONCURRENCY = 16
+CALLS = TURNS + (TURNS - 1)  # Listener turns, and the Speaker between them
+PORT = 8797
+
+
+def main() -> None:
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            str(ROOT / "fixtures" / "fake_openai.py"),
+            "--port",
+            str(PORT),
+            "--latency",
+            str(LATENCY_S),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        base = f"http://127.0.0.1:{PORT}/v1"
+        for _ in range(100):
+            try:
+                urllib.request.urlopen(f"{base}/models", timeout=1)
+                break
+            except OSError:
+                time.sleep(0.1)
+        dataset = load_dataset(SAMPLE_FILE)
+        dialogues = list(dataset.dialogues[:DIALOGUES])
+        listener = ModelSpec(name="bench", backend="openai", model="fake", base_url=base)
+        speaker = ModelSpec(name="bench-speaker", backend="openai", model="fake", base_url=base)
+        settings = GenerationSettings(max_retries=0)
+        with tempfile.TemporaryDirectory() as tmp:
+
+            def play(db: str, chosen: list, sha: str) -> tuple[float, int]:  # type: ignore[type-arg]
+                store = Store(Path(tmp, db))
+                start = time.perf_counter()
+                report = run_episodes(
+                    store,
+                    make_client(listener, None),
+                    listener,
+                    make_client(speaker, None),
+                    speaker,
+                    chosen,
+                    sha,
+                    langs=["ko", "en"],
+                    settings=settings,
+                    speaker_settings=settings,
+                    protocol="direct",
+                    prompt_set="native",
+                    turns=TURNS,
+                    concurrency=CONCURRENCY,
+                )
+                assert report.failed == 0, report
+                return time.perf_counter() - start, report.succeeded
+
+            cold, _ = play("warm.db", dialogues[:1], "warm-up")
+            elapsed, played = play("bench.db", dialogues, dataset.sha256)
+        rate = played / elapsed
+        ideal = CONCURRENCY / (CALLS * LATENCY_S)
+        print(f"warm_up_s: {cold:.3f}")
+        print(f"episodes: {played}")
+        print(f"episodes_per_s: {rate:.2f}")
+        print(f"ideal_episodes_per_s: {ideal:.2f}")
+        print(f"ratio_to_ideal: {rate / ideal:.3f}")
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+
+if __name__ == "__main__":
+    main()
