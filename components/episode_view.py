@@ -91,17 +91,18 @@ def episode_pair(
     if step_key not in st.session_state:  # a replay in talk mode starts before turn 1
         st.session_state[step_key] = 0 if talk else longest
     step = int(st.session_state[step_key])
-    buttons = st.columns([1, 1, 1, 5])
-    buttons[0].button(
+    buttons = st.container(horizontal=True, vertical_alignment="center")
+    buttons.button(
         "Next turn",
         key=f"{key}.next",
+        type="primary",
         disabled=step >= longest,
         on_click=_go_to,
         args=(step_key, min(step + 1, longest)),
     )
-    buttons[1].button("Start again", key=f"{key}.restart", on_click=_go_to, args=(step_key, 0))
-    buttons[2].button("Whole episode", key=f"{key}.all", on_click=_go_to, args=(step_key, longest))
-    st.caption(f"Turn {md(step)} of {md(longest)}")
+    buttons.button("Start again", key=f"{key}.restart", on_click=_go_to, args=(step_key, 0))
+    buttons.button("Whole episode", key=f"{key}.all", on_click=_go_to, args=(step_key, longest))
+    buttons.caption(f"Turn {md(step)} of {md(longest)}")
     for column, lang in zip(st.columns(2), ("ko", "en"), strict=True):
         with column:
             st.subheader("한국어" if lang == "ko" else "English", anchor=False)

@@ -140,18 +140,19 @@ def cancel(job_id: int) -> None:
         st.warning(md(str(err)))
 
 
-def render_jobs_table(kind: str) -> None:
-    """This page's jobs (runs, or judging), newest first, with their progress."""
-    shown = [job for job in Jobs(resources.store()).recent(30) if job.kind == kind][:10]
+def render_jobs_table(*kinds: str) -> None:
+    """This page's jobs (runs and episodes, or judging), newest first, with their
+    progress: one list per page, so that one fragment alone watches them end."""
+    shown = [job for job in Jobs(resources.store()).recent(30) if job.kind in kinds][:10]
     if not shown:
         return
     st.subheader("Jobs", anchor=False)
-    _jobs_list(kind)
+    _jobs_list(kinds)
 
 
 @st.fragment(run_every=REFRESH_S)
-def _jobs_list(kind: str) -> None:
-    shown = [job for job in Jobs(resources.store()).recent(30) if job.kind == kind][:10]
+def _jobs_list(kinds: tuple[str, ...]) -> None:
+    shown = [job for job in Jobs(resources.store()).recent(30) if job.kind in kinds][:10]
     active = {job.id for job in shown if job.active}
     seen = st.session_state.get(state.JOBS_ACTIVE, set())
     st.session_state[state.JOBS_ACTIVE] = active
@@ -159,4 +160,4 @@ def _jobs_list(kind: str) -> None:
         st.rerun()  # a job of this page ended: show what it stored (the whole page)
     for job in shown:
         with st.container(border=True):
-            render_job(job, key_prefix=f"page.{kind}")
+            render_job(job, key_prefix=f"page.{'.'.join(kinds)}")

@@ -13,7 +13,8 @@ from components.models import model_label
 from koed_core.dialogues.dataset import Dataset
 from koed_core.dialogues.subsets import SUBSETS, select
 from koed_core.errors import KoedError
-from koed_core.jobs.kinds import ReproduceJob, RunJob
+from koed_core.jobs.kinds import EpisodeJob, ReproduceJob, RunJob
+from koed_core.models.episodes import DEFAULT_TURNS, MAX_TURNS
 from koed_core.models.pipeline import COMMAS, EMOTION_READERS, POSTPROCESS
 from koed_core.models.prompts import PROMPT_SETS
 from koed_core.models.protocol import PROTOCOLS
@@ -103,6 +104,64 @@ def start_run_form(registry: dict[str, ModelSpec], dataset: Dataset) -> None:
             try:
                 select(dataset.dialogues, subset, sample=params.sample, seed=params.seed)
                 jobs_panel.check_may_queue(spec)
+                job_id = jobs_panel.queue(params)
+            except KoedError as err:
+                st.error(md(str(err)))
+            else:
+                st.success(f"Job #{md(job_id)} queued: {md(params.label())}.")
+
+
+def episodes_panel(registry: dict[str, ModelSpec], dataset: Dataset) -> None:
+    """Multi-turn episodes queued as a job: a Listener, a simulated Speaker, turns."""
+    with st.expander("Multi-turn episodes (a simulated Speaker)", icon=":material/repeat:"):
+        answering = [name for name, spec in registry.items() if spec.backend != "human"]
+        with st.form("runs.episodes"):
+            left, right = st.columns(2)
+            listener = left.selectbox(
+                "Listener (the model under test)", answering, format_func=model_label
+            )
+            default = answering.index("smollm2") if "smollm2" in answering else 0
+            speaker = right.selectbox(
+                "Speaker (plays the KoED speaker)",
+                answering,
+                index=default,
+                format_func=model_label,
+                help="Told the situation and the emotion, in the dialogue's language; the "
+                "Listener is told neither. The offline smollm2 tries the pipeline, it gives "
+                "no results worth citing.",
+            )
+            turns = left.number_input("Listener turns per episode", 1, MAX_TURNS, DEFAULT_TURNS)
+            langs = left.multiselect("Languages", ["ko", "en"], default=["ko", "en"])
+            protocol = right.radio("Protocol", PROTOCOLS[:2], horizontal=True)
+            subset = right.selectbox("Dialogues", SUBSETS, key=state.RUNS_EPISODE_SUBSET)
+            limit = right.number_input(
+                "First N of them (0 = all)", 0, len(dataset), min(5, len(dataset))
+            )
+            started = st.form_submit_button("Start the episodes as a background job")
+        st.caption(
+            "Each episode starts from the dataset's context and goes on turn by turn; a "
+            "Speaker turn that breaks character (names the emotion, changes language, speaks "
+            "as the Listener) is flagged and asked once more. Judge the run as any other; "
+            "command line: `koed episodes --model NAME --speaker NAME --turns 3`."
+        )
+        if started:
+            if not langs:
+                st.warning("Pick at least one language.")
+                return
+            params = EpisodeJob(
+                model=listener,
+                speaker=speaker,
+                turns=int(turns),
+                langs=tuple(langs),
+                protocol=protocol,
+                subset=subset,
+                limit=int(limit) or None,
+                dataset_sha256=dataset.sha256,
+            )
+            try:
+                select(dataset.dialogues, subset)
+                jobs_panel.check_may_queue(registry[listener])
+                jobs_panel.check_may_queue(registry[speaker])
                 job_id = jobs_panel.queue(params)
             except KoedError as err:
                 st.error(md(str(err)))

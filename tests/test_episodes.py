@@ -32,6 +32,7 @@ from koed_core.models.speaker import check_turn, load_speaker_prompt
 from koed_core.paths import SAMPLE_FILE
 from koed_core.results.score_sources import choose_judge
 from koed_core.results.turn_gaps import turn_frame, turn_gap_table
+from tests.conftest import stop_workers, wait_for_job
 
 ROOT = Path(__file__).resolve().parents[1]
 SETTINGS = GenerationSettings(max_retries=1)
@@ -383,7 +384,7 @@ def _page(page: str, query: dict[str, str] | None = None) -> AppTest:
     return at.run().switch_page(page).run()
 
 
-def test_episode_pages(fake_openai: FakeOpenAI, tmp_path: Path) -> None:
+def test_episode_pages(fake_openai: FakeOpenAI, fake_registry: Path, tmp_path: Path) -> None:
     run_id = _episode_db(fake_openai, tmp_path / "koed.db")  # KOED_DB points here (conftest)
     at = _page("pages/results/episodes.py")
     assert not at.exception, [e.value for e in at.exception]
@@ -400,6 +401,25 @@ def test_episode_pages(fake_openai: FakeOpenAI, tmp_path: Path) -> None:
     assert not runs.exception, [e.value for e in runs.exception]
     assert any("Episodes of this run" in e.label for e in runs.expander)
     assert "turn" in runs.dataframe[-1].value.columns
+    # the Runs page queues episodes as a job; a worker plays them
+    form = next(e for e in runs.expander if "Multi-turn episodes" in e.label)
+    form.selectbox[0].set_value("fake-listener")
+    form.selectbox[1].set_value("fake-listener")
+    form.number_input[0].set_value(2)
+    form.number_input[1].set_value(1)
+    try:
+        form.button[0].click().run()
+        assert not runs.exception, [e.value for e in runs.exception]
+        assert runs.success[0].value.startswith("Job #1 queued: episodes fake"), (
+            [e.value for e in runs.error], [s.value for s in runs.success]
+        )
+        store = Store(tmp_path / "koed.db")
+        wait_for_job(store, 1)
+        made = json.loads(store.rows("select result from jobs where id = 1")[0]["result"])
+        states = read_states(store, made["run_id"], 2)
+        assert len(states) == 2 and {s.status for s in states.values()} == {"complete"}
+    finally:
+        stop_workers(tmp_path / "koed.db")
     gap = _page("pages/results/gap.py")
     assert not gap.exception, [e.value for e in gap.exception]
     assert any("gap over turns" in e.label for e in gap.expander)

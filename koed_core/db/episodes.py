@@ -17,6 +17,7 @@ import pandas as pd
 from koed_core.db.judgments import _params, _where
 from koed_core.db.store import Store
 from koed_core.db.types import JudgeConfig, now, short_hash
+from koed_core.dialogues.records import decode_ed_text
 
 RUN_COLUMNS = [
     "run_id",
@@ -198,7 +199,14 @@ class Episodes:
         if not listeners:
             return []
         entries: list[dict[str, Any]] = [
-            {"role": role, "turn": 0, "text": text, "breaks": (), "kept": True, "ends": False}
+            {
+                "role": role,
+                "turn": 0,
+                "text": decode_ed_text(text),  # people read commas (a raw run sent _comma_)
+                "breaks": (),
+                "kept": True,
+                "ends": False,
+            }
             for role, text in json.loads(listeners[0]["context"] or "[]")
         ]
         speakers: dict[int, list[dict[str, Any]]] = {}
@@ -211,7 +219,7 @@ class Episodes:
                 {
                     "role": "listener",
                     "turn": turn,
-                    "text": row["text"],
+                    "text": decode_ed_text(row["text"] or ""),
                     "error": row["error"],
                     "breaks": (),
                     "kept": row["error"] is None,
@@ -223,7 +231,7 @@ class Episodes:
                     {
                         "role": "speaker",
                         "turn": turn,
-                        "text": attempt["text"],
+                        "text": decode_ed_text(attempt["text"] or ""),
                         "error": attempt["error"],
                         "breaks": attempt["breaks"],
                         "kept": bool(attempt["kept"]),

@@ -284,6 +284,8 @@ class Store:
                       coalesce(json_extract(r.config, '$.prompt_set'), 'native') as prompt_set,
                       json_extract(r.config, '$.prompt_version') as prompt_version,
                       json_extract(r.config, '$.temperature') as temperature,
+                      json_extract(r.config, '$.turns') as turns,
+                      json_extract(r.config, '$.speaker') as speaker,
                       coalesce(json_extract(r.config, '$.postprocess'), 'none') as postprocess,
                       coalesce(json_extract(r.config, '$.commas'), 'decoded') as commas,
                       coalesce(json_extract(r.config, '$.emotion_reader'), 'extended')

@@ -359,6 +359,11 @@ def run_labels(store: Store) -> dict[str, str]:
             for part in (
                 str(row["name"]),
                 str(row["protocol"] or ""),
+                (
+                    f"episodes of {row['turns']} turns, speaker {row['speaker']}"
+                    if row["turns"]
+                    else ""
+                ),
                 _prompts_shown(str(row["prompt_set"]), row["prompt_version"]),
                 langs_shown,
                 f"{count} dialogue{'s' if count != 1 else ''}",

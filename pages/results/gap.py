@@ -29,7 +29,8 @@ if hidden:
     )
 if frame.empty:
     st.info(
-        "No scores yet, so no gap to show. Run a model in both languages, then judge it:\n\n"
+        "No single-reply scores yet, so no gap to show here. Run a model in both languages, "
+        "then judge it:\n\n"
         "`koed run --model smollm2 --lang ko,en --limit 20`  \n"
         "`koed judge --run RUN_ID --judge NAME`\n\n"
         "Emotion-recognition gaps appear once a `single` or `multi` run has named emotions "
