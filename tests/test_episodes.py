@@ -411,7 +411,8 @@ def test_episode_pages(fake_openai: FakeOpenAI, fake_registry: Path, tmp_path: P
         form.button[0].click().run()
         assert not runs.exception, [e.value for e in runs.exception]
         assert runs.success[0].value.startswith("Job #1 queued: episodes fake"), (
-            [e.value for e in runs.error], [s.value for s in runs.success]
+            [e.value for e in runs.error],
+            [s.value for s in runs.success],
         )
         store = Store(tmp_path / "koed.db")
         wait_for_job(store, 1)
@@ -423,3 +424,67 @@ def test_episode_pages(fake_openai: FakeOpenAI, fake_registry: Path, tmp_path: P
     gap = _page("pages/results/gap.py")
     assert not gap.exception, [e.value for e in gap.exception]
     assert any("gap over turns" in e.label for e in gap.expander)
+
+
+def test_raters_rate_episode_turns_blind_with_the_episode_so_far(
+    fake_openai: FakeOpenAI, tmp_path: Path
+) -> None:
+    from fixtures.rating import rater, study
+
+    store = Store(tmp_path / "koed.db")
+    report = _play(fake_openai, store, langs=["en"], limit=2, turns=2)
+    ratings, study_id = study(store, report.run_id, langs=("en",), attention_checks=0)
+    rater(ratings, "mina", langs=("en",))
+    seen = []
+    while (item := ratings.next_item(study_id, "mina")) is not None:
+        seen.append(item)
+        ratings.set_aside(item.assignment_id, "mina", "skipped")
+    assert len(seen) == 2 * 2  # every Listener turn of every episode is an item
+    later = [i for i in seen if any(text == SPEAKER_REPLY["en"] for _, text in i.context)]
+    assert len(later) == 2  # the second turns: the simulated Speaker's turn is in the context
+    shown = json.dumps([(i.context, i.response) for i in seen])
+    assert "fake" not in shown and report.run_id not in shown  # blind: no model, no run
+
+
+def test_a_plan_of_kind_episodes_plays_judges_and_writes_the_gap_over_turns(
+    tmp_path: Path, fake_openai: FakeOpenAI
+) -> None:
+    fake_openai.served = ["m-one", "voice", "judge-x"]
+    registry = tmp_path / "models.toml"
+    registry.write_text(
+        "".join(
+            f'[models.{name}]\nbackend = "openai"\nmodel = "{name}"\n'
+            f'base_url = "{fake_openai.base_url}"\n'
+            for name in ("m-one", "voice", "judge-x")
+        )
+    )
+    plan = tmp_path / "plan.toml"
+    plan.write_text(
+        'name = "episodes test"\nkind = "episodes"\nspeaker = "voice"\nturns = 2\n'
+        'subset = "full"\nsample = 3\nprotocols = ["single"]\nmodels = ["m-one"]\n'
+        'judge = "judge-x"\n'
+    )
+    env = {
+        **os.environ,
+        "KOED_MODELS": str(registry),
+        "KOED_DATA": str(SAMPLE_FILE),
+        "KOED_DB": str(tmp_path / "k.db"),
+    }
+    command = [sys.executable, "-m", "koed_core.cli", "reproduce", str(plan)]
+    dry = subprocess.run([*command, "--dry-run"], env=env, cwd=ROOT, capture_output=True, text=True)
+    # 3 dialogues x 2 languages: 2 turns x 2 calls, 1 Speaker turn, 2 turns x 5 judge calls
+    assert f"{fake_openai.base_url}: {6 * (4 + 1 + 10)} requests" in dry.stdout, dry.stdout
+    done = subprocess.run(
+        [*command, "--out", str(tmp_path / "out")],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "the gap over turns" in done.stdout and "| turn 1 | turn 2 |" in done.stdout
+    assert len(fake_openai.requests) == 6 * (4 + 1 + 10)
+    written = (tmp_path / "out" / "turn_gaps.csv").read_text()
+    assert written.count("\n") > 1 and "voice" in written  # rows, the Speaker named
+    with sqlite3.connect(tmp_path / "k.db") as conn:
+        assert conn.execute("select count(*) from responses where turn = 2").fetchone()[0] == 6

@@ -64,6 +64,8 @@ def cmd_reproduce(args: argparse.Namespace, settings: Settings) -> int:
     dataset = load_dataset(path)
     dialogues = select(dataset.dialogues, plan.subset, sample=plan.sample, seed=plan.seed)
     specs = {name: env.resolve(name) for name in plan.models}
+    if plan.kind == "episodes" and plan.speaker:
+        specs.setdefault(plan.speaker, env.resolve(plan.speaker))
     judge_spec = env.resolve(plan.judge)
     print(
         f"{plan.name}: {len(plan.models)} models x {len(plan.protocols)} protocols x "
@@ -81,6 +83,18 @@ def cmd_reproduce(args: argparse.Namespace, settings: Settings) -> int:
         print(f"  left out: {name}: {reason}", file=sys.stderr)
     runs = {tuple(key.rsplit(" ", 1)): run for key, run in result.data.get("runs", {}).items()}
     judge = plan.judge_config(judge_spec.name) if result.data.get("judge") else None
+    if plan.kind == "episodes":  # the gap over turns, not the paper's one-reply table
+        from koed_core.results import turn_gaps
+
+        over_turns = turn_gaps.turn_gap_table(turn_gaps.turn_frame(store, judge))
+        over_turns = over_turns[over_turns["run_id"].isin(set(runs.values()))]
+        if args.out:
+            from koed_core.results.paper_export import export_bundle
+
+            export_bundle(store, args.out)
+            print(f"wrote the export bundle (turn_gaps.csv) to {args.out}")
+        print(turn_gaps.to_markdown(over_turns, f"{plan.name}: the gap over turns"))
+        return 1 if result.problems else 0
     table = reproduce.paper_table(store, runs, judge)
     moved = _sensitivity(store, result.data.get("variants"))
     if args.out:

@@ -574,6 +574,7 @@ def _reproduce(params: ReproduceJob, store: Store, env: Environment, hooks: Hook
     dialogues = select(dataset.dialogues, plan.subset, sample=plan.sample, seed=plan.seed)
     specs = {name: env.resolve(name) for name in plan.models}
     judge_spec = env.resolve(plan.judge)
+    speaker_spec = env.resolve(plan.speaker) if plan.kind == "episodes" and plan.speaker else None
     problems: dict[str, str] = {}
 
     def preflight(spec: ModelSpec) -> tuple[str | None, str | None]:
@@ -582,6 +583,8 @@ def _reproduce(params: ReproduceJob, store: Store, env: Environment, hooks: Hook
         return reason, None if reason else reproduce.check_served(spec, env.key(spec))
 
     everyone = [*specs.items(), (judge_spec.name, judge_spec)]
+    if speaker_spec is not None and speaker_spec.name not in dict(everyone):
+        everyone.append((speaker_spec.name, speaker_spec))
     with ThreadPoolExecutor(max_workers=len(everyone)) as pool:  # servers answer in parallel
         checked = list(pool.map(lambda item: preflight(item[1]), everyone))
     retired: dict[str, str] = {}
@@ -618,6 +621,10 @@ def _reproduce(params: ReproduceJob, store: Store, env: Environment, hooks: Hook
             name: (spec, client(spec)) for name, spec in specs.items() if name not in problems
         }
         judge = None if judge_spec.name in problems else (judge_spec, client(judge_spec))
+        voice = None
+        if speaker_spec is not None and speaker_spec.name not in problems:
+            found = listeners.get(speaker_spec.name)
+            voice = (speaker_spec, found[1] if found else client(speaker_spec))
         outcome = reproduce.reproduce(
             plan,
             store,
@@ -628,6 +635,7 @@ def _reproduce(params: ReproduceJob, store: Store, env: Environment, hooks: Hook
             progress=hooks.say,
             stop=hooks.stop,
             watch=hooks.step,
+            speaker=voice,
         )
     finally:
         for made in clients:

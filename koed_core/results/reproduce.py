@@ -74,6 +74,12 @@ class Plan:
     judge_template: str | None = None
     judge_parse: str | None = None
     """None: the judge mode's (paper: the authors' template and parser)."""
+    kind: str = "runs"
+    """runs (one reply after each KoED context) or episodes (``koed episodes``: the
+    models listen to a simulated Speaker for ``turns`` Listener turns)."""
+    speaker: str | None = None
+    """Episodes: who plays the Speaker (a registry name)."""
+    turns: int = 3
     variants: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     """Named variants of the plan, each changing one step (a sensitivity plan): every
     variant is run and judged beside the plan itself, the base."""
@@ -172,6 +178,13 @@ def _check(plan: Plan, path: str) -> None:
         (plan.judge_mode in ("paper", "strict"), "judge_mode must be paper or strict"),
         (plan.concurrency >= 1 and plan.judge_concurrency >= 1, "concurrency must be >= 1"),
         (plan.models, "models is empty"),
+        (plan.kind in ("runs", "episodes"), "kind must be runs or episodes"),
+        (plan.kind != "episodes" or bool(plan.speaker), "an episodes plan needs a speaker"),
+        (
+            plan.kind != "episodes" or (isinstance(plan.turns, int) and 1 <= plan.turns <= 10),
+            "turns must be between 1 and 10",
+        ),
+        (plan.kind != "episodes" or not plan.variants, "an episodes plan has no variants"),
     ]
     temp = plan.temperature
     checks.append(
@@ -272,6 +285,8 @@ def estimate(
     A sensitivity plan adds each variant: a variant that changes only the judge reuses
     the base's answers and costs judge calls alone.
     """
+    if plan.kind == "episodes":
+        return _estimate_episodes(plan, specs, judge, dialogues)
     if plan.variants:
         base = pinned(plan)
         parts = [_estimate(base, specs, judge, dialogues)]
@@ -296,6 +311,37 @@ def estimate(
                 )
         return list(merged.values())
     return _estimate(plan, specs, judge, dialogues)
+
+
+def _estimate_episodes(
+    plan: Plan, specs: Mapping[str, ModelSpec], judge: ModelSpec, dialogues: Sequence[Dialogue]
+) -> list[Estimate]:
+    """An episodes plan at full length: every Listener and judge request once per turn,
+    and a Speaker request between turns. Prompts grow each turn; they are counted at the
+    first turn's length, so the tokens are a lower bound."""
+    single = _estimate(replace(plan, kind="runs"), specs, judge, dialogues)
+    rows = [
+        Estimate(r.server, r.models, r.requests * plan.turns, r.prompt_tokens * plan.turns)
+        for r in single
+    ]
+    speaker = specs.get(plan.speaker or "")
+    if speaker is None or plan.turns < 2:
+        return rows
+    langs: list[Any] = list(plan.langs)
+    with_context = [d for d in dialogues for lang in langs if build_task(d, lang).turns]
+    episodes = len(with_context) * len(plan.models) * len(plan.protocols)
+    server = speaker.base_url or "api.openai.com"
+    extra = Estimate(server, (speaker.name,), episodes * (plan.turns - 1), 0)
+    for i, row in enumerate(rows):
+        if row.server == server:
+            rows[i] = Estimate(
+                server,
+                tuple(sorted({*row.models, speaker.name})),
+                row.requests + extra.requests,
+                row.prompt_tokens,
+            )
+            return rows
+    return [*rows, extra]
 
 
 def _estimate(
@@ -401,14 +447,25 @@ def reproduce(
     *,
     stop: Callable[[], bool] | None = None,
     watch: Callable[[str, BatchReport], None] | None = None,
+    speaker: tuple[ModelSpec, ChatClient] | None = None,
 ) -> Outcome:
-    """Run and judge the plan; a sensitivity plan also each of its variants in turn, one
+    """Run and judge the plan (an episodes plan: play the episodes with ``speaker``);
+    a sensitivity plan also each of its variants in turn, one
     step changed from the base each (a run or a judging pass the base already made is
     found stored and skipped)."""
     say = progress or (lambda _message: None)
     base = pinned(plan) if plan.variants else plan
     outcome = _reproduce_one(
-        base, store, dialogues, dataset_sha256, listeners, judge, say, stop=stop, watch=watch
+        base,
+        store,
+        dialogues,
+        dataset_sha256,
+        listeners,
+        judge,
+        say,
+        stop=stop,
+        watch=watch,
+        speaker=speaker,
     )
     if not plan.variants:
         return outcome
@@ -460,6 +517,7 @@ def _reproduce_one(
     stop: Callable[[], bool] | None = None,
     watch: Callable[[str, BatchReport], None] | None = None,
     reuse: Mapping[tuple[str, str], str] | None = None,
+    speaker: tuple[ModelSpec, ChatClient] | None = None,
 ) -> Outcome:
     """Run every model (in parallel, each at its own concurrency), judge each run as soon
     as it is done, and return the run ids. Everything stored is skipped on a rerun.
@@ -478,19 +536,36 @@ def _reproduce_one(
             if stop and stop():
                 return
             step = f"{name} {protocol}"
-            report = run_benchmark_for(
-                store,
-                client,
-                spec,
-                dialogues,
-                dataset_sha256,
-                plan,
-                protocol,
-                settings,
-                stop=stop,
-                watch=_named(watch, step),
-                reuse_from=(reuse or {}).get((name, protocol)),
-            )
+            if plan.kind == "episodes":
+                if speaker is None:
+                    raise KoedError(f"{name}: the plan's speaker {plan.speaker!r} is not reachable")
+                report = episodes_for(
+                    store,
+                    client,
+                    spec,
+                    speaker,
+                    dialogues,
+                    dataset_sha256,
+                    plan,
+                    protocol,
+                    settings,
+                    stop=stop,
+                    watch=_named(watch, step),
+                )
+            else:
+                report = run_benchmark_for(
+                    store,
+                    client,
+                    spec,
+                    dialogues,
+                    dataset_sha256,
+                    plan,
+                    protocol,
+                    settings,
+                    stop=stop,
+                    watch=_named(watch, step),
+                    reuse_from=(reuse or {}).get((name, protocol)),
+                )
             with lock:
                 outcome.runs[(name, protocol)] = report.run_id
             say(
@@ -535,6 +610,46 @@ def _named(
     if watch is None:
         return None
     return lambda report: watch(step, report)
+
+
+def episodes_for(
+    store: Store,
+    client: ChatClient,
+    spec: ModelSpec,
+    speaker: tuple[ModelSpec, ChatClient],
+    dialogues: Sequence[Dialogue],
+    dataset_sha256: str,
+    plan: Plan,
+    protocol: str,
+    settings: GenerationSettings,
+    *,
+    stop: Callable[[], bool] | None = None,
+    watch: Callable[[BatchReport], None] | None = None,
+) -> BatchReport:
+    """One model x protocol as episodes, both languages, as ``koed episodes`` would."""
+    from koed_core.models.episodes import SPEAKER_MAX_TOKENS, run_episodes
+    from koed_core.models.runs import settings_for
+
+    voice, voice_client = speaker
+    return run_episodes(
+        store,
+        client,
+        spec,
+        voice_client,
+        voice,
+        dialogues,
+        dataset_sha256,
+        langs=list(plan.langs),  # type: ignore[arg-type]
+        settings=settings,
+        speaker_settings=settings_for(voice, None, SPEAKER_MAX_TOKENS),
+        protocol=protocol,  # type: ignore[arg-type]
+        turns=plan.turns,
+        concurrency=plan.concurrency,
+        prompt_set=plan.prompts,
+        steps=plan.steps(spec.family),
+        stop=stop,
+        watch=watch,
+    )
 
 
 def run_benchmark_for(

@@ -93,3 +93,31 @@ def turn_gap_table(frame: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame(columns=TABLE_COLUMNS)
     table = pd.concat(rows, ignore_index=True)
     return table[TABLE_COLUMNS].sort_values(["run_label", "source", "metric", "turn"])
+
+
+def to_markdown(table: pd.DataFrame, title: str) -> str:
+    """The gap over turns as a Markdown table: a row per run, source and metric, a column
+    per turn ("gap [CI low, high] (pairs)")."""
+    if table.empty:
+        return f"## {title}\n\nNo episode with scores in both languages yet.\n"
+    turns = sorted(int(t) for t in table["turn"].unique())
+    lines = [
+        f"## {title}",
+        "",
+        "| run | source | metric | " + " | ".join(f"turn {t}" for t in turns) + " |",
+        "| --- | --- | --- | " + " | ".join("---" for _ in turns) + " |",
+    ]
+    for (label, source, metric), rows in table.groupby(["run_label", "source", "metric"]):
+        by_turn = rows.set_index("turn")
+        cells = []
+        for t in turns:
+            if t not in by_turn.index:
+                cells.append("")
+                continue
+            row = by_turn.loc[t]
+            ci = (
+                f" [{row['ci_low']:+.2f}, {row['ci_high']:+.2f}]" if pd.notna(row["ci_low"]) else ""
+            )
+            cells.append(f"{row['gap']:+.2f}{ci} ({int(row['pairs'])})")
+        lines.append(f"| {label} | {source} | {metric} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
