@@ -483,6 +483,65 @@ def test_talk_mode_fits_a_projector(server: str, width: int, height: int) -> Non
         browser.close()
 
 
+def test_an_episode_on_the_runs_page_and_replayed_in_talk_mode(
+    server: str, fake_openai: FakeOpenAI, tmp_path: Path
+) -> None:
+    from playwright.sync_api import expect, sync_playwright
+
+    from fixtures.fake_openai import SPEAKER_REPLY
+    from koed_core.db import Store
+    from koed_core.models.episodes import run_episodes
+
+    listener = ModelSpec(
+        name="fake-listener", backend="openai", model="fake-model", base_url=fake_openai.base_url
+    )
+    dataset = load_dataset(SAMPLE_FILE)
+    run_episodes(  # stored by "another process" while the app runs, as koed episodes does
+        Store(tmp_path / "koed.db"),
+        make_client(listener),
+        listener,
+        make_client(listener),
+        listener,
+        dataset.dialogues[:2],
+        dataset.sha256,
+        langs=["ko", "en"],
+        settings=GenerationSettings(),
+        speaker_settings=GenerationSettings(),
+        turns=2,
+    )
+    ARTIFACTS.mkdir(exist_ok=True)
+    expect.set_options(timeout=30_000)
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        context = browser.new_context(viewport={"width": 1280, "height": 720})
+        context.add_cookies([_admin_cookie(server)])  # type: ignore[list-item]
+        page = context.new_page()
+        page.goto(server + "/runs")
+        episode = page.get_by_test_id("stExpander").filter(has_text="Episodes of this run")
+        expect(episode).to_be_visible()  # the newest run, an episode run, is shown first
+        expect(episode.get_by_text(SPEAKER_REPLY["en"]).first).to_be_visible()
+        expect(episode.get_by_text(SPEAKER_REPLY["ko"]).first).to_be_visible()
+        page.screenshot(path=str(ARTIFACTS / "episode_runs_page.png"), full_page=True)
+
+        page.goto(server + "/episodes?talk=true")
+        next_turn = page.get_by_role("button", name="Next turn")
+        expect(next_turn).to_be_visible()
+        assert page.get_by_text(EN_REPLY).count() == 0  # a replay starts before turn 1
+        _settled(page)
+        next_turn.click()
+        answer = page.get_by_text(EN_REPLY).first
+        expect(answer).to_be_visible()
+        speaker = page.get_by_text(SPEAKER_REPLY["ko"]).first
+        expect(speaker).to_be_visible()
+        page.wait_for_timeout(500)
+        for shown in (answer, speaker, next_turn):  # on the projector's screen, no scrolling
+            assert _inside(shown.bounding_box(), 1280, 720), shown.bounding_box()
+        expect(page.get_by_text("Turn 1 of 2")).to_be_visible()
+        assert page.get_by_test_id("stException").count() == 0
+        page.screenshot(path=str(ARTIFACTS / "episode_talk_1280.png"))
+        browser.close()
+
+
 def test_the_offline_default_answers_on_a_fresh_server(plain_server: str) -> None:
     # The no-key default, both panes (ko and en), as the first thing a visitor does.
     from playwright.sync_api import expect, sync_playwright

@@ -173,3 +173,25 @@ def test_the_change_stamp_moves_with_numbers_from_any_connection(old_db: Path) -
     other.commit()
     assert store.stamp() == before + 2
     other.close()
+
+
+def test_an_old_database_takes_episodes(old_db: Path) -> None:
+    """m010 on a 0.1.0 database: its answers are single replies (no turn); an episode's
+    Speaker turn can be stored beside them and moves the change stamp; an old run's id
+    and its resume are unchanged (the episode fields are left out of its hash)."""
+    from koed_core.db.episodes import Episodes, SpeakerRecord
+
+    store = Store(old_db)
+    assert _raw(old_db, "select count(*) from responses where turn is not null") == [(0,)]
+    run_id = _raw(old_db, "select id from runs limit 1")[0][0]
+    before = store.stamp()
+    Episodes(store).save_speaker(
+        SpeakerRecord(run_id, "c1", "ko", 1, 1, raw="응.", text="응.", kept=True)
+    )
+    assert store.stamp() > before
+    assert Episodes(store).speaker_rows(run_id)[0]["text"] == "응."
+    config, _ = store.run_config(run_id)  # type: ignore[misc]
+    from koed_core.db import RunConfig
+
+    fields = {k: v for k, v in config.items() if k in RunConfig.__dataclass_fields__}
+    assert RunConfig(**fields).run_id == run_id
