@@ -4,6 +4,7 @@ simulated Speaker, ko and en side by side, replayed turn by turn."""
 import streamlit as st
 
 from components import auth, episode_view, resources, state
+from components.literal import md
 from components.source_banner import load_or_stop
 from components.talk import talk_toggle
 from koed_core.db import Ratings
@@ -36,8 +37,8 @@ run_id = choices.selectbox(
 )
 row = runs[runs["run_id"] == run_id].iloc[0]
 st.caption(
-    f"Listener: {row['model']} · Speaker: {row['speaker']} (simulated) · up to "
-    f"{row['turns']} Listener turns. Turns where the Speaker broke character are flagged "
+    f"Listener: {md(row['model'])} · Speaker: {md(row['speaker'])} (simulated) · up to "
+    f"{md(row['turns'])} Listener turns. Turns where the Speaker broke character are flagged "
     "and shown, never silently kept."
 )
 episode_view.episode_pair(
