@@ -8,11 +8,13 @@ from typing import Any
 
 import streamlit as st
 
+from components import tables
 from components.literal import md
 from koed_core.db import Store
 from koed_core.db.episodes import Episodes
 from koed_core.dialogues.dataset import Dataset
 from koed_core.models.protocol import ROLE_NAMES
+from koed_core.results import turn_gaps
 
 
 def shown_entries(entries: Sequence[dict[str, Any]], upto: int | None) -> list[dict[str, Any]]:
@@ -107,3 +109,37 @@ def episode_pair(
         with column:
             st.subheader("한국어" if lang == "ko" else "English", anchor=False)
             render_episode(pair[lang], lang, upto=step, talk=talk)
+
+
+def understanding(store: Store, run_id: str) -> None:
+    """Did the Listener come to understand what the Speaker felt: the emotion it named
+    at the first and at the last Listener turn of each episode, per language."""
+    table = turn_gaps.understanding(store, [run_id])
+    if table.empty:
+        return
+    with st.expander("Did the Listener come to understand what the Speaker felt?"):
+        st.caption(
+            "Over episodes with an emotion answer at their first and last Listener turns "
+            "(the paper's prompt set asks for it at every turn): the share naming a gold "
+            "label at the first turn and at the last; of those that missed it at first, "
+            "the share that had it by the end; of those right at first, the share that "
+            "lost it. The export writes this as episode_understanding.csv."
+        )
+        tables.show(
+            table.drop(columns=["run_id", "run_label"]),
+            hide_index=True,
+            column_config={
+                "lang": "Language",
+                "episodes": "Episodes",
+                "named_at_first": st.column_config.NumberColumn("Named at turn 1", format="%.2f"),
+                "named_at_last": st.column_config.NumberColumn(
+                    "Named at the last turn", format="%.2f"
+                ),
+                "came_to_it": st.column_config.NumberColumn(
+                    "Came to it (of those missed at first)", format="%.2f"
+                ),
+                "lost_it": st.column_config.NumberColumn(
+                    "Lost it (of those right at first)", format="%.2f"
+                ),
+            },
+        )

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -46,6 +47,7 @@ def _spec(server: FakeOpenAI, name: str = "fake") -> ModelSpec:
 def _play(server: FakeOpenAI, store: Store, **options: Any):  # type: ignore[no-untyped-def]
     dataset = load_dataset(SAMPLE_FILE)
     listener, speaker = _spec(server), _spec(server, "fake-speaker")
+    dialogues = options.pop("dialogues", dataset.dialogues)
     chosen = {"langs": ["ko", "en"], "turns": 3, "limit": 3, **options}
     return run_episodes(
         store,
@@ -53,7 +55,7 @@ def _play(server: FakeOpenAI, store: Store, **options: Any):  # type: ignore[no-
         listener,
         make_client(speaker, "k"),
         speaker,
-        dataset.dialogues,
+        dialogues,
         dataset.sha256,
         settings=SETTINGS,
         speaker_settings=SETTINGS,
@@ -488,3 +490,38 @@ def test_a_plan_of_kind_episodes_plays_judges_and_writes_the_gap_over_turns(
     assert written.count("\n") > 1 and "voice" in written  # rows, the Speaker named
     with sqlite3.connect(tmp_path / "k.db") as conn:
         assert conn.execute("select count(*) from responses where turn = 2").fetchone()[0] == 6
+
+
+def test_a_listener_that_comes_to_understand_is_counted(
+    fake_openai: FakeOpenAI, tmp_path: Path
+) -> None:
+    """A Listener wrong at turn 1 and right from turn 2 on (in Korean), right throughout
+    (in English): came_to_it is 1 for Korean; nothing was missed in English."""
+    from koed_core.results.turn_gaps import understanding
+
+    dataset = load_dataset(SAMPLE_FILE)
+    chosen = [d for d in dataset.dialogues if "sad" not in d.labels][:3]
+    gold = {d.conv_id: d.labels[0] for d in chosen}
+    openings = {d.conv_id: (d.turns[0].ko, d.turns[0].en) for d in chosen}
+
+    def script(body: dict[str, Any]) -> str | None:
+        user = body["messages"][-1]["content"]
+        if is_speaker(body) or "Identified emotion:" in user:
+            return None
+        if "do not write the response yet" not in user:
+            return None
+        conv = next(c for c, pair in openings.items() if any(t and t in user for t in pair))
+        turn = 1 + sum(user.count(line) for line in SPEAKER_REPLY.values())
+        korean = HANGUL.search(user.split("Conversation:")[1]) is not None
+        wrong = "sad" if korean and turn == 1 else gold[conv]
+        return f"The Speaker feels {wrong.capitalize()}."
+
+    fake_openai.reply_fn = script
+    store = Store(tmp_path / "koed.db")
+    _play(fake_openai, store, dialogues=chosen, limit=None, turns=3)
+    table = understanding(store).set_index("lang")
+    assert table.loc["ko", "episodes"] == 3
+    assert table.loc["ko", "named_at_first"] == 0 and table.loc["ko", "named_at_last"] == 1
+    assert table.loc["ko", "came_to_it"] == 1
+    assert table.loc["en", "named_at_first"] == 1 and table.loc["en", "lost_it"] == 0
+    assert pd.isna(table.loc["en", "came_to_it"])  # none missed at first: no share to give

@@ -48,6 +48,10 @@ FILES = {
     "KoED-ED gap at each Listener turn over the dialogues that reached it in both languages "
     "(pairs), with its bootstrap 95% CI and the simulated Speaker's name; header only when "
     "no episode is stored.",
+    "episode_understanding.csv": "Did the Listener come to understand what the Speaker "
+    "felt: per episode run and language, the share of episodes naming a gold label at the "
+    "first and at the last Listener turn, and of those missed at first the share that had "
+    "it by the end (came_to_it); header only when no episode is stored.",
     "provenance.json": "Where the numbers come from: the dataset sha256 values of the exported "
     "runs (a warning if more than one), listener and judge prompt versions, rubric versions "
     "of judges and raters, KoED Studio version, export time.",
@@ -179,6 +183,11 @@ def export_bundle(store: Store, out: Path) -> list[Path]:
     moved = _sensitivity(store)
     (out / "sensitivity.csv").write_text(csv_safe.to_csv(moved), encoding="utf-8")
     (out / "turn_gaps.csv").write_text(csv_safe.to_csv(_turn_gaps(store)), encoding="utf-8")
+    from koed_core.results.turn_gaps import understanding
+
+    (out / "episode_understanding.csv").write_text(
+        csv_safe.to_csv(understanding(store)), encoding="utf-8"
+    )
     (out / "README.md").write_text(_readme(), encoding="utf-8")
     _private(out)
     return [out / name for name in FILES]

@@ -121,3 +121,50 @@ def to_markdown(table: pd.DataFrame, title: str) -> str:
             cells.append(f"{row['gap']:+.2f}{ci} ({int(row['pairs'])})")
         lines.append(f"| {label} | {source} | {metric} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
+
+
+UNDERSTANDING_COLUMNS = [
+    "run_id",
+    "run_label",
+    "lang",
+    "episodes",
+    "named_at_first",
+    "named_at_last",
+    "came_to_it",
+    "lost_it",
+]
+
+
+def understanding(store: Store, run_ids: list[str] | None = None) -> pd.DataFrame:
+    """Did the Listener come to understand what the Speaker felt? Per episode run and
+    language, over episodes with an emotion answer at their first and last Listener
+    turns: the share naming a gold label at the first turn and at the last, the share of
+    those missed at first that had it by the end (``came_to_it``), and of those right at
+    first that lost it (``lost_it``); None where no episode was missed (or right) at first.
+    Emotion recognition here is the paper's reading (single: a hit; multi: F1 > 0)."""
+    emotions = Episodes(store).turn_emotions()
+    if run_ids is not None and not emotions.empty:
+        emotions = emotions[emotions["run_id"].isin(run_ids)]
+    if emotions.empty:
+        return pd.DataFrame(columns=UNDERSTANDING_COLUMNS)
+    emotions = emotions.assign(named=emotions["value"].fillna(0) > 0)
+    ordered = emotions.sort_values("turn")
+    ends = ordered.groupby(["run_id", "lang", "conv_id"])["named"].agg(["first", "last", "size"])
+    ends = ends[ends["size"] > 1].reset_index()
+    labels = run_labels(store)
+    rows = []
+    for (run_id, lang), cell in ends.groupby(["run_id", "lang"]):
+        missed, right = cell[~cell["first"]], cell[cell["first"]]
+        rows.append(
+            {
+                "run_id": run_id,
+                "run_label": labels.get(str(run_id), str(run_id)),
+                "lang": lang,
+                "episodes": len(cell),
+                "named_at_first": float(cell["first"].mean()),
+                "named_at_last": float(cell["last"].mean()),
+                "came_to_it": float(missed["last"].mean()) if len(missed) else None,
+                "lost_it": float((~right["last"]).mean()) if len(right) else None,
+            }
+        )
+    return pd.DataFrame(rows, columns=UNDERSTANDING_COLUMNS)

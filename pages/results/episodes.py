@@ -44,3 +44,5 @@ st.caption(
 episode_view.episode_pair(
     store, run_id, dataset, talk=talk, key=state.EPISODES_VIEW, pick_in=choices
 )
+if not talk:
+    episode_view.understanding(store, run_id)
