@@ -302,7 +302,7 @@ class Store:
             """
             select s.*, e.gold, e.hit, e.precision, e.recall, e.f1, e.jaccard
             from responses s left join emotion_scores e on e.response_id = s.id
-            where s.run_id = ? order by s.conv_id, s.lang
+            where s.run_id = ? order by s.conv_id, s.lang, s.turn
             """,
             [run_id],
         )
