@@ -131,11 +131,14 @@ def episodes_panel(registry: dict[str, ModelSpec], dataset: Dataset) -> None:
                 "no results worth citing.",
             )
             turns = left.number_input("Listener turns per episode", 1, MAX_TURNS, DEFAULT_TURNS)
-            langs = left.multiselect("Languages", ["ko", "en"], default=["ko", "en"])
-            protocol = right.radio("Protocol", PROTOCOLS[:2], horizontal=True)
-            subset = right.selectbox("Dialogues", SUBSETS, key=state.RUNS_EPISODE_SUBSET)
+            langs = left.multiselect("Episode languages", ["ko", "en"], default=["ko", "en"])
+            protocol = right.radio("Listener protocol", PROTOCOLS[:2], horizontal=True)
+            subset = right.selectbox("Episode dialogues", SUBSETS, key=state.RUNS_EPISODE_SUBSET)
             limit = right.number_input(
-                "First N of them (0 = all)", 0, len(dataset), min(5, len(dataset))
+                "Episodes of the first N dialogues (0 = all)",
+                0,
+                len(dataset),
+                min(5, len(dataset)),
             )
             started = st.form_submit_button("Start the episodes as a background job")
         st.caption(
