@@ -79,6 +79,25 @@ def seed(data: Path, work: Path) -> dict[str, str]:
             )
             judge_run(store, make_client(judge), judge, report.run_id, "paper", concurrency=8)
             run_ids.append(report.run_id)
+        # episodes of one model on 20 dialogues, judged: the Episodes page and the gap over
+        # turns have something to draw
+        from koed_core.models.episodes import run_episodes
+
+        listener = specs[1]
+        played = run_episodes(
+            store,
+            make_client(listener),
+            listener,
+            make_client(specs[0]),
+            specs[0],
+            dialogues[:20],
+            dataset.sha256,
+            langs=["ko", "en"],
+            settings=GenerationSettings(),
+            speaker_settings=GenerationSettings(),
+            concurrency=8,
+        )
+        judge_run(store, make_client(judge), judge, played.run_id, "paper", concurrency=8)
     finally:
         server.stop()
     ratings = RatingStore(store)
