@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -15,6 +15,23 @@ from koed_core.judge.verdicts import MODES
 
 if TYPE_CHECKING:
     from koed_core.jobs.kinds import JobParams
+
+
+def languages(text: str) -> tuple[str, ...] | None:
+    """``--lang`` as a tuple (ko, en or both), or None after printing why it is wrong."""
+    langs = tuple(lang.strip() for lang in text.split(",") if lang.strip())
+    if not langs or set(langs) - {"ko", "en"}:
+        print(f"error: --lang takes ko, en or ko,en, not {text!r}", file=sys.stderr)
+        return None
+    return langs
+
+
+def prompt_source(value: str | None, shipped: Sequence[str]) -> str | None:
+    """``--prompts``: a shipped set's name as it is, a file as its absolute path (a job
+    may run in another folder)."""
+    if value and value not in shipped:
+        return str(Path(value).resolve())
+    return value
 
 
 def positive_int(text: str) -> int:

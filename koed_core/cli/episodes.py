@@ -7,7 +7,13 @@ import argparse
 import sys
 from pathlib import Path
 
-from koed_core.cli.common import foreground, positive_int, temperature
+from koed_core.cli.common import (
+    foreground,
+    languages,
+    positive_int,
+    prompt_source,
+    temperature,
+)
 from koed_core.config import Settings
 from koed_core.dialogues.subsets import SUBSETS
 from koed_core.models.episodes import DEFAULT_TURNS, MAX_TURNS
@@ -84,9 +90,8 @@ def cmd_episodes(args: argparse.Namespace, settings: Settings) -> int:
     episode stopped on a failure (run the same command to resume it)."""
     from koed_core.jobs.kinds import EpisodeJob
 
-    langs = tuple(lang.strip() for lang in args.lang.split(",") if lang.strip())
-    if not langs or set(langs) - {"ko", "en"}:
-        print(f"error: --lang takes ko, en or ko,en, not {args.lang!r}", file=sys.stderr)
+    langs = languages(args.lang)
+    if langs is None:
         return 2
     if args.family and not args.model.startswith("openai:"):
         print("error: --family is for openai:MODEL_ID models", file=sys.stderr)
@@ -97,11 +102,7 @@ def cmd_episodes(args: argparse.Namespace, settings: Settings) -> int:
         turns=args.turns,
         langs=langs,
         protocol=args.protocol,
-        prompts=(
-            str(Path(args.prompts).resolve())
-            if args.prompts and args.prompts not in PROMPT_SETS
-            else args.prompts
-        ),
+        prompts=prompt_source(args.prompts, PROMPT_SETS),
         speaker_prompts=str(args.speaker_prompts.resolve()) if args.speaker_prompts else None,
         subset=args.subset,
         sample=args.sample,

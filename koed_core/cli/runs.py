@@ -9,7 +9,9 @@ from pathlib import Path
 from koed_core.cli.common import (
     add_batch_choice,
     foreground,
+    languages,
     positive_int,
+    prompt_source,
     temperature,
 )
 from koed_core.config import Settings
@@ -124,19 +126,14 @@ def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
             file=sys.stderr,
         )
         return 2
-    langs = tuple(lang.strip() for lang in args.lang.split(",") if lang.strip())
-    if not langs or set(langs) - {"ko", "en"}:
-        print(f"error: --lang takes ko, en or ko,en, not {args.lang!r}", file=sys.stderr)
+    langs = languages(args.lang)
+    if langs is None:
         return 2
     params = RunJob(
         model=args.model,
         langs=langs,
         protocol=args.protocol,
-        prompts=(
-            str(Path(args.prompts).resolve())
-            if args.prompts and args.prompts not in PROMPT_SETS
-            else args.prompts
-        ),
+        prompts=prompt_source(args.prompts, PROMPT_SETS),
         subset=args.subset,
         sample=args.sample,
         seed=args.seed,

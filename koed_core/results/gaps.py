@@ -79,11 +79,7 @@ def score_frame(
             ].mean()
             means = means.rename(columns={"dimension": "metric", "score": "value"})
             parts.append(means.assign(source="raters", study_id=study_id))
-    emotions = store.emotion_values()
-    if not emotions.empty:
-        parts.append(emotions.drop(columns="given").assign(source="emotion", metric=EMOTION_METRIC))
-        answered = emotions[emotions["given"] == 1].drop(columns="given")
-        parts.append(answered.assign(source="emotion", metric=EMOTION_ANSWERED))
+    parts += emotion_parts(store.emotion_values())
     parts = [p for p in parts if not p.empty]
     if not parts:
         return _empty()
@@ -97,6 +93,18 @@ def score_frame(
     meta = meta.assign(run_label=meta["run_id"].map(run_labels(store)))
     merged = frame.merge(meta, on="run_id", how="inner")
     return merged[COLUMNS] if not merged.empty else _empty()
+
+
+def emotion_parts(emotions: pd.DataFrame) -> list[pd.DataFrame]:
+    """Emotion recognition read both ways, as two metrics of the source "emotion": every
+    answer (one naming no label is a miss, the paper's reading) and answered items only."""
+    if emotions.empty:
+        return []
+    answered = emotions[emotions["given"] == 1]
+    return [
+        emotions.drop(columns="given").assign(source="emotion", metric=EMOTION_METRIC),
+        answered.drop(columns="given").assign(source="emotion", metric=EMOTION_ANSWERED),
+    ]
 
 
 MIN_PAIRS_FOR_CI = 2

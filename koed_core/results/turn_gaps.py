@@ -15,7 +15,7 @@ import pandas as pd
 from koed_core.db import JudgeConfig, Store
 from koed_core.db.episodes import Episodes
 from koed_core.models.runs import run_labels
-from koed_core.results.gaps import EMOTION_ANSWERED, EMOTION_METRIC, SOURCE_COLUMNS, gap_table
+from koed_core.results.gaps import SOURCE_COLUMNS, emotion_parts, gap_table
 
 META = ["run_id", "run_label", "model", "provenance", "protocol", "prompt_set", "speaker", "turns"]
 FRAME_COLUMNS = [*META, "dataset_sha256", "source", *SOURCE_COLUMNS, "metric"]
@@ -57,11 +57,7 @@ def turn_frame(
         parts.append(judged.assign(source="judge", **judge.as_columns()))
     if study_id is not None:
         parts.append(episodes.turn_ratings(study_id).assign(source="raters", study_id=study_id))
-    emotions = episodes.turn_emotions()
-    if not emotions.empty:
-        parts.append(emotions.drop(columns="given").assign(source="emotion", metric=EMOTION_METRIC))
-        answered = emotions[emotions["given"] == 1].drop(columns="given")
-        parts.append(answered.assign(source="emotion", metric=EMOTION_ANSWERED))
+    parts += emotion_parts(episodes.turn_emotions())
     parts = [p for p in parts if not p.empty]
     if not parts:
         return pd.DataFrame(columns=FRAME_COLUMNS)
