@@ -34,15 +34,23 @@ def render_episode(
         st.caption("No episode in this language.")
         return
     start = [e for e in entries if e["turn"] == 0]
-    if talk and start:  # on a projector: the turn the episode answers first
-        st.text(f"{speaker}: {start[-1]['text']}")
+    later = [e for e in entries if e["turn"] > 0]
+    if talk:  # on a projector, one exchange: what the Speaker last said, and the answers
+        step = upto or 0
+        before = [e for e in [*start, *later] if e["turn"] < max(step, 1) and e["kept"]]
+        if before:
+            last = before[-1]
+            role = speaker if last["role"] == "speaker" else listener
+            st.text(f"{role}: {last['text']}")
+        later = [e for e in later if e["turn"] == step]
     else:
         with st.container(height=180, border=True):
             st.caption("The dataset's turns the episode starts from")
             for entry in start:
                 role = speaker if entry["role"] == "speaker" else listener
                 st.text(f"{role}: {entry['text']}")
-    for entry in shown_entries([e for e in entries if e["turn"] > 0], upto):
+        later = shown_entries(later, upto)
+    for entry in later:
         role = speaker if entry["role"] == "speaker" else listener
         if entry.get("error"):
             st.error(f"{md(role)}, turn {md(entry['turn'])}: failed ({md(entry['error'])})")
@@ -71,10 +79,12 @@ def episode_pair(
     talk: bool = False,
     key: str = "episode",
     pick_in: Any = None,
+    whole: bool = False,
 ) -> None:
     """Pick a dialogue of an episode run (in ``pick_in``, e.g. the folded choices of talk
     mode); its ko and en episodes side by side, replayed turn by turn (Next turn) or
-    shown whole."""
+    shown whole (``whole``: at first; else from its start, as a replay). In talk mode one
+    exchange at a time, so that it fits a 1280x720 projector."""
     episodes = Episodes(store)
     conv_ids = episodes.dialogues(run_id)
     if not conv_ids:
@@ -90,8 +100,8 @@ def episode_pair(
     pair = {lang: episodes.transcript(run_id, conv_id, lang) for lang in ("ko", "en")}
     longest = max((e["turn"] for entries in pair.values() for e in entries), default=0)
     step_key = f"{key}.step.{run_id}.{conv_id}"
-    if step_key not in st.session_state:  # a replay in talk mode starts before turn 1
-        st.session_state[step_key] = 0 if talk else longest
+    if step_key not in st.session_state:  # a replay starts before turn 1
+        st.session_state[step_key] = longest if whole and not talk else 0
     step = int(st.session_state[step_key])
     buttons = st.container(horizontal=True, vertical_alignment="center")
     buttons.button(
@@ -131,15 +141,13 @@ def understanding(store: Store, run_id: str) -> None:
             column_config={
                 "lang": "Language",
                 "episodes": "Episodes",
-                "named_at_first": st.column_config.NumberColumn("Named at turn 1", format="%.2f"),
-                "named_at_last": st.column_config.NumberColumn(
-                    "Named at the last turn", format="%.2f"
-                ),
+                "named_at_first": st.column_config.NumberColumn("At turn 1", format="%.2f"),
+                "named_at_last": st.column_config.NumberColumn("At the last", format="%.2f"),
                 "came_to_it": st.column_config.NumberColumn(
-                    "Came to it (of those missed at first)", format="%.2f"
+                    "Came to it", format="%.2f", help="of the episodes that missed it at turn 1"
                 ),
                 "lost_it": st.column_config.NumberColumn(
-                    "Lost it (of those right at first)", format="%.2f"
+                    "Lost it", format="%.2f", help="of the episodes right at turn 1"
                 ),
             },
         )

@@ -131,7 +131,7 @@ def gap_over_turns(store: Store, judge: JudgeConfig | None, study: int | None, b
         sources = [s for s in ("judge", "raters", "emotion") if s in set(table["source"])]
         source = (
             st.segmented_control(
-                "Scores from", sources, default=sources[0], key=state.GAP_TURN_SOURCE
+                "Turn gap from", sources, default=sources[0], key=state.GAP_TURN_SOURCE
             )
             or sources[0]
         )
@@ -154,13 +154,19 @@ def gap_over_turns(store: Store, judge: JudgeConfig | None, study: int | None, b
         )
         st.plotly_chart(fig, width="stretch", theme=None)
         st.caption(
-            "Each episode starts from the dataset's context; a simulated Speaker, told the "
-            "situation and the emotion (the Listener is told neither), answers each Listener "
-            "turn. At turn t only the dialogues whose episodes reached t in both languages "
-            "count; the pairs are in the table. `koed episodes` makes them; the export "
-            "writes this table as turn_gaps.csv."
+            "EX, IP, ER, EEA, CA: the rubric's five dimensions (Explorations, "
+            "Interpretations, Emotional Reactions, Evoked Emotion Alignment, Cultural "
+            "Appropriateness). Each episode starts from the dataset's context; a simulated "
+            "Speaker, told the situation and the emotion (the Listener is told neither), "
+            "answers each Listener turn. At turn t only the dialogues whose episodes "
+            "reached t in both languages count; the pairs are in the table. "
+            "`koed episodes` makes them; the export writes this table as turn_gaps.csv."
         )
-        tables.show(part, hide_index=True)
+        tables.show(
+            part[part["metric"] == metric].drop(columns=["run_id"]),
+            hide_index=True,
+            column_config={"run_label": "Run", "turn": "Turn", "pairs": "Pairs"},
+        )
         st.download_button(
             "Download the table (CSV)",
             csv_safe.to_csv(table),

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import time
 from contextlib import suppress
+from dataclasses import asdict
 
 import streamlit as st
 
@@ -60,8 +61,17 @@ def check_may_queue(spec: ModelSpec) -> None:
 
 
 def queue(params: JobParams) -> int:
-    """Queue a job for this session's account and make sure a worker will take it."""
+    """Queue a job for this session's account and make sure a worker will take it.
+
+    Raises:
+        JobError: the same job is already queued or running (an Enter pressed in a form
+            field submits it, and a second press would queue it twice).
+    """
     store = resources.store()
+    wanted = {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(params).items()}
+    for job in Jobs(store).recent(30):
+        if job.active and job.kind == params.kind and job.params == wanted:
+            raise JobError(f"the same job is already {job.state}: #{job.id} ({job.label})")
     job_id = enqueue(store, params, auth.username() or "(no accounts)")
     ensure_worker(store)
     return job_id

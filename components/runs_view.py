@@ -282,7 +282,7 @@ def stored_runs(dataset: Dataset) -> None:
     if episodes:
         with st.expander("Episodes of this run, ko and en side by side", expanded=True):
             episode_view.episode_pair(
-                resources.store(), run_id, dataset, key=state.RUNS_EPISODE_VIEW
+                resources.store(), run_id, dataset, key=state.RUNS_EPISODE_VIEW, whole=True
             )
     columns = [
         "conv_id",

@@ -537,8 +537,14 @@ def test_an_episode_on_the_runs_page_and_replayed_in_talk_mode(
         for shown in (answer, speaker, next_turn):  # on the projector's screen, no scrolling
             assert _inside(shown.bounding_box(), 1280, 720), shown.bounding_box()
         expect(page.get_by_text("Turn 1 of 2")).to_be_visible()
-        assert page.get_by_test_id("stException").count() == 0
         page.screenshot(path=str(ARTIFACTS / "episode_talk_1280.png"))
+        _settled(page)
+        next_turn.click()  # one exchange at a time: the second still fits the projector
+        expect(page.get_by_text("Turn 2 of 2")).to_be_visible()
+        expect(page.get_by_text(SPEAKER_REPLY["en"]).first).to_be_visible()  # answered now
+        page.wait_for_timeout(500)
+        assert _inside(page.get_by_text(EN_REPLY).first.bounding_box(), 1280, 720)
+        assert page.get_by_test_id("stException").count() == 0
         browser.close()
 
 

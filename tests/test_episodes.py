@@ -391,9 +391,11 @@ def test_episode_pages(fake_openai: FakeOpenAI, fake_registry: Path, tmp_path: P
     at = _page("pages/results/episodes.py")
     assert not at.exception, [e.value for e in at.exception]
     assert at.selectbox[0].value == run_id
+    assert at.caption[1].value.startswith("Turn 0 of 2")  # a replay starts before turn 1
+    assert SPEAKER_REPLY["en"] not in [t.value for t in at.text]
+    at.button[2].click().run()  # the whole episode
     texts = [t.value for t in at.text]
-    assert SPEAKER_REPLY["ko"] in texts and SPEAKER_REPLY["en"] in texts
-    assert at.caption[1].value.startswith("Turn 2 of 2")  # the whole episode at first
+    assert texts.count(SPEAKER_REPLY["ko"]) == 1 and texts.count(SPEAKER_REPLY["en"]) == 1
     at.button[1].click().run()  # start again
     assert SPEAKER_REPLY["en"] not in [t.value for t in at.text]
     at.button[0].click().run()  # next turn: the first Listener turn and the Speaker's answer
@@ -416,6 +418,10 @@ def test_episode_pages(fake_openai: FakeOpenAI, fake_registry: Path, tmp_path: P
             [e.value for e in runs.error],
             [s.value for s in runs.success],
         )
+        form.button[0].click().run()  # the same job again (an Enter in a field): refused
+        assert any("the same job is already" in e.value for e in runs.error), [
+            e.value for e in runs.error
+        ]
         store = Store(tmp_path / "koed.db")
         wait_for_job(store, 1)
         made = json.loads(store.rows("select result from jobs where id = 1")[0]["result"])
@@ -525,3 +531,49 @@ def test_a_listener_that_comes_to_understand_is_counted(
     assert table.loc["ko", "came_to_it"] == 1
     assert table.loc["en", "named_at_first"] == 1 and table.loc["en", "lost_it"] == 0
     assert pd.isna(table.loc["en", "came_to_it"])  # none missed at first: no share to give
+
+
+def test_two_jobs_on_one_run_never_fork_an_episode(fake_openai: FakeOpenAI, tmp_path: Path) -> None:
+    """Two processes playing the same episode run at once (a job queued twice): each
+    stored turn follows the stored turns before it, whichever job wrote it."""
+    import random
+    import threading
+
+    fake_openai.latency_s = 0.02
+    fake_openai.reply_fn = lambda body: (
+        None
+        if is_speaker(body)
+        or "do not write the response yet" in body["messages"][-1]["content"]
+        and "Identified emotion:" not in body["messages"][-1]["content"]
+        else f"That must be hard ({random.random():.6f})."
+    )
+    db = tmp_path / "koed.db"
+    Store(db)  # migrated once before the two start
+    threads = [
+        threading.Thread(target=lambda: _play(fake_openai, Store(db), langs=["en"], limit=4))
+        for _ in range(2)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    store = Store(db)
+    run_id = store.rows("select id from runs")[0]["id"]
+    rows = store.rows(
+        "select conv_id, turn, text, context from responses where error is null order by turn"
+    )
+    kept = {
+        (r["conv_id"], r["turn"]): r["text"]
+        for r in store.rows("select conv_id, turn, text from episode_turns where kept = 1")
+    }
+    by_turn = {(r["conv_id"], r["turn"]): r for r in rows}
+    assert len(by_turn) == len(rows) == 4 * 3  # one answer per turn
+    for (conv_id, turn), row in by_turn.items():
+        if turn == 1:
+            continue
+        context = json.loads(row["context"])
+        assert context[-2:] == [
+            ["listener", by_turn[(conv_id, turn - 1)]["text"]],
+            ["speaker", kept[(conv_id, turn - 1)]],
+        ]
+    assert all(s.status == "complete" for s in read_states(store, run_id, 3).values())

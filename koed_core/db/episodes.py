@@ -95,6 +95,18 @@ class Episodes:
                 "update runs set updated = ? where id = ?", [row["created"], record.run_id]
             )
 
+    def turn_taken(self, run_id: str, conv_id: str, lang: str, turn: int, role: str) -> bool:
+        """Whether this turn of the episode is already stored (answered, or kept for the
+        Speaker), by this job or another one playing the same run: the first one stored
+        is the episode's, and a second job stops there instead of forking it."""
+        if role == "listener":
+            sql = """select 1 from responses where run_id = ? and conv_id = ? and lang = ?
+                     and turn = ? and error is null limit 1"""
+        else:
+            sql = """select 1 from episode_turns where run_id = ? and conv_id = ? and lang = ?
+                     and turn = ? and kept = 1 limit 1"""
+        return bool(self.store.rows(sql, [run_id, conv_id, lang, turn]))
+
     def listener_rows(self, run_id: str) -> list[dict[str, Any]]:
         """Every Listener turn of a run's episodes (answers and failures), in turn order."""
         return self.store.rows(

@@ -459,7 +459,10 @@ def _episodes(params: EpisodeJob, store: Store, env: Environment, hooks: Hooks) 
     from koed_core.models.runs import settings_for
 
     spec = env.resolve(params.model, params.family)
-    speaker = env.resolve(params.speaker)
+    try:
+        speaker = env.resolve(params.speaker)
+    except KoedError as err:
+        raise JobError(f"speaker (--speaker {params.speaker}): {err}") from None
     dataset = _dataset(env, params.data, params.dataset_sha256)
     dialogues = select(dataset.dialogues, params.subset, sample=params.sample, seed=params.seed)
     settings = settings_for(spec, params.temperature, params.max_tokens)

@@ -165,7 +165,10 @@ def play(setup: EpisodeSetup, episode: Episode, state: EpisodeState) -> Outcome:
             outcome, parsed, emotion = answer(setup.listener, item, setup.settings)
             if isinstance(outcome, ModelError) and outcome.kind == "cancelled":
                 return Outcome("cancelled")
-            record = save(setup.store, setup.run_id, item, outcome, parsed, True, emotion, turn)
+            with setup.store.write():  # one transaction: the first job to answer it wins
+                if Episodes(setup.store).turn_taken(setup.run_id, conv_id, lang, turn, "listener"):
+                    return Outcome("ok")  # another job playing this run got here first
+                record = save(setup.store, setup.run_id, item, outcome, parsed, True, emotion, turn)
             if record.error:
                 return Outcome("failed", record.error_kind)
             history.append(ContextTurn("listener", record.text or ""))
@@ -227,7 +230,12 @@ def _speak(
             ends=read.ends,
             latency_s=done.latency_s,
         )
-        Episodes(setup.store).save_speaker(record)
+        with setup.store.write():
+            if record.kept and Episodes(setup.store).turn_taken(
+                setup.run_id, conv_id, lang, turn, "speaker"
+            ):
+                return Outcome("ok")  # another job's Speaker turn is the episode's
+            Episodes(setup.store).save_speaker(record)
         if record.kept:
             return record
     return Outcome("ok")  # broke character twice: the episode ends here, flagged

@@ -238,6 +238,7 @@ def turn_gap_figure(
         template="plotly_white",
         xaxis={"title": "Listener turn in the episode", "dtick": 1},
         yaxis_title=f"KoED minus ED, {metric}",
+        showlegend=True,  # one run is named too
         legend={"orientation": "h", "y": -0.25, "x": 0},
         margin={"l": 60, "r": 30, "t": 90, "b": 40},
     )

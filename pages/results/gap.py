@@ -62,6 +62,8 @@ if table.empty:
         "No dialogue has scores in both languages for this choice yet. Run the model "
         "with `--lang ko,en` (both languages) and judge or rate both."
     )
+    if not talk:  # episodes have their own gap, over turns
+        gap_view.gap_over_turns(store, judge, study, blind=not admin)
     st.stop()
 
 suffix = ""
