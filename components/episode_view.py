@@ -62,6 +62,8 @@ def render_episode(
                 icon=":material/flag:",
             )
         label = f"{role} · turn {entry['turn']}" if entry["role"] == "listener" else role
+        if entry.get("named"):  # which emotion the Listener would name now
+            label += f" · names {', '.join(entry['named'])}"
         st.markdown(f"**{md(label)}**" + (" · ends the conversation" if entry["ends"] else ""))
         st.text(entry["text"] or "")
 

@@ -203,7 +203,7 @@ class Episodes:
         with what was found wrong with it (``breaks``) and whether the episode went on
         from it (``kept``)."""
         listeners = self.store.rows(
-            """select turn, text, raw, error, context from responses
+            """select turn, text, raw, error, context, predicted from responses
                where run_id = ? and conv_id = ? and lang = ? and turn is not null
                order by turn""",
             [run_id, conv_id, lang],
@@ -232,6 +232,7 @@ class Episodes:
                     "role": "listener",
                     "turn": turn,
                     "text": decode_ed_text(row["text"] or ""),
+                    "named": tuple(json.loads(row["predicted"] or "[]")),
                     "error": row["error"],
                     "breaks": (),
                     "kept": row["error"] is None,

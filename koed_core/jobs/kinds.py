@@ -479,7 +479,8 @@ def _episodes(params: EpisodeJob, store: Store, env: Environment, hooks: Hooks) 
     hooks.say(
         f"episodes: {spec.name} listens, {speaker.name} plays the Speaker; up to "
         f"{params.turns} Listener turns; {Path(dataset.path).name} ({params.subset}: "
-        f"{len(dialogues)} dialogues), {params.protocol}, {prompts} prompts, "
+        f"{len(dialogues)} dialogues{f', the first {params.limit}' if params.limit else ''}), "
+        f"{params.protocol}, {prompts} prompts, "
         f"{','.join(params.langs)}"
     )
     listener = client_for(env, spec, store, stop=hooks.stop)
