@@ -138,7 +138,7 @@ def understanding(store: Store, run_id: str) -> None:
             "lost it. The export writes this as episode_understanding.csv."
         )
         tables.show(
-            table.drop(columns=["run_id", "run_label"]),
+            table.drop(columns=["run_id", "run_label", "speaker", "dataset_sha256"]),
             hide_index=True,
             column_config={
                 "lang": "Language",

@@ -128,6 +128,8 @@ UNDERSTANDING_COLUMNS = [
     "named_at_last",
     "came_to_it",
     "lost_it",
+    "speaker",
+    "dataset_sha256",
 ]
 
 
@@ -148,6 +150,7 @@ def understanding(store: Store, run_ids: list[str] | None = None) -> pd.DataFram
     ends = ordered.groupby(["run_id", "lang", "conv_id"])["named"].agg(["first", "last", "size"])
     ends = ends[ends["size"] > 1].reset_index()
     labels = run_labels(store)
+    runs = Episodes(store).runs().set_index("run_id")
     rows = []
     for (run_id, lang), cell in ends.groupby(["run_id", "lang"]):
         missed, right = cell[~cell["first"]], cell[cell["first"]]
@@ -161,6 +164,8 @@ def understanding(store: Store, run_ids: list[str] | None = None) -> pd.DataFram
                 "named_at_last": float(cell["last"].mean()),
                 "came_to_it": float(missed["last"].mean()) if len(missed) else None,
                 "lost_it": float((~right["last"]).mean()) if len(right) else None,
+                "speaker": runs["speaker"].get(run_id),
+                "dataset_sha256": runs["dataset_sha256"].get(run_id),
             }
         )
     return pd.DataFrame(rows, columns=UNDERSTANDING_COLUMNS)
