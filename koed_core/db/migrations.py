@@ -308,6 +308,49 @@ def m010_episodes(db: sqlite_utils.Database) -> None:
         )
 
 
+@migration
+def m011_annotations(db: sqlite_utils.Database) -> None:
+    """Linguists' annotation of the adaptation: projects (which dialogues, how many
+    annotators each, which taxonomy), one annotation per annotator and dialogue (its
+    category, note and status; the reviewer's final answer is one more, ``kind``
+    'adjudicated'), and its cultural-signal spans in code points. Each taxonomy is kept
+    whole under its version, so an annotation names exactly the types it was made with."""
+    _script(
+        db,
+        """
+        create table annotation_taxonomies (
+            version text primary key, name text not null, types text not null,
+            created text);
+        create table annotation_projects (
+            id integer primary key autoincrement, name text not null,
+            dataset_sha256 text not null, conv_ids text not null,
+            per_item integer not null default 2, annotators text not null default '[]',
+            taxonomy_version text not null references annotation_taxonomies(version),
+            created text, closed text);
+        create table annotations (
+            id text primary key, project_id integer not null references annotation_projects(id),
+            conv_id text not null, annotator text not null, kind text not null,
+            category text, note text not null default '', status text not null,
+            taxonomy_version text not null, created text, updated text,
+            unique(project_id, conv_id, annotator, kind));
+        create index annotations_project on annotations(project_id, conv_id);
+        create table annotation_spans (
+            id text primary key, annotation_id text not null references annotations(id),
+            position integer not null, start integer not null, [end] integer not null,
+            text text not null, type text not null, en_position integer, en_start integer,
+            en_end integer, en_text text, no_counterpart integer not null default 0,
+            origin text not null default 'person', created text);
+        create index annotation_spans_annotation on annotation_spans(annotation_id)
+        """,
+    )
+    for table in ("annotation_projects", "annotations", "annotation_spans"):
+        for event in ("insert", "update", "delete"):
+            db.execute(
+                f"create trigger [_koed_{table}_{event}] after {event} on [{table}] "
+                "begin update _koed_changes set n = n + 1 where id = 1; end"
+            )
+
+
 def _script(db: sqlite_utils.Database, script: str) -> None:
     """Run statements one by one: ``executescript`` would commit the caller's transaction,
     and a migration must apply whole or not at all. (No statement here contains ';'.)"""

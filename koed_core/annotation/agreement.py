@@ -1,0 +1,173 @@
+"""Agreement between annotators: kappa on the category, F1 on the spans.
+
+The category: Cohen's kappa (scikit-learn) when the same two people annotated every
+dialogue, Fleiss' kappa (statsmodels) otherwise, each with a bootstrap 95% CI over
+dialogues. Jeong/han dialogues are left out: the file decides their category.
+The spans: F1 between each pair of annotators of a dialogue, per signal type and over
+all types, counted two ways: *exact* (same turn, offsets and type) and *overlapping*
+(same turn and type, the texts overlap; each span matched at most once). F1 over a pair
+is 2 x matched / (spans of one + spans of the other), pooled over pairs.
+"""
+
+from __future__ import annotations
+
+import itertools
+import warnings
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import pandas as pd
+from sklearn.metrics import cohen_kappa_score
+from statsmodels.stats.inter_rater import aggregate_raters, fleiss_kappa
+
+from koed_core.annotation.projects import ANNOTATOR, Annotation
+from koed_core.annotation.spans import Span
+from koed_core.annotation.taxonomy import HANDCRAFTED
+
+BOOTSTRAP = 2000
+ALL_TYPES = "all types"
+CATEGORY_COLUMNS = [
+    "method",
+    "kappa",
+    "ci_low",
+    "ci_high",
+    "dialogues",
+    "annotators",
+    "observed_agreement",
+    "note",
+]
+SPAN_COLUMNS = ["type", "exact_f1", "overlap_f1", "spans", "pairs"]
+
+
+def _by_item(annotations: Sequence[Annotation]) -> dict[str, list[Annotation]]:
+    items: dict[str, list[Annotation]] = {}
+    for a in annotations:
+        if a.kind == ANNOTATOR and a.submitted:
+            items.setdefault(a.conv_id, []).append(a)
+    return {k: sorted(v, key=lambda a: a.annotator) for k, v in items.items() if len(v) >= 2}
+
+
+def _quiet(fn: Callable[[], float]) -> float:
+    """A kappa, NaN where it is undefined (every answer one category), never a warning."""
+    with warnings.catch_warnings(), np.errstate(divide="ignore", invalid="ignore"):
+        warnings.simplefilter("ignore")
+        try:
+            return float(fn())
+        except (ValueError, ZeroDivisionError):
+            return float("nan")
+
+
+def _cohen(matrix: np.ndarray) -> float:
+    return _quiet(lambda: cohen_kappa_score(matrix[:, 0], matrix[:, 1]))
+
+
+def _fleiss(matrix: np.ndarray) -> float:
+    return _quiet(lambda: fleiss_kappa(aggregate_raters(matrix)[0], method="fleiss"))
+
+
+def _boot_kappa(matrix: np.ndarray, draws: np.ndarray, k: int, cohen: bool) -> np.ndarray:
+    """The kappa of every bootstrap draw at once (thousands of library calls would take
+    seconds a page): the same formulas as scikit-learn's and statsmodels', which the
+    point estimate uses and the tests compare these with."""
+    sample = matrix[draws]  # draws x items x annotators
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if cohen:
+            first, second = sample[..., 0], sample[..., 1]
+            observed = (first == second).mean(axis=1)
+            p1 = np.stack([(first == c).mean(axis=1) for c in range(k)], axis=1)
+            p2 = np.stack([(second == c).mean(axis=1) for c in range(k)], axis=1)
+            expected = (p1 * p2).sum(axis=1)
+        else:
+            raters = sample.shape[2]
+            counts = np.stack([(sample == c).sum(axis=2) for c in range(k)], axis=2)
+            observed = ((counts * (counts - 1)).sum(axis=2) / (raters * (raters - 1))).mean(axis=1)
+            shares = counts.sum(axis=1) / (sample.shape[1] * raters)
+            expected = (shares**2).sum(axis=1)
+        return np.where(expected < 1, (observed - expected) / (1 - expected), np.nan)
+
+
+def category_agreement(
+    annotations: Sequence[Annotation], per_item: int, seed: int = 0
+) -> dict[str, object]:
+    """Kappa on the category over dialogues every annotator (``per_item``) submitted.
+
+    Returns a dict with :data:`CATEGORY_COLUMNS`; ``kappa`` is None with a ``note``
+    where it cannot be computed (fewer than two dialogues, or one category only).
+    """
+    items = {
+        k: v[:per_item]
+        for k, v in _by_item(annotations).items()
+        if len(v) >= max(per_item, 2) and v[0].category != HANDCRAFTED
+    }
+    people = sorted({a.annotator for v in items.values() for a in v})
+    result: dict[str, object] = dict.fromkeys(CATEGORY_COLUMNS)
+    result.update(dialogues=len(items), annotators=len(people), note="")
+    if len(items) < 2:
+        result.update(method="-", note=f"{len(items)} dialogue(s) with every answer in: needs 2")
+        return result
+    codes = sorted({a.category or "" for v in items.values() for a in v})
+    matrix = np.array([[codes.index(a.category or "") for a in v] for v in items.values()])
+    same_two = per_item == 2 and len(people) == 2
+    method, kappa_of = ("Cohen's kappa", _cohen) if same_two else ("Fleiss' kappa", _fleiss)
+    kappa = kappa_of(matrix)
+    observed = float(np.mean([len(set(row)) == 1 for row in matrix]))
+    result.update(method=method, observed_agreement=round(observed, 4))
+    if np.isnan(kappa):
+        result["note"] = "kappa undefined: every answer is the same category"
+        return result
+    draws = np.random.default_rng(seed).integers(0, len(matrix), size=(BOOTSTRAP, len(matrix)))
+    boot = _boot_kappa(matrix, draws, len(codes), cohen=same_two)
+    boot = boot[~np.isnan(boot)]
+    low, high = np.percentile(boot, [2.5, 97.5]) if len(boot) else (np.nan, np.nan)
+    result.update(kappa=round(kappa, 4), ci_low=round(float(low), 4), ci_high=round(float(high), 4))
+    return result
+
+
+def _overlaps(a: Span, b: Span) -> bool:
+    return a.ko.position == b.ko.position and a.ko.start < b.ko.end and b.ko.start < a.ko.end
+
+
+def matched(first: Sequence[Span], second: Sequence[Span], exact: bool) -> int:
+    """How many spans of ``first`` find a partner of the same type in ``second``, each
+    partner used once (exact: same turn and offsets; else: overlapping on the same turn)."""
+    if exact:
+        return len({s.key for s in first} & {s.key for s in second})
+    used: set[int] = set()
+    count = 0
+    for a in sorted(first, key=lambda s: s.key):
+        for j, b in enumerate(second):
+            if j not in used and a.type == b.type and _overlaps(a, b):
+                used.add(j)
+                count += 1
+                break
+    return count
+
+
+def span_agreement(annotations: Sequence[Annotation]) -> pd.DataFrame:
+    """Span F1 per signal type and over all types, exact and overlapping, pooled over
+    every pair of annotators of every dialogue with two or more submitted answers."""
+    totals: dict[str, list[int]] = {}
+    for people in _by_item(annotations).values():
+        for a, b in itertools.combinations(people, 2):
+            kinds = {s.type for s in a.spans} | {s.type for s in b.spans}
+            for kind in [ALL_TYPES, *sorted(kinds)]:
+                left = [s for s in a.spans if kind in (ALL_TYPES, s.type)]
+                right = [s for s in b.spans if kind in (ALL_TYPES, s.type)]
+                row = totals.setdefault(kind, [0, 0, 0, 0])
+                row[0] += matched(left, right, exact=True)
+                row[1] += matched(left, right, exact=False)
+                row[2] += len(left) + len(right)
+                row[3] += 1
+    rows = [
+        {
+            "type": kind,
+            "exact_f1": round(2 * e / n, 4) if n else None,
+            "overlap_f1": round(2 * o / n, 4) if n else None,
+            "spans": n,
+            "pairs": pairs,
+        }
+        for kind, (e, o, n, pairs) in sorted(
+            totals.items(), key=lambda kv: (kv[0] != ALL_TYPES, kv[0])
+        )
+    ]
+    return pd.DataFrame(rows, columns=SPAN_COLUMNS)

@@ -1,0 +1,191 @@
+"""Annotations in and out as JSONL, one dialogue a line, so other tools can take part.
+
+A line carries the dialogue id, the dataset's sha256, the project, the taxonomy version,
+the final answer (if any) and every annotation: category, note and spans with their
+code-point offsets and texts in both languages. Annotators appear under a keyed
+pseudonym, never their login. An import reads the same form (or a flat line with one
+annotation: ``conv_id``, ``annotator``, ``category``, ``spans``) and is checked whole
+before anything is written: one bad line and nothing is stored.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+from collections.abc import Iterable
+from hashlib import sha256
+from pathlib import Path
+from typing import Any
+
+from koed_core.annotation.projects import (
+    ADJUDICATED,
+    ANNOTATOR,
+    Annotation,
+    AnnotationStore,
+)
+from koed_core.annotation.spans import span_from_dict, span_to_dict
+from koed_core.annotation.taxonomy import AnnotationError, fixed_category
+from koed_core.dialogues.dataset import Dataset
+
+MAX_LINES = 20_000
+IMPORTED = "import:"
+"""Imported annotators are stored under this prefix, apart from the app's logins."""
+
+
+def annotator_pseudonym(key: bytes, project_id: int, annotator: str) -> str:
+    """A stable per-project id for an annotator that only the key holder can link back."""
+    digest = hmac.new(key, f"annotation\x00{project_id}\x00{annotator}".encode(), sha256)
+    return "a-" + digest.hexdigest()[:12]
+
+
+def _check_dataset(project: dict[str, Any], dataset: Dataset) -> None:
+    if project["dataset_sha256"] != dataset.sha256:
+        raise AnnotationError(
+            f"project {project['id']} was made on dataset {project['dataset_sha256'][:12]}, "
+            f"the data loaded now is {dataset.sha256[:12]}: load that file (KOED_DATA)"
+        )
+
+
+def _entry(a: Annotation, key: bytes) -> dict[str, Any]:
+    return {
+        "annotator": annotator_pseudonym(key, a.project_id, a.annotator),
+        "adjudicated": a.kind == ADJUDICATED,
+        "status": a.status,
+        "category": a.category,
+        "note": a.note,
+        "taxonomy_version": a.taxonomy_version,
+        "spans": [span_to_dict(s) for s in a.spans],
+    }
+
+
+def export_lines(
+    annotations: AnnotationStore, project_id: int, dataset: Dataset, key: bytes
+) -> list[dict[str, Any]]:
+    """One JSON object per dialogue of the project that has any annotation."""
+    project = annotations.project(project_id)
+    _check_dataset(project, dataset)
+    final = annotations.final(project_id, dataset).set_index("conv_id")
+    by_item: dict[str, list[Annotation]] = {}
+    for a in annotations.annotations(project_id):
+        by_item.setdefault(a.conv_id, []).append(a)
+    lines = []
+    for conv_id in project["conv_ids"]:
+        found = by_item.get(conv_id)
+        if not found:
+            continue
+        row = final.loc[conv_id]
+        lines.append(
+            {
+                "conv_id": conv_id,
+                "dataset_sha256": dataset.sha256,
+                "project": {"id": project["id"], "name": project["name"]},
+                "taxonomy_version": project["taxonomy_version"],
+                "final": {
+                    "category": row["category"],
+                    "types": list(row["types"]),
+                    "basis": row["basis"],
+                },
+                "annotations": [_entry(a, key) for a in found],
+            }
+        )
+    return lines
+
+
+def write_jsonl(lines: Iterable[dict[str, Any]], path: Path) -> Path:
+    """Write the lines as UTF-8 JSONL (Korean kept as is, not escaped)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".part")
+    with open(tmp, "w", encoding="utf-8") as out:
+        for line in lines:
+            out.write(json.dumps(line, ensure_ascii=False) + "\n")
+    tmp.replace(path)
+    return path
+
+
+def read_jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:
+    """(line number, object) for every non-empty line.
+
+    Raises:
+        AnnotationError: not UTF-8, a line that is not a JSON object, too many lines.
+    """
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise AnnotationError(f"{path.name}: not UTF-8 text") from None
+    rows = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        if len(rows) >= MAX_LINES:
+            raise AnnotationError(f"{path.name}: more than {MAX_LINES:,} lines")
+        try:
+            value = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise AnnotationError(f"{path.name} line {number}: not JSON ({err.msg})") from None
+        if not isinstance(value, dict):
+            raise AnnotationError(f"{path.name} line {number}: not a JSON object")
+        rows.append((number, value))
+    if not rows:
+        raise AnnotationError(f"{path.name}: no annotations in it")
+    return rows
+
+
+def import_lines(
+    annotations: AnnotationStore,
+    project_id: int,
+    dataset: Dataset,
+    rows: list[tuple[int, dict[str, Any]]],
+    where: str = "import",
+) -> dict[str, int]:
+    """Store every annotation of the lines in the project, all or nothing.
+
+    Annotators are stored as ``import:<name>``; an adjudicated entry becomes the
+    project's final answer for that dialogue. Importing the same file twice replaces,
+    never duplicates. Returns counts of dialogues, annotations and spans.
+
+    Raises:
+        AnnotationError: the first problem, with its line number (nothing stored then).
+    """
+    project = annotations.project(project_id)
+    _check_dataset(project, dataset)
+    counts = {"dialogues": 0, "annotations": 0, "spans": 0}
+    with annotations.store.write():
+        for number, line in rows:
+            here = f"{where} line {number}"
+            conv_id = line.get("conv_id")
+            dialogue = dataset.get(conv_id) if isinstance(conv_id, str) else None
+            if dialogue is None:
+                raise AnnotationError(f"{here}: conv_id {conv_id!r} is not in this dataset")
+            if conv_id not in project["conv_ids"]:
+                raise AnnotationError(f"{here}: {conv_id} is not in project {project['name']!r}")
+            entries = line.get("annotations", [line])
+            if not isinstance(entries, list) or not entries:
+                raise AnnotationError(f"{here}: 'annotations' must be a non-empty list")
+            for i, entry in enumerate(entries, 1):
+                at = f"{here}, annotation {i}"
+                if not isinstance(entry, dict):
+                    raise AnnotationError(f"{at}: not an object")
+                name = entry.get("annotator")
+                if not isinstance(name, str) or not name.strip() or len(name) > 64:
+                    raise AnnotationError(f"{at}: 'annotator' must be a name (1-64 characters)")
+                category = entry.get("category")
+                if category is None and fixed_category(dialogue) is None:
+                    raise AnnotationError(f"{at}: 'category' is missing")
+                note = entry.get("note") or ""
+                if not isinstance(note, str):
+                    raise AnnotationError(f"{at}: 'note' must be text")
+                raw_spans = entry.get("spans") or []
+                if not isinstance(raw_spans, list):
+                    raise AnnotationError(f"{at}: 'spans' must be a list")
+                spans = [span_from_dict(s, f"{at}, span {j}") for j, s in enumerate(raw_spans, 1)]
+                kind = ADJUDICATED if entry.get("adjudicated") else ANNOTATOR
+                try:
+                    annotations.store_imported(
+                        project, dialogue, IMPORTED + name.strip(), kind, category, note, spans
+                    )
+                except AnnotationError as err:
+                    raise AnnotationError(f"{at}: {err}") from None
+                counts["annotations"] += 1
+                counts["spans"] += len(spans)
+            counts["dialogues"] += 1
+    return counts

@@ -1,0 +1,462 @@
+"""Annotation projects: who annotates which dialogues, blind, and the reviewer's answer.
+
+As in the KoED authors' own pipeline, each dialogue is annotated by ``per_item`` people
+(two by default) who do not see each other's work; once all of them have submitted, a
+reviewer sees the answers side by side and records the final one. An annotator sees
+another's annotation only after the dialogue is complete, and their own is then frozen,
+so what the reviewer compares is what each person decided alone.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import pandas as pd
+
+from koed_core.annotation.spans import Side, Span, check_span
+from koed_core.annotation.taxonomy import (
+    AnnotationError,
+    Taxonomy,
+    check_category,
+    fixed_category,
+    load_taxonomy,
+    parse_taxonomy,
+)
+from koed_core.db.annotations import Annotations
+from koed_core.db.store import Store
+from koed_core.dialogues.dataset import Dataset
+from koed_core.dialogues.dialogue import Dialogue
+
+Kind = Literal["annotator", "adjudicated"]
+ANNOTATOR: Kind = "annotator"
+ADJUDICATED: Kind = "adjudicated"
+DRAFT = "draft"
+SUBMITTED = "submitted"
+DEFAULT_PER_ITEM = 2
+MAX_DIALOGUES = 2000
+
+
+@dataclass(frozen=True)
+class Annotation:
+    """One person's (or the reviewer's) annotation of one dialogue."""
+
+    project_id: int
+    conv_id: str
+    annotator: str
+    kind: Kind
+    category: str | None
+    note: str
+    status: str
+    taxonomy_version: str
+    spans: tuple[Span, ...] = field(default_factory=tuple)
+
+    @property
+    def submitted(self) -> bool:
+        return self.status == SUBMITTED
+
+
+def _span_row(span: Span) -> dict[str, Any]:
+    en = span.en
+    return {
+        "position": span.ko.position,
+        "start": span.ko.start,
+        "end": span.ko.end,
+        "text": span.ko.text,
+        "type": span.type,
+        "en_position": en.position if en else None,
+        "en_start": en.start if en else None,
+        "en_end": en.end if en else None,
+        "en_text": en.text if en else None,
+        "no_counterpart": span.no_counterpart,
+        "origin": span.origin,
+    }
+
+
+def _span_of(row: dict[str, Any]) -> Span:
+    en = None
+    if row["en_position"] is not None:
+        en = Side(row["en_position"], row["en_start"], row["en_end"], row["en_text"])
+    return Span(
+        ko=Side(row["position"], row["start"], row["end"], row["text"]),
+        type=row["type"],
+        en=en,
+        no_counterpart=bool(row["no_counterpart"]),
+        origin=row["origin"],
+    )
+
+
+def _annotation_of(row: dict[str, Any]) -> Annotation:
+    return Annotation(
+        project_id=row["project_id"],
+        conv_id=row["conv_id"],
+        annotator=row["annotator"],
+        kind=row["kind"],
+        category=row["category"],
+        note=row["note"],
+        status=row["status"],
+        taxonomy_version=row["taxonomy_version"],
+        spans=tuple(_span_of(s) for s in row.get("spans", [])),
+    )
+
+
+def _order_key(project_id: int, username: str, conv_id: str) -> str:
+    """Each annotator meets the dialogues in an order of their own, the same every time,
+    so two annotators rarely work on the same dialogue at the same moment."""
+    return hashlib.sha256(f"{project_id}:{username}:{conv_id}".encode()).hexdigest()
+
+
+class AnnotationStore:
+    """Projects, blind annotation and adjudication: the rules; the SQL is in ``koed_core.db``."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.q = Annotations(store)
+
+    # Projects ---------------------------------------------------------------------------
+
+    def create_project(
+        self,
+        name: str,
+        dataset: Dataset,
+        conv_ids: Sequence[str],
+        per_item: int = DEFAULT_PER_ITEM,
+        annotators: Sequence[str] = (),
+        taxonomy: Taxonomy | None = None,
+    ) -> int:
+        """A new project over these dialogues; returns its id.
+
+        ``annotators`` lists who may annotate (empty: any annotator). The taxonomy (the
+        shipped one by default) is stored whole under its version.
+
+        Raises:
+            AnnotationError: no name, no dialogues or unknown ones, too few annotators
+                for ``per_item``.
+        """
+        if not name.strip():
+            raise AnnotationError("give the project a name")
+        ids = list(dict.fromkeys(conv_ids))
+        if not ids:
+            raise AnnotationError("choose at least one dialogue")
+        if len(ids) > MAX_DIALOGUES:
+            raise AnnotationError(f"{len(ids)} dialogues: a project takes at most {MAX_DIALOGUES}")
+        unknown = [c for c in ids if dataset.get(c) is None]
+        if unknown:
+            raise AnnotationError(
+                f"not in this dataset: {', '.join(unknown[:5])}"
+                + (f" and {len(unknown) - 5} more" if len(unknown) > 5 else "")
+            )
+        if not 1 <= per_item <= 10:
+            raise AnnotationError("annotators per dialogue: between 1 and 10")
+        people = sorted(set(annotators))
+        if people and len(people) < per_item:
+            raise AnnotationError(
+                f"{per_item} annotators per dialogue, but only {len(people)} named"
+            )
+        chosen = taxonomy or load_taxonomy()
+        self.q.ensure_taxonomy(chosen.version, chosen.name, chosen.as_rows())
+        return self.q.insert_project(
+            name.strip(), dataset.sha256, ids, per_item, people, chosen.version
+        )
+
+    def projects(self) -> list[dict[str, Any]]:
+        """Every project."""
+        return self.q.projects()
+
+    def project(self, project_id: int) -> dict[str, Any]:
+        """One project.
+
+        Raises:
+            AnnotationError: no such project.
+        """
+        found = self.q.project(project_id)
+        if found is None:
+            raise AnnotationError(f"no annotation project {project_id}")
+        return found
+
+    def projects_for(self, username: str) -> list[dict[str, Any]]:
+        """The open projects this annotator may work in."""
+        return [
+            p
+            for p in self.q.projects()
+            if p["closed"] is None and (not p["annotators"] or username in p["annotators"])
+        ]
+
+    def close(self, project_id: int) -> None:
+        """Close a project: nobody annotates in it any more."""
+        self.project(project_id)
+        self.q.close_project(project_id)
+
+    def taxonomy(self, project: dict[str, Any]) -> Taxonomy:
+        """The taxonomy the project was created with."""
+        stored = self.q.taxonomy(project["taxonomy_version"])
+        if stored is None:
+            raise AnnotationError(
+                f"project {project['id']}: taxonomy {project['taxonomy_version']} is missing"
+            )
+        taxonomy = parse_taxonomy(
+            {
+                "name": stored["name"],
+                "version": stored["version"].rsplit("-", 1)[0],
+                "types": stored["types"],
+            },
+            f"taxonomy {stored['version']}",
+        )
+        return taxonomy
+
+    # Annotating -------------------------------------------------------------------------
+
+    def items(self, project_id: int, username: str | None = None) -> pd.DataFrame:
+        """One row per dialogue: how many submitted it, whether it is complete and
+        adjudicated, and (for ``username``) their own status and whether it is open to
+        them. Never another annotator's name or answer."""
+        project = self.project(project_id)
+        status = self.q.status_frame(project_id)
+        people = status[status["kind"] == ANNOTATOR] if not status.empty else status
+        rows = []
+        for conv_id in project["conv_ids"]:
+            mine = people[(people["conv_id"] == conv_id)] if not people.empty else people
+            submitted = int((mine["status"] == SUBMITTED).sum()) if not mine.empty else 0
+            started = len(mine)
+            own = (
+                mine.loc[mine["annotator"] == username, "status"].tolist()
+                if username and not mine.empty
+                else []
+            )
+            adjudicated = not status.empty and bool(
+                ((status["conv_id"] == conv_id) & (status["kind"] == ADJUDICATED)).any()
+            )
+            rows.append(
+                {
+                    "conv_id": conv_id,
+                    "submitted": submitted,
+                    "complete": submitted >= project["per_item"],
+                    "adjudicated": adjudicated,
+                    "yours": own[0] if own else None,
+                    "open": bool(own) or started < project["per_item"],
+                }
+            )
+        frame = pd.DataFrame(rows)
+        if username:
+            frame["order"] = [_order_key(project_id, username, c) for c in frame["conv_id"]]
+        return frame
+
+    def next_item(self, project_id: int, username: str) -> str | None:
+        """The dialogue to annotate next: one started and not submitted, else an open one
+        nobody has finished, in this annotator's own order; None when there is none."""
+        items = self.items(project_id, username)
+        started = items[items["yours"] == DRAFT]
+        if not started.empty:
+            return str(started.sort_values("order").iloc[0]["conv_id"])
+        fresh = items[items["open"] & items["yours"].isna()]
+        if fresh.empty:
+            return None
+        return str(fresh.sort_values(["submitted", "order"]).iloc[0]["conv_id"])
+
+    def own(self, project_id: int, conv_id: str, username: str) -> Annotation | None:
+        """The annotator's own annotation of a dialogue, or None."""
+        row = self.q.annotation(project_id, conv_id, username, ANNOTATOR)
+        return _annotation_of(row) if row else None
+
+    def _check_access(self, project: dict[str, Any], conv_id: str, username: str) -> None:
+        if project["closed"] is not None:
+            raise AnnotationError(f"project {project['name']!r} is closed")
+        if project["annotators"] and username not in project["annotators"]:
+            raise AnnotationError(f"{username} is not an annotator of project {project['name']!r}")
+        if conv_id not in project["conv_ids"]:
+            raise AnnotationError(f"{conv_id} is not in project {project['name']!r}")
+
+    def save(
+        self,
+        project_id: int,
+        dialogue: Dialogue,
+        username: str,
+        category: str | None,
+        note: str,
+        spans: Sequence[Span],
+        submit: bool = False,
+    ) -> Annotation:
+        """Save (or submit) an annotator's annotation of one dialogue.
+
+        Raises:
+            AnnotationError: not this annotator's project, the dialogue is full or
+                complete (frozen), a bad category or span, or submitting with no category.
+        """
+        project = self.project(project_id)
+        self._check_access(project, dialogue.conv_id, username)
+        items = self.items(project_id, username)
+        item = items[items["conv_id"] == dialogue.conv_id].iloc[0]
+        if not item["open"]:
+            raise AnnotationError(
+                f"{dialogue.conv_id} already has its {project['per_item']} annotators"
+            )
+        if item["complete"] and item["yours"] == SUBMITTED:
+            raise AnnotationError(
+                f"{dialogue.conv_id} is complete: every annotator has submitted, and the "
+                "answers are frozen for the reviewer"
+            )
+        return self._store(project, dialogue, username, ANNOTATOR, category, note, spans, submit)
+
+    def _store(
+        self,
+        project: dict[str, Any],
+        dialogue: Dialogue,
+        username: str,
+        kind: Kind,
+        category: str | None,
+        note: str,
+        spans: Sequence[Span],
+        submit: bool,
+    ) -> Annotation:
+        taxonomy = self.taxonomy(project)
+        chosen = check_category(dialogue, category)
+        if submit and chosen is None:
+            raise AnnotationError("choose the dialogue's category before submitting")
+        checked = [check_span(dialogue, s, taxonomy) for s in spans]
+        keys = [s.key for s in checked]
+        if len(set(keys)) != len(keys):
+            raise AnnotationError("the same span with the same type is marked twice")
+        if len(note) > 4000:
+            raise AnnotationError("the note is longer than 4,000 characters")
+        self.q.save(
+            {
+                "project_id": project["id"],
+                "conv_id": dialogue.conv_id,
+                "annotator": username,
+                "kind": kind,
+                "category": chosen,
+                "note": note,
+                "status": SUBMITTED if submit else DRAFT,
+                "taxonomy_version": taxonomy.version,
+            },
+            [_span_row(s) for s in checked],
+        )
+        return Annotation(
+            project["id"],
+            dialogue.conv_id,
+            username,
+            kind,
+            chosen,
+            note,
+            SUBMITTED if submit else DRAFT,
+            taxonomy.version,
+            tuple(checked),
+        )
+
+    def store_imported(
+        self,
+        project: dict[str, Any],
+        dialogue: Dialogue,
+        annotator: str,
+        kind: Kind,
+        category: str | None,
+        note: str,
+        spans: Sequence[Span],
+    ) -> Annotation:
+        """An annotation made elsewhere, checked as one made here, stored submitted."""
+        if dialogue.conv_id not in project["conv_ids"]:
+            raise AnnotationError(f"{dialogue.conv_id} is not in project {project['name']!r}")
+        return self._store(project, dialogue, annotator, kind, category, note, spans, True)
+
+    def others(self, project_id: int, conv_id: str, username: str) -> list[Annotation]:
+        """The other annotators' answers, once the dialogue is complete and this annotator
+        has submitted; before that, nothing (blind)."""
+        items = self.items(project_id, username)
+        item = items[items["conv_id"] == conv_id]
+        if item.empty or not item.iloc[0]["complete"] or item.iloc[0]["yours"] != SUBMITTED:
+            return []
+        return [a for a in self.submitted(project_id, conv_id) if a.annotator != username]
+
+    # Review -----------------------------------------------------------------------------
+
+    def annotations(self, project_id: int) -> list[Annotation]:
+        """Every annotation of a project (a reviewer's and exports' view)."""
+        return [_annotation_of(r) for r in self.q.of_project(project_id)]
+
+    def submitted(self, project_id: int, conv_id: str) -> list[Annotation]:
+        """The submitted annotators' answers for one dialogue (the reviewer's view)."""
+        return [
+            a
+            for a in self.annotations(project_id)
+            if a.conv_id == conv_id and a.kind == ANNOTATOR and a.submitted
+        ]
+
+    def adjudication(self, project_id: int, conv_id: str) -> Annotation | None:
+        """The reviewer's final answer for a dialogue, or None."""
+        rows = [
+            a
+            for a in self.annotations(project_id)
+            if a.conv_id == conv_id and a.kind == ADJUDICATED
+        ]
+        return rows[0] if rows else None
+
+    def adjudicate(
+        self,
+        project_id: int,
+        dialogue: Dialogue,
+        reviewer: str,
+        category: str,
+        note: str,
+        spans: Sequence[Span],
+    ) -> Annotation:
+        """Record the final answer for a complete dialogue (one per dialogue: a second
+        replaces the first, and names the reviewer who made it).
+
+        Raises:
+            AnnotationError: the dialogue is not complete yet, or a bad category or span.
+        """
+        project = self.project(project_id)
+        if dialogue.conv_id not in project["conv_ids"]:
+            raise AnnotationError(f"{dialogue.conv_id} is not in project {project['name']!r}")
+        if len(self.submitted(project_id, dialogue.conv_id)) < project["per_item"]:
+            raise AnnotationError(
+                f"{dialogue.conv_id}: not every annotator has submitted yet; the reviewer "
+                "adjudicates complete dialogues only"
+            )
+        with self.store.write():  # the old final answer goes only if the new one is stored
+            for old in self.q.of_project(project_id, with_spans=False):
+                replaced = old["conv_id"] == dialogue.conv_id and old["kind"] == ADJUDICATED
+                if replaced and old["annotator"] != reviewer:
+                    self.q.delete(old["id"])
+            return self._store(
+                project, dialogue, reviewer, ADJUDICATED, category, note, spans, True
+            )
+
+    def final(self, project_id: int, dataset: Dataset) -> pd.DataFrame:
+        """Each dialogue's final category and signal types, and where they come from:
+        the reviewer's answer, else the annotators' when all agree, else undecided.
+        A jeong/han dialogue is handcrafted whatever anyone said (the file says so)."""
+        project = self.project(project_id)
+        by_item: dict[str, list[Annotation]] = {}
+        for a in self.annotations(project_id):
+            by_item.setdefault(a.conv_id, []).append(a)
+        rows = []
+        for conv_id in project["conv_ids"]:
+            dialogue = dataset.get(conv_id)
+            found = by_item.get(conv_id, [])
+            final = next((a for a in found if a.kind == ADJUDICATED), None)
+            people = [a for a in found if a.kind == ANNOTATOR and a.submitted]
+            if final is not None:
+                category, types, basis = final.category, {s.type for s in final.spans}, ADJUDICATED
+            elif len(people) >= project["per_item"] and len({a.category for a in people}) == 1:
+                category = people[0].category
+                common = set.intersection(*({s.key for s in a.spans} for a in people))
+                types = {key[3] for key in common}
+                basis = "agreed"
+            else:
+                category, types, basis = None, set(), "undecided"
+            fixed = fixed_category(dialogue) if dialogue is not None else None
+            if fixed is not None:
+                category, basis = fixed, basis if basis != "undecided" else "the file"
+            rows.append(
+                {
+                    "conv_id": conv_id,
+                    "category": category,
+                    "types": sorted(types),
+                    "basis": basis,
+                    "annotators": len(people),
+                }
+            )
+        return pd.DataFrame(rows, columns=["conv_id", "category", "types", "basis", "annotators"])

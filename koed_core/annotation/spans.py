@@ -1,0 +1,212 @@
+"""Spans of text on a dialogue's turns, in code points.
+
+Offsets count Unicode code points, as Python's ``str`` does: a Hangul syllable is one,
+a decomposed syllable (jamo) is two or three, an emoji outside the BMP is one (where
+JavaScript counts two). Texts are never normalised, so an offset stored today still
+covers the same characters after a reload. Position 0 is the situation; turns keep their
+1-based position.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+from koed_core.annotation.taxonomy import AnnotationError, Taxonomy
+from koed_core.dialogues.dialogue import Dialogue, Lang
+
+SITUATION = 0
+PERSON = "person"
+"""The origin of a span a person marked; accepted suggestions say where they came from."""
+
+
+@dataclass(frozen=True)
+class Side:
+    """Where a span sits in one language: turn position, code-point offsets, the text."""
+
+    position: int
+    start: int
+    end: int
+    text: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"position": self.position, "start": self.start, "end": self.end, "text": self.text}
+
+
+@dataclass(frozen=True)
+class Span:
+    """A cultural signal on a Korean span, linked to the English it replaces (or none)."""
+
+    ko: Side
+    type: str
+    en: Side | None = None
+    no_counterpart: bool = False
+    origin: str = PERSON
+
+    @property
+    def key(self) -> tuple[int, int, int, str]:
+        """What two annotators must agree on for an exact match."""
+        return (self.ko.position, self.ko.start, self.ko.end, self.type)
+
+
+def turn_text(dialogue: Dialogue, lang: Lang, position: int) -> str:
+    """The text at a position in one language (``""`` where that side has none).
+
+    Raises:
+        AnnotationError: no such position in the dialogue.
+    """
+    if position == SITUATION:
+        return dialogue.situation(lang)
+    for turn in dialogue.turns:
+        if turn.position == position:
+            return turn.text(lang)
+    raise AnnotationError(
+        f"{dialogue.conv_id} has no turn {position} (it has {len(dialogue.turns)} turns; "
+        "0 is the situation)"
+    )
+
+
+def find(text: str, needle: str, occurrence: int = 1) -> tuple[int, int]:
+    """Code-point offsets of the ``occurrence``-th appearance of ``needle`` in ``text``.
+
+    Raises:
+        AnnotationError: empty, not found, or fewer appearances than asked for.
+    """
+    if not needle:
+        raise AnnotationError("type the exact text of the span")
+    if occurrence < 1:
+        raise AnnotationError("occurrence counts from 1")
+    start = -1
+    for _ in range(occurrence):
+        start = text.find(needle, start + 1)
+        if start < 0:
+            count = text.count(needle)
+            raise AnnotationError(
+                f"{needle!r} is not in that turn"
+                if count == 0
+                else f"{needle!r} appears {count} time(s) in that turn, not {occurrence}"
+            )
+    return start, start + len(needle)
+
+
+def side_at(dialogue: Dialogue, lang: Lang, position: int, start: int, end: int) -> Side:
+    """The side covering [start, end) of a turn, its text read from the dialogue.
+
+    Raises:
+        AnnotationError: a bad position, or offsets outside the text or empty.
+    """
+    text = turn_text(dialogue, lang, position)
+    if not text:
+        raise AnnotationError(f"turn {position} of {dialogue.conv_id} has no {lang} text")
+    if not (0 <= start < end <= len(text)):
+        raise AnnotationError(
+            f"{lang} span {start}-{end} of turn {position}: offsets must satisfy "
+            f"0 <= start < end <= {len(text)} (the turn's length in code points)"
+        )
+    return Side(position, start, end, text[start:end])
+
+
+def _utf16_reading(text: str, start: int, end: int) -> str | None:
+    """The text that offsets counted in UTF-16 units (as JavaScript counts) would cover."""
+    data = text.encode("utf-16-le")
+    if not (0 <= start < end <= len(data) // 2):
+        return None
+    try:
+        return data[2 * start : 2 * end].decode("utf-16-le")
+    except UnicodeDecodeError:
+        return None
+
+
+def check_side(dialogue: Dialogue, lang: Lang, side: Side) -> Side:
+    """``side`` as given, once its offsets are checked to cover its text exactly.
+
+    Raises:
+        AnnotationError: offsets outside the turn, or covering another text (with a hint
+            when the offsets were counted in UTF-16 units).
+    """
+    found = side_at(dialogue, lang, side.position, side.start, side.end)
+    if side.text and found.text != side.text:
+        full = turn_text(dialogue, lang, side.position)
+        hint = ""
+        if _utf16_reading(full, side.start, side.end) == side.text:
+            hint = (
+                "; these offsets count UTF-16 units (as JavaScript does), KoED Studio counts "
+                "code points"
+            )
+        raise AnnotationError(
+            f"{lang} span {side.start}-{side.end} of turn {side.position} in "
+            f"{dialogue.conv_id} covers {found.text!r}, not {side.text!r}{hint}"
+        )
+    return found
+
+
+def check_span(dialogue: Dialogue, span: Span, taxonomy: Taxonomy) -> Span:
+    """The span with its texts read from the dialogue, once every part is checked.
+
+    Raises:
+        AnnotationError: a type the taxonomy lacks, offsets that do not fit, or neither
+            an English span nor "no counterpart" (or both).
+    """
+    if taxonomy.get(span.type) is None:
+        raise AnnotationError(
+            f"signal type {span.type!r} is not in taxonomy {taxonomy.version} "
+            f"({', '.join(taxonomy.codes)})"
+        )
+    ko = check_side(dialogue, "ko", span.ko)
+    if span.en is not None and span.no_counterpart:
+        raise AnnotationError("a span has an English counterpart or none, not both")
+    if span.en is None and not span.no_counterpart:
+        raise AnnotationError(
+            "link the Korean span to the English span it replaces, or mark it as having "
+            "no English counterpart"
+        )
+    en = check_side(dialogue, "en", span.en) if span.en is not None else None
+    return replace(span, ko=ko, en=en)
+
+
+def span_from_dict(raw: Any, where: str) -> Span:
+    """A span from its JSON form (the export's and the import's), types checked.
+
+    Raises:
+        AnnotationError: a missing or mistyped field, named.
+    """
+    if not isinstance(raw, dict):
+        raise AnnotationError(f"{where}: a span must be an object")
+
+    def side(value: Any, lang: str) -> Side:
+        if not isinstance(value, dict):
+            raise AnnotationError(f"{where}: '{lang}' must be an object with position, start, end")
+        numbers = []
+        for field in ("position", "start", "end"):
+            number = value.get(field)
+            if not isinstance(number, int) or isinstance(number, bool):
+                raise AnnotationError(f"{where}: {lang}.{field} must be an integer")
+            numbers.append(number)
+        text = value.get("text", "")
+        if not isinstance(text, str):
+            raise AnnotationError(f"{where}: {lang}.text must be a string")
+        return Side(numbers[0], numbers[1], numbers[2], text)
+
+    kind = raw.get("type")
+    if not isinstance(kind, str):
+        raise AnnotationError(f"{where}: 'type' must be a signal type code")
+    en_raw = raw.get("en")
+    origin = raw.get("origin", PERSON)
+    return Span(
+        ko=side(raw.get("ko"), "ko"),
+        type=kind,
+        en=side(en_raw, "en") if en_raw is not None else None,
+        no_counterpart=bool(raw.get("no_counterpart", False)),
+        origin=origin if isinstance(origin, str) and origin else PERSON,
+    )
+
+
+def span_to_dict(span: Span) -> dict[str, Any]:
+    """The JSON form of a span (what the export writes and the import reads)."""
+    return {
+        "type": span.type,
+        "ko": span.ko.as_dict(),
+        "en": span.en.as_dict() if span.en else None,
+        "no_counterpart": span.no_counterpart,
+        "origin": span.origin,
+    }

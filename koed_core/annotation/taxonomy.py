@@ -1,0 +1,154 @@
+"""The adaptation categories (fixed) and the cultural-signal taxonomy (data, extendable).
+
+The categories are the KoED authors' first sorting of the English dialogues (simply
+transferred or context modified) plus the jeong/han dialogues they wrote from scratch,
+which the file itself identifies. The signal types are a TOML file an admin can extend;
+its version joins the declared version with a hash of the types, so two different files
+never share a version.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from koed_core.db.types import short_hash
+from koed_core.dialogues.dialogue import Dialogue
+from koed_core.errors import KoedError
+from koed_core.paths import DATA_DIR
+from koed_core.tomlfile import read_toml
+
+TAXONOMY_FILE = DATA_DIR / "annotation" / "taxonomy.toml"
+SIMPLY_TRANSFERRED = "simply_transferred"
+CONTEXT_MODIFIED = "context_modified"
+HANDCRAFTED = "handcrafted"
+CATEGORIES: dict[str, str] = {
+    SIMPLY_TRANSFERRED: "simply transferred (culturally neutral)",
+    CONTEXT_MODIFIED: "context modified (situation, norms or context adapted)",
+    HANDCRAFTED: "handcrafted for jeong/han (known from the file)",
+}
+CODE = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
+
+
+class AnnotationError(KoedError):
+    """An annotation that cannot be stored or read: named field, named reason."""
+
+
+@dataclass(frozen=True)
+class SignalType:
+    """One kind of cultural signal."""
+
+    code: str
+    en: str
+    ko: str
+    hint: str = ""
+
+    @property
+    def label(self) -> str:
+        """How a picker shows it: the English name with the Korean one."""
+        return f"{self.en} ({self.ko})"
+
+
+@dataclass(frozen=True)
+class Taxonomy:
+    """A named, versioned list of signal types."""
+
+    name: str
+    declared: str
+    types: tuple[SignalType, ...]
+
+    @property
+    def version(self) -> str:
+        """The declared version and a hash of the types: what every annotation stores."""
+        return f"{self.declared}-{short_hash(self.as_rows())[:8]}"
+
+    @property
+    def codes(self) -> tuple[str, ...]:
+        return tuple(t.code for t in self.types)
+
+    def get(self, code: str) -> SignalType | None:
+        """The type with this code, if the taxonomy has it."""
+        return next((t for t in self.types if t.code == code), None)
+
+    def as_rows(self) -> list[dict[str, str]]:
+        """The types as plain dicts (stored whole with the version)."""
+        return [{"code": t.code, "en": t.en, "ko": t.ko, "hint": t.hint} for t in self.types]
+
+
+def parse_taxonomy(raw: dict[str, Any], where: str) -> Taxonomy:
+    """A taxonomy from a TOML table or a stored row, checked field by field.
+
+    Raises:
+        AnnotationError: a missing name or version, no types, a bad or repeated code.
+    """
+    name, declared, types = raw.get("name"), raw.get("version"), raw.get("types")
+    if not isinstance(name, str) or not name.strip():
+        raise AnnotationError(f"{where}: 'name' must be a non-empty string")
+    if not isinstance(declared, str | int) or not str(declared).strip():
+        raise AnnotationError(f"{where}: 'version' must be given (a string such as \"2\")")
+    if not isinstance(types, list) or not types:
+        raise AnnotationError(f"{where}: no [[types]] entries")
+    seen: set[str] = set()
+    parsed = []
+    for i, entry in enumerate(types, 1):
+        if not isinstance(entry, dict):
+            raise AnnotationError(f"{where}: type {i} is not a table")
+        code = entry.get("code")
+        if not isinstance(code, str) or not CODE.match(code):
+            raise AnnotationError(
+                f"{where}: type {i} has code {code!r}; use lowercase letters, digits and '_'"
+            )
+        if code in seen:
+            raise AnnotationError(f"{where}: type code {code!r} appears twice")
+        seen.add(code)
+        en, ko = entry.get("en"), entry.get("ko")
+        if not isinstance(en, str) or not en.strip() or not isinstance(ko, str) or not ko.strip():
+            raise AnnotationError(f"{where}: type {code!r} needs both an 'en' and a 'ko' name")
+        hint = entry.get("hint", "")
+        parsed.append(SignalType(code, en.strip(), ko.strip(), str(hint)))
+    return Taxonomy(name.strip(), str(declared).strip(), tuple(parsed))
+
+
+def load_taxonomy(path: Path | None = None) -> Taxonomy:
+    """The shipped taxonomy, or an admin's file.
+
+    Raises:
+        AnnotationError: the file is missing, not TOML, or not a taxonomy.
+    """
+    file = path or TAXONOMY_FILE
+    raw = read_toml(file, "taxonomy file", ["data/annotation/taxonomy.toml"], AnnotationError)
+    return parse_taxonomy(raw, str(file.name if path is None else file))
+
+
+def fixed_category(dialogue: Dialogue) -> str | None:
+    """The category the file decides: a jeong/han dialogue was handcrafted, no choice."""
+    return HANDCRAFTED if dialogue.korean_emotion else None
+
+
+def check_category(dialogue: Dialogue, category: str | None) -> str | None:
+    """The category to store for this dialogue (None: not chosen yet).
+
+    Raises:
+        AnnotationError: an unknown category, "handcrafted" for a dialogue from
+            EmpatheticDialogues, or another category for a jeong/han dialogue.
+    """
+    fixed = fixed_category(dialogue)
+    if fixed is not None:
+        if category not in (None, fixed):
+            raise AnnotationError(
+                f"{dialogue.conv_id} is a jeong/han dialogue, written from scratch: its "
+                f"category is {fixed}, not {category}"
+            )
+        return fixed
+    if category is None:
+        return None
+    if category not in CATEGORIES:
+        raise AnnotationError(f"category {category!r}: use one of {', '.join(CATEGORIES)}")
+    if category == HANDCRAFTED:
+        raise AnnotationError(
+            f"{dialogue.conv_id} comes from EmpatheticDialogues: it is simply transferred "
+            "or context modified; only jeong/han dialogues were handcrafted"
+        )
+    return category
