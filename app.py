@@ -1,7 +1,8 @@
 """KoED Studio: the router and the frame around every page.
 
 Which pages exist depends on who is logged in: visitors get the public pages and a login,
-raters add the rating page, admins the runs and studies. A page left out of
+raters add the rating page, annotators the annotation page, admins the runs, studies
+and annotation projects. A page left out of
 st.navigation cannot be opened by URL either.
 """
 
@@ -59,6 +60,14 @@ JOIN = st.Page(
     icon=":material/how_to_reg:",
     url_path="join",
 )
+ANNOTATE = st.Page(
+    HERE / "pages/annotation/annotate.py", title="Annotate", icon=":material/edit_note:"
+)
+PROJECTS = st.Page(
+    HERE / "pages/annotation/projects.py",
+    title="Annotation projects",
+    icon=":material/fact_check:",
+)
 DASHBOARD = st.Page(
     HERE / "pages/rating/dashboard.py", title="Study dashboard", icon=":material/monitoring:"
 )
@@ -69,8 +78,12 @@ def pages_for(state: auth.AuthState) -> dict[str, list[st.Page]]:
     pages = {section: list(items) for section, items in PUBLIC.items()}
     if not state.accounts_exist:
         pages["Models"] += [RUNS, JUDGE]  # no accounts yet: one-person use, nothing to guard
+        pages["Annotation"] = [PROJECTS, ANNOTATE]
     if state.account is None:
         pages["Account"] = [LOGIN]
+    elif state.account.role == "annotator":
+        pages["Annotation"] = [ANNOTATE]
+        pages["Account"] = [ACCOUNT]
     elif state.account.role == "rater":
         if bound_study(state.account.username) is not None:
             return {"Rating": [RATE], "Account": [ACCOUNT]}  # joined by invite: rating only
@@ -79,6 +92,7 @@ def pages_for(state: auth.AuthState) -> dict[str, list[st.Page]]:
     else:
         pages["Models"] += [RUNS, JUDGE]
         pages["Rating"] = [STUDIES, DASHBOARD, RATE]
+        pages["Annotation"] = [PROJECTS, ANNOTATE]
         pages["Account"] = [ACCOUNT]
     return pages
 
@@ -109,7 +123,7 @@ def crowd_visit() -> bool:
     return True
 
 
-GUARDED = (RUNS, JUDGE, STUDIES, DASHBOARD, RATE)
+GUARDED = (RUNS, JUDGE, STUDIES, DASHBOARD, RATE, ANNOTATE, PROJECTS)
 
 
 def closed_page_note(allowed: dict[str, list[st.Page]]) -> None:
@@ -119,7 +133,9 @@ def closed_page_note(allowed: dict[str, list[st.Page]]) -> None:
     open_here = {p.url_path for pages in allowed.values() for p in pages}
     for guarded in GUARDED:
         if guarded.url_path == wanted and wanted not in open_here:
-            who = "a rater's" if guarded is RATE else "an admin's"
+            who = {RATE.url_path: "a rater's", ANNOTATE.url_path: "an annotator's"}.get(
+                guarded.url_path, "an admin's"
+            )
             st.info(
                 f"{md(guarded.title)} is {md(who)} page: log in (Account → Log in) to open it.",
                 icon=":material/lock:",

@@ -13,6 +13,7 @@ from typing import Any, NamedTuple
 import pandas as pd
 import streamlit as st
 
+from koed_core.annotation.projects import AnnotationStore
 from koed_core.config import Settings
 from koed_core.db import Store
 from koed_core.dialogues import adaptation
@@ -75,6 +76,16 @@ def _ratings(path: str) -> RatingStore:
 def ratings() -> RatingStore:
     """Studies, assignments and ratings on the shared database."""
     return _ratings(str(settings().db_path))
+
+
+@st.cache_resource(max_entries=2)
+def _annotations(path: str) -> AnnotationStore:
+    return AnnotationStore(_store(path))
+
+
+def annotations() -> AnnotationStore:
+    """Annotation projects and annotations on the shared database."""
+    return _annotations(str(settings().db_path))
 
 
 class Loaded(NamedTuple):

@@ -193,3 +193,35 @@ def crowd_session() -> dict[str, str] | None:
 def set_crowd_session(username: str, invite: str) -> None:
     """Remember, server-side, that this session is a crowd worker's."""
     st.session_state[CROWD] = {"username": username, "invite": invite}
+
+
+# Annotation pages.
+ANN_PROJECT = "annotate.project"
+ANN_ITEM = "annotate.item"
+ANN_SELECTOR = "annotate.selector"
+ANN_TYPE = "annotate.type"
+ANN_NONE = "annotate.no_counterpart"
+ANN_CATEGORY = "annotate.category"
+ANN_NOTE = "annotate.note"
+ANN_REMOVE = "annotate.remove"
+ANN_TYPED_TURN = "annotate.typed.turn"
+ANN_TYPED_KO = "annotate.typed.ko"
+ANN_TYPED_EN = "annotate.typed.en"
+ANN_TYPED_AT = "annotate.typed.occurrence"
+REVIEW_PROJECT = "review.project"
+REVIEW_ITEM = "review.item"
+REVIEW_CATEGORY = "review.category"
+REVIEW_SPANS = "review.spans"
+REVIEW_NOTE = "review.note"
+PROJECT_SUBSET = "projects.subset"
+BREAKDOWN_PROJECT = "adaptation.project"
+BREAKDOWN_BY = "adaptation.by"
+BREAKDOWN_METRIC = "adaptation.metric"
+
+
+def annotation_pending(project_id: int, conv_id: str) -> dict[str, Any]:
+    """The Korean and English selections not yet added as a span, per dialogue."""
+    found: dict[str, Any] = st.session_state.setdefault(
+        f"annotate.pending.{project_id}.{conv_id}", {"ko": None, "en": None}
+    )
+    return found

@@ -374,3 +374,17 @@ def test_the_bootstrap_kappas_and_aucs_are_the_libraries_values_draw_by_draw() -
     assert adaptation_gaps._boot_auc(y, score) == pytest.approx(
         [roc_auc_score(a, b) for a, b in zip(y, score, strict=True)], abs=1e-9
     )
+
+
+def test_a_span_edge_inside_a_decomposed_syllable_or_an_emoji_sequence_is_refused(
+    dataset: Dataset,
+) -> None:
+    dialogue = dataset.get("t:1")
+    assert dialogue is not None
+    text = dialogue.turns[0].ko
+    nfd = text.index(unicodedata.normalize("NFD", "눈치"))
+    family = text.index("👩‍👩‍👧")
+    for start, end in ((nfd, nfd + 2), (nfd + 1, nfd + 3), (family, family + 1)):
+        with pytest.raises(AnnotationError, match="inside a character"):
+            side_at(dialogue, "ko", 1, start, end)
+    assert side_at(dialogue, "ko", 1, family, family + 5).text == "👩‍👩‍👧"

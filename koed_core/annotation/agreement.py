@@ -171,3 +171,43 @@ def span_agreement(annotations: Sequence[Annotation]) -> pd.DataFrame:
         )
     ]
     return pd.DataFrame(rows, columns=SPAN_COLUMNS)
+
+
+def agreement_table(annotations: Sequence[Annotation], project: dict[str, object]) -> pd.DataFrame:
+    """Category kappa and span F1 as one citable table, each row naming the project and
+    its taxonomy version: measure, type, value, CI, how many, method or note."""
+    per_item = int(str(project["per_item"]))
+    category = category_agreement(annotations, per_item)
+    rows = [
+        {
+            "measure": "category kappa",
+            "type": "",
+            "value": category["kappa"],
+            "ci_low": category["ci_low"],
+            "ci_high": category["ci_high"],
+            "n": category["dialogues"],
+            "detail": f"{category['method']}; observed agreement {category['observed_agreement']}"
+            if category["kappa"] is not None
+            else category["note"],
+        }
+    ]
+    for span in span_agreement(annotations).itertuples():
+        for measure, value in (
+            ("span F1 exact", span.exact_f1),
+            ("span F1 overlap", span.overlap_f1),
+        ):
+            rows.append(
+                {
+                    "measure": measure,
+                    "type": span.type,
+                    "value": value,
+                    "ci_low": None,
+                    "ci_high": None,
+                    "n": span.spans,
+                    "detail": f"{span.pairs} annotator pair(s)",
+                }
+            )
+    return pd.DataFrame(rows).assign(
+        annotation_project=f"{project['id']}: {project['name']}",
+        taxonomy_version=project["taxonomy_version"],
+    )

@@ -189,3 +189,32 @@ def import_lines(
                 counts["spans"] += len(spans)
             counts["dialogues"] += 1
     return counts
+
+
+def export_project(
+    annotations: AnnotationStore, project_id: int, dataset: Dataset, key: bytes, out: Path
+) -> list[Path]:
+    """The files a linguist cites, for one project: the annotations (JSONL), the
+    agreement table (CSV) and the taxonomy they were made with (JSON)."""
+    from koed_core.annotation.agreement import agreement_table
+    from koed_core.csv_safe import safe_frame
+
+    project = annotations.project(project_id)
+    lines = export_lines(annotations, project_id, dataset, key)
+    files = [write_jsonl(lines, out / f"annotations-{project_id}.jsonl")]
+    table = agreement_table(annotations.annotations(project_id), project)
+    agreement_file = out / f"annotation-agreement-{project_id}.csv"
+    safe_frame(table).to_csv(agreement_file, index=False)
+    files.append(agreement_file)
+    taxonomy = annotations.taxonomy(project)
+    taxonomy_file = out / f"taxonomy-{taxonomy.version}.json"
+    taxonomy_file.write_text(
+        json.dumps(
+            {"name": taxonomy.name, "version": taxonomy.version, "types": taxonomy.as_rows()},
+            ensure_ascii=False,
+            indent=1,
+        ),
+        encoding="utf-8",
+    )
+    files.append(taxonomy_file)
+    return files

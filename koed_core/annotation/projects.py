@@ -424,17 +424,18 @@ class AnnotationStore:
                 project, dialogue, reviewer, ADJUDICATED, category, note, spans, True
             )
 
-    def final(self, project_id: int, dataset: Dataset) -> pd.DataFrame:
+    def final(self, project_id: int, dataset: Dataset | None = None) -> pd.DataFrame:
         """Each dialogue's final category and signal types, and where they come from:
         the reviewer's answer, else the annotators' when all agree, else undecided.
-        A jeong/han dialogue is handcrafted whatever anyone said (the file says so)."""
+        A jeong/han dialogue is handcrafted whatever anyone said (the file says so; with
+        no ``dataset`` only its annotations, which always say so, tell)."""
         project = self.project(project_id)
         by_item: dict[str, list[Annotation]] = {}
         for a in self.annotations(project_id):
             by_item.setdefault(a.conv_id, []).append(a)
         rows = []
         for conv_id in project["conv_ids"]:
-            dialogue = dataset.get(conv_id)
+            dialogue = dataset.get(conv_id) if dataset is not None else None
             found = by_item.get(conv_id, [])
             final = next((a for a in found if a.kind == ADJUDICATED), None)
             people = [a for a in found if a.kind == ANNOTATOR and a.submitted]

@@ -9,6 +9,7 @@ covers the same characters after a reload. Position 0 is the situation; turns ke
 
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -103,7 +104,31 @@ def side_at(dialogue: Dialogue, lang: Lang, position: int, start: int, end: int)
             f"{lang} span {start}-{end} of turn {position}: offsets must satisfy "
             f"0 <= start < end <= {len(text)} (the turn's length in code points)"
         )
+    for edge in (start, end):
+        if splits_character(text, edge):
+            raise AnnotationError(
+                f"{lang} span {start}-{end} of turn {position}: offset {edge} falls inside a "
+                "character (a decomposed syllable or an emoji sequence); widen the span"
+            )
     return Side(position, start, end, text[start:end])
+
+
+def splits_character(text: str, index: int) -> bool:
+    """Whether an offset falls inside what a reader sees as one character: between the
+    jamo of a decomposed syllable, before a combining mark, or inside an emoji sequence
+    (a zero-width joiner or a variation selector on either side)."""
+    if not 0 < index < len(text):
+        return False
+    before, after = text[index - 1], text[index]
+    joiners = ("\u200d", "\ufe0f", "\ufe0e")
+    if after in joiners or before == "\u200d" or unicodedata.combining(after):
+        return True
+    if 0x1F3FB <= ord(after) <= 0x1F3FF:  # a skin-tone modifier belongs to its emoji
+        return True
+    leading, vowel, final = (0x1100, 0x115F), (0x1160, 0x11A7), (0x11A8, 0x11FF)
+    return (leading[0] <= ord(before) <= leading[1] and vowel[0] <= ord(after) <= vowel[1]) or (
+        vowel[0] <= ord(before) <= vowel[1] and final[0] <= ord(after) <= final[1]
+    )
 
 
 def _utf16_reading(text: str, start: int, end: int) -> str | None:

@@ -2,7 +2,8 @@
 
 One module per command group (``data``, ``runs``: run, judge, judges; ``reproduce``;
 ``episodes``; ``jobs``: worker and jobs; ``results``: agreement and export; ``accounts``: users and
-settings; ``crowd``: study, invite and crowd), each adding its parsers; :func:`main` is
+settings; ``crowd``: study, invite and crowd; ``annotation``:
+annotation projects, import, export), each adding its parsers; :func:`main` is
 the one error boundary.
 """
 
@@ -13,7 +14,17 @@ import os
 import sys
 from collections.abc import Sequence
 
-from koed_core.cli import accounts, crowd, data, episodes, jobs, reproduce, results, runs
+from koed_core.cli import (
+    accounts,
+    annotation,
+    crowd,
+    data,
+    episodes,
+    jobs,
+    reproduce,
+    results,
+    runs,
+)
 from koed_core.config import Settings, read_secrets
 from koed_core.errors import KoedError
 
@@ -24,7 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
     """The command tree; each leaf sets ``func``."""
     parser = argparse.ArgumentParser(prog="koed", description="KoED Studio command line")
     groups = parser.add_subparsers(dest="group", required=True)
-    for group in (data, runs, episodes, reproduce, jobs, results, crowd, accounts):
+    for group in (data, runs, episodes, reproduce, jobs, results, crowd, annotation, accounts):
         group.register(groups)
     return parser
 

@@ -25,8 +25,8 @@ import yaml
 
 from koed_core.errors import KoedError
 
-Role = Literal["admin", "rater"]
-ROLES: tuple[Role, ...] = ("admin", "rater")
+Role = Literal["admin", "rater", "annotator"]
+ROLES: tuple[Role, ...] = ("admin", "rater", "annotator")
 MAX_FAILED_LOGINS = 5
 BACKOFF_S = 15 * 60
 """After MAX_FAILED_LOGINS wrong passwords in a row, the account waits this long: a
@@ -118,7 +118,7 @@ def add_user(
             f"username {username!r}: use 2-32 lowercase letters, digits, '.', '_' or '-'"
         )
     if role not in ROLES:
-        raise UserError(f"role {role!r}: use admin or rater")
+        raise UserError(f"role {role!r}: use admin, rater or annotator")
     password = password or secrets.token_urlsafe(12)
     if len(password) < 8:
         raise UserError("a password needs at least 8 characters")

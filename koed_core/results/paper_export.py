@@ -52,6 +52,15 @@ FILES = {
     "felt: per episode run and language, the share of episodes naming a gold label at the "
     "first and at the last Listener turn, and of those missed at first the share that had "
     "it by the end (came_to_it); header only when no episode is stored.",
+    "adaptation_gaps.csv": "The gap broken down by what the Korean reconstruction adapted: "
+    "per annotation project (named with its taxonomy_version), per source as in gaps.csv, "
+    "the KoED-ED gap of each adaptation category (breakdown=category) and of the dialogues "
+    "carrying each cultural-signal type (breakdown=signal_type), from each dialogue's final "
+    "answer (the reviewer's, else the annotators' when they agree); header only when no "
+    "project has one.",
+    "annotation_agreement.csv": "Agreement between annotators per annotation project: "
+    "Cohen's or Fleiss' kappa on the category with a bootstrap 95% CI, and span F1 (exact "
+    "and overlapping) per signal type; header only when there is no project.",
     "provenance.json": "Where the numbers come from: the dataset sha256 values of the exported "
     "runs (a warning if more than one), listener and judge prompt versions, rubric versions "
     "of judges and raters, KoED Studio version, export time.",
@@ -188,6 +197,9 @@ def export_bundle(store: Store, out: Path) -> list[Path]:
     (out / "episode_understanding.csv").write_text(
         csv_safe.to_csv(understanding(store)), encoding="utf-8"
     )
+    gaps_by, agreed = _annotation_tables(store)
+    (out / "adaptation_gaps.csv").write_text(csv_safe.to_csv(gaps_by), encoding="utf-8")
+    (out / "annotation_agreement.csv").write_text(csv_safe.to_csv(agreed), encoding="utf-8")
     (out / "README.md").write_text(_readme(), encoding="utf-8")
     _private(out)
     return [out / name for name in FILES]
@@ -204,6 +216,59 @@ def _sensitivity(store: Store) -> pd.DataFrame:
     if not parts:
         return pd.DataFrame(columns=[*sensitivity.COLUMNS, "base_run_id"])
     return pd.concat(parts, ignore_index=True)
+
+
+def _annotation_tables(store: Store) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The gap by adaptation category and signal type, and the annotators' agreement, for
+    every annotation project (each its own rows)."""
+    from koed_core.annotation.agreement import agreement_table
+    from koed_core.annotation.projects import AnnotationStore
+    from koed_core.results import adaptation_gaps
+
+    annotations = AnnotationStore(store)
+    projects = annotations.projects()
+    sources = [gaps.score_frame(store)]
+    sources += [gaps.score_frame(store, judge=use.config) for use in Judgments(store).configs()]
+    for study in Ratings(store).studies_with_ratings():
+        sources.append(gaps.score_frame(store, study_id=int(study["id"])))
+    by_parts, agree_parts = [], []
+    for project in projects:
+        final = annotations.final(project["id"])
+        agree_parts.append(agreement_table(annotations.annotations(project["id"]), project))
+        for i, frame in enumerate(sources):
+            part = frame if i == 0 else frame[frame["source"] != "emotion"]
+            for by in (adaptation_gaps.BY_CATEGORY, adaptation_gaps.BY_TYPE):
+                table = adaptation_gaps.breakdown(part, final, by, project)
+                if not table.empty:
+                    by_parts.append(table.rename(columns={by: "group"}).assign(breakdown=by))
+    gap_columns = [
+        *gaps.TABLE_COLUMNS,
+        "breakdown",
+        "group",
+        "annotation_project",
+        "taxonomy_version",
+    ]
+    gaps_by = (
+        pd.concat(by_parts, ignore_index=True) if by_parts else pd.DataFrame(columns=gap_columns)
+    )
+    agreed = (
+        pd.concat(agree_parts, ignore_index=True)
+        if agree_parts
+        else pd.DataFrame(
+            columns=[
+                "measure",
+                "type",
+                "value",
+                "ci_low",
+                "ci_high",
+                "n",
+                "detail",
+                "annotation_project",
+                "taxonomy_version",
+            ]
+        )
+    )
+    return gaps_by, agreed
 
 
 def _turn_gaps(store: Store) -> pd.DataFrame:

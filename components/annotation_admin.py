@@ -1,0 +1,255 @@
+"""The admin's annotation pieces: create a project, adjudicate, agreement and export.
+
+The reviewer (an admin: the authors' stage 3) sees the annotators' answers side by
+side only for complete dialogues, and records the final answer: a category and the spans
+to keep, taken from either annotator.
+"""
+
+from __future__ import annotations
+
+import io
+import tempfile
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from components import resources, state, tables
+from components.annotation_view import LOCAL, span_table
+from components.literal import md
+from koed_core import csv_safe
+from koed_core.annotation import agreement
+from koed_core.annotation.exchange import export_project
+from koed_core.annotation.projects import AnnotationStore
+from koed_core.annotation.spans import Span
+from koed_core.annotation.taxonomy import (
+    CATEGORIES,
+    HANDCRAFTED,
+    AnnotationError,
+    Taxonomy,
+    load_taxonomy,
+    parse_taxonomy,
+)
+from koed_core.dialogues.dataset import Dataset
+from koed_core.dialogues.subsets import SUBSETS, SubsetError, select
+from koed_core.rating import accounts
+
+
+def _annotator_accounts() -> list[str]:
+    config = resources.settings()
+    try:
+        users = accounts.list_users(config.users_path)
+    except accounts.UserError:
+        return []
+    return sorted(u["username"] for u in users if u["role"] in ("annotator", "admin"))
+
+
+def _taxonomy_upload(upload: Any) -> Taxonomy:
+    import tomllib
+
+    try:
+        raw = tomllib.loads(upload.getvalue().decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as err:
+        raise AnnotationError(f"{upload.name}: not a UTF-8 TOML file ({err})") from None
+    return parse_taxonomy(raw, upload.name)
+
+
+def create_form(annotations: AnnotationStore, dataset: Dataset) -> None:
+    """A new project: dialogues, annotators per dialogue, who, which taxonomy."""
+    with st.form("projects.create"):
+        name = st.text_input("Project name")
+        left, right = st.columns(2)
+        subset = left.selectbox("Dialogues from", SUBSETS, key=state.PROJECT_SUBSET)
+        limit = right.number_input("First N of them (0: all)", min_value=0, value=20)
+        typed = st.text_area("Or these conv_ids, one per line (instead of the subset)", height=80)
+        per_item = left.number_input("Annotators per dialogue", min_value=1, max_value=10, value=2)
+        people = _annotator_accounts()
+        chosen = right.multiselect(
+            "Annotators (none chosen: any annotator account)",
+            people,
+            help="Accounts with the annotator role (koed users add NAME --role annotator)",
+        )
+        upload = st.file_uploader(
+            "Taxonomy (empty: the shipped one, data/annotation/taxonomy.toml)", type=["toml"]
+        )
+        if not st.form_submit_button("Create the project", type="primary"):
+            return
+    try:
+        ids = [line.strip() for line in typed.splitlines() if line.strip()]
+        if not ids:
+            ids = [d.conv_id for d in select(dataset.dialogues, subset)]
+            ids = ids[: int(limit)] if limit else ids
+        taxonomy = _taxonomy_upload(upload) if upload is not None else load_taxonomy()
+        project_id = annotations.create_project(name, dataset, ids, int(per_item), chosen, taxonomy)
+    except (AnnotationError, SubsetError) as err:
+        st.error(md(str(err)), icon=":material/error:")
+        return
+    st.success(f"Project {project_id} created with {len(ids)} dialogues.")
+
+
+def progress(annotations: AnnotationStore) -> pd.DataFrame:
+    """One row per project: dialogues, complete, adjudicated, taxonomy."""
+    rows = []
+    for p in annotations.projects():
+        items = annotations.items(p["id"])
+        rows.append(
+            {
+                "project": p["id"],
+                "name": p["name"],
+                "dialogues": len(items),
+                "complete": int(items["complete"].sum()),
+                "adjudicated": int(items["adjudicated"].sum()),
+                "per dialogue": p["per_item"],
+                "annotators": ", ".join(p["annotators"]) or "any",
+                "taxonomy": p["taxonomy_version"],
+                "closed": p["closed"] or "",
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def _span_label(span: Span) -> str:
+    english = span.en.text if span.en else "no counterpart"
+    return f"turn {span.ko.position}: {span.ko.text} [{span.type}] → {english}"
+
+
+def _label_of(labels: dict[str, str], key: str) -> str:
+    return labels[key]
+
+
+def adjudicate(
+    annotations: AnnotationStore, project: dict[str, Any], dataset: Dataset, reviewer: str
+) -> None:
+    """The reviewer's view of one complete dialogue and the final-answer form."""
+    items = annotations.items(project["id"])
+    ready = items[items["complete"]]
+    if ready.empty:
+        st.info(
+            "No dialogue is complete yet: the reviewer sees a dialogue once all its "
+            "annotators have submitted."
+        )
+        return
+    marks = {
+        r.conv_id: f"{r.conv_id}{' · adjudicated' if r.adjudicated else ''}"
+        for r in ready.itertuples()
+    }
+    conv_id = st.selectbox(
+        "Complete dialogue", list(marks), format_func=marks.__getitem__, key=state.REVIEW_ITEM
+    )
+    dialogue = dataset.get(conv_id)
+    if dialogue is None:
+        st.error(f"{md(conv_id)} is not in the loaded dataset.")
+        return
+    taxonomy = annotations.taxonomy(project)
+    answers = annotations.submitted(project["id"], conv_id)
+    with st.expander("The dialogue", expanded=False):
+        rows = [(0, dialogue.situation_ko, dialogue.situation_en)]
+        rows += [(t.position, t.ko, t.en) for t in dialogue.turns]
+        tables.show(pd.DataFrame(rows, columns=["turn", "ko", "en"]), hide_index=True)
+    for column, answer in zip(st.columns(len(answers)), answers, strict=True):
+        with column:
+            st.markdown(f"**{md(answer.annotator)}**")
+            st.text(f"category: {CATEGORIES.get(answer.category or '', answer.category)}")
+            if answer.note:
+                st.text(f"note: {answer.note}")
+            span_table(answer.spans, taxonomy)
+    final = annotations.adjudication(project["id"], conv_id)
+    pool: dict[str, Span] = {}
+    for answer in answers:
+        for span in answer.spans:
+            pool.setdefault(_span_label(span), span)
+    everyone = [
+        label
+        for label, span in pool.items()
+        if all(span.key in {s.key for s in a.spans} for a in answers)
+    ]
+    default_spans = (
+        [_span_label(s) for s in final.spans if _span_label(s) in pool] if final else everyone
+    )
+    categories = (
+        [c for c in CATEGORIES if c != HANDCRAFTED]
+        if not dialogue.korean_emotion
+        else [HANDCRAFTED]
+    )
+    given = [a.category for a in answers]
+    default = final.category if final else (given[0] if len(set(given)) == 1 else None)
+    with st.form(f"review.{project['id']}.{conv_id}"):
+        st.markdown("**Final answer**" + (" (recorded; saving replaces it)" if final else ""))
+        category = st.radio(
+            "Category",
+            categories,
+            index=categories.index(default) if default in categories else None,
+            format_func=CATEGORIES.__getitem__,
+            key=f"{state.REVIEW_CATEGORY}.{conv_id}",
+        )
+        keep = st.multiselect(
+            "Spans to keep (preselected: those every annotator marked alike)",
+            list(pool),
+            default=default_spans,
+            key=f"{state.REVIEW_SPANS}.{conv_id}",
+        )
+        note = st.text_area(
+            "Reviewer's note",
+            value=final.note if final else "",
+            key=f"{state.REVIEW_NOTE}.{conv_id}",
+        )
+        if not st.form_submit_button("Record the final answer", type="primary"):
+            return
+    if category is None:
+        st.error("Choose the final category.")
+        return
+    try:
+        annotations.adjudicate(
+            project["id"], dialogue, reviewer, category, note, [pool[k] for k in keep]
+        )
+    except AnnotationError as err:
+        st.error(md(str(err)), icon=":material/error:")
+        return
+    st.success("Final answer recorded.")
+    st.rerun()
+
+
+def agreement_section(
+    annotations: AnnotationStore, project: dict[str, Any], dataset: Dataset
+) -> None:
+    """Kappa on the category and span F1, with the export of the project."""
+    table = agreement.agreement_table(annotations.annotations(project["id"]), project)
+    st.caption(
+        "Category: Cohen's kappa when the same two people annotated every dialogue, else "
+        "Fleiss' kappa, with a bootstrap 95% CI over dialogues (jeong/han dialogues left "
+        "out: the file decides them). Spans: F1 between annotators, exact (same turn, "
+        "offsets and type) and overlapping (same turn and type, texts overlap)."
+    )
+    tables.show(table.drop(columns=["annotation_project"]), hide_index=True)
+    st.download_button(
+        "Download the agreement table (CSV)",
+        csv_safe.to_csv(table),
+        file_name=f"annotation-agreement-{project['id']}.csv",
+        mime="text/csv",
+        key=f"projects.agreement.{project['id']}",
+    )
+    if st.button(
+        "Prepare the export (JSONL, agreement, taxonomy)", key=f"projects.export.{project['id']}"
+    ):
+        with tempfile.TemporaryDirectory() as work:
+            files = export_project(
+                annotations, project["id"], dataset, resources.server_key(), Path(work)
+            )
+            buffer = io.BytesIO()
+            with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+                for file in files:
+                    archive.write(file, file.name)
+        st.download_button(
+            "Download the export (zip)",
+            buffer.getvalue(),
+            file_name=f"annotations-{project['id']}.zip",
+            mime="application/zip",
+            key=f"projects.zip.{project['id']}",
+        )
+
+
+def reviewer_name(username: str | None) -> str:
+    """The reviewer stored with a final answer (``local`` in one person's app)."""
+    return username or LOCAL
