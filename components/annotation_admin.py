@@ -207,7 +207,7 @@ def adjudicate(
     except AnnotationError as err:
         st.error(md(str(err)), icon=":material/error:")
         return
-    st.success("Final answer recorded.")
+    st.toast("Final answer recorded.")
     st.rerun()
 
 

@@ -308,3 +308,51 @@ def item_label(items: pd.DataFrame) -> dict[str, str]:
 def go_to(conv_id: str) -> None:
     """Open this dialogue (a button's callback, before the picker is drawn)."""
     st.session_state[state.ANN_ITEM] = conv_id
+
+
+def adaptation_section(dataset: Dataset, departures: pd.DataFrame) -> None:
+    """On the Adaptation page: does drift predict the linguists' category, and where
+    does the gap sit? From one annotation project's final answers."""
+    from components import gap_view
+    from koed_core.results import adaptation_gaps, score_sources
+
+    annotations = resources.annotations()
+    projects = [p for p in annotations.projects() if p["dataset_sha256"] == dataset.sha256]
+    if not projects:
+        st.caption(
+            "Linguists' annotations of the adaptation (category, cultural signals) appear "
+            "here once an annotation project has final answers (Annotation projects page)."
+        )
+        return
+    st.subheader("Similarity against the linguists' category")
+    names = {p["id"]: f"{p['id']}: {p['name']}" for p in projects}
+    project_id = st.selectbox(
+        "Annotation project",
+        list(names),
+        format_func=names.__getitem__,
+        key="adaptation.similarity.project",
+    )
+    final = annotations.final(project_id, dataset)
+    table = adaptation_gaps.similarity_by_category(departures, final)
+    if table.empty:
+        st.info("No dialogue of this project has a final category yet.")
+    else:
+        tables.show(table, hide_index=True)
+        drift = adaptation_gaps.drift_predicts(departures, final)
+        if drift["auc"] is None:
+            st.caption(
+                "Does drift predict adaptation? Needs both simply-transferred and "
+                f"context-modified dialogues ({drift['dialogues']} decided so far)."
+            )
+        else:
+            st.caption(
+                f"Does drift predict adaptation? ROC AUC of low mean similarity for "
+                f"context-modified against simply-transferred: **{drift['auc']:.2f}** "
+                f"(95% CI {drift['ci_low']:.2f}-{drift['ci_high']:.2f}, bootstrap over "
+                f"{drift['dialogues']} dialogues; 0.5 is chance)."
+            )
+    store = resources.store()
+    choice = score_sources.choose_judge(store)
+    gap_view.gap_by_adaptation(
+        store, choice.config if choice else None, None, dataset, blind=not auth.is_admin()
+    )

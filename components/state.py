@@ -225,3 +225,6 @@ def annotation_pending(project_id: int, conv_id: str) -> dict[str, Any]:
         f"annotate.pending.{project_id}.{conv_id}", {"ko": None, "en": None}
     )
     return found
+
+
+BREAKDOWN_SOURCE = "adaptation.source"

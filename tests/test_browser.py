@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import time
@@ -827,3 +828,151 @@ def test_a_crowd_worker_comes_from_prolific_and_goes_back_with_the_code(tmp_path
     assert worker["consent_version"] == invite.consent_version
     assert crowd.places(store, invite).used == 1
     assert store.count("ratings") == 3 * 5  # two Prolific items and one MTurk item
+
+
+SPAN_AT = """
+([lang, position, needle]) => {
+  const found = [];
+  (function walk(root) {
+    root.querySelectorAll('*').forEach((n) => {
+      if (n.classList && n.classList.contains('txt')) found.push(n);
+      if (n.shadowRoot) walk(n.shadowRoot);
+    });
+  })(document);
+  const el = found.find((e) => e.dataset.lang === lang && e.dataset.position === String(position));
+  if (!el) return null;
+  el.scrollIntoView({ block: 'center' });
+  const walker = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    const i = node.data.indexOf(needle);
+    if (i < 0) continue;
+    const range = document.createRange();
+    range.setStart(node, i);
+    range.setEnd(node, i + needle.length);
+    const rects = range.getClientRects();
+    const a = rects[0], b = rects[rects.length - 1];
+    return [a.left + 1.5, a.top + a.height / 2, b.right - 1.5, b.top + b.height / 2];
+  }
+  return null;
+}
+"""
+
+
+def _drag_over(page, lang: str, position: int, needle: str) -> None:  # type: ignore[no-untyped-def]
+    """Select ``needle`` in a turn of the span selector with the mouse, as a person does."""
+    from playwright.sync_api import expect
+
+    _settled(page)
+    page.evaluate("() => getSelection().removeAllRanges()")
+    box = None
+    for _ in range(60):  # the component's script mounts after the page has settled
+        box = page.evaluate(SPAN_AT, [lang, position, needle])
+        if box is not None:
+            break
+        page.wait_for_timeout(250)
+    assert box is not None, (lang, position, needle)
+    x0, y0, x1, y1 = box
+    page.mouse.move(x0, y0)
+    page.mouse.down()
+    page.mouse.move(x1, y1, steps=6)
+    page.mouse.up()
+    expect(page.get_by_text(f"turn {position}: {needle}", exact=True)).to_be_visible()
+
+
+def _add_span(page, ko: tuple[int, str], en: tuple[int, str] | None, kind: str) -> None:  # type: ignore[no-untyped-def]
+    from playwright.sync_api import expect
+
+    _drag_over(page, "ko", *ko)
+    if en is not None:
+        _drag_over(page, "en", *en)
+    form = page.get_by_test_id("stForm").filter(has_text="Signal type")
+    _settled(page)
+    form.get_by_test_id("stSelectbox").click()
+    page.keyboard.type(kind)  # the picker filters as one types
+    page.get_by_role("option").filter(has_text=kind).first.click()
+    expect(form.get_by_role("combobox", name="Signal type")).to_have_value(re.compile(kind))
+    if en is None:
+        form.get_by_text("No English counterpart").click()
+    _settled(page)
+    form.get_by_role("button", name="Add span").click()
+    expect(page.get_by_text(f"turn {ko[0]}: {ko[1]}", exact=True)).to_have_count(0)  # added
+
+
+def _submit(page, category: str) -> None:  # type: ignore[no-untyped-def]
+    from playwright.sync_api import expect
+
+    form = page.get_by_test_id("stForm").filter(has_text="Adaptation category")
+    form.get_by_text(category).click()
+    _settled(page)
+    form.get_by_role("button", name="Submit").click()
+    expect(page.get_by_text("Submitted.").first).to_be_visible()
+
+
+def test_two_annotators_disagree_and_the_reviewer_adjudicates(server: str, tmp_path: Path) -> None:
+    from playwright.sync_api import expect, sync_playwright
+
+    from koed_core.annotation.projects import AnnotationStore
+    from koed_core.db import Store
+
+    for name in ("ann1", "ann2"):
+        users.add_user(tmp_path / "accounts.yaml", name, "annotator", name.upper(), f"{name}-password")
+    dataset = load_dataset(SAMPLE_FILE)
+    conv_id = dataset.dialogues[0].conv_id  # 편의점 / convenience store in turn 3
+    AnnotationStore(Store(tmp_path / "koed.db")).create_project(
+        "Convenience", dataset, [conv_id], per_item=2, annotators=["ann1", "ann2"]
+    )
+    ARTIFACTS.mkdir(exist_ok=True)
+    expect.set_options(timeout=30_000)
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        for who, category in (("ann1", "context modified"), ("ann2", "simply transferred")):
+            page = browser.new_context(viewport={"width": 1366, "height": 900}).new_page()
+            page.goto(server + "/login")
+            _log_in(page, who, f"{who}-password")
+            expect(page.get_by_text(f"Logged in as {who.upper()} (annotator).")).to_be_visible()
+            page.goto(server + "/annotate")
+            expect(page.get_by_role("heading", name="Annotate the adaptation")).to_be_visible()
+            _add_span(page, (3, "편의점"), (3, "convenience store"), "Places")
+            if who == "ann1":
+                _add_span(page, (1, "야근"), None, "School, work")
+                page.screenshot(path=str(ARTIFACTS / "annotate_two_spans.png"), full_page=True)
+                expect(page.get_by_text("Your spans (2)")).to_be_visible()
+            else:  # blind: nothing of ann1's work is on ann2's page
+                assert page.get_by_text("야근", exact=True).count() == 0
+                expect(page.get_by_text("Your spans (1)")).to_be_visible()
+            page.reload()  # the spans survive a reload, offsets and all
+            expect(page.get_by_text(f"Your spans ({2 if who == 'ann1' else 1})")).to_be_visible()
+            _submit(page, category)
+            page.context.close()
+        stored = AnnotationStore(Store(tmp_path / "koed.db")).submitted(1, conv_id)
+        assert {a.annotator: a.category for a in stored} == {
+            "ann1": "context_modified",
+            "ann2": "simply_transferred",
+        }
+        text = dataset.dialogues[0].turns[2].ko
+        assert all(text[s.ko.start : s.ko.end] == "편의점" for a in stored for s in a.spans if s.type == "places")
+
+        page = browser.new_context(viewport={"width": 1366, "height": 900}).new_page()
+        page.goto(server + "/login")
+        _log_in(page, "boss", ADMIN_PASSWORD)
+        expect(page.get_by_text("Logged in as Boss (admin).")).to_be_visible()
+        page.goto(server + "/projects")
+        expect(page.get_by_role("heading", name="Annotation projects")).to_be_visible()
+        review = page.get_by_test_id("stForm").filter(has_text="Final answer")
+        expect(review).to_be_visible()
+        expect(page.get_by_text("category: context modified", exact=False).first).to_be_visible()
+        review.get_by_text("context modified").click()
+        _settled(page)
+        review.get_by_role("button", name="Record the final answer").click()
+        expect(review.get_by_text("(recorded; saving replaces it)")).to_be_visible()
+        page.get_by_role("tab", name="Agreement and export").click()
+        expect(page.get_by_text("span F1 exact").first).to_be_attached()  # a grid cell
+        page.screenshot(path=str(ARTIFACTS / "annotation_review.png"), full_page=True)
+        page.goto(server + "/gap")
+        breakdown = page.get_by_test_id("stExpander").filter(has_text="The gap by adaptation")
+        expect(breakdown).to_be_visible()
+        breakdown.click()
+        expect(breakdown.get_by_text("context_modified").first).to_be_attached()
+        page.screenshot(path=str(ARTIFACTS / "gap_by_adaptation.png"), full_page=True)
+        assert page.get_by_test_id("stException").count() == 0
+        browser.close()

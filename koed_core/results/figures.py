@@ -243,3 +243,33 @@ def turn_gap_figure(
         margin={"l": 60, "r": 30, "t": 90, "b": 40},
     )
     return fig
+
+
+def breakdown_figure(
+    table: pd.DataFrame, by: str, metric: str, title: str, subtitle: str
+) -> go.Figure:
+    """Bars of the Korean-minus-English gap per group (adaptation category or signal
+    type), one bar per run, with 95% CIs: where does the gap sit?"""
+    fig = go.Figure()
+    part = table[table["metric"] == metric]
+    for label, rows in part.groupby("run_label", sort=True):
+        low = (rows["gap"] - rows["ci_low"]).where(rows["ci_low"].notna(), 0)
+        high = (rows["ci_high"] - rows["gap"]).where(rows["ci_high"].notna(), 0)
+        fig.add_bar(
+            x=rows[by],
+            y=rows["gap"],
+            name=_plain(str(label)),
+            error_y={"type": "data", "array": high, "arrayminus": low},
+            customdata=rows["pairs"],
+            hovertemplate="%{x}: %{y:.2f} over %{customdata} pairs<extra>%{fullData.name}</extra>",
+        )
+    fig.add_hline(y=0, line_color="#888")
+    fig.update_layout(
+        title=_title(_plain(title), _plain(subtitle), 18),
+        font_family=FONT,
+        template="plotly_white",
+        barmode="group",
+        yaxis_title=f"{metric}: Korean minus English",
+        legend_title_text="run",
+    )
+    return fig

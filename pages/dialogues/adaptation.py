@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from components import charts, resources, state, tables
+from components import annotation_view, charts, resources, state, tables
 from components.source_banner import load_or_stop, render_source_banner
 from koed_core.dialogues import adaptation
 from koed_core.dialogues.filters import DialogueFilter, to_params
@@ -80,3 +80,5 @@ if dialogue is not None:
         icon=":material/forum:",
         query_params=to_params(DialogueFilter(), conv_id=dialogue.conv_id),
     )
+
+annotation_view.adaptation_section(dataset, departures)

@@ -96,6 +96,7 @@ if not talk and judge is not None:
 if not talk:
     gap_view.what_moves_the_gap(store, hidden)
     gap_view.gap_over_turns(store, judge, study, blind=not admin)
+    gap_view.gap_by_adaptation(store, judge, study, dataset, blind=not admin)
 if not talk:  # PNG and SVG in the talk style, for slides (drawn when asked for)
     title = f"Korean minus English, paired by dialogue, 95% CI{suffix}"
     gap_view.downloads(table, shown[0], title, names[shown[0]], admin)
