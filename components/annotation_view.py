@@ -38,9 +38,13 @@ SUGGEST_PERCENTILE = 25
 def annotator() -> str:
     """The logged-in annotator, or :data:`LOCAL` in one person's app."""
     current = auth.start_state()
-    if not current.accounts_exist:
+    if not current.accounts_exist and not current.accounts_problem:
         return LOCAL
-    return auth.require().username
+    account = auth.require()
+    if account.role not in ("annotator", "admin"):
+        st.error("This page is for annotators (and admins) only.")
+        st.stop()
+    return account.username
 
 
 def suggestions(dataset: Dataset, dialogue: Dialogue) -> dict[int, str]:

@@ -915,7 +915,9 @@ def test_two_annotators_disagree_and_the_reviewer_adjudicates(server: str, tmp_p
     from koed_core.db import Store
 
     for name in ("ann1", "ann2"):
-        users.add_user(tmp_path / "accounts.yaml", name, "annotator", name.upper(), f"{name}-password")
+        users.add_user(
+            tmp_path / "accounts.yaml", name, "annotator", name.upper(), f"{name}-password"
+        )
     dataset = load_dataset(SAMPLE_FILE)
     conv_id = dataset.dialogues[0].conv_id  # 편의점 / convenience store in turn 3
     AnnotationStore(Store(tmp_path / "koed.db")).create_project(
@@ -950,7 +952,12 @@ def test_two_annotators_disagree_and_the_reviewer_adjudicates(server: str, tmp_p
             "ann2": "simply_transferred",
         }
         text = dataset.dialogues[0].turns[2].ko
-        assert all(text[s.ko.start : s.ko.end] == "편의점" for a in stored for s in a.spans if s.type == "places")
+        assert all(
+            text[s.ko.start : s.ko.end] == "편의점"
+            for a in stored
+            for s in a.spans
+            if s.type == "places"
+        )
 
         page = browser.new_context(viewport={"width": 1366, "height": 900}).new_page()
         page.goto(server + "/login")

@@ -112,7 +112,7 @@ def read_jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError:
         raise AnnotationError(f"{path.name}: not UTF-8 text") from None
-    rows = []
+    rows: list[tuple[int, dict[str, Any]]] = []
     for number, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue

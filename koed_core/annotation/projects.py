@@ -439,8 +439,13 @@ class AnnotationStore:
             found = by_item.get(conv_id, [])
             final = next((a for a in found if a.kind == ADJUDICATED), None)
             people = [a for a in found if a.kind == ANNOTATOR and a.submitted]
+            basis: str
             if final is not None:
-                category, types, basis = final.category, {s.type for s in final.spans}, ADJUDICATED
+                category, types, basis = (
+                    final.category,
+                    {s.type for s in final.spans},
+                    "adjudicated",
+                )
             elif len(people) >= project["per_item"] and len({a.category for a in people}) == 1:
                 category = people[0].category
                 common = set.intersection(*({s.key for s in a.spans} for a in people))

@@ -1,0 +1,137 @@
+"""The annotation pages for each role, a span typed and submitted, the command line, and
+an old database taking annotations."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from koed_core.annotation.projects import AnnotationStore
+from koed_core.cli import main
+from koed_core.db import Store
+from koed_core.dialogues.dataset import load_dataset
+from koed_core.paths import SAMPLE_FILE
+from koed_core.rating import accounts
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _as(username: str | None, page: str | None = None) -> AppTest:
+    at = AppTest.from_file(str(ROOT / (page or "app.py")), default_timeout=60)
+    if username:
+        at.session_state["authentication_status"] = True
+        at.session_state["username"] = username
+        at.session_state["name"] = username
+    return at
+
+
+def test_an_annotator_gets_the_annotate_page_and_nothing_of_an_admins(site: Path) -> None:
+    accounts.add_user(site.parent / "accounts.yaml", "lin", "annotator", "Lin", "lin-password")
+    at = _as("lin").run()
+    at.switch_page("pages/annotation/annotate.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.title[0].value == "Annotate the adaptation"
+    for page in ("pages/annotation/projects.py", "pages/models/runs.py", "pages/rating/rate.py"):
+        with pytest.raises(ValueError, match="Could not find a navigation page"):
+            _as("lin").run().switch_page(page)
+    alone = _as("lin", "pages/annotation/projects.py").run()
+    assert any("admins only" in e.value for e in alone.error) and not alone.button
+    rater = _as("mina", "pages/annotation/annotate.py").run()  # a rater, by file: refused
+    assert any("annotators (and admins) only" in e.value for e in rater.error)
+    assert not rater.selectbox
+    visitor = _as(None, "pages/annotation/annotate.py").run()
+    assert any("Log in first" in i.value for i in visitor.info) and not visitor.selectbox
+
+
+def test_a_span_typed_added_and_submitted_on_the_page() -> None:
+    dataset = load_dataset(SAMPLE_FILE)
+    dialogue = dataset.dialogues[0]
+    store = Store(os.environ["KOED_DB"])  # the app's database (conftest)
+    AnnotationStore(store).create_project("p", dataset, [dialogue.conv_id], per_item=1)
+    at = _as(None).run().switch_page("pages/annotation/annotate.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    at.selectbox(key="annotate.typed.turn").set_value(3)
+    at.text_input(key="annotate.typed.ko").set_value("편의점")
+    at.text_input(key="annotate.typed.en").set_value("convenience store")
+    next(b for b in at.button if b.label == "Select these").click().run()
+    assert "turn 3: 편의점" in [t.value for t in at.text]
+    at.selectbox(key="annotate.type").set_value("places")
+    next(b for b in at.button if b.label == "Add span").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    at.radio(key=f"annotate.category.{dialogue.conv_id}").set_value("context_modified")
+    at.text_area(key=f"annotate.note.{dialogue.conv_id}").set_value("**bold** <b>x</b>")
+    next(b for b in at.button if b.label == "Submit").click().run()
+    own = AnnotationStore(store).own(1, dialogue.conv_id, "local")
+    assert own is not None and own.submitted and own.note == "**bold** <b>x</b>"
+    assert [(s.ko.text, s.en.text if s.en else None, s.type) for s in own.spans] == [
+        ("편의점", "convenience store", "places")
+    ]
+
+
+def test_the_command_line_makes_imports_and_exports(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["annotations", "project", "--name", "cli", "--limit", "3", "--json"]) == 0
+    made = json.loads(capsys.readouterr().out)
+    assert made == {"project": 1, "dialogues": 3}
+    dataset = load_dataset(SAMPLE_FILE)
+    first = dataset.dialogues[0]
+    line = {
+        "conv_id": first.conv_id,
+        "annotations": [
+            {
+                "annotator": name,
+                "category": "context_modified",
+                "spans": [
+                    {
+                        "type": "places",
+                        "ko": {"position": 3, "start": 3, "end": 6},
+                        "no_counterpart": True,
+                    }
+                ],
+            }
+            for name in ("kim", "lee")
+        ],
+    }
+    source = tmp_path / "in.jsonl"
+    source.write_text(json.dumps(line, ensure_ascii=False) + "\n", encoding="utf-8")
+    assert main(["annotations", "import", str(source), "--project", "1"]) == 0
+    assert "imported 2 annotation(s) with 2 span(s)" in capsys.readouterr().out
+    assert main(["annotations", "export", "--out", str(tmp_path / "out")]) == 0
+    written = [
+        json.loads(x)
+        for x in (tmp_path / "out" / "annotations-1.jsonl").read_text(encoding="utf-8").splitlines()
+    ]
+    assert written[0]["final"]["category"] == "context_modified"
+    assert written[0]["annotations"][0]["spans"][0]["ko"]["text"] == "편의점"
+    assert "kim" not in json.dumps(written)
+    agreement = (tmp_path / "out" / "annotation-agreement-1.csv").read_text(encoding="utf-8")
+    assert "span F1 exact" in agreement and "1: cli" in agreement
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"conv_id": "nope", "annotator": "x"}\nnot json\n', encoding="utf-8")
+    assert main(["annotations", "import", str(bad), "--project", "1"]) == 1
+    err = capsys.readouterr().err
+    assert "bad.jsonl line 2: not JSON" in err and "Traceback" not in err
+
+
+def test_an_old_database_takes_annotations(tmp_path: Path) -> None:
+    db = tmp_path / "old.db"
+    shutil.copy(ROOT / "tests" / "data" / "koed-0.1.0.db", db)
+    store = Store(db)
+    before = store.stamp()
+    dataset = load_dataset(SAMPLE_FILE)
+    annotations = AnnotationStore(store)
+    project = annotations.create_project("old", dataset, [dataset.dialogues[0].conv_id], per_item=1)
+    annotations.save(
+        project, dataset.dialogues[0], "lin", "simply_transferred", "", [], submit=True
+    )
+    assert store.stamp() > before
+    assert "m011_annotations" in [
+        r["name"] for r in store.rows("select name from _koed_migrations")
+    ]
+    assert Store(db).rows("select count(*) as n from annotations")[0]["n"] == 1  # reopened
