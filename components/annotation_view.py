@@ -178,6 +178,7 @@ def annotate(
     )
     _take(pending, span_selector(dialogue, spans, pending, hints, state.ANN_SELECTOR))
     _typed_selection(dialogue, pending)
+    _model_suggestions(annotations, project, dialogue, who, taxonomy, category, note, spans)
     ko, en = _side(pending["ko"]), _side(pending["en"])
     left, right = st.columns(2)
     with left:
@@ -360,3 +361,53 @@ def adaptation_section(dataset: Dataset, departures: pd.DataFrame) -> None:
     gap_view.gap_by_adaptation(
         store, choice.config if choice else None, None, dataset, blind=not auth.is_admin()
     )
+
+
+def _model_suggestions(
+    annotations: AnnotationStore,
+    project: dict[str, Any],
+    dialogue: Dialogue,
+    who: str,
+    taxonomy: Taxonomy,
+    category: str | None,
+    note: str,
+    spans: list[Span],
+) -> None:
+    """Ask a model for candidate signals; each is a suggestion until accepted."""
+    from components.models import allowed_models, client_for, registry_or_stop
+    from koed_core.annotation.spans import span_from_dict, span_to_dict
+    from koed_core.annotation.suggest import suggest
+    from koed_core.models.client import ModelError
+
+    held = f"annotate.suggested.{project['id']}.{dialogue.conv_id}"
+    with st.expander("Candidate signals from a model (suggestions, optional)"):
+        models = allowed_models(registry_or_stop())
+        name = st.selectbox("Model", list(models), key="annotate.suggest.model")
+        if st.button("Ask for candidates", key="annotate.suggest.ask") and name:
+            try:
+                with st.spinner(f"Asking {name}..."):
+                    found = suggest(client_for(models[name]), dialogue, taxonomy, name)
+            except ModelError as err:
+                st.error(md(str(err)), icon=":material/error:")
+            else:
+                st.session_state[held] = [span_to_dict(s) for s in found.spans]
+                if found.dropped:
+                    st.caption(
+                        f"{found.dropped} candidate(s) left out: not in the dialogue as "
+                        "written, or of a type the taxonomy lacks."
+                    )
+        offered = [span_from_dict(raw, "suggestion") for raw in st.session_state.get(held, [])]
+        marked = {s.key for s in spans}
+        offered = [s for s in offered if s.key not in marked]
+        if not offered and held in st.session_state:
+            st.caption("No candidate left to accept.")
+        for i, span in enumerate(offered):
+            left, right = st.columns([5, 1])
+            english = span.en.text if span.en else "no counterpart"
+            left.text(
+                f"suggested · turn {span.ko.position}: {span.ko.text} [{span.type}] → {english}"
+            )
+            if right.button("Accept", key=f"annotate.accept.{i}") and _save(
+                annotations, project, dialogue, who, category, note, [*spans, span]
+            ):
+                st.rerun()

@@ -135,3 +135,35 @@ def test_an_old_database_takes_annotations(tmp_path: Path) -> None:
         r["name"] for r in store.rows("select name from _koed_migrations")
     ]
     assert Store(db).rows("select count(*) as n from annotations")[0]["n"] == 1  # reopened
+
+
+def test_a_models_candidates_are_suggestions_until_one_is_accepted(
+    fake_openai: object, fake_registry: Path
+) -> None:
+    from koed_core.annotation.suggest import parse
+    from koed_core.annotation.taxonomy import load_taxonomy
+
+    dataset = load_dataset(SAMPLE_FILE)
+    dialogue = dataset.dialogues[0]
+    reply = (
+        "Here:\n```json\n"
+        '[{"turn": 3, "ko": "편의점", "en": "convenience store", "type": "places"},'
+        ' {"turn": 3, "ko": "김밥", "en": null, "type": "food"},'
+        ' {"turn": 1, "ko": "야근", "en": null, "type": "dessert"}]\n```'
+    )
+    found = parse(reply, dialogue, load_taxonomy(), "m")
+    assert [(s.ko.text, s.type) for s in found.spans] == [("편의점", "places")]
+    assert found.dropped == 2 and found.spans[0].origin == "suggestion:m"
+
+    fake_openai.reply_fn = lambda body: reply  # type: ignore[attr-defined]
+    store = Store(os.environ["KOED_DB"])
+    AnnotationStore(store).create_project("p", dataset, [dialogue.conv_id], per_item=1)
+    at = _as(None).run().switch_page("pages/annotation/annotate.py").run()
+    at.selectbox(key="annotate.suggest.model").set_value("fake-listener")
+    at.button(key="annotate.suggest.ask").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert any(t.value.startswith("suggested · turn 3: 편의점") for t in at.text)
+    assert AnnotationStore(store).own(1, dialogue.conv_id, "local") is None  # nothing stored
+    at.button(key="annotate.accept.0").click().run()
+    own = AnnotationStore(store).own(1, dialogue.conv_id, "local")
+    assert own is not None and [s.origin for s in own.spans] == ["suggestion:fake-listener"]
