@@ -167,3 +167,35 @@ def test_a_models_candidates_are_suggestions_until_one_is_accepted(
     at.button(key="annotate.accept.0").click().run()
     own = AnnotationStore(store).own(1, dialogue.conv_id, "local")
     assert own is not None and [s.origin for s in own.spans] == ["suggestion:fake-listener"]
+
+
+def test_a_spreadsheet_of_spans_by_their_text_comes_in(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    dataset = load_dataset(SAMPLE_FILE)
+    conv_id = dataset.dialogues[0].conv_id
+    assert main(["annotations", "project", "--name", "sheet", "--limit", "2"]) == 0
+    sheet = tmp_path / "sheet.csv"
+    sheet.write_text(
+        "\ufeffconv_id,annotator,category,note,turn,ko,type,en\n"
+        f"{conv_id},kim,context_modified,,3,편의점,places,convenience store\n"
+        f"{conv_id},kim,context_modified,,1,야근,institutions,\n"
+        f"{conv_id},lee,simply_transferred,도 ok,,,,\n",
+        encoding="utf-8",
+    )
+    assert main(["annotations", "import", str(sheet), "--project", "1"]) == 0, (
+        capsys.readouterr().err
+    )
+    stored = {a.annotator: a for a in AnnotationStore(Store(os.environ["KOED_DB"])).annotations(1)}
+    assert [s.ko.text for s in stored["import:kim"].spans] == ["편의점", "야근"]
+    assert (
+        stored["import:kim"].spans[0].en is not None
+        and stored["import:kim"].spans[1].no_counterpart
+    )
+    assert stored["import:lee"].category == "simply_transferred" and not stored["import:lee"].spans
+    sheet.write_text(
+        f"conv_id,annotator,category,turn,ko,type\n{conv_id},x,context_modified,3,김밥,food\n",
+        encoding="utf-8",
+    )
+    assert main(["annotations", "import", str(sheet), "--project", "1"]) == 1
+    assert "sheet.csv row 2: '김밥' is not in that turn" in capsys.readouterr().err

@@ -218,3 +218,89 @@ def export_project(
     )
     files.append(taxonomy_file)
     return files
+
+
+CSV_COLUMNS = ("conv_id", "annotator", "category", "note", "turn", "ko", "type", "en", "occurrence")
+
+
+def read_csv_rows(path: Path, dataset: Dataset) -> list[tuple[int, dict[str, Any]]]:
+    """A spreadsheet's rows as import lines: one row per span (or a row with no span for
+    a dialogue's category alone), spans given by their text, offsets found here.
+
+    Columns: conv_id, annotator, category, note, turn, ko, type, en (optional),
+    occurrence (optional, 1 = the first appearance of ``ko`` in the turn).
+
+    Raises:
+        AnnotationError: a missing column, or a span text the turn does not contain.
+    """
+    import csv
+
+    from koed_core.annotation.spans import find, turn_text
+
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError:
+        raise AnnotationError(f"{path.name}: not UTF-8 text") from None
+    reader = csv.DictReader(text.splitlines())
+    missing = [
+        c for c in ("conv_id", "annotator", "category") if c not in (reader.fieldnames or [])
+    ]
+    if missing:
+        raise AnnotationError(
+            f"{path.name}: no column {', '.join(missing)} (columns: {', '.join(CSV_COLUMNS)})"
+        )
+    grouped: dict[tuple[str, str], dict[str, Any]] = {}
+    first_row: dict[tuple[str, str], int] = {}
+    for number, row in enumerate(reader, 2):
+        if len(grouped) >= MAX_LINES:
+            raise AnnotationError(f"{path.name}: more than {MAX_LINES:,} annotations")
+        key = (row.get("conv_id") or "", row.get("annotator") or "")
+        entry = grouped.setdefault(
+            key,
+            {
+                "annotator": key[1],
+                "category": row.get("category") or None,
+                "note": row.get("note") or "",
+                "spans": [],
+            },
+        )
+        first_row.setdefault(key, number)
+        ko = (row.get("ko") or "").strip()
+        if not ko:
+            continue
+        dialogue = dataset.get(key[0])
+        where = f"{path.name} row {number}"
+        if dialogue is None:
+            raise AnnotationError(f"{where}: conv_id {key[0]!r} is not in this dataset")
+        try:
+            position = int(row.get("turn") or "")
+            occurrence = int(row.get("occurrence") or 1)
+            start, end = find(turn_text(dialogue, "ko", position), ko, occurrence)
+            span: dict[str, Any] = {
+                "type": (row.get("type") or "").strip(),
+                "ko": {"position": position, "start": start, "end": end, "text": ko},
+                "no_counterpart": not (row.get("en") or "").strip(),
+            }
+            en = (row.get("en") or "").strip()
+            if en:
+                es, ee = find(turn_text(dialogue, "en", position), en)
+                span["en"] = {"position": position, "start": es, "end": ee, "text": en}
+        except ValueError:
+            raise AnnotationError(
+                f"{where}: 'turn' must be a turn number (0: the situation)"
+            ) from None
+        except AnnotationError as err:
+            raise AnnotationError(f"{where}: {err}") from None
+        entry["spans"].append(span)
+    if not grouped:
+        raise AnnotationError(f"{path.name}: no rows")
+    by_dialogue: dict[str, list[dict[str, Any]]] = {}
+    for (conv_id, _), entry in grouped.items():
+        by_dialogue.setdefault(conv_id, []).append(entry)
+    return [
+        (
+            min(first_row[(conv_id, e["annotator"])] for e in entries),
+            {"conv_id": conv_id, "annotations": entries},
+        )
+        for conv_id, entries in by_dialogue.items()
+    ]

@@ -37,7 +37,9 @@ def register(groups: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     listing.add_argument("--db", type=Path)
     listing.set_defaults(func=cmd_list)
 
-    load = group.add_parser("import", help="annotations made elsewhere (JSONL)")
+    load = group.add_parser(
+        "import", help="annotations made elsewhere: JSONL, or a spreadsheet's CSV (a span a row)"
+    )
     load.add_argument("file", type=Path)
     where = load.add_mutually_exclusive_group(required=True)
     where.add_argument("--project", type=positive_int, help="into this project")
@@ -123,10 +125,11 @@ def cmd_list(args: argparse.Namespace, settings: Settings) -> int:
 
 def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
     """Import a JSONL file into a project (a new one with --name)."""
-    from koed_core.annotation.exchange import import_lines, read_jsonl
+    from koed_core.annotation.exchange import import_lines, read_csv_rows, read_jsonl
 
     annotations, dataset = _open(args, settings)
-    rows = read_jsonl(args.file)
+    is_csv = args.file.suffix.lower() == ".csv"
+    rows = read_csv_rows(args.file, dataset) if is_csv else read_jsonl(args.file)
     project_id = args.project
     if project_id is None:
         ids = [str(r.get("conv_id")) for _, r in rows]
