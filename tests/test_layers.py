@@ -4,7 +4,7 @@ Pages -> components -> koed_core, and inside koed_core the section packages stac
 order (a package imports only itself and the packages below it):
 
     base (errors, paths, redact, csv_safe, config, tomlfile)
-    < dialogues < db < models < judge < rating < results < jobs < cli
+    < dialogues < db < models < judge < rating < annotation < results < jobs < cli
 
 koed_core never imports Streamlit, so notebooks and the CLI can use it; bench/ never
 imports tests/ (what both need lives in fixtures/).
@@ -23,7 +23,18 @@ import pytest
 import koed_core
 
 ROOT = Path(__file__).resolve().parents[1]
-LAYERS = ["base", "dialogues", "db", "models", "judge", "rating", "results", "jobs", "cli"]
+LAYERS = [
+    "base",
+    "dialogues",
+    "db",
+    "models",
+    "judge",
+    "rating",
+    "annotation",
+    "results",
+    "jobs",
+    "cli",
+]
 
 
 def _module_name(path: Path) -> str:
