@@ -86,7 +86,7 @@ def create_form(annotations: AnnotationStore, dataset: Dataset) -> None:
     except (AnnotationError, SubsetError) as err:
         st.error(md(str(err)), icon=":material/error:")
         return
-    st.success(f"Project {project_id} created with {len(ids)} dialogues.")
+    st.success(f"Project {md(project_id)} created with {md(len(ids))} dialogues.")
 
 
 def progress(annotations: AnnotationStore) -> pd.DataFrame:

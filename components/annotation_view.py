@@ -42,7 +42,7 @@ def annotator() -> str:
         return LOCAL
     account = auth.require()
     if account.role not in ("annotator", "admin"):
-        st.error("This page is for annotators (and admins) only.")
+        st.error("This page is for annotators and admins only.")
         st.stop()
     return account.username
 
@@ -293,7 +293,7 @@ def _complete(
     ]
     for column, (title, answer) in zip(columns, answers, strict=True):
         with column:
-            st.markdown(f"**{title}**")
+            st.markdown(f"**{md(title)}**")
             st.text(f"category: {answer.category}")
             if answer.note:
                 st.text(f"note: {answer.note}")
@@ -347,14 +347,15 @@ def adaptation_section(dataset: Dataset, departures: pd.DataFrame) -> None:
         if drift["auc"] is None:
             st.caption(
                 "Does drift predict adaptation? Needs both simply-transferred and "
-                f"context-modified dialogues ({drift['dialogues']} decided so far)."
+                f"context-modified dialogues ({md(drift['dialogues'])} decided so far)."
             )
         else:
             st.caption(
                 f"Does drift predict adaptation? ROC AUC of low mean similarity for "
-                f"context-modified against simply-transferred: **{drift['auc']:.2f}** "
-                f"(95% CI {drift['ci_low']:.2f}-{drift['ci_high']:.2f}, bootstrap over "
-                f"{drift['dialogues']} dialogues; 0.5 is chance)."
+                "context-modified against simply-transferred: "
+                f"**{md(format(drift['auc'], '.2f'))}** (95% CI "
+                f"{md(format(drift['ci_low'], '.2f'))} to {md(format(drift['ci_high'], '.2f'))}, "
+                f"bootstrap over {md(drift['dialogues'])} dialogues; 0.5 is chance)."
             )
     store = resources.store()
     choice = score_sources.choose_judge(store)
@@ -393,7 +394,7 @@ def _model_suggestions(
                 st.session_state[held] = [span_to_dict(s) for s in found.spans]
                 if found.dropped:
                     st.caption(
-                        f"{found.dropped} candidate(s) left out: not in the dialogue as "
+                        f"{md(found.dropped)} candidate(s) left out: not in the dialogue as "
                         "written, or of a type the taxonomy lacks."
                     )
         offered = [span_from_dict(raw, "suggestion") for raw in st.session_state.get(held, [])]

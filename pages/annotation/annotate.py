@@ -28,8 +28,8 @@ labels = annotation_view.item_label(items)
 mine = items[items["open"]]
 done = int((items["yours"] == "submitted").sum())
 st.caption(
-    f"{done} of {len(items)} dialogues submitted by you; each dialogue gets "
-    f"{project['per_item']} annotators, who do not see each other's work until all have "
+    f"{md(done)} of {md(len(items))} dialogues submitted by you; each dialogue gets "
+    f"{md(project['per_item'])} annotators, who do not see each other's work until all have "
     "submitted. Taxonomy "
     f"{md(project['taxonomy_version'])}."
 )
