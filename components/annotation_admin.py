@@ -91,23 +91,10 @@ def create_form(annotations: AnnotationStore, dataset: Dataset) -> None:
 
 def progress(annotations: AnnotationStore) -> pd.DataFrame:
     """One row per project: dialogues, complete, adjudicated, taxonomy."""
-    rows = []
-    for p in annotations.projects():
-        items = annotations.items(p["id"])
-        rows.append(
-            {
-                "project": p["id"],
-                "name": p["name"],
-                "dialogues": len(items),
-                "complete": int(items["complete"].sum()),
-                "adjudicated": int(items["adjudicated"].sum()),
-                "per dialogue": p["per_item"],
-                "annotators": ", ".join(p["annotators"]) or "any",
-                "taxonomy": p["taxonomy_version"],
-                "closed": p["closed"] or "",
-            }
-        )
-    return pd.DataFrame(rows)
+    frame = pd.DataFrame(annotations.progress())
+    if frame.empty:
+        return frame
+    return frame.rename(columns={"per_item": "per dialogue", "taxonomy_version": "taxonomy"})
 
 
 def _span_label(span: Span) -> str:

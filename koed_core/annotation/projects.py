@@ -176,6 +176,27 @@ class AnnotationStore:
             raise AnnotationError(f"no annotation project {project_id}")
         return found
 
+    def progress(self) -> list[dict[str, Any]]:
+        """One row per project: dialogues, complete, adjudicated, who, taxonomy, closed
+        (counts only: no annotator's answer)."""
+        rows = []
+        for p in self.q.projects():
+            items = self.items(p["id"])
+            rows.append(
+                {
+                    "project": p["id"],
+                    "name": p["name"],
+                    "dialogues": len(items),
+                    "complete": int(items["complete"].sum()),
+                    "adjudicated": int(items["adjudicated"].sum()),
+                    "per_item": p["per_item"],
+                    "annotators": ", ".join(p["annotators"]) or "any",
+                    "taxonomy_version": p["taxonomy_version"],
+                    "closed": p["closed"],
+                }
+            )
+        return rows
+
     def projects_for(self, username: str) -> list[dict[str, Any]]:
         """The open projects this annotator may work in."""
         return [

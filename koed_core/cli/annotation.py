@@ -96,21 +96,7 @@ def cmd_project(args: argparse.Namespace, settings: Settings) -> int:
 def cmd_list(args: argparse.Namespace, settings: Settings) -> int:
     """Every project: dialogues, complete, adjudicated."""
     annotations, _ = _open(args, settings)
-    rows = []
-    for p in annotations.projects():
-        items = annotations.items(p["id"])
-        rows.append(
-            {
-                "project": p["id"],
-                "name": p["name"],
-                "dialogues": len(p["conv_ids"]),
-                "complete": int(items["complete"].sum()),
-                "adjudicated": int(items["adjudicated"].sum()),
-                "per_item": p["per_item"],
-                "taxonomy_version": p["taxonomy_version"],
-                "closed": p["closed"],
-            }
-        )
+    rows = annotations.progress()
     if args.json:
         print(json.dumps(rows, ensure_ascii=False))
     elif not rows:
