@@ -234,31 +234,30 @@ class AnnotationStore:
         adjudicated, and (for ``username``) their own status and whether it is open to
         them. Never another annotator's name or answer."""
         project = self.project(project_id)
-        status = self.q.status_frame(project_id)
-        people = status[status["kind"] == ANNOTATOR] if not status.empty else status
-        rows = []
-        for conv_id in project["conv_ids"]:
-            mine = people[(people["conv_id"] == conv_id)] if not people.empty else people
-            submitted = int((mine["status"] == SUBMITTED).sum()) if not mine.empty else 0
-            started = len(mine)
-            own = (
-                mine.loc[mine["annotator"] == username, "status"].tolist()
-                if username and not mine.empty
-                else []
-            )
-            adjudicated = not status.empty and bool(
-                ((status["conv_id"] == conv_id) & (status["kind"] == ADJUDICATED)).any()
-            )
-            rows.append(
-                {
-                    "conv_id": conv_id,
-                    "submitted": submitted,
-                    "complete": submitted >= project["per_item"],
-                    "adjudicated": adjudicated,
-                    "yours": own[0] if own else None,
-                    "open": bool(own) or started < project["per_item"],
-                }
-            )
+        submitted: dict[str, int] = {}
+        started: dict[str, int] = {}
+        own: dict[str, str] = {}
+        adjudicated: set[str] = set()
+        for r in self.q.status_frame(project_id).to_dict("records"):
+            if r["kind"] == ADJUDICATED:
+                adjudicated.add(r["conv_id"])
+                continue
+            started[r["conv_id"]] = started.get(r["conv_id"], 0) + 1
+            submitted[r["conv_id"]] = submitted.get(r["conv_id"], 0) + (r["status"] == SUBMITTED)
+            if username and r["annotator"] == username:
+                own[r["conv_id"]] = r["status"]
+        need = project["per_item"]
+        rows = [
+            {
+                "conv_id": c,
+                "submitted": submitted.get(c, 0),
+                "complete": submitted.get(c, 0) >= need,
+                "adjudicated": c in adjudicated,
+                "yours": own.get(c),
+                "open": c in own or started.get(c, 0) < need,
+            }
+            for c in project["conv_ids"]
+        ]
         frame = pd.DataFrame(rows)
         if username:
             frame["order"] = [_order_key(project_id, username, c) for c in frame["conv_id"]]
