@@ -17,7 +17,7 @@ import pandas as pd
 import streamlit as st
 
 from components import resources, state, tables
-from components.annotation_view import LOCAL, span_table
+from components.annotation_view import LOCAL, answer_block
 from components.literal import md
 from koed_core import csv_safe
 from koed_core.annotation import agreement
@@ -135,13 +135,8 @@ def adjudicate(
         rows = [(0, dialogue.situation_ko, dialogue.situation_en)]
         rows += [(t.position, t.ko, t.en) for t in dialogue.turns]
         tables.show(pd.DataFrame(rows, columns=["turn", "ko", "en"]), hide_index=True)
-    for column, answer in zip(st.columns(len(answers)), answers, strict=True):
-        with column:
-            st.markdown(f"**{md(answer.annotator)}**")
-            st.text(f"category: {CATEGORIES.get(answer.category or '', answer.category)}")
-            if answer.note:
-                st.text(f"note: {answer.note}")
-            span_table(answer.spans, taxonomy)
+    for answer in answers:  # one below the other: the span tables need the width
+        answer_block(answer.annotator, answer, taxonomy)
     final = annotations.adjudication(project["id"], conv_id)
     pool: dict[str, Span] = {}
     for answer in answers:

@@ -26,6 +26,7 @@ from koed_core.annotation.taxonomy import (
     Taxonomy,
     fixed_category,
 )
+from koed_core.db.types import short_hash
 from koed_core.dialogues.adaptation import SITUATION_POSITION, percentile
 from koed_core.dialogues.dataset import Dataset
 from koed_core.dialogues.dialogue import Dialogue
@@ -66,6 +67,9 @@ def suggestions(dataset: Dataset, dialogue: Dialogue) -> dict[int, str]:
 
 def _take(pending: dict[str, Any], chosen: dict[str, Any] | None) -> None:
     """Keep what was just selected in the span selector as the pending side."""
+    if chosen is not None and chosen.get("error"):
+        pending["notice"] = str(chosen["error"])[:200]
+        st.rerun()
     if chosen is not None and chosen.get("lang") in ("ko", "en"):
         pending[chosen["lang"]] = {k: chosen[k] for k in ("position", "start", "end", "text")}
         st.rerun()  # draw the selection as pending
@@ -158,6 +162,7 @@ def annotate(
     spans = list(own.spans) if own else []
     category = own.category if own else None
     note = own.note if own else ""
+    kept = own is not None and own.submitted  # an edit of a submitted answer stays submitted
     pending = state.annotation_pending(project["id"], dialogue.conv_id)
     if own is not None and own.submitted:
         st.success(
@@ -166,9 +171,9 @@ def annotate(
         )
     hints = suggestions(dataset, dialogue)
     st.caption(
-        "Drag over a span of a **Korean** turn, then (optionally) over the **English** words "
-        "it replaces; choose its type and add it. Yellow: your spans; blue: their English "
-        "counterparts; green: selected, not added yet."
+        "Drag over a span of a **Korean** turn, then over the **English** words it replaces "
+        "in the same turn (or tick *No English counterpart*); choose its type and add it. "
+        "Yellow: your spans; blue: their English counterparts; green: selected, not added yet."
         + (
             " Dashed turns are *suggestions*: their ko/en similarity is in this file's "
             "lowest quarter (the Adaptation page's encoder). They are hints only, never stored."
@@ -178,8 +183,12 @@ def annotate(
     )
     _take(pending, span_selector(dialogue, spans, pending, hints, state.ANN_SELECTOR))
     _typed_selection(dialogue, pending)
-    _model_suggestions(annotations, project, dialogue, who, taxonomy, category, note, spans)
+    _model_suggestions(annotations, project, dialogue, who, taxonomy, category, note, spans, kept)
     ko, en = _side(pending["ko"]), _side(pending["en"])
+    if pending.get("notice"):
+        st.warning(md(pending.pop("notice")), icon=":material/warning:")
+    if ko or en:
+        st.button("Clear the selection", on_click=pending.update, kwargs={"ko": None, "en": None})
     left, right = st.columns(2)
     with left:
         st.markdown("**Korean span**")
@@ -187,7 +196,7 @@ def annotate(
     with right:
         st.markdown("**English counterpart**")
         st.text(f"turn {en.position}: {en.text}" if en else "(none selected)")
-    with st.form("annotate.add", border=True):
+    with st.form("annotate.add", border=True, clear_on_submit=True):
         kind = st.selectbox(
             "Signal type",
             list(taxonomy.codes),
@@ -200,7 +209,7 @@ def annotate(
                 st.error("Select a span in a Korean turn first.")
             else:
                 new = Span(ko=ko, type=kind, en=None if none else en, no_counterpart=none)
-                if _save(annotations, project, dialogue, who, category, note, [*spans, new]):
+                if _save(annotations, project, dialogue, who, category, note, [*spans, new], kept):
                     pending.update(ko=None, en=None)
                     st.rerun()
     st.markdown(f"**Your spans** ({len(spans)})")
@@ -210,11 +219,15 @@ def annotate(
             f"{i + 1}. turn {s.ko.position}: {s.ko.text} ({s.type})" for i, s in enumerate(spans)
         ]
         gone = st.multiselect(
-            "Remove spans", range(len(spans)), format_func=labels.__getitem__, key=state.ANN_REMOVE
+            "Remove spans",
+            range(len(spans)),
+            format_func=labels.__getitem__,
+            # A fresh key whenever the spans change: a choice never points at another span.
+            key=f"{state.ANN_REMOVE}.{short_hash([s.key for s in spans])}",
         )
         if gone and st.button("Remove the chosen spans"):
-            kept = [s for i, s in enumerate(spans) if i not in set(gone)]
-            if _save(annotations, project, dialogue, who, category, note, kept):
+            kept_spans = [s for i, s in enumerate(spans) if i not in set(gone)]
+            if _save(annotations, project, dialogue, who, category, note, kept_spans, kept):
                 st.rerun()
     _category_form(annotations, project, dialogue, who, category, note, spans)
 
@@ -286,25 +299,34 @@ def _complete(
         icon=":material/lock:",
     )
     span_selector(dialogue, own.spans, None, {}, state.ANN_SELECTOR)
-    columns = st.columns(1 + len(annotations.others(project["id"], dialogue.conv_id, who)))
     answers = [("Yours", own)] + [
         (f"Annotator {i + 2}", a)
         for i, a in enumerate(annotations.others(project["id"], dialogue.conv_id, who))
     ]
-    for column, (title, answer) in zip(columns, answers, strict=True):
-        with column:
-            st.markdown(f"**{md(title)}**")
-            st.text(f"category: {answer.category}")
-            if answer.note:
-                st.text(f"note: {answer.note}")
-            span_table(answer.spans, taxonomy)
+    for title, answer in answers:  # one below the other: the span tables need the width
+        answer_block(title, answer, taxonomy)
+
+
+def answer_block(title: str, answer: Annotation, taxonomy: Taxonomy) -> None:
+    """One annotator's answer: category in words, note and spans (texts literally)."""
+    st.markdown(f"**{md(title)}**")
+    st.text(f"category: {category_name(answer.category)}")
+    if answer.note:
+        st.text(f"note: {answer.note}")
+    span_table(answer.spans, taxonomy)
+
+
+def category_name(code: str | None) -> str:
+    """A category as people read it (the code stays in exports)."""
+    return CATEGORIES.get(code or "", "not chosen") if code else "not chosen"
 
 
 def item_label(items: pd.DataFrame) -> dict[str, str]:
     """conv_id -> how the picker shows it: your status and how many have submitted."""
     out = {}
     for r in items.itertuples():
-        mine = {None: "new", "draft": "draft", SUBMITTED: "submitted"}.get(r.yours, str(r.yours))
+        yours = None if pd.isna(r.yours) else str(r.yours)
+        mine = {None: "new", "draft": "draft", SUBMITTED: "submitted"}.get(yours, str(yours))
         done = " · complete" if r.complete else ""
         out[r.conv_id] = f"{r.conv_id} · yours: {mine}{done}"
     return out
@@ -342,7 +364,7 @@ def adaptation_section(dataset: Dataset, departures: pd.DataFrame) -> None:
     if table.empty:
         st.info("No dialogue of this project has a final category yet.")
     else:
-        tables.show(table, hide_index=True)
+        tables.show(table.assign(category=table["category"].map(category_name)), hide_index=True)
         drift = adaptation_gaps.drift_predicts(departures, final)
         if drift["auc"] is None:
             st.caption(
@@ -373,6 +395,7 @@ def _model_suggestions(
     category: str | None,
     note: str,
     spans: list[Span],
+    kept: bool,
 ) -> None:
     """Ask a model for candidate signals; each is a suggestion until accepted."""
     from components.models import allowed_models, client_for, registry_or_stop
@@ -382,7 +405,11 @@ def _model_suggestions(
 
     held = f"annotate.suggested.{project['id']}.{dialogue.conv_id}"
     with st.expander("Candidate signals from a model (suggestions, optional)"):
-        models = allowed_models(registry_or_stop())
+        models = {  # the human reference replays dataset turns: it has nothing to suggest
+            n: spec
+            for n, spec in allowed_models(registry_or_stop()).items()
+            if spec.backend != "human"
+        }
         name = st.selectbox("Model", list(models), key="annotate.suggest.model")
         if st.button("Ask for candidates", key="annotate.suggest.ask") and name:
             try:
@@ -409,6 +436,6 @@ def _model_suggestions(
                 f"suggested · turn {span.ko.position}: {span.ko.text} [{span.type}] → {english}"
             )
             if right.button("Accept", key=f"annotate.accept.{i}") and _save(
-                annotations, project, dialogue, who, category, note, [*spans, span]
+                annotations, project, dialogue, who, category, note, [*spans, span], kept
             ):
                 st.rerun()

@@ -228,6 +228,10 @@ def gap_by_adaptation(
             or sources[0]
         )
         part = table[table["source"] == source]
+        if by == adaptation_gaps.BY_CATEGORY:  # in words on screen; the CSV keeps the codes
+            part = part.assign(
+                category=part["category"].map(SHORT_CATEGORY).fillna(part["category"])
+            )
         metrics = [m for m in METRIC_ORDER if m in set(part["metric"])]
         metrics += sorted(set(part["metric"]) - set(metrics))
         metric = right.selectbox("Metric", metrics, key=state.BREAKDOWN_METRIC)
@@ -252,4 +256,9 @@ def gap_by_adaptation(
         )
 
 
+SHORT_CATEGORY = {
+    "simply_transferred": "simply transferred",
+    "context_modified": "context modified",
+    "handcrafted": "handcrafted (jeong/han)",
+}
 BREAKDOWN_NAMES = {"category": "adaptation category", "signal_type": "cultural-signal type"}

@@ -39,7 +39,9 @@ export default function (component) {
   const { data, parentElement, setTriggerValue } = component;
   const root = document.createElement("div");
   root.className = "koed-spans";
-  parentElement.replaceChildren(root);
+  // Keep the stylesheet Streamlit placed beside us; replace only our previous drawing.
+  parentElement.querySelectorAll(".koed-spans").forEach((old) => old.remove());
+  parentElement.appendChild(root);
   const segmenter = typeof Intl.Segmenter === "function"
     ? new Intl.Segmenter("ko", { granularity: "grapheme" }) : null;
   const cp = (text, units) => Array.from(text.slice(0, units)).length;
@@ -124,7 +126,12 @@ export default function (component) {
     if (!range || range.collapsed) return;
     const holder = (n) => (n.nodeType === 1 ? n : n.parentElement)?.closest?.(".txt");
     const el = holder(range.startContainer);
-    if (!el || el !== holder(range.endContainer)) return;  // one turn, one language
+    if (!el) return;
+    if (el !== holder(range.endContainer)) {
+      setTriggerValue("selected", { error: "A span lies within one turn of one language: " +
+        "select the Korean words, then (separately) their English counterpart." });
+      return;
+    }
     const text = el.dataset.text;
     const s = snap(text, offset(el, range.startContainer, range.startOffset), false);
     const e = snap(text, offset(el, range.endContainer, range.endOffset), true);

@@ -111,6 +111,9 @@ def test_offsets_counted_in_utf16_are_refused_with_a_hint(
         annotations.save(
             project, dialogue, "ann1", None, "", [Span(Side(1, 0, 2, "오늘"), "sushi", None, True)]
         )
+    other_turn = Span(Side(1, 0, 2, "오늘"), "food", Side(2, 0, 1, "I"))
+    with pytest.raises(AnnotationError, match="same turn"):
+        annotations.save(project, dialogue, "ann1", None, "", [other_turn])
     with pytest.raises(AnnotationError, match="no English counterpart"):
         annotations.save(project, dialogue, "ann1", None, "", [Span(Side(1, 0, 2, "오늘"), "food")])
 

@@ -52,7 +52,7 @@ def test_a_span_typed_added_and_submitted_on_the_page() -> None:
     dataset = load_dataset(SAMPLE_FILE)
     dialogue = dataset.dialogues[0]
     store = Store(os.environ["KOED_DB"])  # the app's database (conftest)
-    AnnotationStore(store).create_project("p", dataset, [dialogue.conv_id], per_item=1)
+    AnnotationStore(store).create_project("p", dataset, [dialogue.conv_id], per_item=2)
     at = _as(None).run().switch_page("pages/annotation/annotate.py").run()
     assert not at.exception, [e.value for e in at.exception]
     at.selectbox(key="annotate.typed.turn").set_value(3)
@@ -68,6 +68,16 @@ def test_a_span_typed_added_and_submitted_on_the_page() -> None:
     next(b for b in at.button if b.label == "Submit").click().run()
     own = AnnotationStore(store).own(1, dialogue.conv_id, "local")
     assert own is not None and own.submitted and own.note == "**bold** <b>x</b>"
+    # an edit after Submit (allowed until everyone has submitted) keeps it submitted
+    at.selectbox(key="annotate.typed.turn").set_value(1)
+    at.text_input(key="annotate.typed.ko").set_value("야근")
+    at.text_input(key="annotate.typed.en").set_value("")
+    next(b for b in at.button if b.label == "Select these").click().run()
+    assert "(none selected)" in [t.value for t in at.text]  # no English carried over
+    at.checkbox(key="annotate.no_counterpart").check()
+    next(b for b in at.button if b.label == "Add span").click().run()
+    own = AnnotationStore(store).own(1, dialogue.conv_id, "local")
+    assert own is not None and own.submitted and len(own.spans) == 2
     assert [(s.ko.text, s.en.text if s.en else None, s.type) for s in own.spans] == [
         ("편의점", "convenience store", "places")
     ]

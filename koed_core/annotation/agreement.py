@@ -103,7 +103,11 @@ def category_agreement(
     result: dict[str, object] = dict.fromkeys(CATEGORY_COLUMNS)
     result.update(dialogues=len(items), annotators=len(people), note="")
     if len(items) < 2:
-        result.update(method="-", note=f"{len(items)} dialogue(s) with every answer in: needs 2")
+        result.update(
+            method="-",
+            note="kappa needs 2 or more dialogues every annotator has submitted "
+            f"({len(items)} so far)",
+        )
         return result
     codes = sorted({a.category or "" for v in items.values() for a in v})
     matrix = np.array([[codes.index(a.category or "") for a in v] for v in items.values()])

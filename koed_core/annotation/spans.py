@@ -185,6 +185,11 @@ def check_span(dialogue: Dialogue, span: Span, taxonomy: Taxonomy) -> Span:
             "link the Korean span to the English span it replaces, or mark it as having "
             "no English counterpart"
         )
+    if span.en is not None and span.en.position != span.ko.position:
+        raise AnnotationError(
+            f"the English counterpart must be in the same turn as the Korean span (Korean in "
+            f"turn {span.ko.position}, English in turn {span.en.position})"
+        )
     en = check_side(dialogue, "en", span.en) if span.en is not None else None
     return replace(span, ko=ko, en=en)
 

@@ -9,7 +9,11 @@ st.title("Log in")
 state = auth.start_state()
 if state.account is not None:
     st.success(f"Logged in as {md(state.account.name)} ({md(state.account.role)}).")
-    st.caption("The rating pages are in the menu along the top (Rating).")
+    where = {
+        "rater": "The rating pages are in the menu along the top (Rating).",
+        "annotator": "The annotation page is in the menu along the top (Annotation → Annotate).",
+    }.get(state.account.role, "Every page is in the menu along the top.")
+    st.caption(where)
     auth.logout_button("main")
     st.stop()
 if state.accounts_problem:

@@ -37,8 +37,9 @@ if frame.empty:
         "in both languages (the `human` reference names none); rater gaps once a study is "
         "rated."
     )
-    if not talk:  # episodes have their own gap, over turns
+    if not talk:  # episodes have their own gap, over turns; annotations their breakdown
         gap_view.gap_over_turns(store, judge, study, blind=not admin)
+        gap_view.gap_by_adaptation(store, judge, study, dataset, blind=not admin)
     st.stop()
 
 sources = [s for s in ("judge", "raters", "emotion") if s in set(frame["source"])]
