@@ -68,6 +68,9 @@ def test_a_span_typed_added_and_submitted_on_the_page() -> None:
     next(b for b in at.button if b.label == "Submit").click().run()
     own = AnnotationStore(store).own(1, dialogue.conv_id, "local")
     assert own is not None and own.submitted and own.note == "**bold** <b>x</b>"
+    assert [(s.ko.text, s.en.text if s.en else None, s.type) for s in own.spans] == [
+        ("편의점", "convenience store", "places")
+    ]
     # an edit after Submit (allowed until everyone has submitted) keeps it submitted
     at.selectbox(key="annotate.typed.turn").set_value(1)
     at.text_input(key="annotate.typed.ko").set_value("야근")
@@ -78,9 +81,6 @@ def test_a_span_typed_added_and_submitted_on_the_page() -> None:
     next(b for b in at.button if b.label == "Add span").click().run()
     own = AnnotationStore(store).own(1, dialogue.conv_id, "local")
     assert own is not None and own.submitted and len(own.spans) == 2
-    assert [(s.ko.text, s.en.text if s.en else None, s.type) for s in own.spans] == [
-        ("편의점", "convenience store", "places")
-    ]
 
 
 def test_the_command_line_makes_imports_and_exports(

@@ -13,7 +13,7 @@ if state.account is not None:
         "rater": "The rating pages are in the menu along the top (Rating).",
         "annotator": "The annotation page is in the menu along the top (Annotation → Annotate).",
     }.get(state.account.role, "Every page is in the menu along the top.")
-    st.caption(where)
+    st.caption(md(where))
     auth.logout_button("main")
     st.stop()
 if state.accounts_problem:

@@ -24,7 +24,8 @@ if sims is None:
         f"Similarities for this dataset are not computed yet ({len(dataset):,} dialogues; "
         f"about {adaptation.first_compute_s(len(dataset)):.0f} s on two cores as "
         "`bench/pages.py` measured it, with a progress bar). "
-        "They are then kept on disk."
+        "They are then kept on disk. The linguists' annotations (similarity against their "
+        "category, the gap by adaptation) appear below them."
     )
     if not st.button("Compute similarities", type="primary", key=state.ADAPT_COMPUTE):
         st.stop()
