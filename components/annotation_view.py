@@ -212,7 +212,7 @@ def annotate(
                 if _save(annotations, project, dialogue, who, category, note, [*spans, new], kept):
                     pending.update(ko=None, en=None)
                     st.rerun()
-    st.markdown(f"**Your spans** ({len(spans)})")
+    st.markdown(f"**Your spans** ({md(len(spans))})")
     span_table(tuple(spans), taxonomy)
     if spans:
         labels = [
@@ -413,7 +413,7 @@ def _model_suggestions(
         name = st.selectbox("Model", list(models), key="annotate.suggest.model")
         if st.button("Ask for candidates", key="annotate.suggest.ask") and name:
             try:
-                with st.spinner(f"Asking {name}..."):
+                with st.spinner(f"Asking {md(name)}..."):
                     found = suggest(client_for(models[name]), dialogue, taxonomy, name)
             except ModelError as err:
                 st.error(md(str(err)), icon=":material/error:")

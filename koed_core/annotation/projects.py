@@ -397,20 +397,13 @@ class AnnotationStore:
 
     def submitted(self, project_id: int, conv_id: str) -> list[Annotation]:
         """The submitted annotators' answers for one dialogue (the reviewer's view)."""
-        return [
-            a
-            for a in self.annotations(project_id)
-            if a.conv_id == conv_id and a.kind == ANNOTATOR and a.submitted
-        ]
+        rows = self.q.of_project(project_id, conv_id=conv_id)
+        return [a for a in map(_annotation_of, rows) if a.kind == ANNOTATOR and a.submitted]
 
     def adjudication(self, project_id: int, conv_id: str) -> Annotation | None:
         """The reviewer's final answer for a dialogue, or None."""
-        rows = [
-            a
-            for a in self.annotations(project_id)
-            if a.conv_id == conv_id and a.kind == ADJUDICATED
-        ]
-        return rows[0] if rows else None
+        rows = self.q.of_project(project_id, conv_id=conv_id)
+        return next((a for a in map(_annotation_of, rows) if a.kind == ADJUDICATED), None)
 
     def adjudicate(
         self,
@@ -436,9 +429,8 @@ class AnnotationStore:
                 "adjudicates complete dialogues only"
             )
         with self.store.write():  # the old final answer goes only if the new one is stored
-            for old in self.q.of_project(project_id, with_spans=False):
-                replaced = old["conv_id"] == dialogue.conv_id and old["kind"] == ADJUDICATED
-                if replaced and old["annotator"] != reviewer:
+            for old in self.q.of_project(project_id, with_spans=False, conv_id=dialogue.conv_id):
+                if old["kind"] == ADJUDICATED and old["annotator"] != reviewer:
                     self.q.delete(old["id"])
             return self._store(
                 project, dialogue, reviewer, ADJUDICATED, category, note, spans, True

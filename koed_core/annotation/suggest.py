@@ -15,7 +15,6 @@ from typing import Any
 
 from koed_core.annotation.spans import SITUATION, Span, find, side_at, turn_text
 from koed_core.annotation.taxonomy import AnnotationError, Taxonomy
-from koed_core.db.types import short_hash
 from koed_core.dialogues.dialogue import Dialogue
 from koed_core.models.client import ChatClient, GenerationSettings
 from koed_core.models.protocol import Message
@@ -96,8 +95,3 @@ def suggest(client: ChatClient, dialogue: Dialogue, taxonomy: Taxonomy, model: s
     """
     reply = client.complete(messages(dialogue, taxonomy), SETTINGS, None)
     return parse(reply.text, dialogue, taxonomy, model)
-
-
-def prompt_version() -> str:
-    """A hash of the prompt file, for the record of where a suggestion came from."""
-    return short_hash(PROMPT_FILE.read_text(encoding="utf-8"))[:12]

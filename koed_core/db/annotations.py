@@ -160,13 +160,6 @@ class Annotations:
                 )
         return key
 
-    def set_status(self, key: str, status: str) -> None:
-        """Change one annotation's status (draft -> submitted)."""
-        with self.store.write():
-            self.store.db.execute(
-                "update annotations set status = ?, updated = ? where id = ?", [status, now(), key]
-            )
-
     def annotation(
         self, project_id: int, conv_id: str, annotator: str, kind: str
     ) -> dict[str, Any] | None:
@@ -192,11 +185,18 @@ class Annotations:
             found[r.pop("annotation_id")].append(r)
         return found
 
-    def of_project(self, project_id: int, with_spans: bool = True) -> list[dict[str, Any]]:
-        """Every annotation of a project (both kinds), with spans if asked."""
+    def of_project(
+        self, project_id: int, with_spans: bool = True, conv_id: str | None = None
+    ) -> list[dict[str, Any]]:
+        """Every annotation of a project (both kinds), or of one dialogue of it, with
+        spans if asked."""
+        where = "project_id = ?"
+        params: list[Any] = [project_id]
+        if conv_id is not None:
+            where += " and conv_id = ?"
+            params.append(conv_id)
         rows = self.store.rows(
-            "select * from annotations where project_id = ? order by conv_id, kind, annotator",
-            [project_id],
+            f"select * from annotations where {where} order by conv_id, kind, annotator", params
         )
         if with_spans:
             spans = self.spans_of([r["id"] for r in rows])

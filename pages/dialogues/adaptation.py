@@ -3,6 +3,7 @@
 import streamlit as st
 
 from components import annotation_view, charts, resources, state, tables
+from components.literal import md
 from components.source_banner import load_or_stop, render_source_banner
 from koed_core.dialogues import adaptation
 from koed_core.dialogues.filters import DialogueFilter, to_params
@@ -58,7 +59,7 @@ with by_dialogue:
     tables.show(shown, hide_index=True, height=320, column_config=similarity_columns)
 with by_turn:
     turns = adaptation.turn_departures(dataset.dialogues, sims)
-    st.caption(f"{len(turns):,} turns with both a Korean and an English text.")
+    st.caption(f"{md(format(len(turns), ','))} turns with both a Korean and an English text.")
     shown = turns.iloc[::-1] if closest else turns
     tables.show(shown, hide_index=True, height=320, column_config=similarity_columns)
 
