@@ -10,11 +10,13 @@ from pathlib import Path
 
 import streamlit as st
 
-from components import auth, jobs_panel, resources
-from components.crowd_admin import bound_study
-from components.crowd_visit import resume_visit
-from components.literal import md
-from components.state import crowd_session
+from components.account import login_form
+from components.models import jobs_panel
+from components.rating.crowd_admin import bound_study
+from components.rating.crowd_visit import resume_visit
+from components.shared import auth, resources
+from components.shared.literal import md
+from components.shared.state import crowd_session
 from koed_core.errors import KoedError
 
 HERE = Path(__file__).resolve().parent  # page paths hold wherever the app is started from
@@ -163,7 +165,7 @@ def main() -> None:
     st.sidebar.caption("KoED Studio · the Korean Empathetic Dialogues benchmark, ko/en")
     if state.account is not None:
         st.sidebar.caption(f"Logged in: {md(state.account.name)} ({md(state.account.role)})")
-        auth.logout_button()
+        login_form.logout_button()
     try:
         jobs_panel.keep_worker_alive()
         jobs_panel.render_sidebar_panel()

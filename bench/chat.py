@@ -60,7 +60,8 @@ def backoff_s(server: FakeOpenAI) -> float:
 def embedded_s() -> tuple[float, float]:
     """Seconds to load the embedded model, and to answer one Korean turn once loaded."""
     from koed_core.dialogues.dataset import load_dataset
-    from koed_core.models.protocol import build_messages, build_task
+    from koed_core.models.prompts import build_messages
+    from koed_core.models.protocol import build_task
     from koed_core.paths import SAMPLE_FILE
 
     dialogue = load_dataset(SAMPLE_FILE).dialogues[0]

@@ -12,7 +12,8 @@ from koed_core.dialogues.dataset import load_dataset
 from koed_core.models.backends import make_client
 from koed_core.models.backends.local import _load, load_model
 from koed_core.models.client import GenerationSettings, ModelError
-from koed_core.models.protocol import build_messages, build_task
+from koed_core.models.prompts import build_messages
+from koed_core.models.protocol import build_task
 from koed_core.models.registry import ModelSpec
 from koed_core.paths import SAMPLE_FILE
 

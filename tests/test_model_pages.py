@@ -119,7 +119,7 @@ def test_an_admin_picks_any_openai_model_by_id(
     assert not at.exception, [e.value for e in at.exception]
     assert {r["model"] for r in fake_openai.requests} == {"served-elsewhere"}
     # the same id on the Runs page queues a run of it
-    monkeypatch.setattr("components.jobs_panel.ensure_worker", lambda store: False)
+    monkeypatch.setattr("components.models.jobs_panel.ensure_worker", lambda store: False)
     at.switch_page("pages/models/runs.py").run()
     at.selectbox(key="runs.model").set_value("openai:served-elsewhere")
     next(b for b in at.button if b.label == "Start as a background job").click().run()

@@ -7,8 +7,14 @@ import pytest
 
 from koed_core.dialogues.dialogue import Dialogue, Turn
 from koed_core.models.emotions import extract_anywhere, parse_two_calls
-from koed_core.models.prompts import glossed_labels, plan_messages, prompt_set_version
-from koed_core.models.protocol import build_messages, build_task, prompt_version
+from koed_core.models.prompts import (
+    build_messages,
+    glossed_labels,
+    plan_messages,
+    prompt_set_version,
+    prompt_version,
+)
+from koed_core.models.protocol import build_task
 
 # A fixed dialogue: three turns in Korean, two in English (the third is Korean-only).
 DIALOGUE = Dialogue(

@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 
 from koed_core.dialogues.dataset import load_dataset, parse_dataset
-from koed_core.models import protocol
+from koed_core.models import prompts, protocol
 from koed_core.models.emotions import parse_reply, score_emotions
-from koed_core.models.protocol import build_messages, build_task
+from koed_core.models.prompts import build_messages
+from koed_core.models.protocol import build_task
 from koed_core.paths import SAMPLE_FILE
 
 
@@ -70,8 +71,8 @@ def test_listener_sees_neither_labels_nor_situation(lang: str, proto: str) -> No
 def test_prompt_version_is_a_hash_of_the_prompts(tmp_path: Path) -> None:
     from koed_core.models.prompts import PROMPTS_DIR, PromptSetError, load_prompt_set
 
-    before = protocol.prompt_version()
-    assert before == protocol.prompt_version() and len(before) == 12
+    before = prompts.prompt_version()
+    assert before == prompts.prompt_version() and len(before) == 12
     shipped = (PROMPTS_DIR / "paper.toml").read_text(encoding="utf-8")
     mine = tmp_path / "mine.toml"
     mine.write_text(shipped.replace('name = "paper"', 'name = "mine"'), encoding="utf-8")

@@ -259,7 +259,7 @@ def test_demo_live_asks_with_the_runs_own_key(
     assert rebuilt.api_key_env == "ANTHROPIC_API_KEY"
     monkeypatch.setenv("OPENAI_API_KEY", "openai-key-must-not-leave")
     monkeypatch.setenv("ANTHROPIC_API_KEY", "anthropic-key")
-    from components.models import key_for
+    from components.shared.model_choice import key_for
 
     assert key_for(rebuilt) == "anthropic-key"
     # a 0.1.0 run kept no key name: replay only, unless models.toml has the same model

@@ -65,9 +65,9 @@ def test_login_right_and_wrong(accounts: Path) -> None:
 
 
 def auth_component():  # imported late: components need a Streamlit runtime in scope
-    from components import auth
+    from components.account import login_form
 
-    return auth
+    return login_form
 
 
 def test_back_off_after_repeated_failures_and_unlock(accounts: Path) -> None:

@@ -69,7 +69,7 @@ def test_the_judge_page_judges_the_run_that_was_picked(
 ) -> None:
     store, run_ids = four_runs
     labels = run_labels(store)
-    monkeypatch.setattr("components.jobs_panel.ensure_worker", lambda store: False)
+    monkeypatch.setattr("components.models.jobs_panel.ensure_worker", lambda store: False)
     at = _judge_page()
     options = at.selectbox[0].options
     assert sorted(options) == sorted(labels.values())  # four labels, no two alike

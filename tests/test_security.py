@@ -121,7 +121,7 @@ def test_visitors_and_raters_cannot_spend_the_servers_key(
 def _call_paid_model(url: str) -> None:
     import streamlit as st
 
-    from components.models import client_for
+    from components.shared.model_choice import client_for
     from koed_core.models.client import GenerationSettings, ModelError
     from koed_core.models.registry import ModelSpec
 

@@ -262,3 +262,14 @@ def prompt_set_version(prompt_set: str | PromptSet) -> str:
 def default_prompt_set(protocol: Protocol) -> PromptSetName:
     """``paper`` for the paper's protocols (single, multi); ``native`` for direct."""
     return "paper" if protocol in ("single", "multi") else "native"
+
+
+def build_messages(task: ListenerTask, protocol: Protocol) -> list[Message]:
+    """The native set's one call: instructions in the dialogue's language, then the
+    labelled transcript (what the Chat page sends)."""
+    return plan_messages(task, protocol, "native").first
+
+
+def prompt_version() -> str:
+    """The native set's version (hashed as 0.1.0 hashed its only prompts)."""
+    return prompt_set_version("native")

@@ -76,21 +76,6 @@ def build_task(dialogue: Dialogue, lang: Lang, commas: str = "decoded") -> Liste
     return ListenerTask(dialogue.conv_id, lang, tuple(turns[:-1]), reference=turns[-1].text)
 
 
-def build_messages(task: ListenerTask, protocol: Protocol) -> list[Message]:
-    """The native set's one call: instructions in the dialogue's language, then the
-    labelled transcript (what the Chat page sends)."""
-    from koed_core.models.prompts import plan_messages
-
-    return plan_messages(task, protocol, "native").first
-
-
-def prompt_version() -> str:
-    """The native set's version (hashed as 0.1.0 hashed its only prompts)."""
-    from koed_core.models.prompts import prompt_set_version
-
-    return prompt_set_version("native")
-
-
 def with_live_turns(task: ListenerTask, turns: Sequence[ContextTurn]) -> ListenerTask:
     """The task with turns typed in the chat page appended (no reference any more)."""
     return ListenerTask(task.conv_id, task.lang, task.turns, None, tuple(turns))

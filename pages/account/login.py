@@ -2,8 +2,9 @@
 
 import streamlit as st
 
-from components import auth
-from components.literal import md
+from components.account import login_form
+from components.shared import auth
+from components.shared.literal import md
 
 st.title("Log in")
 state = auth.start_state()
@@ -14,7 +15,7 @@ if state.account is not None:
         "annotator": "The annotation page is in the menu along the top (Annotation → Annotate).",
     }.get(state.account.role, "Every page is in the menu along the top.")
     st.caption(md(where))
-    auth.logout_button("main")
+    login_form.logout_button("main")
     st.stop()
 if state.accounts_problem:
     st.error(
@@ -32,4 +33,4 @@ if not state.accounts_exist:
 if state.key_problem:
     st.warning(f"{md(state.key_problem)}\n\n{auth.SET_KEY_HELP}")
 if state.accounts_exist and not state.key_problem:
-    auth.login_form()
+    login_form.login_form()

@@ -2,9 +2,10 @@
 
 import streamlit as st
 
-from components import annotation_view, resources, state
-from components.literal import md
-from components.source_banner import load_or_stop, render_source_banner
+from components.annotation import annotation_view
+from components.shared import resources, state
+from components.shared.literal import md
+from components.shared.source_banner import load_or_stop, render_source_banner
 
 st.title("Annotate the adaptation")
 who = annotation_view.annotator()

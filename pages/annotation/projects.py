@@ -2,9 +2,10 @@
 
 import streamlit as st
 
-from components import annotation_admin, auth, resources, state, tables
-from components.literal import md
-from components.source_banner import load_or_stop, render_source_banner
+from components.annotation import annotation_admin
+from components.shared import auth, resources, state, tables
+from components.shared.literal import md
+from components.shared.source_banner import load_or_stop, render_source_banner
 
 st.title("Annotation projects")
 auth.require_admin_once_accounts_exist()

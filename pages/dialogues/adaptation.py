@@ -2,9 +2,9 @@
 
 import streamlit as st
 
-from components import annotation_view, charts, resources, state, tables
-from components.literal import md
-from components.source_banner import load_or_stop, render_source_banner
+from components.shared import adaptation_gap, charts, resources, state, tables
+from components.shared.literal import md
+from components.shared.source_banner import load_or_stop, render_source_banner
 from koed_core.dialogues import adaptation
 from koed_core.dialogues.filters import DialogueFilter, to_params
 
@@ -83,4 +83,4 @@ if dialogue is not None:
         query_params=to_params(DialogueFilter(), conv_id=dialogue.conv_id),
     )
 
-annotation_view.adaptation_section(dataset, departures)
+adaptation_gap.adaptation_section(dataset, departures)

@@ -3,10 +3,10 @@
 import pandas as pd
 import streamlit as st
 
-from components import resources, state, tables
-from components.dialogue_view import render_dialogue
-from components.filter_form import BIND, filter_form
-from components.source_banner import load_or_stop, render_source_banner
+from components.dialogues.dialogue_view import render_dialogue
+from components.dialogues.filter_form import BIND, filter_form
+from components.shared import resources, state, tables
+from components.shared.source_banner import load_or_stop, render_source_banner
 from koed_core.dialogues.export import to_csv, to_jsonl
 
 st.title("Dialogue explorer")

@@ -2,8 +2,8 @@
 
 import streamlit as st
 
-from components import charts, state, tables
-from components.source_banner import load_or_stop, render_source_banner
+from components.shared import charts, state, tables
+from components.shared.source_banner import load_or_stop, render_source_banner
 from koed_core.dialogues import overview
 from koed_core.dialogues.filters import DialogueFilter, to_params
 

@@ -2,16 +2,16 @@
 
 import streamlit as st
 
-from components import state
-from components.chat_view import Pane, render_context, stream_together
-from components.literal import md
-from components.models import (
+from components.models.chat_view import Pane, render_context, stream_together
+from components.shared import state
+from components.shared.literal import md
+from components.shared.model_choice import (
     adhoc_model_input,
     model_picker,
     render_embedded_note,
     session_api_key_input,
 )
-from components.source_banner import load_or_stop, render_source_banner
+from components.shared.source_banner import load_or_stop, render_source_banner
 from koed_core.errors import KoedError
 from koed_core.models.chat import detect_lang, live_task
 from koed_core.models.client import GenerationSettings

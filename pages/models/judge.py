@@ -2,9 +2,10 @@
 
 import streamlit as st
 
-from components import auth, jobs_panel, resources, state
-from components.literal import md
-from components.models import adhoc_model_input, model_label, registry_or_stop
+from components.models import jobs_panel
+from components.shared import auth, resources, state
+from components.shared.literal import md
+from components.shared.model_choice import adhoc_model_input, model_label, registry_or_stop
 from koed_core.errors import KoedError
 from koed_core.jobs.kinds import JudgeJob
 from koed_core.judge.rubric import dimensions

@@ -2,9 +2,10 @@
 
 import streamlit as st
 
-from components import auth, jobs_panel, runs_view
-from components.models import adhoc_model_input, registry_or_stop
-from components.source_banner import load_or_stop, render_source_banner
+from components.models import jobs_panel, runs_view
+from components.shared import auth
+from components.shared.model_choice import adhoc_model_input, registry_or_stop
+from components.shared.source_banner import load_or_stop, render_source_banner
 
 st.title("Runs")
 auth.require_admin_once_accounts_exist()

@@ -2,8 +2,8 @@
 
 import streamlit as st
 
-from components import auth, resources, tables
-from components.crowd_admin import render_crowd_dashboard
+from components.rating.crowd_admin import render_crowd_dashboard
+from components.shared import auth, resources, tables
 from koed_core.rating import report as rating_report
 
 st.title("Study dashboard")

@@ -3,8 +3,9 @@ screening, onboarding, calibration, a batch of items, the completion code."""
 
 import streamlit as st
 
-from components import crowd_visit, resources, state
-from components.rating_view import calibration
+from components.rating import crowd_visit
+from components.rating.rating_view import calibration
+from components.shared import resources, state
 from koed_core.rating import crowd
 
 store = resources.store()

@@ -2,16 +2,16 @@
 
 import streamlit as st
 
-from components import auth, resources, state
-from components.crowd_admin import bound_study
-from components.literal import md
-from components.rating_view import (
+from components.rating.crowd_admin import bound_study
+from components.rating.rating_view import (
     calibration,
     onboarding_form,
     rate_item,
     render_item,
     rubric_form,
 )
+from components.shared import auth, resources, state
+from components.shared.literal import md
 from koed_core.rating.studies import RatingError
 
 st.title("Rate responses")

@@ -2,10 +2,10 @@
 
 import streamlit as st
 
-from components import auth, resources, tables
-from components.crowd_admin import render_invite_form
-from components.literal import md
-from components.source_banner import load_or_stop
+from components.rating.crowd_admin import render_invite_form
+from components.shared import auth, resources, tables
+from components.shared.literal import md
+from components.shared.source_banner import load_or_stop
 from koed_core.errors import KoedError
 from koed_core.models.runs import run_labels
 from koed_core.rating import accounts

@@ -2,8 +2,8 @@
 
 import streamlit as st
 
-from components import auth, charts, computed, resources, state, tables
-from components.score_pickers import judge_picker, study_picker
+from components.results.score_pickers import judge_picker, study_picker
+from components.shared import auth, charts, computed, resources, state, tables
 from koed_core import csv_safe
 from koed_core.judge.rubric import codes
 from koed_core.results import agreement, score_sources

@@ -4,11 +4,11 @@ import time
 
 import streamlit as st
 
-from components import auth, resources, state
-from components.literal import md
-from components.models import client_for
-from components.source_banner import load_or_stop
-from components.talk import talk_toggle
+from components.results.talk import talk_toggle
+from components.shared import auth, resources, state
+from components.shared.literal import md
+from components.shared.model_choice import client_for
+from components.shared.source_banner import load_or_stop
 from koed_core.db import Ratings
 from koed_core.errors import KoedError
 from koed_core.models.client import GenerationSettings

@@ -3,10 +3,10 @@ simulated Speaker, ko and en side by side, replayed turn by turn."""
 
 import streamlit as st
 
-from components import auth, episode_view, resources, state
-from components.literal import md
-from components.source_banner import load_or_stop
-from components.talk import talk_toggle
+from components.results.talk import talk_toggle
+from components.shared import auth, episode_view, resources, state
+from components.shared.literal import md
+from components.shared.source_banner import load_or_stop
 from koed_core.db import Ratings
 from koed_core.db.episodes import Episodes
 from koed_core.models.runs import run_labels

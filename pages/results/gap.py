@@ -2,11 +2,12 @@
 
 import streamlit as st
 
-from components import auth, computed, gap_view, resources, state
-from components.literal import md
-from components.score_pickers import judge_picker, study_picker
-from components.source_banner import load_or_stop
-from components.talk import screen_charts, talk_toggle
+from components.results import gap_view
+from components.results.score_pickers import judge_picker, study_picker
+from components.results.talk import screen_charts, talk_toggle
+from components.shared import adaptation_gap, auth, computed, resources, state
+from components.shared.literal import md
+from components.shared.source_banner import load_or_stop
 from koed_core.results import score_sources
 from koed_core.results.figures import gap_figure
 
@@ -39,7 +40,7 @@ if frame.empty:
     )
     if not talk:  # episodes have their own gap, over turns; annotations their breakdown
         gap_view.gap_over_turns(store, judge, study, blind=not admin)
-        gap_view.gap_by_adaptation(store, judge, study, dataset, blind=not admin)
+        adaptation_gap.gap_by_adaptation(store, judge, study, dataset, blind=not admin)
     st.stop()
 
 sources = [s for s in ("judge", "raters", "emotion") if s in set(frame["source"])]
@@ -97,7 +98,7 @@ if not talk and judge is not None:
 if not talk:
     gap_view.what_moves_the_gap(store, hidden)
     gap_view.gap_over_turns(store, judge, study, blind=not admin)
-    gap_view.gap_by_adaptation(store, judge, study, dataset, blind=not admin)
+    adaptation_gap.gap_by_adaptation(store, judge, study, dataset, blind=not admin)
 if not talk:  # PNG and SVG in the talk style, for slides (drawn when asked for)
     title = f"Korean minus English, paired by dialogue, 95% CI{suffix}"
     gap_view.downloads(table, shown[0], title, names[shown[0]], admin)

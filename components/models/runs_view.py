@@ -7,9 +7,10 @@ from pathlib import Path
 
 import streamlit as st
 
-from components import episode_view, jobs_panel, resources, state, tables
-from components.literal import md
-from components.models import model_label
+from components.models import jobs_panel
+from components.shared import episode_view, resources, state, tables
+from components.shared.literal import md
+from components.shared.model_choice import model_label
 from koed_core.dialogues.dataset import Dataset
 from koed_core.dialogues.subsets import SUBSETS, select
 from koed_core.errors import KoedError
@@ -22,7 +23,7 @@ from koed_core.models.registry import ModelSpec
 from koed_core.models.runs import DEFAULT_CONCURRENCY, run_labels
 from koed_core.results.reproduce import parse_plan
 
-PLANS = Path(__file__).resolve().parents[1] / "plans"
+PLANS = Path(__file__).resolve().parents[2] / "plans"
 PROFILE = "the prompt set's"
 
 

@@ -15,12 +15,12 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import streamlit as st
 from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
 
-from components import resources, state
+from components.shared import resources, state
 from koed_core.rating import accounts
 from koed_core.rating.accounts import Account
 
@@ -28,10 +28,6 @@ COOKIE_NAME = "koed_studio_auth"
 EXAMPLE_KEYS = {"replace-with-a-long-random-string", "change-me", "secret", "some_key"}
 MIN_KEY_LENGTH = 32
 COOKIE_DAYS = 1
-FAILED = (
-    "Wrong username or password. After five failed attempts an account waits "
-    f"{accounts.BACKOFF_S // 60} minutes before it can log in again."
-)
 SET_KEY_HELP = (
     "Set a cookie key of at least 32 random characters: in `.streamlit/secrets.toml` as\n\n"
     '`[auth]`  \n`cookie_key = "..."`\n\nor as the environment variable `KOED_COOKIE_KEY`. '
@@ -158,7 +154,7 @@ def _session_account(credentials: dict[str, Any], key: str) -> Account | None:
         state.set_login(username, account.name if account else username, since)
     if accounts.session_valid(credentials, username, since or 0.0, time.time()):
         return accounts.account_of(credentials, username)
-    _end_session()
+    end_session()
     return None
 
 
@@ -179,7 +175,7 @@ def _cookie_token(key: str) -> dict[str, Any] | None:
     return token if expiry > time.time() else None
 
 
-def _end_session() -> None:
+def end_session() -> None:
     """Forget the login in this session and ask the browser to drop the cookie."""
     state.clear_login()
     auth: Any = getattr(_run, "auth", None)
@@ -187,34 +183,9 @@ def _end_session() -> None:
         auth.cookie_controller.delete_cookie()
 
 
-def login_form() -> None:
-    """Username and password; every failure gets the same answer."""
-    with st.form("login"):
-        st.subheader("Log in", anchor=False)
-        username = st.text_input("Username")
-        password = st.text_input("Password", type="password")
-        submitted = st.form_submit_button("Log in", type="primary")
-    if not submitted:
-        return
-    path = resources.settings().users_path
-    account = accounts.attempt_login(path, username.strip(), password, time.time())
-    if account is None:
-        st.error(FAILED)
-        return
-    state.set_login(account.username, account.name, time.time())
-    auth: Any = getattr(_run, "auth", None)
-    if auth is not None:
-        # No st.rerun() after this: it would abort the run before the cookie component
-        # reaches the browser. The component's answer reruns the app.
-        auth.cookie_controller.set_cookie()
-    st.success("Logged in.")
-
-
-def logout_button(location: Literal["main", "sidebar"] = "sidebar") -> None:
-    """Log out here and everywhere: sessions and cookies issued before now stop working."""
-    username = state.auth_username()
-    target = st.sidebar if location == "sidebar" else st
-    if username and target.button("Log out", key=f"{location}.logout"):
-        accounts.revoke(resources.settings().users_path, username, time.time())
-        _end_session()
-        st.rerun()
+def set_login_cookie() -> None:
+    """Ask the browser to keep the login cookie (the component's answer reruns the app;
+    no st.rerun() after this, or the component never reaches the browser)."""
+    controller: Any = getattr(_run, "auth", None)
+    if controller is not None:
+        controller.cookie_controller.set_cookie()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import plotly.graph_objects as go
 import streamlit as st
 
-from components import state
+from components.shared import state
 
 TALK_CSS = """
 <style>

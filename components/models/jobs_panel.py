@@ -15,9 +15,9 @@ from dataclasses import asdict
 
 import streamlit as st
 
-from components import auth, resources, state
-from components.literal import md
-from components.models import count_call
+from components.shared import auth, resources, state
+from components.shared.literal import md
+from components.shared.model_choice import count_call
 from koed_core.config import api_key
 from koed_core.db.jobs import Job, JobError, Jobs
 from koed_core.errors import KoedError

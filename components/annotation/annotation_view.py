@@ -14,9 +14,10 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from components import auth, resources, state, tables
-from components.literal import md
-from components.span_select import span_selector
+from components.annotation.span_select import span_selector
+from components.shared import auth, resources, state, tables
+from components.shared.adaptation_gap import category_name
+from components.shared.literal import md
 from koed_core.annotation.projects import SUBMITTED, Annotation, AnnotationStore
 from koed_core.annotation.spans import Side, Span, find, side_at, turn_text
 from koed_core.annotation.taxonomy import (
@@ -316,11 +317,6 @@ def answer_block(title: str, answer: Annotation, taxonomy: Taxonomy) -> None:
     span_table(answer.spans, taxonomy)
 
 
-def category_name(code: str | None) -> str:
-    """A category as people read it (the code stays in exports)."""
-    return CATEGORIES.get(code or "", "not chosen") if code else "not chosen"
-
-
 def item_label(items: pd.DataFrame) -> dict[str, str]:
     """conv_id -> how the picker shows it: your status and how many have submitted."""
     out = {}
@@ -337,55 +333,6 @@ def go_to(conv_id: str) -> None:
     st.session_state[state.ANN_ITEM] = conv_id
 
 
-def adaptation_section(dataset: Dataset, departures: pd.DataFrame) -> None:
-    """On the Adaptation page: does drift predict the linguists' category, and where
-    does the gap sit? From one annotation project's final answers."""
-    from components import gap_view
-    from koed_core.results import adaptation_gaps, score_sources
-
-    annotations = resources.annotations()
-    projects = [p for p in annotations.projects() if p["dataset_sha256"] == dataset.sha256]
-    if not projects:
-        st.caption(
-            "Linguists' annotations of the adaptation (category, cultural signals) appear "
-            "here once an annotation project has final answers (Annotation projects page)."
-        )
-        return
-    st.subheader("Similarity against the linguists' category")
-    names = {p["id"]: f"{p['id']}: {p['name']}" for p in projects}
-    project_id = st.selectbox(
-        "Annotation project",
-        list(names),
-        format_func=names.__getitem__,
-        key="adaptation.similarity.project",
-    )
-    final = annotations.final(project_id, dataset)
-    table = adaptation_gaps.similarity_by_category(departures, final)
-    if table.empty:
-        st.info("No dialogue of this project has a final category yet.")
-    else:
-        tables.show(table.assign(category=table["category"].map(category_name)), hide_index=True)
-        drift = adaptation_gaps.drift_predicts(departures, final)
-        if drift["auc"] is None:
-            st.caption(
-                "Does drift predict adaptation? Needs both simply-transferred and "
-                f"context-modified dialogues ({md(drift['dialogues'])} decided so far)."
-            )
-        else:
-            st.caption(
-                f"Does drift predict adaptation? ROC AUC of low mean similarity for "
-                "context-modified against simply-transferred: "
-                f"**{md(format(drift['auc'], '.2f'))}** (95% CI "
-                f"{md(format(drift['ci_low'], '.2f'))} to {md(format(drift['ci_high'], '.2f'))}, "
-                f"bootstrap over {md(drift['dialogues'])} dialogues; 0.5 is chance)."
-            )
-    store = resources.store()
-    choice = score_sources.choose_judge(store)
-    gap_view.gap_by_adaptation(
-        store, choice.config if choice else None, None, dataset, blind=not auth.is_admin()
-    )
-
-
 def _model_suggestions(
     annotations: AnnotationStore,
     project: dict[str, Any],
@@ -398,7 +345,7 @@ def _model_suggestions(
     kept: bool,
 ) -> None:
     """Ask a model for candidate signals; each is a suggestion until accepted."""
-    from components.models import allowed_models, client_for, registry_or_stop
+    from components.shared.model_choice import allowed_models, client_for, registry_or_stop
     from koed_core.annotation.spans import span_from_dict, span_to_dict
     from koed_core.annotation.suggest import suggest
     from koed_core.models.client import ModelError

@@ -16,9 +16,9 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from components import resources, state, tables
-from components.annotation_view import LOCAL, answer_block
-from components.literal import md
+from components.annotation.annotation_view import LOCAL, answer_block
+from components.shared import resources, state, tables
+from components.shared.literal import md
 from koed_core import csv_safe
 from koed_core.annotation import agreement
 from koed_core.annotation.exchange import export_project

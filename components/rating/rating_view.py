@@ -11,8 +11,8 @@ from typing import Any, NamedTuple
 
 import streamlit as st
 
-from components import state, tables
-from components.literal import md
+from components.shared import state, tables
+from components.shared.literal import md
 from koed_core.db import RatingItem
 from koed_core.dialogues.dialogue import Lang
 from koed_core.judge.rubric import SCALE, dimensions

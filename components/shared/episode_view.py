@@ -8,8 +8,8 @@ from typing import Any
 
 import streamlit as st
 
-from components import tables
-from components.literal import md
+from components.shared import tables
+from components.shared.literal import md
 from koed_core.db import Store
 from koed_core.db.episodes import Episodes
 from koed_core.dialogues.dataset import Dataset

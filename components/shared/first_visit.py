@@ -14,7 +14,7 @@ from __future__ import annotations
 import runpy
 from pathlib import Path
 
-APP = Path(__file__).resolve().parents[1] / "app.py"
+APP = Path(__file__).resolve().parents[2] / "app.py"
 
 
 def hand_over_to_app() -> None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from components import auth, resources, tables
-from components.literal import md
+from components.shared import auth, resources, tables
+from components.shared.literal import md
 from koed_core import csv_safe
 from koed_core.db.crowd import Crowd
 from koed_core.rating import crowd

@@ -6,8 +6,8 @@ from typing import cast
 
 import streamlit as st
 
-from components import state
-from components.literal import md
+from components.shared import state
+from components.shared.literal import md
 from koed_core.dialogues.filters import (
     MODE_TEXT,
     ORIGIN_TEXT,

@@ -10,7 +10,7 @@ from typing import Any
 
 import streamlit as st
 
-from components import computed
+from components.shared import computed
 from koed_core.db import JudgeConfig, Ratings, Store
 
 

@@ -8,9 +8,9 @@ from typing import Any
 
 import streamlit as st
 
-from components import auth, resources
-from components.literal import md
-from components.models import client_for, render_model_note
+from components.shared import auth, resources
+from components.shared.literal import md
+from components.shared.model_choice import client_for, render_model_note
 from koed_core.dialogues.dialogue import Dialogue, Lang
 from koed_core.dialogues.labels import by_name
 from koed_core.models.chat import (

@@ -11,10 +11,10 @@ import html
 
 import streamlit as st
 
-from components import resources, state
-from components.crowd_admin import app_url
-from components.literal import consent_markdown, md
-from components.rating_view import rate_item
+from components.rating.crowd_admin import app_url
+from components.rating.rating_view import rate_item
+from components.shared import resources, state
+from components.shared.literal import consent_markdown, md
 from koed_core.db import Store
 from koed_core.db.crowd import Crowd
 from koed_core.errors import KoedError

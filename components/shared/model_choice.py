@@ -11,8 +11,8 @@ import time
 
 import streamlit as st
 
-from components import auth, resources, state
-from components.literal import md
+from components.shared import auth, resources, state
+from components.shared.literal import md
 from koed_core.config import api_key, merged_env
 from koed_core.errors import KoedError
 from koed_core.models.backends import make_client

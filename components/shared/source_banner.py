@@ -6,8 +6,8 @@ from pathlib import Path
 
 import streamlit as st
 
-from components import auth, resources, state, tables
-from components.literal import md
+from components.shared import auth, resources, state, tables
+from components.shared.literal import md
 from koed_core.dialogues.dataset import Dataset
 from koed_core.dialogues.sources import (
     ATTRIBUTION,

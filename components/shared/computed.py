@@ -15,7 +15,7 @@ from collections.abc import Sequence
 import pandas as pd
 import streamlit as st
 
-from components import resources
+from components.shared import resources
 from koed_core.db import JudgeConfig, JudgeConfigUse, Judgments, Ratings, Store
 from koed_core.dialogues.dataset import Dataset
 from koed_core.results import agreement, gaps, reproduce, sensitivity, turn_gaps

@@ -1,0 +1,1 @@
+"""Performance scripts printing `name: value` lines (run as `python bench/NAME.py`)."""

@@ -1,0 +1,1 @@
+"""The Account pages' pieces: the login form and the log-out button."""

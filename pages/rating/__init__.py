@@ -1,0 +1,1 @@
+"""The rating section's page scripts (run by st.navigation, never imported)."""

@@ -1,0 +1,1 @@
+"""The test suite (pytest); fixtures shared with bench/ live in fixtures/."""
