@@ -1,13 +1,13 @@
-"""The layout cannot rot: which part of the tree may import which.
+"""The layout cannot rot: which part of the tree may import which, and how big a room gets.
 
-Pages -> components -> koed_core, and inside koed_core the section packages stack in one
-order (a package imports only itself and the packages below it):
-
-    base (errors, paths, redact, csv_safe, config, tomlfile)
-    < dialogues < db < models < judge < rating < annotation < results < jobs < cli
-
-koed_core never imports Streamlit, so notebooks and the CLI can use it; bench/ never
-imports tests/ (what both need lives in fixtures/).
+The import rules are import-linter contracts in pyproject.toml (`lint-imports` runs them
+by hand): pages -> components -> koed_core; koed_core's sections stack in one order
+(shared modules < dialogues < db < models < judge < rating < annotation < results < jobs
+< cli); component sections never import each other and shared never imports a section; a
+page section uses only its own components and the shared ones; koed_core never imports
+Streamlit; bench never imports tests. This file runs them and checks what a static import
+graph cannot say: app.py (a module, not a package), Streamlit at run time, that every
+section folder is named by a contract, and the size of pages and modules.
 """
 
 from __future__ import annotations
@@ -16,30 +16,58 @@ import ast
 import pkgutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
-
-import pytest
 
 import koed_core
 
 ROOT = Path(__file__).resolve().parents[1]
-LAYERS = [
-    "base",
-    "dialogues",
-    "db",
-    "models",
-    "judge",
-    "rating",
-    "annotation",
-    "results",
-    "jobs",
-    "cli",
-]
+MAX_MODULE_LINES = 500
+MAX_PAGE_LINES = 120
 
 
-def _module_name(path: Path) -> str:
-    parts = path.relative_to(ROOT).with_suffix("").parts
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+def _contracts() -> list[dict[str, object]]:
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    return list(config["tool"]["importlinter"]["contracts"])
+
+
+def _sections(folder: str) -> set[str]:
+    return {
+        p.name for p in (ROOT / folder).iterdir() if p.is_dir() and (p / "__init__.py").exists()
+    }
+
+
+def test_the_import_contracts_hold() -> None:
+    found = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from importlinter.cli import lint_imports_command as c; c()",
+            "--no-cache",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert found.returncode == 0, found.stdout[-4000:] + found.stderr[-2000:]
+    assert f"{len(_contracts())} kept, 0 broken" in found.stdout
+
+
+def test_every_section_folder_is_named_by_a_contract() -> None:
+    """A new component section, page section or koed_core package cannot slip past the
+    rules by being left out of them."""
+    by_name = {str(c["name"]): c for c in _contracts()}
+    components = next(c for c in by_name.values() if c.get("containers") == ["components"])
+    named = {n.strip() for layer in components["layers"] for n in str(layer).split("|")}  # type: ignore[attr-defined]
+    assert named == _sections("components")
+    page_rules = {
+        str(c["source_modules"][0]).removeprefix("pages.")  # type: ignore[index]
+        for c in by_name.values()
+        if str(c.get("source_modules", [""])[0]).startswith("pages.")  # type: ignore[index]
+    }
+    assert page_rules == _sections("pages") == _sections("components") - {"shared"}
+    core = next(c for c in by_name.values() if c.get("containers") == ["koed_core"])
+    assert core["exhaustive"] is True  # every package and module of koed_core is placed
 
 
 def _imports(path: Path) -> list[tuple[int, str]]:
@@ -53,54 +81,11 @@ def _imports(path: Path) -> list[tuple[int, str]]:
     return found
 
 
-def _layer(module: str) -> str:
-    parts = module.split(".")
-    return parts[1] if len(parts) > 1 and parts[1] in LAYERS else "base"
-
-
-def _core_files() -> list[Path]:
-    return sorted((ROOT / "koed_core").rglob("*.py"))
-
-
-def test_every_core_module_is_in_a_known_place() -> None:
-    stray = [
-        _module_name(f)
-        for f in _core_files()
-        if _layer(_module_name(f)) == "base" and f.parent != ROOT / "koed_core"
-    ]
-    assert stray == []
-    base = {f.stem for f in (ROOT / "koed_core").glob("*.py")}
-    assert base == {"__init__", "errors", "paths", "redact", "csv_safe", "config", "tomlfile"}
-
-
-def test_core_packages_import_only_downward() -> None:
-    upward = []
-    for path in _core_files():
-        me = _module_name(path)
-        for line, target in _imports(path):
-            if target.startswith("koed_core") and LAYERS.index(_layer(target)) > LAYERS.index(
-                _layer(me)
-            ):
-                upward.append(f"{me}:{line} imports {target}")
-    assert upward == []
-
-
-@pytest.mark.parametrize(
-    ("folder", "forbidden"),
-    [
-        ("koed_core", ("streamlit", "components", "pages", "fixtures", "tests", "bench")),
-        ("components", ("pages", "fixtures", "tests", "bench")),
-        ("pages", ("fixtures", "tests", "bench")),
-        ("fixtures", ("streamlit", "components", "pages", "tests", "bench")),
-        ("bench", ("tests",)),
-    ],
-)
-def test_tree_imports_one_way(folder: str, forbidden: tuple[str, ...]) -> None:
+def test_the_router_imports_no_page_and_no_test_double() -> None:
     wrong = [
-        f"{path.relative_to(ROOT)}:{line} imports {target}"
-        for path in sorted((ROOT / folder).rglob("*.py"))
-        for line, target in _imports(path)
-        if target.split(".")[0] in forbidden
+        f"app.py:{line} imports {target}"
+        for line, target in _imports(ROOT / "app.py")
+        if target.split(".")[0] in ("pages", "fixtures", "tests", "bench")
     ]
     assert wrong == []
 
@@ -121,10 +106,18 @@ def test_koed_core_never_imports_streamlit_at_run_time() -> None:
     assert out.stdout.strip() == "False"
 
 
-def test_pages_stay_thin() -> None:
-    long = {
+def _lines(folder: str, limit: int) -> dict[str, int]:
+    return {
         str(path.relative_to(ROOT)): n
-        for path in sorted((ROOT / "pages").rglob("*.py"))
-        if (n := len(path.read_text(encoding="utf-8").splitlines())) >= 120
+        for path in sorted((ROOT / folder).rglob("*.py"))
+        if (n := len(path.read_text(encoding="utf-8").splitlines())) > limit
     }
-    assert long == {}
+
+
+def test_pages_stay_thin() -> None:
+    assert _lines("pages", MAX_PAGE_LINES - 1) == {}
+
+
+def test_no_module_grows_past_500_lines() -> None:
+    """Past about 500 lines a module holds several concerns: split it by concern."""
+    assert {**_lines("koed_core", MAX_MODULE_LINES), **_lines("components", MAX_MODULE_LINES)} == {}

@@ -1,0 +1,114 @@
+"""What a job runs with: the worker's hooks (progress, cancel), its result, the settings
+and clients it may use, and the dataset it was queued on."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from koed_core.config import Settings, api_key, merged_env, read_secrets
+from koed_core.db import Store
+from koed_core.db.jobs import JobError, Jobs
+from koed_core.jobs.kinds.params import DEFAULT_BATCH_SIZE
+from koed_core.models.batch import BatchReport, ProgressFn
+from koed_core.models.client import ChatClient
+from koed_core.models.registry import ModelSpec, load_registry, resolve_model
+
+
+@dataclass
+class Hooks:
+    """How a job shows progress and learns it should stop: a terminal's progress bar, or
+    a worker writing to the job's row."""
+
+    progress: ProgressFn | None = None
+    watch: Callable[[BatchReport], None] | None = None
+    step: Callable[[str, BatchReport], None] | None = None
+    """A reproduction's per-step reports."""
+    say: Callable[[str], None] = field(default=lambda _message: None)
+    stop: Callable[[], bool] | None = None
+
+
+@dataclass
+class Result:
+    """What a job did, in one sentence and as data for its row."""
+
+    summary: str
+    data: dict[str, Any]
+    failed: int = 0
+    cancelled: bool = False
+    problems: dict[str, str] = field(default_factory=dict)
+    """Models left out of a reproduction, with the reason."""
+
+
+@dataclass
+class Environment:
+    """Where keys and settings come from for one execution (the worker's process, or the
+    terminal's): environment, then .streamlit/secrets.toml."""
+
+    settings: Settings
+    env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
+    secrets: Mapping[str, Any] = field(default_factory=read_secrets)
+
+    def resolve(self, name: str, family: str | None = None) -> ModelSpec:
+        """A registry name or openai:MODEL_ID (of post-processing ``family``, open unless
+        told)."""
+        registry = load_registry(self.settings.models_path)
+        return resolve_model(name, registry, merged_env(self.env, self.secrets), family or "open")
+
+    def key(self, spec: ModelSpec) -> str | None:
+        return api_key(spec.api_key_env, self.env, self.secrets)
+
+
+def client_for(
+    env: Environment,
+    spec: ModelSpec,
+    store: Store,
+    *,
+    batch: bool = False,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    stop: Callable[[], bool] | None = None,
+    say: Callable[[str], None] | None = None,
+) -> ChatClient:
+    """A live client, or one that sends its calls through the provider's Batch API (whose
+    problems with the provider's output are told through ``say``)."""
+    from koed_core.models.backends import make_client
+
+    if not batch:
+        return make_client(spec, env.key(spec))
+    from koed_core.models.backends.openai_batch import BatchClient
+
+    client = BatchClient(
+        spec,
+        env.key(spec),
+        Jobs(store),
+        poll_s=env.settings.batch_poll_s,
+        batch_size=batch_size,
+        stop=stop,
+        say=say,
+    )
+    client.check()
+    return client
+
+
+def close_client(client: ChatClient) -> None:
+    close = getattr(client, "close", None)
+    if close is not None:
+        close()
+
+
+def job_dataset(env: Environment, data: str | None, expected: str | None) -> Any:
+    from koed_core.dialogues.dataset import load_dataset
+    from koed_core.dialogues.sources import resolve_source
+
+    settings = env.settings
+    path = Path(data) if data else resolve_source(settings.data_path, settings.cache_dir).path
+    dataset = load_dataset(path)
+    if expected and dataset.sha256 != expected:
+        raise JobError(
+            f"the data changed since the job was queued: {path} has sha256 "
+            f"{dataset.sha256[:12]}, the job was queued against {expected[:12]}; queue it again"
+        )
+    return dataset

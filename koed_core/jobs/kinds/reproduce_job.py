@@ -1,0 +1,122 @@
+"""A reproduce job: a whole reproduction plan, as `koed reproduce` runs it."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict
+
+from koed_core.db import Store
+from koed_core.db.jobs import JobError
+from koed_core.jobs.kinds.environment import (
+    Environment,
+    Hooks,
+    Result,
+    client_for,
+    close_client,
+    job_dataset,
+)
+from koed_core.jobs.kinds.params import (
+    ReproduceJob,
+)
+from koed_core.models.client import ChatClient, ModelError
+from koed_core.models.registry import ModelSpec
+
+
+def execute_reproduce(params: ReproduceJob, store: Store, env: Environment, hooks: Hooks) -> Result:
+    from koed_core.dialogues.subsets import select
+    from koed_core.results import reproduce
+
+    plan = reproduce.parse_plan(params.plan_text, params.plan)
+    dataset = job_dataset(env, params.data, params.dataset_sha256)
+    dialogues = select(dataset.dialogues, plan.subset, sample=plan.sample, seed=plan.seed)
+    specs = {name: env.resolve(name) for name in plan.models}
+    judge_spec = env.resolve(plan.judge)
+    speaker_spec = env.resolve(plan.speaker) if plan.kind == "episodes" and plan.speaker else None
+    problems: dict[str, str] = {}
+
+    def preflight(spec: ModelSpec) -> tuple[str | None, str | None]:
+        """(why it cannot be reached, why its id would fail), each None when fine."""
+        reason = reproduce.check_reachable(spec, env.key(spec))
+        return reason, None if reason else reproduce.check_served(spec, env.key(spec))
+
+    everyone = [*specs.items(), (judge_spec.name, judge_spec)]
+    if speaker_spec is not None and speaker_spec.name not in dict(everyone):
+        everyone.append((speaker_spec.name, speaker_spec))
+    with ThreadPoolExecutor(max_workers=len(everyone)) as pool:  # servers answer in parallel
+        checked = list(pool.map(lambda item: preflight(item[1]), everyone))
+    retired: dict[str, str] = {}
+    for (name, _spec), (reason, gone) in zip(everyone, checked, strict=True):
+        if reason:
+            problems[name] = reason
+            hooks.say(f"left out: {name}: {reason}")
+        elif gone:
+            retired[name] = gone
+    if retired:  # every call would fail: stop before anything is spent
+        raise JobError(
+            "stopped before sending anything: "
+            + "; ".join(f"{name}: {reason}" for name, reason in retired.items())
+        )
+    clients: list[ChatClient] = []
+
+    def client(spec: ModelSpec) -> ChatClient:
+        batch = plan.batch and spec.backend == "openai"
+        if batch:
+            try:
+                made = client_for(env, spec, store, batch=True, stop=hooks.stop, say=hooks.say)
+            except ModelError as err:
+                if err.kind != "not_found":
+                    raise
+                hooks.say(f"{spec.name}: no Batch API at its server, so live calls")
+                made = client_for(env, spec, store, stop=hooks.stop)
+        else:
+            made = client_for(env, spec, store, stop=hooks.stop)
+        clients.append(made)
+        return made
+
+    try:
+        listeners = {
+            name: (spec, client(spec)) for name, spec in specs.items() if name not in problems
+        }
+        judge = None if judge_spec.name in problems else (judge_spec, client(judge_spec))
+        voice = None
+        if speaker_spec is not None and speaker_spec.name not in problems:
+            found = listeners.get(speaker_spec.name)
+            voice = (speaker_spec, found[1] if found else client(speaker_spec))
+        outcome = reproduce.reproduce(
+            plan,
+            store,
+            dialogues,
+            dataset.sha256,
+            listeners,
+            judge,
+            progress=hooks.say,
+            stop=hooks.stop,
+            watch=hooks.step,
+            speaker=voice,
+        )
+    finally:
+        for made in clients:
+            close_client(made)
+    problems.update(outcome.failures)
+    runs = {f"{model} {protocol}": run for (model, protocol), run in outcome.runs.items()}
+    summary = f"{plan.name}: {len(outcome.runs)} runs" + (
+        f", left out: {', '.join(sorted(problems))}" if problems else ""
+    )
+    variants = {
+        name: {
+            "runs": {f"{model} {protocol}": run for (model, protocol), run in made.items()},
+            "judge": asdict(config) if config else None,
+        }
+        for name, (made, config) in outcome.variants.items()
+    }
+    return Result(
+        summary,
+        {
+            "runs": runs,
+            "judge": outcome.judge.label if outcome.judge else None,
+            **({"variants": variants} if variants else {}),
+        },
+        len(problems),
+        bool(hooks.stop and hooks.stop()),
+        problems,
+    )

@@ -1,0 +1,206 @@
+"""Who gets a place: joining by link or with an account, resuming the same attempt, and how
+many places are held."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from koed_core.db import Store, now
+from koed_core.db.crowd import Crowd
+from koed_core.errors import KoedError
+from koed_core.rating.crowd.identities import SESSION_ID, Worker, worker_name
+from koed_core.rating.crowd.links import PLATFORMS, CrowdError, Invite
+from koed_core.rating.studies import RatingStore
+
+
+def _place_cutoff(store: Store, invite: Invite, at: datetime | None = None) -> str:
+    """Workers still on the consent page who joined before this moment have left: their
+    place is free again (the study's own timeout for abandoned items)."""
+    minutes = RatingStore(store).config(invite.study_id).timeout_minutes
+    moment = at or datetime.now(UTC)
+    return (moment - timedelta(minutes=minutes)).isoformat(timespec="seconds")
+
+
+def _same_attempt(found: Mapping[str, Any], invite: Invite, ids: Mapping[str, str]) -> None:
+    """A platform id back with another session (Prolific) or assignment (MTurk) is not
+    handed the first one's work.
+
+    Raises:
+        CrowdError: the session differs from the one this worker started with.
+    """
+    if invite.platform not in SESSION_ID:
+        return
+    param, column = SESSION_ID[invite.platform]
+    kept, given = found.get(column), ids.get(param, "")
+    if kept and given != kept:
+        attempt = "Prolific session" if invite.platform == "prolific" else "HIT assignment"
+        raise CrowdError(
+            f"You have already taken part in this study in another {attempt}; its work stays "
+            f"with it, so this {attempt} cannot continue it. Please return this one on the "
+            "platform, or message the researchers there."
+        )
+
+
+def returning(
+    store: Store, invite: Invite, ids: Mapping[str, str], at: datetime | None = None
+) -> Worker | None:
+    """The worker these platform ids already made in this study, or None.
+
+    Raises:
+        CrowdError: they come back in another session or assignment; or they had left the
+            consent page long enough for their place to go, and the study is full now.
+    """
+    names = PLATFORMS.get(invite.platform, ("worker",))
+    crowd = Crowd(store)
+    found = crowd.worker_by_platform_id(invite.study_id, invite.platform, ids.get(names[0], ""))
+    if found is None:
+        return None
+    _same_attempt(found, invite, ids)
+    cutoff = _place_cutoff(store, invite, at)
+    left = found["status"] == "consent" and (found["created"] or "") < cutoff
+    if left and not crowd.retake_place(found["username"], invite.id, invite.cap, cutoff):
+        raise _full(invite)  # they left the consent page long ago and the study filled up
+    return _worker(crowd.worker(found["username"]) or found, resumed=True)
+
+
+def _full(invite: Invite) -> CrowdError:
+    return CrowdError(
+        f"This study is full: all {invite.cap} places are taken. Please return it on the "
+        "platform; no time of yours was counted."
+    )
+
+
+def join(
+    store: Store, key: bytes, invite: Invite, ids: Mapping[str, str], at: datetime | None = None
+) -> Worker:
+    """Let a worker in, or back in: the same platform id resumes, never a second place.
+    A place counts only someone under way or finished (see ``Crowd.places_used``).
+
+    Raises:
+        CrowdError: every place is taken, no item is left for a newcomer, or a returning
+            worker comes in another session.
+    """
+    crowd = Crowd(store)
+    names = PLATFORMS.get(invite.platform, ("worker",))
+    worker_id = ids.get(names[0], "")
+    if not worker_id:
+        raise CrowdError(f"the link has no {names[0]}")
+    again = returning(store, invite, ids, at)
+    if again is not None:
+        return again
+    if not RatingStore(store).room_for_newcomer(invite.study_id):
+        raise CrowdError(
+            "Every item of this study has all the ratings it needs, so there is nothing left "
+            "for you to rate. Please return the study on the platform; no time of yours was "
+            "counted. Thank you for your interest."
+        )
+    row: dict[str, Any] = {
+        "username": worker_name(key, invite.study_id, invite.platform, worker_id),
+        "invite_id": invite.id,
+        "study_id": invite.study_id,
+        "platform": invite.platform,
+        "worker_id": worker_id,
+        "study_ref": ids.get(names[1]) if len(names) > 1 else None,
+        "session_ref": ids.get(names[2]) if len(names) > 2 else None,
+        "status": "consent",
+        "created": (at or datetime.now(UTC)).isoformat(timespec="seconds"),
+    }
+    if not crowd.join(invite.id, invite.cap, row, _place_cutoff(store, invite, at)):
+        raise _full(invite)
+    return _worker(crowd.worker(str(row["username"])) or row, resumed=False)
+
+
+@dataclass(frozen=True)
+class Places:
+    """How full a link is: places taken by people under way or finished, its cap, and
+    places given back (screened out, stopped, left at consent, replaced)."""
+
+    used: int
+    cap: int
+    freed: int
+
+    def __str__(self) -> str:
+        return f"places: {self.used} / {self.cap} ({self.freed} freed)"
+
+
+def places(store: Store, invite: Invite, at: datetime | None = None) -> Places:
+    """The link's places now."""
+    crowd = Crowd(store)
+    used = crowd.places_used(invite.id, _place_cutoff(store, invite, at))
+    return Places(used, invite.cap, crowd.joined(invite.id) - used)
+
+
+def set_cap(store: Store, invite: Invite, cap: int) -> None:
+    """Raise or lower a live link's places (those already in keep theirs).
+
+    Raises:
+        CrowdError: fewer than one place, or more than 100,000.
+    """
+    if not 1 <= cap <= 100_000:
+        raise CrowdError("a link holds between 1 and 100,000 places")
+    Crowd(store).set_cap(invite.id, cap)
+
+
+def worker_of(store: Store, username: str) -> Worker | None:
+    """A worker who is already in (this browser session's), or None."""
+    row = Crowd(store).worker(username)
+    return _worker(row, resumed=True) if row else None
+
+
+def _worker(row: Mapping[str, Any], resumed: bool) -> Worker:
+    langs = tuple(filter(None, (row.get("languages") or "").split(",")))
+    return Worker(
+        username=row["username"],
+        study_id=int(row["study_id"]),
+        invite_id=row["invite_id"],
+        resumed=resumed,
+        status=row.get("status") or "consent",
+        consent_version=row.get("consent_version"),
+        languages=langs,
+        stop_reason=row.get("stop_reason"),
+    )
+
+
+def join_with_account(
+    store: Store,
+    invite: Invite,
+    users_path: Path,
+    username: str,
+    password: str,
+    name: str | None = None,
+) -> Worker:
+    """An ``account`` invite: create a rater account for this study alone (it may rate no
+    other study). The place is taken first, so a full study creates no account.
+
+    Raises:
+        CrowdError: every place is taken, or the link is not an account link.
+        UserError: the username is malformed or taken, or the password is too short.
+    """
+    from koed_core.rating.accounts import add_user
+
+    if invite.platform != "account":
+        raise CrowdError("this invite link is for a recruitment platform, not for accounts")
+    row: dict[str, Any] = {
+        "username": username,
+        "invite_id": invite.id,
+        "study_id": invite.study_id,
+        "platform": "account",
+        "worker_id": username,
+        "status": "consent",
+        "created": now(),
+    }
+    crowd = Crowd(store)
+    if crowd.worker(username) is not None:
+        raise CrowdError(f"user {username!r} exists already")
+    if not crowd.join(invite.id, invite.cap, row, _place_cutoff(store, invite)):
+        raise CrowdError(f"This study is full: all {invite.cap} places are taken.")
+    try:
+        add_user(users_path, username, "rater", name, password)
+    except KoedError:
+        crowd.remove(username)
+        raise
+    return _worker(row, resumed=False)

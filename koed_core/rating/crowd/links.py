@@ -1,0 +1,300 @@
+"""Invite links: which platform parameters a link carries, its signature, expiry, cap and
+codes, and the personal links of a study's own raters."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import re
+import secrets
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from koed_core.db import Store, now
+from koed_core.db.crowd import Crowd
+from koed_core.errors import KoedError
+from koed_core.rating.studies import RatingStore
+
+PLATFORMS: dict[str, tuple[str, ...]] = {
+    "prolific": ("PROLIFIC_PID", "STUDY_ID", "SESSION_ID"),
+    "mturk": ("workerId", "assignmentId", "hitId"),
+}
+"""The URL parameters each platform appends to a study link; the first is the worker."""
+
+
+PROLIFIC_DONE = "https://app.prolific.com/submissions/complete?cc={code}"
+
+
+PLACEHOLDERS = {
+    "prolific": "&PROLIFIC_PID={{%PROLIFIC_PID%}}&STUDY_ID={{%STUDY_ID%}}"
+    "&SESSION_ID={{%SESSION_ID%}}",
+}
+"""What a link pasted into the platform carries so that the platform fills in its ids
+(MTurk appends workerId, assignmentId, hitId and turkSubmitTo itself; a researcher's own
+list has one link per id)."""
+
+
+PLATFORM_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
+
+
+PROLIFIC_PID = re.compile(r"^[0-9a-f]{24}$")
+"""Prolific participant (and study, session) ids: 24 hexadecimal characters."""
+
+
+MTURK_ID = re.compile(r"^[A-Z0-9]{6,64}$")
+"""MTurk worker, assignment and HIT ids: upper-case letters and digits."""
+
+
+MTURK_PREVIEW = "ASSIGNMENT_ID_NOT_AVAILABLE"
+"""The assignmentId MTurk sends while a worker previews a HIT they have not accepted."""
+
+
+MTURK_SUBMIT_HOSTS = ("https://www.mturk.com", "https://workersandbox.mturk.com")
+"""Where an ExternalQuestion's answers may be posted (turkSubmitTo), and nowhere else."""
+
+
+CODE = re.compile(r"^[A-Z0-9]{4,32}$")
+
+
+OUTCOMES = ("completed", "screened_out", "failed_checks")
+"""What a visit can end in, each with its own code (Prolific's completion codes)."""
+
+
+NATIVE_YEARS = 10
+"""Years lived in Korea (or an English-speaking country) that count as native-like."""
+
+
+ATTENTION_FAILS_TO_STOP = 2
+
+
+DECISIONS = ("accept", "reject", "replace")
+
+
+class CrowdError(KoedError):
+    """An invite link that cannot be used, or a worker action that is not allowed."""
+
+
+@dataclass(frozen=True)
+class Invite:
+    """One invite link's settings."""
+
+    id: str
+    study_id: int
+    platform: str
+    expires: float
+    cap: int
+    batch_size: int
+    batches: int
+    completion_code: str
+    redirect_url: str | None
+    consent_ko: str
+    consent_en: str
+    reward: float | None
+    currency: str
+    revoked: bool
+    prolific_study_id: str | None = None
+    """Prolific's id of the study this link was pasted into: STUDY_ID must match it."""
+    screenout_code: str = ""
+    failed_code: str = ""
+    calibration_attempts: int = 1
+    """Calibration rounds a worker may try before being stopped (a reload is no new one)."""
+
+    def code_for(self, outcome: str) -> str:
+        """The code a worker is shown for this outcome."""
+        return {
+            "completed": self.completion_code,
+            "screened_out": self.screenout_code,
+            "failed_checks": self.failed_code,
+        }[outcome]
+
+    def back_url(self, code: str) -> str | None:
+        """Where the button back to the platform goes with this code (MTurk: a POST, see
+        ``mturk_submit``)."""
+        if self.platform == "prolific":
+            return PROLIFIC_DONE.format(code=code)
+        return self.redirect_url
+
+    @property
+    def consent_version(self) -> str:
+        """Which consent text a worker agreed to (stored with the worker)."""
+        text = f"{self.consent_ko}\n---\n{self.consent_en}".encode()
+        return hashlib.sha256(text).hexdigest()[:12]
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> Invite:
+        return cls(
+            id=row["id"],
+            study_id=int(row["study_id"]),
+            platform=row["platform"],
+            expires=float(row["expires"]),
+            cap=int(row["cap"]),
+            batch_size=int(row["batch_size"]),
+            batches=int(row["batches"]),
+            completion_code=row["completion_code"],
+            redirect_url=row["redirect_url"],
+            consent_ko=row["consent_ko"],
+            consent_en=row["consent_en"],
+            reward=row["reward"],
+            currency=row["currency"] or "GBP",
+            revoked=bool(row["revoked"]),
+            prolific_study_id=row.get("prolific_study_id"),
+            screenout_code=row.get("screenout_code") or _derived_code(row["id"], "screened_out"),
+            failed_code=row.get("failed_code") or _derived_code(row["id"], "failed_checks"),
+            calibration_attempts=int(row.get("calibration_attempts") or 1),
+        )
+
+
+def _derived_code(invite_id: str, outcome: str) -> str:
+    """A code for a link made before codes per outcome (stable: the same every time)."""
+    return hashlib.sha256(f"{invite_id}:{outcome}".encode()).hexdigest()[:8].upper()
+
+
+def _signature(invite_id: str, key: bytes) -> str:
+    return hmac.new(key, f"invite:{invite_id}".encode(), hashlib.sha256).hexdigest()[:20]
+
+
+def token_for(invite_id: str, key: bytes) -> str:
+    """The link's ``invite`` parameter: the id and its signature under the server key."""
+    return f"{invite_id}.{_signature(invite_id, key)}"
+
+
+def create_invite(
+    store: Store,
+    key: bytes,
+    study_id: int,
+    *,
+    platform: str,
+    days: float,
+    cap: int,
+    batch_size: int,
+    batches: int = 1,
+    completion_code: str | None = None,
+    redirect_url: str | None = None,
+    consent_ko: str,
+    consent_en: str,
+    reward: float | None = None,
+    currency: str = "GBP",
+    created_by: str | None = None,
+    screenout_code: str | None = None,
+    failed_code: str | None = None,
+    prolific_study_id: str | None = None,
+    calibration_attempts: int = 1,
+) -> tuple[Invite, str]:
+    """A new invite link for a study; returns it and its token.
+
+    Raises:
+        CrowdError: a setting out of range, or an unknown platform.
+    """
+    problems = []
+    if platform not in (*PLATFORMS, "none", "account"):
+        problems.append(f"platform must be prolific, mturk, none or account, not {platform!r}")
+    if not 0 < days <= 365:
+        problems.append("a link lasts between a few hours and 365 days")
+    if cap < 1 or batch_size < 1 or batches < 1:
+        problems.append("places, batch size and batches must each be at least 1")
+    if not consent_ko.strip() or not consent_en.strip():
+        problems.append("write the consent text in both Korean and English")
+    if reward is not None and reward < 0:
+        problems.append("the reward cannot be negative")
+    if not 1 <= calibration_attempts <= 5:
+        problems.append("calibration attempts must be between 1 and 5")
+    if prolific_study_id and not PROLIFIC_PID.match(prolific_study_id):
+        problems.append("the Prolific study id is 24 hexadecimal characters")
+    codes = [
+        c or secrets.token_hex(4).upper() for c in (completion_code, screenout_code, failed_code)
+    ]
+    bad = [c for c in codes if not CODE.match(c)]
+    if bad:
+        problems.append(f"codes are 4-32 upper-case letters and digits, not {bad[0]!r}")
+    elif len(set(codes)) < 3:
+        problems.append("the completion, screen-out and failed-checks codes must differ")
+    if problems:
+        raise CrowdError("; ".join(problems))
+    code = codes[0]
+    if platform == "prolific" and not redirect_url:
+        redirect_url = PROLIFIC_DONE.format(code=code)
+    invite_id = secrets.token_urlsafe(9)
+    row = {
+        "id": invite_id,
+        "study_id": study_id,
+        "platform": platform,
+        "expires": time.time() + days * 86400,
+        "cap": cap,
+        "batch_size": batch_size,
+        "batches": batches,
+        "completion_code": code,
+        "redirect_url": redirect_url,
+        "consent_ko": consent_ko.strip(),
+        "consent_en": consent_en.strip(),
+        "reward": reward,
+        "currency": currency,
+        "revoked": 0,
+        "created_by": created_by,
+        "created": now(),
+        "prolific_study_id": prolific_study_id or None,
+        "screenout_code": codes[1],
+        "failed_code": codes[2],
+        "calibration_attempts": calibration_attempts,
+    }
+    Crowd(store).add_invite(row)
+    checks = RatingStore(store).config(study_id).attention_checks
+    if checks and batches > 1:  # each batch holds its share of checks: new ones in each
+        RatingStore(store).ensure_attention(study_id, checks * batches)
+    return Invite.from_row(row), token_for(invite_id, key)
+
+
+def check_invite(
+    store: Store, key: bytes, token: str, *, at: float | None = None, joining: bool = True
+) -> Invite:
+    """The invite a link names, if it may still let people in (``joining``), or, for a
+    worker already in, if they may go on: a withdrawn or expired link lets nobody new in,
+    but those already in may finish.
+
+    Raises:
+        CrowdError: forged or damaged, unknown, its study closed; when ``joining`` also
+            withdrawn or expired.
+    """
+    invite_id, _, signature = (token or "").partition(".")
+    if not invite_id or not hmac.compare_digest(signature, _signature(invite_id, key)):
+        raise CrowdError(
+            "This invite link is not valid: it is incomplete or was changed. Open the link "
+            "exactly as you received it."
+        )
+    row = Crowd(store).invite(invite_id)
+    if row is None:
+        raise CrowdError("This invite link is not valid: no such study invitation.")
+    invite = Invite.from_row(row)
+    if joining and invite.revoked:
+        raise CrowdError("This invite link has been withdrawn by the study's organisers.")
+    moment = time.time() if at is None else at
+    if joining and moment > invite.expires:
+        ended = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(invite.expires))
+        raise CrowdError(f"This invite link expired on {ended}.")
+    study = store.rows("select closed from studies where id = ?", [invite.study_id])
+    if not study or study[0]["closed"]:
+        raise CrowdError("This study has ended; thank you for your interest.")
+    return invite
+
+
+def personal_signature(key: bytes, invite_id: str, worker: str) -> str:
+    """The ``sig`` of a researcher's own list's link: holding one link is not holding
+    another person's."""
+    return hmac.new(key, f"person:{invite_id}:{worker}".encode(), hashlib.sha256).hexdigest()[:16]
+
+
+def personal_links(key: bytes, invite: Invite, token: str, people: list[str]) -> dict[str, str]:
+    """One link's query per id of a ``none`` link's list (``worker`` and its ``sig``).
+
+    Raises:
+        CrowdError: an id is malformed or repeated, or the list is empty.
+    """
+    ids = [p.strip() for p in people if p.strip()]
+    bad = [p for p in ids if not PLATFORM_ID.match(p)]
+    if not ids or bad or len(set(ids)) < len(ids):
+        why = f"{bad[0]!r} has characters ids do not use" if bad else "ids repeat or none given"
+        raise CrowdError(f"the list of ids: {why} (letters, digits, - or _; one per line)")
+    return {
+        p: f"invite={token}&worker={p}&sig={personal_signature(key, invite.id, p)}" for p in ids
+    }

@@ -1,0 +1,114 @@
+"""The paper's table from stored runs, and its Markdown and LaTeX forms."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from koed_core.db import JudgeConfig, Store
+from koed_core.judge.rubric import codes
+from koed_core.models.pipeline import EARLIER, steps_for
+from koed_core.models.prompts import PROMPT_SETS
+from koed_core.results.gaps import paired_gap
+
+
+def paper_table(
+    store: Store, runs: Mapping[tuple[str, str], str], judge: JudgeConfig | None
+) -> pd.DataFrame:
+    """The paper's layout: a row per model and protocol; ED (English) and KoED (Korean)
+    means of EX, IP, ER, EEA, CA and emotion recognition; the gap (KoED minus ED, mean of
+    the five dimensions per dialogue, paired) with its bootstrap 95% CI."""
+    from koed_core.results import gaps
+
+    frame = gaps.score_frame(store, judge=judge)
+    rows = []
+    for (model, protocol), run_id in sorted(runs.items()):
+        mine = frame[frame["run_id"] == run_id]
+        row: dict[str, Any] = {"model": model, "protocol": protocol, "run_id": run_id}
+        for lang, side in (("en", "ED"), ("ko", "KoED")):
+            for metric in [*codes(), gaps.EMOTION_METRIC, gaps.EMOTION_ANSWERED]:
+                values = mine[(mine["lang"] == lang) & (mine["metric"] == metric)]["value"]
+                row[f"{side} {metric}"] = float(values.mean()) if len(values) else np.nan
+        judged = mine[mine["source"] == "judge"]
+        per_dialogue = judged.pivot_table(
+            index="conv_id", columns="lang", values="value", aggfunc="mean"
+        )
+        if {"en", "ko"} <= set(per_dialogue.columns):
+            both = per_dialogue.dropna(subset=["en", "ko"])
+            if len(both):
+                gap, low, high = paired_gap(both["en"].to_numpy(), both["ko"].to_numpy())
+                row.update(gap=gap, ci_low=low, ci_high=high, pairs=len(both))
+        rows.append(row)
+    table = pd.DataFrame(rows)
+    if judge is not None and not table.empty:
+        table = table.assign(**judge.as_columns())
+    return table
+
+
+def stored_runs(store: Store, dataset_sha256: str | None = None) -> dict[tuple[str, str], str]:
+    """Every batch run (of one dataset) keyed as the table names it: (model, "protocol,
+    prompt set"); the most recent run wins when one configuration was run twice."""
+    import json
+
+    runs = store.run_table(kind="batch")
+    out: dict[tuple[str, str], str] = {}
+    for row in runs.to_dict("records"):
+        if dataset_sha256 and row["dataset_sha256"] != dataset_sha256:
+            continue
+        config = json.loads(row["config"])
+        prompt_set = config.get("prompt_set", "native")
+        label = f"{row['protocol']}, {prompt_set} prompts"
+        # a run that changed a step of its set's profile is a row of its own, named by it
+        profile = steps_for(prompt_set if prompt_set in PROMPT_SETS else "custom")
+        changed = [
+            f"{name.replace('_', ' ')} {config.get(name, getattr(EARLIER, name))}"
+            for name in ("postprocess", "commas", "emotion_reader")
+            if config.get(name, getattr(EARLIER, name)) != getattr(profile, name)
+        ]
+        if config.get("temperature") is None:
+            changed.append("server's decoding")
+        if changed:
+            label += " (" + ", ".join(changed) + ")"
+        out[(str(row["model"]), label)] = str(row["run_id"])
+    return out
+
+
+def to_markdown(table: pd.DataFrame, title: str) -> str:
+    """The table as GitHub Markdown, numbers to two decimals."""
+    shown = _shown(table)
+    head = "| " + " | ".join(shown.columns) + " |"
+    rule = "| " + " | ".join("---" for _ in shown.columns) + " |"
+    body = ["| " + " | ".join(str(v) for v in row) + " |" for row in shown.to_numpy()]
+    return "\n".join([f"# {title}", "", head, rule, *body]) + "\n"
+
+
+def to_latex(table: pd.DataFrame, title: str) -> str:
+    """The table as a LaTeX tabular (booktabs), numbers to two decimals."""
+    shown = _shown(table)
+
+    def esc(text: object) -> str:
+        return str(text).replace("_", r"\_").replace("&", r"\&").replace("%", r"\%")
+
+    lines = [
+        f"% {esc(title)}",
+        r"\begin{tabular}{" + "l" * 2 + "r" * (len(shown.columns) - 2) + "}",
+        r"\toprule",
+        " & ".join(esc(c) for c in shown.columns) + r" \\",
+        r"\midrule",
+        *(" & ".join(esc(v) for v in row) + r" \\" for row in shown.to_numpy()),
+        r"\bottomrule",
+        r"\end{tabular}",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _shown(table: pd.DataFrame) -> pd.DataFrame:
+    keep = [c for c in table.columns if not c.startswith("judge_") and c != "run_id"]
+    shown = table[keep].copy()
+    for column in shown.columns:
+        if pd.api.types.is_float_dtype(shown[column]):
+            shown[column] = shown[column].map(lambda v: "" if pd.isna(v) else f"{v:.2f}")
+    return shown

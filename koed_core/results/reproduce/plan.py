@@ -1,0 +1,214 @@
+"""A reproduction plan: reading the TOML file, what each key may be, and the generation
+settings a plan gives a model."""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+from koed_core.db import JudgeConfig
+from koed_core.errors import KoedError
+from koed_core.judge.judging import current_config
+from koed_core.models.client import GenerationSettings
+from koed_core.models.pipeline import Steps, steps_for
+from koed_core.models.prompts import PROMPT_SETS, load_prompt_set
+from koed_core.models.protocol import PROTOCOLS
+from koed_core.models.registry import ModelSpec, decoding
+
+CHARS_PER_TOKEN = 4
+"""For the dry run's token estimate (no tokenizer for every model offline)."""
+
+
+class PlanError(KoedError):
+    """A plan file that cannot be used; names the file and the key."""
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What to reproduce."""
+
+    name: str
+    models: tuple[str, ...]
+    judge: str
+    subset: str = "paper-100"
+    langs: tuple[str, ...] = ("ko", "en")
+    protocols: tuple[str, ...] = ("single", "multi")
+    prompts: str = "paper"
+    judge_mode: str = "paper"
+    concurrency: int = 8
+    judge_concurrency: int = 8
+    sample: int | None = None
+    seed: int = 0
+    batch: bool = False
+    """Send the requests of OpenAI-compatible models through the provider's Batch API."""
+    postprocess: str | None = None
+    commas: str | None = None
+    emotion_reader: str | None = None
+    """The pipeline's steps; None: the prompt set's profile (the authors' for paper)."""
+    temperature: float | str | None = None
+    """Every model's temperature, or "default" (the server's own); None: each model's."""
+    judge_template: str | None = None
+    judge_parse: str | None = None
+    """None: the judge mode's (paper: the authors' template and parser)."""
+    kind: str = "runs"
+    """runs (one reply after each KoED context) or episodes (``koed episodes``: the
+    models listen to a simulated Speaker for ``turns`` Listener turns)."""
+    speaker: str | None = None
+    """Episodes: who plays the Speaker (a registry name)."""
+    turns: int = 3
+    variants: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    """Named variants of the plan, each changing one step (a sensitivity plan): every
+    variant is run and judged beside the plan itself, the base."""
+
+    def steps(self, family: str) -> Steps:
+        """The pipeline steps of one model's runs."""
+        return steps_for(
+            load_prompt_set(self.prompts).profile,
+            family,
+            postprocess=self.postprocess,
+            commas=self.commas,
+            emotion_reader=self.emotion_reader,
+        )
+
+    def judge_config(self, judge: str) -> JudgeConfig:
+        """The judge configuration this plan's judging produces."""
+        return current_config(judge, self.judge_mode, self.judge_template, self.judge_parse)
+
+
+def load_plan(path: Path) -> Plan:
+    """Read and check a plan file.
+
+    Raises:
+        PlanError: not TOML, an unknown key, or a value outside its choices.
+    """
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise PlanError(f"{path}: no such plan file") from None
+    except (IsADirectoryError, UnicodeDecodeError) as err:
+        raise PlanError(f"{path}: not a plan file ({err})") from None
+    return parse_plan(text, str(path))
+
+
+def parse_plan(text: str, path: str = "plan") -> Plan:
+    """Check a plan's TOML text (a job keeps the text it was queued with).
+
+    Raises:
+        PlanError: not TOML, an unknown key, or a value outside its choices.
+    """
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as err:
+        raise PlanError(f"{path}: not valid TOML ({err})") from None
+    allowed = {f.name for f in fields(Plan)}
+    unknown = set(raw) - allowed
+    if unknown:
+        raise PlanError(f"{path}: unknown key(s) {', '.join(sorted(unknown))}")
+    for key in ("name", "models", "judge"):
+        if key not in raw:
+            raise PlanError(f"{path}: {key} is missing")
+    for key in ("models", "langs", "protocols"):
+        if key in raw:
+            raw[key] = tuple(raw[key])
+    variants = raw.get("variants", {})
+    if not isinstance(variants, dict) or not all(isinstance(v, dict) for v in variants.values()):
+        raise PlanError(f"{path}: variants is a table of named tables ([variants.NAME])")
+    for name, changes in variants.items():
+        wrong = set(changes) - set(VARIANT_KEYS)
+        if wrong or not changes:
+            raise PlanError(
+                f"{path}: variant {name!r} may change {', '.join(VARIANT_KEYS)} "
+                f"(found {', '.join(sorted(wrong)) or 'nothing'})"
+            )
+    plan = Plan(**raw)
+    _check(plan, path)
+    for name, changes in plan.variants.items():
+        _check(replace(plan, variants={}, **changes), f"{path}: variant {name!r}")
+    return plan
+
+
+VARIANT_KEYS = (
+    "prompts",
+    "postprocess",
+    "commas",
+    "emotion_reader",
+    "temperature",
+    "judge_template",
+    "judge_parse",
+)
+
+
+def _check(plan: Plan, path: str) -> None:
+    """Every value of a plan within its choices.
+
+    Raises:
+        PlanError: naming the file (and variant) and the key.
+    """
+    checks = [
+        (set(plan.langs) <= {"ko", "en"} and plan.langs, "langs must be ko and/or en"),
+        (set(plan.protocols) <= set(PROTOCOLS) and plan.protocols, "protocols: single, multi"),
+        (
+            plan.prompts in PROMPT_SETS or Path(plan.prompts).suffix == ".toml",
+            f"prompts must be one of {', '.join(PROMPT_SETS)} or a .toml file",
+        ),
+        (plan.judge_mode in ("paper", "strict"), "judge_mode must be paper or strict"),
+        (plan.concurrency >= 1 and plan.judge_concurrency >= 1, "concurrency must be >= 1"),
+        (plan.models, "models is empty"),
+        (plan.kind in ("runs", "episodes"), "kind must be runs or episodes"),
+        (plan.kind != "episodes" or bool(plan.speaker), "an episodes plan needs a speaker"),
+        (
+            plan.kind != "episodes" or (isinstance(plan.turns, int) and 1 <= plan.turns <= 10),
+            "turns must be between 1 and 10",
+        ),
+        (plan.kind != "episodes" or not plan.variants, "an episodes plan has no variants"),
+    ]
+    temp = plan.temperature
+    checks.append(
+        (
+            temp is None
+            or temp == "default"
+            or (isinstance(temp, int | float) and not isinstance(temp, bool) and 0 <= temp <= 2),
+            'temperature must be a number from 0 to 2 or "default"',
+        )
+    )
+    for ok, message in checks:
+        if not ok:
+            raise PlanError(f"{path}: {message}")
+    try:
+        load_prompt_set(plan.prompts)
+        plan.steps("open")
+        plan.judge_config(plan.judge)
+    except KoedError as err:
+        raise PlanError(f"{path}: {err}") from None
+
+
+def pinned(plan: Plan) -> Plan:
+    """The plan with every step written out as its base resolves it, so that a variant
+    changing one step leaves the others where the base has them (native prompts, say,
+    would otherwise bring the native set's own post-processing)."""
+    steps = plan.steps("open")
+    judging = plan.judge_config(plan.judge)
+    return replace(
+        plan,
+        variants={},
+        postprocess=steps.postprocess,
+        commas=steps.commas,
+        emotion_reader=steps.emotion_reader,
+        judge_template=plan.judge_template or judging.template,
+        judge_parse=judging.parse,
+    )
+
+
+def plan_settings(plan: Plan, spec: ModelSpec) -> GenerationSettings:
+    """One model's decoding in a plan: the plan's temperature when it sets one ("default":
+    the server's own, nothing sent), else the model's own from models.toml."""
+    from koed_core.models.runs import settings_for
+
+    if plan.temperature == "default":
+        _, tokens = decoding(spec)
+        return GenerationSettings(temperature=None, max_tokens=tokens)
+    temperature = None if plan.temperature is None else float(plan.temperature)
+    return settings_for(spec, temperature)

@@ -1,0 +1,218 @@
+"""Before anything is sent: whether each server answers and serves its model, and how many
+requests, tokens and batches the plan will take."""
+
+from __future__ import annotations
+
+import urllib.error
+import urllib.request
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from koed_core.dialogues.dialogue import Dialogue
+from koed_core.judge.rubric import codes
+from koed_core.models.client import GenerationSettings
+from koed_core.models.prompts import plan_messages
+from koed_core.models.protocol import build_task
+from koed_core.models.registry import ModelSpec
+from koed_core.models.runs import READ_ONLY_STEPS
+from koed_core.results.reproduce.plan import CHARS_PER_TOKEN, Plan, pinned
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Why a model (or the judge) is left out before anything is sent."""
+
+    name: str
+    reason: str
+
+
+def check_reachable(spec: ModelSpec, key: str | None, timeout: float = 3.0) -> str | None:
+    """Why a model cannot be used now (no key, server not answering), or None."""
+    if spec.backend != "openai":
+        return None
+    if spec.base_url is None and not key:
+        return f"no API key: set {spec.api_key_env}"
+    url = (spec.base_url or "https://api.openai.com/v1").rstrip("/") + "/models"
+    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {key or 'none'}"})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout):
+            return None
+    except urllib.error.HTTPError as err:
+        if err.code in (401, 403):
+            return f"the server refused the key ({err.code})"
+        return None  # the server answers; /models may simply not exist there
+    except (urllib.error.URLError, TimeoutError, OSError) as err:
+        return f"server not reachable ({getattr(err, 'reason', err)})"
+
+
+def check_served(spec: ModelSpec, key: str | None) -> str | None:
+    """Why a reachable model's id would fail every call (retired by its provider, or not
+    on that server), or None: the server's model list when it has the id, else one call
+    of one token, whose "no such model" is the answer."""
+    if spec.backend != "openai":
+        return None
+    from koed_core.models.backends import make_client
+    from koed_core.models.backends.openai_compat import served_models
+    from koed_core.models.client import ModelError
+
+    try:
+        if spec.model in served_models(spec.base_url, key, limit=None):
+            return None
+    except ModelError:
+        pass  # no list there (Anthropic's endpoint keeps none): ask the model itself
+    probe = GenerationSettings(temperature=0.0, max_tokens=1, timeout_s=30.0, max_retries=1)
+    try:
+        make_client(spec, key).complete([{"role": "user", "content": "Hi"}], probe, None)
+    except ModelError as err:
+        if err.kind != "not_found":
+            return None  # reachable; any other trouble is the run's to report
+        instead = (
+            f"; use instead: {', '.join(spec.substitutes)} (set model = ... in models.toml)"
+            if spec.substitutes
+            else "; see README, Reproduce the paper, for substitutes"
+        )
+        return f"its id {spec.model!r} is not served (retired or missing){instead}"
+    return None
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """The dry run for one server: how many requests and roughly how many prompt tokens."""
+
+    server: str
+    models: tuple[str, ...]
+    requests: int
+    prompt_tokens: int
+    batch_api: bool = False
+    """An OpenAI-compatible server: ``batch`` may send these through its Batch API."""
+
+
+def estimate(
+    plan: Plan, specs: Mapping[str, ModelSpec], judge: ModelSpec, dialogues: Sequence[Dialogue]
+) -> list[Estimate]:
+    """Requests and prompt tokens per server, from the prompts that would be sent.
+
+    Listener calls are counted exactly (two per item for the paper set); judge calls
+    assume one attempt per dimension and a reply of the length of the listener request.
+    A sensitivity plan adds each variant: a variant that changes only the judge reuses
+    the base's answers and costs judge calls alone.
+    """
+    if plan.kind == "episodes":
+        return _estimate_episodes(plan, specs, judge, dialogues)
+    if plan.variants:
+        base = pinned(plan)
+        parts = [_estimate(base, specs, judge, dialogues)]
+        for changes in plan.variants.values():
+            no_calls = set(changes) <= {"judge_template", "judge_parse", *READ_ONLY_STEPS}
+            variant = replace(base, **changes)
+            parts.append(_estimate(variant, specs, judge, dialogues, listeners=not no_calls))
+        merged: dict[str, Estimate] = {}
+        for part in parts:
+            for row in part:
+                seen = merged.get(row.server)
+                merged[row.server] = (
+                    row
+                    if seen is None
+                    else Estimate(
+                        row.server,
+                        tuple(sorted(set(seen.models) | set(row.models))),
+                        seen.requests + row.requests,
+                        seen.prompt_tokens + row.prompt_tokens,
+                        seen.batch_api or row.batch_api,
+                    )
+                )
+        return list(merged.values())
+    return _estimate(plan, specs, judge, dialogues)
+
+
+def _estimate_episodes(
+    plan: Plan, specs: Mapping[str, ModelSpec], judge: ModelSpec, dialogues: Sequence[Dialogue]
+) -> list[Estimate]:
+    """An episodes plan at full length: every Listener and judge request once per turn,
+    and a Speaker request between turns. Prompts grow each turn; they are counted at the
+    first turn's length, so the tokens are a lower bound."""
+    single = _estimate(replace(plan, kind="runs"), specs, judge, dialogues)
+    rows = [
+        Estimate(r.server, r.models, r.requests * plan.turns, r.prompt_tokens * plan.turns)
+        for r in single
+    ]
+    speaker = specs.get(plan.speaker or "")
+    if speaker is None or plan.turns < 2:
+        return rows
+    langs: list[Any] = list(plan.langs)
+    with_context = [d for d in dialogues for lang in langs if build_task(d, lang).turns]
+    episodes = len(with_context) * len(plan.models) * len(plan.protocols)
+    server = speaker.base_url or "api.openai.com"
+    extra = Estimate(server, (speaker.name,), episodes * (plan.turns - 1), 0)
+    for i, row in enumerate(rows):
+        if row.server == server:
+            rows[i] = Estimate(
+                server,
+                tuple(sorted({*row.models, speaker.name})),
+                row.requests + extra.requests,
+                row.prompt_tokens,
+            )
+            return rows
+    return [*rows, extra]
+
+
+def _estimate(
+    plan: Plan,
+    specs: Mapping[str, ModelSpec],
+    judge: ModelSpec,
+    dialogues: Sequence[Dialogue],
+    listeners: bool = True,
+) -> list[Estimate]:
+    from koed_core.judge.judging import JudgeSteps
+    from koed_core.judge.rubric import dimensions
+    from koed_core.judge.verdicts import JudgeMode, build_judge_messages
+
+    wording = JudgeSteps.choose(plan.judge_mode, plan.judge_template, plan.judge_parse).template
+
+    per_server: dict[str, dict[str, Any]] = {}
+
+    def add(spec: ModelSpec, requests: int, chars: int) -> None:
+        server = spec.base_url or "api.openai.com"
+        entry = per_server.setdefault(
+            server,
+            {"models": set(), "requests": 0, "chars": 0, "batch": spec.backend == "openai"},
+        )
+        entry["models"].add(spec.name)
+        entry["requests"] += requests
+        entry["chars"] += chars
+
+    responses = 0
+    judge_chars = 0
+    for name in plan.models:
+        spec = specs[name]
+        for protocol in plan.protocols:
+            for lang in plan.langs:
+                for dialogue in dialogues:
+                    task = build_task(dialogue, lang)  # type: ignore[arg-type]
+                    if not task.turns:
+                        continue
+                    prompt = plan_messages(task, protocol, plan.prompts)  # type: ignore[arg-type]
+                    chars = sum(len(m["content"]) for m in prompt.first)
+                    calls = 2 if prompt.two_calls else 1
+                    if listeners:
+                        add(spec, calls, chars * calls)
+                    responses += 1
+                    context: list[tuple[str, str]] = [(t.role, t.text) for t in task.turns]
+                    mode: JudgeMode = "strict" if plan.judge_mode == "strict" else "paper"
+                    for dim in dimensions():
+                        messages = build_judge_messages(
+                            dim, mode, lang, context, "x" * 200, wording
+                        )
+                        judge_chars += sum(len(m["content"]) for m in messages)
+    add(judge, responses * len(codes()), judge_chars)
+    return [
+        Estimate(
+            server,
+            tuple(sorted(e["models"])),
+            e["requests"],
+            e["chars"] // CHARS_PER_TOKEN,
+            e["batch"],
+        )
+        for server, e in per_server.items()
+    ]
