@@ -1,0 +1,187 @@
+"""What the browser tests do in a page, as a person would: open a menu, log in, wait
+until a rerun has settled, drag over text, score a form. Shared by the files of
+tests/browser/."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+
+def navigate(page, section: str, title: str) -> None:  # type: ignore[no-untyped-def]
+    """Open a page from the top navigation: its section's menu, then its link."""
+    page.get_by_test_id("stTopNavSection").filter(has_text=section).click()
+    page.get_by_role("menuitem", name=title, exact=True).click()
+
+
+def settled(page) -> None:  # type: ignore[no-untyped-def]
+    """Wait until the app's script is not running (the page drawn, widgets live)."""
+    page.wait_for_function(
+        "document.querySelector('[data-testid=\"stApp\"]')"
+        ".getAttribute('data-test-script-state') === 'notRunning'"
+    )
+
+
+def download(page, button) -> bytes:  # type: ignore[no-untyped-def]
+    """A lazy download's bytes: clicked once the page has settled; a click that landed
+    while a rerun replaced the button is made again (once)."""
+    for attempt in (1, 2):
+        settled(page)
+        try:
+            with page.expect_download(timeout=45_000) as download:
+                button.click()
+            return Path(download.value.path()).read_bytes()
+        except Exception:  # noqa: BLE001 - playwright's timeout; the second try decides
+            if attempt == 2:
+                raise
+    raise AssertionError("unreachable")
+
+
+def expect_in_menu(page, section: str, title: str) -> None:  # type: ignore[no-untyped-def]
+    """The top navigation's ``section`` menu holds ``title`` (then closes it again)."""
+    from playwright.sync_api import expect
+
+    page.get_by_test_id("stTopNavSection").filter(has_text=section).click()
+    expect(page.get_by_role("menuitem", name=title, exact=True)).to_be_visible()
+    page.keyboard.press("Escape")
+
+
+def log_in(page, username: str, password: str) -> None:  # type: ignore[no-untyped-def]
+    page.get_by_label("Username").fill(username)
+    page.get_by_role("textbox", name="Password").fill(password)
+    page.get_by_role("button", name="Log in").click()
+
+
+def inside(box: dict[str, float] | None, width: int, height: int) -> bool:
+    return (
+        box is not None
+        and box["y"] >= 0
+        and box["y"] + box["height"] <= height
+        and (box["x"] + box["width"] <= width)
+    )
+
+
+def score_all(page, score: str) -> None:  # type: ignore[no-untyped-def]
+    """Pick ``score`` on every rubric dimension, and see each pick took (a click that lands
+    while Streamlit swaps in the next item's form would be lost)."""
+    from playwright.sync_api import expect
+
+    radios = page.get_by_test_id("stRadio")
+    expect(radios).to_have_count(5)
+    # a new item's form starts empty: until then the last item's form is still there
+    expect(radios.locator("input:checked")).to_have_count(0)
+    for n in range(5):
+        radio = radios.nth(n)
+        for _ in range(10):
+            radio.get_by_text(score, exact=True).click()
+            if radio.locator("input:checked").count() == 1:
+                break
+            page.wait_for_timeout(200)
+        expect(radio.locator("input:checked")).to_have_count(1)
+
+
+SPAN_AT = """
+([lang, position, needle]) => {
+  const found = [];
+  (function walk(root) {
+    root.querySelectorAll('*').forEach((n) => {
+      if (n.classList && n.classList.contains('txt')) found.push(n);
+      if (n.shadowRoot) walk(n.shadowRoot);
+    });
+  })(document);
+  const el = found.find((e) => e.dataset.lang === lang && e.dataset.position === String(position));
+  if (!el) return null;
+  el.scrollIntoView({ block: 'center' });
+  const walker = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    const i = node.data.indexOf(needle);
+    if (i < 0) continue;
+    const range = document.createRange();
+    range.setStart(node, i);
+    range.setEnd(node, i + needle.length);
+    const rects = range.getClientRects();
+    const a = rects[0], b = rects[rects.length - 1];
+    return [a.left + 1.5, a.top + a.height / 2, b.right - 1.5, b.top + b.height / 2];
+  }
+  return null;
+}
+"""
+
+
+def drag_over(page, lang: str, position: int, needle: str) -> None:  # type: ignore[no-untyped-def]
+    """Select ``needle`` in a turn of the span selector with the mouse, as a person does."""
+    from playwright.sync_api import expect
+
+    settled(page)
+    page.evaluate("() => getSelection().removeAllRanges()")
+    box = None
+    for _ in range(60):  # the component's script mounts after the page has settled
+        box = page.evaluate(SPAN_AT, [lang, position, needle])
+        if box is not None:
+            break
+        page.wait_for_timeout(250)
+    assert box is not None, (lang, position, needle)
+    x0, y0, x1, y1 = box
+    page.mouse.move(x0, y0)
+    page.mouse.down()
+    page.mouse.move(x1, y1, steps=6)
+    page.mouse.up()
+    expect(page.get_by_text(f"turn {position}: {needle}", exact=True)).to_be_visible()
+
+
+def add_span(page, ko: tuple[int, str], en: tuple[int, str] | None, kind: str) -> None:  # type: ignore[no-untyped-def]
+    from playwright.sync_api import expect
+
+    drag_over(page, "ko", *ko)
+    if en is not None:
+        drag_over(page, "en", *en)
+    form = page.get_by_test_id("stForm").filter(has_text="Signal type")
+    settled(page)
+    form.get_by_test_id("stSelectbox").click()
+    page.keyboard.type(kind)  # the picker filters as one types
+    page.get_by_role("option").filter(has_text=kind).first.click()
+    expect(form.get_by_role("combobox", name="Signal type")).to_have_value(re.compile(kind))
+    if en is None:
+        form.get_by_text("No English counterpart").click()
+    settled(page)
+    form.get_by_role("button", name="Add span").click()
+    expect(page.get_by_text(f"turn {ko[0]}: {ko[1]}", exact=True)).to_have_count(0)  # added
+
+
+def log_in_settled(page, username: str, password: str, welcome: str) -> None:  # type: ignore[no-untyped-def]
+    """Log in once the login page has settled; a click lost while it redrew is made again."""
+    from playwright.sync_api import expect
+
+    for attempt in (1, 2):
+        settled(page)
+        if page.get_by_text(welcome).count():
+            return
+        log_in(page, username, password)
+        try:
+            expect(page.get_by_text(welcome).first).to_be_visible(
+                timeout=15_000 if attempt == 1 else 30_000
+            )
+            return
+        except AssertionError:
+            if attempt == 2:
+                raise
+
+
+def submit(page, category: str) -> None:  # type: ignore[no-untyped-def]
+    """Choose the category and submit; a click lost while the page redrew is made again."""
+    from playwright.sync_api import expect
+
+    done = page.get_by_text(re.compile(r"^(Submitted\. You may still|Every annotator has)"))
+    for attempt in (1, 2):
+        settled(page)
+        if done.count():
+            return  # the first click did submit, only late
+        form = page.get_by_test_id("stForm").filter(has_text="Adaptation category")
+        form.get_by_text(category).click()
+        form.get_by_role("button", name="Submit").click()
+        try:
+            expect(done.first).to_be_visible(timeout=15_000 if attempt == 1 else 30_000)
+            return
+        except AssertionError:
+            if attempt == 2:
+                raise

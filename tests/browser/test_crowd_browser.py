@@ -1,0 +1,142 @@
+"""A crowd worker from Prolific (and one from MTurk), from the link to the code."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from fixtures.rating import seeded_store, study
+from koed_core.paths import SAMPLE_FILE
+from tests.browser import steps
+from tests.browser.conftest import ARTIFACTS, serve
+
+
+def test_a_crowd_worker_comes_from_prolific_and_goes_back_with_the_code(
+    tmp_path: Path, browser: Any
+) -> None:
+    # The invite link as Prolific opens it: consent, screening, calibration, a batch of
+    # two items, the completion code and the way back; the same worker returning is back
+    # at the code; an expired link and a full one are refused in words.
+    from playwright.sync_api import expect
+
+    from koed_core.db.crowd import Crowd
+    from koed_core.rating import crowd
+
+    key = "s" * 40
+    store, run_id = seeded_store(tmp_path / "koed.db")
+    _, study_id = study(store, run_id, overlap=3, attention_checks=0)
+    consent = {"consent_ko": "연구 참여에 동의합니다.", "consent_en": "I agree to take part."}
+    invite, token = crowd.create_invite(
+        store, key.encode(), study_id, platform="prolific", days=7, cap=5, batch_size=2,
+        reward=1.0, **consent,
+    )  # fmt: skip
+    expired, old_token = crowd.create_invite(
+        store, key.encode(), study_id, platform="prolific", days=0.00001, cap=5,
+        batch_size=2, **consent,
+    )  # fmt: skip
+    full, full_token = crowd.create_invite(
+        store, key.encode(), study_id, platform="prolific", days=7, cap=1, batch_size=2,
+        **consent,
+    )  # fmt: skip
+    crowd.join(store, key.encode(), full, {"PROLIFIC_PID": "ef" * 12})
+    mturk, mturk_token = crowd.create_invite(
+        store, key.encode(), study_id, platform="mturk", days=7, cap=5, batch_size=1,
+        **consent,
+    )  # fmt: skip
+    pid, prolific_study, session = "5f1a2b3c4d5e6f7a8b9c0d1e", "60" * 12, "70" * 12
+    link = f"/join?invite={token}&PROLIFIC_PID={pid}&STUDY_ID={prolific_study}&SESSION_ID={session}"
+    hit = f"/join?invite={mturk_token}&workerId=A2TESTWORKER9&hitId=3HITID0000001"
+    submit_to = "https://workersandbox.mturk.com"
+    server = serve(tmp_path, {"KOED_DATA": str(SAMPLE_FILE), "KOED_SECRET_KEY": key})
+    url = next(server)
+    try:
+        page = browser.new_page(viewport={"width": 1366, "height": 768})  # a laptop
+        page.goto(url + link)
+        expect(page.get_by_role("heading", name="KoED rating study")).to_be_visible()
+        expect(page.get_by_text("연구 참여에 동의합니다.")).to_be_visible()
+        assert page.get_by_test_id("stTopNav").count() == 0  # no other page
+        assert page.get_by_test_id("stSidebarNav").count() == 0
+        page.screenshot(path=str(ARTIFACTS / "crowd_consent.png"))
+        page.get_by_text("I have read this and agree").click()
+        page.get_by_role("button", name="Continue / 계속").click()
+        expect(page.get_by_text("Your native language / 모국어")).to_be_visible()
+        page.goto(url + "/gap")  # a typed URL, same browser: still the worker, still here
+        expect(page.get_by_role("heading", name="KoED rating study")).to_be_visible()
+        expect(page.get_by_text("Your native language / 모국어")).to_be_visible()
+        assert page.get_by_text("The cultural empathy gap").count() == 0
+        page.wait_for_timeout(1500)
+        page.screenshot(path=str(ARTIFACTS / "crowd_typed_url.png"))
+        page.get_by_text("한국어 Korean").click()
+        page.get_by_label("Years lived in Korea / 한국 거주 연수").fill("25")
+        page.get_by_role("button", name="Continue / 계속").click()
+        for n, score in ((1, "4"), (2, "2")):  # calibration, near the references
+            expect(page.get_by_text(f"Calibration {n} of 2")).to_be_visible()
+            steps.score_all(page, score)
+            page.get_by_role("button", name="Submit rating").click()
+            page.get_by_role("button", name="Next").click()
+        for n in (0, 1):
+            expect(page.get_by_text(f"Batch 1 of 1: {n} of 2 rated")).to_be_visible()
+            if n == 1:  # after Submit the new item is shown from its top, not its form
+                expect(page.get_by_text(f"Batch 1 of 1: {n} of 2 rated")).to_be_in_viewport()
+            if n == 0:
+                page.screenshot(path=str(ARTIFACTS / "crowd_item.png"))
+            steps.score_all(page, "4")
+            page.get_by_role("button", name="Submit rating").click()
+        expect(page.get_by_text(invite.completion_code)).to_be_visible()
+        back = page.get_by_role("link", name="Back to the platform / 플랫폼으로 돌아가기")
+        assert back.get_attribute("href") == invite.redirect_url
+        assert invite.redirect_url == crowd.PROLIFIC_DONE.format(code=invite.completion_code)
+        page.screenshot(path=str(ARTIFACTS / "crowd_done.png"))
+        again = browser.new_page()  # the worker opens the link again, another browser
+        again.goto(url + link)
+        expect(again.get_by_text(invite.completion_code)).to_be_visible()
+        refused = browser.new_page()
+        refused.goto(f"{url}/join?invite={old_token}&PROLIFIC_PID={'ab' * 12}")
+        expect(refused.get_by_text("This invite link expired on")).to_be_visible()
+        refused.goto(f"{url}/join?invite={full_token}&PROLIFIC_PID={'cd' * 12}")
+        expect(refused.get_by_text("all 1 places are taken")).to_be_visible()
+        refused.goto(f"{url}/join?invite={token}")  # not opened from Prolific
+        expect(refused.get_by_text("Open this study from Prolific")).to_be_visible()
+        refused.goto(url + link.replace(session, "71" * 12))  # the same PID, a new session
+        expect(refused.get_by_text("another Prolific session")).to_be_visible()
+
+        # MTurk: the preview shows the task and asks to accept; the accepted HIT ends
+        # in a POST of assignmentId and the code to MTurk's externalSubmit.
+        turk = browser.new_page(viewport={"width": 1366, "height": 768})
+        turk.goto(f"{url}{hit}&assignmentId=ASSIGNMENT_ID_NOT_AVAILABLE&turkSubmitTo={submit_to}")
+        expect(turk.get_by_text("Preview: accept the HIT to start.", exact=False)).to_be_visible()
+        expect(turk.get_by_text("I agree to take part.")).to_be_visible()
+        assert turk.get_by_role("button", name="Continue / 계속").count() == 0
+        turk.goto(f"{url}{hit}&assignmentId=3ASSIGN0000001&turkSubmitTo={submit_to}")
+        turk.get_by_text("I have read this and agree").click()
+        turk.get_by_role("button", name="Continue / 계속").click()
+        turk.get_by_text("English", exact=True).click()
+        turk.get_by_role("button", name="Continue / 계속").click()
+        for score in ("4", "2"):
+            steps.score_all(turk, score)
+            turk.get_by_role("button", name="Submit rating").click()
+            turk.get_by_role("button", name="Next").click()
+        steps.score_all(turk, "4")
+        turk.get_by_role("button", name="Submit rating").click()
+        expect(turk.get_by_text(mturk.completion_code)).to_be_visible()
+        form = turk.locator("form[method=post]")
+        assert form.get_attribute("action") == f"{submit_to}/mturk/externalSubmit"
+        fields = {
+            i.get_attribute("name"): i.get_attribute("value")
+            for i in form.locator("input[type=hidden]").all()
+        }
+        assert fields == {
+            "assignmentId": "3ASSIGN0000001",
+            "completion_code": mturk.completion_code,
+        }
+        expect(turk.get_by_role("button", name="Submit the HIT / HIT 제출")).to_be_visible()
+        turk.screenshot(path=str(ARTIFACTS / "crowd_mturk_done.png"))
+    finally:
+        server.close()
+    worker = Crowd(store).worker(crowd.worker_name(key.encode(), study_id, "prolific", pid))
+    assert worker is not None and worker["status"] == "completed"
+    assert (worker["study_ref"], worker["session_ref"]) == (prolific_study, session)
+    assert (worker["code_kind"], worker["code_given"]) == ("completed", invite.completion_code)
+    assert worker["consent_version"] == invite.consent_version
+    assert crowd.places(store, invite).used == 1
+    assert store.count("ratings") == 3 * 5  # two Prolific items and one MTurk item

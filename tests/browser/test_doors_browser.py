@@ -1,0 +1,100 @@
+"""Who may open what: lockouts, blindness, logout everywhere, a forged cookie."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from koed_core.rating import accounts as users
+from tests.browser import steps
+from tests.browser.conftest import (
+    ADMIN_PASSWORD,
+    RATER_PASSWORD,
+    Visit,
+)
+
+
+def test_doors_hold_in_a_real_browser(site: Visit, browser: Any) -> None:
+    import jwt
+    from playwright.sync_api import expect
+
+    server = site.url
+
+    accounts = site.site.accounts
+    first = browser.new_context().new_page()
+    first.goto(server + "/")  # a visitor opens the app at its root
+    expect(first.get_by_role("heading", name="Dialogue explorer")).to_be_visible()
+    first.goto(server + "/runs")  # an admin's page, by a visitor: said, not silently away
+    expect(first.get_by_text("Runs is an admin's page: log in")).to_be_visible()
+
+    # Ten sessions post wrong passwords for the admin at the same moment: every one counts.
+    pages = [browser.new_context().new_page() for _ in range(10)]
+    for page in pages:
+        page.goto(server + "/login")
+        expect(page.get_by_label("Username")).to_be_visible()
+    for n, page in enumerate(pages):
+        page.get_by_label("Username").fill(site.admin)
+        page.get_by_role("textbox", name="Password").fill(f"wrong-{n}")
+    for page in pages:
+        page.get_by_role("button", name="Log in").click(no_wait_after=True)
+    for page in pages:
+        expect(page.get_by_text("Wrong username or password.")).to_be_visible()
+    assert users.load(accounts)["usernames"][site.admin]["locked_until"] > time.time()
+    steps.log_in(pages[0], site.admin, ADMIN_PASSWORD)  # right, but waiting: the same answer
+    expect(pages[0].get_by_text("Wrong username or password.")).to_be_visible()
+    steps.log_in(pages[1], "nobody", "whatever-password")  # unknown: the same answer
+    expect(pages[1].get_by_text("Wrong username or password.")).to_be_visible()
+    assert "Logged in" not in pages[0].content()
+
+    # A rater stays blind to results while the study is open.
+    rater = browser.new_context()
+    page = rater.new_page()
+    page.goto(server + "/login")
+    steps.log_in(page, site.rater, RATER_PASSWORD)
+    expect(page.get_by_text("Logged in as Mina (rater).")).to_be_visible()
+    page.wait_for_timeout(1000)  # the cookie component reaches the browser
+    page.goto(server + "/agreement")
+    expect(page.get_by_text("No published human ratings yet")).to_be_visible()
+    assert page.get_by_test_id("stDataFrame").count() == 0
+    cookies = rater.cookies()
+    assert any(c["name"] == "koed_studio_auth" for c in cookies)
+
+    # Logout ends the session everywhere: a copy of the cookie made before is dead.
+    page.goto(server + "/login")
+    for attempt in (1, 2):  # a click that lands while the page's first run redraws
+        steps.settled(page)
+        if page.get_by_label("Username").count():
+            break  # the first click did log out, only late
+        page.get_by_role("button", name="Log out").first.click()
+        try:
+            expect(page.get_by_label("Username")).to_be_visible(
+                timeout=15_000 if attempt == 1 else 30_000
+            )
+            break
+        except AssertionError:
+            if attempt == 2:
+                raise
+    copied = browser.new_context()
+    copied.add_cookies(cookies)
+    stolen = copied.new_page()
+    stolen.goto(server + "/")
+    expect(stolen.get_by_role("heading", name="Dialogue explorer")).to_be_visible()
+    steps.expect_in_menu(stolen, "Account", "Log in")
+    assert stolen.get_by_text("Logged in: Mina").count() == 0
+
+    # A forged token (alg "none") is just "logged out": no traceback, no server paths.
+    forged = jwt.encode(
+        {"username": site.admin, "exp_date": time.time() + 3600}, key=None, algorithm="none"
+    )
+    attacker = browser.new_context()
+    host = server.split("//", 1)[1].split(":")[0]
+    attacker.add_cookies(
+        [{"name": "koed_studio_auth", "value": forged, "domain": host, "path": "/"}]
+    )
+    evil = attacker.new_page()
+    evil.goto(server + "/")
+    expect(evil.get_by_role("heading", name="Dialogue explorer")).to_be_visible()
+    steps.expect_in_menu(evil, "Account", "Log in")
+    assert evil.get_by_test_id("stException").count() == 0
+    assert "Traceback" not in evil.content()
+    assert "site-packages" not in evil.content()  # no server paths from a stack

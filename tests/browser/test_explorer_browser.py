@@ -1,0 +1,127 @@
+"""The Explorer, Chat, Rate and Gap pages as a visitor and a rater use them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.browser import steps
+from tests.browser.conftest import (
+    ARTIFACTS,
+    HUMAN_EN,
+    RATER_PASSWORD,
+    Visit,
+)
+
+
+def test_explorer_in_a_real_browser(site: Visit, browser: Any) -> None:
+    from playwright.sync_api import expect
+
+    server = site.url
+    requests_at_start = len(site.site.fake.requests)
+    expect.set_options(timeout=30_000)  # a busy CI machine renders slower than 5 s at times
+    page = browser.new_page(viewport={"width": 1400, "height": 1800})
+    page.set_default_timeout(30_000)
+    page.goto(server + "/")
+    expect(page.get_by_role("heading", name="Dialogue explorer")).to_be_visible()
+    expect(page.get_by_text("34 of 34 dialogues match")).to_be_visible()
+
+    # Typing a label and Enter picks that label, not every label it matches.
+    labels = page.get_by_test_id("stMultiSelect").locator("input")
+    labels.fill("sad")
+    page.keyboard.press("Enter")
+    page.keyboard.press("Escape")
+    expect(page.get_by_text("Filter: emotion has all of sad")).to_be_visible()
+    page.get_by_test_id("stMultiSelect").get_by_role("button", name="Clear all").click()
+    expect(page.get_by_text("34 of 34 dialogues match")).to_be_visible()
+
+    # Filter by a combination: exactly {afraid, anxious}.
+    labels = page.get_by_test_id("stMultiSelect").locator("input")
+    for name in ("afraid", "anxious"):
+        labels.fill(name)
+        page.keyboard.press("Enter")
+    page.keyboard.press("Escape")
+    page.get_by_test_id("stSidebar").get_by_text("exact", exact=True).click()
+    expect(page.get_by_text("1 of 34 dialogues match")).to_be_visible()
+    expect(page.get_by_text("Filter: emotion is exactly afraid, anxious")).to_be_visible()
+
+    # The filtered CSV opens in Excel as Korean: UTF-8 with a byte-order mark.
+    csv_button = page.get_by_role("button", name="CSV (one row per turn)")
+    expect(csv_button).to_be_enabled()
+    body = steps.download(page, csv_button)
+    assert body.startswith(b"\xef\xbb\xbf") and "어젯밤".encode() in body
+
+    # Open one dialogue; both languages show, Korean-only turns marked.
+    picker = page.get_by_test_id("stSelectbox").locator("input")
+    picker.fill("sample:1_conv:1")
+    page.keyboard.press("Enter")
+    expect(page.get_by_text("Dialogue sample:1_conv:1")).to_be_visible()
+    expect(page.get_by_text("어젯밤에 야근하고 집에 가는데", exact=False)).to_be_visible()
+    expect(page.get_by_text("I was walking home after working late")).to_be_visible()
+    expect(page.get_by_text("Korean-only turn: added in the reconstruction")).to_have_count(2)
+    assert page.get_by_test_id("stException").count() == 0
+    page.wait_for_timeout(500)
+    page.screenshot(path=str(ARTIFACTS / "explorer.png"), full_page=True)
+
+    # The URL holds the view: a new tab on the same link shows the same dialogue.
+    link = page.url
+    assert "labels=afraid" in link and "labels=anxious" in link and "mode=exact" in link
+    assert "d=sample%3A1_conv%3A1" in link or "d=sample:1_conv:1" in link
+    second = browser.new_page(viewport={"width": 1400, "height": 1400})
+    second.goto(link)
+    expect(second.get_by_text("1 of 34 dialogues match")).to_be_visible(timeout=30_000)
+    expect(second.get_by_text("Dialogue sample:1_conv:1")).to_be_visible()
+    second.close()
+
+    # Chat: from the dialogue to the Chat page. A visitor may use the offline models
+    # only (here the human reference), never one that spends the server's key.
+    page.get_by_text("Chat with models about this dialogue").click()
+    expect(page.get_by_role("heading", name="Chat with models on KoED")).to_be_visible()
+    models = page.get_by_test_id("stMultiSelect").locator("input")
+    models.fill("fake-listener")
+    expect(page.get_by_text("No results")).to_be_visible()
+    models.fill("human")
+    page.keyboard.press("Enter")
+    page.keyboard.press("Escape")
+    page.get_by_role("button", name="Answer as the Listener").click()
+    expect(page.get_by_text("human · ko")).to_be_visible()
+    expect(page.get_by_text(HUMAN_EN)).to_be_visible()
+    assert len(site.site.fake.requests) == requests_at_start  # the paid model was never asked
+    assert page.get_by_test_id("stException").count() == 0
+    page.wait_for_timeout(500)
+    page.screenshot(path=str(ARTIFACTS / "chat.png"), full_page=True)
+
+    # Rating: log in as a rater, rate one item, see the progress move.
+    steps.navigate(page, "Account", "Log in")
+    page.get_by_label("Username").fill(site.rater)
+    page.get_by_role("textbox", name="Password").fill(RATER_PASSWORD)
+    page.get_by_role("button", name="Log in").click()
+    expect(page.get_by_text("Logged in as Mina (rater).")).to_be_visible()
+    steps.navigate(page, "Rating", "Rate responses")
+    expect(page.get_by_text("0 of 13 rated")).to_be_visible()
+    radios = page.get_by_test_id("stRadio")
+    expect(radios).to_have_count(5)
+    for i in range(5):
+        radios.nth(i).get_by_text("4", exact=True).click()
+    page.get_by_role("button", name="Submit rating").click()
+    expect(page.get_by_text("1 of 13 rated")).to_be_visible()
+    assert page.get_by_test_id("stException").count() == 0
+    page.screenshot(path=str(ARTIFACTS / "rating.png"), full_page=True)
+
+    # The gap: the fake run's emotion recognition, ko minus en, charted.
+    steps.navigate(page, "Results", "Empathy gap")
+    expect(page.get_by_role("heading", name="The cultural empathy gap")).to_be_visible()
+    # a rater sees no figure from the study still being rated: emotion recognition only
+    sources = page.get_by_test_id("stSelectbox").filter(has_text="Scores from")
+    sources.click()
+    expect(page.get_by_role("option", name="emotion")).to_be_visible()
+    expect(page.get_by_role("option", name="raters")).to_have_count(0)
+    page.keyboard.press("Escape")
+    chart = page.get_by_test_id("stPlotlyChart")
+    expect(chart).to_be_visible()
+    expect(chart.locator(".main-svg").first).to_be_visible()
+    expect(chart.get_by_text("fake-listener (korean-centric)")).to_be_visible()
+    assert page.get_by_test_id("stException").count() == 0
+    page.screenshot(path=str(ARTIFACTS / "gap.png"), full_page=True)
+
+    page.reload()  # the login cookie logs the rater back in
+    expect(page.get_by_text("Logged in: Mina (rater)")).to_be_visible()
