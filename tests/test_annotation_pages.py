@@ -30,6 +30,7 @@ def _as(username: str | None, page: str | None = None) -> AppTest:
     return at
 
 
+@pytest.mark.slow
 def test_an_annotator_gets_the_annotate_page_and_nothing_of_an_admins(site: Path) -> None:
     accounts.add_user(site.parent / "accounts.yaml", "lin", "annotator", "Lin", "lin-password")
     at = _as("lin").run()

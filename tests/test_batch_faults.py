@@ -16,6 +16,8 @@ import threading
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
+
 from fixtures.fake_openai import FakeOpenAI
 from koed_core.config import Settings
 from koed_core.db import Store
@@ -125,6 +127,7 @@ def test_cancel_stops_a_job_waiting_on_a_batch(tmp_path: Path, fake_openai: Fake
     assert fake_openai.batches["batch_1"]["status"] == "cancelled"  # the provider was told
 
 
+@pytest.mark.slow
 def test_a_killed_run_takes_over_a_damaged_batch(tmp_path: Path, fake_openai: FakeOpenAI) -> None:
     fake_openai.batch_delay_s = 600
     db = tmp_path / "koed.db"

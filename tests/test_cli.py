@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from koed_core.dialogues.sources import OFFICIAL
 
 
@@ -22,6 +24,7 @@ def koed(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedP
     )
 
 
+@pytest.mark.slow
 def test_check_prints_the_figures(official_file: Path) -> None:
     result = koed("data", "check", str(official_file))
     assert result.returncode == 0, result.stderr
@@ -31,6 +34,7 @@ def test_check_prints_the_figures(official_file: Path) -> None:
     assert "repeated_label: 10" in result.stdout
 
 
+@pytest.mark.slow
 def test_check_json(official_file: Path) -> None:
     result = koed("data", "check", str(official_file), "--json")
     figures = json.loads(result.stdout)
@@ -38,6 +42,7 @@ def test_check_json(official_file: Path) -> None:
     assert figures["warnings"]["utter_idx_order"] == 13
 
 
+@pytest.mark.slow
 def test_check_fails_with_the_reason(tmp_path: Path) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text(
@@ -70,8 +75,23 @@ def test_download_to_a_folder(
     assert (dest / "KoED.json").read_bytes() == generated_release
 
 
-def test_bad_arguments_are_refused_before_anything_runs(tmp_path: Path) -> None:
+def _koed_here(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
+    """`koed ARGS` in this process (exit code, stderr): argparse's own refusals exit 2."""
+    from koed_core import cli
+
+    try:
+        code = cli.main(list(args))
+    except SystemExit as stop:
+        code = int(stop.code or 0)
+    return code, capsys.readouterr().err
+
+
+def test_bad_arguments_are_refused_before_anything_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     db = tmp_path / "k.db"
+    result = koed("run", "--model", "human", "--limit", "0", "--db", str(db))  # the real command
+    assert result.returncode == 2 and "--limit: must be at least 1" in result.stderr
     for args, word in (
         (("run", "--model", "human", "--limit", "0"), "--limit: must be at least 1"),
         (("run", "--model", "human", "--limit", "-3"), "--limit: must be at least 1"),
@@ -81,12 +101,13 @@ def test_bad_arguments_are_refused_before_anything_runs(tmp_path: Path) -> None:
         (("run", "--model", "human", "--family", "claude"), "--family is for openai:MODEL_ID"),
         (("judge", "--run", "x", "--parse", "nosuch"), "invalid choice: 'nosuch'"),
     ):
-        result = koed(*args, "--db", str(db))
-        assert result.returncode == 2 and word in result.stderr, (args, result.stderr)
-        assert "Traceback" not in result.stderr
+        code, err = _koed_here(capsys, *args, "--db", str(db))
+        assert code == 2 and word in err, (args, err)
+        assert "Traceback" not in err
     assert not db.exists()
 
 
+@pytest.mark.slow
 def test_a_corrupt_database_is_reported_and_left_alone(tmp_path: Path) -> None:
     db = tmp_path / "k.db"
     db.write_bytes(b"\x00garbage" * 512)

@@ -283,6 +283,7 @@ def _current(store: Store, username: str) -> str:
     return str(rows[0]["id"])
 
 
+@pytest.mark.slow
 def test_an_expired_link_is_refused_on_the_page(
     crowd_study: tuple[Store, int], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -381,6 +382,7 @@ def test_an_account_rater_sees_only_the_rating_page_for_their_study(
     assert offered == ["test"] and other  # the other open study is not offered
 
 
+@pytest.mark.slow
 def test_no_export_names_a_crowd_worker(crowd_study: tuple[Store, int], tmp_path: Path) -> None:
     from koed_core.results.paper_export import export_bundle
 

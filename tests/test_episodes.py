@@ -251,6 +251,7 @@ def _marked_listener(body: dict[str, Any]) -> str | None:
     return None
 
 
+@pytest.mark.slow
 def test_a_planted_per_turn_gap_is_recovered(fake_openai: FakeOpenAI, tmp_path: Path) -> None:
     fake_openai.reply_fn = _marked_listener
     store = Store(tmp_path / "koed.db")
@@ -276,6 +277,7 @@ def test_a_planted_per_turn_gap_is_recovered(fake_openai: FakeOpenAI, tmp_path: 
     assert score_frame(store, config.config).empty
 
 
+@pytest.mark.slow
 def test_sigkill_mid_episodes_resumes_with_no_turn_twice(tmp_path: Path) -> None:
     server = FakeOpenAI(latency_s=0.15).start()
     try:
@@ -386,6 +388,7 @@ def _page(page: str, query: dict[str, str] | None = None) -> AppTest:
     return at.run().switch_page(page).run()
 
 
+@pytest.mark.slow
 def test_episode_pages(fake_openai: FakeOpenAI, fake_registry: Path, tmp_path: Path) -> None:
     run_id = _episode_db(fake_openai, tmp_path / "koed.db")  # KOED_DB points here (conftest)
     at = _page("pages/results/episodes.py")
@@ -458,6 +461,7 @@ def test_raters_rate_episode_turns_blind_with_the_episode_so_far(
     assert "fake" not in shown and report.run_id not in shown  # blind: no model, no run
 
 
+@pytest.mark.slow
 def test_a_plan_of_kind_episodes_plays_judges_and_writes_the_gap_over_turns(
     tmp_path: Path, fake_openai: FakeOpenAI
 ) -> None:

@@ -70,6 +70,7 @@ RACE = (
 )
 
 
+@pytest.mark.slow
 def test_processes_starting_together_all_get_the_same_whole_key(tmp_path: Path) -> None:
     for round_ in range(3):
         db = tmp_path / f"r{round_}" / "koed.db"
@@ -219,6 +220,7 @@ def test_idle_exit_must_be_a_real_number_of_seconds(
     assert "--idle-exit" in err and "Traceback" not in err
 
 
+@pytest.mark.slow
 def test_the_app_starts_a_worker_for_a_database_whose_name_starts_with_a_dash(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -148,6 +148,7 @@ def test_score_frame_from_a_real_database(fake_openai: FakeOpenAI, tmp_path: Pat
     assert (emotion["en"], emotion["ko"], emotion["gap"]) == (0.0, 0.0, 0.0)
 
 
+@pytest.mark.slow
 def test_export_folder_holds_what_its_readme_lists(fake_openai: FakeOpenAI, tmp_path: Path) -> None:
     store = _store_with_runs(tmp_path / "koed.db", fake_openai)
     out = tmp_path / "export"
@@ -166,6 +167,7 @@ def test_export_folder_holds_what_its_readme_lists(fake_openai: FakeOpenAI, tmp_
     assert "mina" not in (out / "raters.json").read_text()
 
 
+@pytest.mark.slow
 def test_cli_export(fake_openai: FakeOpenAI, tmp_path: Path) -> None:
     import os
     import subprocess
@@ -196,6 +198,7 @@ def test_gap_and_demo_pages_explain_empty_states() -> None:
     assert not gap.exception and not demo.exception
 
 
+@pytest.mark.slow
 def test_gap_page_with_runs(fake_openai: FakeOpenAI, tmp_path: Path) -> None:
     _store_with_runs(tmp_path / "koed.db", fake_openai)  # KOED_DB (conftest)
     at = _page("pages/results/gap.py")
@@ -217,6 +220,7 @@ def test_gap_page_with_runs(fake_openai: FakeOpenAI, tmp_path: Path) -> None:
     ]
 
 
+@pytest.mark.slow
 def test_demo_page_replays_stored_answers(fake_openai: FakeOpenAI, tmp_path: Path) -> None:
     _store_with_runs(tmp_path / "koed.db", fake_openai)
     at = _page("pages/results/demo.py")
@@ -229,6 +233,7 @@ def test_demo_page_replays_stored_answers(fake_openai: FakeOpenAI, tmp_path: Pat
     assert any("Replay of stored answers" in c.value for c in at.main.caption)
 
 
+@pytest.mark.slow
 def test_demo_live_mode_asks_the_runs_models(fake_openai: FakeOpenAI, tmp_path: Path) -> None:
     _store_with_runs(tmp_path / "koed.db", fake_openai)
     requests_before = len(fake_openai.requests)
@@ -290,6 +295,7 @@ def test_a_zero_gap_is_drawn_and_the_talk_style_fits_a_slide() -> None:
     assert "gpt-4o, paper mode" in slide.layout.title.subtitle.text
 
 
+@pytest.mark.slow
 def test_a_study_being_rated_keeps_its_models_from_visitors(
     fake_openai: FakeOpenAI, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -128,6 +128,7 @@ def test_a_background_job_stores_what_the_same_run_in_the_foreground_stores(
     assert len(background) == 8 and background == _answers(alone, result.data["run_id"])
 
 
+@pytest.mark.slow
 def test_cancel_stops_a_running_job_and_keeps_what_it_stored(
     tmp_path: Path, fake_openai: FakeOpenAI
 ) -> None:
@@ -152,6 +153,7 @@ def test_cancel_stops_a_running_job_and_keeps_what_it_stored(
     assert fake_openai.live_calls - asked == (68 - stored) * 2  # two calls per item (paper)
 
 
+@pytest.mark.slow
 def test_a_killed_worker_s_job_is_taken_over_and_resumes(
     tmp_path: Path, fake_openai: FakeOpenAI
 ) -> None:
@@ -189,6 +191,7 @@ def test_a_killed_worker_s_job_is_taken_over_and_resumes(
 # Provider Batch API -------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_batch_job_stores_every_result_once_and_retries_only_the_failed_line(
     tmp_path: Path, fake_openai: FakeOpenAI
 ) -> None:
@@ -226,6 +229,7 @@ def _lines(server: FakeOpenAI, batch: dict[str, object]) -> list[str]:
     return [json.loads(line)["custom_id"] for line in data.splitlines()]
 
 
+@pytest.mark.slow
 def test_a_batch_run_killed_while_waiting_picks_up_its_batch_instead_of_paying_twice(
     tmp_path: Path, fake_openai: FakeOpenAI
 ) -> None:

@@ -207,6 +207,7 @@ def test_agreement_after_judging(fake_openai: FakeOpenAI, tmp_path: Path) -> Non
     assert worst["judge_rationale"].str.len().min() > 0
 
 
+@pytest.mark.slow
 def test_cli_judge_and_agreement(fake_openai: FakeOpenAI, tmp_path: Path) -> None:
     db = tmp_path / "cli.db"
     run_id = _rated_and_judged(db, fake_openai)

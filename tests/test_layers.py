@@ -19,6 +19,8 @@ import sys
 import tomllib
 from pathlib import Path
 
+import pytest
+
 import koed_core
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -90,6 +92,7 @@ def test_the_router_imports_no_page_and_no_test_double() -> None:
     assert wrong == []
 
 
+@pytest.mark.slow
 def test_koed_core_never_imports_streamlit_at_run_time() -> None:
     modules = [
         m.name
@@ -121,3 +124,27 @@ def test_pages_stay_thin() -> None:
 def test_no_module_grows_past_500_lines() -> None:
     """Past about 500 lines a module holds several concerns: split it by concern."""
     assert {**_lines("koed_core", MAX_MODULE_LINES), **_lines("components", MAX_MODULE_LINES)} == {}
+
+
+def _documented_layout() -> set[str]:
+    """The packages the tree in docs/development.md names, as paths."""
+    text = (ROOT / "docs" / "development.md").read_text(encoding="utf-8")
+    tree = text.split("<!-- layout: begin -->", 1)[1].split("<!-- layout: end -->", 1)[0]
+    found, stack = set(), []
+    for line in tree.strip().strip("`").splitlines():
+        name = line.strip().split(" ", 1)[0] if line.strip() else ""
+        if not name.endswith("/") and name != "app.py":
+            continue  # a continued description, or the fence
+        depth = (len(line) - len(line.lstrip())) // 2
+        stack[depth:] = [name.rstrip("/")]
+        found.add("/".join(stack))
+    return found
+
+
+def test_the_documented_layout_is_the_code_s() -> None:
+    packages = {
+        str(init.parent.relative_to(ROOT))
+        for top in ("pages", "components", "koed_core")
+        for init in (ROOT / top).rglob("__init__.py")
+    }
+    assert _documented_layout() == packages | {"app.py"}

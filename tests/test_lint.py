@@ -13,8 +13,11 @@ ROOT = Path(__file__).resolve().parents[1]
 
 @pytest.mark.parametrize(
     "command",
-    [["ruff", "check", "."], ["ruff", "format", "--check", "."], ["mypy", "koed_core"]],
-    ids=["ruff-check", "ruff-format", "mypy-strict-core"],
+    [
+        pytest.param(["ruff", "check", "."], id="ruff-check"),
+        pytest.param(["ruff", "format", "--check", "."], id="ruff-format"),
+        pytest.param(["mypy", "koed_core"], id="mypy-strict-core", marks=pytest.mark.slow),
+    ],
 )
 def test_clean(command: list[str]) -> None:
     tool = shutil.which(command[0])

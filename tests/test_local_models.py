@@ -71,6 +71,7 @@ def _messages():  # type: ignore[no-untyped-def]
     return build_messages(build_task(dialogue, "ko"), "single")
 
 
+@pytest.mark.slow
 def test_local_folder_streams_and_completes(tiny_gpt2: Path) -> None:
     client = make_client(ModelSpec(name="tiny", backend="transformers", model=str(tiny_gpt2)))
     assert client.max_concurrency == 1
@@ -87,6 +88,7 @@ def test_local_folder_streams_and_completes(tiny_gpt2: Path) -> None:
     assert _load.cache_info().hits >= 2  # loaded once, reused
 
 
+@pytest.mark.slow
 def test_two_panes_on_a_fresh_process_both_answer(tiny_gpt2: Path) -> None:
     # A new interpreter, two threads asking at once: transformers is imported and the
     # model loaded by both at the same moment, as two chat panes do on a fresh server.
@@ -126,6 +128,7 @@ def test_missing_model_folder_is_a_model_error(tmp_path: Path) -> None:
         client.complete(_messages(), GREEDY, None)
 
 
+@pytest.mark.slow
 def test_embedded_default_answers_offline() -> None:
     client = make_client(ModelSpec(name="smollm2", backend="embedded"))
     messages = build_messages(build_task(load_dataset(SAMPLE_FILE).dialogues[10], "en"), "direct")

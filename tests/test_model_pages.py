@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from streamlit.testing.v1 import AppTest
 
 from fixtures.fake_openai import FakeOpenAI, Step
@@ -69,6 +70,7 @@ def test_chat_shows_a_failed_model_call(fake_registry: Path, fake_openai: FakeOp
     assert not [b for b in at.button if b.label == "Save for rating"]
 
 
+@pytest.mark.slow
 def test_runs_page_queues_a_job_a_worker_runs_and_lists_it(
     fake_registry: Path, fake_openai: FakeOpenAI, tmp_path: Path
 ) -> None:

@@ -10,7 +10,11 @@ from streamlit.testing.v1 import AppTest
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = str(ROOT / "app.py")
-PAGE_FILES = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "pages").glob("*/*.py"))
+PAGE_FILES = sorted(
+    p.relative_to(ROOT).as_posix()
+    for p in (ROOT / "pages").glob("*/*.py")
+    if p.name != "__init__.py"
+)
 
 
 def _app() -> AppTest:
@@ -160,6 +164,7 @@ def test_overview_figures() -> None:
     assert not at.exception
 
 
+@pytest.mark.slow
 def test_adaptation_computes_on_request_then_reads_the_cache(isolated_env: Path) -> None:
     at = _app().run()
     at.switch_page("pages/dialogues/adaptation.py").run()

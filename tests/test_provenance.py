@@ -50,6 +50,7 @@ def koed(*args: str, cwd: Path | None = None, **env: str) -> subprocess.Complete
     )
 
 
+@pytest.mark.slow
 def test_export_keeps_each_judge_configuration_apart(old: Path, tmp_path: Path) -> None:
     result = koed("export", "--out", str(tmp_path / "out"), KOED_DB=str(old))
     assert result.returncode == 0, result.stderr
@@ -93,6 +94,7 @@ def test_gap_page_shows_one_prompt_version(old: Path, monkeypatch: pytest.Monkey
     assert not set(table["ko"]) & {2.5, 3.5}
 
 
+@pytest.mark.slow
 def test_agreement_cli_no_longer_crashes_on_two_prompt_versions(old: Path) -> None:
     result = koed("agreement", "--judge", "gpt-4o", KOED_DB=str(old))
     assert result.returncode == 0, result.stderr
@@ -106,6 +108,7 @@ def test_agreement_cli_no_longer_crashes_on_two_prompt_versions(old: Path) -> No
     assert "gpt-4o --mode paper --prompt-version 950b7728fa11" in missing.stderr
 
 
+@pytest.mark.slow
 def test_agreement_mode_strict_without_judge_uses_strict(
     fake_openai: FakeOpenAI, old: Path
 ) -> None:
@@ -122,6 +125,7 @@ def test_agreement_mode_strict_without_judge_uses_strict(
     assert "judge: strict-judge · strict" in result.stdout
 
 
+@pytest.mark.slow
 def test_provenance_comes_from_the_runs(tmp_path: Path, fake_openai: FakeOpenAI) -> None:
     db = tmp_path / "k.db"
     store = Store(db)
@@ -171,6 +175,7 @@ def test_provenance_comes_from_the_runs(tmp_path: Path, fake_openai: FakeOpenAI)
     assert "2 different datasets" in provenance["warning"]
 
 
+@pytest.mark.slow
 def test_export_of_an_empty_database(tmp_path: Path) -> None:
     result = koed("export", "--out", str(tmp_path / "out"), KOED_DB=str(tmp_path / "empty.db"))
     assert result.returncode == 0, result.stderr
@@ -269,6 +274,7 @@ def test_demo_live_asks_with_the_runs_own_key(
         demo.run_spec(Store(old), LISTENER_RUN, {})
 
 
+@pytest.mark.slow
 def test_app_and_cli_agree_on_settings_given_only_in_secrets(tmp_path: Path) -> None:
     project = tmp_path / "project"
     (project / ".streamlit").mkdir(parents=True)
@@ -280,7 +286,7 @@ def test_app_and_cli_agree_on_settings_given_only_in_secrets(tmp_path: Path) -> 
     names = ("KOED_DB", "KOED_DATA_URL", "KOED_COOKIE_KEY")
     env = {k: v for k, v in os.environ.items() if k not in names}
     env["PYTHONPATH"] = str(ROOT)
-    probe = "from components import resources; s = resources.settings(); print(repr(s))"
+    probe = "from components.shared import resources; s = resources.settings(); print(repr(s))"
     app = subprocess.run(
         [sys.executable, "-c", probe],
         capture_output=True,

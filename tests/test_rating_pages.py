@@ -70,6 +70,7 @@ def auth_component():  # imported late: components need a Streamlit runtime in s
     return login_form
 
 
+@pytest.mark.slow
 def test_back_off_after_repeated_failures_and_unlock(accounts: Path) -> None:
     at = _login("mina", "wrong-1")
     for attempt in range(2, users.MAX_FAILED_LOGINS + 1):
@@ -86,6 +87,7 @@ def test_back_off_after_repeated_failures_and_unlock(accounts: Path) -> None:
     assert _login("mina").success[0].value == "Logged in."
 
 
+@pytest.mark.slow
 def test_roles_see_only_their_pages(accounts: Path) -> None:
     for page in (
         "pages/rating/rate.py",

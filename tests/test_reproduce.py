@@ -65,6 +65,7 @@ def test_a_bad_plan_names_the_problem(tmp_path: Path) -> None:
         load_plan(bad)
 
 
+@pytest.mark.slow
 def test_dry_run_counts_requests_per_server(tmp_path: Path, fake_openai: FakeOpenAI) -> None:
     plan, env = _setup(tmp_path, fake_openai)
     done = subprocess.run(
@@ -81,6 +82,7 @@ def test_dry_run_counts_requests_per_server(tmp_path: Path, fake_openai: FakeOpe
     assert fake_openai.requests == []  # a dry run sends nothing
 
 
+@pytest.mark.slow
 def test_a_retired_model_stops_the_plan_before_anything_is_sent(
     tmp_path: Path, fake_openai: FakeOpenAI
 ) -> None:
@@ -108,6 +110,7 @@ def test_a_retired_model_stops_the_plan_before_anything_is_sent(
     assert stored_responses(tmp_path / "k.db") == 0
 
 
+@pytest.mark.slow
 def test_reproduce_killed_and_resumed(tmp_path: Path, fake_openai: FakeOpenAI) -> None:
     fake_openai.latency_s = 0.05
     plan, env = _setup(tmp_path, fake_openai)
@@ -148,6 +151,7 @@ def test_reproduce_killed_and_resumed(tmp_path: Path, fake_openai: FakeOpenAI) -
     assert "paper_table.csv" in (out / "README.md").read_text()
 
 
+@pytest.mark.slow
 def test_an_unreachable_model_is_left_out_and_the_others_go_on(
     tmp_path: Path, fake_openai: FakeOpenAI
 ) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+import pytest
 from streamlit.testing.v1 import AppTest
 
 from fixtures.fake_openai import FakeOpenAI
@@ -42,6 +43,7 @@ def test_agreement_page_shows_table_heatmap_and_disagreements(
     assert set(at.dataframe[1].value["dimension"]) == {"ER"}
 
 
+@pytest.mark.slow
 def test_judge_page_judges_a_run(
     fake_registry: Path, fake_openai: FakeOpenAI, tmp_path: Path
 ) -> None:

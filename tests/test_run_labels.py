@@ -64,6 +64,7 @@ def _judge_page() -> AppTest:
     return at.switch_page("pages/models/judge.py").run()
 
 
+@pytest.mark.slow
 def test_the_judge_page_judges_the_run_that_was_picked(
     four_runs: tuple[Store, list[str]], monkeypatch: pytest.MonkeyPatch
 ) -> None:

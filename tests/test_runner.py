@@ -136,6 +136,7 @@ def test_human_reference_run_is_not_scored(tmp_path: Path) -> None:
     assert rows["hit"].isna().all()
 
 
+@pytest.mark.slow
 def test_sigkill_mid_run_loses_only_in_flight_and_never_duplicates(tmp_path: Path) -> None:
     server = FakeOpenAI(latency_s=0.25).start()
     db = tmp_path / "kill.db"

@@ -57,6 +57,7 @@ def _everything(at: AppTest) -> str:
 # 1. Rating is blind --------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_results_pages_reveal_nothing_of_an_open_study(site: Path) -> None:
     texts = set(
         Store(site).response_texts(list(Store(site).responses(LISTENER_RUN)["id"])).values()
@@ -95,6 +96,7 @@ def test_closing_a_study_publishes_numbers_but_never_words(site: Path) -> None:
 # 2. Paid models need an admin ----------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_visitors_and_raters_cannot_spend_the_servers_key(
     site: Path, fake_registry: Path, fake_openai: FakeOpenAI
 ) -> None:
@@ -173,6 +175,7 @@ def test_broken_accounts_file_fails_closed(
 # 5. Spreadsheet formulas -----------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_no_csv_cell_starts_a_formula(site: Path, tmp_path: Path) -> None:
     store = Store(site)
     ratings = RatingStore(store)
@@ -199,6 +202,7 @@ def test_no_csv_cell_starts_a_formula(site: Path, tmp_path: Path) -> None:
 # 6 and 9. Credentials in URLs, file modes -----------------------------------------------
 
 
+@pytest.mark.slow
 def test_credentials_in_a_base_url_never_leave(tmp_path: Path, fake_openai: FakeOpenAI) -> None:
     host = fake_openai.base_url.split("//", 1)[1]
     url = f"http://user:hunter2@{host}?api-key=SECRETKEY"

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pandas as pd
+import pytest
 from streamlit.testing.v1 import AppTest
 
 from fixtures.fake_openai import FakeOpenAI
@@ -26,6 +27,7 @@ def _score(text: str) -> int:
     return 1 + len(text.strip()) % 5
 
 
+@pytest.mark.slow
 def test_a_planted_post_processing_effect_is_recovered(
     tmp_path: Path, fake_openai: FakeOpenAI
 ) -> None:

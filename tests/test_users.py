@@ -46,6 +46,7 @@ def test_duplicate_and_unknown_users(tmp_path: Path) -> None:
         accounts.unlock(path, "ghost")
 
 
+@pytest.mark.slow
 def test_concurrent_wrong_passwords_all_count(tmp_path: Path) -> None:
     from concurrent.futures import ThreadPoolExecutor
 
@@ -106,6 +107,7 @@ def test_a_configured_accounts_file_that_cannot_be_used_fails_closed(
         assert accounts.load(path) == {"usernames": {}}
 
 
+@pytest.mark.slow
 def test_cli_prints_the_password_once_and_never_the_hash(tmp_path: Path) -> None:
     import os
 
