@@ -431,3 +431,28 @@ def test_a_bad_platform_id_is_echoed_literally(
     assert param.replace("_", "\\_") in shown or "personal" in shown  # what was wrong...
     assert "evil" not in shown and "![x](" not in shown  # ...never the crafted value itself
     assert not at.markdown or all("evil" not in m.value for m in at.markdown)
+
+
+def test_the_dashboard_builds_while_a_worker_is_under_way(
+    crowd_study: tuple[Store, int],
+) -> None:
+    """A study spends its life in the middle: one worker finished beside one who has
+    only just joined (no code, no completion time yet, read by pandas as NaN). The
+    dashboard's figures and every bulk file still build, and the one under way waits."""
+    store, study_id = crowd_study
+    invite, _ = _invite(store, study_id, cap=5, batch_size=3, reward=1.5)
+    ratings = RatingStore(store)
+    done = crowd.join(store, KEY, invite, {"PROLIFIC_PID": "done1", "SESSION_ID": "s-done"})
+    crowd.screen(store, done, ("ko", "en"), "ko", 30, 0)
+    ratings.save_profile(crowd.profile_of(done, "ko", 30, 0, ("ko",)))
+    _rate_batch(store, done, 3)
+    crowd.finish(store, done)
+    crowd.give_code(store, crowd.worker_of(store, done.username), invite)  # type: ignore[arg-type]
+    busy = crowd.join(store, KEY, invite, {"PROLIFIC_PID": "busy1", "SESSION_ID": "s-busy"})
+    frame, summary = crowd.pay_report(store, invite)
+    by_name = frame.set_index("username")
+    assert by_name.loc[busy.username, "suggested"] == "wait"
+    assert pd.isna(by_name.loc[busy.username, "minutes"])
+    assert by_name.loc[done.username, "minutes"] >= 0
+    assert summary["median_min"] is not None
+    assert set(crowd.decision_files(store, invite)) and crowd.platform_csv(store, invite)

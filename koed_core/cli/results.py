@@ -11,7 +11,6 @@ from koed_core.cli.common import (
     positive_int,
 )
 from koed_core.config import Settings
-from koed_core.results.reliability import NUMBERS
 
 
 def register(groups: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -61,6 +60,8 @@ def cmd_agreement(args: argparse.Namespace, settings: Settings) -> int:
             "  also stored (not mixed in; pick with --template, --parse, --prompt-version): "
             f"{other.label}"
         )
+    from koed_core.results.reliability import NUMBERS  # scipy: loaded by this command only
+
     shown = ["dimension", "lang", "group", "items", "raters", *NUMBERS]
     print(frame[shown].to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     return 0

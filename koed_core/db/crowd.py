@@ -129,6 +129,13 @@ class Crowd:
             "select * from crowd_workers where study_id = ? order by created", [study_id]
         )
 
+    def worker_rows(self, study_id: int) -> list[dict[str, Any]]:
+        """The same workers as plain rows: a column nobody has a value in yet (no one has
+        finished) stays None, where a frame would hold NaN, which is truthy."""
+        return self.store.rows(
+            "select * from crowd_workers where study_id = ? order by created", [study_id]
+        )
+
     def finished_assignments(self, study_id: int, username: str) -> list[dict[str, Any]]:
         """The worker's done items in order, with when each was handed out and finished."""
         return self.store.rows(

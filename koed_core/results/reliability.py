@@ -24,11 +24,8 @@ import warnings
 from dataclasses import dataclass
 from functools import lru_cache
 
-import krippendorff
 import numpy as np
 import pandas as pd
-from scipy.stats import spearmanr
-from sklearn.metrics import cohen_kappa_score
 
 from koed_core.judge.rubric import SCALE, codes
 
@@ -136,6 +133,8 @@ def alpha_with_ci(matrix: np.ndarray, seed: int = 0) -> tuple[Stat, float | None
         )
     if (pairable.sum(axis=0) > 0).sum() < 2:
         return Stat(None, "undefined: every rating has the same value"), None, None
+    import krippendorff  # here, not at the top: the `koed` command starts without scipy
+
     value = float(
         krippendorff.alpha(
             value_counts=pairable, level_of_measurement="ordinal", value_domain=list(SCALE)
@@ -182,6 +181,8 @@ def kappa(judge: np.ndarray, human: np.ndarray) -> Stat:
         return Stat(None, f"undefined: {len(judge)} items (needs {MIN_ITEMS})")
     if len(set(judge)) < 2 and len(set(human)) < 2:
         return Stat(None, "undefined: judge and people each give one score only")
+    from sklearn.metrics import cohen_kappa_score
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         # scores as 0-4: the same quadratic weights, and scikit-learn's fast path (labels
@@ -206,6 +207,8 @@ def spearman(a: np.ndarray, b: np.ndarray) -> Stat:
         return Stat(None, f"undefined: {len(a)} items (needs {MIN_ITEMS})")
     if len(set(a)) < 2 or len(set(b)) < 2:
         return Stat(None, "undefined: one side does not vary")
+    from scipy.stats import spearmanr
+
     value = float(spearmanr(a, b).statistic)
     return Stat(value, read_rho(value))
 

@@ -78,6 +78,7 @@ def test_a_job_started_in_the_browser_outlives_the_page_and_the_server(
     keys = store.rows("select conv_id, lang, count(*) as n from responses group by 1, 2")
     assert len(keys) == 68 and all(k["n"] == 1 for k in keys)
     # the same parameters in the foreground, into another database: the same answers
+    fake_openai.latency_s = 0.0  # the slow server was for the job to be caught running
     alone = Store(tmp_path / "foreground.db")
     env = Environment(
         Settings(models_path=fake_registry, data_path=str(SAMPLE_FILE), cache_dir=tmp_path),

@@ -107,12 +107,12 @@ def pay_report(store: Store, invite: Invite) -> tuple[pd.DataFrame, dict[str, fl
     code shown, attention failures, status, decision and the suggested decision; for the
     link, the median and slowest-decile minutes and the effective hourly pay of the reward
     per worker."""
-    workers = Crowd(store).workers(invite.study_id)
+    workers = Crowd(store).worker_rows(invite.study_id)
     flags = Crowd(store).flag_counts(invite.study_id)
     ratings = RatingStore(store)
     rows = []
     every: list[float] = []
-    for w in workers.to_dict("records") if not workers.empty else []:
+    for w in workers:
         if w["invite_id"] != invite.id:
             continue
         rated = ratings.done(invite.study_id, w["username"])
@@ -176,11 +176,11 @@ def decision_files(store: Store, invite: Invite) -> dict[str, str]:
     Reject). Only decided workers."""
     frame, _ = pay_report(store, invite)
     decided = frame[frame["decision"].notna()] if not frame.empty else frame
-    workers = Crowd(store).workers(invite.study_id).set_index("username")
+    workers = {w["username"]: w for w in Crowd(store).worker_rows(invite.study_id)}
     if invite.platform == "mturk":
         rows = [
             {
-                "AssignmentId": workers.loc[r["username"]]["study_ref"] or "",
+                "AssignmentId": workers[r["username"]]["study_ref"] or "",
                 "WorkerId": r["worker_id"],
                 "Approve": "x" if r["decision"] == "accept" else "",
                 "Reject": r["decision_reason"] if r["decision"] == "reject" else "",
@@ -214,10 +214,10 @@ def platform_csv(store: Store, invite: Invite) -> str:
     and the reason of a rejection (the dashboard's download)."""
     frame, _ = pay_report(store, invite)
     decided = frame[frame["decision"].notna()] if not frame.empty else frame
-    workers = Crowd(store).workers(invite.study_id).set_index("username")
+    workers = {w["username"]: w for w in Crowd(store).worker_rows(invite.study_id)}
     rows = []
     for r in decided.to_dict("records") if not decided.empty else []:
-        w = workers.loc[r["username"]]
+        w = workers[r["username"]]
         if invite.platform == "mturk":
             rows.append(
                 {
