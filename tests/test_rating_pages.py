@@ -261,3 +261,37 @@ def test_logout(accounts: Path) -> None:
     fresh_run = AppTest.from_file(str(ROOT / "pages/rating/rate.py"), default_timeout=60)
     fresh_run.session_state["authentication_status"] = at.session_state["authentication_status"]
     assert fresh_run.run().info[0].value.startswith("Log in first")
+
+
+def test_the_dashboard_draws_a_crowd_study_in_the_middle(
+    accounts: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One worker has their code, one has only joined: the dashboard draws every worker,
+    the decisions and the bulk files, with no traceback (the page once stopped at
+    "NaTType does not support timestamp" while anyone was under way)."""
+    from koed_core.judge.rubric import codes
+    from koed_core.rating import crowd
+
+    monkeypatch.setenv("KOED_SECRET_KEY", "s" * 40)
+    key = ("s" * 40).encode()
+    store, run_id = seeded_store(tmp_path / "koed.db")
+    ratings, study_id = study(store, run_id, overlap=3, attention_checks=0)
+    invite, _ = crowd.create_invite(
+        store, key, study_id, platform="prolific", days=7, cap=5, batch_size=1,
+        reward=1.0, consent_ko="동의합니다.", consent_en="I agree.",
+    )  # fmt: skip
+    done = crowd.join(store, key, invite, {"PROLIFIC_PID": "a1" * 12, "SESSION_ID": "s1"})
+    crowd.screen(store, done, ("ko", "en"), "ko", 30, 0)
+    ratings.save_profile(crowd.profile_of(done, "ko", 30, 0, ("ko",)))
+    item = ratings.next_item(study_id, done.username)
+    assert item is not None
+    ratings.save_rating(item.assignment_id, done.username, dict.fromkeys(codes(), 4))
+    crowd.finish(store, done)
+    crowd.give_code(store, crowd.worker_of(store, done.username), invite)  # type: ignore[arg-type]
+    crowd.join(store, key, invite, {"PROLIFIC_PID": "b2" * 12, "SESSION_ID": "s2"})
+    at = _as("boss")
+    at.switch_page("pages/rating/dashboard.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    shown = [d.value for d in at.dataframe]
+    workers = next(f for f in shown if "suggested" in f.columns)
+    assert len(workers) == 2 and "wait" in set(workers["suggested"])
