@@ -24,6 +24,7 @@ from koed_core.models.prompts import (
 
 
 def execute_episodes(params: EpisodeJob, store: Store, env: Environment, hooks: Hooks) -> Result:
+    """What `koed episodes` does: the Listener and the Speaker, turn by turn, resumed."""
     from koed_core.dialogues.subsets import select
     from koed_core.models.episodes import SPEAKER_MAX_TOKENS, run_episodes
     from koed_core.models.runs import settings_for

@@ -9,6 +9,7 @@ from koed_core.jobs.kinds.params import JudgeJob
 
 
 def execute_judge(params: JudgeJob, store: Store, env: Environment, hooks: Hooks) -> Result:
+    """What `koed judge` does: one judge configuration over a run, kept verdicts reused."""
     from koed_core.judge.judging import judge_run
 
     if not store.has_run(params.run_id):

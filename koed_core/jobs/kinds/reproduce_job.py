@@ -23,6 +23,7 @@ from koed_core.models.registry import ModelSpec
 
 
 def execute_reproduce(params: ReproduceJob, store: Store, env: Environment, hooks: Hooks) -> Result:
+    """What `koed reproduce` does: the plan checked first, then every model and variant."""
     from koed_core.dialogues.subsets import select
     from koed_core.results import reproduce
 

@@ -22,6 +22,7 @@ from koed_core.models.prompts import (
 
 
 def execute_run(params: RunJob, store: Store, env: Environment, hooks: Hooks) -> Result:
+    """What `koed run` does with the same parameters: the stored answers resume a run."""
     from koed_core.dialogues.subsets import select
     from koed_core.models.runs import run_benchmark, settings_for
 
