@@ -17,6 +17,33 @@ ROOT = Path(__file__).resolve().parents[1]
 OFFICIAL_FILE = ROOT.parent / "shared" / "data" / "KoED.json"
 
 
+@pytest.hookimpl(trylast=True)  # after tests/browser/conftest.py has marked its tests
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Heaviest files first, each file's tests kept together and in order: the two
+    workers (whole files each) then start the browser and slow files while the queue is
+    long, and end on short files instead of one waiting for the other's last long test."""
+
+    rank: dict[str, int] = {}
+    size: dict[str, int] = {}
+    first: dict[str, int] = {}
+    for n, item in enumerate(items):
+        path = str(item.path)
+        heavy = (
+            0 if item.get_closest_marker("browser") else 1 if item.get_closest_marker("slow") else 2
+        )
+        rank[path] = min(rank.get(path, 2), heavy)
+        size[path] = size.get(path, 0) + 1
+        first.setdefault(path, n)
+    # browser files first, the ones with most tests (servers to start) before the others
+    items.sort(
+        key=lambda i: (
+            rank[str(i.path)],
+            -size[str(i.path)] if rank[str(i.path)] == 0 else 0,
+            first[str(i.path)],
+        )
+    )
+
+
 @pytest.fixture(autouse=True)
 def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Every test gets its own cache folder and no user dataset unless it sets one."""
