@@ -222,15 +222,21 @@ def fake_openai() -> Iterator[FakeOpenAI]:
 @pytest.fixture
 def fake_registry(tmp_path: Path, fake_openai: FakeOpenAI, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A models.toml with one model on the fake server, used by the app through KOED_MODELS."""
-    path = tmp_path / "models.toml"
+    path = registry_file(tmp_path, fake_openai)
+    monkeypatch.setenv("KOED_MODELS", str(path))
+    return path
+
+
+def registry_file(folder: Path, fake: FakeOpenAI) -> Path:
+    """models.toml in ``folder``: one model on the fake server and the human reference."""
+    path = folder / "models.toml"
     path.write_text(
         "[models.fake-listener]\n"
         'backend = "openai"\n'
         'model = "fake-model"\n'
-        f'base_url = "{fake_openai.base_url}"\n'
+        f'base_url = "{fake.base_url}"\n'
         'provenance = "korean-centric"\n'
         "[models.human]\n"
         'backend = "human"\n'
     )
-    monkeypatch.setenv("KOED_MODELS", str(path))
     return path

@@ -125,16 +125,12 @@ class Crowd:
     def workers(self, study_id: int) -> pd.DataFrame:
         """Every worker of a study (platform ids included: for the admin and the platform's
         approval file only)."""
-        return self.store.frame(
-            "select * from crowd_workers where study_id = ? order by created", [study_id]
-        )
+        return self.store.frame(_WORKERS, [study_id])
 
     def worker_rows(self, study_id: int) -> list[dict[str, Any]]:
         """The same workers as plain rows: a column nobody has a value in yet (no one has
         finished) stays None, where a frame would hold NaN, which is truthy."""
-        return self.store.rows(
-            "select * from crowd_workers where study_id = ? order by created", [study_id]
-        )
+        return self.store.rows(_WORKERS, [study_id])
 
     def finished_assignments(self, study_id: int, username: str) -> list[dict[str, Any]]:
         """The worker's done items in order, with when each was handed out and finished."""
@@ -162,3 +158,6 @@ class Crowd:
             "i.kind = 'attention'",
             [study_id, username],
         )
+
+
+_WORKERS = "select * from crowd_workers where study_id = ? order by created"

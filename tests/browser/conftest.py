@@ -4,9 +4,11 @@ One Chromium per test session (an xdist worker is a session) and one shared app 
 on a seeded site (accounts, a study, a run of the fake model); each test gets its own
 browser context (cookies, storage) and its own accounts on that site, made for it. The
 shared site's database is the server's: a test reads only what it wrote or what the seed
-holds. Tests whose subject is a fresh server (the first request after a start, the
-offline default, a job that outlives a server restart, a crowd link's own study) start
-their own with :func:`serve`, still in the shared Chromium.
+holds. Two kinds of test start a server of their own with :func:`serve`, still in the
+shared Chromium: those whose subject is a fresh server (the first request after a start,
+the offline default, a job that outlives a server restart, a crowd link's own study), and
+those whose pages chart whatever the database holds (the explorer's walk ending on the
+Gap page, talk mode's default chart), which another test's runs or ratings would change.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from koed_core.models.runs import run_benchmark
 from koed_core.paths import SAMPLE_FILE
 from koed_core.rating import accounts as users
 from koed_core.rating.studies import RatingStore
+from tests.conftest import registry_file
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = Path("/usr/bin/chromium")
@@ -101,21 +104,6 @@ def serve(folder: Path, extra: dict[str, str]) -> Iterator[str]:
         proc.terminate()
         proc.wait(timeout=20)
         log.close()
-
-
-def registry_file(folder: Path, fake: FakeOpenAI) -> Path:
-    """A models.toml with one model on the fake server and the human reference."""
-    path = folder / "models.toml"
-    path.write_text(
-        "[models.fake-listener]\n"
-        'backend = "openai"\n'
-        'model = "fake-model"\n'
-        f'base_url = "{fake.base_url}"\n'
-        'provenance = "korean-centric"\n'
-        "[models.human]\n"
-        'backend = "human"\n'
-    )
-    return path
 
 
 def seed_site(folder: Path, fake: FakeOpenAI) -> dict[str, str]:

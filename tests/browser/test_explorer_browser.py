@@ -20,7 +20,6 @@ def test_explorer_in_a_real_browser(fresh_site: str, fake_openai: FakeOpenAI, br
 
     server = fresh_site
     requests_at_start = len(fake_openai.requests)
-    expect.set_options(timeout=30_000)  # a busy CI machine renders slower than 5 s at times
     page = browser.new_page(viewport={"width": 1400, "height": 1800})
     page.set_default_timeout(30_000)
     page.goto(server + "/")
