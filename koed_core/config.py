@@ -33,6 +33,9 @@ class Settings:
     """A KoED file chosen by the user (``KOED_DATA``); wins over every other source."""
     cache_dir: Path = _default_cache_dir()
     """Downloaded official file and computed caches (``KOED_CACHE_DIR``)."""
+    model_cache_dir: Path | None = None
+    """GGUF models converted once to safetensors, so a later start loads in about a second
+    instead of half a minute (``KOED_MODEL_CACHE_DIR``; unset: ``cache_dir/models``)."""
     data_url: str | None = None
     """Where ``koed data download`` fetches the official file (``KOED_DATA_URL``; None:
     the pinned release's address)."""
@@ -54,6 +57,11 @@ class Settings:
     batch_poll_s: float = 30.0
     """How often a job sent through a provider's Batch API asks whether it is done
     (``KOED_BATCH_POLL_S``)."""
+
+    @property
+    def converted_models_dir(self) -> Path:
+        """Where converted GGUF models are kept."""
+        return self.model_cache_dir or self.cache_dir / "models"
 
     @classmethod
     def from_sources(
@@ -88,6 +96,7 @@ class Settings:
 ENV_NAMES = {
     "KOED_DATA": "data_path",
     "KOED_CACHE_DIR": "cache_dir",
+    "KOED_MODEL_CACHE_DIR": "model_cache_dir",
     "KOED_DATA_URL": "data_url",
     "KOED_DB": "db_path",
     "KOED_MODELS": "models_path",
@@ -97,7 +106,7 @@ ENV_NAMES = {
     "KOED_CALLS_PER_HOUR": "calls_per_hour",
     "KOED_BATCH_POLL_S": "batch_poll_s",
 }
-PATHS = {"cache_dir", "db_path", "models_path", "users_path"}
+PATHS = {"cache_dir", "model_cache_dir", "db_path", "models_path", "users_path"}
 INTEGERS = {"calls_per_hour": (0, 1_000_000)}
 FLOATS = {"batch_poll_s": (0.01, 86_400.0)}
 """Numeric settings and the range each accepts (checked once, when settings are read)."""
@@ -144,6 +153,8 @@ def describe(
             else "default"
         )
         value = getattr(settings, attr)
+        if attr == "model_cache_dir":
+            value = settings.converted_models_dir
         if attr in ("cookie_key", "secret_key"):
             where = where if value is None or where != "default" else "secrets.toml [auth]"
             value = "(set)" if value else "(not set)"

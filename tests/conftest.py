@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import http.server
+import json
+import os
 import threading
 from collections.abc import Iterator
 from functools import partial
@@ -240,3 +243,57 @@ def registry_file(folder: Path, fake: FakeOpenAI) -> Path:
         'backend = "human"\n'
     )
     return path
+
+
+@pytest.fixture(scope="session", autouse=True)
+def model_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One folder of converted GGUF models for the whole run, shared by both xdist workers
+    and inherited by every server a test starts (KOED_MODEL_CACHE_DIR), so SmolLM2's half
+    minute of GGUF reading is paid once per run, not by each process that loads it."""
+    base = tmp_path_factory.getbasetemp()
+    folder = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "models"
+    folder.mkdir(exist_ok=True)
+    os.environ["KOED_MODEL_CACHE_DIR"] = str(folder)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def embedded_copy(model_cache_dir: Path) -> dict[str, bool]:
+    """Convert the embedded SmolLM2 once per run, under a lock the other worker waits on,
+    and compare the copy read back from disk with the GGUF it came from. Tests that use
+    the embedded model ask for this first, so they (and their servers) load the copy; the
+    comparison is kept beside it for whichever process did not convert."""
+    from koed_core.models.backends.local import (
+        CONVERTED_WEIGHTS,
+        EMBEDDED_GGUF,
+        _converted_folder,
+        _from_pretrained,
+        _save_converted,
+        embedded_model_dir,
+    )
+
+    source = str(embedded_model_dir())
+    folder = _converted_folder(source, EMBEDDED_GGUF)
+    assert folder is not None
+    verdict = folder.parent / f"{folder.name}.compared.json"
+    with (model_cache_dir / ".converting.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not verdict.exists():
+            import torch
+
+            tokenizer, model = _from_pretrained(source, {"gguf_file": EMBEDDED_GGUF})
+            _save_converted(tokenizer, model, folder)
+            assert (folder / CONVERTED_WEIGHTS).is_file()
+            copy_tokenizer, copy = _from_pretrained(str(folder), {})
+            original, copied = model.state_dict(), copy.state_dict()
+            text = "정이 들었어요. I miss my grandmother's kimchi."
+            compared = {
+                "same_tensor_names": original.keys() == copied.keys(),
+                "same_weights": all(torch.equal(original[k], copied.get(k)) for k in original),
+                "same_tokens": tokenizer(text)["input_ids"] == copy_tokenizer(text)["input_ids"],
+                "same_chat_template": tokenizer.chat_template == copy_tokenizer.chat_template,
+                "plain_config": "quantization_config" not in copy.config.to_dict(),
+            }
+            verdict.write_text(json.dumps(compared), encoding="utf-8")
+    result: dict[str, bool] = json.loads(verdict.read_text(encoding="utf-8"))
+    return result

@@ -10,7 +10,16 @@ import transformers
 
 from koed_core.dialogues.dataset import load_dataset
 from koed_core.models.backends import make_client
-from koed_core.models.backends.local import _load, load_model
+from koed_core.models.backends.local import (
+    CONVERTED_WEIGHTS,
+    EMBEDDED_GGUF,
+    _converted_folder,
+    _from_pretrained,
+    _load,
+    _save_converted,
+    embedded_model_dir,
+    load_model,
+)
 from koed_core.models.client import GenerationSettings, ModelError
 from koed_core.models.prompts import build_messages
 from koed_core.models.protocol import build_task
@@ -129,12 +138,64 @@ def test_missing_model_folder_is_a_model_error(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_embedded_default_answers_offline() -> None:
+def test_embedded_default_answers_offline_from_a_copy_that_is_the_same_model(
+    embedded_copy: dict[str, bool],
+) -> None:
+    """The GGUF is read once per run (tests/conftest.py's ``embedded_copy``) and kept as
+    safetensors: the copy must hold exactly the GGUF's weights, tokenizer and chat
+    template, and the client must answer from it."""
+    assert embedded_copy == {
+        "same_tensor_names": True,
+        "same_weights": True,
+        "same_tokens": True,
+        "same_chat_template": True,
+        "plain_config": True,
+    }
+    _load.cache_clear()
     client = make_client(ModelSpec(name="smollm2", backend="embedded"))
     messages = build_messages(build_task(load_dataset(SAMPLE_FILE).dialogues[10], "en"), "direct")
     done = client.complete(messages, GenerationSettings(temperature=0.0, max_tokens=24), None)
     assert len(done.text.split()) >= 3
     assert done.completion_tokens is not None and 3 <= done.completion_tokens <= 26
+    folder = _converted_folder(str(embedded_model_dir()), EMBEDDED_GGUF)
+    assert folder is not None and (folder / CONVERTED_WEIGHTS).is_file()
+
+
+def test_a_converted_copy_is_whole_or_absent(tiny_gpt2: Path, tmp_path: Path) -> None:
+    """The copy is written to a staging folder renamed into place: after a save the folder
+    loads to the same greedy answer; a save that cannot happen (the cache is a file)
+    raises nothing and leaves nothing behind."""
+    tokenizer, model = _from_pretrained(str(tiny_gpt2), {})
+    target = tmp_path / "models" / "tiny-0123"
+    _save_converted(tokenizer, model, target)
+    assert sorted(p.name for p in target.parent.iterdir()) == ["tiny-0123"]
+    reloaded_tokenizer, reloaded = _from_pretrained(str(target), {})
+    ids = tokenizer("정 한 jeong", return_tensors="pt")
+    torch.manual_seed(0)
+    first = model.generate(**ids, max_new_tokens=8, do_sample=False, pad_token_id=0)
+    second = reloaded.generate(**ids, max_new_tokens=8, do_sample=False, pad_token_id=0)
+    assert torch.equal(first, second)
+
+    blocked = tmp_path / "a-file"
+    blocked.write_text("not a folder")
+    _save_converted(tokenizer, model, blocked / "tiny-0123")
+    assert blocked.read_text() == "not a folder"
+
+
+def test_the_converted_copy_is_named_by_the_file_and_follows_the_setting(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another file (or the same file changed) gets another copy; KOED_MODEL_CACHE_DIR
+    decides where, and a GGUF that is not there has no copy at all."""
+    (tmp_path / "a.gguf").write_bytes(b"one")
+    (tmp_path / "b.gguf").write_bytes(b"one")
+    monkeypatch.setenv("KOED_MODEL_CACHE_DIR", str(tmp_path / "converted"))
+    first = _converted_folder(str(tmp_path), "a.gguf")
+    assert first is not None and first.parent == tmp_path / "converted"
+    assert first != _converted_folder(str(tmp_path), "b.gguf")
+    (tmp_path / "a.gguf").write_bytes(b"changed")
+    assert _converted_folder(str(tmp_path), "a.gguf") != first
+    assert _converted_folder(str(tmp_path), "missing.gguf") is None
 
 
 def test_a_cut_multibyte_character_is_never_shown(tiny_gpt2: Path) -> None:

@@ -54,8 +54,11 @@ def test_a_deep_link_is_the_first_request_after_a_start(
     page.screenshot(path=str(ARTIFACTS / f"first_link_{who or 'visitor'}.png"))
 
 
-def test_the_offline_default_answers_on_a_fresh_server(plain_server: str, browser: Any) -> None:
-    # The no-key default, both panes (ko and en), as the first thing a visitor does.
+def test_the_offline_default_answers_on_a_fresh_server(
+    embedded_copy: dict[str, bool], plain_server: str, browser: Any
+) -> None:
+    # The no-key default, both panes (ko and en), as the first thing a visitor does (the
+    # server loads the copy of SmolLM2 this run converted once: tests/conftest.py).
     from playwright.sync_api import expect
 
     expect.set_options(timeout=180_000)  # SmolLM2 on two CPU cores: seconds per answer

