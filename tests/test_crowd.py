@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from fixtures.rating import seeded_store, study
+from fixtures.rating import crowd_work, seeded_store, study
 from koed_core.db import Store
 from koed_core.db.crowd import Crowd
 from koed_core.errors import KoedError
@@ -141,21 +141,12 @@ def test_screening_decides_languages_and_stops_politely(crowd_study: tuple[Store
     assert row["stop_reason"].startswith("screening")
 
 
-def _rate_batch(store: Store, worker: crowd.Worker, items: int, careful: bool = True) -> None:
-    """Rate items; a careful worker does what the attention check says (2 everywhere),
-    a careless one 5s everywhere."""
-    ratings = RatingStore(store)
-    for _ in range(items):
-        item = ratings.next_item(worker.study_id, worker.username)
-        assert item is not None
-        kind = store.rows(
-            "select i.kind from assignments a join study_items i on i.id = a.item_id "
-            "where a.id = ?",
-            [item.assignment_id],
-        )[0]["kind"]
-        # a careful worker does what the attention check says (2 on every dimension)
-        score = 2 if careful and kind == "attention" else 4 if careful else 5
-        ratings.save_rating(item.assignment_id, worker.username, dict.fromkeys(codes(), score))
+def _rate_batch(
+    store: Store, worker: crowd.Worker, invite: crowd.Invite, items: int, careful: bool = True
+) -> None:
+    """Rate ``items`` responses; a careful worker does what each attention check says, a
+    careless one gives 5 everywhere."""
+    crowd_work(store, worker, invite, items, careful, score=4 if careful else 5)
 
 
 def test_batches_pay_and_the_platform_file_match_the_ratings(
@@ -167,12 +158,12 @@ def test_batches_pay_and_the_platform_file_match_the_ratings(
     done = crowd.join(store, KEY, invite, {"PROLIFIC_PID": "good1", "SESSION_ID": "s-good"})
     crowd.screen(store, done, ("ko", "en"), "ko", 30, 0)
     ratings.save_profile(crowd.profile_of(done, "ko", 30, 0, ("ko",)))
-    _rate_batch(store, done, 3)
+    _rate_batch(store, done, invite, 3)
     assert crowd.batch_state(store, done, invite).finished
     careless = crowd.join(store, KEY, invite, {"PROLIFIC_PID": "bad1", "SESSION_ID": "s-bad"})
     crowd.screen(store, careless, ("ko", "en"), "ko", 30, 0)
     ratings.save_profile(crowd.profile_of(careless, "ko", 30, 0, ("ko",)))
-    _rate_batch(store, careless, 3, careful=False)
+    _rate_batch(store, careless, invite, 3, careful=False)
     assert crowd.attention_failures(store, study_id, careless.username) == 1
     for worker, minutes in ((done, 6), (careless, 3)):  # joining to code took this long
         crowd.finish(store, worker)
@@ -262,12 +253,21 @@ def test_the_join_page_takes_a_worker_from_consent_to_the_completion_code(
     assert row is not None and row["languages"] == "ko" and row["consent_version"]
     RatingStore(store).mark_calibrated(row["username"])  # (calibration has its own tests)
     at.run()
-    for _ in range(2):
+    kinds = []
+    for n in range(3):  # two responses and, between them, the batch's attention check
         assert "rated" in at.get("progress")[0].proto.text
+        current = _current(store, row["username"])
+        told = store.rows(
+            "select i.instructed_score from assignments a join study_items i on "
+            "i.id = a.item_id where a.id = ?",
+            [current],
+        )[0]["instructed_score"]
+        kinds.append("attention" if told else "response")
         for code in codes():
-            at.radio(key=f"crowd.{_current(store, row['username'])}.{code}").set_value(4)
+            at.radio(key=f"crowd.{current}.{code}").set_value(told or 3 + n)
         at.button[0].click().run()
         assert not at.exception, [e.value for e in at.exception]
+    assert kinds == ["response", "attention", "response"]  # a batch ends on real work
     assert invite.completion_code in " ".join(m.value for m in at.markdown)
     assert Crowd(store).worker(row["username"])["status"] == "completed"  # type: ignore[index]
     # the same worker opening the link again (a new browser) is back at the code
@@ -311,7 +311,9 @@ def test_calibration_far_from_the_references_stops_the_worker(
     assert row["stop_reason"] == "calibration: 2.2 points from the references"
     frame, _ = crowd.pay_report(store, invite)
     suggested = dict(zip(frame["username"], frame["suggested"], strict=True))
-    assert suggested[far.username] == "replace"  # flagged for the admin, to be replaced
+    # calibration is a skill check, not an attention check: a person looks, nobody is
+    # rejected or asked to return for it
+    assert suggested[far.username] == "review"
 
 
 def test_an_account_link_creates_a_rater_for_that_study_alone(
@@ -391,7 +393,7 @@ def test_no_export_names_a_crowd_worker(crowd_study: tuple[Store, int], tmp_path
     worker = crowd.join(store, KEY, invite, {**PROLIFIC, "PROLIFIC_PID": "pid4export"})
     langs = crowd.screen(store, worker, ("ko", "en"), "ko", 30, 0)
     RatingStore(store).save_profile(crowd.profile_of(worker, "ko", 30, 0, langs))
-    _rate_batch(store, worker, 3)
+    _rate_batch(store, worker, invite, 3)
     files = export_bundle(store, tmp_path / "bundle")
     ratings = RatingStore(store)
     texts = [f.read_text(encoding="utf-8") for f in files if f.suffix in (".csv", ".json", ".md")]
@@ -445,7 +447,7 @@ def test_the_dashboard_builds_while_a_worker_is_under_way(
     done = crowd.join(store, KEY, invite, {"PROLIFIC_PID": "done1", "SESSION_ID": "s-done"})
     crowd.screen(store, done, ("ko", "en"), "ko", 30, 0)
     ratings.save_profile(crowd.profile_of(done, "ko", 30, 0, ("ko",)))
-    _rate_batch(store, done, 3)
+    _rate_batch(store, done, invite, 3)
     crowd.finish(store, done)
     crowd.give_code(store, crowd.worker_of(store, done.username), invite)  # type: ignore[arg-type]
     busy = crowd.join(store, KEY, invite, {"PROLIFIC_PID": "busy1", "SESSION_ID": "s-busy"})

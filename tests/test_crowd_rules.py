@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from fixtures.rating import seeded_store, study
+from fixtures.rating import crowd_work, seeded_store, study
 from koed_core.cli import main
 from koed_core.db import Store
 from koed_core.db.crowd import Crowd
@@ -48,11 +48,12 @@ def test_places_come_back_from_everyone_not_under_way(crowd_study: tuple[Store, 
     crowd.screen(store, working, ("ko", "en"), "ko", 30, 0)
     with pytest.raises(crowd.CrowdError, match="all 2 places are taken"):
         crowd.join(store, KEY, invite, _pid(4), at=start)
+    crowd.seen(store, working, at=start + timedelta(minutes=20))  # still at work
     later = start + timedelta(minutes=31)  # the study's timeout: the consent page was left
     assert str(crowd.places(store, invite, at=later)) == "places: 1 / 2 (2 freed)"
     newcomer = crowd.join(store, KEY, invite, _pid(4), at=later)
     assert not newcomer.resumed
-    with pytest.raises(crowd.CrowdError, match="all 2 places are taken"):  # back too late
+    with pytest.raises(crowd.CrowdError, match="place went to someone else"):  # too late
         crowd.join(store, KEY, invite, _pid(2), at=later)
     crowd.decide(store, working.username, "replace", "boss")  # returned on the platform
     assert crowd.join(store, KEY, invite, _pid(2), at=later).username == left.username
@@ -126,11 +127,13 @@ def test_nothing_is_paid_for_nothing(crowd_study: tuple[Store, int]) -> None:
     crowd.finish(store, flagger)
     ended = crowd.worker_of(store, flagger.username)
     assert ended is not None and ended.status == "stopped"
-    assert crowd.give_code(store, ended, invite) == ("screened_out", invite.screenout_code)
+    # flagging everything is no work, and not the study's doing either: no completion
+    # code and no paid screen-out, but the failed-checks code and a person's review
+    assert crowd.give_code(store, ended, invite) == ("failed_checks", invite.failed_code)
     frame, _ = crowd.pay_report(store, invite)
     row = frame.set_index("username").loc[flagger.username]
-    assert row["rated"] == 0 and row["flag_share"] == 1.0 and row["suggested"] != "accept"
-    assert row["code_given"] == invite.screenout_code != invite.completion_code
+    assert row["rated"] == 0 and row["flag_share"] == 1.0 and row["suggested"] == "review"
+    assert row["code_given"] == invite.failed_code != invite.completion_code
 
     full, _ = _invite(store, study_id, cap=50, batch_size=20)
     for n in range(2, 5):  # three raters fill every item up to the overlap of 3
@@ -157,7 +160,7 @@ def test_each_outcome_has_its_own_code(crowd_study: tuple[Store, int]) -> None:
     done = crowd.join(store, KEY, invite, _pid(3))
     langs = crowd.screen(store, done, ("ko", "en"), "ko", 30, 0)
     RatingStore(store).save_profile(crowd.profile_of(done, "ko", 30, 0, langs))
-    _rate_batch(store, done, 1)
+    _rate_batch(store, done, invite, 1)
     crowd.finish(store, done)
     shown = {
         w.username: crowd.give_code(store, crowd.worker_of(store, w.username), invite)  # type: ignore[arg-type]
@@ -185,15 +188,17 @@ def test_decisions_in_each_platforms_bulk_format(crowd_study: tuple[Store, int])
     for worker in (good, bad):
         langs = crowd.screen(store, worker, ("ko", "en"), "ko", 30, 0)
         RatingStore(store).save_profile(crowd.profile_of(worker, "ko", 30, 0, langs))
-        _rate_batch(store, worker, 1)
+        _rate_batch(store, worker, invite, 1)
         crowd.finish(store, worker)
     crowd.screen(store, gone, ("ko", "en"), "other", 0, 0)
-    assert crowd.accept_suggested(store, invite, "boss") == 3  # accept, accept, replace
+    assert crowd.accept_suggested(store, invite, "boss") == 3  # accept, accept, screen out
     crowd.decide(store, bad.username, "reject", "boss", "Rated the check item 5 on all")
     files = crowd.decision_files(store, invite)
     assert files["prolific_approve.txt"].split() == [_pid(1)["PROLIFIC_PID"]]
     assert files["prolific_reject.txt"].split() == [_pid(2)["PROLIFIC_PID"]]
-    assert files["prolific_return-request.txt"].split() == [_pid(3)["PROLIFIC_PID"]]
+    # screened out is paid (the screen-out code's action), never asked to return unpaid
+    assert files["prolific_screen-out.txt"].split() == [_pid(3)["PROLIFIC_PID"]]
+    assert files["prolific_return-request.txt"].split() == []
     reasons = pd.read_csv(io.StringIO(files["prolific_reject_reasons.csv"]))
     assert reasons["reason"].tolist() == ["Rated the check item 5 on all"]
 
@@ -303,15 +308,21 @@ def test_only_a_check_that_said_what_to_do_can_reject(crowd_study: tuple[Store, 
     invite, _ = _invite(store, study_id, cap=5, batch_size=14)
     ratings = RatingStore(store)
     worker = crowd.join(store, KEY, invite, _pid(1))
-    langs = crowd.screen(store, worker, ("ko", "en"), "ko", 30, 0)
-    ratings.save_profile(crowd.profile_of(worker, "ko", 30, 0, langs))
+    langs = crowd.screen(store, worker, ("ko", "en"), "ko", 30, 30)  # both languages
+    ratings.save_profile(crowd.profile_of(worker, "ko", 30, 30, langs))
     seen = []
     while (item := ratings.next_item(study_id, worker.username)) is not None:
-        seen.append(item.instruction)
+        seen.append((item.instruction, item.instructed_score))
         ratings.save_rating(item.assignment_id, worker.username, dict.fromkeys(CODES, 5))
-    told = [i for i in seen if i]
-    assert told and all("모든 항목에 2를" in i and "choose 2 on every dimension" in i for i in told)
-    assert crowd.attention_failures(store, study_id, worker.username) == len(told)
+    told = [(text, score) for text, score in seen if text]
+    assert told and all(
+        f"모든 항목에 {score}점을" in text and f"choose {score} on every dimension" in text
+        for text, score in told
+    )
+    asked = [score for _, score in told]  # the asked scores vary: 5 everywhere fails some
+    assert len(set(asked)) == len(asked) > 1
+    failed = crowd.attention_failures(store, study_id, worker.username)
+    assert failed == len(asked) - asked.count(5)
     store.db.execute("update study_items set instruction = null where kind = 'attention'")
     store.db.conn.commit()  # as a study built before checks said what to do
     assert crowd.attention_failures(store, study_id, worker.username) == 0
@@ -350,26 +361,26 @@ def test_the_visit_cookie_is_signed_and_ends_with_the_visit(
 
 
 def test_every_batch_holds_its_attention_checks(tmp_path: Path) -> None:
-    """One check per language in the study, three batches of four: each batch the worker
-    does has a check in it (new ones, not the same one again)."""
+    """One check per language in the study, three batches of two responses: each batch
+    has a check in it, on top of its two responses (new checks, not the same one again,
+    and never the last item of a batch: a batch ends on real work)."""
     store, run_id = seeded_store(tmp_path / "koed.db")
     _, study_id = study(store, run_id, overlap=3, attention_checks=1, langs=("en",))
-    invite, _ = _invite(store, study_id, cap=3, batch_size=4, batches=3)
+    invite, _ = _invite(store, study_id, cap=3, batch_size=2, batches=3)
     assert store.count("study_items") == 6 + 3  # six answers, a check per batch
     ratings = RatingStore(store)
     worker = crowd.join(store, KEY, invite, _pid(1))
     langs = crowd.screen(store, worker, ("en",), "en", 0, 30)
     ratings.save_profile(crowd.profile_of(worker, "en", 0, 30, langs))
-    kinds = []
-    while not crowd.batch_state(store, worker, invite).finished:
-        want = crowd.batch_wants(store, worker, invite)
-        item = ratings.next_item(study_id, worker.username, want=want)
-        if item is None:
-            break
-        kinds.append("attention" if item.instruction else "response")
-        ratings.save_rating(item.assignment_id, worker.username, dict.fromkeys(CODES, 2))
-    batches = [kinds[n : n + 4] for n in range(0, len(kinds), 4)]
-    assert len(batches) == 3 and all("attention" in b for b in batches), batches
+    kinds = crowd_work(store, worker, invite, responses=6)
+    assert crowd.batch_state(store, worker, invite).finished
+    assert kinds == ["response", "attention", "response"] * 3, kinds
+    checks = store.rows(
+        "select distinct a.item_id from assignments a join study_items i on i.id = a.item_id "
+        "where a.username = ? and i.kind = 'attention'",
+        [worker.username],
+    )
+    assert len(checks) == 3
 
 
 def test_a_batch_larger_than_the_study_ends_with_what_there_is(
@@ -387,11 +398,16 @@ def test_a_batch_larger_than_the_study_ends_with_what_there_is(
     there = store.rows(
         "select count(*) as n from study_items where study_id = ? and lang = 'ko'", [study_id]
     )[0]["n"]
-    assert 1 < there < 20 and crowd.batch_state(store, worker, invite).batch_size == there
-    while (item := ratings.next_item(study_id, worker.username)) is not None:
-        ratings.save_rating(item.assignment_id, worker.username, dict.fromkeys(CODES, 2))
+    responses = store.rows(
+        "select count(*) as n from study_items where study_id = ? and lang = 'ko' and "
+        "kind = 'response'",
+        [study_id],
+    )[0]["n"]
+    assert there > responses > 1  # the study has a Korean check too, which is not work
+    assert crowd.batch_state(store, worker, invite).batch_size == responses
+    crowd_work(store, worker, invite, responses=20)
     state = crowd.batch_state(store, worker, invite)
-    assert (state.in_batch, state.batch_size, state.finished) == (there, there, True)
+    assert (state.in_batch, state.batch_size, state.finished) == (responses, responses, True)
     crowd.finish(store, worker)
     ended = crowd.worker_of(store, worker.username)
     assert crowd.give_code(store, ended, invite) == ("completed", invite.completion_code)  # type: ignore[arg-type]

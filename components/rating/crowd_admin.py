@@ -164,16 +164,28 @@ def render_crowd_dashboard(study_id: int) -> None:
                     "mean item length)"
                     + (f"; {pay:.2f} {md(invite.currency)} an hour." if pay is not None else ".")
                 )
+            st.caption(
+                f"{crowd.places(resources.store(), invite)}; a worker inactive for "
+                f"{crowd.timeout_minutes(resources.store(), invite)} minutes at any step "
+                "gives their place back."
+            )
             a, b, c = st.columns(3)
-            a.metric("Median minutes, joining to code", _num(summary["median_min"]))
+            a.metric("Median minutes, joining to completion", _num(summary["median_min"]))
             b.metric("Slowest 10% (minutes)", _num(summary["p90_min"]))
             c.metric(
                 f"Effective pay per hour ({md(invite.currency)})",
                 _num(summary["hourly_pay"]),
-                help=f"{invite.reward} {md(invite.currency)} per worker over the median minutes "
-                "from joining to the code (consent, screening and calibration included), "
-                "as the platform measures a submission",
+                help=f"{invite.reward} {md(invite.currency)} per completion over the median "
+                "minutes from joining to the completion code (consent, screening and "
+                "calibration included), as the platform measures a submission. Completions "
+                "only: screen-outs are paid apart.",
             )
+            if summary["screened_out"]:
+                st.caption(
+                    f"Screened out: {summary['screened_out']:.0f} worker(s), median "
+                    f"{_num(summary['screenout_median_min'])} minutes to the screen-out code "
+                    "(paid as that code's action, not in the pay per hour above)."
+                )
             if frame.empty:
                 st.caption("Nobody has joined through this link yet.")
                 continue
@@ -184,6 +196,14 @@ def render_crowd_dashboard(study_id: int) -> None:
                     f"{crowd.FLAG_SHARE_WARN:.0%} of their items: review them.",
                     icon=":material/flag:",
                 )
+            straight = frame[frame["straight_lined"].astype(bool)]
+            if not straight.empty:
+                st.warning(
+                    f"{len(straight)} worker(s) gave one score on every dimension of every "
+                    f"response (at least {crowd.STRAIGHT_MIN_ITEMS}): straight-lining; review "
+                    "them.",
+                    icon=":material/horizontal_rule:",
+                )
             tables.show(frame, hide_index=True, column_config=WORKER_COLUMNS)
             _decisions(invite, frame)
 
@@ -193,18 +213,20 @@ WORKER_COLUMNS = {
     "worker_id": "Platform id",
     "status": "Status",
     "stop_reason": "Why stopped",
-    "rated": "Items rated",
+    "rated": "Responses rated",
+    "checks": "Attention checks rated",
     "flagged": "Items flagged",
     "flag_share": st.column_config.NumberColumn("Flag share", format="%.2f"),
+    "last_activity": "Last activity (UTC)",
+    "idle_min": st.column_config.NumberColumn("Idle minutes", format="%.0f"),
     "minutes": st.column_config.NumberColumn("Minutes to code", format="%.1f"),
     "code_kind": "Code shown",
     "code_given": "Code",
     "attention_failed": "Attention checks failed",
+    "straight_lined": st.column_config.CheckboxColumn("One score everywhere"),
     "suggested": st.column_config.TextColumn(
         "Suggested",
-        help="reject: 2 or more failed attention checks (each said what to choose); review: "
-        "1, or many flags; accept: finished with items rated; replace: stopped before "
-        "rating; wait: at work",
+        help="; ".join(f"{name}: {why}" for name, why in crowd.SUGGESTIONS.items()),
     ),
     "decision": "Your decision",
     "decision_reason": "Reason",
@@ -235,7 +257,9 @@ def _decisions(invite: crowd.Invite, frame: pd.DataFrame) -> None:
                 st.error(md(str(err)))
             else:
                 st.rerun()
-    if st.button("Accept all suggested (accept and replace)", key=f"crowd.all.{invite.id}"):
+    if st.button(
+        "Record all suggested (accept, screen out, replace)", key=f"crowd.all.{invite.id}"
+    ):
         count = crowd.accept_suggested(resources.store(), invite, auth.username())
         st.toast(f"{count:d} decision(s) recorded; rejections wait for your reason.")
         st.rerun()

@@ -12,7 +12,7 @@ import html
 import streamlit as st
 
 from components.rating.crowd_admin import app_url
-from components.rating.rating_view import rate_item
+from components.rating.rating_view import finished_here, rate_item
 from components.shared import resources, state
 from components.shared.literal import consent_markdown, md
 from koed_core.db import Store
@@ -166,7 +166,7 @@ def _code_and_way_back(store: Store, worker: crowd.Worker, invite: crowd.Invite)
     post_to = crowd.submit_to(store, worker) if invite.platform == "mturk" else None
     if post_to:
         assignment = (Crowd(store).worker(worker.username) or {}).get("study_ref") or ""
-        st.html(mturk_form(post_to, assignment, code))
+        show_mturk_form(post_to, assignment, code)
     elif url := invite.back_url(code):
         st.link_button("Back to the platform / 플랫폼으로 돌아가기", url)
 
@@ -184,6 +184,13 @@ def mturk_form(action: str, assignment_id: str, code: str) -> str:
         f'{inputs}<button type="submit" style="padding:0.5rem 1rem;font-size:1rem">'
         "Submit the HIT / HIT 제출</button></form>"
     )
+
+
+def show_mturk_form(action: str, assignment_id: str, code: str) -> None:
+    """The answer form, with its ``target="_top"`` kept: st.html's sanitiser drops a
+    form's target, and inside MTurk's frame a POST without it would load MTurk's page in
+    the frame. The markup is ours and every value in it is escaped."""
+    st.html(mturk_form(action, assignment_id, code), unsafe_allow_javascript=True)
 
 
 def mturk_preview(invite: crowd.Invite) -> None:
@@ -205,20 +212,30 @@ def mturk_preview(invite: crowd.Invite) -> None:
 
 def stored_calibration(store: Store, worker: crowd.Worker) -> dict[str, object]:
     """This session's calibration progress, kept in step with the database: what was
-    scored before a reload is restored (so reloading starts no fresh attempt), and each
-    new score is stored as it is given."""
+    scored before a reload is restored, with the feedback that was on the screen (so a
+    reload starts no fresh attempt and skips no feedback), and each new score and each
+    move past a feedback is stored as it happens."""
     progress = state.calibration_progress()
     stored, tries = crowd.stored_calibration(store, worker)
+    shown = crowd.calibration_feedback(store, worker)
     mine = list(progress.get("gaps", []))
     if len(mine) < len(stored) or progress.get("tries") != tries:
-        progress.update(index=len(stored), feedback=None, gaps=stored, tries=tries)
+        pending = shown is not None and bool(stored)
+        progress.update(
+            index=len(stored) - (1 if pending else 0),
+            feedback=shown if pending else None,
+            gaps=stored,
+            tries=tries,
+        )
         if tries:
             st.info(
                 "Your scores were far from the references, so here is the calibration "
                 "again. / 기준 점수와 차이가 커서 연습 문항을 다시 진행합니다."
             )
-    elif len(mine) > len(stored):
-        crowd.save_calibration(store, worker, mine)
+    elif len(mine) > len(stored) or progress.get("feedback") != shown:
+        feedback = progress.get("feedback")
+        shown_now = feedback if isinstance(feedback, dict) else None
+        crowd.save_calibration(store, worker, mine, shown_now)
     return progress
 
 
@@ -276,15 +293,15 @@ WORKLOAD = "crowd.workload"
 def batch_step(
     store: Store, ratings: RatingStore, worker: crowd.Worker, invite: crowd.Invite
 ) -> None:
-    """The next item of the worker's batch, with the batch's progress and a flag."""
+    """The next item of the worker's batch, with the batch's progress (responses only:
+    attention checks come on top) and a flag for real responses."""
     progress = progress_of(store, worker, invite)
     st.progress(
         progress.in_batch / progress.batch_size,
         text=f"Batch {progress.batch} of {invite.batches}: {progress.in_batch} of "
         f"{progress.batch_size} rated",
     )
-    want = crowd.batch_wants(store, worker, invite)  # each batch holds its checks
-    item = ratings.next_item(invite.study_id, worker.username, want=want)
+    item = crowd.next_item(store, worker, invite)
     if item is None:
         crowd.finish(store, worker)
         st.rerun()
@@ -292,6 +309,8 @@ def batch_step(
     if rate_item(ratings, item, worker.username, "crowd"):
         crowd.check_attention(store, worker)
         st.rerun()
+    if item.instructed_score is not None:
+        return  # a check says what to choose: it cannot be flagged instead
     reason = st.selectbox(
         "Something wrong with this item? / 문제가 있나요?",
         ["broken", "offensive"],
@@ -299,5 +318,10 @@ def batch_step(
         key=state.rate_flag_reason(item.assignment_id),
     )
     if st.button("Flag it and go on / 신고하고 계속", key=state.rate_flag(item.assignment_id)):
-        ratings.set_aside(item.assignment_id, worker.username, "flagged", reason)
+        try:
+            crowd.flag(store, worker, item, reason)
+        except KoedError as err:
+            st.error(md(str(err)))
+            return
+        finished_here("crowd")
         st.rerun()

@@ -149,9 +149,36 @@ def scroll_to_top(marker: str) -> None:
     st.html(SCROLL_UP.format(marker=safe), unsafe_allow_javascript=True, width="content")
 
 
+def showing_key(prefix: str) -> str:
+    """Where a browser tab keeps the assignment it has on screen."""
+    return f"{prefix}.showing"
+
+
+def finished_here(prefix: str) -> None:
+    """This tab finished (rated, flagged, skipped) the item it showed."""
+    st.session_state.pop(showing_key(prefix), None)
+
+
+def _changed_elsewhere(item: RatingItem, prefix: str) -> None:
+    """A tab whose item was finished in another tab or window (or handed back after the
+    timeout) would otherwise lose a Submit silently: the next run shows the next item and
+    the old form's scores go nowhere. Say so, once, above the item that replaced it."""
+    before = st.session_state.get(showing_key(prefix))
+    if before and before != item.assignment_id:
+        st.warning(
+            "The item this tab showed was finished in another tab or window (or it timed "
+            "out), so nothing from this tab was saved for it. Here is your next item. / 이 "
+            "탭의 문항은 다른 탭이나 창에서 이미 끝났거나 시간이 지나 저장되지 않았습니다. "
+            "다음 문항입니다.",
+            icon=":material/tab:",
+        )
+    st.session_state[showing_key(prefix)] = item.assignment_id
+
+
 def rate_item(ratings: RatingStore, item: RatingItem, username: str, prefix: str) -> bool:
     """The rubric, the item and its form; True once the rating is saved (the Rate page and
     a crowd worker's page both rate this way). The time on the item is stored with it."""
+    _changed_elsewhere(item, prefix)
     started = state.rate_started()
     started.setdefault(item.assignment_id, time.time())
     scroll_to_top(item.assignment_id)
@@ -173,4 +200,5 @@ def rate_item(ratings: RatingStore, item: RatingItem, username: str, prefix: str
     except RatingError as err:
         st.error(md(str(err)))
         return False
+    finished_here(prefix)
     return True

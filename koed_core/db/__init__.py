@@ -15,7 +15,9 @@ from koed_core.db.types import (
     RunConfig,
     StudyConfig,
     now,
+    set_clock,
     short_hash,
+    utcnow,
 )
 
 __all__ = [
@@ -31,5 +33,7 @@ __all__ = [
     "StoreError",
     "StudyConfig",
     "now",
+    "set_clock",
     "short_hash",
+    "utcnow",
 ]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
 from typing import Any
 
 import pandas as pd
@@ -62,29 +61,77 @@ class Crowd:
             self.store.db.table("crowd_workers").insert(row, pk="username")
             return True
 
-    def retake_place(self, username: str, invite_id: str, cap: int, cutoff: str) -> bool:
-        """Someone who left the consent page (their place went) is back: a place again if
-        one is free, counted from now; False when the link is full."""
+    def retake_place(
+        self, username: str, invite_id: str, cap: int, cutoff: str, stamp: str
+    ) -> bool:
+        """Someone whose place went (inactive past the timeout) is back: a place again if
+        one is free, counted from ``stamp``; False when the link is full. One transaction,
+        so they and a newcomer cannot both take the last place."""
         with self.store.write():
             if self._used(invite_id, cutoff) >= cap:
                 return False
             self.store.db.execute(
-                "update crowd_workers set created = ? where username = ?",
-                [datetime.now(UTC).isoformat(timespec="seconds"), username],
+                "update crowd_workers set last_seen = ? where username = ?", [stamp, username]
             )
             return True
 
     def _used(self, invite_id: str, cutoff: str) -> int:
-        """Places held: workers under way or finished. Not those screened out or stopped,
-        replaced by the admin, or still on the consent page since before ``cutoff``."""
+        """Places held: workers finished, or under way and active since ``cutoff``. Not
+        those screened out or stopped, replaced by the admin, or inactive longer than the
+        study's timeout at any step (consent, screening, calibration, rating)."""
         return int(
             self.store.rows(
-                "select count(*) as n from crowd_workers where invite_id = ? "
-                "and coalesce(decision, '') != 'replace' and (status in "
-                "('screening', 'rating', 'completed') or (status = 'consent' and created >= ?))",
+                f"select count(*) as n from crowd_workers w where w.invite_id = ? "
+                f"and coalesce(w.decision, '') != 'replace' and (w.status = 'completed' or "
+                f"(w.status in ('consent', 'screening', 'rating') and {ACTIVITY} >= ?))",
                 [invite_id, cutoff],
             )[0]["n"]
         )
+
+    def last_activity(self, username: str) -> str | None:
+        """When the worker last did anything: joined, consented, screened, calibrated, was
+        handed an item, rated, flagged, or opened the page."""
+        rows = self.store.rows(
+            f"select {ACTIVITY} as at from crowd_workers w where w.username = ?", [username]
+        )
+        return (rows[0]["at"] or None) if rows else None
+
+    def activities(self, study_id: int) -> dict[str, str]:
+        """Every worker's last activity in a study (the dashboard's idle minutes)."""
+        rows = self.store.rows(
+            f"select w.username, {ACTIVITY} as at from crowd_workers w where w.study_id = ?",
+            [study_id],
+        )
+        return {r["username"]: r["at"] for r in rows if r["at"]}
+
+    def touch(self, username: str, stamp: str) -> None:
+        """The worker is here now (a page they opened, a step they took)."""
+        with self.store.write():
+            self.store.db.execute(
+                "update crowd_workers set last_seen = ? where username = ? and "
+                "coalesce(last_seen, '') < ?",
+                [stamp, username, stamp],
+            )
+
+    def work_done(self, study_id: int, username: str) -> tuple[int, int]:
+        """(responses rated, attention checks rated): only the first is work."""
+        rows = self.store.rows(
+            "select i.kind, count(*) as n from assignments a join study_items i on "
+            "i.id = a.item_id where a.study_id = ? and a.username = ? and a.status = 'done' "
+            "group by i.kind",
+            [study_id, username],
+        )
+        counts = {r["kind"]: int(r["n"]) for r in rows}
+        return counts.get("response", 0), counts.get("attention", 0)
+
+    def response_scores(self, study_id: int, username: str) -> list[tuple[str, int]]:
+        """(item, score) of every dimension the worker scored on real responses."""
+        rows = self.store.rows(
+            "select r.item_id, r.score from ratings r join study_items i on i.id = r.item_id "
+            "where r.study_id = ? and r.username = ? and i.kind = 'response'",
+            [study_id, username],
+        )
+        return [(r["item_id"], int(r["score"])) for r in rows]
 
     def set_cap(self, invite_id: str, cap: int) -> None:
         """A live link's number of places."""
@@ -122,6 +169,11 @@ class Crowd:
         with self.store.write():
             self.store.db.table("crowd_workers").update(username, values)
 
+    def step(self, username: str, stamp: str, **fields: Any) -> None:
+        """A step the worker took (consent, screening, a calibration score, a stop):
+        recorded with the moment, which is their last activity."""
+        self.update_worker(username, last_seen=stamp, **fields)
+
     def workers(self, study_id: int) -> pd.DataFrame:
         """Every worker of a study (platform ids included: for the admin and the platform's
         approval file only)."""
@@ -153,7 +205,8 @@ class Crowd:
     def attention_scores(self, study_id: int, username: str) -> list[dict[str, Any]]:
         """The worker's scores on attention checks, per item and dimension."""
         return self.store.rows(
-            "select r.item_id, r.dimension, r.score, i.instruction from ratings r join "
+            "select r.item_id, r.dimension, r.score, i.instruction, i.instructed_score from "
+            "ratings r join "
             "study_items i on i.id = r.item_id where r.study_id = ? and r.username = ? and "
             "i.kind = 'attention'",
             [study_id, username],
@@ -161,3 +214,11 @@ class Crowd:
 
 
 _WORKERS = "select * from crowd_workers where study_id = ? order by created"
+
+ACTIVITY = (
+    "max(coalesce(w.last_seen, w.created, ''), coalesce((select max(coalesce(a.finished_at, "
+    "a.assigned_at)) from assignments a where a.username = w.username and "
+    "a.study_id = w.study_id), ''))"
+)
+"""SQL for a worker's (``w``) last activity: their own last step or page, or the last item
+they were handed or finished, whichever is later (ISO stamps compare as text)."""

@@ -351,6 +351,24 @@ def m011_annotations(db: sqlite_utils.Database) -> None:
             )
 
 
+@migration
+def m012_crowd_middle(db: sqlite_utils.Database) -> None:
+    """A crowd study in the middle: each worker's last activity (a place comes back after
+    the study's timeout of inactivity at any step, as Prolific times out a submission),
+    the calibration item whose feedback they have not yet moved past (a reload shows it
+    again), and per attention check the score its instruction asks for (checks now ask
+    for different scores, so answering the same everywhere fails them; older checks all
+    asked for 2)."""
+    db.execute("alter table crowd_workers add column last_seen text")
+    db.execute("update crowd_workers set last_seen = coalesce(completed_at, consented_at, created)")
+    db.execute("alter table crowd_workers add column calibration_shown text")
+    db.execute("alter table study_items add column instructed_score integer")
+    db.execute(
+        "update study_items set instructed_score = 2 "
+        "where kind = 'attention' and instruction is not null"
+    )
+
+
 def _script(db: sqlite_utils.Database, script: str) -> None:
     """Run statements one by one: ``executescript`` would commit the caller's transaction,
     and a migration must apply whole or not at all. (No statement here contains ';'.)"""

@@ -15,7 +15,8 @@ from koed_core.db.types import CandidateItem, RaterProfile, RatingItem, short_ha
 from koed_core.dialogues.records import decode_ed_text
 
 ITEM_COLUMNS = (
-    "id, study_id, response_id, kind, conv_id, lang, context, response, created, instruction"
+    "id, study_id, response_id, kind, conv_id, lang, context, response, created, instruction, "
+    "instructed_score"
 )
 
 
@@ -103,7 +104,7 @@ class Ratings:
         self.store.db.execute(
             f"insert or ignore into study_items ({ITEM_COLUMNS}) values "
             "(:id, :study_id, :response_id, :kind, :conv_id, :lang, :context, :response, "
-            ":created, :instruction)",
+            ":created, :instruction, :instructed_score)",
             row,
         )
 
@@ -165,6 +166,24 @@ class Ratings:
         )
         return str(rows[0]["id"]) if rows else None
 
+    def open_kind(self, study_id: int, username: str) -> str | None:
+        """The kind (response, attention) of the rater's assignment in progress, if any."""
+        rows = self.store.rows(
+            "select i.kind from assignments a join study_items i on i.id = a.item_id "
+            "where a.study_id = ? and a.username = ? and a.status = 'assigned'",
+            [study_id, username],
+        )
+        return str(rows[0]["kind"]) if rows else None
+
+    def kind_done(self, study_id: int, username: str, kind: str) -> int:
+        """How many items of this kind the rater finished as done."""
+        rows = self.store.rows(
+            "select count(*) as n from assignments a join study_items i on i.id = a.item_id "
+            "where a.study_id = ? and a.username = ? and a.status = 'done' and i.kind = ?",
+            [study_id, username, kind],
+        )
+        return int(rows[0]["n"])
+
     def status_count(self, study_id: int, username: str, status: str) -> int:
         """How many of the rater's assignments have this status."""
         rows = self.store.rows(
@@ -201,7 +220,8 @@ class Ratings:
     def item(self, assignment_id: str) -> RatingItem | None:
         """The blind payload of an assignment, or None when it is gone."""
         rows = self.store.rows(
-            "select a.id, a.study_id, i.lang, i.context, i.response, i.instruction from "
+            "select a.id, a.study_id, i.lang, i.context, i.response, i.instruction, "
+            "i.instructed_score from "
             "assignments a join study_items i on i.id = a.item_id where a.id = ?",
             [assignment_id],
         )
@@ -214,8 +234,15 @@ class Ratings:
             (str(role), decode_ed_text(str(text))) for role, text in json.loads(r["context"])
         )
         response = decode_ed_text(str(r["response"]))  # the human reference's own turn too
+        told = r["instructed_score"]
         return RatingItem(
-            r["id"], int(r["study_id"]), r["lang"], context, response, r["instruction"]
+            r["id"],
+            int(r["study_id"]),
+            r["lang"],
+            context,
+            response,
+            r["instruction"],
+            int(told) if told is not None and r["instruction"] else None,
         )
 
     def assignment_target(self, assignment_id: str, username: str) -> dict[str, Any] | None:
@@ -281,7 +308,7 @@ class Ratings:
         return self.store.frame(
             """select r.item_id, r.response_key, r.username, r.dimension, r.score, r.comment,
                       r.time_spent_s, r.rubric_version, r.created, r.updated, i.kind, i.lang,
-                      i.conv_id, i.response_id
+                      i.conv_id, i.response_id, i.instruction, i.instructed_score
                from ratings r join study_items i on i.id = r.item_id where r.study_id = ?""",
             [study_id],
         )

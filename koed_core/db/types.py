@@ -10,14 +10,34 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 
+def _wall_clock() -> datetime:
+    return datetime.now(UTC)
+
+
+_CLOCK: list[Callable[[], datetime]] = [_wall_clock]
+
+
+def utcnow() -> datetime:
+    """The time now, in UTC. Everything that decides by time (places, timeouts, idle
+    minutes) asks here, so a test or a benchmark can run a study's hours in a second
+    through ``set_clock`` instead of sleeping."""
+    return _CLOCK[0]()
+
+
+def set_clock(clock: Callable[[], datetime] | None) -> None:
+    """Make ``clock`` the source of ``utcnow`` and ``now`` (None: the wall clock again)."""
+    _CLOCK[0] = clock or _wall_clock
+
+
 def now() -> str:
     """UTC timestamp, ISO 8601, to the second."""
-    return datetime.now(UTC).isoformat(timespec="seconds")
+    return utcnow().isoformat(timespec="seconds")
 
 
 def short_hash(*parts: object) -> str:
@@ -231,6 +251,8 @@ class RatingItem:
     response: str
     instruction: str | None = None
     """An attention check's instruction (what to choose), shown above the item."""
+    instructed_score: int | None = None
+    """The score that instruction asks for on every dimension (None: not a told check)."""
 
 
 @dataclass(frozen=True)

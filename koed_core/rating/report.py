@@ -15,7 +15,7 @@ from scipy.stats import spearmanr
 
 from koed_core import csv_safe
 from koed_core.rating.server_key import pseudonym
-from koed_core.rating.studies import RatingStore, attention_limits
+from koed_core.rating.studies import RatingStore, check_verdicts
 
 MIN_PAIRS = 5
 
@@ -54,14 +54,13 @@ def rater_report(ratings: RatingStore, study_id: int) -> pd.DataFrame:
     if frame.empty:
         return frame
     data = ratings_frame(ratings, study_id)
-    limits = attention_limits()
     rows = []
     for username in frame["username"]:
         own = data[data["username"] == username] if not data.empty else data
         rows.append(
             {
                 "median_s_per_item": _median_time(own),
-                "attention_pass_rate": _attention_rate(own, limits),
+                "attention_pass_rate": _attention_rate(own),
                 **_leave_one_out(data, username),
             }
         )
@@ -75,15 +74,13 @@ def _median_time(own: pd.DataFrame) -> float | None:
     return float(per_item.median()) if len(per_item) else None
 
 
-def _attention_rate(own: pd.DataFrame, limits: dict[str, int]) -> float | None:
+def _attention_rate(own: pd.DataFrame) -> float | None:
+    """Share of the rater's attention checks passed, by the crowd's own rule."""
     checks = own[own["kind"] == "attention"] if not own.empty else own
     if checks.empty:
         return None
-    passed = [
-        all(row.score <= limits.get(row.dimension, 5) for row in group.itertuples())
-        for _, group in checks.groupby("item_id")
-    ]
-    return sum(passed) / len(passed)
+    verdicts = check_verdicts(checks.to_dict("records"))
+    return sum(passed for _, passed in verdicts.values()) / len(verdicts)
 
 
 def _leave_one_out(data: pd.DataFrame, username: str) -> dict[str, Any]:

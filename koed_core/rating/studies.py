@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import random
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -25,6 +27,7 @@ from koed_core.db import (
     StudyConfig,
     now,
     short_hash,
+    utcnow,
 )
 from koed_core.db.types import CandidateItem
 from koed_core.dialogues.dataset import Dataset
@@ -110,10 +113,14 @@ class RatingStore:
                     context,
                     row["text"],
                 )
-            for kind, conv_id, lang, context, text in _attention_items(config, dataset):
+            for n, (kind, conv_id, lang, context, text) in enumerate(
+                _attention_items(config, dataset)
+            ):
+                score = check_score(config.seed, n)
                 self._add_item(
-                    study_id, None, kind, conv_id, lang, context, text, attention_instruction()
-                )
+                    study_id, None, kind, conv_id, lang, context, text,
+                    attention_instruction(score), score=score,
+                )  # fmt: skip
         return study_id
 
     def _add_item(
@@ -127,6 +134,7 @@ class RatingStore:
         text: str,
         instruction: str | None = None,
         copy: int = 0,
+        score: int | None = None,
     ) -> None:
         key = response_id or (
             (kind, conv_id, lang, text, copy) if copy else (kind, conv_id, lang, text)
@@ -143,6 +151,7 @@ class RatingStore:
                 "response": text,
                 "created": now(),
                 "instruction": instruction,
+                "instructed_score": score if instruction else None,
             }
         )
 
@@ -201,7 +210,7 @@ class RatingStore:
             raise RatingError("finish onboarding before rating")
         if self.closed(study_id):
             return None
-        moment = at or datetime.now(UTC)
+        moment = at or utcnow()
         cutoff = _iso(moment - timedelta(minutes=config.timeout_minutes))
         with self.store.write():
             self.q.release_abandoned(study_id, cutoff)
@@ -252,10 +261,11 @@ class RatingStore:
         """At least ``per_lang`` attention checks per language (copies of the study's own,
         each a new item): a worker doing several batches meets new ones in each."""
         rows = self.store.rows(
-            "select conv_id, lang, context, response, instruction from study_items where "
-            "study_id = ? and kind = 'attention' order by id",
+            "select conv_id, lang, context, response, instruction, instructed_score from "
+            "study_items where study_id = ? and kind = 'attention' order by id",
             [study_id],
         )
+        seed = self.config(study_id).seed
         by_lang: dict[str, list[dict[str, Any]]] = {}
         for row in rows:
             by_lang.setdefault(row["lang"], []).append(row)
@@ -263,28 +273,45 @@ class RatingStore:
             for lang, items in by_lang.items():
                 for n in range(len(items), per_lang):
                     src = items[n % len(items)]
+                    told = src["instruction"] is not None  # a study from before stays untold
+                    score = check_score(seed, n) if told else None
                     self._add_item(
                         study_id, None, "attention", src["conv_id"], lang,
-                        json.loads(src["context"]), src["response"], src["instruction"], copy=n,
+                        json.loads(src["context"]), src["response"],
+                        attention_instruction(score) if score else None, copy=n, score=score,
                     )  # fmt: skip
 
-    def room_for_newcomer(self, study_id: int) -> bool:
-        """Whether someone new could be given an item in any of the study's languages
-        (attention checks aside: they are nobody's work)."""
+    def room_for_newcomer(self, study_id: int, langs: tuple[str, ...] | None = None) -> bool:
+        """Whether someone new could be given a response in ``langs`` (default: any of the
+        study's languages). Attention checks aside: they are nobody's work."""
         config = self.config(study_id)
         if self.closed(study_id):
             return False
         return any(
             c.kind != "attention" and _open_to(c, config.overlap)
-            for c in self.q.candidates(study_id, "", config.langs)
+            for c in self.q.candidates(study_id, "", langs or config.langs)
+        )
+
+    def has_work(self, study_id: int, username: str, kind: str = "response") -> bool:
+        """Whether the rater holds an item of this kind or could be given one now."""
+        profile = self.profile(username)
+        if profile is None or self.closed(study_id):
+            return False
+        if self.q.open_kind(study_id, username) == kind:
+            return True
+        overlap = self.config(study_id).overlap
+        return any(
+            c.kind == kind and _open_to(c, overlap)
+            for c in self.q.candidates(study_id, username, profile.languages)
         )
 
     def done(self, study_id: int, username: str) -> int:
         """Items the rater finished (rated; skipped and flagged items do not count)."""
         return self.q.status_count(study_id, username, "done")
 
-    def workload(self, study_id: int, username: str) -> int:
-        """The m of "n of m": what this rater has done, holds, or can still be given.
+    def workload(self, study_id: int, username: str, kind: str | None = None) -> int:
+        """The m of "n of m": what this rater has done, holds, or can still be given
+        (``kind``: of that kind only; a crowd worker's work is responses alone).
 
         Items other raters already filled up to the overlap are not counted: the rater
         could never get them.
@@ -293,11 +320,16 @@ class RatingStore:
         profile = self.profile(username)
         if profile is None:
             return 0
-        done = self.done(study_id, username)
-        holding = 1 if self.q.open_assignment(study_id, username) else 0
+        if kind is None:
+            done = self.done(study_id, username)
+            holding = 1 if self.q.open_assignment(study_id, username) else 0
+        else:
+            done = self.q.kind_done(study_id, username, kind)
+            holding = 1 if self.q.open_kind(study_id, username) == kind else 0
         still_open = sum(
             _open_to(c, config.overlap)
             for c in self.q.candidates(study_id, username, profile.languages)
+            if kind is None or c.kind == kind
         )
         total = done + holding + still_open
         return min(total, config.quota) if config.quota is not None else total
@@ -393,15 +425,51 @@ def calibration_items(langs: tuple[str, ...]) -> list[dict[str, Any]]:
     return [item for item in items if item["lang"] in langs]
 
 
-def attention_instruction() -> str:
+def attention_instruction(score: int) -> str:
     """What an attention check tells the rater to do, in Korean and English."""
-    said = json.loads(ATTENTION_FILE.read_text(encoding="utf-8"))["instruction"]
-    return f"{said['ko']} / {said['en']}"
+    said = json.loads(ATTENTION_FILE.read_text(encoding="utf-8"))["instruction_template"]
+    return f"{said['ko'].format(score=score)} / {said['en'].format(score=score)}"
+
+
+def check_score(seed: int, n: int) -> int:
+    """The score the study's n-th attention check asks for: a fixed cycle started at the
+    study's seed, so neighbouring checks never ask for the same score and a rater who
+    answers the same everywhere fails most of them."""
+    scores = json.loads(ATTENTION_FILE.read_text(encoding="utf-8"))["check_scores"]
+    return int(scores[(seed + n) % len(scores)])
 
 
 def instructed_score() -> int:
-    """The score an attention check's instruction asks for on every dimension."""
+    """The score every attention check asked for in studies built before the scores
+    varied (a check stored without its own score)."""
     return int(json.loads(ATTENTION_FILE.read_text(encoding="utf-8"))["instructed_score"])
+
+
+def check_verdicts(rows: Iterable[Mapping[str, Any]]) -> dict[str, tuple[bool, bool]]:
+    """The one rule for "attention check passed", used by the crowd's stop and suggestion,
+    the dashboard and the rater report alike. Per check item: (told, passed). A told check
+    (it showed what to choose) is passed when every dimension has the score it asked for;
+    an untold one, from an older study, when no dimension is above what a careful rater
+    gives such a reply. ``rows`` are one score each: item_id, dimension, score,
+    instruction, instructed_score."""
+    limits = attention_limits()
+    verdicts: dict[str, tuple[bool, bool]] = {}
+    for row in rows:
+        told = bool(row.get("instruction")) and not _missing(row.get("instruction"))
+        if told:
+            asked = row.get("instructed_score")
+            wanted = instructed_score() if asked is None or _missing(asked) else int(asked)
+            ok = int(row["score"]) == wanted
+        else:
+            ok = int(row["score"]) <= limits.get(str(row["dimension"]), 5)
+        _, before = verdicts.get(str(row["item_id"]), (told, True))
+        verdicts[str(row["item_id"])] = (told, before and ok)
+    return verdicts
+
+
+def _missing(value: Any) -> bool:
+    """None, or the NaN a pandas frame holds for an empty cell (NaN is truthy)."""
+    return value is None or (isinstance(value, float) and math.isnan(value))
 
 
 def attention_limits() -> dict[str, int]:

@@ -24,8 +24,8 @@ checks = int((items["kind"] == "attention").sum()) if not items.empty else 0
 cols[0].metric(
     "Responses with all their raters",
     f"{totals['complete']} of {totals['items']}",
-    help=f"Model responses only; each rater also gets the {checks} attention checks, so a "
-    "rater's own count (n of m) includes them.",
+    help=f"Model responses only; raters also get attention checks ({checks} in this study): "
+    "a rater's own n of m on Rate responses includes them, a crowd worker's never does.",
 )
 cols[1].metric("Items rated (all raters)", totals["rated"])
 cols[2].metric("Raters", totals["raters"])
@@ -37,7 +37,8 @@ st.subheader("Raters", anchor=False)
 st.caption(
     "Leave-one-out agreement: Spearman correlation of a rater's scores with the mean of the "
     "other raters on the same items and dimensions. Below 0.4, look at that rater's work. "
-    "Attention pass rate: share of attention checks scored at most 2 on ER and EEA."
+    "Attention checks passed: a check that said what to choose is passed when every "
+    "dimension has that score (one rule for raters and crowd workers alike)."
 )
 if raters.empty:
     st.caption("Nobody has rated in this study yet.")

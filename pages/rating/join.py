@@ -24,7 +24,7 @@ try:
     worker = None
     params = st.query_params.to_dict()
     if session and session["invite"] == token and not st.query_params.get("invite"):
-        worker = crowd.worker_of(store, session["username"])
+        worker = crowd.worker_of(store, session["username"], invite)  # still has a place?
     if worker is None and crowd.mturk_preview(invite, params):
         crowd_visit.mturk_preview(invite)  # nothing stored, no place taken
         st.stop()
@@ -44,6 +44,7 @@ if session is None or session["username"] != worker.username:
         st.toast("Welcome back: you go on where you left off.")
 if worker.status in crowd.UNDER_WAY:
     crowd_visit.mark_visit(worker.username, token)  # a reload or typed URL stays here
+    crowd.seen(store, worker)  # active: the place stays theirs
 
 ratings = resources.ratings()
 st.title("KoED rating study")

@@ -5,6 +5,7 @@ import streamlit as st
 from components.rating.crowd_admin import bound_study
 from components.rating.rating_view import (
     calibration,
+    finished_here,
     onboarding_form,
     rate_item,
     render_item,
@@ -79,10 +80,12 @@ if rate_item(ratings, item, account.username, "rate"):
 left, right = st.columns(2)
 if left.button("Skip this item", key=state.rate_skip(item.assignment_id)):
     ratings.set_aside(item.assignment_id, account.username, "skipped")
+    finished_here("rate")
     st.rerun()
 reason = right.selectbox(
     "Flag as", ["broken", "offensive"], key=state.rate_flag_reason(item.assignment_id)
 )
 if right.button("Flag this item", key=state.rate_flag(item.assignment_id)):
     ratings.set_aside(item.assignment_id, account.username, "flagged", reason)
+    finished_here("rate")
     st.rerun()

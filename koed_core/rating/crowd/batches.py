@@ -4,17 +4,19 @@ of the outcome."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 
-from koed_core.db import Store, now
+from koed_core.db import RatingItem, Store, now
 from koed_core.db.crowd import Crowd
 from koed_core.rating.crowd.identities import Worker, mturk_submit
-from koed_core.rating.crowd.links import Invite
+from koed_core.rating.crowd.links import FLAGGED_ALL, NO_ITEMS, CrowdError, Invite
 from koed_core.rating.studies import RatingStore
 
 
 @dataclass(frozen=True)
 class BatchState:
-    """Where a worker is: items done, in which batch, and whether they are finished."""
+    """Where a worker is: responses rated, in which batch, and whether they are finished.
+    Attention checks come on top of a batch's items and are never counted as work."""
 
     done: int
     batch: int
@@ -23,20 +25,27 @@ class BatchState:
     finished: bool
 
 
+def work_done(store: Store, worker: Worker) -> int:
+    """Real responses the worker rated: the only work there is. Attention checks are not
+    work (nor are flags): they count in no progress line, finish rule, code or pay."""
+    return Crowd(store).work_done(worker.study_id, worker.username)[0]
+
+
 def batch_state(
     store: Store, worker: Worker, invite: Invite, known: dict[tuple[str, int], int] | None = None
 ) -> BatchState:
-    """Progress counted in batches of the invite's size, and never more than this worker
-    can be given (a small study, or items other raters filled): "n of m" always ends.
-    ``known`` is a place to keep that count between calls (the page's session)."""
-    done = len(Crowd(store).finished_assignments(worker.study_id, worker.username))
+    """Progress counted in batches of the invite's size, in responses rated, and never
+    more than this worker can be given (a small study, or items other raters filled): "n
+    of m" always ends. ``known`` is a place to keep that count between calls (the page's
+    session)."""
+    done = work_done(store, worker)
     total = invite.batch_size * invite.batches
     if RatingStore(store).profile(worker.username) is not None:
         # what the worker can still be given: asked once per item done (``known`` keeps
         # it for the browser session), not on every click
         key = (worker.username, done)
         if known is None or key not in known:
-            can = RatingStore(store).workload(worker.study_id, worker.username)
+            can = RatingStore(store).workload(worker.study_id, worker.username, kind="response")
             if known is None:
                 known = {}
             known.clear()
@@ -66,33 +75,68 @@ def submit_to(store: Store, worker: Worker) -> str | None:
     return mturk_submit((Crowd(store).worker(worker.username) or {}).get("submit_to"))
 
 
-NO_ITEMS = "no items: nothing was left for them to rate"
+def checks_due(batch_size: int, per_batch: int, rated_in_batch: int) -> int:
+    """How many of a batch's attention checks come before its ``rated_in_batch``-th
+    response: spread through the batch and all before its last response, so a batch
+    ends on real work and a check never comes alone."""
+    return sum(
+        1 for j in range(per_batch) if (j + 1) * batch_size // (per_batch + 1) <= rated_in_batch
+    )
 
 
 def batch_wants(store: Store, worker: Worker, invite: Invite) -> str:
-    """``"attention"`` when the worker's current batch must take an attention check now
-    to hold the study's number of them per batch (its last places), else ``"response"``
-    (checks are kept for later batches): every batch carries its checks, not only the
-    first. Either falls back to whatever is left."""
+    """``"attention"`` when the worker's current batch must take an attention check now to
+    hold the study's number of them per batch, else ``"response"``. The checks come on
+    top of the batch's ``batch_size`` responses, new ones in each batch. Either falls back
+    to whatever is left."""
     needed = RatingStore(store).config(invite.study_id).attention_checks
     if not needed:
         return "response"
-    done = Crowd(store).finished_assignments(worker.study_id, worker.username)
-    start = len(done) // invite.batch_size * invite.batch_size
-    batch = done[start:]
-    missing = needed - sum(1 for a in batch if a["kind"] == "attention")
-    left = invite.batch_size - len(batch)
-    return "attention" if missing > 0 and left <= missing else "response"
+    rated, checked = Crowd(store).work_done(worker.study_id, worker.username)
+    batch = min(rated // invite.batch_size, invite.batches - 1)
+    due = batch * needed + checks_due(invite.batch_size, needed, rated - batch * invite.batch_size)
+    return "attention" if checked < due else "response"
+
+
+def next_item(
+    store: Store, worker: Worker, invite: Invite, at: datetime | None = None
+) -> RatingItem | None:
+    """The worker's next item: the one they hold, else an attention check when their batch
+    is due one, else a response. None when no response is left for them (nothing they
+    hold, nothing open in their languages): their visit then ends, and never on a batch
+    of checks alone."""
+    ratings = RatingStore(store)
+    if not ratings.has_work(worker.study_id, worker.username, "response"):
+        return None
+    return ratings.next_item(
+        worker.study_id, worker.username, at=at, want=batch_wants(store, worker, invite)
+    )
+
+
+def flag(store: Store, worker: Worker, item: RatingItem, reason: str) -> None:
+    """Flag an item as broken or offensive and go on. A told attention check cannot be
+    flagged: it says what to choose, and flagging it is not choosing.
+
+    Raises:
+        CrowdError: the item is an attention check.
+    """
+    if item.instructed_score is not None:
+        raise CrowdError("This item is an attention check: choose what it asks for.")
+    RatingStore(store).set_aside(item.assignment_id, worker.username, "flagged", reason)
 
 
 def finish(store: Store, worker: Worker) -> None:
-    """The worker's visit ends with no more items: completed if they rated something;
-    someone who rated nothing (everything flagged, or nothing left) gets no completion
-    code, but the screen-out code, since it was not their doing."""
-    if RatingStore(store).done(worker.study_id, worker.username) == 0:
-        Crowd(store).update_worker(worker.username, status="stopped", stop_reason=NO_ITEMS)
+    """The worker's visit ends with no more items: completed if they rated a response.
+    Someone who rated none gets no completion code: the screen-out code when nothing was
+    left for them (not their doing), the failed-checks code, for review, when they
+    flagged everything they were given."""
+    crowd = Crowd(store)
+    if work_done(store, worker) > 0:
+        crowd.step(worker.username, now(), status="completed")
+    elif crowd.flag_counts(worker.study_id).get(worker.username, 0):
+        crowd.step(worker.username, now(), status="stopped", stop_reason=FLAGGED_ALL)
     else:
-        Crowd(store).update_worker(worker.username, status="completed")
+        crowd.step(worker.username, now(), status="stopped", stop_reason=NO_ITEMS)
 
 
 def outcome(worker: Worker) -> str | None:
@@ -109,12 +153,12 @@ def give_code(store: Store, worker: Worker, invite: Invite) -> tuple[str, str] |
     """The outcome and its code, shown to the worker and recorded the first time (the
     dashboard and the decisions say which code each worker received)."""
     kind = outcome(worker)
-    if kind is None:
-        return None
+    if kind is None or (kind == "completed" and work_done(store, worker) == 0):
+        return None  # a completion code only for work: never for checks or flags alone
     code = invite.code_for(kind)
     row = Crowd(store).worker(worker.username) or {}
     if row.get("code_given") != code:
-        Crowd(store).update_worker(
-            worker.username, code_given=code, code_kind=kind, completed_at=now()
+        Crowd(store).step(
+            worker.username, now(), code_given=code, code_kind=kind, completed_at=now()
         )
     return kind, code

@@ -8,16 +8,23 @@ import json
 from koed_core.db import RaterProfile, Store, now
 from koed_core.db.crowd import Crowd
 from koed_core.rating.crowd.identities import Worker
-from koed_core.rating.crowd.links import ATTENTION_FAILS_TO_STOP, NATIVE_YEARS, Invite
-from koed_core.rating.studies import attention_limits, instructed_score
+from koed_core.rating.crowd.links import (
+    ATTENTION_FAILS_TO_STOP,
+    NATIVE_YEARS,
+    NO_ITEMS,
+    Invite,
+)
+from koed_core.rating.studies import RatingStore, check_verdicts
 
 
 def consent(store: Store, worker: Worker, invite: Invite) -> None:
     """The worker agreed to this version of the consent text."""
-    Crowd(store).update_worker(
+    stamp = now()
+    Crowd(store).step(
         worker.username,
+        stamp,
         consent_version=invite.consent_version,
-        consented_at=now(),
+        consented_at=stamp,
         status="screening",
     )
 
@@ -33,7 +40,10 @@ def screen(
     """Which of the study's languages this worker may rate; none stops them politely.
 
     Korean needs Korean as the native language or ``NATIVE_YEARS`` years in Korea;
-    English the same for English and an English-speaking country.
+    English the same for English and an English-speaking country. Someone who qualifies
+    only for languages whose items are all taken is stopped here too, before they hold a
+    place through calibration (the screen-out code: it was not their doing), and never
+    handed a batch of attention checks alone.
     """
     may = []
     if "ko" in study_langs and (native_language == "ko" or years_korea >= NATIVE_YEARS):
@@ -45,17 +55,27 @@ def screen(
         "years_korea": years_korea,
         "years_english": years_english,
     }
-    if may:
-        Crowd(store).update_worker(
-            worker.username, screening=answers, languages=",".join(may), status="rating"
-        )
-    else:
-        Crowd(store).update_worker(
+    crowd, stamp = Crowd(store), now()
+    if not may:
+        crowd.step(
             worker.username,
+            stamp,
             screening=answers,
             status="stopped",
             stop_reason="screening: not a native-level speaker of the study's languages",
         )
+        return ()
+    if not RatingStore(store).room_for_newcomer(worker.study_id, tuple(may)):
+        crowd.step(
+            worker.username,
+            stamp,
+            screening=answers,
+            languages=",".join(may),
+            status="stopped",
+            stop_reason=NO_ITEMS,
+        )
+        return ()
+    crowd.step(worker.username, stamp, screening=answers, languages=",".join(may), status="rating")
     return tuple(may)
 
 
@@ -83,16 +103,10 @@ def untold_failures(store: Store, study_id: int, username: str) -> int:
 
 
 def _failures(store: Store, study_id: int, username: str) -> tuple[int, int]:
-    limits, wanted = attention_limits(), instructed_score()
-    told: set[str] = set()
-    untold: set[str] = set()
-    for r in Crowd(store).attention_scores(study_id, username):
-        if r["instruction"]:
-            if r["score"] != wanted:
-                told.add(r["item_id"])
-        elif r["score"] > limits.get(r["dimension"], 5):
-            untold.add(r["item_id"])
-    return len(told), len(untold)
+    verdicts = check_verdicts(Crowd(store).attention_scores(study_id, username))
+    told = sum(1 for was_told, passed in verdicts.values() if was_told and not passed)
+    untold = sum(1 for was_told, passed in verdicts.values() if not was_told and not passed)
+    return told, untold
 
 
 def check_attention(store: Store, worker: Worker) -> bool:
@@ -100,8 +114,8 @@ def check_attention(store: Store, worker: Worker) -> bool:
     checks; True when they may go on."""
     if attention_failures(store, worker.study_id, worker.username) < ATTENTION_FAILS_TO_STOP:
         return True
-    Crowd(store).update_worker(
-        worker.username, status="stopped", stop_reason="attention checks failed"
+    Crowd(store).step(
+        worker.username, now(), status="stopped", stop_reason="attention checks failed"
     )
     return False
 
@@ -115,8 +129,9 @@ def check_calibration(store: Store, worker: Worker, gaps: list[float]) -> bool:
     references on average; True when they may go on."""
     if not gaps or sum(gaps) / len(gaps) <= CALIBRATION_MAX_GAP:
         return True
-    Crowd(store).update_worker(
+    Crowd(store).step(
         worker.username,
+        now(),
         status="stopped",
         stop_reason=f"calibration: {sum(gaps) / len(gaps):.1f} points from the references",
     )
@@ -131,9 +146,23 @@ def stored_calibration(store: Store, worker: Worker) -> tuple[list[float], int]:
     return [float(g) for g in gaps], int(row.get("calibration_tries") or 0)
 
 
-def save_calibration(store: Store, worker: Worker, gaps: list[float]) -> None:
-    """Store the attempt's scores as they come (one per calibration item)."""
-    Crowd(store).update_worker(worker.username, calibration_gaps=[float(g) for g in gaps])
+def save_calibration(
+    store: Store, worker: Worker, gaps: list[float], shown: dict[str, int] | None = None
+) -> None:
+    """Store the attempt's scores as they come (one per calibration item), with the scores
+    whose feedback is on the screen until the worker moves on (a reload shows it again)."""
+    Crowd(store).step(
+        worker.username,
+        now(),
+        calibration_gaps=[float(g) for g in gaps],
+        calibration_shown=json.dumps(shown) if shown else None,
+    )
+
+
+def calibration_feedback(store: Store, worker: Worker) -> dict[str, int] | None:
+    """The scores of the calibration item whose feedback the worker has not moved past."""
+    shown = (Crowd(store).worker(worker.username) or {}).get("calibration_shown")
+    return {str(k): int(v) for k, v in json.loads(shown).items()} if shown else None
 
 
 def end_calibration(store: Store, worker: Worker, invite: Invite, gaps: list[float]) -> str:
@@ -144,10 +173,14 @@ def end_calibration(store: Store, worker: Worker, invite: Invite, gaps: list[flo
     if mean <= CALIBRATION_MAX_GAP:
         return "passed"
     if tries + 1 < invite.calibration_attempts:
-        Crowd(store).update_worker(
-            worker.username, calibration_gaps=[], calibration_tries=tries + 1
+        Crowd(store).step(
+            worker.username,
+            now(),
+            calibration_gaps=[],
+            calibration_shown=None,
+            calibration_tries=tries + 1,
         )
         return "again"
-    Crowd(store).update_worker(worker.username, calibration_tries=tries + 1)
+    Crowd(store).step(worker.username, now(), calibration_tries=tries + 1)
     check_calibration(store, worker, gaps)
     return "stopped"

@@ -1,18 +1,28 @@
-"""What the admin decides and pays: accept, reject or replace, the suggested decision, time
-and pay per hour, and the platforms' bulk files."""
+"""What the admin decides and pays: accept, reject, replace or screen out, the suggested
+decision, time and pay per hour, and the platforms' bulk files."""
 
 from __future__ import annotations
 
 import json
 import statistics
+from datetime import datetime
+from typing import Any
 
 import pandas as pd
 
 from koed_core.csv_safe import to_csv
-from koed_core.db import Store, now
+from koed_core.db import Store, now, utcnow
 from koed_core.db.crowd import Crowd
 from koed_core.rating.crowd.checks import attention_failures, untold_failures
-from koed_core.rating.crowd.links import ATTENTION_FAILS_TO_STOP, DECISIONS, CrowdError, Invite
+from koed_core.rating.crowd.identities import UNDER_WAY
+from koed_core.rating.crowd.links import (
+    ATTENTION_FAILS_TO_STOP,
+    DECISIONS,
+    FLAGGED_ALL,
+    NO_ITEMS,
+    CrowdError,
+    Invite,
+)
 from koed_core.rating.studies import RatingStore
 
 
@@ -37,12 +47,13 @@ def decide(store: Store, username: str, decision: str, by: str | None, reason: s
 
 
 def accept_suggested(store: Store, invite: Invite, by: str | None) -> int:
-    """Record every undecided worker's suggested accept or replace in one step (a
-    rejection waits for the admin's written reason); returns how many were decided."""
+    """Record every undecided worker's suggested accept, screen-out or replace in one step
+    (a rejection waits for the admin's written reason, a review for the admin's look);
+    returns how many were decided."""
     frame, _ = pay_report(store, invite)
     count = 0
     for row in frame.to_dict("records") if not frame.empty else []:
-        if row["decision"] is None and row["suggested"] in ("accept", "replace"):
+        if row["decision"] is None and row["suggested"] in ("accept", "screen_out", "replace"):
             decide(store, row["username"], row["suggested"], by)
             count += 1
     return count
@@ -101,72 +112,163 @@ FLAG_SHARE_WARN = 0.3
 """A worker who flags more than this share of what they were given is shown for review."""
 
 
-def pay_report(store: Store, invite: Invite) -> tuple[pd.DataFrame, dict[str, float | None]]:
-    """Per worker: items rated and flagged, minutes from joining to their code (as the
+STRAIGHT_MIN_ITEMS = 3
+"""Responses a worker must have rated before one score everywhere counts as
+straight-lining (with fewer, the same score can be an honest reading)."""
+
+
+def straight_lined(scores: list[tuple[str, int]]) -> bool:
+    """No variance across the worker's response items: one score on every dimension of
+    every item, over at least ``STRAIGHT_MIN_ITEMS`` items. Honest raters of replies that
+    differ give different scores somewhere."""
+    items = {item for item, _ in scores}
+    return len(items) >= STRAIGHT_MIN_ITEMS and len({score for _, score in scores}) == 1
+
+
+def _minutes(row: dict[str, Any]) -> float | None:
+    if row.get("completed_at") and row.get("created"):
+        return (_seconds(row["completed_at"]) - _seconds(row["created"])) / 60
+    return None
+
+
+def pay_report(
+    store: Store, invite: Invite, at: datetime | None = None
+) -> tuple[pd.DataFrame, dict[str, float | None]]:
+    """Per worker: responses rated (attention checks are not work) and items flagged,
+    their last activity and idle minutes, minutes from joining to their code (as the
     platform measures a submission: consent, screening and calibration included), the
-    code shown, attention failures, status, decision and the suggested decision; for the
-    link, the median and slowest-decile minutes and the effective hourly pay of the reward
-    per worker."""
-    workers = Crowd(store).worker_rows(invite.study_id)
-    flags = Crowd(store).flag_counts(invite.study_id)
-    ratings = RatingStore(store)
+    code shown, attention failures, straight-lining, status, decision and the suggested
+    decision. For the link: the median and slowest-decile minutes and the effective
+    hourly pay of the reward, over completions only (Prolific pays the reward for a
+    completion; a screen-out is paid apart, so it is reported apart)."""
+    crowd = Crowd(store)
+    workers = crowd.worker_rows(invite.study_id)
+    flags = crowd.flag_counts(invite.study_id)
+    activity = crowd.activities(invite.study_id)
+    moment = at or utcnow()
+    timeout = RatingStore(store).config(invite.study_id).timeout_minutes
     rows = []
-    every: list[float] = []
+    completions: list[float] = []
+    screen_outs: list[float] = []
     for w in workers:
         if w["invite_id"] != invite.id:
             continue
-        rated = ratings.done(invite.study_id, w["username"])
+        rated, checked = crowd.work_done(invite.study_id, w["username"])
         flagged = flags.get(w["username"], 0)
-        minutes = None
-        if w.get("completed_at") and w.get("created"):
-            minutes = (_seconds(w["completed_at"]) - _seconds(w["created"])) / 60
-            every.append(minutes)
+        minutes = _minutes(w)
+        if minutes is not None and w.get("code_kind") == "completed":
+            completions.append(minutes)
+        elif minutes is not None and w.get("code_kind") == "screened_out":
+            screen_outs.append(minutes)
+        last = activity.get(w["username"])
+        idle = (moment.timestamp() - _seconds(last)) / 60 if last else None
+        timed_out = w["status"] in UNDER_WAY and idle is not None and idle > timeout
         failed = attention_failures(store, invite.study_id, w["username"])
         untold = untold_failures(store, invite.study_id, w["username"])
         share = flagged / (rated + flagged) if rated + flagged else 0.0
-        rows.append(
-            {
-                "username": w["username"],
-                "worker_id": w["worker_id"],
-                "status": w["status"],
-                "stop_reason": w["stop_reason"],
-                "rated": rated,
-                "flagged": flagged,
-                "flag_share": share,
-                "minutes": minutes,
-                "code_kind": w.get("code_kind"),
-                "code_given": w.get("code_given"),
-                "attention_failed": failed,
-                "suggested": _suggest(failed, w["status"], rated, share, untold),
-                "decision": w["decision"],
-                "decision_reason": w.get("decision_reason"),
-            }
-        )
-    median = statistics.median(every) if every else None
-    slow = float(pd.Series(every).quantile(0.9)) if every else None
-    hourly = invite.reward / (median / 60) if invite.reward is not None and median else None
-    summary = {"median_min": median, "p90_min": slow, "hourly_pay": hourly}
-    return pd.DataFrame(rows), summary
+        straight = straight_lined(crowd.response_scores(invite.study_id, w["username"]))
+        row = {
+            "username": w["username"],
+            "worker_id": w["worker_id"],
+            "status": "timed out" if timed_out else w["status"],
+            "stop_reason": w["stop_reason"],
+            "rated": rated,
+            "checks": checked,
+            "flagged": flagged,
+            "flag_share": share,
+            "last_activity": last,
+            "idle_min": idle if w["status"] in UNDER_WAY else None,
+            "minutes": minutes,
+            "code_kind": w.get("code_kind"),
+            "code_given": w.get("code_given"),
+            "attention_failed": failed,
+            "straight_lined": straight,
+            "decision": w["decision"],
+            "decision_reason": w.get("decision_reason"),
+        }
+        row["suggested"] = suggest(row, untold)
+        rows.append(row)
+    summary = {
+        **_spread(completions),
+        "hourly_pay": invite.reward / (statistics.median(completions) / 60)
+        if invite.reward is not None and completions and statistics.median(completions)
+        else None,
+        "completions": float(len(completions)),
+        "screened_out": float(len(screen_outs)),
+        "screenout_median_min": statistics.median(screen_outs) if screen_outs else None,
+    }
+    return pd.DataFrame(rows, columns=REPORT_COLUMNS), summary
 
 
-def _suggest(failed: int, status: str, rated: int, flag_share: float, untold: int = 0) -> str:
-    """What the dashboard suggests: reject after two failed attention checks (each said
-    what to choose), review after one or when flags pile up, replace (return) someone
-    stopped before rating, accept a completion with at least one item rated, and wait for
-    someone still at work. Never accept a worker who rated nothing."""
+REPORT_COLUMNS = [
+    "username", "worker_id", "status", "stop_reason", "rated", "checks", "flagged",
+    "flag_share", "last_activity", "idle_min", "minutes", "code_kind", "code_given",
+    "attention_failed", "straight_lined", "decision", "decision_reason", "suggested",
+]  # fmt: skip
+
+
+def _spread(minutes: list[float]) -> dict[str, float | None]:
+    if not minutes:
+        return {"median_min": None, "p90_min": None}
+    return {
+        "median_min": statistics.median(minutes),
+        "p90_min": float(pd.Series(minutes).quantile(0.9)),
+    }
+
+
+SUGGESTIONS = {
+    "reject": "two or more told attention checks failed (each said what to choose)",
+    "review": "one told check failed, an older check scored high, many flags, one score "
+    "everywhere (straight-lining), calibration far from the references, or only flags",
+    "screen_out": "screened out, or nothing was left in their languages: pay it as the "
+    "screen-out code's action, never a return request or a rejection",
+    "accept": "finished with at least one response rated",
+    "replace": "stopped before rating for another reason: ask them to return the study",
+    "timed out": "inactive past the study's timeout: their place is free again; Prolific "
+    "times the submission out, nothing to decide unless they come back",
+    "wait": "under way and active",
+}
+"""What each suggestion means (the dashboard's help and docs/rating.md)."""
+
+
+def suggest(row: dict[str, Any], untold: int = 0) -> str:
+    """The suggested decision for one worker's report row (see ``SUGGESTIONS``). A
+    rejection only on told checks; a screen-out is never a return request; nobody who
+    rated no response is suggested accept."""
+    failed, status, reason = row["attention_failed"], row["status"], row["stop_reason"] or ""
     if failed >= ATTENTION_FAILS_TO_STOP:
         return "reject"
-    if failed or untold or flag_share > FLAG_SHARE_WARN:
+    if status == "stopped" and reason.startswith(("screening", NO_ITEMS)):
+        return "screen_out"
+    if (
+        failed
+        or untold
+        or row["flag_share"] > FLAG_SHARE_WARN
+        or row["straight_lined"]
+        or reason.startswith("calibration")
+        or reason == FLAGGED_ALL
+    ):
         return "review"
-    if status == "completed" and rated > 0:
+    if status == "completed" and row["rated"] > 0:
         return "accept"
     if status == "stopped":
         return "replace"
+    if status == "timed out":
+        return "timed out"
     return "wait"
 
 
-BULK = {"accept": "approve", "reject": "reject", "replace": "return-request"}
-"""Our decisions as the platforms' bulk actions."""
+BULK = {
+    "accept": "approve",
+    "reject": "reject",
+    "replace": "return-request",
+    "screen_out": "screen-out",
+}
+"""Our decisions as Prolific's bulk actions (a screen-out list for the screen-out code's
+action; MTurk, which has no partial pay, approves a screen-out: ``PAID``)."""
+
+PAID = ("accept", "screen_out")
+"""Decisions that pay the worker on MTurk (Approve)."""
 
 
 def decision_files(store: Store, invite: Invite) -> dict[str, str]:
@@ -182,11 +284,11 @@ def decision_files(store: Store, invite: Invite) -> dict[str, str]:
             {
                 "AssignmentId": workers[r["username"]]["study_ref"] or "",
                 "WorkerId": r["worker_id"],
-                "Approve": "x" if r["decision"] == "accept" else "",
+                "Approve": "x" if r["decision"] in PAID else "",
                 "Reject": r["decision_reason"] if r["decision"] == "reject" else "",
             }
             for r in (decided.to_dict("records") if not decided.empty else [])
-            if r["decision"] in ("accept", "reject")
+            if r["decision"] in ("accept", "reject", "screen_out")
         ]
         columns = ["AssignmentId", "WorkerId", "Approve", "Reject"]
         return {"mturk_results.csv": to_csv(pd.DataFrame(rows, columns=columns), bom=False)}
@@ -224,7 +326,7 @@ def platform_csv(store: Store, invite: Invite) -> str:
                     "AssignmentId": w["study_ref"] or "",
                     "WorkerId": r["worker_id"],
                     "HITId": w["session_ref"] or "",
-                    "Approve": "x" if r["decision"] == "accept" else "",
+                    "Approve": "x" if r["decision"] in PAID else "",
                     "Reject": r["decision_reason"] if r["decision"] == "reject" else "",
                     "code": r["code_given"] or "",
                 }
@@ -234,9 +336,11 @@ def platform_csv(store: Store, invite: Invite) -> str:
                 {
                     "participant_id": r["worker_id"],
                     "session_id": w["session_ref"] or "",
-                    "decision": {"accept": "APPROVE", "reject": "REJECT"}.get(
-                        r["decision"], "RETURN"
-                    ),
+                    "decision": {
+                        "accept": "APPROVE",
+                        "reject": "REJECT",
+                        "screen_out": "SCREEN-OUT",
+                    }.get(r["decision"], "RETURN"),
                     "reason": r["decision_reason"] or "",
                     "code_received": r["code_given"] or "",
                 }

@@ -73,6 +73,13 @@ def platform_ids(
             "This link belongs to another Prolific study (STUDY_ID does not match); open "
             "the study from its own Prolific page."
         )
+    if platform == "prolific" and not ids["SESSION_ID"]:
+        # Each attempt at a Prolific study has its own SESSION_ID; without it, a second
+        # attempt (returned, then taken again) could continue the first one's work.
+        raise CrowdError(
+            "Open this study from Prolific: the link has no SESSION_ID, so this attempt "
+            "could not be told apart from another."
+        )
     if platform == "mturk" and not ids["assignmentId"]:
         raise CrowdError("Open this HIT from Mechanical Turk: the link has no assignmentId.")
     return ids

@@ -5,24 +5,36 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from koed_core.db import Store, now
+from koed_core.db import Store, utcnow
 from koed_core.db.crowd import Crowd
 from koed_core.errors import KoedError
-from koed_core.rating.crowd.identities import SESSION_ID, Worker, worker_name
+from koed_core.rating.crowd.identities import SESSION_ID, UNDER_WAY, Worker, worker_name
 from koed_core.rating.crowd.links import PLATFORMS, CrowdError, Invite
 from koed_core.rating.studies import RatingStore
 
 
+def _stamp(at: datetime | None) -> str:
+    return (at or utcnow()).isoformat(timespec="seconds")
+
+
+def timeout_minutes(store: Store, invite: Invite) -> int:
+    """Minutes of inactivity after which a worker under way loses their place (the study's
+    own timeout, which also hands their open item back)."""
+    return int(RatingStore(store).config(invite.study_id).timeout_minutes)
+
+
 def _place_cutoff(store: Store, invite: Invite, at: datetime | None = None) -> str:
-    """Workers still on the consent page who joined before this moment have left: their
-    place is free again (the study's own timeout for abandoned items)."""
-    minutes = RatingStore(store).config(invite.study_id).timeout_minutes
-    moment = at or datetime.now(UTC)
-    return (moment - timedelta(minutes=minutes)).isoformat(timespec="seconds")
+    """Workers under way with no activity since this moment have left: their place is
+    free again. Prolific does the same with a submission past its maximum time: "their
+    place will open up to a new participant"."""
+    moment = at or utcnow()
+    return (moment - timedelta(minutes=timeout_minutes(store, invite))).isoformat(
+        timespec="seconds"
+    )
 
 
 def _same_attempt(found: Mapping[str, Any], invite: Invite, ids: Mapping[str, str]) -> None:
@@ -35,8 +47,8 @@ def _same_attempt(found: Mapping[str, Any], invite: Invite, ids: Mapping[str, st
     if invite.platform not in SESSION_ID:
         return
     param, column = SESSION_ID[invite.platform]
-    kept, given = found.get(column), ids.get(param, "")
-    if kept and given != kept:
+    kept, given = found.get(column) or "", ids.get(param, "")
+    if given != kept or not kept:  # a session stored empty matches no session at all
         attempt = "Prolific session" if invite.platform == "prolific" else "HIT assignment"
         raise CrowdError(
             f"You have already taken part in this study in another {attempt}; its work stays "
@@ -51,8 +63,8 @@ def returning(
     """The worker these platform ids already made in this study, or None.
 
     Raises:
-        CrowdError: they come back in another session or assignment; or they had left the
-            consent page long enough for their place to go, and the study is full now.
+        CrowdError: they come back in another session or assignment; or they were
+            inactive long enough for their place to go, and the study is full now.
     """
     names = PLATFORMS.get(invite.platform, ("worker",))
     crowd = Crowd(store)
@@ -60,11 +72,42 @@ def returning(
     if found is None:
         return None
     _same_attempt(found, invite, ids)
+    return keep_place(store, invite, _worker(found, resumed=True), at)
+
+
+def keep_place(store: Store, invite: Invite, worker: Worker, at: datetime | None = None) -> Worker:
+    """The worker, still holding a place. Someone under way who was inactive past the
+    timeout lost it: they take one again if one is free (Prolific: a timed-out participant
+    "can still complete their submission ... if they are still active on the study and are
+    not replaced by another participant"), else they are told the study filled meanwhile.
+    A finished or stopped worker needs no place.
+
+    Raises:
+        CrowdError: their place went while they were away and every place is taken now.
+    """
+    if worker.status not in UNDER_WAY:
+        return worker
+    crowd = Crowd(store)
     cutoff = _place_cutoff(store, invite, at)
-    left = found["status"] == "consent" and (found["created"] or "") < cutoff
-    if left and not crowd.retake_place(found["username"], invite.id, invite.cap, cutoff):
-        raise _full(invite)  # they left the consent page long ago and the study filled up
-    return _worker(crowd.worker(found["username"]) or found, resumed=True)
+    if (crowd.last_activity(worker.username) or "") >= cutoff:
+        return worker
+    if not crowd.retake_place(worker.username, invite.id, invite.cap, cutoff, _stamp(at)):
+        minutes = timeout_minutes(store, invite)
+        raise CrowdError(
+            f"Your session was inactive for more than {minutes} minutes, so its place went "
+            "to someone else, and every place is taken now. The ratings you gave are kept. "
+            "Please return the study on the platform."
+        )
+    return worker
+
+
+def seen(store: Store, worker: Worker, at: datetime | None = None) -> None:
+    """The worker opened their page: they are active (stored at most once a minute, so a
+    page's reruns do not each write)."""
+    moment = at or utcnow()
+    last = Crowd(store).last_activity(worker.username) or ""
+    if last < (moment - timedelta(minutes=1)).isoformat(timespec="seconds"):
+        Crowd(store).touch(worker.username, _stamp(moment))
 
 
 def _full(invite: Invite) -> CrowdError:
@@ -107,7 +150,8 @@ def join(
         "study_ref": ids.get(names[1]) if len(names) > 1 else None,
         "session_ref": ids.get(names[2]) if len(names) > 2 else None,
         "status": "consent",
-        "created": (at or datetime.now(UTC)).isoformat(timespec="seconds"),
+        "created": _stamp(at),
+        "last_seen": _stamp(at),
     }
     if not crowd.join(invite.id, invite.cap, row, _place_cutoff(store, invite, at)):
         raise _full(invite)
@@ -117,7 +161,7 @@ def join(
 @dataclass(frozen=True)
 class Places:
     """How full a link is: places taken by people under way or finished, its cap, and
-    places given back (screened out, stopped, left at consent, replaced)."""
+    places given back (screened out, stopped, inactive past the timeout, replaced)."""
 
     used: int
     cap: int
@@ -145,10 +189,20 @@ def set_cap(store: Store, invite: Invite, cap: int) -> None:
     Crowd(store).set_cap(invite.id, cap)
 
 
-def worker_of(store: Store, username: str) -> Worker | None:
-    """A worker who is already in (this browser session's), or None."""
+def worker_of(
+    store: Store, username: str, invite: Invite | None = None, at: datetime | None = None
+) -> Worker | None:
+    """A worker who is already in (this browser session's), or None; with ``invite``,
+    still holding a place (see ``keep_place``).
+
+    Raises:
+        CrowdError: their place went while they were away and the study is full now.
+    """
     row = Crowd(store).worker(username)
-    return _worker(row, resumed=True) if row else None
+    if row is None:
+        return None
+    worker = _worker(row, resumed=True)
+    return keep_place(store, invite, worker, at) if invite is not None else worker
 
 
 def _worker(row: Mapping[str, Any], resumed: bool) -> Worker:
@@ -191,7 +245,8 @@ def join_with_account(
         "platform": "account",
         "worker_id": username,
         "status": "consent",
-        "created": now(),
+        "created": _stamp(None),
+        "last_seen": _stamp(None),
     }
     crowd = Crowd(store)
     if crowd.worker(username) is not None:

@@ -69,7 +69,17 @@ NATIVE_YEARS = 10
 ATTENTION_FAILS_TO_STOP = 2
 
 
-DECISIONS = ("accept", "reject", "replace")
+DECISIONS = ("accept", "reject", "replace", "screen_out")
+"""What the admin can decide: accept (approve), reject (with a written reason), replace
+(ask them to return the study, unpaid: someone who left or cannot go on for no fault of
+the study) and screen out (paid as the screen-out code's action: Prolific pays an
+in-study screen-out and lists it among the reasons a rejection is not valid)."""
+
+NO_ITEMS = "no items: nothing was left for them to rate"
+"""A stop that was not the worker's doing: every item in their languages was taken."""
+
+FLAGGED_ALL = "flagged every item they were given and rated none"
+"""A stop a person reviews: no work done, only flags."""
 
 
 class CrowdError(KoedError):
