@@ -195,3 +195,51 @@ def test_an_old_database_takes_episodes(old_db: Path) -> None:
 
     fields = {k: v for k, v in config.items() if k in RunConfig.__dataclass_fields__}
     assert RunConfig(**fields).run_id == run_id
+
+
+def test_a_crowd_study_from_0_3_upgrades_with_its_places_and_checks(tmp_path: Path) -> None:
+    """m012 on a database made by the migrations before it (0.3): a worker under way gets
+    a last activity from what was stored (so an idle hour frees their place at once), and
+    every told check of that release keeps asking for 2, the score it showed."""
+    import sqlite_utils
+
+    from koed_core.db.crowd import Crowd
+    from koed_core.rating.studies import check_verdicts
+
+    path = tmp_path / "0.3.db"
+    db = sqlite_utils.Database(path)
+    for name, fn in migrations.MIGRATIONS:
+        if name.startswith("m012"):
+            break
+        fn(db)
+        migrations.record(db, name)
+    db.execute(
+        "insert into crowd_workers (username, invite_id, study_id, platform, worker_id, "
+        "status, created, consented_at) values ('crowd-a', 'inv', 1, 'prolific', 'p1', "
+        "'screening', '2026-01-01T10:00:00+00:00', '2026-01-01T10:05:00+00:00')"
+    )
+    for item, instruction in (("told", "choose 2 on every dimension"), ("untold", None)):
+        db.execute(
+            "insert into study_items (id, study_id, kind, conv_id, lang, context, response, "
+            "instruction) values (?, 1, 'attention', 'c1', 'en', '[]', 'Whatever.', ?)",
+            [item, instruction],
+        )
+    db.conn.commit()
+    db.close()
+
+    store = Store(path)
+    crowd = Crowd(store)
+    assert crowd.last_activity("crowd-a") == "2026-01-01T10:05:00+00:00"
+    assert crowd.places_used("inv", "2026-01-01T10:04:00+00:00") == 1
+    assert crowd.places_used("inv", "2026-01-01T11:00:00+00:00") == 0  # idle past it
+    assert _raw(path, "select id, instructed_score from study_items order by id") == [
+        ("told", 2),
+        ("untold", None),
+    ]
+    rows = [
+        {"item_id": "told", "dimension": "ER", "score": 2, "instruction": "x",
+         "instructed_score": 2},
+        {"item_id": "untold", "dimension": "ER", "score": 2, "instruction": None,
+         "instructed_score": None},
+    ]  # fmt: skip
+    assert check_verdicts(rows) == {"told": (True, True), "untold": (False, True)}

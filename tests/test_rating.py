@@ -81,7 +81,8 @@ def test_blind_payload(tmp_path: Path) -> None:
         "lang",
         "context",
         "response",
-        "instruction",  # an attention check's "choose 2 on every dimension"; else None
+        "instruction",  # an attention check's "choose 4 on every dimension"; else None
+        "instructed_score",  # the score that instruction asks for; else None
     }
     assert "human" not in repr(item) and run_id not in repr(item)
     assert item.context[-1][0] == "speaker" and item.response
@@ -199,8 +200,8 @@ def test_report_attention_and_leave_one_out(tmp_path: Path) -> None:
         while (item := ratings.next_item(study_id, name)) is not None:
             if name == "careless":
                 scores = dict.fromkeys(SCORES, 5)
-            elif item.response in {"Okay. Anyway, what do you want for dinner?"}:
-                scores = dict.fromkeys(SCORES, 1)
+            elif item.instructed_score is not None:  # a check: what it asks for
+                scores = dict.fromkeys(SCORES, item.instructed_score)
             else:
                 level = 2 + len(item.response) % 3
                 scores = {k: level for k in SCORES}

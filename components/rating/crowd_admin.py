@@ -64,7 +64,9 @@ def render_invite_form(open_studies: dict[int, str]) -> None:
         )
         days = left.number_input("Valid for (days)", 1, 365, 14)
         cap = left.number_input("Places", 1, 10_000, 30)
-        batch_size = right.number_input("Items per batch", 1, 500, 20)
+        batch_size = right.number_input(
+            "Responses per batch", 1, 500, 20, help="the study's attention checks come on top"
+        )
         batches = right.number_input("Batches per worker", 1, 50, 1)
         reward = right.number_input("Reward per worker (for the pay figures)", 0.0, 1000.0, 3.0)
         currency = right.text_input("Currency", "GBP", max_chars=3)
@@ -117,6 +119,14 @@ def render_invite_form(open_studies: dict[int, str]) -> None:
                 f"{md(invite.failed_code)}. Paste the link as the study's URL on the "
                 "platform; its placeholders fill in the worker's ids."
             )
+            share = crowd.check_share(resources.store(), invite)
+            if share > crowd.CHECK_SHARE_WARN:
+                st.warning(
+                    f"{share:.0%} of what a worker is shown are attention checks (the study's "
+                    "checks per batch over the batch's responses): unpaid reading for them. "
+                    "Larger batches, or a study with fewer checks, lower it.",
+                    icon=":material/warning:",
+                )
             if links:
                 personal_links_download(links, invite.id)
             else:
@@ -165,8 +175,8 @@ def render_crowd_dashboard(study_id: int) -> None:
                     + (f"; {pay:.2f} {md(invite.currency)} an hour." if pay is not None else ".")
                 )
             st.caption(
-                f"{crowd.places(resources.store(), invite)}; a worker inactive for "
-                f"{crowd.timeout_minutes(resources.store(), invite)} minutes at any step "
+                f"{md(str(crowd.places(resources.store(), invite)))}; a worker inactive for "
+                f"{crowd.timeout_minutes(resources.store(), invite):d} minutes at any step "
                 "gives their place back."
             )
             a, b, c = st.columns(3)
@@ -183,7 +193,7 @@ def render_crowd_dashboard(study_id: int) -> None:
             if summary["screened_out"]:
                 st.caption(
                     f"Screened out: {summary['screened_out']:.0f} worker(s), median "
-                    f"{_num(summary['screenout_median_min'])} minutes to the screen-out code "
+                    f"{md(_num(summary['screenout_median_min']))} minutes to the screen-out code "
                     "(paid as that code's action, not in the pay per hour above)."
                 )
             if frame.empty:

@@ -39,6 +39,12 @@ def register(groups: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     create.add_argument("--langs", default="ko,en")
     create.add_argument("--overlap", type=positive_int, default=3)
     create.add_argument("--attention", type=int, default=2, help="attention checks per language")
+    create.add_argument(
+        "--timeout-minutes",
+        type=positive_int,
+        default=30,
+        help="inactivity after which an item goes back and a crowd worker's place comes back",
+    )
     create.add_argument("--json", action="store_true")
     create.add_argument("--db", type=Path)
     create.set_defaults(func=cmd_study_create)
@@ -56,6 +62,14 @@ def register(groups: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     make.add_argument("--currency", default="GBP")
     make.add_argument("--days", type=float, default=14.0)
     make.add_argument("--prolific-study", help="Prolific's study id: STUDY_ID must match it")
+    make.add_argument(
+        "--codes",
+        help="COMPLETED,SCREENOUT,FAILED: the three codes (4-32 upper-case letters and "
+        "digits, all different); generated when left out",
+    )
+    make.add_argument(
+        "--calibration-attempts", type=positive_int, default=1, help="1 to 5 (default 1)"
+    )
     make.add_argument("--consent-file", type=Path, help="Korean text, a line ---, English text")
     make.add_argument("--people", type=Path, help="platform none: a file of ids, one per line")
     make.add_argument("--url", default="http://localhost:8501", help="the app's address")
@@ -63,6 +77,11 @@ def register(groups: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     make.add_argument("--db", type=Path)
     make.set_defaults(func=cmd_invite_create)
 
+    cap = invite.add_parser("cap", help="raise or lower a live link's places")
+    cap.add_argument("--invite", required=True, help="the link's id (`koed invite list`)")
+    cap.add_argument("places", type=positive_int)
+    cap.add_argument("--db", type=Path)
+    cap.set_defaults(func=cmd_invite_cap)
     listing = invite.add_parser("list", help="a study's links: places and workers")
     listing.add_argument("--study", type=positive_int, required=True)
     listing.add_argument("--json", action="store_true")
@@ -111,6 +130,7 @@ def cmd_study_create(args: argparse.Namespace, settings: Settings) -> int:
         langs=langs,
         overlap=args.overlap,
         attention_checks=args.attention,
+        timeout_minutes=args.timeout_minutes,
     )
     study_id = RatingStore(store).create_study(config, dataset)
     print(json.dumps({"study": study_id}) if args.json else f"study {study_id} created")
@@ -134,6 +154,11 @@ def cmd_invite_create(args: argparse.Namespace, settings: Settings) -> int:
     key = server_key(settings.secret_key, Path(store.path))
     ko, en = _consent(args.consent_file)
     people = args.people.read_text(encoding="utf-8").splitlines() if args.people else []
+    given = [c.strip() for c in args.codes.split(",")] if args.codes else [None, None, None]
+    if len(given) != 3:
+        raise CrowdCliError(
+            f"--codes takes three codes, COMPLETED,SCREENOUT,FAILED; got {len(given)}"
+        )
     if args.platform == "none" and not people:
         raise CrowdCliError("--platform none needs --people FILE (each id gets its own link)")
     invite, token = crowd.create_invite(
@@ -151,6 +176,10 @@ def cmd_invite_create(args: argparse.Namespace, settings: Settings) -> int:
         currency=args.currency,
         prolific_study_id=args.prolific_study,
         created_by="cli",
+        completion_code=given[0],
+        screenout_code=given[1],
+        failed_code=given[2],
+        calibration_attempts=args.calibration_attempts,
     )
     base = args.url.rstrip("/") + "/join?"
     links = (
@@ -163,16 +192,36 @@ def cmd_invite_create(args: argparse.Namespace, settings: Settings) -> int:
     guess = crowd.estimate(store, invite)
     if args.json:
         print(json.dumps({"invite": invite.id, "url": None if links else url, "links": links,
-                          "codes": codes, "estimate": guess}))  # fmt: skip
+                          "codes": codes, "estimate": guess,
+                          "check_share": crowd.check_share(store, invite)}))  # fmt: skip
         return 0
     for person, link in (links or {"": url}).items():
         print(f"{person}\t{link}" if person else link)
     for kind, code in codes.items():
         print(f"{kind} code: {code}")
+    share = crowd.check_share(store, invite)
+    if share > crowd.CHECK_SHARE_WARN:
+        print(f"warning: {share:.0%} of what a worker is shown are attention checks")
     if guess["minutes"] is not None:
         pay = guess["hourly_pay"]
         hourly = f", {pay:.2f} {args.currency} an hour" if pay is not None else ""
         print(f"estimated: {guess['minutes']:.0f} minutes from joining to the code{hourly}")
+    return 0
+
+
+def cmd_invite_cap(args: argparse.Namespace, settings: Settings) -> int:
+    """Set a live link's places; those already in keep theirs."""
+    from koed_core.db.crowd import Crowd
+    from koed_core.rating import crowd
+
+    store = _store(args, settings)
+    row = Crowd(store).invite(args.invite)
+    if row is None:
+        raise CrowdCliError(f"no invite link {args.invite!r} (`koed invite list --study N`)")
+    invite = crowd.Invite.from_row(row)
+    crowd.set_cap(store, invite, args.places)
+    changed = crowd.Invite.from_row(Crowd(store).invite(invite.id) or row)
+    print(f"{invite.id}: {crowd.places(store, changed)}")
     return 0
 
 

@@ -17,9 +17,11 @@ so callers say ``crowd.join(...)``.
 """
 
 from koed_core.rating.crowd.batches import (
+    CHECK_SHARE_WARN,
     BatchState,
     batch_state,
     batch_wants,
+    check_share,
     checks_due,
     finish,
     flag,
@@ -111,6 +113,8 @@ from koed_core.rating.crowd.links import (
 )
 
 __all__ = [
+    "CHECK_SHARE_WARN",
+    "check_share",
     "ATTENTION_FAILS_TO_STOP",
     "BULK",
     "BatchState",

@@ -84,6 +84,18 @@ def checks_due(batch_size: int, per_batch: int, rated_in_batch: int) -> int:
     )
 
 
+CHECK_SHARE_WARN = 0.25
+"""Above this share of a worker's items being attention checks, the link's maker is warned:
+checks are unpaid reading for the worker and fatigue for the study."""
+
+
+def check_share(store: Store, invite: Invite) -> float:
+    """The share of the items a worker is shown that are attention checks: the study's
+    checks per batch over the batch's responses plus those checks."""
+    checks = RatingStore(store).config(invite.study_id).attention_checks
+    return checks / (invite.batch_size + checks) if checks else 0.0
+
+
 def batch_wants(store: Store, worker: Worker, invite: Invite) -> str:
     """``"attention"`` when the worker's current batch must take an attention check now to
     hold the study's number of them per batch, else ``"response"``. The checks come on

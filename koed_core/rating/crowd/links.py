@@ -195,8 +195,10 @@ def create_invite(
     """A new invite link for a study; returns it and its token.
 
     Raises:
-        CrowdError: a setting out of range, or an unknown platform.
+        CrowdError: no such study, a setting out of range, or an unknown platform.
     """
+    if RatingStore(store).q.study(study_id) is None:
+        raise CrowdError(f"no study {study_id} (`koed study create` makes one)")
     problems = []
     if platform not in (*PLATFORMS, "none", "account"):
         problems.append(f"platform must be prolific, mturk, none or account, not {platform!r}")
