@@ -60,6 +60,7 @@ from koed_core.rating.crowd.decisions import (
     estimate,
     pay_report,
     platform_csv,
+    report_rows,
     straight_lined,
     suggest,
 )
@@ -180,6 +181,7 @@ __all__ = [
     "profile_of",
     "read_visit_cookie",
     "remember_submit_to",
+    "report_rows",
     "returning",
     "save_calibration",
     "screen",

@@ -50,9 +50,9 @@ def accept_suggested(store: Store, invite: Invite, by: str | None) -> int:
     """Record every undecided worker's suggested accept, screen-out or replace in one step
     (a rejection waits for the admin's written reason, a review for the admin's look);
     returns how many were decided."""
-    frame, _ = pay_report(store, invite)
+    rows, _ = report_rows(store, invite)
     count = 0
-    for row in frame.to_dict("records") if not frame.empty else []:
+    for row in rows:
         if row["decision"] is None and row["suggested"] in ("accept", "screen_out", "replace"):
             decide(store, row["username"], row["suggested"], by)
             count += 1
@@ -134,13 +134,23 @@ def _minutes(row: dict[str, Any]) -> float | None:
 def pay_report(
     store: Store, invite: Invite, at: datetime | None = None
 ) -> tuple[pd.DataFrame, dict[str, float | None]]:
+    """``report_rows`` as the dashboard's frame."""
+    rows, summary = report_rows(store, invite, at)
+    return pd.DataFrame(rows, columns=REPORT_COLUMNS), summary
+
+
+def report_rows(
+    store: Store, invite: Invite, at: datetime | None = None
+) -> tuple[list[dict[str, Any]], dict[str, float | None]]:
     """Per worker: responses rated (attention checks are not work) and items flagged,
     their last activity and idle minutes, minutes from joining to their code (as the
     platform measures a submission: consent, screening and calibration included), the
     code shown, attention failures, straight-lining, status, decision and the suggested
     decision. For the link: the median and slowest-decile minutes and the effective
     hourly pay of the reward, over completions only (Prolific pays the reward for a
-    completion; a screen-out is paid apart, so it is reported apart)."""
+    completion; a screen-out is paid apart, so it is reported apart). Plain rows: a
+    value nobody has yet stays None (in a pandas 3 frame a text column with gaps holds
+    NaN, which is truthy and is not None)."""
     crowd = Crowd(store)
     workers = crowd.worker_rows(invite.study_id)
     flags = crowd.flag_counts(invite.study_id)
@@ -197,7 +207,7 @@ def pay_report(
         "screened_out": float(len(screen_outs)),
         "screenout_median_min": statistics.median(screen_outs) if screen_outs else None,
     }
-    return pd.DataFrame(rows, columns=REPORT_COLUMNS), summary
+    return rows, summary
 
 
 REPORT_COLUMNS = [
@@ -276,8 +286,7 @@ def decision_files(store: Store, invite: Invite) -> dict[str, str]:
     participant ids, one a line, per action (approve, reject, return-request); MTurk: the
     batch results CSV columns ``AssignmentId, WorkerId, Approve, Reject`` (the reason in
     Reject). Only decided workers."""
-    frame, _ = pay_report(store, invite)
-    decided = frame[frame["decision"].notna()] if not frame.empty else frame
+    decided = [r for r in report_rows(store, invite)[0] if r["decision"] is not None]
     workers = {w["username"]: w for w in Crowd(store).worker_rows(invite.study_id)}
     if invite.platform == "mturk":
         rows = [
@@ -287,22 +296,18 @@ def decision_files(store: Store, invite: Invite) -> dict[str, str]:
                 "Approve": "x" if r["decision"] in PAID else "",
                 "Reject": r["decision_reason"] if r["decision"] == "reject" else "",
             }
-            for r in (decided.to_dict("records") if not decided.empty else [])
+            for r in decided
             if r["decision"] in ("accept", "reject", "screen_out")
         ]
         columns = ["AssignmentId", "WorkerId", "Approve", "Reject"]
         return {"mturk_results.csv": to_csv(pd.DataFrame(rows, columns=columns), bom=False)}
     files = {}
     for decision, action in BULK.items():
-        ids = [
-            str(r["worker_id"])
-            for r in (decided.to_dict("records") if not decided.empty else [])
-            if r["decision"] == decision
-        ]
+        ids = [str(r["worker_id"]) for r in decided if r["decision"] == decision]
         files[f"prolific_{action}.txt"] = "".join(f"{i}\n" for i in ids)
     reasons = [
         {"participant_id": r["worker_id"], "reason": r["decision_reason"]}
-        for r in (decided.to_dict("records") if not decided.empty else [])
+        for r in decided
         if r["decision"] == "reject"
     ]
     files["prolific_reject_reasons.csv"] = to_csv(
@@ -314,11 +319,10 @@ def decision_files(store: Store, invite: Invite) -> dict[str, str]:
 def platform_csv(store: Store, invite: Invite) -> str:
     """Every decided worker in one file: platform ids, decision, the code they received
     and the reason of a rejection (the dashboard's download)."""
-    frame, _ = pay_report(store, invite)
-    decided = frame[frame["decision"].notna()] if not frame.empty else frame
+    decided = [r for r in report_rows(store, invite)[0] if r["decision"] is not None]
     workers = {w["username"]: w for w in Crowd(store).worker_rows(invite.study_id)}
     rows = []
-    for r in decided.to_dict("records") if not decided.empty else []:
+    for r in decided:
         w = workers[r["username"]]
         if invite.platform == "mturk":
             rows.append(
