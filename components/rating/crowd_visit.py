@@ -180,17 +180,26 @@ def mturk_form(action: str, assignment_id: str, code: str) -> str:
         for name, value in fields.items()
     )
     return (
-        f'<form method="post" action="{html.escape(action, quote=True)}" target="_top">'
+        f'<form method="post" action="{html.escape(action, quote=True)}" target="_top" '
+        'data-koed-mturk="1">'
         f'{inputs}<button type="submit" style="padding:0.5rem 1rem;font-size:1rem">'
         "Submit the HIT / HIT 제출</button></form>"
     )
 
 
+TARGET_TOP = (
+    "<script>for (const form of document.querySelectorAll('form[data-koed-mturk]')) "
+    "{ form.target = '_top'; }</script>"
+)
+"""Gives the answer form back the ``target`` that Streamlit's HTML sanitiser removes."""
+
+
 def show_mturk_form(action: str, assignment_id: str, code: str) -> None:
     """The answer form, with its ``target="_top"`` kept: st.html's sanitiser drops a
-    form's target, and inside MTurk's frame a POST without it would load MTurk's page in
-    the frame. The markup is ours and every value in it is escaped."""
-    st.html(mturk_form(action, assignment_id, code), unsafe_allow_javascript=True)
+    form's target, and inside MTurk's frame a POST without it would load MTurk's answer
+    page in the frame. A constant script of ours puts it back; the markup is ours and
+    every value in it is escaped."""
+    st.html(mturk_form(action, assignment_id, code) + TARGET_TOP, unsafe_allow_javascript=True)
 
 
 def mturk_preview(invite: crowd.Invite) -> None:

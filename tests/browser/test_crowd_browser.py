@@ -38,7 +38,11 @@ def test_a_crowd_worker_comes_from_prolific_and_goes_back_with_the_code(
         store, key.encode(), study_id, platform="prolific", days=7, cap=1, batch_size=2,
         **consent,
     )  # fmt: skip
-    crowd.join(store, key.encode(), full, {"PROLIFIC_PID": "ef" * 12})
+    crowd.join(store, key.encode(), full, {"PROLIFIC_PID": "ef" * 12, "SESSION_ID": "e0" * 12})
+    tight, tight_token = crowd.create_invite(
+        store, key.encode(), study_id, platform="prolific", days=7, cap=1, batch_size=1,
+        **consent,
+    )  # fmt: skip
     mturk, mturk_token = crowd.create_invite(
         store, key.encode(), study_id, platform="mturk", days=7, cap=5, batch_size=1,
         **consent,
@@ -91,9 +95,13 @@ def test_a_crowd_worker_comes_from_prolific_and_goes_back_with_the_code(
         again.goto(url + link)
         expect(again.get_by_text(invite.completion_code)).to_be_visible()
         refused = browser.new_page()
-        refused.goto(f"{url}/join?invite={old_token}&PROLIFIC_PID={'ab' * 12}")
+        refused.goto(
+            f"{url}/join?invite={old_token}&PROLIFIC_PID={'ab' * 12}&SESSION_ID={'a0' * 12}"
+        )
         expect(refused.get_by_text("This invite link expired on")).to_be_visible()
-        refused.goto(f"{url}/join?invite={full_token}&PROLIFIC_PID={'cd' * 12}")
+        refused.goto(
+            f"{url}/join?invite={full_token}&PROLIFIC_PID={'cd' * 12}&SESSION_ID={'c0' * 12}"
+        )
         expect(refused.get_by_text("all 1 places are taken")).to_be_visible()
         refused.goto(f"{url}/join?invite={token}")  # not opened from Prolific
         expect(refused.get_by_text("Open this study from Prolific")).to_be_visible()
@@ -121,6 +129,7 @@ def test_a_crowd_worker_comes_from_prolific_and_goes_back_with_the_code(
         expect(turk.get_by_text(mturk.completion_code)).to_be_visible()
         form = turk.locator("form[method=post]")
         assert form.get_attribute("action") == f"{submit_to}/mturk/externalSubmit"
+        assert form.get_attribute("target") == "_top"  # out of MTurk's frame, not inside it
         fields = {
             i.get_attribute("name"): i.get_attribute("value")
             for i in form.locator("input[type=hidden]").all()
@@ -131,6 +140,47 @@ def test_a_crowd_worker_comes_from_prolific_and_goes_back_with_the_code(
         }
         expect(turk.get_by_role("button", name="Submit the HIT / HIT 제출")).to_be_visible()
         turk.screenshot(path=str(ARTIFACTS / "crowd_mturk_done.png"))
+
+        # One place: a worker leaves at calibration; the next is told the study is full
+        # until the study's timeout of inactivity has passed (the database's clock moved
+        # back two hours stands in for the wait), then gets the place; the first, back,
+        # is told in words that it went.
+        def tight_link(n: int) -> str:
+            ids = f"PROLIFIC_PID={n:024x}&STUDY_ID={prolific_study}&SESSION_ID={n + 9:024x}"
+            return f"{url}/join?invite={tight_token}&{ids}"
+
+        leaver = browser.new_page(viewport={"width": 1366, "height": 768})
+        leaver.goto(tight_link(0xA1))
+        leaver.get_by_text("I have read this and agree").click()
+        leaver.get_by_role("button", name="Continue / 계속").click()
+        leaver.get_by_text("한국어 Korean").click()
+        leaver.get_by_role("button", name="Continue / 계속").click()
+        expect(leaver.get_by_text("Calibration 1 of 2")).to_be_visible()
+        leaver.close()  # gone, mid-calibration
+        late = browser.new_page(viewport={"width": 1366, "height": 768})
+        late.goto(tight_link(0xB2))
+        expect(late.get_by_text("all 1 places are taken")).to_be_visible()
+        left = crowd.worker_name(key.encode(), study_id, "prolific", f"{0xA1:024x}")
+        two_hours_ago = "2000-01-01T00:00:00+00:00"
+        store.db.execute(
+            "update crowd_workers set last_seen = ?, created = ?, consented_at = ? "
+            "where username = ?",
+            [two_hours_ago, two_hours_ago, two_hours_ago, left],
+        )
+        store.db.conn.commit()
+        late.goto(tight_link(0xB2))
+        expect(late.get_by_text("I have read this and agree")).to_be_visible()
+        late.wait_for_timeout(3000)  # settled, and still so seconds later
+        expect(late.get_by_text("I have read this and agree")).to_be_visible()
+        assert late.get_by_text("places are taken").count() == 0
+        late.screenshot(path=str(ARTIFACTS / "crowd_replacement.png"))
+        back = browser.new_page(viewport={"width": 1366, "height": 768})
+        back.goto(tight_link(0xA1))
+        expect(back.get_by_text("place went to someone else")).to_be_visible()
+        back.wait_for_timeout(3000)
+        expect(back.get_by_text("place went to someone else")).to_be_visible()
+        assert back.get_by_text("Calibration 1 of 2").count() == 0
+        back.screenshot(path=str(ARTIFACTS / "crowd_place_gone.png"))
     finally:
         server.close()
     worker = Crowd(store).worker(crowd.worker_name(key.encode(), study_id, "prolific", pid))
