@@ -1,10 +1,10 @@
 """A whole crowd study, unattended: does it reach every item rated k times by itself?
 
 A Prolific link with ``--places`` places (default 20) on a study of about 120 responses
-(two runs of the human reference over 30 sample dialogues, 114 items printed as ``items``:
-a few dialogues have no reference reply in one language; Korean and English, overlap 3; three
-batches of ten per worker, one attention check per batch; a 30-minute timeout). First ``--browser`` workers (default 3)
-do the whole visit in Chromium against a real ``streamlit run app.py``; then
+(two runs of the human reference over 30 sample dialogues in Korean and English; the
+count is printed as ``items``, as a few dialogues have no reference reply in one
+language), overlap 3, three batches of ten per worker with one attention check per
+batch, and a 30-minute timeout. First ``--browser`` workers (default 3) do the whole visit in Chromium against a real ``streamlit run app.py``; then
 ``--workers`` simulated workers (default 60) arrive over four hours with a mix of
 behaviours (finish, leave mid-batch, idle past the timeout and come back, screened out,
 fail the checks, straight-line, a second tab, reload on every step) and are driven
@@ -111,8 +111,8 @@ def build(db: Path, places: int) -> tuple[Store, crowd.Invite, str]:
     study_id = RatingStore(store).create_study(config, dataset)
     invite, token = crowd.create_invite(
         store, KEY.encode(), study_id, platform="prolific", days=30.0, cap=places,
-        batch_size=BATCH, batches=BATCHES, consent_ko="동의합니다.", consent_en="I agree.", reward=3.0,
-        prolific_study_id=STUDY_ID,
+        batch_size=BATCH, batches=BATCHES, consent_ko="동의합니다.", consent_en="I agree.",
+        reward=3.0, prolific_study_id=STUDY_ID,
     )  # fmt: skip
     return store, invite, token
 
