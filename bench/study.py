@@ -6,9 +6,10 @@ count is printed as ``items``, as a few dialogues have no reference reply in one
 language), overlap 3, three batches of ten per worker with one attention check per
 batch, and a 30-minute timeout. First ``--browser`` workers (default 3) do the whole
 visit in Chromium against a real ``streamlit run app.py``; then ``--workers`` simulated
-workers (default 60) arrive over four hours with a mix of behaviours (finish, leave mid-batch, idle past the timeout and come back, screened out,
-fail the checks, straight-line, a second tab, reload on every step) and are driven
-through the same functions the pages call. Time passes through an injected clock, one
+workers (default 60) arrive over four hours with a mix of behaviours (finish, leave
+mid-batch, idle past the timeout and come back, screened out, fail the checks,
+straight-line, a second tab, reload on every step) and are driven through the same
+functions the pages call. Time passes through an injected clock, one
 minute a tick, so the study's hours take seconds. Nobody decides anything: no admin.
 
     python bench/study.py [--places N] [--workers N] [--browser N] [--seed N]
