@@ -27,8 +27,9 @@ def test_doors_hold_in_a_real_browser(site: Visit, browser: Any) -> None:
     first.goto(server + "/runs")  # an admin's page, by a visitor: said, not silently away
     expect(first.get_by_text("Runs is an admin's page: log in")).to_be_visible()
 
-    # Ten sessions post wrong passwords for the admin at the same moment: every one counts.
-    pages = [browser.new_context().new_page() for _ in range(10)]
+    # Six sessions post wrong passwords for the admin at the same moment: every one counts,
+    # so the fifth locks the account (tests/test_users.py does ten threads at once too).
+    pages = [browser.new_context().new_page() for _ in range(users.MAX_FAILED_LOGINS + 1)]
     for page in pages:
         page.goto(server + "/login")
         expect(page.get_by_label("Username")).to_be_visible()
