@@ -179,12 +179,15 @@ def bench(raters: int, browser: bool = False) -> None:
         links = []
         for n in range(raters):
             pid = f"{n + 1:024x}"  # a Prolific id: 24 hexadecimal characters
-            worker = crowd.join(store, KEY.encode(), invite, {"PROLIFIC_PID": pid})
+            session = f"{n + 1:024x}"[::-1]  # and the session of this attempt
+            worker = crowd.join(
+                store, KEY.encode(), invite, {"PROLIFIC_PID": pid, "SESSION_ID": session}
+            )
             crowd.consent(store, worker, invite)
             langs = crowd.screen(store, worker, ("ko", "en"), "ko", 30, 0)
             RatingStore(store).save_profile(crowd.profile_of(worker, "ko", 30, 0, langs))
             ratings.mark_calibrated(worker.username)
-            links.append(f"/join?invite={token}&PROLIFIC_PID={pid}")
+            links.append(f"/join?invite={token}&PROLIFIC_PID={pid}&SESSION_ID={session}")
         port = _free_port()
         env = {
             **os.environ,

@@ -197,10 +197,13 @@ class RatingStore:
         username: str,
         at: datetime | None = None,
         want: str | None = None,
+        require: str | None = None,
     ) -> RatingItem | None:
         """The rater's open item, else a new one: least-rated first, per-rater shuffle.
         ``want="attention"`` takes an attention check if one is left (a crowd batch that
-        must hold its share of them).
+        must hold its share of them); ``require="response"`` gives nothing new unless a
+        response is still open to this rater (a crowd worker's visit ends there, never on
+        checks alone).
 
         None when the quota is reached or nothing is left for this rater.
         """
@@ -219,7 +222,9 @@ class RatingStore:
                 return self._item(open_id)
             if config.quota is not None and self.done(study_id, username) >= config.quota:
                 return None
-            chosen = self._choose(config, study_id, username, profile.languages, want)
+            chosen = self._choose(
+                config, study_id, username, profile.languages, want, require
+            )
             if chosen is None:
                 return None
             assignment_id = self.q.assign(study_id, chosen, username, _iso(moment))
@@ -232,12 +237,15 @@ class RatingStore:
         username: str,
         languages: tuple[str, ...],
         want: str | None = None,
+        require: str | None = None,
     ) -> str | None:
         open_items = [
             c
             for c in self.q.candidates(study_id, username, languages)
             if _open_to(c, config.overlap)
         ]
+        if require and not any(c.kind == require for c in open_items):
+            return None
         if want and any(c.kind == want for c in open_items):
             open_items = [c for c in open_items if c.kind == want]
         if not open_items:

@@ -44,7 +44,6 @@ if session is None or session["username"] != worker.username:
         st.toast("Welcome back: you go on where you left off.")
 if worker.status in crowd.UNDER_WAY:
     crowd_visit.mark_visit(worker.username, token)  # a reload or typed URL stays here
-    crowd.seen(store, worker)  # active: the place stays theirs
 
 ratings = resources.ratings()
 st.title("KoED rating study")

@@ -117,11 +117,14 @@ def next_item(
     is due one, else a response. None when no response is left for them (nothing they
     hold, nothing open in their languages): their visit then ends, and never on a batch
     of checks alone."""
-    ratings = RatingStore(store)
-    if not ratings.has_work(worker.study_id, worker.username, "response"):
-        return None
-    return ratings.next_item(
-        worker.study_id, worker.username, at=at, want=batch_wants(store, worker, invite)
+    if RatingStore(store).profile(worker.username) is None:
+        return None  # stopped at screening: never a rater of this study
+    return RatingStore(store).next_item(
+        worker.study_id,
+        worker.username,
+        at=at,
+        want=batch_wants(store, worker, invite),
+        require="response",
     )
 
 

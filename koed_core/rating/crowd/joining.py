@@ -80,7 +80,8 @@ def keep_place(store: Store, invite: Invite, worker: Worker, at: datetime | None
     timeout lost it: they take one again if one is free (Prolific: a timed-out participant
     "can still complete their submission ... if they are still active on the study and are
     not replaced by another participant"), else they are told the study filled meanwhile.
-    A finished or stopped worker needs no place.
+    A finished or stopped worker needs no place. A worker who keeps theirs is marked
+    active now (their page was opened), so a page needs no second call for it.
 
     Raises:
         CrowdError: their place went while they were away and every place is taken now.
@@ -89,7 +90,9 @@ def keep_place(store: Store, invite: Invite, worker: Worker, at: datetime | None
         return worker
     crowd = Crowd(store)
     cutoff = _place_cutoff(store, invite, at)
-    if (crowd.last_activity(worker.username) or "") >= cutoff:
+    last = crowd.last_activity(worker.username) or ""
+    if last >= cutoff:
+        _touch(crowd, worker, last, at)  # here now: the place stays theirs
         return worker
     if not crowd.retake_place(worker.username, invite.id, invite.cap, cutoff, _stamp(at)):
         minutes = timeout_minutes(store, invite)
@@ -104,10 +107,14 @@ def keep_place(store: Store, invite: Invite, worker: Worker, at: datetime | None
 def seen(store: Store, worker: Worker, at: datetime | None = None) -> None:
     """The worker opened their page: they are active (stored at most once a minute, so a
     page's reruns do not each write)."""
+    crowd = Crowd(store)
+    _touch(crowd, worker, crowd.last_activity(worker.username) or "", at)
+
+
+def _touch(crowd: Crowd, worker: Worker, last: str, at: datetime | None) -> None:
     moment = at or utcnow()
-    last = Crowd(store).last_activity(worker.username) or ""
     if last < (moment - timedelta(minutes=1)).isoformat(timespec="seconds"):
-        Crowd(store).touch(worker.username, _stamp(moment))
+        crowd.touch(worker.username, _stamp(moment))
 
 
 def _full(invite: Invite) -> CrowdError:
