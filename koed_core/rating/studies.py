@@ -222,9 +222,7 @@ class RatingStore:
                 return self._item(open_id)
             if config.quota is not None and self.done(study_id, username) >= config.quota:
                 return None
-            chosen = self._choose(
-                config, study_id, username, profile.languages, want, require
-            )
+            chosen = self._choose(config, study_id, username, profile.languages, want, require)
             if chosen is None:
                 return None
             assignment_id = self.q.assign(study_id, chosen, username, _iso(moment))
