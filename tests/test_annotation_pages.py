@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -210,3 +211,33 @@ def test_a_spreadsheet_of_spans_by_their_text_comes_in(
     )
     assert main(["annotations", "import", str(sheet), "--project", "1"]) == 1
     assert "sheet.csv row 2: '김밥' is not in that turn" in capsys.readouterr().err
+
+
+def test_an_export_is_private_and_whole_and_a_version_is_a_safe_name(tmp_path: Path) -> None:
+    """Issue 31, findings 4 and 5: annotation exports were world-readable and a failed one
+    left a ``.part``; a taxonomy version "2026/12" stopped the export and "x/../../.."
+    wrote outside the folder. Every file is 0600 and whole or absent; a version is
+    limited to [A-Za-z0-9._-], said with the field."""
+    from koed_core.annotation.exchange import write_jsonl
+    from koed_core.annotation.taxonomy import AnnotationError, parse_taxonomy
+
+    assert main(["annotations", "project", "--name", "private", "--limit", "2"]) == 0
+    out = tmp_path / "out"
+    assert main(["annotations", "export", "--out", str(out)]) == 0
+    files = sorted(out.iterdir())
+    assert files and {f.stat().st_mode & 0o777 for f in files} == {0o600}
+
+    def broken() -> Iterator[dict[str, str]]:
+        yield {"conv_id": "a"}
+        raise OSError("No space left on device")
+
+    target = tmp_path / "half" / "annotations-9.jsonl"
+    with pytest.raises(OSError, match="No space"):
+        write_jsonl(broken(), target)
+    assert list(target.parent.iterdir()) == []  # no half file, no .part
+
+    base = {"name": "t", "types": [{"code": "places", "en": "Places", "ko": "장소"}]}
+    for bad in ("2026/12", "x/../../..", "v\x001", "a" * 41):
+        with pytest.raises(AnnotationError, match="'version' is .*letters, digits"):
+            parse_taxonomy({**base, "version": bad}, "taxonomy.toml")
+    assert parse_taxonomy({**base, "version": "2026.12-b_1"}, "t").declared == "2026.12-b_1"

@@ -47,8 +47,8 @@ def test_a_planted_post_processing_effect_is_recovered(
         'name = "moved"\nsubset = "full"\nsample = 4\nseed = 2\nprotocols = ["single"]\n'
         'models = ["m-one"]\njudge = "judge-x"\n'
         '[variants."post-processing: none"]\npostprocess = "none"\n'
-        '[variants."judge parse: lenient"]\njudge_parse = "lenient"\n'
-    )
+        '[variants."=HYPERLINK(lenient)"]\njudge_parse = "lenient"\n'
+    )  # a variant's name is the plan author's text: it must reach a sheet as text
     env = {
         **os.environ,
         "KOED_MODELS": str(registry),
@@ -69,14 +69,15 @@ def test_a_planted_post_processing_effect_is_recovered(
     assert set(table["variant"]) == {
         sensitivity.BASE,
         "post-processing: none",
-        "judge parse: lenient",
+        "'=HYPERLINK(lenient)",  # neutralised (issue 31, finding 6)
     }
+    assert {p.stat().st_mode & 0o777 for p in out.glob("sensitivity.*")} == {0o600}
     planted = _score(SHORT) - _score(SHORT + EXTRA)
     assert planted != 0
     cut = table[(table["variant"] == "post-processing: none") & table["metric"].isin(["EX", "CA"])]
     assert len(cut) == 2 and (cut["change"] == planted).all()
     assert (cut["change_ci_low"] == planted).all() and (cut["change_ci_high"] == planted).all()
-    lenient = table[table["variant"] == "judge parse: lenient"]
+    lenient = table[table["variant"] == "'=HYPERLINK(lenient)"]
     assert not lenient.empty and (lenient["change"] == 0).all()
     emotion = table[(table["metric"] == "emotion") & (table["variant"] != sensitivity.BASE)]
     assert (emotion["change"] == 0).all()  # the emotion answers did not change

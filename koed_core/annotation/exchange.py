@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hmac
 import json
+import re
 from collections.abc import Iterable
 from hashlib import sha256
 from pathlib import Path
@@ -26,6 +27,7 @@ from koed_core.annotation.projects import (
 from koed_core.annotation.spans import span_from_dict, span_to_dict
 from koed_core.annotation.taxonomy import AnnotationError, fixed_category
 from koed_core.dialogues.dataset import Dataset
+from koed_core.private_files import write_private
 
 MAX_LINES = 20_000
 IMPORTED = "import:"
@@ -92,14 +94,15 @@ def export_lines(
 
 
 def write_jsonl(lines: Iterable[dict[str, Any]], path: Path) -> Path:
-    """Write the lines as UTF-8 JSONL (Korean kept as is, not escaped)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".part")
-    with open(tmp, "w", encoding="utf-8") as out:
-        for line in lines:
-            out.write(json.dumps(line, ensure_ascii=False) + "\n")
-    tmp.replace(path)
-    return path
+    """Write the lines as UTF-8 JSONL (Korean kept as is, not escaped), owner-only and
+    whole or not at all (``write_private``)."""
+    return write_private(path, (json.dumps(line, ensure_ascii=False) + "\n" for line in lines))
+
+
+def file_safe(version: str) -> str:
+    """A taxonomy version as part of a file name: only ``[A-Za-z0-9._-]`` (new versions
+    are checked to be so; one stored by an older release may hold anything)."""
+    return re.sub(r"[^A-Za-z0-9._-]", "_", version).lstrip(".") or "version"
 
 
 def read_jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:
@@ -204,17 +207,17 @@ def export_project(
     files = [write_jsonl(lines, out / f"annotations-{project_id}.jsonl")]
     table = agreement_table(annotations.annotations(project_id), project)
     agreement_file = out / f"annotation-agreement-{project_id}.csv"
-    safe_frame(table).to_csv(agreement_file, index=False)
+    write_private(agreement_file, str(safe_frame(table).to_csv(index=False)))
     files.append(agreement_file)
     taxonomy = annotations.taxonomy(project)
-    taxonomy_file = out / f"taxonomy-{taxonomy.version}.json"
-    taxonomy_file.write_text(
+    taxonomy_file = out / f"taxonomy-{file_safe(taxonomy.version)}.json"
+    write_private(
+        taxonomy_file,
         json.dumps(
             {"name": taxonomy.name, "version": taxonomy.version, "types": taxonomy.as_rows()},
             ensure_ascii=False,
             indent=1,
         ),
-        encoding="utf-8",
     )
     files.append(taxonomy_file)
     return files

@@ -30,6 +30,9 @@ CATEGORIES: dict[str, str] = {
     HANDCRAFTED: "handcrafted for jeong/han (known from the file)",
 }
 CODE = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
+VERSION = re.compile(r"^[A-Za-z0-9._-]{1,40}$")
+"""A taxonomy's declared version: it is part of the export's file name, so no ``/``, no
+NUL, nothing a path could climb out with."""
 
 
 class AnnotationError(KoedError):
@@ -88,6 +91,11 @@ def parse_taxonomy(raw: dict[str, Any], where: str) -> Taxonomy:
         raise AnnotationError(f"{where}: 'name' must be a non-empty string")
     if not isinstance(declared, str | int) or not str(declared).strip():
         raise AnnotationError(f"{where}: 'version' must be given (a string such as \"2\")")
+    if not VERSION.match(str(declared).strip()):
+        raise AnnotationError(
+            f"{where}: 'version' is {str(declared)[:40]!r}; use 1-40 letters, digits and "
+            "'.', '_' or '-' (it becomes part of a file name)"
+        )
     if not isinstance(types, list) or not types:
         raise AnnotationError(f"{where}: no [[types]] entries")
     seen: set[str] = set()

@@ -104,11 +104,14 @@ def cmd_reproduce(args: argparse.Namespace, settings: Settings) -> int:
         write_paper_table(table, args.out, plan.name)
         print(f"wrote the table and the export bundle to {args.out}")
         if moved is not None:
+            from koed_core.csv_safe import to_csv
+            from koed_core.private_files import write_private
             from koed_core.results.sensitivity import to_markdown
 
-            moved.to_csv(args.out / "sensitivity.csv", index=False)
-            (args.out / "sensitivity.md").write_text(
-                to_markdown(moved, f"{plan.name}: what moves the gap"), encoding="utf-8"
+            # a variant's name is the plan author's text: a cell starting "=" stays text
+            write_private(args.out / "sensitivity.csv", to_csv(moved, bom=False))
+            write_private(
+                args.out / "sensitivity.md", to_markdown(moved, f"{plan.name}: what moves the gap")
             )
             print(f"wrote what moves the gap: {args.out / 'sensitivity.csv'} and .md")
     else:
