@@ -189,3 +189,21 @@ def test_sigkill_mid_run_loses_only_in_flight_and_never_duplicates(tmp_path: Pat
         assert len(server.requests) - sent_before == 2 * (68 - at_kill)  # two calls each
     finally:
         server.stop()
+
+
+def test_a_reply_that_is_not_utf8_fails_one_item_not_the_run(
+    fake_openai: FakeOpenAI, tmp_path: Path
+) -> None:
+    """Issue 31, finding 2: one reply of invalid UTF-8 (or broken JSON) aborted the whole
+    run with a UnicodeDecodeError; it is one failed item, named, and the rest are stored."""
+    store = Store(tmp_path / "runs.db")
+    fake_openai.queue(
+        Step(body=b'{"choices": [{"message": {"content": "\xff\xfe broken"}}]}'),
+        Step(body=b'{"choices": [{"mess'),  # cut off mid-JSON
+    )
+    report = _run(fake_openai, store, limit=3, concurrency=1, settings=GenerationSettings())
+    assert (report.succeeded, report.failed) == (4, 2), report.errors
+    assert report.errors == {"response": 2}
+    rows = store.responses(report.run_id)
+    failed = rows[rows["error"].notna()]
+    assert len(failed) == 2 and all("could not be read" in e for e in failed["error"])

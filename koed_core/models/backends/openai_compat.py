@@ -8,12 +8,14 @@ The API key is handed to the SDK and nowhere else.
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import httpx2
 import openai
 
 from koed_core.models.client import Completion, GenerationSettings, ModelError, require_text
@@ -167,6 +169,14 @@ class OpenAIClient:
             yield
         except openai.OpenAIError as err:
             raise self._model_error(err, settings.max_retries + 1) from None
+        except (UnicodeDecodeError, json.JSONDecodeError, httpx2.DecodingError) as err:
+            # A body that is not UTF-8 or not JSON is one failed item, like an HTTP error,
+            # never the end of the whole run (the SDK lets these through unwrapped).
+            raise ModelError(
+                "response",
+                f"{self.name}: {self.where} sent a reply that could not be read "
+                f"({type(err).__name__})",
+            ) from None
 
     def _model_error(self, err: openai.OpenAIError, tries: int) -> ModelError:
         name, where = self.name, self.where
