@@ -241,3 +241,30 @@ def test_an_export_is_private_and_whole_and_a_version_is_a_safe_name(tmp_path: P
         with pytest.raises(AnnotationError, match="'version' is .*letters, digits"):
             parse_taxonomy({**base, "version": bad}, "taxonomy.toml")
     assert parse_taxonomy({**base, "version": "2026.12-b_1"}, "t").declared == "2026.12-b_1"
+
+
+def test_a_forged_selection_message_is_one_sentence() -> None:
+    """Issue 31, finding 11: span-selector messages with missing keys or string or float
+    offsets gave tracebacks and broke the page for the session. Each is a notice; a good
+    message's text is read from the dialogue, not from the message."""
+    from components.annotation.annotation_view import read_selection
+
+    dialogue = load_dataset(SAMPLE_FILE).dialogues[0]
+    forged = [
+        {},
+        {"lang": "ko"},
+        {"lang": "ko", "position": "3", "start": 3, "end": 6},
+        {"lang": "ko", "position": 3, "start": 3.0, "end": 6},
+        {"lang": "ko", "position": 3, "start": True, "end": 6},
+        {"lang": "fr", "position": 3, "start": 3, "end": 6},
+        {"lang": "ko", "position": 99, "start": 0, "end": 2},
+        {"lang": "ko", "position": 3, "start": 5, "end": 5000},
+        {"lang": "en", "position": [1], "start": 0, "end": 1},
+    ]
+    for message in forged:
+        lang, side, notice = read_selection(dialogue, message)
+        assert side is None and notice and "Traceback" not in notice, message
+    lang, side, notice = read_selection(
+        dialogue, {"lang": "ko", "position": 3, "start": 3, "end": 6, "text": "<forged>"}
+    )
+    assert (lang, notice) == ("ko", None) and side is not None and side["text"] == "편의점"

@@ -66,14 +66,39 @@ def suggestions(dataset: Dataset, dialogue: Dialogue) -> dict[int, str]:
     }
 
 
-def _take(pending: dict[str, Any], chosen: dict[str, Any] | None) -> None:
-    """Keep what was just selected in the span selector as the pending side."""
-    if chosen is not None and chosen.get("error"):
-        pending["notice"] = str(chosen["error"])[:200]
-        st.rerun()
-    if chosen is not None and chosen.get("lang") in ("ko", "en"):
-        pending[chosen["lang"]] = {k: chosen[k] for k in ("position", "start", "end", "text")}
-        st.rerun()  # draw the selection as pending
+def read_selection(
+    dialogue: Dialogue, chosen: dict[str, Any]
+) -> tuple[str | None, dict[str, Any] | None, str | None]:
+    """(lang, side, notice) from the span selector's message. The message comes from the
+    browser, so it is read as a forged one would be: the language, a whole-number turn
+    and offsets inside that turn's text, the text taken from the dialogue itself (never
+    from the message). Anything else is a notice, one sentence, and no side."""
+    if chosen.get("error"):
+        return None, None, str(chosen["error"])[:200]
+    lang, fields = chosen.get("lang"), [chosen.get(k) for k in ("position", "start", "end")]
+    if lang not in ("ko", "en") or not all(
+        isinstance(v, int) and not isinstance(v, bool) for v in fields
+    ):
+        return None, None, "The selection could not be read; select the text again."
+    position, start, end = (int(str(v)) for v in fields)
+    try:
+        side = side_at(dialogue, lang, position, start, end)
+    except AnnotationError as err:
+        return None, None, str(err)[:200]
+    return str(lang), side.as_dict(), None
+
+
+def _take(dialogue: Dialogue, pending: dict[str, Any], chosen: dict[str, Any] | None) -> None:
+    """Keep what was just selected in the span selector as the pending side, or say why
+    not (``read_selection``)."""
+    if chosen is None:
+        return
+    lang, side, notice = read_selection(dialogue, chosen)
+    if notice:
+        pending["notice"] = notice
+    elif lang:
+        pending[lang] = side
+    st.rerun()  # draw the selection as pending, or the notice
 
 
 def _describe(span: Span, taxonomy: Taxonomy) -> dict[str, Any]:
@@ -182,7 +207,7 @@ def annotate(
             else ""
         )
     )
-    _take(pending, span_selector(dialogue, spans, pending, hints, state.ANN_SELECTOR))
+    _take(dialogue, pending, span_selector(dialogue, spans, pending, hints, state.ANN_SELECTOR))
     _typed_selection(dialogue, pending)
     _model_suggestions(annotations, project, dialogue, who, taxonomy, category, note, spans, kept)
     ko, en = _side(pending["ko"]), _side(pending["en"])
