@@ -268,3 +268,17 @@ def test_a_forged_selection_message_is_one_sentence() -> None:
         dialogue, {"lang": "ko", "position": 3, "start": 3, "end": 6, "text": "<forged>"}
     )
     assert (lang, notice) == ("ko", None) and side is not None and side["text"] == "편의점"
+
+
+def test_no_counterpart_must_be_a_boolean() -> None:
+    """Issue 31, finding 13: an imported ``"no_counterpart": "false"`` was stored as true
+    (a non-empty string is truthy). Only JSON booleans are read; anything else is named."""
+    from koed_core.annotation.spans import span_from_dict
+    from koed_core.annotation.taxonomy import AnnotationError
+
+    base = {"type": "places", "ko": {"position": 3, "start": 3, "end": 6}}
+    assert span_from_dict({**base, "no_counterpart": True}, "line 1").no_counterpart is True
+    assert span_from_dict(base, "line 1").no_counterpart is False
+    for bad in ("false", "true", 0, 1, None):
+        with pytest.raises(AnnotationError, match="line 2: 'no_counterpart' must be true or false"):
+            span_from_dict({**base, "no_counterpart": bad}, "line 2")

@@ -222,11 +222,18 @@ def span_from_dict(raw: Any, where: str) -> Span:
         raise AnnotationError(f"{where}: 'type' must be a signal type code")
     en_raw = raw.get("en")
     origin = raw.get("origin", PERSON)
+    none_there = raw.get("no_counterpart", False)
+    if not isinstance(none_there, bool):  # "false" is a non-empty string: truthy
+        raise AnnotationError(
+            f"{where}: 'no_counterpart' must be true or false (JSON booleans), not {none_there!r}"[
+                :200
+            ]
+        )
     return Span(
         ko=side(raw.get("ko"), "ko"),
         type=kind,
         en=side(en_raw, "en") if en_raw is not None else None,
-        no_counterpart=bool(raw.get("no_counterpart", False)),
+        no_counterpart=none_there,
         origin=origin if isinstance(origin, str) and origin else PERSON,
     )
 
