@@ -252,7 +252,9 @@ def test_a_prolific_attempt_needs_its_session(crowd_study: tuple[Store, int]) ->
 
 
 def test_the_command_line_sets_what_the_form_sets(
-    crowd_study: tuple[Store, int], capsys: pytest.CaptureFixture[str]
+    crowd_study: tuple[Store, int],
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Finding 8: the CLI could not set the codes, calibration attempts, a live link's cap
     or a study's timeout, and stored a link for a study that does not exist."""
@@ -274,6 +276,14 @@ def test_the_command_line_sets_what_the_form_sets(
     }
     row = Crowd(store).invite(made["invite"])
     assert row is not None and row["calibration_attempts"] == 3
+    # an id never starts like an option ("-Ia..." broke `--invite ID` now and then)
+    drawn = iter(["-IaH2VUyuMJy", "_xH2VUyuMJyA", "Q1aH2VUyuMJy"])
+    with monkeypatch.context() as patched:
+        patched.setattr(crowd.links.secrets, "token_urlsafe", lambda n: next(drawn))
+        made_id = crowd.create_invite(store, KEY, study_id, platform="none", days=1.0,
+                                      cap=1, batch_size=1, consent_ko="가",
+                                      consent_en="a")[0].id  # fmt: skip
+    assert made_id == "Q1aH2VUyuMJy"
     assert main(["invite", "cap", "--invite", made["invite"], "7", "--db", db]) == 0
     assert "places: 0 / 7" in capsys.readouterr().out
     assert main(["invite", "cap", "--invite", "nope", "7", "--db", db]) != 0

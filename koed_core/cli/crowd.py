@@ -78,7 +78,12 @@ def register(groups: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     make.set_defaults(func=cmd_invite_create)
 
     cap = invite.add_parser("cap", help="raise or lower a live link's places")
-    cap.add_argument("--invite", required=True, help="the link's id (`koed invite list`)")
+    cap.add_argument(
+        "--invite",
+        required=True,
+        help="the link's id (`koed invite list`); an older id starting with '-' is given "
+        "as --invite=ID",
+    )
     cap.add_argument("places", type=positive_int)
     cap.add_argument("--db", type=Path)
     cap.set_defaults(func=cmd_invite_cap)

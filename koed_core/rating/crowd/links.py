@@ -228,6 +228,8 @@ def create_invite(
     if platform == "prolific" and not redirect_url:
         redirect_url = PROLIFIC_DONE.format(code=code)
     invite_id = secrets.token_urlsafe(9)
+    while not invite_id[0].isalnum():  # "-Ia..." would read as an option on a command line
+        invite_id = secrets.token_urlsafe(9)
     row = {
         "id": invite_id,
         "study_id": study_id,
