@@ -585,3 +585,52 @@ def test_two_jobs_on_one_run_never_fork_an_episode(fake_openai: FakeOpenAI, tmp_
             ["speaker", kept[(conv_id, turn - 1)]],
         ]
     assert all(s.status == "complete" for s in read_states(store, run_id, 3).values())
+
+
+def test_a_broken_speaker_attempt_never_replaces_another_jobs_kept_turn(
+    fake_openai: FakeOpenAI, tmp_path: Path
+) -> None:
+    """Finding 31.1, made deterministic: job B's Speaker is asked first; while its answer
+    is on the way, job A plays the same episode to its end (its Speaker keeps character).
+    B's answer then breaks character. B's broken attempt must not replace A's kept one
+    (same run, turn and attempt number), and B must not store a second Speaker line for
+    a turn the episode has already passed."""
+    import threading
+
+    dataset = load_dataset(SAMPLE_FILE)
+    dialogue = dataset.dialogues[0]
+    db = tmp_path / "koed.db"
+    Store(db)
+    speaker_calls: list[int] = []
+    other: list[threading.Thread] = []
+
+    def script(body: dict[str, Any]) -> str | None:
+        if not is_speaker(body):
+            return None
+        speaker_calls.append(1)
+        if len(speaker_calls) == 1:  # B's first Speaker turn: A runs the episode meanwhile
+            job_a = threading.Thread(
+                target=lambda: _play(fake_openai, Store(db), langs=["en"], limit=1)
+            )
+            other.append(job_a)
+            job_a.start()
+            job_a.join()
+            return f"Listener: I feel so {dialogue.labels[0]} about it."
+        return f"{SPEAKER_REPLY['en']} (line {len(speaker_calls)})"
+
+    fake_openai.reply_fn = script
+    _play(fake_openai, Store(db), langs=["en"], limit=1)  # job B
+    assert other and not other[0].is_alive()
+    store = Store(db)
+    run_id = store.rows("select id from runs")[0]["id"]
+    kept = store.rows("select turn, text from episode_turns where kept = 1 order by turn, attempt")
+    assert [k["turn"] for k in kept] == [1, 2]  # one kept Speaker line per turn
+    listeners = {
+        r["turn"]: r
+        for r in store.rows("select turn, text, context from responses where error is null")
+    }
+    assert sorted(listeners) == [1, 2, 3]
+    for turn in (2, 3):  # each Listener turn answered the Speaker line that is stored
+        context = json.loads(listeners[turn]["context"])
+        assert context[-1] == ["speaker", kept[turn - 2]["text"]]
+    assert read_states(store, run_id, 3)[(dialogue.conv_id, "en")].status == "complete"

@@ -361,3 +361,20 @@ def test_a_reproduction_job_runs_and_judges_every_model_of_its_plan(
     assert scored == 30 and (job.done, job.total) == (36, 36)  # 6 answers + 30 verdicts
     with pytest.raises(KoedError, match="not valid TOML"):
         enqueue(store, ReproduceJob(plan="bad.toml", plan_text="name = "), None)
+
+
+def test_a_worker_never_takes_over_a_job_it_runs_itself(tmp_path: Path) -> None:
+    """Finding 31.7: on a full disk a worker's beats stop landing, so its own running job
+    looks stale; it must not claim it a second time. Another worker may take it over, and
+    the first then reads that the job is no longer its own (and stops asking models)."""
+    store = Store(tmp_path / "q.db")
+    jobs = Jobs(store)
+    job_id = enqueue(store, _params(), None)
+    assert jobs.claim("w1:1").id == job_id  # type: ignore[union-attr]
+    assert jobs.still_ours(job_id, "w1:1")
+    assert jobs.claim("w1:1", stale_after_s=-1) is None  # stale-looking, but w1 runs it
+    assert jobs.claimable(stale_after_s=-1) == 1  # to anyone else it is orphaned
+    assert jobs.claim("w2:2", stale_after_s=-1).id == job_id  # type: ignore[union-attr]
+    assert not jobs.still_ours(job_id, "w1:1") and jobs.still_ours(job_id, "w2:2")
+    jobs.finish(job_id, "failed", reason="the disk is full")
+    assert not jobs.still_ours(job_id, "w2:2")  # ended: the second execution stops too

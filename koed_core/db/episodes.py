@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pandas as pd
@@ -65,8 +65,30 @@ class Episodes:
     def __init__(self, store: Store) -> None:
         self.store = store
 
-    def save_speaker(self, record: SpeakerRecord) -> None:
-        """Insert or replace one Speaker attempt."""
+    def save_speaker(self, record: SpeakerRecord) -> SpeakerRecord | None:
+        """Store one Speaker attempt, unless the episode has already gone on without it.
+
+        Two jobs may play the same run (a job queued twice, a CLI run beside a worker), so
+        this runs in one write transaction: when a kept attempt of this turn is stored (by
+        whichever job), nothing is stored and None comes back; otherwise the attempt takes
+        the next free attempt number of its turn, so it never replaces another job's row,
+        and the record as stored comes back. A Listener turn then always follows the one
+        Speaker line stored before it.
+        """
+        with self.store.write():
+            taken = self.store.rows(
+                """select max(attempt) as last, max(kept) as kept from episode_turns
+                   where run_id = ? and conv_id = ? and lang = ? and turn = ?""",
+                [record.run_id, record.conv_id, record.lang, record.turn],
+            )[0]
+            if taken["kept"]:
+                return None
+            if taken["last"] is not None and record.attempt <= int(taken["last"]):
+                record = replace(record, attempt=int(taken["last"]) + 1)
+            self._insert(record)
+        return record
+
+    def _insert(self, record: SpeakerRecord) -> None:
         row = {
             "id": record.key,
             "run_id": record.run_id,
@@ -88,9 +110,7 @@ class Episodes:
         columns = ", ".join(row)
         marks = ", ".join(f":{name}" for name in row)
         with self.store.write():  # plain SQL: sqlite-utils' upsert reads the schema each time
-            self.store.db.execute(
-                f"insert or replace into episode_turns ({columns}) values ({marks})", row
-            )
+            self.store.db.execute(f"insert into episode_turns ({columns}) values ({marks})", row)
             self.store.db.execute(
                 "update runs set updated = ? where id = ?", [row["created"], record.run_id]
             )

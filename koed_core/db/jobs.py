@@ -147,7 +147,10 @@ class Jobs:
         """How many jobs a worker could take now (queued, or running with a dead worker)."""
         return len(self._claimable(stale_after_s))
 
-    def _claimable(self, stale_after_s: float) -> list[int]:
+    def _claimable(self, stale_after_s: float, worker: str | None = None) -> list[int]:
+        """Queued jobs, and running ones whose worker is gone; never a job the asking
+        ``worker`` runs itself (its heartbeat may only look stale: a full disk stops the
+        beats, not the job)."""
         rows = self.store.rows(
             "select id, state, worker, heartbeat from jobs where (state = 'queued' and "
             "cancel_requested = 0) or state = 'running' order by id"
@@ -156,14 +159,17 @@ class Jobs:
         return [
             r["id"]
             for r in rows
-            if r["state"] == "queued" or (r["heartbeat"] or 0) < stale or _dead_here(r["worker"])
+            if r["state"] == "queued"
+            or (
+                r["worker"] != worker and ((r["heartbeat"] or 0) < stale or _dead_here(r["worker"]))
+            )
         ]
 
     def claim(self, worker: str, stale_after_s: float = STALE_AFTER_S) -> Job | None:
         """Take the oldest queued job, or a running one whose worker died (its process is
         gone from this machine, or it stopped beating); None if there is none."""
         with self.store.write():
-            ids = self._claimable(stale_after_s)
+            ids = self._claimable(stale_after_s, worker)
             if not ids:
                 return None
             job_id = ids[0]
@@ -251,6 +257,13 @@ class Jobs:
                 "'running'",
                 [job_id],
             )
+
+    def still_ours(self, job_id: int, worker: str) -> bool:
+        """Whether the job is still running under ``worker``: False once another worker
+        took it over (this one's beats stopped landing) or it was recorded as ended, and
+        the execution should stop asking models."""
+        rows = self.store.rows("select state, worker from jobs where id = ?", [job_id])
+        return bool(rows) and rows[0]["state"] == "running" and rows[0]["worker"] == worker
 
     def cancel_requested(self, job_id: int) -> bool:
         """Whether someone asked the job to stop."""

@@ -120,7 +120,13 @@ class Worker:
 
     def run_job(self, job: Job) -> None:
         """Execute one claimed job and record how it ended (even after a full disk)."""
-        stop = _throttled(lambda: self.stopping.is_set() or self.jobs.cancel_requested(job.id))
+        stop = _throttled(
+            lambda: (
+                self.stopping.is_set()
+                or self.jobs.cancel_requested(job.id)
+                or not self.jobs.still_ours(job.id, self.id)
+            )
+        )
         reporter = _Reporter(self.jobs, job.id)
         hooks = Hooks(watch=reporter.watch, step=reporter.step, say=reporter.say, stop=stop)
         try:
@@ -138,6 +144,9 @@ class Worker:
             return
         with suppress(Exception):  # progress only: the outcome below is what must land
             reporter.flush()
+        if self._record(job.id, "taken over?", lambda: not self.jobs.still_ours(job.id, self.id)):
+            log(f"job {job.id} stopped here: another worker runs it now, or it has ended")
+            return
         if self._record(job.id, "cancelled?", lambda: self.jobs.cancel_requested(job.id)):
             self._record(
                 job.id,
@@ -161,6 +170,8 @@ class Worker:
             log(f"job {job.id} finished: {result.summary}")
 
     def _fail(self, job_id: int, reason: str) -> None:
+        if self._record(job_id, "taken over?", lambda: not self.jobs.still_ours(job_id, self.id)):
+            return  # another worker carries it on: its outcome is the job's
         self._record(job_id, "failed", lambda: self.jobs.finish(job_id, "failed", reason=reason))
 
     def _record(self, job_id: int, what: str, write: Callable[[], T]) -> T | None:

@@ -218,7 +218,8 @@ def _speak(
             if err.kind == "cancelled":
                 return Outcome("cancelled")
             failed = replace(base, error=str(err), error_kind=err.kind)
-            Episodes(setup.store).save_speaker(failed)
+            if Episodes(setup.store).save_speaker(failed) is None:
+                return Outcome("ok")  # another job's Speaker turn is the episode's
             return Outcome("failed", f"speaker {err.kind}")
         read = check_turn(done.text, lang, episode.dialogue.labels, setup.speaker_prompt)
         record = replace(
@@ -230,14 +231,11 @@ def _speak(
             ends=read.ends,
             latency_s=done.latency_s,
         )
-        with setup.store.write():
-            if record.kept and Episodes(setup.store).turn_taken(
-                setup.run_id, conv_id, lang, turn, "speaker"
-            ):
-                return Outcome("ok")  # another job's Speaker turn is the episode's
-            Episodes(setup.store).save_speaker(record)
-        if record.kept:
-            return record
+        stored = Episodes(setup.store).save_speaker(record)
+        if stored is None:
+            return Outcome("ok")  # another job's Speaker turn is the episode's
+        if stored.kept:
+            return stored
     return Outcome("ok")  # broke character twice: the episode ends here, flagged
 
 
