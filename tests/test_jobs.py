@@ -378,3 +378,25 @@ def test_a_worker_never_takes_over_a_job_it_runs_itself(tmp_path: Path) -> None:
     assert not jobs.still_ours(job_id, "w1:1") and jobs.still_ours(job_id, "w2:2")
     jobs.finish(job_id, "failed", reason="the disk is full")
     assert not jobs.still_ours(job_id, "w2:2")  # ended: the second execution stops too
+
+
+def test_a_stopping_worker_gives_up_a_request_in_flight_and_requeues_its_job(
+    tmp_path: Path, fake_openai: FakeOpenAI
+) -> None:
+    """Finding 31.3: SIGTERM (which sets ``stopping``, as Ctrl-C does) and ``koed jobs
+    cancel`` waited for a silent server's request. The worker now gives it up a few
+    seconds after the stop, puts the job back in the queue and exits."""
+    from fixtures.fake_openai import Step
+
+    fake_openai.queue(Step(delay_s=600))
+    store = Store(tmp_path / "koed.db")
+    job_id = enqueue(store, _params(limit=1, langs=("ko",), concurrency=1), "boss")
+    worker = Worker(store, _env(fake_openai, tmp_path), tick_s=0.05)
+    thread = threading.Thread(target=worker.serve, daemon=True)
+    thread.start()
+    _wait(lambda: fake_openai.in_flight > 0)
+    worker.stopping.set()  # what the SIGTERM handler does
+    thread.join(60)  # a guard against hanging, not a measurement
+    assert not thread.is_alive(), "the worker still waits for the silent server"
+    job = Jobs(store).get(job_id)
+    assert job.state == "queued" and store.count("responses") == 0

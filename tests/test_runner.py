@@ -207,3 +207,56 @@ def test_a_reply_that_is_not_utf8_fails_one_item_not_the_run(
     rows = store.responses(report.run_id)
     failed = rows[rows["error"].notna()]
     assert len(failed) == 2 and all("could not be read" in e for e in failed["error"])
+
+
+def test_a_trickled_reply_is_cut_off_at_the_total_deadline(
+    fake_openai: FakeOpenAI, tmp_path: Path
+) -> None:
+    """Issue 31, finding 3: a server sending one byte at a time never trips a per-read
+    timeout and held a job for ever. Each try of a request now has its timeout in all:
+    the trickled item fails as a time-out (the client hangs up), the others are stored."""
+    store = Store(tmp_path / "runs.db")
+    fake_openai.queue(Step(trickle_s=0.25))  # about 400 bytes: some 100 s to the end
+    settings = GenerationSettings(timeout_s=2.0, max_retries=0)
+    report = _run(fake_openai, store, limit=2, concurrency=1, settings=settings)
+    assert (report.succeeded, report.failed) == (3, 1), report.errors
+    assert report.errors == {"timeout": 1}
+    failed = store.responses(report.run_id).dropna(subset=["error"])
+    assert "did not answer in time" in failed["error"].iloc[0]
+    deadline = time.monotonic() + 10
+    while fake_openai.abandoned < 1 and time.monotonic() < deadline:
+        time.sleep(0.1)  # the server notices the closed socket at its next byte
+    assert fake_openai.abandoned == 1
+
+
+def test_a_cancelled_run_gives_up_a_request_the_server_never_answers(
+    fake_openai: FakeOpenAI, tmp_path: Path
+) -> None:
+    """Issue 31, finding 3: Cancel (and a worker's SIGTERM, the same stop signal) waited
+    for requests in flight, so a silent server held the run for ever. A request still
+    unanswered a few seconds after the stop is given up: nothing stored for it, and the
+    run ends as stopped."""
+    import threading
+
+    store = Store(tmp_path / "runs.db")
+    fake_openai.queue(Step(delay_s=600))  # says nothing for ten minutes
+    result: dict[str, object] = {}
+
+    def run() -> None:
+        result["report"] = _run(
+            fake_openai,
+            store,
+            limit=1,
+            langs=["ko"],
+            concurrency=1,
+            settings=GenerationSettings(timeout_s=900, max_retries=0),
+            stop=lambda: fake_openai.in_flight > 0,  # cancelled once the request is out
+        )
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(60)  # a guard against hanging, not a measurement
+    assert not thread.is_alive(), "the run still waits for the silent server"
+    report = result["report"]
+    assert report.stopped and report.succeeded == 0  # type: ignore[attr-defined]
+    assert store.count("responses") == 0  # given up: a rerun asks it again

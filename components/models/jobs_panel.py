@@ -121,7 +121,9 @@ def render_job(job: Job, key_prefix: str) -> None:
     """One job: what it is, how far, and a Cancel button while it is active."""
     words = STATE_WORDS.get(job.state, job.state)
     if job.cancel_requested and job.active:
-        words = "cancelling (answers in flight are stored)"
+        words = "cancelling (answers arriving in the next seconds are stored)"
+    elif job.orphaned:
+        words = "its worker stopped: a new worker takes it over and resumes it"
     st.markdown(f"**#{md(job.id)}** {md(job.label)}  \n:gray[{md(words)}]")
     if job.state == "running" or (job.state != "queued" and job.total):
         fraction = job.done / job.total if job.total else 0.0

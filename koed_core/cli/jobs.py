@@ -69,7 +69,9 @@ def cmd_jobs(args: argparse.Namespace, settings: Settings) -> int:
         return 0
     print("id\tstate\tdone\ttotal\tfailed\tby\tcreated\tjob")
     for job in listed:
-        shown = "cancelling" if job.cancel_requested and job.active else job.state
+        shown: str = "cancelling" if job.cancel_requested and job.active else job.state
+        if job.orphaned:
+            shown = "running (worker gone: the next `koed worker` resumes it)"
         print(
             f"{job.id}\t{shown}\t{job.done}\t{job.total}\t{job.failed}\t"
             f"{job.created_by or '-'}\t{job.created[:19]}\t{job.label}"

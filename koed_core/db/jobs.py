@@ -62,6 +62,15 @@ class Job:
         """Queued or running."""
         return self.state in ("queued", "running")
 
+    @property
+    def orphaned(self) -> bool:
+        """Running, but its worker is gone (killed, or no heartbeat for STALE_AFTER_S):
+        the next worker takes it over and resumes it where its results stop."""
+        if self.state != "running":
+            return False
+        stale = (self.heartbeat or 0) < _clock() - STALE_AFTER_S
+        return stale or _dead_here(self.worker)
+
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> Job:
         return cls(

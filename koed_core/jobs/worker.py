@@ -5,7 +5,9 @@ whose worker died) and executes it with the engine the CLI uses, writing progres
 job's row. Closing a tab or restarting Streamlit does not touch it; if the worker itself
 dies, the next worker takes its jobs over and, since every stored result is skipped,
 resumes them where their results stop. SIGTERM (or Ctrl-C) stops gracefully: no new
-request starts, those in flight are stored, and the unfinished jobs go back to the queue.
+request starts, answers arriving in the next seconds are stored, a request still out after
+that is given up (a silent server cannot hold the worker), and the unfinished jobs go back
+to the queue.
 """
 
 from __future__ import annotations

@@ -232,7 +232,7 @@ def judge_run(
     steps = JudgeSteps.choose(mode, template, parse)
     config = _config(judge.name, mode, steps)
     judgments = Judgments(store)
-    settings = GenerationSettings(temperature=TEMPERATURE[mode], max_tokens=max_tokens)
+    settings = GenerationSettings(temperature=TEMPERATURE[mode], max_tokens=max_tokens, stop=stop)
 
     def store_one(task: JudgeTask, tried: list[Attempt]) -> Outcome:
         last = tried[-1][1]

@@ -8,8 +8,8 @@ fake response.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from koed_core.errors import KoedError
@@ -28,8 +28,17 @@ class GenerationSettings:
     repetition_penalty: float | None = None
     """None for each: not sent, so the server's (or the model's) own value applies."""
     timeout_s: float = 60.0
+    """The most one try of a request may take in all (waiting, then the whole body), not
+    per read: a server that trickles its body a byte at a time is cut off here too."""
     max_retries: int = 4
     """Retries of rate limits, 5xx and time-outs, with exponential backoff and jitter."""
+    stop: Callable[[], bool] | None = field(default=None, compare=False, repr=False)
+    """The run's cancel signal (a cancelled job, a worker stopping), never stored: once it
+    is true, a request still in flight gets ``ABANDON_GRACE_S`` to land, then is given up
+    as a ``cancelled`` failure (nothing stored; a rerun asks it again)."""
+
+
+ABANDON_GRACE_S = 3.0
 
 
 @dataclass(frozen=True)

@@ -334,6 +334,8 @@ def run_episodes(
         turns,
     )
     run_id = store.ensure_run(config, spec.name, list(langs), public_spec(spec))
+    settings = replace(settings, stop=stop)  # requests in flight are given up on cancel
+    speaker_settings = replace(speaker_settings, stop=stop)
     episodes = plan_episodes(dialogues, langs, limit, steps.commas)
     states = read_states(store, run_id, turns)
     done: set[Hashable] = {key for key, state in states.items() if state.status in FINISHED}

@@ -276,12 +276,14 @@ def run_benchmark(
     post-processing family. ``reuse_from`` names a run whose raw answers to the same
     requests are read again instead of asked (a run differing from it only in
     post-processing or emotion reader).
-    ``stop`` cancels: nothing new starts, answers in flight are stored, and a request
-    given up because of the cancel is not stored at all (a rerun asks it).
+    ``stop`` cancels: nothing new starts, answers arriving within ``ABANDON_GRACE_S``
+    are stored, and a request given up because of the cancel is not stored at all (a
+    rerun asks it).
     """
     prompts = load_prompt_set(prompt_set or default_prompt_set(protocol))
     steps = steps or steps_for(prompts.profile, spec.family)
     config = run_config(spec, protocol, settings, dataset_sha256, prompt_set=prompts, steps=steps)
+    settings = replace(settings, stop=stop)  # a request in flight is given up on cancel
     run_id = store.ensure_run(config, spec.name, list(langs), public_spec(spec))
     items = plan(
         dialogues,

@@ -18,7 +18,14 @@ from typing import Any
 import httpx2
 import openai
 
-from koed_core.models.client import Completion, GenerationSettings, ModelError, require_text
+from koed_core.models.backends.deadline import DeadlineClient, abandonable
+from koed_core.models.client import (
+    ABANDON_GRACE_S,
+    Completion,
+    GenerationSettings,
+    ModelError,
+    require_text,
+)
 from koed_core.models.protocol import ListenerTask, Message
 from koed_core.models.registry import ModelSpec
 from koed_core.redact import redact_url
@@ -118,6 +125,7 @@ class OpenAIClient:
                 base_url=self._spec.base_url,
                 timeout=settings.timeout_s,
                 max_retries=settings.max_retries,
+                http_client=DeadlineClient(settings.timeout_s, timeout=settings.timeout_s),
             )
         return self._clients[key]
 
@@ -131,9 +139,13 @@ class OpenAIClient:
     ) -> Completion:
         """One non-streaming call; token counts from the server's usage block."""
         start = time.perf_counter()
+        client, request = self._client(settings), self._request(messages, settings)
         with self._errors(settings):
-            reply = self._client(settings).chat.completions.create(
-                **self._request(messages, settings)
+            reply = abandonable(
+                lambda: client.chat.completions.create(**request),
+                settings.stop,
+                ABANDON_GRACE_S,
+                self.name,
             )
         latency = time.perf_counter() - start
         text = reply.choices[0].message.content if reply.choices else None

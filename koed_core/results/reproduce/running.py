@@ -120,8 +120,8 @@ def _reproduce_one(
     """Run every model (in parallel, each at its own concurrency), judge each run as soon
     as it is done, and return the run ids. Everything stored is skipped on a rerun.
 
-    ``stop`` cancels every step (answers in flight are stored); ``watch`` gets each step's
-    report as it moves, named "MODEL PROTOCOL" or "MODEL PROTOCOL judge".
+    ``stop`` cancels every step (answers arriving within seconds are stored); ``watch``
+    gets each step's report as it moves, named "MODEL PROTOCOL" or "MODEL PROTOCOL judge".
     """
     outcome = Outcome()
     lock = threading.Lock()
