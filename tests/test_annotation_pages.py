@@ -282,3 +282,40 @@ def test_no_counterpart_must_be_a_boolean() -> None:
     for bad in ("false", "true", 0, 1, None):
         with pytest.raises(AnnotationError, match="line 2: 'no_counterpart' must be true or false"):
             span_from_dict({**base, "no_counterpart": bad}, "line 2")
+
+
+def test_a_long_lock_on_add_span_is_one_sentence_and_the_span_is_kept_for_later(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Finding 31.8: a database held by another process for over the busy timeout gave
+    "Add span" a `database is locked` traceback. It is one sentence now; once the lock is
+    gone the same selection is added."""
+    import sqlite3
+
+    import koed_core.db.store as store_module
+
+    monkeypatch.setattr(store_module, "BUSY_TIMEOUT_S", 0.2)  # the app's store opens here
+    dialogue = load_dataset(SAMPLE_FILE).dialogues[0]
+    store = Store(os.environ["KOED_DB"])
+    AnnotationStore(store).create_project("p", load_dataset(SAMPLE_FILE), [dialogue.conv_id])
+    at = _as(None).run().switch_page("pages/annotation/annotate.py").run()
+    at.selectbox(key="annotate.typed.turn").set_value(3)
+    at.text_input(key="annotate.typed.ko").set_value("편의점")
+    at.text_input(key="annotate.typed.en").set_value("convenience store")
+    next(b for b in at.button if b.label == "Select these").click().run()
+    at.selectbox(key="annotate.type").set_value("places")
+    other = sqlite3.connect(os.environ["KOED_DB"], isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")  # another process's long write
+    try:
+        next(b for b in at.button if b.label == "Add span").click().run()
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    assert not at.exception, [e.value for e in at.exception]
+    assert any("the database is busy" in e.value for e in at.error), [e.value for e in at.error]
+    assert AnnotationStore(store).own(1, dialogue.conv_id, "local") is None
+    at.run()  # the lock is gone: the page is back, with the selection
+    next(b for b in at.button if b.label == "Add span").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    own = AnnotationStore(store).own(1, dialogue.conv_id, "local")
+    assert own is not None and [s.ko.text for s in own.spans] == ["편의점"]

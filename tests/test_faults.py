@@ -236,3 +236,84 @@ def test_the_app_starts_a_worker_for_a_database_whose_name_starts_with_a_dash(
     assert Jobs(store).get(job_id).state == "finished"
     log = (tmp_path / "-koed.db.worker.log").read_text()
     assert "error" not in log.lower()
+
+
+# A database lock held past the busy timeout (finding 31.8) --------------------------------
+
+
+class _HeldLock:
+    """Another process's long write: a second connection holding the write lock."""
+
+    def __init__(self, path: str) -> None:
+        import sqlite3
+
+        self.conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        self.conn.execute("BEGIN IMMEDIATE")
+
+    def release(self) -> None:
+        self.conn.execute("ROLLBACK")
+        self.conn.close()
+
+
+def test_a_write_past_the_busy_timeout_is_one_sentence(tmp_path: Path) -> None:
+    import sqlite3
+
+    from koed_core.db.store import StoreUnavailable
+    from koed_core.errors import KoedError
+
+    store = Store(tmp_path / "koed.db")
+    store.db.execute("PRAGMA busy_timeout = 100")
+    held = _HeldLock(store.path)
+    try:
+        with pytest.raises(StoreUnavailable) as caught, store.write():
+            store.db.execute("insert into job_workers (id, heartbeat) values ('w', 0)")
+    finally:
+        held.release()
+    err = caught.value
+    assert isinstance(err, KoedError) and isinstance(err, sqlite3.OperationalError)
+    assert err.kind == "busy" and str(err).startswith("koed.db: the database is busy")
+    assert str(tmp_path) not in str(err)  # the file's name, never its folder
+    with store.write():  # released: the same write goes through
+        store.db.execute("insert into job_workers (id, heartbeat) values ('w', 0)")
+    assert store.count("job_workers") == 1
+
+
+def test_a_run_waits_out_a_long_lock_and_stores_every_answer(
+    tmp_path: Path, fake_openai: FakeOpenAI
+) -> None:
+    """The CLI stopped a run at 36/120 with an OperationalError when another process held
+    the database for over 30 s. The answers already paid for now wait for the database
+    (up to SAVE_PATIENCE_S) and the run goes on."""
+    from koed_core.dialogues.dataset import load_dataset
+    from koed_core.models.backends import make_client
+    from koed_core.models.client import GenerationSettings
+    from koed_core.models.registry import ModelSpec
+    from koed_core.models.runs import run_benchmark
+
+    store = Store(tmp_path / "koed.db")
+    store.db.execute("PRAGMA busy_timeout = 100")  # so the lock outlasts it at once
+    dataset = load_dataset(SAMPLE_FILE)
+    spec = ModelSpec(name="fake", backend="openai", model="m", base_url=fake_openai.base_url)
+    held: list[_HeldLock] = []
+
+    def progress(done: int, total: int) -> None:
+        if done == 2 and not held:  # mid-run: another process takes the lock for 2.5 s
+            held.append(_HeldLock(store.path))
+            threading.Timer(2.5, held[0].release).start()
+
+    report = run_benchmark(
+        store,
+        make_client(spec, "k"),
+        spec,
+        dataset.dialogues,
+        dataset.sha256,
+        langs=["ko"],
+        protocol="single",
+        settings=GenerationSettings(max_retries=0),
+        limit=6,
+        concurrency=1,
+        progress=progress,
+    )
+    assert held, "the lock was never taken"
+    assert (report.succeeded, report.failed) == (6, 0), report.errors
+    assert store.count("responses") == 6

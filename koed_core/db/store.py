@@ -35,6 +35,36 @@ class StoreError(KoedError):
     """The database cannot be used: corrupt, not a database, or made by a newer release."""
 
 
+class StoreUnavailable(StoreError, sqlite3.OperationalError):
+    """A write the database could not take now: another process held its lock past the
+    busy timeout, or the disk is full. Still an ``sqlite3.OperationalError`` (the
+    worker waits and tries again on those); as a KoedError, a page or the command line
+    shows its one sentence instead of a traceback."""
+
+    def __init__(self, message: str, kind: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+        """``busy`` (worth waiting for) or ``full``."""
+
+
+def unavailable(err: sqlite3.OperationalError, name: str) -> sqlite3.OperationalError:
+    """``err`` as a sentence a user can act on, when it is a lock or a full disk."""
+    text = str(err)
+    if "locked" in text or "busy" in text:
+        return StoreUnavailable(
+            f"{name}: the database is busy (another process has held it for over "
+            f"{BUSY_TIMEOUT_S:.0f} s); nothing was saved from this step: try again in a moment",
+            "busy",
+        )
+    if "full" in text:
+        return StoreUnavailable(
+            f"{name}: the disk is full, so the database could not store this; nothing was "
+            "saved from this step: free some space and try again",
+            "full",
+        )
+    return err
+
+
 def _create_private(path: Path) -> None:
     """Create an empty file readable by its owner only (rater profiles and comments)."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -123,13 +153,21 @@ class Store:
             if self.db.conn.in_transaction:  # nested: the outer transaction decides
                 yield
                 return
-            self.db.execute("BEGIN IMMEDIATE")
+            try:
+                self.db.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as err:
+                raise unavailable(err, self.name) from None
             try:
                 yield
+                self.db.execute("COMMIT")
+            except sqlite3.OperationalError as err:
+                if self.db.conn.in_transaction:
+                    self.db.conn.rollback()
+                raise unavailable(err, self.name) from None
             except BaseException:
-                self.db.conn.rollback()
+                if self.db.conn.in_transaction:
+                    self.db.conn.rollback()
                 raise
-            self.db.execute("COMMIT")
 
     def rows(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[dict[str, Any]]:
         """Rows of a read query as dicts (for this package's query modules).

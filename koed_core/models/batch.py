@@ -10,14 +10,18 @@ engine keeps the one report type both the pages and the CLI show.
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Literal, TypeVar
 
+from koed_core.db.store import StoreUnavailable
+
 T = TypeVar("T")
 R = TypeVar("R")
+S = TypeVar("S")
 ProgressFn = Callable[[int, int], None]
 Status = Literal["ok", "unscored", "failed", "cancelled"]
 
@@ -144,7 +148,7 @@ def run_batch(
         watch(report)
 
     def handle(task: T, result: R) -> None:
-        report.add(save(task, result))
+        report.add(patiently(lambda: save(task, result)))
 
     def after() -> None:
         if progress:
@@ -155,6 +159,24 @@ def run_batch(
     run_bounded(pending, work, handle, max(1, min(workers, len(pending) or 1)), after, stop)
     report.stopped = bool(stop and stop())
     return report
+
+
+SAVE_PATIENCE_S = 600.0
+"""How long a run waits for a database another process keeps busy before it stops."""
+
+
+def patiently(write: Callable[[], S], patience_s: float = SAVE_PATIENCE_S) -> S:
+    """``write()``, tried again while the database is busy (a backup, a long import in
+    another process): an answer already paid for is stored late rather than dropped, and
+    the run goes on. A full disk, or a lock held past ``patience_s``, is raised."""
+    deadline = time.monotonic() + patience_s
+    while True:
+        try:
+            return write()
+        except StoreUnavailable as err:
+            if err.kind != "busy" or time.monotonic() >= deadline:
+                raise
+            time.sleep(1.0)
 
 
 def workers_for(client: object, concurrency: int) -> int:

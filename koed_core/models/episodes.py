@@ -19,14 +19,23 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Literal
 
-from koed_core.db import RunConfig, Store
+from koed_core.db import ResponseRecord, RunConfig, Store
 from koed_core.db.episodes import Episodes, SpeakerRecord
 from koed_core.dialogues.dialogue import Dialogue, Lang
 from koed_core.errors import KoedError
-from koed_core.models.batch import BatchReport, Outcome, ProgressFn, run_batch, workers_for
-from koed_core.models.client import ChatClient, GenerationSettings, ModelError
+from koed_core.models.batch import (
+    BatchReport,
+    Outcome,
+    ProgressFn,
+    patiently,
+    run_batch,
+    workers_for,
+)
+from koed_core.models.client import ChatClient, Completion, GenerationSettings, ModelError
+from koed_core.models.emotions import ParsedReply
 from koed_core.models.pipeline import Steps, steps_for
 from koed_core.models.prompts import PromptSet, default_prompt_set, load_prompt_set
 from koed_core.models.protocol import ContextTurn, ListenerTask, Protocol, build_task
@@ -165,10 +174,9 @@ def play(setup: EpisodeSetup, episode: Episode, state: EpisodeState) -> Outcome:
             outcome, parsed, emotion = answer(setup.listener, item, setup.settings)
             if isinstance(outcome, ModelError) and outcome.kind == "cancelled":
                 return Outcome("cancelled")
-            with setup.store.write():  # one transaction: the first job to answer it wins
-                if Episodes(setup.store).turn_taken(setup.run_id, conv_id, lang, turn, "listener"):
-                    return Outcome("ok")  # another job playing this run got here first
-                record = save(setup.store, setup.run_id, item, outcome, parsed, True, emotion, turn)
+            record = patiently(partial(_save_listener, setup, item, turn, outcome, parsed, emotion))
+            if record is None:
+                return Outcome("ok")  # another job playing this run got here first
             if record.error:
                 return Outcome("failed", record.error_kind)
             history.append(ContextTurn("listener", record.text or ""))
@@ -184,6 +192,23 @@ def play(setup: EpisodeSetup, episode: Episode, state: EpisodeState) -> Outcome:
         if said.ends:
             return Outcome("ok")
         next_is_speaker = False
+
+
+def _save_listener(
+    setup: EpisodeSetup,
+    item: Item,
+    turn: int,
+    outcome: Completion | ModelError,
+    parsed: ParsedReply | None,
+    emotion: str | None,
+) -> ResponseRecord | None:
+    """Store a Listener turn in one transaction, unless another job playing the same run
+    stored this turn first (then None: the first one stored is the episode's)."""
+    conv_id, lang = item.dialogue.conv_id, item.task.lang
+    with setup.store.write():
+        if Episodes(setup.store).turn_taken(setup.run_id, conv_id, lang, turn, "listener"):
+            return None
+        return save(setup.store, setup.run_id, item, outcome, parsed, True, emotion, turn)
 
 
 def _speak(
@@ -218,7 +243,7 @@ def _speak(
             if err.kind == "cancelled":
                 return Outcome("cancelled")
             failed = replace(base, error=str(err), error_kind=err.kind)
-            if Episodes(setup.store).save_speaker(failed) is None:
+            if patiently(partial(Episodes(setup.store).save_speaker, failed)) is None:
                 return Outcome("ok")  # another job's Speaker turn is the episode's
             return Outcome("failed", f"speaker {err.kind}")
         read = check_turn(done.text, lang, episode.dialogue.labels, setup.speaker_prompt)
@@ -231,7 +256,7 @@ def _speak(
             ends=read.ends,
             latency_s=done.latency_s,
         )
-        stored = Episodes(setup.store).save_speaker(record)
+        stored = patiently(partial(Episodes(setup.store).save_speaker, record))
         if stored is None:
             return Outcome("ok")  # another job's Speaker turn is the episode's
         if stored.kept:
