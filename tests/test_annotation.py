@@ -391,3 +391,49 @@ def test_a_span_edge_inside_a_decomposed_syllable_or_an_emoji_sequence_is_refuse
         with pytest.raises(AnnotationError, match="inside a character"):
             side_at(dialogue, "ko", 1, start, end)
     assert side_at(dialogue, "ko", 1, family, family + 5).text == "👩‍👩‍👧"
+
+
+def test_three_sessions_saving_one_fresh_dialogue_at_once_leave_two(
+    dataset: Dataset, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Finding 31.9: three sessions saving the same fresh dialogue of a 2-per-dialogue
+    project all got in (the limit was checked outside the write). Here each session has
+    its own connection, as another process would, and each waits after reading the
+    dialogue's annotators until the others have read too (or a second has passed): on the
+    old code all three read "open" and all three were stored."""
+    import threading
+
+    db = tmp_path / "koed.db"
+    project = AnnotationStore(Store(db)).create_project(
+        "p", dataset, ["t:2"], annotators=["alice", "bob", "carol"]
+    )
+    dialogue = dataset.get("t:2")
+    assert dialogue is not None
+    everyone_read = threading.Barrier(3)
+    items = AnnotationStore.items
+
+    def read_then_wait(self: AnnotationStore, *args: object) -> pd.DataFrame:
+        frame = items(self, *args)  # type: ignore[arg-type]
+        try:
+            everyone_read.wait(timeout=1.0)
+        except threading.BrokenBarrierError:
+            pass  # taken one by one: nobody else could read meanwhile
+        return frame
+
+    monkeypatch.setattr(AnnotationStore, "items", read_then_wait)
+    refused: list[str] = []
+
+    def annotate(name: str) -> None:
+        try:
+            AnnotationStore(Store(db)).save(project, dialogue, name, CONTEXT_MODIFIED, "", [])
+        except AnnotationError as err:
+            refused.append(f"{name}: {err}")
+
+    threads = [threading.Thread(target=annotate, args=(n,)) for n in ("alice", "bob", "carol")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    stored = Store(db).rows("select annotator from annotations where conv_id = 't:2'")
+    assert len(stored) == 2, stored
+    assert len(refused) == 1 and "already has its 2 annotators" in refused[0]

@@ -306,18 +306,24 @@ class AnnotationStore:
         """
         project = self.project(project_id)
         self._check_access(project, dialogue.conv_id, username)
-        items = self.items(project_id, username)
-        item = items[items["conv_id"] == dialogue.conv_id].iloc[0]
-        if not item["open"]:
-            raise AnnotationError(
-                f"{dialogue.conv_id} already has its {project['per_item']} annotators"
+        # One write transaction from the check to the insert: sessions (or processes)
+        # saving the same fresh dialogue at once are taken one by one, so the one past
+        # the project's per-dialogue limit is refused instead of stored.
+        with self.store.write():
+            items = self.items(project_id, username)
+            item = items[items["conv_id"] == dialogue.conv_id].iloc[0]
+            if not item["open"]:
+                raise AnnotationError(
+                    f"{dialogue.conv_id} already has its {project['per_item']} annotators"
+                )
+            if item["complete"] and item["yours"] == SUBMITTED:
+                raise AnnotationError(
+                    f"{dialogue.conv_id} is complete: every annotator has submitted, and the "
+                    "answers are frozen for the reviewer"
+                )
+            return self._store(
+                project, dialogue, username, ANNOTATOR, category, note, spans, submit
             )
-        if item["complete"] and item["yours"] == SUBMITTED:
-            raise AnnotationError(
-                f"{dialogue.conv_id} is complete: every annotator has submitted, and the "
-                "answers are frozen for the reviewer"
-            )
-        return self._store(project, dialogue, username, ANNOTATOR, category, note, spans, submit)
 
     def _store(
         self,
