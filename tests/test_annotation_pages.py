@@ -319,3 +319,44 @@ def test_a_long_lock_on_add_span_is_one_sentence_and_the_span_is_kept_for_later(
     assert not at.exception and not at.error, [e.value for e in at.error]
     own = AnnotationStore(store).own(1, dialogue.conv_id, "local")
     assert own is not None and [s.ko.text for s in own.spans] == ["편의점"]
+
+
+def test_the_reviewer_keeps_the_second_of_two_spans_with_the_same_words() -> None:
+    """Finding 31.10: the reviewer's pool was keyed by a span's words, so of the same text
+    marked at two places only the first could be kept. Each place is its own choice now,
+    labelled with its characters, and the one kept is stored with its own offsets."""
+    from components.annotation.annotation_admin import _span_id
+    from koed_core.annotation.spans import Span, side_at
+    from koed_core.annotation.taxonomy import CONTEXT_MODIFIED
+
+    dataset = load_dataset(SAMPLE_FILE)
+    dialogue = next(d for d in dataset.dialogues if d.conv_id == "sample:1_conv:8")
+    text = dialogue.turns[1].ko
+    first = text.index("다.")
+    second = text.index("다.", first + 1)
+    store = Store(os.environ["KOED_DB"])
+    annotations = AnnotationStore(store)
+    project = annotations.create_project(
+        "twice", dataset, [dialogue.conv_id], annotators=["alice", "bob"]
+    )
+    spans = [
+        Span(side_at(dialogue, "ko", 2, start, start + 2), "places", no_counterpart=True)
+        for start in (first, second)
+    ]
+    for name, span in zip(("alice", "bob"), spans):
+        annotations.save(project, dialogue, name, CONTEXT_MODIFIED, "", [span], submit=True)
+    at = _as(None).run().switch_page("pages/annotation/projects.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    keep = at.multiselect(key=f"review.spans.{dialogue.conv_id}")
+    assert len(keep.options) == 2, keep.options  # two places, two choices, told apart
+    assert [
+        f"ko characters {start}-{start + 2})" in label
+        for start, label in zip((first, second), keep.options)
+    ] == [True, True], keep.options
+    keep.set_value([_span_id(spans[1])])
+    at.radio(key=f"review.category.{dialogue.conv_id}").set_value(CONTEXT_MODIFIED)
+    next(b for b in at.button if b.label == "Record the final answer").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    final = annotations.adjudication(project, dialogue.conv_id)
+    assert final is not None
+    assert [(s.ko.start, s.ko.end) for s in final.spans] == [(second, second + 2)]

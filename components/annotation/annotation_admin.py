@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import tempfile
 import zipfile
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -102,6 +103,29 @@ def _span_label(span: Span) -> str:
     return f"turn {span.ko.position}: {span.ko.text} [{span.type}] → {english}"
 
 
+def _span_id(span: Span) -> str:
+    """A span's place, not its words: the same text twice in a turn is two spans."""
+    en = f"{span.en.position}:{span.en.start}-{span.en.end}" if span.en else "none"
+    return f"{span.ko.position}:{span.ko.start}-{span.ko.end}:{span.type}:{en}"
+
+
+def _pool_labels(pool: dict[str, Span]) -> dict[str, str]:
+    """What the reviewer reads for each pooled span; where two read alike (the same
+    words at two places), each says where it is, in characters of its turn."""
+    plain = {key: _span_label(span) for key, span in pool.items()}
+    counts = Counter(plain.values())
+    labels = {}
+    for key, label in plain.items():
+        span = pool[key]
+        if counts[label] > 1:
+            where = f"ko characters {span.ko.start}-{span.ko.end}"
+            if span.en is not None:
+                where += f", en {span.en.start}-{span.en.end}"
+            label = f"{label} ({where})"
+        labels[key] = label
+    return labels
+
+
 def _label_of(labels: dict[str, str], key: str) -> str:
     return labels[key]
 
@@ -141,15 +165,14 @@ def adjudicate(
     pool: dict[str, Span] = {}
     for answer in answers:
         for span in answer.spans:
-            pool.setdefault(_span_label(span), span)
+            pool.setdefault(_span_id(span), span)
+    labels = _pool_labels(pool)
     everyone = [
-        label
-        for label, span in pool.items()
+        key
+        for key, span in pool.items()
         if all(span.key in {s.key for s in a.spans} for a in answers)
     ]
-    default_spans = (
-        [_span_label(s) for s in final.spans if _span_label(s) in pool] if final else everyone
-    )
+    default_spans = [_span_id(s) for s in final.spans if _span_id(s) in pool] if final else everyone
     categories = (
         [c for c in CATEGORIES if c != HANDCRAFTED]
         if not dialogue.korean_emotion
@@ -170,6 +193,7 @@ def adjudicate(
             "Spans to keep (preselected: those every annotator marked alike)",
             list(pool),
             default=default_spans,
+            format_func=labels.__getitem__,
             key=f"{state.REVIEW_SPANS}.{conv_id}",
         )
         note = st.text_area(
