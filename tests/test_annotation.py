@@ -401,6 +401,7 @@ def test_three_sessions_saving_one_fresh_dialogue_at_once_leave_two(
     its own connection, as another process would, and each waits after reading the
     dialogue's annotators until the others have read too (or a second has passed): on the
     old code all three read "open" and all three were stored."""
+    import contextlib
     import threading
 
     db = tmp_path / "koed.db"
@@ -414,10 +415,9 @@ def test_three_sessions_saving_one_fresh_dialogue_at_once_leave_two(
 
     def read_then_wait(self: AnnotationStore, *args: object) -> pd.DataFrame:
         frame = items(self, *args)  # type: ignore[arg-type]
-        try:
+        # taken one by one, nobody else can read meanwhile: the wait breaks after a second
+        with contextlib.suppress(threading.BrokenBarrierError):
             everyone_read.wait(timeout=1.0)
-        except threading.BrokenBarrierError:
-            pass  # taken one by one: nobody else could read meanwhile
         return frame
 
     monkeypatch.setattr(AnnotationStore, "items", read_then_wait)

@@ -343,7 +343,7 @@ def test_the_reviewer_keeps_the_second_of_two_spans_with_the_same_words() -> Non
         Span(side_at(dialogue, "ko", 2, start, start + 2), "places", no_counterpart=True)
         for start in (first, second)
     ]
-    for name, span in zip(("alice", "bob"), spans):
+    for name, span in zip(("alice", "bob"), spans, strict=True):
         annotations.save(project, dialogue, name, CONTEXT_MODIFIED, "", [span], submit=True)
     at = _as(None).run().switch_page("pages/annotation/projects.py").run()
     assert not at.exception, [e.value for e in at.exception]
@@ -351,7 +351,7 @@ def test_the_reviewer_keeps_the_second_of_two_spans_with_the_same_words() -> Non
     assert len(keep.options) == 2, keep.options  # two places, two choices, told apart
     assert [
         f"ko characters {start}-{start + 2})" in label
-        for start, label in zip((first, second), keep.options)
+        for start, label in zip((first, second), keep.options, strict=True)
     ] == [True, True], keep.options
     keep.set_value([_span_id(spans[1])])
     at.radio(key=f"review.category.{dialogue.conv_id}").set_value(CONTEXT_MODIFIED)

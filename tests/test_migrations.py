@@ -243,3 +243,25 @@ def test_a_crowd_study_from_0_3_upgrades_with_its_places_and_checks(tmp_path: Pa
          "instructed_score": None},
     ]  # fmt: skip
     assert check_verdicts(rows) == {"told": (True, True), "untold": (False, True)}
+
+
+def test_responses_from_0_3_upgrade_to_the_reply_cap_as_whole_answers(tmp_path: Path) -> None:
+    """m013 on a 0.3 database: every stored answer came whole, so its cut columns are
+    null, and a new answer cut at the cap is stored beside it with both figures."""
+    import sqlite_utils
+
+    path = tmp_path / "0.3.db"
+    db = sqlite_utils.Database(path)
+    for name, fn in migrations.MIGRATIONS:
+        if name.startswith("m013"):
+            break
+        fn(db)
+        migrations.record(db, name)
+    db.execute(
+        "insert into responses (id, run_id, conv_id, lang, context_hash, prompt, context, "
+        "raw, text) values ('old', 'r', 'c1', 'ko', 'h', '[]', '[]', '응.', '응.')"
+    )
+    db.conn.commit()
+    db.close()
+    Store(path)
+    assert _raw(path, "select id, cut_at, full_chars from responses") == [("old", None, None)]

@@ -260,3 +260,28 @@ def test_a_cancelled_run_gives_up_a_request_the_server_never_answers(
     report = result["report"]
     assert report.stopped and report.succeeded == 0  # type: ignore[attr-defined]
     assert store.count("responses") == 0  # given up: a rerun asks it again
+
+
+def test_a_ten_megabyte_reply_is_cut_at_the_cap_and_says_so(
+    fake_openai: FakeOpenAI, tmp_path: Path
+) -> None:
+    """Issue 31, finding 12: a 10 MB reply was stored whole, twice (raw and text), and
+    would have gone to a judge. It is cut at MAX_REPLY_CHARS; the response records the cap
+    and the length it had, and what the judge is sent is the cut text."""
+    from koed_core.judge.judging import judge_run
+    from koed_core.models.client import MAX_REPLY_CHARS
+
+    store = Store(tmp_path / "runs.db")
+    huge = "That must be hard. " + "정" * 10_000_000
+    fake_openai.queue(Step(text=huge))
+    report = _run(fake_openai, store, limit=1, langs=["ko"], concurrency=1,
+                  protocol="direct", settings=GenerationSettings(max_retries=0))  # fmt: skip
+    assert report.succeeded == 1, report.errors
+    row = store.rows("select raw, text, cut_at, full_chars from responses")[0]
+    assert row["cut_at"] == MAX_REPLY_CHARS and row["full_chars"] == len(huge)
+    assert len(row["raw"]) == MAX_REPLY_CHARS and len(row["text"]) <= MAX_REPLY_CHARS
+    judge = ModelSpec(name="judge", backend="openai", model="j", base_url=fake_openai.base_url)
+    before = len(fake_openai.requests)
+    judge_run(store, make_client(judge, "k"), judge, report.run_id, "strict", dims=("EX",))
+    sent = fake_openai.requests[before]["messages"][-1]["content"]
+    assert len(sent) < MAX_REPLY_CHARS + 10_000  # the cut reply, not ten megabytes

@@ -369,6 +369,14 @@ def m012_crowd_middle(db: sqlite_utils.Database) -> None:
     )
 
 
+@migration
+def m013_reply_cap(db: sqlite_utils.Database) -> None:
+    """Answers are kept up to a stated size: a response cut there records the cap and
+    the length it had (both null for every answer stored before, which came whole)."""
+    db.execute("alter table responses add column cut_at integer")
+    db.execute("alter table responses add column full_chars integer")
+
+
 def _script(db: sqlite_utils.Database, script: str) -> None:
     """Run statements one by one: ``executescript`` would commit the caller's transaction,
     and a migration must apply whole or not at all. (No statement here contains ';'.)"""

@@ -160,6 +160,10 @@ class ResponseRecord:
     """The first answer of a two-call prompt set (the emotion), as the model gave it."""
     turn: int | None = None
     """An episode's Listener turn, from 1 (None: a single reply after the KoED context)."""
+    cut_at: int | None = None
+    """The cap the answer was cut at (characters), when it was longer (None: whole)."""
+    full_chars: int | None = None
+    """The answer's length before the cut (None: whole)."""
 
     @property
     def response_id(self) -> str:

@@ -30,7 +30,7 @@ from koed_core.judge.verdicts import (
     rescue_authors,
 )
 from koed_core.models.batch import BatchReport, Outcome, ProgressFn, run_batch, workers_for
-from koed_core.models.client import ChatClient, GenerationSettings, ModelError
+from koed_core.models.client import ChatClient, GenerationSettings, ModelError, capped
 from koed_core.models.protocol import Message
 from koed_core.models.registry import ModelSpec
 
@@ -177,7 +177,7 @@ def _ask(
     tried: list[Attempt] = []
     for _ in range(attempts):
         try:
-            reply = client.complete(messages, settings, None).text
+            reply = capped(client.complete(messages, settings, None)).text
         except ModelError as err:
             tried.append((prompt, err, None))
             if authors and err.kind != "cancelled":

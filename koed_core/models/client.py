@@ -9,7 +9,7 @@ fake response.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from koed_core.errors import KoedError
@@ -49,6 +49,22 @@ class Completion:
     latency_s: float
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
+    full_chars: int | None = None
+    """The answer's length before it was cut at MAX_REPLY_CHARS (None: it came whole)."""
+
+
+MAX_REPLY_CHARS = 20_000
+"""The most of one answer that is kept, stored and shown to a judge or a rater. A reply
+of the paper's 256 tokens is under 2,000 characters; a server that sends megabytes (a
+loop, a hostile server) is cut here, and the response says where it was cut and how
+long it was (``cut_at``, ``full_chars``)."""
+
+
+def capped(done: Completion, limit: int = MAX_REPLY_CHARS) -> Completion:
+    """``done`` with its text cut at ``limit`` characters, saying so; else unchanged."""
+    if len(done.text) <= limit:
+        return done
+    return replace(done, text=done.text[:limit], full_chars=len(done.text))
 
 
 class ModelError(KoedError):

@@ -34,7 +34,13 @@ from koed_core.models.batch import (
     run_batch,
     workers_for,
 )
-from koed_core.models.client import ChatClient, Completion, GenerationSettings, ModelError
+from koed_core.models.client import (
+    ChatClient,
+    Completion,
+    GenerationSettings,
+    ModelError,
+    capped,
+)
 from koed_core.models.emotions import ParsedReply
 from koed_core.models.pipeline import Steps, steps_for
 from koed_core.models.prompts import PromptSet, default_prompt_set, load_prompt_set
@@ -238,7 +244,7 @@ def _speak(
             prompt=tuple({"role": m["role"], "content": m["content"]} for m in messages),
         )
         try:
-            done = setup.speaker.complete(messages, setup.speaker_settings, episode.base)
+            done = capped(setup.speaker.complete(messages, setup.speaker_settings, episode.base))
         except ModelError as err:
             if err.kind == "cancelled":
                 return Outcome("cancelled")

@@ -19,7 +19,14 @@ from koed_core.db import ResponseRecord, RunConfig, Store, short_hash
 from koed_core.dialogues.dialogue import Dialogue, Lang
 from koed_core.errors import KoedError
 from koed_core.models.batch import BatchReport, Outcome, ProgressFn, run_batch, workers_for
-from koed_core.models.client import ChatClient, Completion, GenerationSettings, ModelError
+from koed_core.models.client import (
+    MAX_REPLY_CHARS,
+    ChatClient,
+    Completion,
+    GenerationSettings,
+    ModelError,
+    capped,
+)
 from koed_core.models.emotions import ParsedReply, parse_reply, parse_two_calls, score_emotions
 from koed_core.models.pipeline import EARLIER, Steps, postprocessed, steps_for
 from koed_core.models.prompts import (
@@ -172,6 +179,8 @@ def to_record(
     assert parsed is not None
     return ResponseRecord(
         **base,
+        cut_at=MAX_REPLY_CHARS if outcome.full_chars else None,
+        full_chars=outcome.full_chars,
         raw=outcome.text,
         text=parsed.text,
         predicted=parsed.labels,
@@ -187,12 +196,14 @@ def answer(client: ChatClient, item: Item, settings: GenerationSettings) -> Answ
     """Ask (once, or twice for the paper set: the emotion, then the reply given it); a
     failure comes back as a value so a worker thread never dies with it."""
     try:
-        first = client.complete(item.messages, settings, item.task)
+        first = capped(client.complete(item.messages, settings, item.task))
         if not item.plan.two_calls:
             parsed = parse_reply(first.text, item.protocol)
             kept = postprocessed(parsed.text, item.steps)
             return first, replace(parsed, text=kept) if kept != parsed.text else parsed, None
-        reply = client.complete(item.plan.second(item.task, first.text), settings, item.task)
+        reply = capped(
+            client.complete(item.plan.second(item.task, first.text), settings, item.task)
+        )
     except ModelError as err:
         return err, None, None
     both = Completion(
@@ -200,6 +211,7 @@ def answer(client: ChatClient, item: Item, settings: GenerationSettings) -> Answ
         first.latency_s + reply.latency_s,
         _sum(first.prompt_tokens, reply.prompt_tokens),
         _sum(first.completion_tokens, reply.completion_tokens),
+        reply.full_chars,
     )
     return both, parse_two_calls(first.text, reply.text, item.protocol, item.steps), first.text
 
@@ -330,12 +342,18 @@ def timed_stream(
         ModelError: the model failed; nothing is returned in its place.
     """
     start = time.perf_counter()
-    pieces = []
+    pieces: list[str] = []
+    size = 0
     for piece in client.stream(item.messages, settings, item.task):
         pieces.append(piece)
+        size += len(piece)
+        if size > MAX_REPLY_CHARS:  # the rest is not read: closing the stream ends it
+            break
         sink("".join(pieces))
-    text = "".join(pieces)
-    return Completion(text, time.perf_counter() - start), parse_reply(text, item.protocol)
+    done = capped(Completion("".join(pieces), time.perf_counter() - start))
+    if done.full_chars:
+        sink(done.text)
+    return done, parse_reply(done.text, item.protocol)
 
 
 def run_labels(store: Store) -> dict[str, str]:
