@@ -360,3 +360,83 @@ def test_the_reviewer_keeps_the_second_of_two_spans_with_the_same_words() -> Non
     final = annotations.adjudication(project, dialogue.conv_id)
     assert final is not None
     assert [(s.ko.start, s.ko.end) for s in final.spans] == [(second, second + 2)]
+
+
+HOSTILE_LINES = {
+    "a category that is a list": (
+        '{{"conv_id": "{c}", "annotator": "a", "category": ["x"]}}',
+        "line 1, annotation 1: 'category' must be a category code (text)",
+    ),
+    "an unpaired surrogate in the note": (
+        '{{"conv_id": "{c}", "annotator": "a", "category": "context_modified", "note": "\\ud800"}}',
+        "line 1: note holds an unpaired surrogate",
+    ),
+    "an unpaired surrogate in a span": (
+        '{{"conv_id": "{c}", "annotator": "a", "category": "context_modified", "spans": '
+        '[{{"type": "places", "ko": {{"position": 1, "start": 0, "end": 1, '
+        '"text": "\\udc00"}}}}]}}',
+        "line 1: spans[0].ko.text holds an unpaired surrogate",
+    ),
+    "nesting a hundred thousand deep": (
+        '{{"conv_id": "{c}", "annotator": "a", "x": ' + "[" * 100000 + "]" * 100000 + "}}",
+        "line 1: nested too deeply to be an annotation",
+    ),
+    "adjudicated as a string": (
+        '{{"conv_id": "{c}", "annotator": "a", "category": "context_modified", '
+        '"adjudicated": "no"}}',
+        "line 1, annotation 1: 'adjudicated' must be true or false",
+    ),
+    "the same annotator twice": (
+        '{{"conv_id": "{c}", "annotator": "a", "category": "context_modified"}}\n'
+        '{{"conv_id": "{c}", "annotator": "a", "category": "simply_transferred"}}',
+        "line 2, annotation 1: a annotated",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(HOSTILE_LINES))
+def test_a_hostile_import_names_its_line_and_field_and_leaves_no_project(
+    case: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 31, finding 13: generic errors (UnicodeEncodeError, RecursionError, TypeError)
+    instead of the line and field, a refused import still leaving an empty project (one
+    more per retry), and a second answer of one annotator replacing the first silently."""
+    conv_id = load_dataset(SAMPLE_FILE).dialogues[0].conv_id
+    text, message = HOSTILE_LINES[case]
+    file = tmp_path / "hostile.jsonl"
+    file.write_text(text.format(c=conv_id) + "\n", encoding="utf-8")
+    for _ in range(2):  # a retry leaves nothing either
+        assert main(["annotations", "import", str(file), "--name", "new"]) == 1
+        err = capsys.readouterr().err
+        assert f"error: hostile.jsonl {message}" in err, err
+        assert "Error:" not in err and "KOED_DEBUG" not in err
+    assert AnnotationStore(Store(os.environ["KOED_DB"])).projects() == []
+
+
+def test_an_import_counts_distinct_dialogues_and_a_sheet_gives_one_category(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 31, finding 13: "imported 300 annotations on 300 dialogues" for 10 (one line
+    per annotator, several lines per dialogue); a CSV giving one annotator two categories
+    for one dialogue kept the first silently."""
+    dialogues = load_dataset(SAMPLE_FILE).dialogues[:2]
+    lines = [
+        json.dumps({"conv_id": d.conv_id, "annotator": who, "category": "context_modified"})
+        for d in dialogues
+        for who in ("kim", "lee", "park")
+    ]
+    file = tmp_path / "three.jsonl"
+    file.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    assert main(["annotations", "import", str(file), "--name", "three", "--per-item", "3"]) == 0
+    assert "imported 6 annotation(s) with 0 span(s) on 2 dialogue(s)" in capsys.readouterr().out
+    conv_id = dialogues[0].conv_id
+    sheet = tmp_path / "sheet.csv"
+    sheet.write_text(
+        "conv_id,annotator,category,turn,ko,type,en\n"
+        f"{conv_id},kim,context_modified,3,편의점,places,convenience store\n"
+        f"{conv_id},kim,simply_transferred,1,야근,institutions,\n",
+        encoding="utf-8",
+    )
+    assert main(["annotations", "import", str(sheet), "--project", "1"]) == 1
+    err = capsys.readouterr().err
+    assert "sheet.csv row 3: kim gave" in err and "'context_modified' at row 2" in err, err

@@ -105,6 +105,28 @@ def file_safe(version: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]", "_", version).lstrip(".") or "version"
 
 
+def _unencodable(value: Any, where: str) -> str | None:
+    """The field (``spans[0].ko.text``) of the first string in ``value`` that cannot be
+    written as UTF-8 (JSON's ``\\ud800`` escapes decode to lone surrogates), else None."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return where
+        return None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            found = _unencodable(key, where) or _unencodable(item, f"{where}.{key}".lstrip("."))
+            if found is not None:
+                return found
+    if isinstance(value, list):
+        for index, item in enumerate(value):
+            found = _unencodable(item, f"{where}[{index}]")
+            if found is not None:
+                return found
+    return None
+
+
 def read_jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:
     """(line number, object) for every non-empty line.
 
@@ -125,8 +147,18 @@ def read_jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:
             value = json.loads(line)
         except json.JSONDecodeError as err:
             raise AnnotationError(f"{path.name} line {number}: not JSON ({err.msg})") from None
+        except RecursionError:
+            raise AnnotationError(
+                f"{path.name} line {number}: nested too deeply to be an annotation"
+            ) from None
         if not isinstance(value, dict):
             raise AnnotationError(f"{path.name} line {number}: not a JSON object")
+        bad = _unencodable(value, "")
+        if bad is not None:
+            raise AnnotationError(
+                f"{path.name} line {number}: {bad or 'a key'} holds an unpaired surrogate "
+                "(a \\ud800-\\udfff escape alone), which is not Unicode text"
+            )
         rows.append((number, value))
     if not rows:
         raise AnnotationError(f"{path.name}: no annotations in it")
@@ -152,6 +184,8 @@ def import_lines(
     project = annotations.project(project_id)
     _check_dataset(project, dataset)
     counts = {"dialogues": 0, "annotations": 0, "spans": 0}
+    seen: dict[tuple[str, str, str], str] = {}
+    dialogues: set[str] = set()
     with annotations.store.write():
         for number, line in rows:
             here = f"{where} line {number}"
@@ -174,6 +208,11 @@ def import_lines(
                 category = entry.get("category")
                 if category is None and fixed_category(dialogue) is None:
                     raise AnnotationError(f"{at}: 'category' is missing")
+                if category is not None and not isinstance(category, str):
+                    raise AnnotationError(f"{at}: 'category' must be a category code (text)")
+                adjudicated = entry.get("adjudicated", False)
+                if not isinstance(adjudicated, bool):
+                    raise AnnotationError(f"{at}: 'adjudicated' must be true or false")
                 note = entry.get("note") or ""
                 if not isinstance(note, str):
                     raise AnnotationError(f"{at}: 'note' must be text")
@@ -181,7 +220,14 @@ def import_lines(
                 if not isinstance(raw_spans, list):
                     raise AnnotationError(f"{at}: 'spans' must be a list")
                 spans = [span_from_dict(s, f"{at}, span {j}") for j, s in enumerate(raw_spans, 1)]
-                kind = ADJUDICATED if entry.get("adjudicated") else ANNOTATOR
+                kind = ADJUDICATED if adjudicated else ANNOTATOR
+                key = (dialogue.conv_id, name.strip(), kind)
+                if key in seen:  # a second answer would silently replace the first
+                    raise AnnotationError(
+                        f"{at}: {name.strip()} annotated {dialogue.conv_id} already "
+                        f"({seen[key]}); one annotation per annotator and dialogue"
+                    )
+                seen[key] = at
                 try:
                     annotations.store_imported(
                         project, dialogue, IMPORTED + name.strip(), kind, category, note, spans
@@ -190,7 +236,8 @@ def import_lines(
                     raise AnnotationError(f"{at}: {err}") from None
                 counts["annotations"] += 1
                 counts["spans"] += len(spans)
-            counts["dialogues"] += 1
+            dialogues.add(dialogue.conv_id)
+    counts["dialogues"] = len(dialogues)  # distinct: a dialogue may take several lines
     return counts
 
 
@@ -268,6 +315,15 @@ def read_csv_rows(path: Path, dataset: Dataset) -> list[tuple[int, dict[str, Any
             },
         )
         first_row.setdefault(key, number)
+        category = row.get("category") or None
+        if category is not None and entry["category"] is None:
+            entry["category"] = category
+        elif category is not None and category != entry["category"]:
+            raise AnnotationError(
+                f"{path.name} row {number}: {key[1]} gave {key[0]} the category "
+                f"{entry['category']!r} at row {first_row[key]} and {category!r} here; one "
+                "category per annotator and dialogue"
+            )
         ko = (row.get("ko") or "").strip()
         if not ko:
             continue

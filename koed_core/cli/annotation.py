@@ -117,11 +117,14 @@ def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
     is_csv = args.file.suffix.lower() == ".csv"
     rows = read_csv_rows(args.file, dataset) if is_csv else read_jsonl(args.file)
     project_id = args.project
-    if project_id is None:
-        ids = [str(r.get("conv_id")) for _, r in rows]
-        project_id = annotations.create_project(args.name, dataset, ids, args.per_item)
+    # One transaction: a refused file leaves no new (empty) project behind.
+    with annotations.store.write():
+        if project_id is None:
+            ids = list(dict.fromkeys(str(r.get("conv_id")) for _, r in rows))
+            project_id = annotations.create_project(args.name, dataset, ids, args.per_item)
+        counts = import_lines(annotations, project_id, dataset, rows, where=args.file.name)
+    if args.project is None:
         print(f"annotation project {project_id} created for {args.file.name}")
-    counts = import_lines(annotations, project_id, dataset, rows, where=args.file.name)
     print(
         f"imported {counts['annotations']} annotation(s) with {counts['spans']} span(s) "
         f"on {counts['dialogues']} dialogue(s) into project {project_id}"
