@@ -204,6 +204,20 @@ def test_emotion_scores(predicted, gold, hit, p, r, f1, j) -> None:  # type: ign
         ),
         (("two_calls = true", 'two_calls = "yes"'), "must be true or false"),
         (('label = "{Name} ({gloss})"', 'label = "{Name} ({glos})"'), "use {name} {Name} {gloss}"),
+        # issue 31, finding 13: widths, conversions and attributes passed the fill check
+        (
+            ("Conversation:\n{transcript}", "Conversation:\n{transcript:>300000000}"),
+            "{transcript:>300000000}: a placeholder takes no width",
+        ),
+        (
+            ("Conversation:\n{transcript}", "Conversation:\n{transcript!r}"),
+            "{transcript!r}: a placeholder takes no width, format or conversion",
+        ),
+        (
+            ("Conversation:\n{transcript}", "{transcript.__class__}\n{transcript}"),
+            "placeholder we do not fill there ({transcript.__class__})",
+        ),
+        (('label = "{Name} ({gloss})"', 'label = "{Name:>99999} ({gloss})"'), "takes no width"),
     ],
 )
 def test_a_broken_prompt_file_is_refused_when_loaded(

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+import string
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -169,6 +170,8 @@ def _check(prompts: PromptSet) -> None:
                 f"{where}: the label template has a placeholder we do not fill ({err}); "
                 "use {name} {Name} {gloss}"
             ) from None
+        label_form = str(_per_lang(prompts.raw.get("label", "{name}"), lang))
+        _plain_fields(where, "label", label_form, ("name", "Name", "gloss"))
         checks = [(f"system.{p}", prompts.text("system", p, lang), first) for p in PROTOCOL_NAMES]
         checks += [(f"user.{p}", prompts.text("user", p, lang), first) for p in PROTOCOL_NAMES]
         if prompts.two_calls:
@@ -181,6 +184,7 @@ def _check(prompts: PromptSet) -> None:
                 )
         checks.append(("task", str(prompts.raw.get("task", "")), {"language": ""}))
         for name, text, values in checks:
+            _plain_fields(where, name, text, tuple(values))
             try:
                 text.format(**values)
             except (KeyError, IndexError, ValueError) as err:
@@ -195,6 +199,38 @@ def _check(prompts: PromptSet) -> None:
                     f"{where}: user.{protocol} has no {{transcript}}: the model would never "
                     "see the dialogue"
                 )
+
+
+def _plain_fields(where: str, name: str, text: str, allowed: Sequence[str]) -> None:
+    """Every placeholder of a template is a plain ``{field}`` it may use there: no width
+    or format (``{language:>300000000}`` would send a 300-million-character prompt), no
+    conversion, no attribute or index (``{language.__class__}``).
+
+    Raises:
+        PromptSetError: naming the file, the template and the placeholder.
+    """
+    try:
+        parsed = list(string.Formatter().parse(text))
+    except ValueError as err:
+        raise PromptSetError(
+            f"{where}: {name} is not a template ({err}); double a lone brace"
+        ) from None
+    for _literal, field, spec, conversion in parsed:
+        if field is None:
+            continue
+        shown = "{" + field + (f"!{conversion}" if conversion else "")
+        shown += (f":{spec}" if spec else "") + "}"
+        if spec or conversion:
+            raise PromptSetError(
+                f"{where}: {name} has {shown[:60]}: a placeholder takes no width, format or "
+                f"conversion; write {{{field.split('.')[0].split('[')[0]}}}"
+            )
+        if field not in allowed:
+            fills = ", ".join("{" + v + "}" for v in allowed)
+            raise PromptSetError(
+                f"{where}: {name} has a placeholder we do not fill there ({shown[:60]}); it "
+                f"may use {fills}; double any other brace"
+            )
 
 
 def glossed_labels() -> str:
