@@ -156,3 +156,23 @@ def test_a_killed_run_takes_over_a_damaged_batch(tmp_path: Path, fake_openai: Fa
     result = _in_thread(lambda: execute(_params(), store, _env(fake_openai, tmp_path), Hooks()))
     assert result.failed == 0 and store.count("responses") == 8
     assert _unconsumed(store) == 0
+
+
+def test_a_line_under_an_id_the_batch_never_sent_is_left_out_and_said(
+    tmp_path: Path, fake_openai: FakeOpenAI
+) -> None:
+    """Issue 31, finding 13: an output line is matched to a request by its custom_id (a
+    hash of the request body and a count); a line whose id this batch never sent answers
+    no request of it: it is reported and left out, and the request it replaced is asked
+    again, so every stored answer is its own request's."""
+    fake_openai.damage = ["foreign_id", "foreign_id"]
+    store = Store(tmp_path / "koed.db")
+    said: list[str] = []
+    result = _in_thread(
+        lambda: execute(
+            _params(prompts="native"), store, _env(fake_openai, tmp_path), Hooks(say=said.append)
+        )
+    )
+    assert result.failed == 0 and store.count("responses") == 8
+    assert fake_openai.batch_lines == 8 + 2  # the two replaced lines asked once more
+    assert any("2 line(s) with a custom_id it never sent" in s for s in said), said

@@ -61,3 +61,54 @@ def test_each_flipped_choice_is_named(change: dict[str, str], step: str) -> None
     if step.endswith("decoding"):
         assert rows[step].authors == "temperature 0.6, top_p 0.9"
         assert rows[step].plan == "the server's default decoding"
+
+
+BROKEN_PLANS = {
+    "a negative sample": ("sample = -3", "sample must be a whole number from 1"),
+    "a subset that is a path": ('subset = "../../etc/passwd"', "subset must be one of"),
+    "a sample in quotes": ('sample = "3"', "wrong kind of value for sample"),
+    "a concurrency in quotes": ('concurrency = "8"', "wrong kind of value for concurrency"),
+    "models as one string": ('models = "smollm2"', "models must be a list"),
+    "a list of lists": ('langs = [["ko"]]', "wrong kind of value for langs"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BROKEN_PLANS))
+@pytest.mark.parametrize("mode", ["--differences", "--dry-run"])
+def test_differences_and_the_dry_run_refuse_the_same_plans(
+    case: str, mode: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 31, finding 13: --differences accepted ``sample = -3`` and ``subset =
+    "../../etc/passwd"`` that --dry-run refused; a value of the wrong kind was a
+    TypeError. Both refuse each at load, naming the file and the key."""
+    from koed_core.cli import main
+
+    line, message = BROKEN_PLANS[case]
+    key = line.split(" =")[0]
+    kept = [
+        row
+        for row in (ROOT / "plans" / "paper.toml").read_text(encoding="utf-8").splitlines()
+        if not row.startswith(f"{key} =")
+    ]
+    plan = tmp_path / "broken.toml"
+    plan.write_text("\n".join([line, *kept]) + "\n", encoding="utf-8")
+    assert main(["reproduce", str(plan), mode]) == 1
+    err = capsys.readouterr().err
+    assert f"broken.toml: {message}" in err, err
+    assert "Error" not in err
+
+
+def test_a_prompt_set_with_roles_of_the_wrong_kind_is_refused_before_any_run(
+    tmp_path: Path,
+) -> None:
+    """Issue 31, finding 13: ``roles = 5`` in a prompt set passed the load check and
+    failed after the run was stored (an orphan run)."""
+    from koed_core.models.prompts import PROMPTS_DIR, PromptSetError, load_prompt_set
+
+    shipped = (PROMPTS_DIR / "native.toml").read_text(encoding="utf-8")
+    broken = tmp_path / "roles.toml"
+    table = '[roles]\nen = ["Speaker", "Listener"]\nko = ["화자", "청자"]\n'
+    assert table in shipped
+    broken.write_text(shipped.replace(table, "[roles]\nen = 5\nko = 5\n"), encoding="utf-8")
+    with pytest.raises(PromptSetError, match="roles must be two names"):
+        load_prompt_set(broken)

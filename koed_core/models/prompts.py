@@ -163,6 +163,17 @@ def _check(prompts: PromptSet) -> None:
             raise PromptSetError(f"{where}: {key} must be true or false, not {prompts.raw[key]!r}")
     first = {"task": "", "language": "", "labels": "", "transcript": ""}
     for lang in ("en", "ko"):
+        roles = _per_lang(prompts.raw.get("roles", ["Speaker", "Listener"]), lang)
+        if not (
+            isinstance(roles, list)
+            and len(roles) == 2
+            and all(isinstance(r, str) and r.strip() for r in roles)
+        ):
+            raise PromptSetError(
+                f"{where}: roles must be two names, the Speaker's and the Listener's "
+                f'(roles = ["Speaker", "Listener"], or a table of them per language), not '
+                f"{roles!r}"[:300]
+            )
         try:
             prompts.labels(lang)
         except (KeyError, IndexError, ValueError) as err:

@@ -321,6 +321,12 @@ class BatchClient:
                 self._ledger.consume([batch_id])
         with self._cond:
             ids = self._open.pop(batch_id, set())
+            foreign = set(results) - ids
+            if foreign:  # an answer under an id this batch never sent is nobody's answer
+                self._note(
+                    f"batch {batch_id}: {len(foreign)} line(s) with a custom_id it never sent "
+                    "(left out: they answer no request of this batch)"
+                )
             retry: list[_Line] = []
             for custom_id in ids:
                 line = self._sent.pop(custom_id, None)

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from koed_core.db import JudgeConfig
+from koed_core.dialogues.subsets import SUBSETS
 from koed_core.errors import KoedError
 from koed_core.judge.judging import current_config
 from koed_core.models.client import GenerationSettings
@@ -110,8 +111,10 @@ def parse_plan(text: str, path: str = "plan") -> Plan:
     for key in ("name", "models", "judge"):
         if key not in raw:
             raise PlanError(f"{path}: {key} is missing")
-    for key in ("models", "langs", "protocols"):
+    for key in LISTS:
         if key in raw:
+            if not isinstance(raw[key], list):  # tuple("gpt") would be three models
+                raise PlanError(f'{path}: {key} must be a list (["a", "b"])')
             raw[key] = tuple(raw[key])
     variants = raw.get("variants", {})
     if not isinstance(variants, dict) or not all(isinstance(v, dict) for v in variants.values()):
@@ -147,8 +150,11 @@ def _check(plan: Plan, path: str) -> None:
     Raises:
         PlanError: naming the file (and variant) and the key.
     """
+    _check_types(plan, path)
     checks = [
         (set(plan.langs) <= {"ko", "en"} and plan.langs, "langs must be ko and/or en"),
+        (plan.subset in SUBSETS, f"subset must be one of {', '.join(SUBSETS)}"),
+        (plan.sample is None or plan.sample >= 1, "sample must be a whole number from 1"),
         (set(plan.protocols) <= set(PROTOCOLS) and plan.protocols, "protocols: single, multi"),
         (
             plan.prompts in PROMPT_SETS or Path(plan.prompts).suffix == ".toml",
@@ -183,6 +189,45 @@ def _check(plan: Plan, path: str) -> None:
         plan.judge_config(plan.judge)
     except KoedError as err:
         raise PlanError(f"{path}: {err}") from None
+
+
+TEXTS = ("name", "judge", "subset", "prompts", "judge_mode", "kind")
+WHOLE_NUMBERS = ("concurrency", "judge_concurrency", "seed", "turns")
+LISTS = ("models", "langs", "protocols")
+MAYBE_TEXTS = ("postprocess", "commas", "emotion_reader", "judge_template", "judge_parse")
+
+
+def _check_types(plan: Plan, path: str) -> None:
+    """Each key of the kind it must be, before any value is compared: ``sample = "3"`` or
+    ``models = "a"`` is named here, not a TypeError later (or a run begun and left).
+
+    Raises:
+        PlanError: naming the file and the key.
+    """
+
+    def whole(value: object) -> bool:
+        return isinstance(value, int) and not isinstance(value, bool)
+
+    wrong = [k for k in TEXTS if not isinstance(getattr(plan, k), str)]
+    wrong += [f"{k} (a whole number)" for k in WHOLE_NUMBERS if not whole(getattr(plan, k))]
+    wrong += [
+        f"{k} (a list of names)"
+        for k in LISTS
+        if not all(isinstance(v, str) for v in getattr(plan, k))
+    ]
+    wrong += [
+        k
+        for k in MAYBE_TEXTS
+        if getattr(plan, k) is not None and not isinstance(getattr(plan, k), str)
+    ]
+    if plan.sample is not None and not whole(plan.sample):
+        wrong.append("sample (a whole number)")
+    if plan.speaker is not None and not isinstance(plan.speaker, str):
+        wrong.append("speaker")
+    if not isinstance(plan.batch, bool):
+        wrong.append("batch (true or false)")
+    if wrong:
+        raise PlanError(f"{path}: wrong kind of value for {', '.join(wrong)}")
 
 
 def pinned(plan: Plan) -> Plan:
