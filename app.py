@@ -14,64 +14,76 @@ from components.account import login_form
 from components.models import jobs_panel
 from components.rating.crowd_admin import bound_study
 from components.rating.crowd_visit import resume_visit
-from components.shared import auth, resources
+from components.shared import auth, language, resources
 from components.shared.literal import md
 from components.shared.state import crowd_session
 from koed_core.errors import KoedError
+from koed_core.i18n import N_, _
 
 HERE = Path(__file__).resolve().parent  # page paths hold wherever the app is started from
+language.start()  # before any title below: the menu is in the reader's language too
 ICON = HERE / "data" / "icon.png"
 PUBLIC = {
-    "Dialogues": [
+    N_("Dialogues"): [
         st.Page(
             HERE / "pages/dialogues/explorer.py",
-            title="Explorer",
+            title=_("Explorer"),
             icon=":material/forum:",
             default=True,
         ),
         st.Page(
-            HERE / "pages/dialogues/overview.py", title="Label overview", icon=":material/grid_on:"
+            HERE / "pages/dialogues/overview.py",
+            title=_("Label overview"),
+            icon=":material/grid_on:",
         ),
         st.Page(
-            HERE / "pages/dialogues/adaptation.py", title="Adaptation", icon=":material/translate:"
+            HERE / "pages/dialogues/adaptation.py",
+            title=_("Adaptation"),
+            icon=":material/translate:",
         ),
     ],
-    "Models": [st.Page(HERE / "pages/models/chat.py", title="Chat", icon=":material/chat:")],
-    "Results": [
-        st.Page(HERE / "pages/results/gap.py", title="Empathy gap", icon=":material/bar_chart:"),
-        st.Page(HERE / "pages/results/demo.py", title="Demo (talk)", icon=":material/co_present:"),
-        st.Page(HERE / "pages/results/episodes.py", title="Episodes", icon=":material/repeat:"),
+    N_("Models"): [st.Page(HERE / "pages/models/chat.py", title=_("Chat"), icon=":material/chat:")],
+    N_("Results"): [
+        st.Page(HERE / "pages/results/gap.py", title=_("Empathy gap"), icon=":material/bar_chart:"),
+        st.Page(
+            HERE / "pages/results/demo.py", title=_("Demo (talk)"), icon=":material/co_present:"
+        ),
+        st.Page(HERE / "pages/results/episodes.py", title=_("Episodes"), icon=":material/repeat:"),
         st.Page(
             HERE / "pages/results/agreement.py",
-            title="Judge-human agreement",
+            title=_("Judge-human agreement"),
             icon=":material/balance:",
         ),
     ],
 }
-RUNS = st.Page(HERE / "pages/models/runs.py", title="Runs", icon=":material/playlist_play:")
-JUDGE = st.Page(HERE / "pages/models/judge.py", title="Judge", icon=":material/gavel:")
-LOGIN = st.Page(HERE / "pages/account/login.py", title="Log in", icon=":material/login:")
+RUNS = st.Page(HERE / "pages/models/runs.py", title=_("Runs"), icon=":material/playlist_play:")
+JUDGE = st.Page(HERE / "pages/models/judge.py", title=_("Judge"), icon=":material/gavel:")
+LOGIN = st.Page(HERE / "pages/account/login.py", title=_("Log in"), icon=":material/login:")
 ACCOUNT = st.Page(
-    HERE / "pages/account/login.py", title="Account", icon=":material/account_circle:"
+    HERE / "pages/account/login.py", title=_("Account"), icon=":material/account_circle:"
 )
-RATE = st.Page(HERE / "pages/rating/rate.py", title="Rate responses", icon=":material/star_rate:")
-STUDIES = st.Page(HERE / "pages/rating/studies.py", title="Studies", icon=":material/assignment:")
+RATE = st.Page(
+    HERE / "pages/rating/rate.py", title=_("Rate responses"), icon=":material/star_rate:"
+)
+STUDIES = st.Page(
+    HERE / "pages/rating/studies.py", title=_("Studies"), icon=":material/assignment:"
+)
 JOIN = st.Page(
     HERE / "pages/rating/join.py",
-    title="Rating study",
+    title=_("Rating study"),
     icon=":material/how_to_reg:",
     url_path="join",
 )
 ANNOTATE = st.Page(
-    HERE / "pages/annotation/annotate.py", title="Annotate", icon=":material/edit_note:"
+    HERE / "pages/annotation/annotate.py", title=_("Annotate"), icon=":material/edit_note:"
 )
 PROJECTS = st.Page(
     HERE / "pages/annotation/projects.py",
-    title="Annotation projects",
+    title=_("Annotation projects"),
     icon=":material/fact_check:",
 )
 DASHBOARD = st.Page(
-    HERE / "pages/rating/dashboard.py", title="Study dashboard", icon=":material/monitoring:"
+    HERE / "pages/rating/dashboard.py", title=_("Study dashboard"), icon=":material/monitoring:"
 )
 
 
@@ -109,11 +121,11 @@ def crowd_visit() -> bool:
     the same browser keeps them there (a signed cookie says whose visit it is)."""
     if not (st.query_params.get("invite") or crowd_session() or resume_visit()):
         return False
-    home = st.Page(_to_join, title="Rating study", default=True)  # "/" and a reload
+    home = st.Page(_to_join, title=_("Rating study"), default=True)  # "/" and a reload
     # Any other page's address, typed in the same tab, leads back to the study too
     # (instead of Streamlit's "Page not found" over it).
     elsewhere = [
-        st.Page(_to_join, title=f"{page.title} (study)", url_path=page.url_path)
+        st.Page(_to_join, title=_("{page} (study)", page=page.title), url_path=page.url_path)
         for page in (*[p for pages in PUBLIC.values() for p in pages], *GUARDED, LOGIN)
         if page.url_path
     ]
@@ -126,6 +138,14 @@ def crowd_visit() -> bool:
 
 
 GUARDED = (RUNS, JUDGE, STUDIES, DASHBOARD, RATE, ANNOTATE, PROJECTS)
+CLOSED_PAGE = {RATE.url_path: "rater", ANNOTATE.url_path: "annotator"}
+CLOSED_WORDS = {
+    "rater": N_("{page} is a rater's page: log in (Account → Log in) to open it."),
+    "annotator": N_("{page} is an annotator's page: log in (Account → Log in) to open it."),
+    "admin": N_("{page} is an admin's page: log in (Account → Log in) to open it."),
+}
+# The account roles as the sidebar and the Account page name them, with _(role):
+ROLES = (N_("admin"), N_("rater"), N_("annotator"))
 
 
 def closed_page_note(allowed: dict[str, list[st.Page]]) -> None:
@@ -135,13 +155,8 @@ def closed_page_note(allowed: dict[str, list[st.Page]]) -> None:
     open_here = {p.url_path for pages in allowed.values() for p in pages}
     for guarded in GUARDED:
         if guarded.url_path == wanted and wanted not in open_here:
-            who = {RATE.url_path: "a rater's", ANNOTATE.url_path: "an annotator's"}.get(
-                guarded.url_path, "an admin's"
-            )
-            st.info(
-                f"{md(guarded.title)} is {md(who)} page: log in (Account → Log in) to open it.",
-                icon=":material/lock:",
-            )
+            closed = CLOSED_PAGE.get(guarded.url_path, "admin")
+            st.info(_(CLOSED_WORDS[closed], page=md(guarded.title)), icon=":material/lock:")
             return
 
 
@@ -160,11 +175,18 @@ def main() -> None:
     allowed = pages_for(state)
     # Along the top: the sidebar is left to the page's own controls (the Explorer's
     # filters stay in view at 1366x768 for an admin with fifteen pages).
-    page = st.navigation(allowed, position="top")
+    page = st.navigation({_(section): pages for section, pages in allowed.items()}, position="top")
+    language.switch()
     closed_page_note(allowed)
-    st.sidebar.caption("KoED Studio · the Korean Empathetic Dialogues benchmark, ko/en")
+    st.sidebar.caption(_("KoED Studio · the Korean Empathetic Dialogues benchmark, ko/en"))
     if state.account is not None:
-        st.sidebar.caption(f"Logged in: {md(state.account.name)} ({md(state.account.role)})")
+        st.sidebar.caption(
+            _(
+                "Logged in: {name} ({role})",
+                name=md(state.account.name),
+                role=md(_(state.account.role)),
+            )
+        )
         login_form.logout_button()
     try:
         jobs_panel.keep_worker_alive()

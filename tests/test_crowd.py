@@ -224,8 +224,11 @@ def test_mturk_file_has_its_own_columns(crowd_study: tuple[Store, int]) -> None:
 
 
 def _join_page(store: Store, token: str, **params: str) -> AppTest:
+    """The worker's page in English (``?lang=en``; a Korean-rating worker would otherwise
+    read it in Korean: tests/test_i18n.py walks that)."""
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
     at.query_params["invite"] = token
+    at.query_params["lang"] = "en"
     for name, value in params.items():
         at.query_params[name] = value
     return at.run()

@@ -4,7 +4,8 @@ A lint over pages/, components/ and app.py: every call that renders Markdown (``
 ``st.warning``, ``st.info``, ``st.success``, ``st.markdown``, ``st.caption``, ``st.toast``
 and their container forms) takes a literal string, ``md(...)``, or an f-string whose every
 placeholder is ``md(...)``, a number (a format spec such as ``:.2f``, ``len()``,
-``int()``...) or one of our own UPPER_CASE constants; a consent text goes through
+``int()``...) or one of our own UPPER_CASE constants, or a translation ``_(...)`` of one
+of those whose every filled value is safe too; a consent text goes through
 ``consent_markdown`` (a safe subset) instead.
 """
 
@@ -17,6 +18,8 @@ ROOT = Path(__file__).resolve().parents[1]
 RENDERS_MARKDOWN = {"error", "warning", "info", "success", "markdown", "caption", "toast"}
 NUMERIC_CALLS = {"len", "int", "float", "round", "sum", "min", "max", "abs"}
 SANITISERS = {"md", "consent_markdown"}
+TRANSLATORS = {"_", "ngettext"}
+"""A translated message is ours (the catalog); what fills its placeholders must be safe."""
 """``md`` shows text character for character; ``consent_markdown`` keeps only paragraphs,
 lists, bold and http(s) links (tests/test_tables.py checks it)."""
 
@@ -28,10 +31,14 @@ def _safe(node: ast.expr) -> bool:
         name = node.id if isinstance(node, ast.Name) else node.attr
         return name.isupper()
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+        if node.func.id in TRANSLATORS:  # our own catalog's text, its values each safe
+            return all(_safe(a) for a in node.args) and all(_safe(k.value) for k in node.keywords)
         return node.func.id in SANITISERS or node.func.id in NUMERIC_CALLS
+    if isinstance(node, ast.Subscript):  # an entry of one of our own CONSTANT tables
+        return _safe(node.value)
     if isinstance(node, ast.JoinedStr):
         return all(_safe_placeholder(v) for v in node.values)
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+    if isinstance(node, ast.BinOp):  # "a" + md(b), SECONDS // 60
         return _safe(node.left) and _safe(node.right)
     if isinstance(node, ast.IfExp):
         return _safe(node.body) and _safe(node.orelse)
@@ -75,6 +82,9 @@ def test_the_lint_catches_an_unescaped_value(tmp_path: Path) -> None:
         "st.info(f'hello {name}')\n"
         "st.caption(f'{md(name)}: {count:,} rows, {len(rows)} shown')\n"
         "st.warning('plain')\n"
+        "st.info(_('Hello {name}', name=name))\n"
+        "st.info(_('Hello {name}', name=md(name)))\n"
+        "st.toast(_(TABLE[key], n=len(rows)))\n"
     )
     global ROOT
     saved, ROOT = ROOT, tmp_path
@@ -82,4 +92,4 @@ def test_the_lint_catches_an_unescaped_value(tmp_path: Path) -> None:
         lines = _unsafe_calls(page)
     finally:
         ROOT = saved
-    assert [line.split(":")[1] for line in lines] == ["1", "2"]
+    assert [line.split(":")[1] for line in lines] == ["1", "2", "5"]

@@ -55,7 +55,7 @@ def _page_titles(at: AppTest) -> list[str]:
 
 def test_login_right_and_wrong(accounts: Path) -> None:
     at = _login("mina", "not-her-password")
-    assert [e.value for e in at.error] == [auth_component().FAILED]
+    assert [e.value for e in at.error] == [auth_component().failed_message()]
     assert users.load(accounts)["usernames"]["mina"]["failed_login_attempts"] == 1
     assert PASSWORDS["mina"] not in str(at) and "$2b$" not in str(at)
     at = _submit(at, "mina", PASSWORDS["mina"])
@@ -79,9 +79,9 @@ def test_back_off_after_repeated_failures_and_unlock(accounts: Path) -> None:
     assert entry["locked_until"] > 0  # waiting out the back-off, not locked for good
     at = _submit(at, "mina", PASSWORDS["mina"])  # right password, but waiting
     # the same answer as for a wrong password or an unknown name: nothing to enumerate
-    assert [e.value for e in at.error] == [auth_component().FAILED]
+    assert [e.value for e in at.error] == [auth_component().failed_message()]
     unknown = _login("nobody", "whatever-1")
-    assert [e.value for e in unknown.error] == [auth_component().FAILED]
+    assert [e.value for e in unknown.error] == [auth_component().failed_message()]
     assert not at.success
     users.unlock(accounts, "mina")
     assert _login("mina").success[0].value == "Logged in."

@@ -16,8 +16,10 @@ from typing import Any
 
 import streamlit as st
 
+from koed_core import i18n
 from koed_core.annotation.spans import Span
 from koed_core.dialogues.dialogue import Dialogue
+from koed_core.i18n import _
 
 CSS = """
 .koed-spans { font-family: var(--st-font, sans-serif); font-size: 0.95rem; }
@@ -59,7 +61,7 @@ export default function (component) {
   };
   const table = document.createElement("table");
   const head = document.createElement("tr");
-  for (const label of ["", "한국어 (select a span here)", "English (then its counterpart)"]) {
+  for (const label of ["", ...data.headers]) {
     const th = document.createElement("th");
     th.textContent = label;
     head.appendChild(th);
@@ -190,6 +192,10 @@ def span_selector(
     rows = [(0, "situation", dialogue.situation_ko, dialogue.situation_en)]
     rows += [(t.position, f"{t.position}. {t.role}", t.ko, t.en) for t in dialogue.turns]
     data = {
+        "headers": [
+            _("{language} (select a span here)", language=i18n.NAMES["ko"]),
+            _("{language} (then its counterpart)", language=i18n.NAMES["en"]),
+        ],
         "turns": [
             {
                 "position": position,
@@ -200,7 +206,7 @@ def span_selector(
                 "marks": _marks(spans, pending, position),
             }
             for position, who, ko, en in rows
-        ]
+        ],
     }
     # No widget key: a keyed v2 component keeps an unpicklable proxy in session state,
     # which this app's enforceSerializableSessionState refuses. ``key`` only tells

@@ -9,8 +9,10 @@ from __future__ import annotations
 import streamlit as st
 
 from components.shared.literal import md
+from koed_core import i18n
 from koed_core.dialogues.dialogue import Dialogue, LoadWarning, Turn
 from koed_core.dialogues.labels import by_name
+from koed_core.i18n import _
 
 ROLE_BADGE = {
     "speaker": ("Speaker", ":material/record_voice_over:", "blue"),
@@ -39,8 +41,8 @@ def render_dialogue(dialogue: Dialogue, notes: list[LoadWarning] | None = None) 
     for note in notes or []:
         st.caption(f"About this record in the file: {md(note.message)}")
     head = st.columns(COLUMN_WIDTHS)
-    head[1].markdown("**한국어 · KoED reconstruction**")
-    head[2].markdown("**English · EmpatheticDialogues**")
+    head[1].markdown("**" + i18n.NAMES["ko"] + " · " + _("KoED reconstruction") + "**")
+    head[2].markdown("**" + i18n.NAMES["en"] + " · EmpatheticDialogues**")
     with st.container(border=True):
         row = st.columns(COLUMN_WIDTHS)
         row[0].badge("Situation", icon=":material/description:", color="gray")

@@ -17,6 +17,7 @@ from koed_core.dialogues.filters import (
     Origin,
 )
 from koed_core.dialogues.labels import by_name, label_names
+from koed_core.i18n import _
 
 KO_ONLY_CHOICES = {"any": None, "with": True, "without": False}
 BIND = "query-params"
@@ -58,14 +59,16 @@ def filter_form(index: FilterIndex) -> DialogueFilter:
         key=state.ORIGIN,
         bind=BIND,
         horizontal=True,
-        help="korean: the jeong (정) and han (한) records written for KoED. "
-        "ed: the records adapted from EmpatheticDialogues.",
+        help=_(
+            "korean: the jeong and han records written for KoED. ed: the records adapted "
+            "from EmpatheticDialogues."
+        ),
     )
     text = bar.text_input(
         "Text contains",
         key=state.TEXT,
         bind=BIND,
-        placeholder="e.g. 엄마 or grandmother",
+        placeholder=_("e.g. a Korean word, or grandmother"),
         help="Searches situations and turns in both languages.",
     )
     low, high = min(index.n_turns, default=1), max(index.n_turns, default=1)

@@ -14,6 +14,7 @@ from components.shared.model_choice import model_label
 from koed_core.dialogues.dataset import Dataset
 from koed_core.dialogues.subsets import SUBSETS, select
 from koed_core.errors import KoedError
+from koed_core.i18n import _
 from koed_core.jobs.kinds import EpisodeJob, ReproduceJob, RunJob
 from koed_core.models.episodes import DEFAULT_TURNS, MAX_TURNS
 from koed_core.models.pipeline import COMMAS, EMOTION_READERS, POSTPROCESS
@@ -247,7 +248,10 @@ def stored_runs(dataset: Dataset) -> None:
             ),
             "emotion_reader": st.column_config.TextColumn(
                 "Emotion reader",
-                help="authors: English label names (and 정, 한) only; extended: Korean glosses too",
+                help=_(
+                    "authors: English label names (and jeong, han) only; extended: Korean "
+                    "glosses too"
+                ),
             ),
             "no_label": "No label named",
             "dataset_sha256": None,

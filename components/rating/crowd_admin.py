@@ -11,17 +11,6 @@ from koed_core import csv_safe
 from koed_core.db.crowd import Crowd
 from koed_core.rating import crowd
 
-DEFAULT_CONSENT_KO = (
-    "이 연구는 대화 속 청자의 답변이 얼마나 공감적인지 평가합니다. 참여는 자발적이며 "
-    "언제든 그만둘 수 있습니다. 평가와 의견은 가명으로 저장되고 연구 목적으로만 "
-    "사용됩니다. 플랫폼 ID는 보상 지급에만 쓰입니다."
-)
-DEFAULT_CONSENT_EN = (
-    "This study asks you to rate how empathetic a listener's replies are. Taking part is "
-    "voluntary and you may stop at any time. Your ratings and comments are stored under a "
-    "pseudonym and used for research only. Your platform id is used only to pay you."
-)
-
 
 def app_url(path: str) -> str:
     """An address in this app, from the one the browser is on (works behind a proxy)."""
@@ -79,8 +68,9 @@ def render_invite_form(open_studies: dict[int, str]) -> None:
         people = st.text_area(
             "Ids of your own list (platform none): one per line, each gets its own link"
         )
-        consent_ko = st.text_area("Consent (Korean)", DEFAULT_CONSENT_KO)
-        consent_en = st.text_area("Consent (English)", DEFAULT_CONSENT_EN)
+        default_ko, default_en = crowd.default_consent()
+        consent_ko = st.text_area("Consent (Korean)", default_ko)
+        consent_en = st.text_area("Consent (English)", default_en)
         made = st.form_submit_button("Create the link", type="primary")
     if made:
         try:

@@ -15,39 +15,44 @@ from components.rating.crowd_admin import app_url
 from components.rating.rating_view import finished_here, rate_item
 from components.shared import resources, state
 from components.shared.literal import consent_markdown, md
+from koed_core import i18n
 from koed_core.db import Store
 from koed_core.db.crowd import Crowd
 from koed_core.errors import KoedError
+from koed_core.i18n import N_, _, ngettext
 from koed_core.rating import crowd
-from koed_core.rating.studies import RatingStore
+from koed_core.rating.studies import RatingStore, StudyConfig
 
 
 def account_signup(store: Store, invite: crowd.Invite) -> None:
     """An account link: consent, screening and a rater account for this study alone."""
-    st.title("KoED rating study")
-    st.subheader("Consent / 동의", anchor=False)
+    st.title(_("KoED rating study"))
+    st.subheader(_("Consent"), anchor=False)
     left, right = st.columns(2)
     left.markdown(consent_markdown(invite.consent_ko))
     right.markdown(consent_markdown(invite.consent_en))
     study_langs = resources.ratings().config(invite.study_id).langs
     with st.form("crowd.account"):
-        agreed = st.checkbox("I have read this and agree to take part. / 위 내용에 동의합니다.")
-        native = st.radio("Your native language / 모국어", ["ko", "en", "other"], horizontal=True)
-        years_korea = st.number_input("Years lived in Korea / 한국 거주 연수", 0, 100, 0)
-        years_english = st.number_input(
-            "Years lived in an English-speaking country / 영어권 국가 거주 연수", 0, 100, 0
+        agreed = st.checkbox(_("I have read this and agree to take part."))
+        native = st.radio(
+            _("Your native language"),
+            NATIVE,
+            format_func=native_names().__getitem__,
+            horizontal=True,
         )
-        username = st.text_input("Username (lowercase letters, digits, . _ -)")
-        password = st.text_input("Password (at least 8 characters)", type="password")
-        again = st.text_input("Password again", type="password")
-        sent = st.form_submit_button("Create my rater account", type="primary")
+        years_korea = st.number_input(_("Years lived in Korea"), 0, 100, 0)
+        years_english = st.number_input(_("Years lived in an English-speaking country"), 0, 100, 0)
+        username = st.text_input(_("Username (lowercase letters, digits, . _ -)"))
+        password = st.text_input(_("Password (at least 8 characters)"), type="password")
+        again = st.text_input(_("Password again"), type="password")
+        sent = st.form_submit_button(_("Create my rater account"), type="primary")
     if not sent:
         return
     if not agreed:
-        st.warning("Please read the consent text and tick the box first.")
+        st.warning(_("Please read the consent text and tick the box first."))
         return
     if password != again:
-        st.error("The two passwords differ.")
+        st.error(_("The two passwords differ."))
         return
     try:
         worker = crowd.join_with_account(
@@ -62,21 +67,37 @@ def account_signup(store: Store, invite: crowd.Invite) -> None:
     )
     if not langs:
         st.info(
-            "Thank you. This study needs native-level speakers of its languages, so it has "
-            "no items for you; your account will not be used."
+            _(
+                "Thank you. This study needs native-level speakers of its languages, so it "
+                "has no items for you; your account will not be used."
+            )
         )
         return
     resources.ratings().save_profile(
         crowd.profile_of(worker, native, float(years_korea), float(years_english), langs)
     )
     st.success(
-        f"Account {md(worker.username)} created. Log in with it to rate this study "
-        "(calibration first)."
+        _(
+            "Account {name} created. Log in with it to rate this study (calibration first).",
+            name=md(worker.username),
+        )
     )
-    st.link_button("Log in / 로그인", app_url("login"))
+    st.link_button(_("Log in"), app_url("login"))
 
 
 COOKIE_SET = "crowd.cookie_set"
+
+
+def item_language_of(config: StudyConfig) -> str | None:
+    """A study's item language before anyone is screened (its only one, else None)."""
+    return config.langs[0] if len(set(config.langs)) == 1 else None
+
+
+def item_language(worker: crowd.Worker, study_langs: tuple[str, ...]) -> str | None:
+    """The language of the items this worker rates, when there is one (Korean items:
+    Korean pages); None when they may rate both (the browser's language decides)."""
+    rated = tuple(worker.languages) or tuple(study_langs)
+    return rated[0] if len(set(rated)) == 1 else None
 
 
 def resume_visit() -> bool:
@@ -111,16 +132,18 @@ def mark_visit(username: str, token: str) -> None:
 
 def no_link() -> None:
     """The page opened without an invite: say where it is meant to be opened from."""
-    st.title("KoED rating study")
+    st.title(_("KoED rating study"))
     st.info(
-        "This page opens from a study's invite link (for example on Prolific). Raters with "
-        "an account: Log in first, then open Rate responses."
+        _(
+            "This page opens from a study's invite link (for example on Prolific). Raters "
+            "with an account: Log in first, then open Rate responses."
+        )
     )
 
 
 def refused(err: crowd.CrowdError) -> None:
     """A link or platform id that does not let this person in, and why."""
-    st.title("KoED rating study")
+    st.title(_("KoED rating study"))
     st.error(md(str(err)), icon=":material/link_off:")
 
 
@@ -128,33 +151,47 @@ def stopped(store: Store, worker: crowd.Worker, invite: crowd.Invite) -> None:
     """Screened out, nothing left, or stopped by the quality checks: each with its code."""
     if (worker.stop_reason or "").startswith("screening"):
         st.info(
-            "Thank you for your time. This study needs native-level speakers of its "
-            "languages, so we cannot offer you items."
+            _(
+                "Thank you for your time. This study needs native-level speakers of its "
+                "languages, so we cannot offer you items."
+            )
         )
     elif worker.stop_reason == crowd.NO_ITEMS:
         st.info(
-            "Thank you for your time. Every item has all the ratings it needs now, so "
-            "nothing is left for you to rate."
+            _(
+                "Thank you for your time. Every item has all the ratings it needs now, so "
+                "nothing is left for you to rate."
+            )
         )
     else:
         st.info(
-            "Thank you for your time. Some of your answers did not match our quality checks, "
-            "so this session ends here. The study's organisers will review it."
+            _(
+                "Thank you for your time. Some of your answers did not match our quality "
+                "checks, so this session ends here. The study's organisers will review it."
+            )
         )
     _code_and_way_back(store, worker, invite)
 
 
 def finished(store: Store, worker: crowd.Worker, invite: crowd.Invite) -> None:
     """The completion code and the way back to the platform."""
-    st.success("Thank you! You have finished. / 참여해 주셔서 감사합니다!")
+    st.success(_("Thank you! You have finished."))
     _code_and_way_back(store, worker, invite)
 
 
 OUTCOME_NAMES = {
-    "completed": "completion code / 완료 코드",
-    "screened_out": "screen-out code / 선별 종료 코드",
-    "failed_checks": "code / 코드",
+    "completed": N_("Your completion code: {code}"),
+    "screened_out": N_("Your screen-out code: {code}"),
+    "failed_checks": N_("Your code: {code}"),
 }
+NATIVE = ("ko", "en", "other")
+OTHER = N_("Other")
+
+
+def native_names() -> dict[str, str]:
+    """The native-language choices as the radio shows them: each language by its own
+    name (a reader finds theirs whatever the page's language), and "other"."""
+    return {**i18n.NAMES, "other": _(OTHER)}
 
 
 def _code_and_way_back(store: Store, worker: crowd.Worker, invite: crowd.Invite) -> None:
@@ -162,13 +199,13 @@ def _code_and_way_back(store: Store, worker: crowd.Worker, invite: crowd.Invite)
     if given is None:
         return
     kind, code = given
-    st.markdown(f"Your {md(OUTCOME_NAMES[kind])}: **{md(code)}**")
+    st.markdown(_(OUTCOME_NAMES[kind], code="**" + md(code) + "**"))
     post_to = crowd.submit_to(store, worker) if invite.platform == "mturk" else None
     if post_to:
         assignment = (Crowd(store).worker(worker.username) or {}).get("study_ref") or ""
         show_mturk_form(post_to, assignment, code)
     elif url := invite.back_url(code):
-        st.link_button("Back to the platform / 플랫폼으로 돌아가기", url)
+        st.link_button(_("Back to the platform"), url)
 
 
 def mturk_form(action: str, assignment_id: str, code: str) -> str:
@@ -179,11 +216,12 @@ def mturk_form(action: str, assignment_id: str, code: str) -> str:
         f'<input type="hidden" name="{name}" value="{html.escape(value, quote=True)}">'
         for name, value in fields.items()
     )
+    label = html.escape(_("Submit the HIT"))
     return (
         f'<form method="post" action="{html.escape(action, quote=True)}" target="_top" '
         'data-koed-mturk="1">'
         f'{inputs}<button type="submit" style="padding:0.5rem 1rem;font-size:1rem">'
-        "Submit the HIT / HIT 제출</button></form>"
+        f"{label}</button></form>"
     )
 
 
@@ -205,14 +243,16 @@ def show_mturk_form(action: str, assignment_id: str, code: str) -> None:
 def mturk_preview(invite: crowd.Invite) -> None:
     """An MTurk worker looking at the HIT before accepting it: what the task is and the
     consent text; nothing starts until they accept."""
-    st.title("KoED rating study")
-    st.info(
-        "Preview: accept the HIT to start. / 미리보기: 시작하려면 HIT을 수락하세요.",
-        icon=":material/visibility:",
-    )
+    st.title(_("KoED rating study"))
+    st.info(_("Preview: accept the HIT to start."), icon=":material/visibility:")
     st.markdown(
-        f"You will rate how empathetic a listener's replies are, in batches of "
-        f"{invite.batch_size:d} items ({invite.batches:d} batch(es))."
+        ngettext(
+            "You will rate how empathetic a listener's replies are, in {n} batch of {size} items.",
+            "You will rate how empathetic a listener's replies are, in {n} batches of "
+            "{size} items.",
+            int(invite.batches),
+            size=int(invite.batch_size),
+        )
     )
     left, right = st.columns(2)
     left.markdown(consent_markdown(invite.consent_ko))
@@ -238,8 +278,7 @@ def stored_calibration(store: Store, worker: crowd.Worker) -> dict[str, object]:
         )
         if tries:
             st.info(
-                "Your scores were far from the references, so here is the calibration "
-                "again. / 기준 점수와 차이가 커서 연습 문항을 다시 진행합니다."
+                _("Your scores were far from the references, so here is the calibration again.")
             )
     elif len(mine) > len(stored) or progress.get("feedback") != shown:
         feedback = progress.get("feedback")
@@ -250,15 +289,12 @@ def stored_calibration(store: Store, worker: crowd.Worker) -> dict[str, object]:
 
 def consent_step(store: Store, worker: crowd.Worker, invite: crowd.Invite) -> None:
     """The consent text in both languages and one box to tick."""
-    st.subheader("Consent / 동의", anchor=False)
+    st.subheader(_("Consent"), anchor=False)
     left, right = st.columns(2)
     left.markdown(consent_markdown(invite.consent_ko))
     right.markdown(consent_markdown(invite.consent_en))
-    agreed = st.checkbox(
-        "I have read this and agree to take part. / 위 내용을 읽었으며 참여에 동의합니다.",
-        key=state.CROWD_AGREE,
-    )
-    if st.button("Continue / 계속", type="primary", disabled=not agreed):
+    agreed = st.checkbox(_("I have read this and agree to take part."), key=state.CROWD_AGREE)
+    if st.button(_("Continue"), type="primary", disabled=not agreed):
         crowd.consent(store, worker, invite)
         st.rerun()
 
@@ -267,19 +303,17 @@ def screening_step(
     store: Store, ratings: RatingStore, worker: crowd.Worker, langs: tuple[str, ...]
 ) -> None:
     """Native language and years abroad: who may rate which language."""
-    st.subheader("About you / 참여자 정보", anchor=False)
+    st.subheader(_("About you"), anchor=False)
     with st.form("crowd.screening"):
         native = st.radio(
-            "Your native language / 모국어",
-            ["ko", "en", "other"],
-            format_func={"ko": "한국어 Korean", "en": "English", "other": "Other / 기타"}.get,
+            _("Your native language"),
+            NATIVE,
+            format_func=native_names().__getitem__,
             horizontal=True,
         )
-        years_korea = st.number_input("Years lived in Korea / 한국 거주 연수", 0, 100, 0)
-        years_english = st.number_input(
-            "Years lived in an English-speaking country / 영어권 국가 거주 연수", 0, 100, 0
-        )
-        sent = st.form_submit_button("Continue / 계속", type="primary")
+        years_korea = st.number_input(_("Years lived in Korea"), 0, 100, 0)
+        years_english = st.number_input(_("Years lived in an English-speaking country"), 0, 100, 0)
+        sent = st.form_submit_button(_("Continue"), type="primary")
     if sent:
         ok = crowd.screen(store, worker, langs, native, float(years_korea), float(years_english))
         if ok:
@@ -297,6 +331,7 @@ def progress_of(store: Store, worker: crowd.Worker, invite: crowd.Invite) -> cro
 
 
 WORKLOAD = "crowd.workload"
+FLAG_REASONS = {"broken": N_("broken (the text is garbled or cut)"), "offensive": N_("offensive")}
 
 
 def batch_step(
@@ -307,8 +342,13 @@ def batch_step(
     progress = progress_of(store, worker, invite)
     st.progress(
         progress.in_batch / progress.batch_size,
-        text=f"Batch {progress.batch} of {invite.batches}: {progress.in_batch} of "
-        f"{progress.batch_size} rated",
+        text=_(
+            "Batch {batch} of {batches}: {done} of {size} rated",
+            batch=progress.batch,
+            batches=invite.batches,
+            done=progress.in_batch,
+            size=progress.batch_size,
+        ),
     )
     item = crowd.next_item(store, worker, invite)
     if item is None:
@@ -321,12 +361,12 @@ def batch_step(
     if item.instructed_score is not None:
         return  # a check says what to choose: it cannot be flagged instead
     reason = st.selectbox(
-        "Something wrong with this item? / 문제가 있나요?",
-        ["broken", "offensive"],
-        format_func={"broken": "broken / 깨짐", "offensive": "offensive / 불쾌함"}.get,
+        _("Something wrong with this item?"),
+        list(FLAG_REASONS),
+        format_func=i18n.choices(FLAG_REASONS).__getitem__,
         key=state.rate_flag_reason(item.assignment_id),
     )
-    if st.button("Flag it and go on / 신고하고 계속", key=state.rate_flag(item.assignment_id)):
+    if st.button(_("Flag it and go on"), key=state.rate_flag(item.assignment_id)):
         try:
             crowd.flag(store, worker, item, reason)
         except KoedError as err:

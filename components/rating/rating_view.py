@@ -13,11 +13,20 @@ import streamlit as st
 
 from components.shared import state, tables
 from components.shared.literal import md
+from koed_core import i18n
 from koed_core.db import RatingItem
 from koed_core.dialogues.dialogue import Lang
+from koed_core.i18n import N_, _
 from koed_core.judge.rubric import SCALE, dimensions
 from koed_core.models.protocol import ROLE_NAMES
 from koed_core.rating.studies import RaterProfile, RatingError, RatingStore, calibration_items
+
+OTHER = N_("Other")
+
+
+def language_names() -> dict[str, str]:
+    """Each language by its own name, and "other" in the page's language."""
+    return {**i18n.NAMES, "other": _(OTHER)}
 
 
 class Draft(NamedTuple):
@@ -30,15 +39,22 @@ class Draft(NamedTuple):
 def onboarding_form(username: str) -> RaterProfile | None:
     """Languages and background, asked once; None until submitted."""
     with st.form("rate.onboarding"):
-        st.subheader("About you", anchor=False)
-        langs = st.multiselect("I rate dialogues in", ["ko", "en"], default=["ko"])
-        native = st.selectbox("My native language", ["ko", "en", "other"])
-        korea = st.number_input("Years lived in Korea", 0.0, 100.0, 0.0, 0.5)
-        english = st.number_input(
-            "Years lived in an English-speaking country", 0.0, 100.0, 0.0, 0.5
+        st.subheader(_("About you"), anchor=False)
+        langs = st.multiselect(
+            _("I rate dialogues in"),
+            ["ko", "en"],
+            default=["ko"],
+            format_func=language_names().__getitem__,
         )
-        st.caption("Stored to break agreement down by background; exported only in aggregate.")
-        if not st.form_submit_button("Save", type="primary"):
+        native = st.selectbox(
+            _("My native language"), ["ko", "en", "other"], format_func=language_names().__getitem__
+        )
+        korea = st.number_input(_("Years lived in Korea"), 0.0, 100.0, 0.0, 0.5)
+        english = st.number_input(
+            _("Years lived in an English-speaking country"), 0.0, 100.0, 0.0, 0.5
+        )
+        st.caption(_("Stored to break agreement down by background; exported only in aggregate."))
+        if not st.form_submit_button(_("Save"), type="primary"):
             return None
     return RaterProfile(username, tuple(langs), native, float(korea), float(english))
 
@@ -47,7 +63,7 @@ def render_rubric(lang: Lang) -> None:
     """Every dimension with its question and five anchors, in Korean and English side by
     side (the item's language first), always one click away."""
     order: tuple[Lang, Lang] = ("ko", "en") if lang == "ko" else ("en", "ko")
-    with st.expander("Rubric · 평가 기준", icon=":material/rule:"):
+    with st.expander(_("Rubric"), icon=":material/rule:"):
         for dim in dimensions():
             st.markdown(f"**{md(dim.code)} · {md(dim.name(order[0]))} · {md(dim.name(order[1]))}**")
             for column, side in zip(st.columns(2), order, strict=True):
@@ -61,7 +77,7 @@ def render_item(context: Any, response: str, lang: Lang) -> None:
     with st.container(border=True):
         for role, text in context:
             st.text(f"{speaker if role == 'speaker' else listener}: {text}")
-    st.markdown("**Response · 응답**" if lang == "ko" else "**Response**")
+    st.markdown("**" + _("Response") + "**")
     with st.container(border=True):
         st.text(response)
 
@@ -71,7 +87,7 @@ def rubric_form(
     lang: Lang,
     defaults: dict[str, int] | None = None,
     comment: str = "",
-    submit: str = "Submit rating",
+    submit: str | None = None,
 ) -> Draft | None:
     """Five 1-5 scores with anchors as help, and a comment; None until submitted complete."""
     with st.form(key):
@@ -87,12 +103,17 @@ def rubric_form(
                 key=f"{key}.{dim.code}",
                 help=anchors,
             )
-        note = st.text_area("Comment (optional)", value=comment, key=f"{key}.comment")
-        if not st.form_submit_button(submit, type="primary"):
+        note = st.text_area(_("Comment (optional)"), value=comment, key=f"{key}.comment")
+        if not st.form_submit_button(submit or _("Submit rating"), type="primary"):
             return None
     missing = [code for code, score in scores.items() if score is None]
     if missing:
-        st.warning(f"Score every dimension before submitting; missing: {md(', '.join(missing))}.")
+        st.warning(
+            _(
+                "Score every dimension before submitting; missing: {codes}.",
+                codes=md(", ".join(missing)),
+            )
+        )
         return None
     return Draft({code: int(score) for code, score in scores.items() if score is not None}, note)
 
@@ -104,8 +125,10 @@ def calibration(langs: tuple[str, ...]) -> bool:
     if progress["index"] >= len(items):
         return True
     item = items[progress["index"]]
-    st.subheader(f"Calibration {progress['index'] + 1} of {len(items)}", anchor=False)
-    st.caption("Practice items with reference scores. Rate, then compare with the reference.")
+    st.subheader(
+        _("Calibration {n} of {total}", n=progress["index"] + 1, total=len(items)), anchor=False
+    )
+    st.caption(_("Practice items with reference scores. Rate, then compare with the reference."))
     render_rubric(item["lang"])
     render_item(item["context"], item["response"], item["lang"])
     if progress["feedback"] is None:
@@ -118,16 +141,16 @@ def calibration(langs: tuple[str, ...]) -> bool:
         return False
     rows = [
         {
-            "dimension": code,
-            "you": progress["feedback"][code],
-            "reference": ref,
-            "difference": progress["feedback"][code] - ref,
+            _("dimension"): code,
+            _("you"): progress["feedback"][code],
+            _("reference"): ref,
+            _("difference"): progress["feedback"][code] - ref,
         }
         for code, ref in item["reference"].items()
     ]
     tables.show(rows, hide_index=True)
     st.info(md(item["feedback"]))
-    if st.button("Next", type="primary", key=f"calibration.next.{item['id']}"):
+    if st.button(_("Next"), type="primary", key=f"calibration.next.{item['id']}"):
         progress.update(index=progress["index"] + 1, feedback=None)
         st.rerun()
     return False
@@ -166,10 +189,10 @@ def _changed_elsewhere(item: RatingItem, prefix: str) -> None:
     before = st.session_state.get(showing_key(prefix))
     if before and before != item.assignment_id:
         st.warning(
-            "The item this tab showed was finished in another tab or window (or it timed "
-            "out), so nothing from this tab was saved for it. Here is your next item. / 이 "
-            "탭의 문항은 다른 탭이나 창에서 이미 끝났거나 시간이 지나 저장되지 않았습니다. "
-            "다음 문항입니다.",
+            _(
+                "The item this tab showed was finished in another tab or window (or it timed "
+                "out), so nothing from this tab was saved for it. Here is your next item."
+            ),
             icon=":material/tab:",
         )
     st.session_state[showing_key(prefix)] = item.assignment_id

@@ -10,6 +10,7 @@ import streamlit as st
 
 from components.shared import tables
 from components.shared.literal import md
+from koed_core import i18n
 from koed_core.db import Store
 from koed_core.db.episodes import Episodes
 from koed_core.dialogues.dataset import Dataset
@@ -119,7 +120,7 @@ def episode_pair(
     buttons.caption(f"Turn {md(step)} of {md(longest)}")
     for column, lang in zip(st.columns(2), ("ko", "en"), strict=True):
         with column:
-            st.subheader("한국어" if lang == "ko" else "English", anchor=False)
+            st.subheader(i18n.NAMES[lang], anchor=False)
             render_episode(pair[lang], lang, upto=step, talk=talk)
 
 

@@ -15,14 +15,6 @@ from koed_core.cli.common import positive_int
 from koed_core.config import Settings
 from koed_core.errors import KoedError
 
-DEFAULT_CONSENT = (
-    "이 연구는 대화 속 청자의 답변이 얼마나 공감적인지 평가합니다. 참여는 자발적이며 언제든 "
-    "그만둘 수 있습니다. 평가는 가명으로 저장되고 연구에만 쓰입니다.\n---\n"
-    "This study asks you to rate how empathetic a listener's replies are. Taking part is "
-    "voluntary and you may stop at any time. Ratings are stored under a pseudonym and used "
-    "for research only."
-)
-
 
 class CrowdCliError(KoedError):
     """A crowd command given something it cannot use."""
@@ -143,7 +135,11 @@ def cmd_study_create(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _consent(path: Path | None) -> tuple[str, str]:
-    text = path.read_text(encoding="utf-8") if path else DEFAULT_CONSENT
+    if path is None:
+        from koed_core.rating.crowd import default_consent
+
+        return default_consent()
+    text = path.read_text(encoding="utf-8")
     ko, sep, en = text.partition("\n---\n")
     if not sep or not ko.strip() or not en.strip():
         raise CrowdCliError(f"{path}: write the Korean text, a line ---, then the English text")

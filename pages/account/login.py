@@ -5,30 +5,38 @@ import streamlit as st
 from components.account import login_form
 from components.shared import auth
 from components.shared.literal import md
+from koed_core.i18n import N_, _
 
-st.title("Log in")
+WHERE = {
+    "rater": N_("The rating pages are in the menu along the top (Rating)."),
+    "annotator": N_("The annotation page is in the menu along the top (Annotation → Annotate)."),
+    "admin": N_("Every page is in the menu along the top."),
+}
+st.title(_("Log in"))
 state = auth.start_state()
 if state.account is not None:
-    st.success(f"Logged in as {md(state.account.name)} ({md(state.account.role)}).")
-    where = {
-        "rater": "The rating pages are in the menu along the top (Rating).",
-        "annotator": "The annotation page is in the menu along the top (Annotation → Annotate).",
-    }.get(state.account.role, "Every page is in the menu along the top.")
-    st.caption(md(where))
+    role = state.account.role
+    st.success(_("Logged in as {name} ({role}).", name=md(state.account.name), role=md(_(role))))
+    st.caption(_(WHERE[role if role in WHERE else "admin"]))
     login_form.logout_button("main")
     st.stop()
 if state.accounts_problem:
     st.error(
-        "The accounts file cannot be used, so rating and admin pages are closed:\n\n"
-        f"{md(state.accounts_problem)}\n\nFix the file or KOED_USERS and reload."
+        _(
+            "The accounts file cannot be used, so rating and admin pages are closed:\n\n"
+            "{problem}\n\nFix the file or KOED_USERS and reload.",
+            problem=md(state.accounts_problem),
+        )
     )
     st.stop()
 if not state.accounts_exist:
     st.info(
-        "No accounts yet. Create the first admin on the machine that runs the app:\n\n"
-        "`koed users add NAME --role admin`\n\n"
-        "Accounts are kept in the file `KOED_USERS` names (default `data/users.yaml`), "
-        "outside git."
+        _(
+            "No accounts yet. Create the first admin on the machine that runs the app:\n\n"
+            "`koed users add NAME --role admin`\n\n"
+            "Accounts are kept in the file `KOED_USERS` names (default `data/users.yaml`), "
+            "outside git."
+        )
     )
 if state.key_problem:
     st.warning(f"{md(state.key_problem)}\n\n{auth.SET_KEY_HELP}")

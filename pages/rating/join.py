@@ -5,7 +5,8 @@ import streamlit as st
 
 from components.rating import crowd_visit
 from components.rating.rating_view import calibration
-from components.shared import resources, state
+from components.shared import language, resources, state
+from koed_core.i18n import _
 from koed_core.rating import crowd
 
 store = resources.store()
@@ -13,12 +14,15 @@ key = resources.server_key()
 session = state.crowd_session()
 token = st.query_params.get("invite") or (session or {}).get("invite", "")
 if not token:
+    language.switch()
     crowd_visit.no_link()
     st.stop()
 try:
     invite = crowd.check_invite(store, key, token, joining=False)
     if invite.platform == "account":
         crowd.check_invite(store, key, token)
+        language.start(crowd_visit.item_language_of(resources.ratings().config(invite.study_id)))
+        language.switch()
         crowd_visit.account_signup(store, invite)
         st.stop()
     worker = None
@@ -26,6 +30,8 @@ try:
     if session and session["invite"] == token and not st.query_params.get("invite"):
         worker = crowd.worker_of(store, session["username"], invite)  # still has a place?
     if worker is None and crowd.mturk_preview(invite, params):
+        language.start(crowd_visit.item_language_of(resources.ratings().config(invite.study_id)))
+        language.switch()
         crowd_visit.mturk_preview(invite)  # nothing stored, no place taken
         st.stop()
     if worker is None:
@@ -36,20 +42,25 @@ try:
         worker = crowd.join(store, key, invite, ids)
         crowd.remember_submit_to(store, worker, params.get("turkSubmitTo"))
 except crowd.CrowdError as err:
+    language.switch()
     crowd_visit.refused(err)
     st.stop()
 if session is None or session["username"] != worker.username:
     state.set_crowd_session(worker.username, token)
     if worker.resumed and st.query_params.get("invite"):
-        st.toast("Welcome back: you go on where you left off.")
+        st.toast(_("Welcome back: you go on where you left off."))
 if worker.status in crowd.UNDER_WAY:
     crowd_visit.mark_visit(worker.username, token)  # a reload or typed URL stays here
 
 ratings = resources.ratings()
-st.title("KoED rating study")
+language.start(crowd_visit.item_language(worker, ratings.config(invite.study_id).langs))
+language.switch()
+st.title(_("KoED rating study"))
 st.caption(
-    "Rate how empathetic a listener's reply is, in Korean or English. Your answers are "
-    "stored under a pseudonym; your platform id is used only to pay you."
+    _(
+        "Rate how empathetic a listener's reply is, in Korean or English. Your answers are "
+        "stored under a pseudonym; your platform id is used only to pay you."
+    )
 )
 if worker.status == "stopped":
     crowd_visit.stopped(store, worker, invite)

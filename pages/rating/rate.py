@@ -3,6 +3,7 @@
 import streamlit as st
 
 from components.rating.crowd_admin import bound_study
+from components.rating.crowd_visit import FLAG_REASONS
 from components.rating.rating_view import (
     calibration,
     finished_here,
@@ -13,9 +14,11 @@ from components.rating.rating_view import (
 )
 from components.shared import auth, resources, state
 from components.shared.literal import md
+from koed_core import i18n
+from koed_core.i18n import _
 from koed_core.rating.studies import RatingError
 
-st.title("Rate responses")
+st.title(_("Rate responses"))
 account = auth.require()
 ratings = resources.ratings()
 profile = ratings.profile(account.username)
@@ -32,7 +35,7 @@ if profile is None:
 if not ratings.calibrated(account.username):
     if calibration(profile.languages):
         ratings.mark_calibrated(account.username)
-        st.success("Calibration done. Live items follow.")
+        st.success(_("Calibration done. Live items follow."))
         st.rerun()
     st.stop()
 
@@ -40,22 +43,24 @@ studies = [
     s for s in ratings.studies() if set(s["langs"]) & set(profile.languages) and not s["closed"]
 ]
 if not studies:
-    st.info("No study is open for your languages yet. Your admin will set one up.")
+    st.info(_("No study is open for your languages yet. Your admin will set one up."))
     st.stop()
 bound = bound_study(account.username)
 if bound is not None:  # an account made through a study's invite link rates that study only
     studies = [s for s in studies if s["id"] == bound]
     if not studies:
-        st.info("The study you joined is closed. Thank you for rating!")
+        st.info(_("The study you joined is closed. Thank you for rating!"))
         st.stop()
 names = {s["id"]: s["name"] for s in studies}
-study_id = st.selectbox("Study", list(names), format_func=names.get, key=state.RATE_STUDY)
+study_id = st.selectbox(_("Study"), list(names), format_func=names.get, key=state.RATE_STUDY)
 done, total = ratings.done(study_id, account.username), ratings.workload(study_id, account.username)
-st.progress(min(done / max(total, 1), 1.0), text=f"{done} of {total} rated")
+st.progress(
+    min(done / max(total, 1), 1.0), text=_("{done} of {total} rated", done=done, total=total)
+)
 
 last = ratings.last_rated(study_id, account.username)
 if last is not None:
-    with st.expander("Correct my last rating"):
+    with st.expander(_("Correct my last rating")):
         old_item, old_scores, old_comment = last
         render_item(old_item.context, old_item.response, old_item.lang)
         fix = rubric_form(
@@ -63,29 +68,32 @@ if last is not None:
             old_item.lang,
             old_scores,
             old_comment,
-            submit="Save the correction",
+            submit=_("Save the correction"),
         )
         if fix is not None:
             ratings.save_rating(old_item.assignment_id, account.username, fix.scores, fix.comment)
-            st.toast("Rating corrected")
+            st.toast(_("Rating corrected"))
             st.rerun()
 
 item = ratings.next_item(study_id, account.username)
 if item is None:
-    st.success("Nothing left for you in this study. Thank you!")
+    st.success(_("Nothing left for you in this study. Thank you!"))
     st.stop()
 if rate_item(ratings, item, account.username, "rate"):
-    st.toast("Saved")
+    st.toast(_("Saved"))
     st.rerun()
 left, right = st.columns(2)
-if left.button("Skip this item", key=state.rate_skip(item.assignment_id)):
+if left.button(_("Skip this item"), key=state.rate_skip(item.assignment_id)):
     ratings.set_aside(item.assignment_id, account.username, "skipped")
     finished_here("rate")
     st.rerun()
 reason = right.selectbox(
-    "Flag as", ["broken", "offensive"], key=state.rate_flag_reason(item.assignment_id)
+    _("Flag as"),
+    list(FLAG_REASONS),
+    format_func=i18n.choices(FLAG_REASONS).__getitem__,
+    key=state.rate_flag_reason(item.assignment_id),
 )
-if right.button("Flag this item", key=state.rate_flag(item.assignment_id)):
+if right.button(_("Flag this item"), key=state.rate_flag(item.assignment_id)):
     ratings.set_aside(item.assignment_id, account.username, "flagged", reason)
     finished_here("rate")
     st.rerun()

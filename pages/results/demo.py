@@ -9,6 +9,7 @@ from components.shared import auth, resources, state
 from components.shared.literal import md
 from components.shared.model_choice import client_for
 from components.shared.source_banner import load_or_stop
+from koed_core import i18n
 from koed_core.db import Ratings
 from koed_core.errors import KoedError
 from koed_core.models.client import GenerationSettings
@@ -69,7 +70,7 @@ ko, en = st.columns(2)
 panes = []
 for column, lang in ((ko, "ko"), (en, "en")):
     with column:
-        st.subheader("한국어" if lang == "ko" else "English", anchor=False)
+        st.subheader(i18n.NAMES[lang], anchor=False)
         speaker, listener = ROLE_NAMES[lang]
         # the conversation the models answered, so their replies make sense; on a
         # projector the turn they answer, the whole conversation a click away

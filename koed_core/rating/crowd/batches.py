@@ -8,6 +8,7 @@ from datetime import datetime
 
 from koed_core.db import RatingItem, Store, now
 from koed_core.db.crowd import Crowd
+from koed_core.i18n import _
 from koed_core.rating.crowd.identities import Worker, mturk_submit
 from koed_core.rating.crowd.links import FLAGGED_ALL, NO_ITEMS, CrowdError, Invite
 from koed_core.rating.studies import RatingStore
@@ -136,7 +137,7 @@ def flag(store: Store, worker: Worker, item: RatingItem, reason: str) -> None:
         CrowdError: the item is an attention check.
     """
     if item.instructed_score is not None:
-        raise CrowdError("This item is an attention check: choose what it asks for.")
+        raise CrowdError(_("This item is an attention check: choose what it asks for."))
     RatingStore(store).set_aside(item.assignment_id, worker.username, "flagged", reason)
 
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from koed_core.db import Store
 from koed_core.db.crowd import Crowd
+from koed_core.i18n import _
 from koed_core.rating.crowd.links import (
     MTURK_ID,
     MTURK_PREVIEW,
@@ -38,8 +39,10 @@ def platform_ids(
         expected = personal_signature(key or b"", invite.id, person) if person else ""
         if not person or not hmac.compare_digest(sig, expected):
             raise CrowdError(
-                "This link is personal and incomplete or changed: open the link you were "
-                "given, exactly as it was sent to you."
+                _(
+                    "This link is personal and incomplete or changed: open the link you were "
+                    "given, exactly as it was sent to you."
+                )
             )
         return {"worker": person}
     names = PLATFORMS[platform]
@@ -47,13 +50,17 @@ def platform_ids(
     where = {"prolific": "Prolific", "mturk": "Mechanical Turk"}[platform]
     if not ids[names[0]]:
         raise CrowdError(
-            f"Open this study from {where}: the link has no {names[0]}, so your work could "
-            "not be credited to you."
+            _(
+                "Open this study from {platform}: the link has no {name}, so your work could "
+                "not be credited to you.",
+                platform=where,
+                name=names[0],
+            )
         )
     shape, what = (
-        (PROLIFIC_PID, "24 hexadecimal characters")
+        (PROLIFIC_PID, _("24 hexadecimal characters"))
         if platform == "prolific"
-        else (MTURK_ID, "upper-case letters and digits")
+        else (MTURK_ID, _("upper-case letters and digits"))
     )
     for name, value in ids.items():
         if (
@@ -62,7 +69,13 @@ def platform_ids(
             and not (name == "assignmentId" and value == MTURK_PREVIEW)
         ):
             raise CrowdError(
-                f"{name} is not a {where} id ({what}); open this study from {where} itself."
+                _(
+                    "{name} is not a {platform} id ({shape}); open this study from {platform} "
+                    "itself.",
+                    name=name,
+                    platform=where,
+                    shape=what,
+                )
             )
     if (
         platform == "prolific"
@@ -70,18 +83,22 @@ def platform_ids(
         and ids["STUDY_ID"] != invite.prolific_study_id
     ):
         raise CrowdError(
-            "This link belongs to another Prolific study (STUDY_ID does not match); open "
-            "the study from its own Prolific page."
+            _(
+                "This link belongs to another Prolific study (STUDY_ID does not match); open "
+                "the study from its own Prolific page."
+            )
         )
     if platform == "prolific" and not ids["SESSION_ID"]:
         # Each attempt at a Prolific study has its own SESSION_ID; without it, a second
         # attempt (returned, then taken again) could continue the first one's work.
         raise CrowdError(
-            "Open this study from Prolific: the link has no SESSION_ID, so this attempt "
-            "could not be told apart from another."
+            _(
+                "Open this study from Prolific: the link has no SESSION_ID, so this attempt "
+                "could not be told apart from another."
+            )
         )
     if platform == "mturk" and not ids["assignmentId"]:
-        raise CrowdError("Open this HIT from Mechanical Turk: the link has no assignmentId.")
+        raise CrowdError(_("Open this HIT from Mechanical Turk: the link has no assignmentId."))
     return ids
 
 

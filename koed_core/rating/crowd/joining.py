@@ -12,6 +12,7 @@ from typing import Any
 from koed_core.db import Store, utcnow
 from koed_core.db.crowd import Crowd
 from koed_core.errors import KoedError
+from koed_core.i18n import N_, _
 from koed_core.rating.crowd.identities import SESSION_ID, UNDER_WAY, Worker, worker_name
 from koed_core.rating.crowd.links import PLATFORMS, CrowdError, Invite
 from koed_core.rating.studies import RatingStore
@@ -49,12 +50,20 @@ def _same_attempt(found: Mapping[str, Any], invite: Invite, ids: Mapping[str, st
     param, column = SESSION_ID[invite.platform]
     kept, given = found.get(column) or "", ids.get(param, "")
     if given != kept or not kept:  # a session stored empty matches no session at all
-        attempt = "Prolific session" if invite.platform == "prolific" else "HIT assignment"
-        raise CrowdError(
-            f"You have already taken part in this study in another {attempt}; its work stays "
-            f"with it, so this {attempt} cannot continue it. Please return this one on the "
-            "platform, or message the researchers there."
+        message = (
+            N_(
+                "You have already taken part in this study in another Prolific session; its "
+                "work stays with it, so this session cannot continue it. Please return this "
+                "one on the platform, or message the researchers there."
+            )
+            if invite.platform == "prolific"
+            else N_(
+                "You have already taken part in this study in another HIT assignment; its "
+                "work stays with it, so this assignment cannot continue it. Please return "
+                "this one on the platform, or message the researchers there."
+            )
         )
+        raise CrowdError(_(message))
 
 
 def returning(
@@ -97,9 +106,12 @@ def keep_place(store: Store, invite: Invite, worker: Worker, at: datetime | None
     if not crowd.retake_place(worker.username, invite.id, invite.cap, cutoff, _stamp(at)):
         minutes = timeout_minutes(store, invite)
         raise CrowdError(
-            f"Your session was inactive for more than {minutes} minutes, so its place went "
-            "to someone else, and every place is taken now. The ratings you gave are kept. "
-            "Please return the study on the platform."
+            _(
+                "Your session was inactive for more than {minutes} minutes, so its place "
+                "went to someone else, and every place is taken now. The ratings you gave "
+                "are kept. Please return the study on the platform.",
+                minutes=minutes,
+            )
         )
     return worker
 
@@ -119,8 +131,11 @@ def _touch(crowd: Crowd, worker: Worker, last: str, at: datetime | None) -> None
 
 def _full(invite: Invite) -> CrowdError:
     return CrowdError(
-        f"This study is full: all {invite.cap} places are taken. Please return it on the "
-        "platform; no time of yours was counted."
+        _(
+            "This study is full: all {cap} places are taken. Please return it on the "
+            "platform; no time of yours was counted.",
+            cap=invite.cap,
+        )
     )
 
 
@@ -144,9 +159,11 @@ def join(
         return again
     if not RatingStore(store).room_for_newcomer(invite.study_id):
         raise CrowdError(
-            "Every item of this study has all the ratings it needs, so there is nothing left "
-            "for you to rate. Please return the study on the platform; no time of yours was "
-            "counted. Thank you for your interest."
+            _(
+                "Every item of this study has all the ratings it needs, so there is nothing "
+                "left for you to rate. Please return the study on the platform; no time of "
+                "yours was counted. Thank you for your interest."
+            )
         )
     row: dict[str, Any] = {
         "username": worker_name(key, invite.study_id, invite.platform, worker_id),
@@ -259,7 +276,7 @@ def join_with_account(
     if crowd.worker(username) is not None:
         raise CrowdError(f"user {username!r} exists already")
     if not crowd.join(invite.id, invite.cap, row, _place_cutoff(store, invite)):
-        raise CrowdError(f"This study is full: all {invite.cap} places are taken.")
+        raise CrowdError(_("This study is full: all {cap} places are taken.", cap=invite.cap))
     try:
         add_user(users_path, username, "rater", name, password)
     except KoedError:

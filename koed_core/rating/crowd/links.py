@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import json
 import re
 import secrets
 import time
@@ -15,6 +16,8 @@ from typing import Any
 from koed_core.db import Store, now
 from koed_core.db.crowd import Crowd
 from koed_core.errors import KoedError
+from koed_core.i18n import _
+from koed_core.paths import DATA_DIR
 from koed_core.rating.studies import RatingStore
 
 PLATFORMS: dict[str, tuple[str, ...]] = {
@@ -80,6 +83,12 @@ NO_ITEMS = "no items: nothing was left for them to rate"
 
 FLAGGED_ALL = "flagged every item they were given and rated none"
 """A stop a person reviews: no work done, only flags."""
+
+
+def default_consent() -> tuple[str, str]:
+    """The consent text a new link starts from, Korean and English (data/consent.json)."""
+    texts = json.loads((DATA_DIR / "consent.json").read_text(encoding="utf-8"))
+    return str(texts["ko"]), str(texts["en"])
 
 
 class CrowdError(KoedError):
@@ -270,25 +279,27 @@ def check_invite(
         CrowdError: forged or damaged, unknown, its study closed; when ``joining`` also
             withdrawn or expired.
     """
-    invite_id, _, signature = (token or "").partition(".")
+    invite_id, _dot, signature = (token or "").partition(".")
     if not invite_id or not hmac.compare_digest(signature, _signature(invite_id, key)):
         raise CrowdError(
-            "This invite link is not valid: it is incomplete or was changed. Open the link "
-            "exactly as you received it."
+            _(
+                "This invite link is not valid: it is incomplete or was changed. Open the "
+                "link exactly as you received it."
+            )
         )
     row = Crowd(store).invite(invite_id)
     if row is None:
-        raise CrowdError("This invite link is not valid: no such study invitation.")
+        raise CrowdError(_("This invite link is not valid: no such study invitation."))
     invite = Invite.from_row(row)
     if joining and invite.revoked:
-        raise CrowdError("This invite link has been withdrawn by the study's organisers.")
+        raise CrowdError(_("This invite link has been withdrawn by the study's organisers."))
     moment = time.time() if at is None else at
     if joining and moment > invite.expires:
         ended = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(invite.expires))
-        raise CrowdError(f"This invite link expired on {ended}.")
+        raise CrowdError(_("This invite link expired on {moment}.", moment=ended))
     study = store.rows("select closed from studies where id = ?", [invite.study_id])
     if not study or study[0]["closed"]:
-        raise CrowdError("This study has ended; thank you for your interest.")
+        raise CrowdError(_("This study has ended; thank you for your interest."))
     return invite
 
 

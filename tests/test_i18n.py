@@ -1,0 +1,370 @@
+"""KoED Studio in Korean: a catalog that cannot fall behind the code, and pages that a
+Korean reader reads in Korean.
+
+The catalog tests extract the strings from the code with Babel, as `pybabel extract`
+does (babel.cfg), and compare them with locale/ko/LC_MESSAGES/koed.po. The page tests
+walk a crowd worker's visit and a rater's pages with ``?lang=ko`` and look at every
+piece of text the app itself writes (titles, captions, messages, labels, buttons,
+options, progress lines, table headers), never at what comes from data (dialogues,
+consent texts, the bilingual rubric).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import string
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from babel.messages.extract import extract_from_dir
+from babel.messages.pofile import read_po
+from streamlit.testing.v1 import AppTest
+
+from fixtures.rating import seeded_store, study
+from koed_core import i18n
+from koed_core.db import Store
+from koed_core.db.crowd import Crowd
+from koed_core.judge.rubric import codes, dimensions
+from koed_core.paths import LOCALE_DIR
+from koed_core.rating import crowd
+from koed_core.rating.studies import attention_instruction, calibration_items
+
+ROOT = Path(__file__).resolve().parents[1]
+KEYWORDS = {"_": None, "N_": None, "ngettext": (1, 2)}
+SOURCES = ("app.py", "pages", "components", "koed_core")
+HANGUL = re.compile(r"[\uac00-\ud7a3\u3131-\u318e]")
+
+
+def _code_messages() -> dict[str, str]:
+    """Every message id in the code (the singular of a plural), with where it is."""
+    found: dict[str, str] = {}
+    method_map = [(f"{s}/**.py" if s != "app.py" else s, "python") for s in SOURCES]
+    for filename, _lineno, message, _comments, _context in extract_from_dir(
+        str(ROOT), method_map=method_map, keywords=KEYWORDS
+    ):
+        first = message[0] if isinstance(message, tuple) else message
+        if first:
+            found.setdefault(first, filename)
+    return found
+
+
+def _catalog(path: Path):  # type: ignore[no-untyped-def]
+    with path.open("rb") as source:
+        return read_po(source, locale="ko")
+
+
+def _fields(text: str) -> set[str]:
+    return {field for _, field, _, _ in string.Formatter().parse(text) if field is not None}
+
+
+def test_every_string_in_the_code_has_a_korean_entry_with_the_same_placeholders() -> None:
+    code = _code_messages()
+    assert len(code) > 100  # the extraction found the app's strings at all
+    catalog = _catalog(LOCALE_DIR / "ko" / "LC_MESSAGES" / "koed.po")
+    entries = {(m.id[0] if isinstance(m.id, tuple) else m.id): m for m in catalog if m.id}
+    missing = sorted(f"{where}: {text!r}" for text, where in code.items() if text not in entries)
+    assert not missing, "no Korean entry (pybabel extract + update, then translate):\n" + "\n".join(
+        missing
+    )
+    stale = sorted(text for text in entries if text not in code)
+    assert not stale, "entries the code no longer has (pybabel update drops them):\n" + "\n".join(
+        stale
+    )
+    for text, entry in entries.items():
+        assert not entry.fuzzy, f"fuzzy: {text!r}"
+        translations = entry.string if isinstance(entry.string, tuple) else (entry.string,)
+        sources = entry.id if isinstance(entry.id, tuple) else (entry.id,)
+        assert all(translations), f"untranslated: {text!r}"
+        wanted = set().union(*(_fields(s) for s in sources))
+        for korean in translations:
+            assert _fields(korean) == wanted, f"placeholders differ: {text!r} / {korean!r}"
+            assert HANGUL.search(korean), f"not Korean: {korean!r}"
+
+
+def test_the_template_for_translators_is_the_codes() -> None:
+    template = {
+        (m.id[0] if isinstance(m.id, tuple) else m.id) for m in _catalog(LOCALE_DIR / "koed.pot")
+    }
+    assert template - {""} == set(_code_messages())
+
+
+def _ui_literals() -> Iterator[tuple[str, int, str]]:
+    """String constants of the page code that are not docstrings."""
+    files = [ROOT / "app.py", *(ROOT / "pages").rglob("*.py"), *(ROOT / "components").rglob("*.py")]
+    for file in files:
+        tree = ast.parse(file.read_text(encoding="utf-8"))
+        docstrings = {
+            id(node.body[0].value)
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Module | ast.FunctionDef | ast.ClassDef | ast.AsyncFunctionDef)
+            and node.body
+            and isinstance(node.body[0], ast.Expr)
+            and isinstance(node.body[0].value, ast.Constant)
+        }
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Constant)
+                and isinstance(node.value, str)
+                and id(node) not in docstrings
+            ):
+                yield str(file.relative_to(ROOT)), node.lineno, node.value
+
+
+def test_no_korean_literal_in_the_page_code() -> None:
+    """Korean lives in the catalog and the data files; the code's source language is
+    English, so a string cannot be Korean for everyone by accident."""
+    found = [f"{f}:{n}: {v[:60]!r}" for f, n, v in _ui_literals() if HANGUL.search(v)]
+    assert not found, "\n".join(found)
+
+
+def test_no_translation_call_hides_inside_an_f_string() -> None:
+    """Babel cannot extract ``f"{_('x')}"`` (it skips f-strings with substitutions), so
+    such a string would stay English without any test noticing."""
+    found = []
+    files = [ROOT / "app.py", *(ROOT / "pages").rglob("*.py"), *(ROOT / "components").rglob("*.py")]
+    for file in [*files, *(ROOT / "koed_core").rglob("*.py")]:
+        for node in ast.walk(ast.parse(file.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.JoinedStr):
+                for inner in ast.walk(node):
+                    if (
+                        isinstance(inner, ast.Call)
+                        and isinstance(inner.func, ast.Name)
+                        and inner.func.id in KEYWORDS
+                    ):
+                        found.append(f"{file.relative_to(ROOT)}:{inner.lineno}")
+    assert not found, "translate outside the f-string: " + ", ".join(found)
+
+
+def test_placeholders_are_filled_after_translation_and_english_is_the_default() -> None:
+    assert i18n.language() == "en"
+    message = "Batch {batch} of {batches}: {done} of {size} rated"
+    english = i18n._(message, batch=1, batches=2, done=0, size=4)
+    assert english == "Batch 1 of 2: 0 of 4 rated"
+    with i18n.speaking("ko"):
+        korean = i18n._(message, batch=1, batches=2, done=0, size=4)
+        assert korean != english and "1" in korean and "4" in korean
+        assert i18n.number(12345.5, 1) == "12,345.5" and i18n.percent(0.25) == "25%"
+    assert i18n.language() == "en"  # the block's language only
+
+
+# The pages, read in Korean -------------------------------------------------------------
+
+ALLOWED = {
+    # names and codes that stay as they are in Korean text
+    "KoED", "Studio", "EX", "IP", "ER", "EEA", "CA", "Prolific", "MTurk", "HIT", "ID",
+    "Mechanical", "Turk", "English", "STUDY_ID", "SESSION_ID", "PROLIFIC_PID", "assignmentId",
+    "KOED_USERS", "koed", "users", "add", "NAME", "role", "admin", "data", "yaml", "git",
+}  # fmt: skip
+LATIN = re.compile(r"[A-Za-z][A-Za-z_]+")
+RUBRIC_HEADERS = {
+    f"**{d.code} · {d.name(a)} · {d.name(b)}**"
+    for d in dimensions()
+    for a, b in (("ko", "en"), ("en", "ko"))
+}
+
+
+def _chrome(at: AppTest) -> list[str]:
+    """Every text the app writes itself on this screen (not dialogue, consent or rubric
+    text, which are data and bilingual where the study made them so)."""
+    texts: list[str] = []
+    for kind in ("title", "header", "subheader", "caption", "info", "warning", "error", "success"):
+        texts += [e.value for e in getattr(at, kind)]
+    texts += [m.value for m in at.markdown if m.value not in RUBRIC_HEADERS]
+    texts += [t.value for t in at.toast]
+    for kind in ("button", "checkbox", "number_input", "text_input", "text_area", "expander"):
+        texts += [e.label for e in getattr(at, kind)]
+    for kind in ("radio", "selectbox", "multiselect"):
+        for widget in getattr(at, kind):
+            texts.append(widget.label)
+            texts += [str(o) for o in widget.options]
+    texts += [p.proto.text for p in at.get("progress")]
+    for frame in at.dataframe:
+        texts += [str(c) for c in frame.value.columns]
+    return texts
+
+
+BILINGUAL_DATA = {
+    *(attention_instruction(score) for score in range(1, 6)),
+    "I agree.",  # the English half of the test study's consent text
+}
+"""Texts a study shows in both languages on purpose (its consent, what an attention
+check asks), as the review board approved them."""
+
+
+def _english_words(texts: list[str], allowed: set[str]) -> list[str]:
+    left = []
+    for text in texts:
+        if text.replace("\\", "") in BILINGUAL_DATA:
+            continue
+        plain = re.sub(r"`[^`]*`|\*\*[A-Z0-9]{4,}\*\*|https?://\S+", " ", text)
+        words = [w for w in LATIN.findall(plain) if w not in allowed and w not in ALLOWED]
+        if words:
+            left.append(f"{text!r}: {words}")
+    return left
+
+
+KEY = b"k" * 32
+PROLIFIC = {
+    "PROLIFIC_PID": "5f1a2b3c4d5e6f7a8b9c0d1e",
+    "STUDY_ID": "60aa00000000000000000001",
+    "SESSION_ID": "70bb00000000000000000001",
+}
+
+
+@pytest.fixture
+def korean_study(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Store, int]:
+    monkeypatch.setenv("KOED_SECRET_KEY", KEY.decode())
+    store, run_id = seeded_store(tmp_path / "koed.db")
+    _, study_id = study(store, run_id, overlap=3, attention_checks=1, langs=("ko",))
+    return store, study_id
+
+
+def _visit(token: str, lang: str | None) -> AppTest:
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    at.query_params["invite"] = token
+    if lang:
+        at.query_params["lang"] = lang
+    for name, value in PROLIFIC.items():
+        at.query_params[name] = value
+    return at.run()
+
+
+def _assignment(store: Store, username: str) -> tuple[str, int | None]:
+    row = store.rows(
+        "select a.id, i.instructed_score from assignments a join study_items i on "
+        "i.id = a.item_id where a.username = ? and a.status = 'assigned'",
+        [username],
+    )[0]
+    return str(row["id"]), row["instructed_score"]
+
+
+def test_a_korean_workers_whole_visit_is_in_korean(korean_study: tuple[Store, int]) -> None:
+    """Korean items, no ?lang and no browser language: the study's page is Korean from
+    consent to the code, on every step, including the warning for a missing score, the
+    calibration's feedback table and the end of the visit."""
+    store, study_id = korean_study
+    invite, token = crowd.create_invite(
+        store, KEY, study_id, platform="prolific", days=7.0, cap=3, batch_size=2,
+        consent_ko="동의합니다.", consent_en="I agree.", reward=2.0,
+    )  # fmt: skip
+    seen: list[str] = []
+    at = _visit(token, None)
+    assert not at.exception, [e.value for e in at.exception]
+    seen += _chrome(at)
+    at.checkbox[0].check().run()
+    at.button[0].click().run()  # consent
+    seen += _chrome(at)
+    at.radio[0].set_value("ko").run()
+    at.number_input[0].set_value(25)
+    at.button[0].click().run()  # screening
+    seen += _chrome(at)
+    assert at.subheader and "1/" in at.subheader[0].value  # calibration, in Korean
+    references = {i["id"]: i["reference"] for i in calibration_items(("ko",))}
+    for step in range(12):  # calibration items with feedback, then the batch
+        if at.get("progress") or not at.subheader:
+            break
+        radios = [r for r in at.radio if r.key and r.key.startswith("calibration.")]
+        if radios:
+            at.button[0].click().run()  # submit with nothing scored: the warning
+            seen += _chrome(at)
+            assert at.warning, "no warning for a rating with no score"
+            for radio in [r for r in at.radio if r.key and r.key.startswith("calibration.")]:
+                _, item_id, code = radio.key.split(".")
+                radio.set_value(references[item_id][code])  # close to them: passed
+            at.button[0].click().run()
+        else:
+            seen += _chrome(at)  # the feedback table
+            next(b for b in at.button if b.key and b.key.startswith("calibration.next")).click()
+            at.run()
+        assert not at.exception, [e.value for e in at.exception]
+        assert step < 11, "calibration never ended"
+    username = crowd.worker_name(KEY, study_id, "prolific", PROLIFIC["PROLIFIC_PID"])
+    for _ in range(3):
+        seen += _chrome(at)
+        current, told = _assignment(store, username)
+        for code in codes():
+            at.radio(key=f"crowd.{current}.{code}").set_value(told or 4)
+        at.button[0].click().run()
+        assert not at.exception, [e.value for e in at.exception]
+    seen += _chrome(at)
+    assert Crowd(store).worker(username)["status"] == "completed"  # type: ignore[index]
+    assert invite.completion_code in " ".join(m.value for m in at.markdown)
+    left = _english_words(seen, {invite.completion_code})
+    assert not left, "English on a Korean worker's page:\n" + "\n".join(left)
+
+
+@pytest.mark.parametrize("why", ["full", "withdrawn"])
+def test_a_refusal_is_in_korean(korean_study: tuple[Store, int], why: str) -> None:
+    store, study_id = korean_study
+    invite, token = crowd.create_invite(
+        store, KEY, study_id, platform="prolific", days=7.0, cap=1, batch_size=2,
+        consent_ko="동의합니다.", consent_en="I agree.", reward=2.0,
+    )  # fmt: skip
+    if why == "full":  # someone else holds the only place
+        other = {**PROLIFIC, "PROLIFIC_PID": "6f1a2b3c4d5e6f7a8b9c0d1f", "SESSION_ID": "7" * 24}
+        crowd.join(store, KEY, invite, crowd.platform_ids(invite, other, KEY))
+    else:
+        Crowd(store).revoke(invite.id)
+    at = _visit(token, "ko")
+    assert not at.exception, [e.value for e in at.exception]
+    expected = {"full": "마감", "withdrawn": "철회"}[why]
+    assert at.error and expected in at.error[0].value, [e.value for e in at.error]
+    assert not _english_words(_chrome(at), set())
+
+
+def test_the_language_switch_and_the_url_agree(korean_study: tuple[Store, int]) -> None:
+    """?lang=en on a Korean study's link wins over the items' language; the switch then
+    turns the page Korean and writes ?lang=ko back, so a reload keeps it."""
+    store, study_id = korean_study
+    _, token = crowd.create_invite(
+        store, KEY, study_id, platform="prolific", days=7.0, cap=3, batch_size=2,
+        consent_ko="동의합니다.", consent_en="I agree.", reward=2.0,
+    )  # fmt: skip
+    at = _visit(token, "en")
+    assert at.title[0].value == "KoED rating study"
+    switch = at.get("button_group")[0]
+    switch.set_value("ko").run()  # type: ignore[attr-defined]
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.title[0].value == i18n.catalog("ko").gettext("KoED rating study")
+    assert at.query_params["lang"] == "ko"
+
+
+def test_a_raters_pages_are_in_korean(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The Log in page, then a rater's onboarding, calibration and rating, with ?lang=ko."""
+    from koed_core.rating import accounts
+
+    store, run_id = seeded_store(Path(monkeypatch_db(monkeypatch, tmp_path)))
+    ratings, _study = study(store, run_id, overlap=2)
+    accounts.add_user(tmp_path / "accounts.yaml", "mina", "rater", "Mina", "mina-password-1")
+    visitor = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    visitor.query_params["lang"] = "ko"
+    visitor.run().switch_page("pages/account/login.py").run()
+    assert not visitor.exception, [e.value for e in visitor.exception]
+    seen = _chrome(visitor)
+    rater = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    rater.query_params["lang"] = "ko"
+    rater.session_state["authentication_status"] = True
+    rater.session_state["username"] = "mina"
+    rater.session_state["name"] = "Mina"
+    rater.run().switch_page("pages/rating/rate.py").run()
+    assert not rater.exception, [e.value for e in rater.exception]
+    seen += _chrome(rater)  # onboarding
+    rater.button[0].click().run()
+    seen += _chrome(rater)  # calibration
+    ratings.mark_calibrated("mina")
+    rater.run()
+    assert not rater.exception, [e.value for e in rater.exception]
+    seen += _chrome(rater)  # an item to rate, skip or flag
+    left = _english_words(seen, {"Mina", "mina", "test"})
+    assert not left, "English on a rater's page:\n" + "\n".join(left)
+
+
+def monkeypatch_db(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> str:
+    """The app's database and accounts for a page test (as tests/conftest.py's ``site``)."""
+    db = tmp_path / "koed.db"
+    monkeypatch.setenv("KOED_DB", str(db))
+    monkeypatch.setenv("KOED_USERS", str(tmp_path / "accounts.yaml"))
+    monkeypatch.setenv("KOED_COOKIE_KEY", "c" * 40)
+    return str(db)
