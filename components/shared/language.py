@@ -14,6 +14,12 @@ import streamlit as st
 from koed_core import i18n
 from koed_core.i18n import _
 
+KEEP_WORDS_WHOLE = """<style>
+.stMainBlockContainer :is(p, li, label, td, th, h1, h2, h3, [data-testid="stText"],
+[data-testid="stCaptionContainer"]) { word-break: keep-all; overflow-wrap: anywhere; }
+</style>"""
+"""Korean wraps between words (eojeol), never inside one; a run too long for its line still
+breaks rather than overflow. Latin text is unaffected."""
 CHOSEN = "language.chosen"
 SWITCH = "language.switch"
 
@@ -50,6 +56,7 @@ def _switched() -> None:
 
 def switch() -> None:
     """한국어 / English, at the top right of the page."""
+    st.html(KEEP_WORDS_WHOLE)
     st.session_state[SWITCH] = i18n.language()  # what this run settled on, shown
     _left, right = st.columns([5, 1])
     right.segmented_control(
