@@ -67,7 +67,7 @@ def test_a_crowd_worker_comes_from_prolific_and_goes_back_with_the_code(
         page.get_by_text("I have read this and agree").click()
         page.get_by_role("button", name="Continue").click()
         expect(page.get_by_text("Your native language")).to_be_visible()
-        page.goto(url + "/gap")  # a typed URL, same browser: still the worker, still here
+        page.goto(url + "/gap?lang=en")  # a typed URL, same browser: still the worker, here
         expect(page.get_by_role("heading", name="KoED rating study")).to_be_visible()
         expect(page.get_by_text("Your native language")).to_be_visible()
         assert page.get_by_text("The cultural empathy gap").count() == 0
