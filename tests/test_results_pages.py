@@ -39,7 +39,7 @@ def test_agreement_page_shows_table_heatmap_and_disagreements(
     assert at.get("plotly_chart")
     worst = at.dataframe[1].value
     assert len(worst) > 0 and set(worst["dimension"]) == {"EX"}  # rubric order: EX first
-    at.segmented_control[0].set_value("ER").run()
+    next(s for s in at.segmented_control if s.label == "Dimension").set_value("ER").run()
     assert set(at.dataframe[1].value["dimension"]) == {"ER"}
 
 

@@ -55,8 +55,11 @@ def _switched() -> None:
 
 
 def switch() -> None:
-    """한국어 / English, at the top right of the page."""
+    """Korean / English, at the top right of the page (not in talk mode: a slide's link
+    carries its ?lang, and the projector's height is the chart's)."""
     st.html(KEEP_WORDS_WHOLE)
+    if st.query_params.get("talk") == "true":
+        return
     st.session_state[SWITCH] = i18n.language()  # what this run settled on, shown
     _left, right = st.columns([5, 1])
     right.segmented_control(
