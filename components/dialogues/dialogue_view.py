@@ -12,11 +12,11 @@ from components.shared.literal import md
 from koed_core import i18n
 from koed_core.dialogues.dialogue import Dialogue, LoadWarning, Turn
 from koed_core.dialogues.labels import by_name
-from koed_core.i18n import _
+from koed_core.i18n import N_, _
 
 ROLE_BADGE = {
-    "speaker": ("Speaker", ":material/record_voice_over:", "blue"),
-    "listener": ("Listener", ":material/hearing:", "green"),
+    "speaker": (N_("Speaker"), ":material/record_voice_over:", "blue"),
+    "listener": (N_("Listener"), ":material/hearing:", "green"),
 }
 COLUMN_WIDTHS = [1.7, 5, 5]
 
@@ -36,39 +36,45 @@ def render_dialogue(dialogue: Dialogue, notes: list[LoadWarning] | None = None) 
     ``notes`` are the loader's warnings about this record (labels repeated, turns out of
     order), shown so a linguist knows what the file said before it was normalised.
     """
-    st.subheader(f"Dialogue {md(dialogue.conv_id)}", anchor=False)
+    st.subheader(_("Dialogue {conv_id}", conv_id=md(dialogue.conv_id)), anchor=False)
     render_labels(dialogue)
     for note in notes or []:
-        st.caption(f"About this record in the file: {md(note.message)}")
+        st.caption(_("About this record in the file: {note}", note=md(note.message)))
     head = st.columns(COLUMN_WIDTHS)
     head[1].markdown("**" + i18n.NAMES["ko"] + " · " + _("KoED reconstruction") + "**")
     head[2].markdown("**" + i18n.NAMES["en"] + " · EmpatheticDialogues**")
     with st.container(border=True):
         row = st.columns(COLUMN_WIDTHS)
-        row[0].badge("Situation", icon=":material/description:", color="gray")
-        row[1].text(dialogue.situation_ko or "(none)")
-        row[2].text(dialogue.situation_en or "(none)")
+        row[0].badge(_("Situation"), icon=":material/description:", color="gray")
+        row[1].text(dialogue.situation_ko or _("(none)"))
+        row[2].text(dialogue.situation_en or _("(none)"))
     for turn in dialogue.turns:
         _render_turn(turn)
     added = dialogue.ko_only_turns
     if added:
-        st.caption(f"{md(added)} of {len(dialogue.turns)} turns exist only in Korean.")
+        st.caption(
+            _(
+                "{added} of {turns} turns exist only in Korean.",
+                added=int(added),
+                turns=len(dialogue.turns),
+            )
+        )
 
 
 def _render_turn(turn: Turn) -> None:
     label, icon, color = ROLE_BADGE[turn.role]
     with st.container(border=True):
         row = st.columns(COLUMN_WIDTHS)
-        row[0].badge(f"{turn.position} · {label}", icon=icon, color=color)
+        row[0].badge(f"{turn.position} · " + _(label), icon=icon, color=color)
         if turn.ko:
             row[1].text(turn.ko)
         else:
-            row[1].badge("No Korean text", color="gray")
+            row[1].badge(_("No Korean text"), color="gray")
         if turn.en:
             row[2].text(turn.en)
         else:
             row[2].badge(
-                "Korean-only turn: added in the reconstruction",
+                _("Korean-only turn: added in the reconstruction"),
                 icon=":material/add_circle:",
                 color="red",
             )

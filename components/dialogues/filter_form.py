@@ -8,6 +8,7 @@ import streamlit as st
 
 from components.shared import state
 from components.shared.literal import md
+from koed_core import i18n
 from koed_core.dialogues.filters import (
     MODE_TEXT,
     ORIGIN_TEXT,
@@ -17,9 +18,12 @@ from koed_core.dialogues.filters import (
     Origin,
 )
 from koed_core.dialogues.labels import by_name, label_names
-from koed_core.i18n import _
+from koed_core.i18n import N_, _
 
 KO_ONLY_CHOICES = {"any": None, "with": True, "without": False}
+KO_ONLY_WORDS = {"any": N_("any"), "with": N_("with"), "without": N_("without")}
+MODE_WORDS = {"all": N_("all"), "exact": N_("exact"), "any": N_("any")}
+ORIGIN_WORDS = {"any": N_("any"), "korean": N_("korean (jeong, han)"), "ed": N_("ed")}
 BIND = "query-params"
 
 
@@ -30,58 +34,63 @@ def filter_form(index: FilterIndex) -> DialogueFilter:
     the short codes (``afraid``, ``exact``) and the longer wording goes in captions.
     """
     bar = st.sidebar
-    bar.header("Filter dialogues")
+    bar.header(_("Filter dialogues"))
     # Typing "sad" + Enter picks sad: label names match by their start, and there is no
     # "select every match" entry for Enter to take first.
     labels = bar.multiselect(
-        "Emotion labels",
+        _("Emotion labels"),
         label_names(),
         key=state.LABELS,
         bind=BIND,
-        placeholder="Any emotion",
+        placeholder=_("Any emotion"),
         filter_mode="prefix",
         select_all=False,
     )
     if labels:
         bar.caption(md(" · ".join(by_name()[name].display for name in labels)))
     mode = bar.radio(
-        "Match",
+        _("Match"),
         list(MODE_TEXT),
         key=state.MODE,
         bind=BIND,
         horizontal=True,
-        help="all: the dialogue has every chosen label (maybe more). exact: its label set "
-        "is the chosen set. any: it has at least one of them.",
+        format_func=i18n.choices(MODE_WORDS).__getitem__,
+        help=_(
+            "all: the dialogue has every chosen label (maybe more). exact: its label set "
+            "is the chosen set. any: it has at least one of them."
+        ),
     )
     origin = bar.radio(
-        "Records",
+        _("Records"),
         list(ORIGIN_TEXT),
         key=state.ORIGIN,
         bind=BIND,
         horizontal=True,
+        format_func=i18n.choices(ORIGIN_WORDS).__getitem__,
         help=_(
             "korean: the jeong and han records written for KoED. ed: the records adapted "
             "from EmpatheticDialogues."
         ),
     )
     text = bar.text_input(
-        "Text contains",
+        _("Text contains"),
         key=state.TEXT,
         bind=BIND,
         placeholder=_("e.g. a Korean word, or grandmother"),
-        help="Searches situations and turns in both languages.",
+        help=_("Searches situations and turns in both languages."),
     )
     low, high = min(index.n_turns, default=1), max(index.n_turns, default=1)
     turns = (low, high)
     if high > low:
-        turns = bar.slider("Number of turns", low, high, (low, high), key=state.TURNS, bind=BIND)
+        turns = bar.slider(_("Number of turns"), low, high, (low, high), key=state.TURNS, bind=BIND)
     ko_only = bar.radio(
-        "Korean-only turns",
+        _("Korean-only turns"),
         list(KO_ONLY_CHOICES),
         key=state.KO_ONLY,
         bind=BIND,
         horizontal=True,
-        help="Turns the reconstruction added with no English original.",
+        format_func=i18n.choices(KO_ONLY_WORDS).__getitem__,
+        help=_("Turns the reconstruction added with no English original."),
     )
     return DialogueFilter(
         labels=frozenset(labels),

@@ -17,6 +17,7 @@ from koed_core.dialogues.sources import (
     official_cache_path,
 )
 from koed_core.errors import DatasetError, KoedError
+from koed_core.i18n import _
 
 
 def load_or_stop() -> resources.Loaded:
@@ -24,21 +25,25 @@ def load_or_stop() -> resources.Loaded:
     try:
         return resources.current_dataset()
     except DatasetError as err:
-        st.error(f"The dataset could not be loaded.\n\n{md(err)}", icon=":material/error:")
-        st.info("Fix the file, or unset KOED_DATA to use the official file or the sample.")
+        st.error(
+            _("The dataset could not be loaded.\n\n{reason}", reason=md(err)),
+            icon=":material/error:",
+        )
+        st.info(_("Fix the file, or unset KOED_DATA to use the official file or the sample."))
         st.stop()
 
 
 def render_source_banner(source: DataSource, dataset: Dataset) -> None:
     """One line naming the source, with attribution, licence and warnings a click away."""
     icon = ":material/science:" if source.kind == "sample" else ":material/database:"
-    with st.expander(f"Data: {source.description}", icon=icon):
+    with st.expander(_("Data: {source}", source=source.description), icon=icon):
         # where the file sits on the server is the operator's business: visitors get its name
         shown = source.path if auth.is_admin() else Path(source.path).name
         st.text(f"File: {shown}\nsha256: {dataset.sha256}")
-        st.text(SAMPLE_NOTE if source.kind == "sample" else ATTRIBUTION)
+        about = SAMPLE_NOTE if source.kind == "sample" else ATTRIBUTION
+        st.text(_(about))
         if source.kind != "sample":
-            st.caption("Shown for research. Licence: CC BY-NC 4.0 (non-commercial).")
+            st.caption(_("Shown for research. Licence: CC BY-NC 4.0 (non-commercial)."))
         _render_warnings(dataset)
         if source.kind == "sample":
             _download_button()
@@ -49,9 +54,9 @@ def _render_warnings(dataset: Dataset) -> None:
     if not counts:
         return
     st.caption(
-        md(
-            "Oddities in the file, loaded anyway: "
-            + ", ".join(f"{kind} ({n})" for kind, n in counts.items())
+        _(
+            "Oddities in the file, loaded anyway: {kinds}",
+            kinds=md(", ".join(f"{kind} ({n})" for kind, n in counts.items())),
         )
     )
     rows = [
@@ -62,10 +67,10 @@ def _render_warnings(dataset: Dataset) -> None:
 
 
 def _download_button() -> None:
-    if not st.button("Download the official KoED (2.9 MB, sha256-verified)", key=state.DOWNLOAD):
+    if not st.button(_("Download the official KoED (2.9 MB, sha256-verified)"), key=state.DOWNLOAD):
         return
     target = official_cache_path(resources.settings().cache_dir)
-    bar = st.progress(0.0, text="Downloading KoED.json...")
+    bar = st.progress(0.0, text=_("Downloading KoED.json..."))
     try:
         download_official(
             target,
@@ -75,8 +80,11 @@ def _download_button() -> None:
     except KoedError as err:
         bar.empty()
         st.error(
-            f"{md(err)}\n\nNo network here? Copy KoED.json onto this machine another way and "
-            "start the app with `KOED_DATA=/path/to/KoED.json`."
+            _(
+                "{reason}\n\nNo network here? Copy KoED.json onto this machine another way "
+                "and start the app with `KOED_DATA=/path/to/KoED.json`.",
+                reason=md(err),
+            )
         )
         return
     st.rerun()

@@ -13,18 +13,19 @@ from typing import Literal
 
 from koed_core.dialogues.dialogue import Dialogue
 from koed_core.dialogues.labels import label_names
+from koed_core.i18n import N_, _
 
 MatchMode = Literal["all", "exact", "any"]
 Origin = Literal["any", "korean", "ed"]
 MODE_TEXT: dict[str, str] = {
-    "all": "has all of",
-    "exact": "is exactly",
-    "any": "has any of",
+    "all": N_("has all of"),
+    "exact": N_("is exactly"),
+    "any": N_("has any of"),
 }
 ORIGIN_TEXT: dict[str, str] = {
-    "any": "all records",
-    "korean": "jeong/han records only",
-    "ed": "EmpatheticDialogues-derived records only",
+    "any": N_("all records"),
+    "korean": N_("jeong/han records only"),
+    "ed": N_("EmpatheticDialogues-derived records only"),
 }
 
 
@@ -54,16 +55,20 @@ class DialogueFilter:
         """The filter in words, so the count shown beside it says what it counts."""
         parts = []
         if self.labels:
-            parts.append(f"emotion {MODE_TEXT[self.mode]} {', '.join(sorted(self.labels))}")
+            labels = ", ".join(sorted(self.labels))
+            parts.append(_("emotion {how} {labels}", how=_(MODE_TEXT[self.mode]), labels=labels))
         if self.origin != "any":
-            parts.append(ORIGIN_TEXT[self.origin])
+            parts.append(_(ORIGIN_TEXT[self.origin]))
         if self.text.strip():
-            parts.append(f"text contains {self.text.strip()!r}")
+            parts.append(_("text contains {text}", text=repr(self.text.strip())))
         if self.min_turns is not None or self.max_turns is not None:
-            parts.append(f"turns {self.min_turns or 1}-{self.max_turns or 'any'}")
+            top = str(self.max_turns) if self.max_turns is not None else _("any")
+            parts.append(_("turns {low}-{high}", low=self.min_turns or 1, high=top))
         if self.ko_only_turns is not None:
-            parts.append("has Korean-only turns" if self.ko_only_turns else "no Korean-only turns")
-        return "; ".join(parts) or "no filter"
+            parts.append(
+                _("has Korean-only turns") if self.ko_only_turns else _("no Korean-only turns")
+            )
+        return "; ".join(parts) or _("no filter")
 
 
 class FilterIndex:

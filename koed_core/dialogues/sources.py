@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Literal
 
 from koed_core.errors import DatasetError, DownloadError, Problem
+from koed_core.i18n import N_, _
 from koed_core.paths import SAMPLE_FILE
 
 SourceKind = Literal["path", "official", "sample"]
@@ -49,13 +50,13 @@ OFFICIAL = OfficialRelease(
 )
 OFFICIAL_FILENAME = "KoED.json"
 
-ATTRIBUTION = (
+ATTRIBUTION = N_(
     "KoED: Korean Empathetic Dialogues, by Lee, Sim, Kim and Kim (IJCNLP-AACL 2025), "
     "a Korean cultural reconstruction of EmpatheticDialogues (Rashkin et al., 2019). "
     "Licence: CC BY-NC 4.0, inherited from EmpatheticDialogues; non-commercial use, "
     "with attribution."
 )
-SAMPLE_NOTE = (
+SAMPLE_NOTE = N_(
     "The built-in sample: 34 short dialogues written by the KoED Studio team in the KoED "
     "format, one per label. Not KoED itself; released with the project."
 )
@@ -72,10 +73,12 @@ class DataSource:
     def description(self) -> str:
         """One line for the banner above the data."""
         if self.kind == "path":
-            return f"Your file: {self.path}"
+            return _("Your file: {path}", path=self.path)
         if self.kind == "official":
-            return f"Official KoED (commit {OFFICIAL.commit[:7]}, sha256 verified)"
-        return "Built-in sample (not KoED): download the official file to see all 1,360 dialogues"
+            return _("Official KoED (commit {commit}, sha256 verified)", commit=OFFICIAL.commit[:7])
+        return _(
+            "Built-in sample (not KoED): download the official file to see all 1,360 dialogues"
+        )
 
 
 def official_cache_path(cache_dir: Path) -> Path:

@@ -7,9 +7,11 @@ from components.dialogues.dialogue_view import render_dialogue
 from components.dialogues.filter_form import BIND, filter_form
 from components.shared import resources, state, tables
 from components.shared.source_banner import load_or_stop, render_source_banner
+from koed_core import i18n
 from koed_core.dialogues.export import to_csv, to_jsonl
+from koed_core.i18n import _
 
-st.title("Dialogue explorer")
+st.title(_("Dialogue explorer"))
 source, dataset = load_or_stop()
 render_source_banner(source, dataset)
 index = resources.filter_index(dataset, dataset.sha256)
@@ -17,13 +19,20 @@ flt = filter_form(index)
 matches = index.filter(flt)
 
 EAGER_DOWNLOAD = 200
-st.subheader(f"{len(matches):,} of {len(dataset):,} dialogues match", anchor=False)
-st.text(f"Filter: {flt.describe()}")
+st.subheader(
+    _(
+        "{n} of {total} dialogues match",
+        n=i18n.number(len(matches)),
+        total=i18n.number(len(dataset)),
+    ),
+    anchor=False,
+)
+st.text(_("Filter: {filter}", filter=flt.describe()))
 buttons = st.container(horizontal=True)
 # A small selection is ready at once; the whole file is made only when asked for.
 small = len(matches) <= EAGER_DOWNLOAD
 buttons.download_button(
-    "CSV (one row per turn)",
+    _("CSV (one row per turn)"),
     to_csv(matches) if small else lambda: to_csv(matches),
     file_name="koed_filtered.csv",
     mime="text/csv",
@@ -31,7 +40,7 @@ buttons.download_button(
     disabled=not matches,
 )
 buttons.download_button(
-    "JSONL (one dialogue per line)",
+    _("JSONL (one dialogue per line)"),
     to_jsonl(matches) if small else lambda: to_jsonl(matches),
     file_name="koed_filtered.jsonl",
     mime="application/jsonl",
@@ -39,17 +48,17 @@ buttons.download_button(
     disabled=not matches,
 )
 if not matches:
-    st.info("No dialogue matches. Loosen a filter in the sidebar.")
+    st.info(_("No dialogue matches. Loosen a filter in the sidebar."))
     st.stop()
 
 table = pd.DataFrame(
     {
         "conv_id": [d.conv_id for d in matches],
-        "labels": [" + ".join(d.labels) for d in matches],
-        "turns": [len(d.turns) for d in matches],  # the short columns first: on a laptop
-        "ko-only": [d.ko_only_turns for d in matches],  # screen they stay in view
-        "situation (ko)": [d.situation_ko for d in matches],
-        "situation (en)": [d.situation_en for d in matches],
+        _("labels"): [" + ".join(d.labels) for d in matches],
+        _("turns"): [len(d.turns) for d in matches],  # the short columns first: on a laptop
+        _("ko-only"): [d.ko_only_turns for d in matches],  # screen they stay in view
+        _("situation (ko)"): [d.situation_ko for d in matches],
+        _("situation (en)"): [d.situation_en for d in matches],
     }
 )
 
@@ -69,12 +78,12 @@ tables.show(
     selection_mode="single-row",
 )
 conv_id = st.selectbox(
-    "Open a dialogue",
+    _("Open a dialogue"),
     table["conv_id"].tolist(),
     index=None,
     key=state.DIALOGUE,
     bind=BIND,
-    placeholder="Pick a conv_id, or click a row above",
+    placeholder=_("Pick a conv_id, or click a row above"),
 )
 if conv_id:
     dialogue = dataset.get(conv_id)
@@ -82,7 +91,7 @@ if conv_id:
         render_dialogue(dialogue, [w for w in dataset.warnings if w.conv_id == conv_id])
         st.page_link(
             "pages/models/chat.py",
-            label="Chat with models about this dialogue",
+            label=_("Chat with models about this dialogue"),
             icon=":material/chat:",
             query_params={"dialogue": conv_id},
         )
