@@ -7,8 +7,9 @@ import streamlit as st
 
 from components.shared import computed, resources, state, tables
 from components.shared.literal import md
-from koed_core import csv_safe
+from koed_core import csv_safe, i18n
 from koed_core.db import JudgeConfig, Store
+from koed_core.i18n import N_, _
 from koed_core.models.runs import run_labels
 from koed_core.results.figures import (
     METRIC_ORDER,
@@ -20,13 +21,16 @@ from koed_core.results.figures import (
 
 def paper_table(store: Store, dataset_sha256: str, judge: JudgeConfig, blind: bool) -> None:
     """The paper's table (a row per model and protocol) for one judge configuration."""
-    with st.expander("The paper's table: a row per model and protocol", expanded=False):
+    with st.expander(_("The paper's table: a row per model and protocol"), expanded=False):
         paper = computed.paper_table(store, dataset_sha256, judge, blind)
         st.caption(
-            "ED = English, KoED = Korean: means of the judge's scores and of emotion "
-            "recognition; gap = KoED minus ED (mean of the five dimensions per dialogue, "
-            f"paired), bootstrap 95% CI. Judge: {md(judge.label)}. `koed reproduce` writes the "
-            "same table as CSV, Markdown and LaTeX."
+            _(
+                "ED = English, KoED = Korean: means of the judge's scores and of emotion "
+                "recognition; gap = KoED minus ED (mean of the five dimensions per dialogue, "
+                "paired), bootstrap 95% CI. Judge: {judge}. `koed reproduce` writes the same "
+                "table as CSV, Markdown and LaTeX.",
+                judge=md(judge.label),
+            )
         )
         tables.show(
             paper.drop(columns=[c for c in paper.columns if c.startswith("judge_")]),
@@ -44,25 +48,25 @@ def downloads(table: pd.DataFrame, source: str, title: str, subtitle: str, admin
         fig = gap_figure(table[table["source"] == source], title, talk=True, subtitle=subtitle)
         return bytes(fig.to_image(format=kind, width=1600, height=900))
 
-    with st.expander("Numbers behind the chart", expanded=False):
+    with st.expander(_("Numbers behind the chart"), expanded=False):
         tables.show(table, hide_index=True)
     cols = st.columns(4 if admin else 3)
-    cols[0].download_button("Table (CSV)", csv_safe.to_csv(table), file_name="koed_gap.csv")
+    cols[0].download_button(_("Table (CSV)"), csv_safe.to_csv(table), file_name="koed_gap.csv")
     cols[1].download_button(
-        "Chart (PNG)",
+        _("Chart (PNG)"),
         lambda: image("png"),
         file_name="koed_gap.png",
         mime="image/png",
     )
     cols[2].download_button(
-        "Chart (SVG)",
+        _("Chart (SVG)"),
         lambda: image("svg"),
         file_name="koed_gap.svg",
         mime="image/svg+xml",
     )
     if admin:  # every study's agreement and every run's configuration: admins only
         cols[3].download_button(
-            "Export for a paper (zip)",
+            _("Export for a paper (zip)"),
             resources.export_zip,
             file_name="koed_export.zip",
             mime="application/zip",
@@ -75,14 +79,14 @@ def what_moves_the_gap(store: Store, hidden: set[str]) -> None:
     bases = [(run, judge) for run, judge in computed.sensitivity_bases(store) if run not in hidden]
     if not bases:
         return
-    with st.expander("What moves the gap: each step of the pipeline changed alone"):
+    with st.expander(_("What moves the gap: each step of the pipeline changed alone")):
         labels = run_labels(store)
         named = {
-            i: f"{labels.get(run, run)} · judge {judge.spoken}"
+            i: labels.get(run, run) + " · " + _("judge {judge}", judge=judge.spoken)
             for i, (run, judge) in enumerate(bases)
         }
         pick = st.selectbox(
-            "Base (the authors' pipeline)",
+            _("Base (the authors' pipeline)"),
             list(named),
             format_func=named.get,
             key=state.GAP_SENSITIVITY_BASE,
@@ -93,32 +97,37 @@ def what_moves_the_gap(store: Store, hidden: set[str]) -> None:
         metrics = [m for m in METRIC_ORDER if m in set(table["metric"])]
         metric = (
             st.segmented_control(
-                "Metric", metrics, default=metrics[0], key=state.GAP_SENSITIVITY_METRIC
+                _("Metric"), metrics, default=metrics[0], key=state.GAP_SENSITIVITY_METRIC
             )
             or metrics[0]
         )
         fig = sensitivity_figure(
             table,
             metric,
-            "What moves the gap: change from the authors' pipeline, paired, 95% CI",
-            subtitle=f"{labels.get(run_id, run_id)} · judge {judge.spoken}",
+            _("What moves the gap: change from the authors' pipeline, paired, 95% CI"),
+            subtitle=labels.get(run_id, run_id) + " · " + _("judge {judge}", judge=judge.spoken),
         )
         st.plotly_chart(fig, width="stretch", theme=None)
         st.caption(
-            "Each bar is one step changed alone, with the rest as the authors had it: the "
-            "gap (KoED minus ED, per dialogue) under the variant minus the gap under the "
-            "authors' pipeline, over the dialogues both have, with a bootstrap 95% CI. "
-            "`koed reproduce plans/sensitivity.toml` makes the variants; the same table is "
-            "written as sensitivity.csv."
+            _(
+                "Each bar is one step changed alone, with the rest as the authors had it: the "
+                "gap (KoED minus ED, per dialogue) under the variant minus the gap under the "
+                "authors' pipeline, over the dialogues both have, with a bootstrap 95% CI. "
+                "`koed reproduce plans/sensitivity.toml` makes the variants; the same table "
+                "is written as sensitivity.csv."
+            )
         )
         tables.show(table, hide_index=True)
         st.download_button(
-            "Download the table (CSV)",
+            _("Download the table (CSV)"),
             csv_safe.to_csv(table),
             file_name="sensitivity.csv",
             mime="text/csv",
             key=state.GAP_SENSITIVITY_CSV,
         )
+
+
+TURN_SOURCES = {"judge": N_("judge"), "raters": N_("raters"), "emotion": N_("emotion recognition")}
 
 
 def gap_over_turns(store: Store, judge: JudgeConfig | None, study: int | None, blind: bool) -> None:
@@ -127,48 +136,56 @@ def gap_over_turns(store: Store, judge: JudgeConfig | None, study: int | None, b
     table = computed.turn_gap_table(store, judge, study, blind)
     if table.empty:
         return
-    with st.expander("The gap over turns (multi-turn episodes)", expanded=False):
+    with st.expander(_("The gap over turns (multi-turn episodes)"), expanded=False):
         sources = [s for s in ("judge", "raters", "emotion") if s in set(table["source"])]
         source = (
             st.segmented_control(
-                "Turn gap from", sources, default=sources[0], key=state.GAP_TURN_SOURCE
+                _("Turn gap from"),
+                sources,
+                default=sources[0],
+                key=state.GAP_TURN_SOURCE,
+                format_func=i18n.choices(TURN_SOURCES).__getitem__,
             )
             or sources[0]
         )
         part = table[table["source"] == source]
         metrics = [m for m in METRIC_ORDER if m in set(part["metric"])]
         metric = (
-            st.segmented_control("Metric", metrics, default=metrics[0], key=state.GAP_TURN_METRIC)
+            st.segmented_control(
+                _("Metric"), metrics, default=metrics[0], key=state.GAP_TURN_METRIC
+            )
             or metrics[0]
         )
         named = {
-            "judge": f"judge {judge.spoken}" if judge else "judge",
-            "raters": f"study {study}",
-            "emotion": "emotion named at each turn (hit rate for single, F1 for multi)",
+            "judge": _("judge {judge}", judge=judge.spoken) if judge else _("judge"),
+            "raters": _("study {id}", id=study),
+            "emotion": _("emotion named at each turn (hit rate for single, F1 for multi)"),
         }
         fig = turn_gap_figure(
             part,
             metric,
-            "The gap over turns: KoED minus ED at each Listener turn, paired, 95% CI",
+            _("The gap over turns: KoED minus ED at each Listener turn, paired, 95% CI"),
             subtitle=named[source],
         )
         st.plotly_chart(fig, width="stretch", theme=None)
         st.caption(
-            "EX, IP, ER, EEA, CA: the rubric's five dimensions (Explorations, "
-            "Interpretations, Emotional Reactions, Evoked Emotion Alignment, Cultural "
-            "Appropriateness). Each episode starts from the dataset's context; a simulated "
-            "Speaker, told the situation and the emotion (the Listener is told neither), "
-            "answers each Listener turn. At turn t only the dialogues whose episodes "
-            "reached t in both languages count; the pairs are in the table. "
-            "`koed episodes` makes them; the export writes this table as turn_gaps.csv."
+            _(
+                "EX, IP, ER, EEA, CA: the rubric's five dimensions (Explorations, "
+                "Interpretations, Emotional Reactions, Evoked Emotion Alignment, Cultural "
+                "Appropriateness). Each episode starts from the dataset's context; a "
+                "simulated Speaker, told the situation and the emotion (the Listener is told "
+                "neither), answers each Listener turn. At turn t only the dialogues whose "
+                "episodes reached t in both languages count; the pairs are in the table. "
+                "`koed episodes` makes them; the export writes this table as turn_gaps.csv."
+            )
         )
         tables.show(
             part[part["metric"] == metric].drop(columns=["run_id"]),
             hide_index=True,
-            column_config={"run_label": "Run", "turn": "Turn", "pairs": "Pairs"},
+            column_config={"run_label": _("Run"), "turn": _("Turn"), "pairs": _("Pairs")},
         )
         st.download_button(
-            "Download the table (CSV)",
+            _("Download the table (CSV)"),
             csv_safe.to_csv(table),
             file_name="turn_gaps.csv",
             mime="text/csv",

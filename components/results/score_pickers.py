@@ -11,7 +11,9 @@ from typing import Any
 import streamlit as st
 
 from components.shared import computed
+from koed_core import i18n
 from koed_core.db import JudgeConfig, Ratings, Store
+from koed_core.i18n import _
 
 
 def judge_picker(
@@ -21,14 +23,18 @@ def judge_picker(
     uses = computed.judge_uses(store, run_ids)
     if not uses:
         return None
-    labels = [f"{u.config.label} ({u.judgments:,} judgments)" for u in uses]
+    labels = [
+        _("{judge} ({n} judgments)", judge=u.config.label, n=i18n.number(u.judgments)) for u in uses
+    ]
     picked = where.selectbox(
-        "Judge configuration",
+        _("Judge configuration"),
         range(len(uses)),
         format_func=labels.__getitem__,
         key=key,
-        help="Model, mode, prompt version and rubric version. Scores from different "
-        "configurations are never averaged; the newest is the default.",
+        help=_(
+            "Model, mode, prompt version and rubric version. Scores from different "
+            "configurations are never averaged; the newest is the default."
+        ),
     )
     return uses[int(picked or 0)].config
 
@@ -40,9 +46,22 @@ def study_picker(store: Store, key: str, where: Any = st, include_open: bool = T
     if not rated:
         return None
     labels = {
-        int(s["id"]): f"study {s['id']}: {s['name']} ({s['raters']} raters"
-        + (")" if s["closed"] else ", still open)")
+        int(s["id"]): (
+            _(
+                "study {id}: {name} ({raters} raters)",
+                id=s["id"],
+                name=s["name"],
+                raters=s["raters"],
+            )
+            if s["closed"]
+            else _(
+                "study {id}: {name} ({raters} raters, still open)",
+                id=s["id"],
+                name=s["name"],
+                raters=s["raters"],
+            )
+        )
         for s in rated
     }
-    picked = where.selectbox("Study (raters)", list(labels), format_func=labels.get, key=key)
+    picked = where.selectbox(_("Study (raters)"), list(labels), format_func=labels.get, key=key)
     return int(picked) if picked is not None else None

@@ -6,6 +6,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from components.shared import state
+from koed_core.i18n import _
 
 TALK_CSS = """
 <style>
@@ -46,10 +47,10 @@ the box has its screen height. A constant of ours, never user or data text."""
 def talk_toggle(key: str = state.TALK) -> bool:
     """A "Talk mode" switch bound to the URL (?talk=true), so a slide link opens in it."""
     talk = st.toggle(
-        "Talk mode",
+        _("Talk mode"),
         key=key,
         bind="query-params",
-        help="Large type, no sidebar, one chart per screen.",
+        help=_("Large type, no sidebar, one chart per screen."),
     )
     if talk:
         st.html(TALK_CSS)

@@ -13,6 +13,8 @@ import html
 import pandas as pd
 import plotly.graph_objects as go
 
+from koed_core.i18n import N_, _
+
 FONT = "NanumGothic, Noto Sans CJK KR, Malgun Gothic, sans-serif"
 PROVENANCE_COLOURS = {
     "western": ["#1d4ed8", "#3b82f6", "#1e3a8a", "#60a5fa"],
@@ -27,8 +29,11 @@ def run_label(
 ) -> str:
     """How a run is named on every chart and picker: "gpt-4o (western, single)",
     "human (human reference)"."""
-    kind = "human reference" if reference else provenance
+    kind = _("human reference") if reference else _(PROVENANCE_WORDS.get(provenance, provenance))
     return f"{model} ({kind}, {protocol})" if protocol else f"{model} ({kind})"
+
+
+PROVENANCE_WORDS = {"western": N_("western"), "korean-centric": N_("korean-centric")}
 
 
 def gap_figure(
@@ -42,7 +47,7 @@ def gap_figure(
     """
     fig = go.Figure()
     if table.empty:
-        fig.add_annotation(text="No scores in both languages yet", showarrow=False, font_size=20)
+        fig.add_annotation(text=_("No scores in both languages yet"), showarrow=False, font_size=20)
         fig.update_layout(
             title=_title(title, subtitle, 20), font_family=FONT, template="plotly_white"
         )
@@ -114,7 +119,7 @@ def gap_figure(
         paper_bgcolor="white",
         separators=".,",
         yaxis={
-            "title": {"text": "Korean minus English", "standoff": 14},
+            "title": {"text": _("Korean minus English"), "standoff": 14},
             "automargin": True,
             "zeroline": True,
             "zerolinewidth": 3,
@@ -162,7 +167,7 @@ def sensitivity_figure(
     rows = table[(table["metric"] == metric) & table["change"].notna()]
     fig = go.Figure()
     if rows.empty:
-        fig.add_annotation(text="No variant with scores in both languages", showarrow=False)
+        fig.add_annotation(text=_("No variant with scores in both languages"), showarrow=False)
     else:
         rows = rows.sort_values("change")
         fig.add_bar(
@@ -191,7 +196,10 @@ def sensitivity_figure(
         title=_title(_plain(title), _plain(subtitle) if subtitle else None, 18),
         font_family=FONT,
         template="plotly_white",
-        xaxis_title=f"change of the KoED-ED gap in {metric} (variant minus authors' pipeline)",
+        xaxis_title=_(
+            "change of the KoED-ED gap in {metric} (variant minus authors' pipeline)",
+            metric=metric,
+        ),
         yaxis={"automargin": True},
         margin={"l": 20, "r": 60, "t": 90, "b": 60},
         height=120 + 48 * max(len(rows), 1),
@@ -213,7 +221,7 @@ def turn_gap_figure(
     rows = table[table["metric"] == metric].sort_values("turn")
     fig = go.Figure()
     if rows.empty:
-        fig.add_annotation(text="No turn with scores in both languages", showarrow=False)
+        fig.add_annotation(text=_("No turn with scores in both languages"), showarrow=False)
     for label, line in rows.groupby("run_label", sort=True):
         fig.add_scatter(
             x=line["turn"],
@@ -236,8 +244,8 @@ def turn_gap_figure(
         font_family=FONT,
         font_size=20 if talk else 13,
         template="plotly_white",
-        xaxis={"title": "Listener turn in the episode", "dtick": 1},
-        yaxis_title=f"KoED minus ED, {metric}",
+        xaxis={"title": _("Listener turn in the episode"), "dtick": 1},
+        yaxis_title=_("KoED minus ED, {metric}", metric=metric),
         showlegend=True,  # one run is named too
         legend={"orientation": "h", "y": -0.25, "x": 0},
         margin={"l": 60, "r": 30, "t": 90, "b": 40},

@@ -6,18 +6,19 @@ from components.results import gap_view
 from components.results.score_pickers import judge_picker, study_picker
 from components.results.talk import screen_charts, talk_toggle
 from components.shared import adaptation_gap, auth, computed, resources, state
-from components.shared.literal import md
 from components.shared.source_banner import load_or_stop
+from koed_core import i18n
+from koed_core.i18n import N_, _
 from koed_core.results import score_sources
 from koed_core.results.figures import gap_figure
 
-st.title("The cultural empathy gap")
+st.title(_("The cultural empathy gap"))
 talk = talk_toggle()
 source, dataset = load_or_stop()
 store = resources.store()
 
 # In talk mode the choices fold away so that the chart fits a 1280x720 projector.
-choices = st.expander("Choices", expanded=False) if talk else st.container()
+choices = st.expander(_("Choices"), expanded=False) if talk else st.container()
 left, mid, right = choices.columns([3, 3, 2])
 admin = auth.is_admin()
 judge = judge_picker(store, None, key=state.GAP_JUDGE, where=mid)
@@ -26,17 +27,22 @@ hidden = set() if admin else computed.blind_runs(store)
 frame = computed.score_frame(store, judge, study, blind=not admin)
 if hidden:
     st.caption(
-        f"{md(len(hidden))} run(s) in a study still being rated are left out until it closes."
+        _(
+            "{n} run(s) in a study still being rated are left out until it closes.",
+            n=len(hidden),
+        )
     )
 if frame.empty:
     st.info(
-        "No single-reply scores yet, so no gap to show here. Run a model in both languages, "
-        "then judge it:\n\n"
-        "`koed run --model smollm2 --lang ko,en --limit 20`  \n"
-        "`koed judge --run RUN_ID --judge NAME`\n\n"
-        "Emotion-recognition gaps appear once a `single` or `multi` run has named emotions "
-        "in both languages (the `human` reference names none); rater gaps once a study is "
-        "rated."
+        _(
+            "No single-reply scores yet, so no gap to show here. Run a model in both "
+            "languages, then judge it:\n\n"
+            "`koed run --model smollm2 --lang ko,en --limit 20`  \n"
+            "`koed judge --run RUN_ID --judge NAME`\n\n"
+            "Emotion-recognition gaps appear once a `single` or `multi` run has named "
+            "emotions in both languages (the `human` reference names none); rater gaps once "
+            "a study is rated."
+        )
     )
     if not talk:  # episodes have their own gap, over turns; annotations their breakdown
         gap_view.gap_over_turns(store, judge, study, blind=not admin)
@@ -46,23 +52,46 @@ if frame.empty:
 sources = [s for s in ("judge", "raters", "emotion") if s in set(frame["source"])]
 if {"judge", "raters"} <= set(sources):
     sources.insert(2, "judge + raters")
-chosen = left.selectbox("Scores from", sources, key=state.GAP_SOURCE)
+SOURCE_WORDS = {
+    "judge": N_("judge"),
+    "raters": N_("raters"),
+    "emotion": N_("emotion recognition"),
+    "judge + raters": N_("judge + raters"),
+}
+chosen = left.selectbox(
+    _("Scores from"),
+    sources,
+    key=state.GAP_SOURCE,
+    format_func=i18n.choices(SOURCE_WORDS).__getitem__,
+)
 datasets = sorted(set(frame["dataset_sha256"].dropna()))
 sha = None
 if len(datasets) > 1:
     current = dataset.sha256 if dataset.sha256 in datasets else datasets[0]
     sha = left.selectbox(
-        "Dataset (sha256)", datasets, index=datasets.index(current), key=state.GAP_DATASET
+        _("Dataset (sha256)"), datasets, index=datasets.index(current), key=state.GAP_DATASET
     )
 breakdowns = {"none": None, "per emotion label": "label", "jeong/han vs the rest": "group"}
-split = right.selectbox("Breakdown", list(breakdowns), key=state.GAP_BREAKDOWN)
+BREAKDOWN_WORDS = {
+    "none": N_("none"),
+    "per emotion label": N_("per emotion label"),
+    "jeong/han vs the rest": N_("jeong/han vs the rest"),
+}
+split = right.selectbox(
+    _("Breakdown"),
+    list(breakdowns),
+    key=state.GAP_BREAKDOWN,
+    format_func=i18n.choices(BREAKDOWN_WORDS).__getitem__,
+)
 by = breakdowns[split]
 shown = ["judge", "raters"] if chosen == "judge + raters" else [chosen]
 table = computed.gap_table(store, judge, study, shown, sha, by, dataset, blind=not admin)
 if table.empty:
     st.info(
-        "No dialogue has scores in both languages for this choice yet. Run the model "
-        "with `--lang ko,en` (both languages) and judge or rate both."
+        _(
+            "No dialogue has scores in both languages for this choice yet. Run the model "
+            "with `--lang ko,en` (both languages) and judge or rate both."
+        )
     )
     if not talk:  # episodes have their own gap, over turns
         gap_view.gap_over_turns(store, judge, study, blind=not admin)
@@ -70,19 +99,24 @@ if table.empty:
 
 suffix = ""
 if by:
-    group = right.selectbox(split.capitalize(), sorted(table[by].unique()), key=state.GAP_GROUP)
+    group = right.selectbox(
+        _(BREAKDOWN_WORDS[split]).capitalize(), sorted(table[by].unique()), key=state.GAP_GROUP
+    )
     table = table[table[by] == group]
     suffix = f" · {group}"
 names = {  # on the chart, names a room can read; the configuration's hashes are in the export
-    "judge": f"judge {judge.spoken}" if judge else "judge",
-    "raters": score_sources.study_label(store, study) if study is not None else "raters",
-    "emotion": "emotion recognition (hit rate for single runs, F1 for multi; an answer "
-    "naming no label counts as a miss, as in the paper, and again over answered items only)",
+    "judge": _("judge {judge}", judge=judge.spoken) if judge else _("judge"),
+    "raters": score_sources.study_label(store, study) if study is not None else _("raters"),
+    "emotion": _(
+        "emotion recognition (hit rate for single runs, F1 for multi; an answer naming no "
+        "label counts as a miss, as in the paper, and again over answered items only)"
+    ),
 }
+title = _("Korean minus English, paired by dialogue, 95% CI") + suffix
 figures = [
     gap_figure(
         table[table["source"] == source],
-        f"Korean minus English, paired by dialogue, 95% CI{suffix}",
+        title,
         talk=talk,
         subtitle=names[source],
     )
@@ -100,5 +134,4 @@ if not talk:
     gap_view.gap_over_turns(store, judge, study, blind=not admin)
     adaptation_gap.gap_by_adaptation(store, judge, study, dataset, blind=not admin)
 if not talk:  # PNG and SVG in the talk style, for slides (drawn when asked for)
-    title = f"Korean minus English, paired by dialogue, 95% CI{suffix}"
     gap_view.downloads(table, shown[0], title, names[shown[0]], admin)
