@@ -399,10 +399,11 @@ def test_episode_pages(fake_openai: FakeOpenAI, fake_registry: Path, tmp_path: P
     at.button[2].click().run()  # the whole episode
     texts = [t.value for t in at.text]
     assert texts.count(SPEAKER_REPLY["ko"]) == 1 and texts.count(SPEAKER_REPLY["en"]) == 1
-    # each Listener turn says which emotion it named then (the paper set's first call)
-    assert sum("turn 2 · names sad" in m.value for m in at.markdown) == 2, [
-        m.value for m in at.markdown
-    ]
+    # each Listener turn says which emotion it named then (the paper set's first call),
+    # each column in its own language
+    shown = [m.value for m in at.markdown]
+    assert sum("turn 2 · names sad" in m for m in shown) == 1, shown
+    assert sum("2번째 차례 · 말한 감정" in m and "sad" in m for m in shown) == 1, shown
     at.button[1].click().run()  # start again
     assert SPEAKER_REPLY["en"] not in [t.value for t in at.text]
     at.button[0].click().run()  # next turn: the first Listener turn and the Speaker's answer

@@ -137,6 +137,27 @@ def test_no_translation_call_hides_inside_an_f_string() -> None:
     assert not found, "translate outside the f-string: " + ", ".join(found)
 
 
+def test_no_module_that_translates_reuses_the_name_underscore() -> None:
+    """``_`` is the translation function wherever it is imported; a throwaway ``_``
+    (``for _ in``, ``a, _ = ...``) in the same module would turn every later ``_()`` into
+    a call of that value, a traceback on the page."""
+    found = []
+    files = [ROOT / "app.py", *(ROOT / "pages").rglob("*.py"), *(ROOT / "components").rglob("*.py")]
+    for file in [*files, *(ROOT / "koed_core").rglob("*.py")]:
+        tree = ast.parse(file.read_text(encoding="utf-8"))
+        imports_it = any(
+            isinstance(n, ast.ImportFrom) and any(a.name == "_" for a in n.names)
+            for n in ast.walk(tree)
+        )
+        if imports_it:
+            found += [
+                f"{file.relative_to(ROOT)}:{n.lineno}"
+                for n in ast.walk(tree)
+                if isinstance(n, ast.Name) and n.id == "_" and isinstance(n.ctx, ast.Store)
+            ]
+    assert not found, "a throwaway _ where _ translates: " + ", ".join(found)
+
+
 def test_placeholders_are_filled_after_translation_and_english_is_the_default() -> None:
     assert i18n.language() == "en"
     message = "Batch {batch} of {batches}: {done} of {size} rated"

@@ -14,6 +14,7 @@ from koed_core import i18n
 from koed_core.db import Store
 from koed_core.db.episodes import Episodes
 from koed_core.dialogues.dataset import Dataset
+from koed_core.i18n import N_, _
 from koed_core.models.protocol import ROLE_NAMES
 from koed_core.results import turn_gaps
 
@@ -26,13 +27,19 @@ def shown_entries(entries: Sequence[dict[str, Any]], upto: int | None) -> list[d
     return [e for e in entries if e["turn"] <= upto]
 
 
+BROKE = {
+    True: N_("{role} broke character ({breaks}): flagged, not kept; asked again"),
+    False: N_("{role} broke character ({breaks}): flagged, not kept"),
+}
+
+
 def render_episode(
     entries: Sequence[dict[str, Any]], lang: str, upto: int | None = None, talk: bool = False
 ) -> None:
     """One language's episode. Text from models and the dataset is shown literally."""
     speaker, listener = ROLE_NAMES[lang]
     if not entries:
-        st.caption("No episode in this language.")
+        st.caption(_("No episode in this language."))
         return
     start = [e for e in entries if e["turn"] == 0]
     later = [e for e in entries if e["turn"] > 0]
@@ -46,7 +53,7 @@ def render_episode(
         later = [e for e in later if e["turn"] == step]
     else:
         with st.container(height=180, border=True):
-            st.caption("The dataset's turns the episode starts from")
+            st.caption(_("The dataset's turns the episode starts from"))
             for entry in start:
                 role = speaker if entry["role"] == "speaker" else listener
                 st.text(f"{role}: {entry['text']}")
@@ -54,18 +61,35 @@ def render_episode(
     for entry in later:
         role = speaker if entry["role"] == "speaker" else listener
         if entry.get("error"):
-            st.error(f"{md(role)}, turn {md(entry['turn'])}: failed ({md(entry['error'])})")
+            st.error(
+                _(
+                    "{role}, turn {turn}: failed ({error})",
+                    role=md(role),
+                    turn=md(entry["turn"]),
+                    error=md(entry["error"]),
+                )
+            )
             continue
         if entry["breaks"]:
+            again = entry.get("attempt", 1) == 1
             st.warning(
-                f"{md(role)} broke character ({md(', '.join(entry['breaks']))}): flagged, "
-                "not kept" + ("; asked again" if entry.get("attempt", 1) == 1 else ""),
+                _(
+                    BROKE[again],
+                    role=md(role),
+                    breaks=md(", ".join(entry["breaks"])),
+                ),
                 icon=":material/flag:",
             )
-        label = f"{role} · turn {entry['turn']}" if entry["role"] == "listener" else role
+        label = (
+            _("{role} · turn {turn}", role=role, turn=entry["turn"])
+            if entry["role"] == "listener"
+            else role
+        )
         if entry.get("named"):  # which emotion the Listener would name now
-            label += f" · names {', '.join(entry['named'])}"
-        st.markdown(f"**{md(label)}**" + (" · ends the conversation" if entry["ends"] else ""))
+            label += " · " + _("names {labels}", labels=", ".join(entry["named"]))
+        if entry["ends"]:
+            label += " · " + _("ends the conversation")
+        st.markdown("**" + md(label) + "**")
         st.text(entry["text"] or "")
 
 
@@ -91,14 +115,14 @@ def episode_pair(
     episodes = Episodes(store)
     conv_ids = episodes.dialogues(run_id)
     if not conv_ids:
-        st.caption("No episode of this run has a Listener turn yet.")
+        st.caption(_("No episode of this run has a Listener turn yet."))
         return
     names = {
         conv: f"{conv} · {d.situation_en[:70]}" if (d := dataset.get(conv)) else conv
         for conv in conv_ids
     }
     conv_id = (pick_in or st).selectbox(
-        "Dialogue", conv_ids, format_func=names.get, key=f"{key}.dialogue"
+        _("Dialogue"), conv_ids, format_func=names.get, key=f"{key}.dialogue"
     )
     pair = {lang: episodes.transcript(run_id, conv_id, lang) for lang in ("ko", "en")}
     longest = max((e["turn"] for entries in pair.values() for e in entries), default=0)
@@ -108,20 +132,22 @@ def episode_pair(
     step = int(st.session_state[step_key])
     buttons = st.container(horizontal=True, vertical_alignment="center")
     buttons.button(
-        "Next turn",
+        _("Next turn"),
         key=f"{key}.next",
         type="primary",
         disabled=step >= longest,
         on_click=_go_to,
         args=(step_key, min(step + 1, longest)),
     )
-    buttons.button("Start again", key=f"{key}.restart", on_click=_go_to, args=(step_key, 0))
-    buttons.button("Whole episode", key=f"{key}.all", on_click=_go_to, args=(step_key, longest))
-    buttons.caption(f"Turn {md(step)} of {md(longest)}")
+    buttons.button(_("Start again"), key=f"{key}.restart", on_click=_go_to, args=(step_key, 0))
+    buttons.button(_("Whole episode"), key=f"{key}.all", on_click=_go_to, args=(step_key, longest))
+    buttons.caption(_("Turn {step} of {last}", step=int(step), last=int(longest)))
     for column, lang in zip(st.columns(2), ("ko", "en"), strict=True):
         with column:
             st.subheader(i18n.NAMES[lang], anchor=False)
-            render_episode(pair[lang], lang, upto=step, talk=talk)
+            # each column's own words in its language, as its role names are (화자, Speaker)
+            with i18n.speaking(lang):
+                render_episode(pair[lang], lang, upto=step, talk=talk)
 
 
 def understanding(store: Store, run_id: str) -> None:
@@ -130,27 +156,31 @@ def understanding(store: Store, run_id: str) -> None:
     table = turn_gaps.understanding(store, [run_id])
     if table.empty:
         return
-    with st.expander("Did the Listener come to understand what the Speaker felt?"):
+    with st.expander(_("Did the Listener come to understand what the Speaker felt?")):
         st.caption(
-            "Over episodes with an emotion answer at their first and last Listener turns "
-            "(the paper's prompt set asks for it at every turn): the share naming a gold "
-            "label at the first turn and at the last; of those that missed it at first, "
-            "the share that had it by the end; of those right at first, the share that "
-            "lost it. The export writes this as episode_understanding.csv."
+            _(
+                "Over episodes with an emotion answer at their first and last Listener "
+                "turns (the paper's prompt set asks for it at every turn): the share naming "
+                "a gold label at the first turn and at the last; of those that missed it at "
+                "first, the share that had it by the end; of those right at first, the share "
+                "that lost it. The export writes this as episode_understanding.csv."
+            )
         )
         tables.show(
             table.drop(columns=["run_id", "run_label", "speaker", "dataset_sha256"]),
             hide_index=True,
             column_config={
-                "lang": "Language",
-                "episodes": "Episodes",
-                "named_at_first": st.column_config.NumberColumn("At turn 1", format="%.2f"),
-                "named_at_last": st.column_config.NumberColumn("At the last", format="%.2f"),
+                "lang": _("Language"),
+                "episodes": _("Episodes"),
+                "named_at_first": st.column_config.NumberColumn(_("At turn 1"), format="%.2f"),
+                "named_at_last": st.column_config.NumberColumn(_("At the last"), format="%.2f"),
                 "came_to_it": st.column_config.NumberColumn(
-                    "Came to it", format="%.2f", help="of the episodes that missed it at turn 1"
+                    _("Came to it"),
+                    format="%.2f",
+                    help=_("of the episodes that missed it at turn 1"),
                 ),
                 "lost_it": st.column_config.NumberColumn(
-                    "Lost it", format="%.2f", help="of the episodes right at turn 1"
+                    _("Lost it"), format="%.2f", help=_("of the episodes right at turn 1")
                 ),
             },
         )

@@ -5,23 +5,28 @@ import streamlit as st
 from components.results.score_pickers import judge_picker, study_picker
 from components.shared import auth, charts, computed, resources, state, tables
 from koed_core import csv_safe
+from koed_core.i18n import _
 from koed_core.judge.rubric import codes
 from koed_core.results import agreement, score_sources
 from koed_core.results.reliability import NUMBERS
 
-st.title("Judge-human agreement")
+st.title(_("Judge-human agreement"))
 store = resources.store()
 admin = auth.is_admin()
 left, right = st.columns(2)
 study = study_picker(store, key=state.AGREEMENT_STUDY, where=left, include_open=admin)
 if study is None:
     st.info(
-        "No published human ratings yet. Results of a study appear here once an admin "
-        "closes it; until then raters stay blind to the judge and to each other."
+        _(
+            "No published human ratings yet. Results of a study appear here once an admin "
+            "closes it; until then raters stay blind to the judge and to each other."
+        )
         if not admin
-        else "No human ratings yet. Build a study on the Studies page (it appears once an "
-        "admin account exists: `koed users add NAME --role admin`), have raters rate, then "
-        "come back: the table needs two or more raters on the same items."
+        else _(
+            "No human ratings yet. Build a study on the Studies page (it appears once an "
+            "admin account exists: `koed users add NAME --role admin`), have raters rate, "
+            "then come back: the table needs two or more raters on the same items."
+        )
     )
     st.stop()
 judge = judge_picker(
@@ -29,22 +34,26 @@ judge = judge_picker(
 )
 if judge is None:
     right.info(
-        "No judge scored this study's responses yet: run `koed judge --run RUN_ID` or use "
-        "the Judge page. Human-human agreement is below."
+        _(
+            "No judge scored this study's responses yet: run `koed judge --run RUN_ID` or "
+            "use the Judge page. Human-human agreement is below."
+        )
     )
 inputs = computed.agreement_inputs(store, study, judge)
 table = computed.agreement_table(store, study, judge)
 if table.empty:
-    st.info("This study has no ratings of model responses yet.")
+    st.info(_("This study has no ratings of model responses yet."))
     st.stop()
 
 st.caption(
-    "alpha: Krippendorff's ordinal alpha among raters, with a bootstrap 95% CI over items. "
-    "kappa: quadratic-weighted Cohen's kappa of the judge against the rounded human median. "
-    "Spearman: judge against the human mean. Ceiling: every rating against the other "
-    "raters' mean (what people reach). Length: response length alone against the human "
-    "mean (a baseline the judge should beat). Readings sit next to each number; "
-    "'undefined' says why."
+    _(
+        "alpha: Krippendorff's ordinal alpha among raters, with a bootstrap 95% CI over "
+        "items. kappa: quadratic-weighted Cohen's kappa of the judge against the rounded "
+        "human median. Spearman: judge against the human mean. Ceiling: every rating against "
+        "the other raters' mean (what people reach). Length: response length alone against "
+        "the human mean (a baseline the judge should beat). Readings sit next to each "
+        "number; 'undefined' says why."
+    )
 )
 tables.show(
     table,
@@ -53,7 +62,7 @@ tables.show(
 )
 columns = judge.as_columns() if judge else {}
 st.download_button(
-    "Agreement table (CSV)",
+    _("Agreement table (CSV)"),
     csv_safe.to_csv(table.assign(study_id=study, **columns)),
     file_name="koed_agreement.csv",
     mime="text/csv",
@@ -63,9 +72,9 @@ pairs = agreement.paired(inputs)
 if pairs.empty:
     st.stop()
 present = [c for c in codes() if c in set(pairs["dimension"])]
-dimension = st.segmented_control("Dimension", present, default=present[0]) or present[0]
+dimension = st.segmented_control(_("Dimension"), present, default=present[0]) or present[0]
 shown = pairs[pairs["dimension"] == dimension]
 st.plotly_chart(charts.confusion_heatmap(agreement.confusion(shown), dimension), width="stretch")
 if admin:  # response texts, the judge's rationale and raters' comments: admins only
-    st.subheader("Where the judge and people differ most", anchor=False)
+    st.subheader(_("Where the judge and people differ most"), anchor=False)
     tables.show(computed.disagreements(store, study, judge, dimension), hide_index=True)

@@ -12,13 +12,14 @@ from components.shared.source_banner import load_or_stop
 from koed_core import i18n
 from koed_core.db import Ratings
 from koed_core.errors import KoedError
+from koed_core.i18n import _
 from koed_core.models.client import GenerationSettings
 from koed_core.models.protocol import ROLE_NAMES, build_task
 from koed_core.models.runs import Item, timed_stream
 from koed_core.results import demo
 from koed_core.results.figures import run_label
 
-st.title("Same situation, two languages")
+st.title(_("Same situation, two languages"))
 talk = talk_toggle()
 source, dataset = load_or_stop()
 store = resources.store()
@@ -30,10 +31,12 @@ pairs = demo.partners(store, list(runs["run_id"]))
 with_partner = [run_id for run_id, others in pairs.items() if others]
 if not with_partner:
     st.info(
-        "The demo replays stored answers of two runs on the same dialogues, so it works "
-        "without network. Store two runs in both languages first, for example:\n\n"
-        "`koed run --model smollm2 --lang ko,en --limit 10`  \n"
-        "`koed run --model human --lang ko,en --limit 10`"
+        _(
+            "The demo replays stored answers of two runs on the same dialogues, so it works "
+            "without network. Store two runs in both languages first, for example:\n\n"
+            "`koed run --model smollm2 --lang ko,en --limit 10`  \n"
+            "`koed run --model human --lang ko,en --limit 10`"
+        )
     )
     st.stop()
 labels = {
@@ -41,29 +44,34 @@ labels = {
     for r in runs.itertuples()
 }
 # In talk mode the choices fold away so that the answers and Play fit a 1280x720 screen.
-choices = st.expander("Choices", expanded=False) if talk else st.container()
+choices = st.expander(_("Choices"), expanded=False) if talk else st.container()
 left, right = choices.columns(2)
-first = left.selectbox("Model A", with_partner, format_func=labels.get, key=state.DEMO_A)
-second = right.selectbox("Model B", pairs[first], format_func=labels.get, key=state.DEMO_B)
+first = left.selectbox(_("Model A"), with_partner, format_func=labels.get, key=state.DEMO_A)
+second = right.selectbox(_("Model B"), pairs[first], format_func=labels.get, key=state.DEMO_B)
 shared = demo.shared_dialogues(store, [first, second])
 situations = {
     conv: f"{conv} · {d.situation_en[:70]}" if (d := dataset.get(conv)) else conv for conv in shared
 }
-conv_id = left.selectbox("Situation", shared, format_func=situations.get, key=state.DEMO_DIALOGUE)
-pace = right.slider("Words per second", 2, 40, 8, key=state.DEMO_PACE)
+conv_id = left.selectbox(
+    _("Situation"), shared, format_func=situations.get, key=state.DEMO_DIALOGUE
+)
+pace = right.slider(_("Words per second"), 2, 40, 8, key=state.DEMO_PACE)
 live = admin and choices.toggle(
-    "Ask the models live (needs their servers or keys)", key=state.DEMO_LIVE
+    _("Ask the models live (needs their servers or keys)"), key=state.DEMO_LIVE
 )
 dialogue = dataset.get(conv_id)
 note = choices if talk else st
 if live:
-    go = st.button("Ask", type="primary", key=state.DEMO_ASK)
-    note.caption("Live: each model answers now, pane by pane; nothing is replayed.")
+    go = st.button(_("Ask"), type="primary", key=state.DEMO_ASK)
+    note.caption(_("Live: each model answers now, pane by pane; nothing is replayed."))
 else:
-    go = st.button("Play", type="primary", key=state.DEMO_PLAY)
+    go = st.button(_("Play"), type="primary", key=state.DEMO_PLAY)
     note.caption(
-        f"Replay of stored answers ({md(pace)} words a second), not generated live. "
-        "The answers appear when you press Play."
+        _(
+            "Replay of stored answers ({pace} words a second), not generated live. The "
+            "answers appear when you press Play.",
+            pace=int(pace),
+        )
     )
 
 ko, en = st.columns(2)
@@ -94,14 +102,14 @@ if live and go and dialogue is not None:
         item = Item(dialogue, build_task(dialogue, lang), protocols[run_id])
         try:
             client = client_for(demo.run_spec(store, run_id, resources.registry()))
-            _, parsed = timed_stream(client, item, GenerationSettings(max_tokens=160), box.text)
+            _done, parsed = timed_stream(client, item, GenerationSettings(max_tokens=160), box.text)
         except KoedError as err:
             box.error(md(str(err)))
         else:
             box.text(parsed.text)  # the reply without its "Emotion:" line
 elif go:
     answers = demo.stored_answers(store, [first, second], conv_id)
-    for texts in demo.replay([answers.get(key, "") for key, _ in panes]):
-        for (_, box), text in zip(panes, texts, strict=True):
+    for texts in demo.replay([answers.get(key, "") for key, _box in panes]):
+        for (_pane, box), text in zip(panes, texts, strict=True):
             box.text(text)
         time.sleep(1 / pace)

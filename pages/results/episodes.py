@@ -9,9 +9,10 @@ from components.shared.literal import md
 from components.shared.source_banner import load_or_stop
 from koed_core.db import Ratings
 from koed_core.db.episodes import Episodes
+from koed_core.i18n import _
 from koed_core.models.runs import run_labels
 
-st.title("Episodes, turn by turn")
+st.title(_("Episodes, turn by turn"))
 talk = talk_toggle()
 source, dataset = load_or_stop()
 store = resources.store()
@@ -20,26 +21,34 @@ if not auth.is_admin():  # turns under a study still being rated stay blind
     runs = runs[~runs["run_id"].isin(Ratings(store).runs_under_open_studies())]
 if runs.empty:
     st.info(
-        "An episode carries a KoED situation on after the dataset's turns: the model "
-        "listens, a simulated Speaker (told the situation and the emotion, which the "
-        "Listener never sees) answers, for a few turns. None is stored yet. Offline, with "
-        "the embedded model in both roles (to try the pipeline, not for results):\n\n"
-        "`koed episodes --model smollm2 --speaker smollm2 --turns 2 --limit 3`"
+        _(
+            "An episode carries a KoED situation on after the dataset's turns: the model "
+            "listens, a simulated Speaker (told the situation and the emotion, which the "
+            "Listener never sees) answers, for a few turns. None is stored yet. Offline, "
+            "with the embedded model in both roles (to try the pipeline, not for "
+            "results):\n\n"
+            "`koed episodes --model smollm2 --speaker smollm2 --turns 2 --limit 3`"
+        )
     )
     st.stop()
 labels = run_labels(store)
-choices = st.expander("Choices", expanded=False) if talk else st.container()
+choices = st.expander(_("Choices"), expanded=False) if talk else st.container()
 run_id = choices.selectbox(
-    "Episode run",
+    _("Episode run"),
     list(reversed(list(runs["run_id"]))),
     format_func=labels.get,
     key=state.EPISODES_RUN,
 )
 row = runs[runs["run_id"] == run_id].iloc[0]
 st.caption(
-    f"Listener: {md(row['model'])} · Speaker: {md(row['speaker'])} (simulated) · up to "
-    f"{md(row['turns'])} Listener turns. Turns where the Speaker broke character are flagged "
-    "and shown, never silently kept."
+    _(
+        "Listener: {listener} · Speaker: {speaker} (simulated) · up to {turns} Listener "
+        "turns. Turns where the Speaker broke character are flagged and shown, never "
+        "silently kept.",
+        listener=md(row["model"]),
+        speaker=md(row["speaker"]),
+        turns=md(row["turns"]),
+    )
 )
 episode_view.episode_pair(
     store, run_id, dataset, talk=talk, key=state.EPISODES_VIEW, pick_in=choices

@@ -133,7 +133,7 @@ def read_visit_cookie(store: Store, key: bytes, value: str | None) -> tuple[str,
     """(username, link token) of a worker still under way, from a genuine cookie; None
     for a forged or damaged one, or once the visit has ended (the rest of the app opens
     again to that browser, as to any visitor)."""
-    username, _, rest = (value or "").partition("|")
+    username, _bar, rest = (value or "").partition("|")
     token = rest.rpartition("|")[0]
     if (
         not username
