@@ -416,3 +416,30 @@ def test_the_explorer_is_in_korean_with_a_dialogue_open() -> None:
     allowed |= {"EmpatheticDialogues", "CC", "BY", "NC", "KOED_DATA", "KoED.json", "MB"}
     left = _english_words(seen, allowed)
     assert not left, "English on the Korean Explorer:\n" + "\n".join(left)
+
+
+VISITOR_PAGES = [
+    "pages/dialogues/overview.py",
+    "pages/dialogues/adaptation.py",
+    "pages/results/gap.py",
+    "pages/results/demo.py",
+    "pages/results/episodes.py",
+    "pages/results/agreement.py",
+]
+
+
+@pytest.mark.parametrize("page", VISITOR_PAGES)
+def test_a_visitors_page_is_in_korean(page: str) -> None:
+    """Each public page on a fresh database, for a visitor with ?lang=ko: what it says
+    (and, with no results yet, how to get some) is Korean; commands stay as typed."""
+    from koed_core.dialogues.labels import label_names
+
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    at.query_params["lang"] = "ko"
+    at.run().switch_page(page).run()
+    assert not at.exception, [e.value for e in at.exception]
+    seen = _chrome(at) + [str(m.label) for m in at.get("metric")]
+    allowed = {*label_names(), "EmpatheticDialogues", "CC", "BY", "NC", "KOED_DATA", "MB"}
+    allowed |= {"Universal", "Sentence", "Encoder", "multilingual", "ED", "ko", "en"}
+    left = _english_words(seen, allowed)
+    assert not left, f"English on the Korean {page}:\n" + "\n".join(left)

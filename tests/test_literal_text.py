@@ -19,6 +19,7 @@ RENDERS_MARKDOWN = {"error", "warning", "info", "success", "markdown", "caption"
 NUMERIC_CALLS = {"len", "int", "float", "round", "sum", "min", "max", "abs"}
 SANITISERS = {"md", "consent_markdown"}
 TRANSLATORS = {"_", "ngettext"}
+LOCALE_FORMATS = {"number", "percent", "moment"}
 """A translated message is ours (the catalog); what fills its placeholders must be safe."""
 """``md`` shows text character for character; ``consent_markdown`` keeps only paragraphs,
 lists, bold and http(s) links (tests/test_tables.py checks it)."""
@@ -36,6 +37,14 @@ def _safe(node: ast.expr) -> bool:
         return node.func.id in SANITISERS or node.func.id in NUMERIC_CALLS
     if isinstance(node, ast.Subscript):  # an entry of one of our own CONSTANT tables
         return _safe(node.value)
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and isinstance(node.func.value, ast.Name)
+        and node.func.value.id == "i18n"
+        and node.func.attr in LOCALE_FORMATS
+    ):  # a number or date as Babel writes it: digits and signs only
+        return True
     if isinstance(node, ast.JoinedStr):
         return all(_safe_placeholder(v) for v in node.values)
     if isinstance(node, ast.BinOp):  # "a" + md(b), SECONDS // 60

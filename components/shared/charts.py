@@ -8,6 +8,7 @@ import plotly.express as px
 import plotly.graph_objects as go
 
 from koed_core.dialogues.labels import gloss
+from koed_core.i18n import _
 from koed_core.results.figures import FONT
 
 
@@ -20,14 +21,14 @@ def label_frequency_chart(freq: pd.DataFrame) -> go.Figure:
         orientation="h",
         hover_data={"gloss": True, "share": ":.1%"},
         text="dialogues",
-        title="How many dialogues carry each label",
+        title=_("How many dialogues carry each label"),
     )
     fig.update_traces(marker_color="#c2410c", textangle=0, textposition="outside")
     fig.update_layout(
         height=820,
         font_family=FONT,
         yaxis_title=None,
-        xaxis_title="dialogues",
+        xaxis_title=_("dialogues"),
         margin={"l": 10, "r": 10, "t": 50, "b": 10},
     )
     return fig
@@ -55,8 +56,10 @@ def cooccurrence_heatmap(matrix: pd.DataFrame) -> go.Figure:
         )
     )
     fig.update_layout(
-        title="Which labels are given together (colours scaled to the pairings; "
-        "diagonal: dialogues with the label)",
+        title=_(
+            "Which labels are given together (colours scaled to the pairings; diagonal: "
+            "dialogues with the label)"
+        ),
         height=820,
         font_family=FONT,
         yaxis_autorange="reversed",
@@ -71,8 +74,10 @@ def similarity_histogram(departures: pd.DataFrame) -> go.Figure:
         departures.dropna(subset=["mean_similarity"]),
         x="mean_similarity",
         nbins=40,
-        title="Mean ko/en similarity per dialogue (low = rewritten more)",
+        title=_("Mean ko/en similarity per dialogue (low = rewritten more)"),
+        labels={"mean_similarity": _("mean similarity"), "count": _("dialogues")},
     )
+    fig.update_layout(yaxis_title=_("dialogues"))
     fig.update_traces(marker_color="#0f766e")
     fig.update_layout(height=320, font_family=FONT, margin={"l": 10, "r": 10, "t": 50, "b": 10})
     return fig
@@ -88,13 +93,16 @@ def confusion_heatmap(counts: pd.DataFrame, dimension: str) -> go.Figure:
             colorscale="Blues",
             text=counts.to_numpy(),
             texttemplate="%{text}",
-            hovertemplate="judge %{y}, people %{x}: %{z}<extra></extra>",
+            hovertemplate=_(
+                "judge {judge}, people {people}: {n}", judge="%{y}", people="%{x}", n="%{z}"
+            )
+            + "<extra></extra>",
         )
     )
     fig.update_layout(
-        title=f"{dimension}: judge score against the human median",
-        xaxis_title="human median (rounded)",
-        yaxis_title="judge score",
+        title=_("{dimension}: judge score against the human median", dimension=dimension),
+        xaxis_title=_("human median (rounded)"),
+        yaxis_title=_("judge score"),
         height=420,
         font_family=FONT,
         margin={"l": 10, "r": 10, "t": 50, "b": 10},

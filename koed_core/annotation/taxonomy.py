@@ -17,6 +17,7 @@ from typing import Any
 from koed_core.db.types import short_hash
 from koed_core.dialogues.dialogue import Dialogue
 from koed_core.errors import KoedError
+from koed_core.i18n import N_
 from koed_core.paths import DATA_DIR
 from koed_core.tomlfile import read_toml
 
@@ -25,9 +26,9 @@ SIMPLY_TRANSFERRED = "simply_transferred"
 CONTEXT_MODIFIED = "context_modified"
 HANDCRAFTED = "handcrafted"
 CATEGORIES: dict[str, str] = {
-    SIMPLY_TRANSFERRED: "simply transferred (culturally neutral)",
-    CONTEXT_MODIFIED: "context modified (situation, norms or context adapted)",
-    HANDCRAFTED: "handcrafted for jeong/han (known from the file)",
+    SIMPLY_TRANSFERRED: N_("simply transferred (culturally neutral)"),
+    CONTEXT_MODIFIED: N_("context modified (situation, norms or context adapted)"),
+    HANDCRAFTED: N_("handcrafted for jeong/han (known from the file)"),
 }
 CODE = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
 VERSION = re.compile(r"^[A-Za-z0-9._-]{1,40}$")

@@ -3,32 +3,38 @@
 import streamlit as st
 
 from components.shared import adaptation_gap, charts, resources, state, tables
-from components.shared.literal import md
 from components.shared.source_banner import load_or_stop, render_source_banner
+from koed_core import i18n
 from koed_core.dialogues import adaptation
 from koed_core.dialogues.filters import DialogueFilter, to_params
+from koed_core.i18n import N_, _
 
-st.title("Adaptation: what the reconstruction changed")
+st.title(_("Adaptation: what the reconstruction changed"))
 st.caption(
-    "Each Korean turn is compared with its English original by a multilingual sentence "
-    "encoder (Universal Sentence Encoder, multilingual v3, offline): the cosine similarity "
-    "of the two. Read it against this file, not as a verdict: this encoder scores short "
-    "faithful translations low too, so a low score points at turns worth reading, it does "
-    "not prove a rewrite. The percentile says where a score sits among this file's "
-    "(0 lowest). Korean-only turns have no English pair and no score."
+    _(
+        "Each Korean turn is compared with its English original by a multilingual sentence "
+        "encoder (Universal Sentence Encoder, multilingual v3, offline): the cosine "
+        "similarity of the two. Read it against this file, not as a verdict: this encoder "
+        "scores short faithful translations low too, so a low score points at turns worth "
+        "reading, it does not prove a rewrite. The percentile says where a score sits among "
+        "this file's (0 lowest). Korean-only turns have no English pair and no score."
+    )
 )
 source, dataset = load_or_stop()
 render_source_banner(source, dataset)
 sims = resources.cached_similarities(dataset)
 if sims is None:
     st.info(
-        f"Similarities for this dataset are not computed yet ({len(dataset):,} dialogues; "
-        f"about {adaptation.first_compute_s(len(dataset)):.0f} s on two cores as "
-        "`bench/pages.py` measured it, with a progress bar). "
-        "They are then kept on disk. The linguists' annotations (similarity against their "
-        "category, the gap by adaptation) appear below them."
+        _(
+            "Similarities for this dataset are not computed yet ({n} dialogues; about "
+            "{seconds} s on two cores as `bench/pages.py` measured it, with a progress bar). "
+            "They are then kept on disk. The linguists' annotations (similarity against "
+            "their category, the gap by adaptation) appear below them.",
+            n=i18n.number(len(dataset)),
+            seconds=i18n.number(adaptation.first_compute_s(len(dataset))),
+        )
     )
-    if not st.button("Compute similarities", type="primary", key=state.ADAPT_COMPUTE):
+    if not st.button(_("Compute similarities"), type="primary", key=state.ADAPT_COMPUTE):
         st.stop()
     resources.compute_similarities(dataset)
     st.rerun()
@@ -37,39 +43,46 @@ departures = adaptation.dialogue_departures(dataset.dialogues, sims)
 spread = adaptation.distribution(sims)
 if spread:
     st.caption(
-        f"In this file, turn similarities run from {spread['p25']:.2f} (25th percentile) "
-        f"through {spread['median']:.2f} (median) to {spread['p75']:.2f} (75th percentile)."
+        _(
+            "In this file, turn similarities run from {p25} (25th percentile) through "
+            "{median} (median) to {p75} (75th percentile).",
+            p25=i18n.number(spread["p25"], 2),
+            median=i18n.number(spread["median"], 2),
+            p75=i18n.number(spread["p75"], 2),
+        )
     )
 st.plotly_chart(charts.similarity_histogram(departures), width="stretch")
+ORDERS = {"most rewritten first": N_("most rewritten first"), "closest first": N_("closest first")}
 order = st.radio(
-    "Sort",
-    ["most rewritten first", "closest first"],
+    _("Sort"),
+    list(ORDERS),
     key=state.ADAPT_ORDER,
     horizontal=True,
     bind="query-params",
+    format_func=i18n.choices(ORDERS).__getitem__,
 )
 closest = order == "closest first"
 similarity_columns = {
     c: st.column_config.ProgressColumn(c, min_value=0.0, max_value=1.0, format="%.2f")
     for c in ("similarity", "situation_similarity", "mean_similarity", "min_similarity")
 }
-by_dialogue, by_turn = st.tabs(["Dialogues", "Turns"])
+by_dialogue, by_turn = st.tabs([_("Dialogues"), _("Turns")])
 with by_dialogue:
     shown = departures.iloc[::-1] if closest else departures
     tables.show(shown, hide_index=True, height=320, column_config=similarity_columns)
 with by_turn:
     turns = adaptation.turn_departures(dataset.dialogues, sims)
-    st.caption(f"{md(format(len(turns), ','))} turns with both a Korean and an English text.")
+    st.caption(_("{n} turns with both a Korean and an English text.", n=i18n.number(len(turns))))
     shown = turns.iloc[::-1] if closest else turns
     tables.show(shown, hide_index=True, height=320, column_config=similarity_columns)
 
 conv_id = st.selectbox(
-    "Turn by turn",
+    _("Turn by turn"),
     departures["conv_id"].tolist(),
     index=None,
     key=state.ADAPT_DIALOGUE,
     bind="query-params",
-    placeholder="Pick a dialogue to see each turn's similarity",
+    placeholder=_("Pick a dialogue to see each turn's similarity"),
 )
 dialogue = dataset.get(conv_id) if conv_id else None
 if dialogue is not None:
@@ -78,7 +91,7 @@ if dialogue is not None:
     )
     st.page_link(
         "pages/dialogues/explorer.py",
-        label="Open side by side in the explorer",
+        label=_("Open side by side in the explorer"),
         icon=":material/forum:",
         query_params=to_params(DialogueFilter(), conv_id=dialogue.conv_id),
     )
