@@ -11,8 +11,10 @@ import streamlit as st
 from components.shared import auth, resources
 from components.shared.literal import md
 from components.shared.model_choice import client_for, render_model_note
+from koed_core import i18n
 from koed_core.dialogues.dialogue import Dialogue, Lang
 from koed_core.dialogues.labels import by_name
+from koed_core.i18n import _
 from koed_core.models.chat import (
     from_answer,
     live_task,
@@ -34,7 +36,7 @@ def render_context(task: ListenerTask) -> None:
         role = speaker if turn.role == "speaker" else listener
         st.text(f"{role}: {turn.text}")
     if not task.turns:
-        st.caption("No turns in this language.")
+        st.caption(_("No turns in this language."))
 
 
 def render_emotions(answer: dict[str, Any]) -> None:
@@ -43,7 +45,9 @@ def render_emotions(answer: dict[str, Any]) -> None:
         for name in answer.get("labels", []):
             st.badge(by_name()[name].display, color="orange", icon=":material/mood:")
         for word in answer.get("unknown", []):
-            st.badge("not a KoED label", color="red", help=f"The model said: {word}")
+            st.badge(
+                _("not a KoED label"), color="red", help=_("The model said: {word}", word=word)
+            )
         for note in answer.get("notes", []):
             st.badge(note, color="gray", icon=":material/info:")
 
@@ -54,9 +58,19 @@ def render_answer(answer: dict[str, Any]) -> None:
         st.error(md(answer["error"]), icon=":material/error:")
         return
     with st.chat_message("assistant", avatar=":material/hearing:"):
-        st.text(answer["text"] or "(empty)")
+        st.text(answer["text"] or _("(empty)"))
         render_emotions(answer)
-        st.caption(f"{answer['latency_s']:.1f} s")
+        st.caption(_("{seconds} s", seconds=i18n.number(answer["latency_s"], 1)))
+
+
+def all_answered() -> None:
+    """Answer pressed with nothing owed: say what the next step is."""
+    st.info(
+        _(
+            "Every pane has answered the last Speaker turn. Type the Speaker's next turn "
+            "below (Korean for ko, English for en) and the Listeners answer it."
+        )
+    )
 
 
 def render_speaker_turn(text: str) -> None:
@@ -111,13 +125,13 @@ class Pane:
         if answer.get("error"):
             return
         if answer.get("saved"):
-            st.caption("Saved for rating.")
+            st.caption(_("Saved for rating."))
             return
         if not auth.is_admin():  # saving writes a run an admin would rate: admins only
             return
-        if st.button("Save for rating", key=f"save.{self.key}.{index}", icon=":material/save:"):
+        if st.button(_("Save for rating"), key=f"save.{self.key}.{index}", icon=":material/save:"):
             if not auth.is_admin():
-                st.error("Only an admin can save answers for rating.")
+                st.error(_("Only an admin can save answers for rating."))
                 return
             config = run_config(
                 self.spec, self.protocol, self.settings, self.dataset_sha256, "live"
@@ -136,7 +150,7 @@ class Pane:
                 scored=self.spec.backend != "human",
             )
             answer["saved"] = record.response_id
-            st.toast("Saved for rating")
+            st.toast(_("Saved for rating"))
             st.rerun()
 
 
@@ -158,8 +172,11 @@ def stream_together(jobs: list[tuple[Pane, Any]]) -> None:
         if client.max_concurrency == 1:
             if one_at_a_time:
                 box.info(
-                    f"{md(pane.spec.name)} answers one pane at a time on this machine: "
-                    "this one starts when the pane before it is done.",
+                    _(
+                        "{model} answers one pane at a time on this machine: this one starts "
+                        "when the pane before it is done.",
+                        model=md(pane.spec.name),
+                    ),
                     icon=":material/hourglass_top:",
                 )
             one_at_a_time += 1

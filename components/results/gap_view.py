@@ -11,12 +11,53 @@ from koed_core import csv_safe, i18n
 from koed_core.db import JudgeConfig, Store
 from koed_core.i18n import N_, _
 from koed_core.models.runs import run_labels
+from koed_core.results import score_sources
 from koed_core.results.figures import (
     METRIC_ORDER,
     gap_figure,
     sensitivity_figure,
     turn_gap_figure,
 )
+
+SOURCE_WORDS = {
+    "judge": N_("judge"),
+    "raters": N_("raters"),
+    "emotion": N_("emotion recognition"),
+    "judge + raters": N_("judge + raters"),
+}
+BREAKDOWNS = {"none": None, "per emotion label": "label", "jeong/han vs the rest": "group"}
+BREAKDOWN_WORDS = {
+    "none": N_("none"),
+    "per emotion label": N_("per emotion label"),
+    "jeong/han vs the rest": N_("jeong/han vs the rest"),
+}
+
+
+def no_scores_yet() -> None:
+    """What the Empathy gap page says before any run is judged: how to get a gap."""
+    st.info(
+        _(
+            "No single-reply scores yet, so no gap to show here. Run a model in both "
+            "languages, then judge it:\n\n"
+            "`koed run --model smollm2 --lang ko,en --limit 20`  \n"
+            "`koed judge --run RUN_ID --judge NAME`\n\n"
+            "Emotion-recognition gaps appear once a `single` or `multi` run has named "
+            "emotions in both languages (the `human` reference names none); rater gaps once "
+            "a study is rated."
+        )
+    )
+
+
+def source_names(store: Store, judge: JudgeConfig | None, study: int | None) -> dict[str, str]:
+    """Each source as a chart's subtitle names it: words a room can read."""
+    return {
+        "judge": _("judge {judge}", judge=judge.spoken) if judge else _("judge"),
+        "raters": score_sources.study_label(store, study) if study is not None else _("raters"),
+        "emotion": _(
+            "emotion recognition (hit rate for single runs, F1 for multi; an answer naming no "
+            "label counts as a miss, as in the paper, and again over answered items only)"
+        ),
+    }
 
 
 def paper_table(store: Store, dataset_sha256: str, judge: JudgeConfig, blind: bool) -> None:

@@ -15,6 +15,7 @@ from components.shared import auth, resources, state
 from components.shared.literal import md
 from koed_core.config import api_key, merged_env
 from koed_core.errors import KoedError
+from koed_core.i18n import N_, _
 from koed_core.models.backends import make_client
 from koed_core.models.backends.openai_compat import served_models
 from koed_core.models.client import ChatClient, ModelError
@@ -27,11 +28,13 @@ SESSION_KEY_NAME = "OPENAI_API_KEY"
 def session_api_key_input() -> None:
     """A password field in the sidebar for an OpenAI key used by this session only."""
     st.sidebar.text_input(
-        f"{SESSION_KEY_NAME} (this session only)",
+        _("{name} (this session only)", name=SESSION_KEY_NAME),
         type="password",
         key=state.API_KEY,
-        help="Used for models whose key is OPENAI_API_KEY, before the environment and "
-        "secrets. Never stored or shown; other providers' models never receive it.",
+        help=_(
+            "Used for models whose key is OPENAI_API_KEY, before the environment and "
+            "secrets. Never stored or shown; other providers' models never receive it."
+        ),
     )
 
 
@@ -65,8 +68,11 @@ def client_for(spec: ModelSpec) -> ChatClient:
         if not auth.is_admin():
             raise ModelError(
                 "forbidden",
-                f"{spec.name} calls a remote or paid model: log in as an admin to use it. "
-                "Everyone can use the offline model (smollm2) and the human reference.",
+                _(
+                    "{model} calls a remote or paid model: log in as an admin to use it. "
+                    "Everyone can use the offline model (smollm2) and the human reference.",
+                    model=spec.name,
+                ),
             )
         count_call(spec)
     return make_client(spec, key_for(spec))
@@ -78,15 +84,19 @@ def count_call(spec: ModelSpec) -> None:
     Raises:
         ModelError: the allowance (KOED_CALLS_PER_HOUR) is used up.
     """
-    account = auth.username() or "(no accounts)"
+    account = auth.username() or _("(no accounts)")
     limit = resources.settings().calls_per_hour
     now = time.time()
     store = resources.store()
     if store.calls_since(account, now - 3600) >= limit:
         raise ModelError(
             "rate_limit",
-            f"{account} has made {limit} model calls in the last hour (KOED_CALLS_PER_HOUR); "
-            "try again later",
+            _(
+                "{account} has made {limit} model calls in the last hour "
+                "(KOED_CALLS_PER_HOUR); try again later",
+                account=account,
+                limit=limit,
+            ),
         )
     store.record_call(account, spec.name, now)
 
@@ -115,18 +125,18 @@ def adhoc_model_input() -> None:
     if not auth.is_admin():
         return
     env = merged_env(os.environ, resources.secrets())
-    server = redact_url(env.get("OPENAI_BASE_URL")) or "api.openai.com (OPENAI_BASE_URL unset)"
+    server = redact_url(env.get("OPENAI_BASE_URL")) or _("api.openai.com (OPENAI_BASE_URL unset)")
     typed = st.text_input(
-        "Add a model by id: openai:MODEL_ID",
+        _("Add a model by id: openai:MODEL_ID"),
         key=state.ADHOC_INPUT,
         placeholder="openai:llama3.1:8b",
-        help=f"Served by {server}; its key is OPENAI_API_KEY. Admins only.",
+        help=_("Served by {server}; its key is OPENAI_API_KEY. Admins only.", server=server),
     ).strip()
     _served_model_list(env)
     if not typed:
         return
     if not typed.startswith(ADHOC_PREFIX) or len(typed) > 200 or typed == ADHOC_PREFIX:
-        st.warning("Type the model as openai:MODEL_ID, e.g. openai:gpt-4o-mini.")
+        st.warning(_("Type the model as openai:MODEL_ID, e.g. openai:gpt-4o-mini."))
         return
     _add_adhoc(typed)
 
@@ -135,12 +145,12 @@ def _add_adhoc(model: str) -> None:
     added = st.session_state.setdefault(state.ADHOC_MODELS, [])
     if model not in added:
         added.append(model)
-        st.caption(f"{md(model)} added to the model lists of this session.")
+        st.caption(_("{model} added to the model lists of this session.", model=md(model)))
 
 
 def _served_model_list(env: dict[str, str]) -> None:
     """Ask the server which models it serves, then offer them in a picker."""
-    if st.button("List the server's models", key="models.list_served"):
+    if st.button(_("List the server's models"), key="models.list_served"):
         listed: list[str] | None = None
         try:
             listed = served_models(env.get("OPENAI_BASE_URL") or None, env.get("OPENAI_API_KEY"))
@@ -150,14 +160,14 @@ def _served_model_list(env: dict[str, str]) -> None:
     listed = st.session_state.get(state.SERVED_MODELS)
     if not listed:
         if listed == []:
-            st.caption("The server lists no models.")
+            st.caption(_("The server lists no models."))
         return
     picked = st.selectbox(
-        f"Served models ({len(listed)})",
+        _("Served models ({n})", n=len(listed)),
         listed,
         index=None,
         key=state.SERVED_PICK,
-        placeholder="Pick one to add it",
+        placeholder=_("Pick one to add it"),
     )
     if picked:
         _add_adhoc(f"{ADHOC_PREFIX}{picked}")
@@ -166,7 +176,7 @@ def _served_model_list(env: dict[str, str]) -> None:
 def model_label(name: str) -> str:
     """How a registry name shows in pickers (module-level, so widget state can pickle it)."""
     spec = resources.registry().get(name)
-    return spec.label if spec else f"{name} (on OPENAI_BASE_URL)"
+    return spec.label if spec else _("{model} (on OPENAI_BASE_URL)", model=name)
 
 
 def model_picker(label: str, key: str, max_selections: int = 2) -> list[ModelSpec]:
@@ -190,7 +200,7 @@ def render_model_note(spec: ModelSpec) -> None:
         st.caption(md(spec.notes))
 
 
-EMBEDDED_NOTE = (
+EMBEDDED_NOTE = N_(
     "**The offline model (SmolLM2-135M) is here to try the app, not to get results.** It "
     "runs on this machine's processor: the first answer also loads it (about 30 s on two "
     "cores), then each pane takes about 30 s (`python bench/chat.py`: `embedded_answer_s`). "
@@ -203,4 +213,4 @@ EMBEDDED_NOTE = (
 def render_embedded_note(specs: list[ModelSpec]) -> None:
     """Said before the first click: how long the offline model takes, and what it is for."""
     if any(spec.backend == "embedded" for spec in specs):
-        st.info(EMBEDDED_NOTE, icon=":material/hourglass_top:")
+        st.info(_(EMBEDDED_NOTE), icon=":material/hourglass_top:")

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from koed_core.errors import KoedError
+from koed_core.i18n import N_, _
 from koed_core.paths import DEFAULT_REGISTRY
 
 BACKENDS = ("openai", "transformers", "embedded", "human")
@@ -64,8 +65,17 @@ class ModelSpec:
 
     @property
     def label(self) -> str:
-        """Name with backend, for pickers."""
-        return f"{self.name} ({self.backend}, {self.provenance})"
+        """Name with backend and provenance (in the page's language), for pickers."""
+        made = _(PROVENANCE.get(self.provenance, self.provenance))
+        return f"{self.name} ({self.backend}, {made})"
+
+
+PROVENANCE = {
+    "western": N_("western"),
+    "korean-centric": N_("korean-centric"),
+    "other": N_("other"),
+}
+"""Where a model was made, as pickers and charts say it."""
 
 
 def load_registry(path: Path = DEFAULT_REGISTRY) -> dict[str, ModelSpec]:

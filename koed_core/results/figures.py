@@ -13,7 +13,8 @@ import html
 import pandas as pd
 import plotly.graph_objects as go
 
-from koed_core.i18n import N_, _
+from koed_core.i18n import _
+from koed_core.models.registry import PROVENANCE
 
 FONT = "NanumGothic, Noto Sans CJK KR, Malgun Gothic, sans-serif"
 PROVENANCE_COLOURS = {
@@ -29,11 +30,8 @@ def run_label(
 ) -> str:
     """How a run is named on every chart and picker: "gpt-4o (western, single)",
     "human (human reference)"."""
-    kind = _("human reference") if reference else _(PROVENANCE_WORDS.get(provenance, provenance))
+    kind = _("human reference") if reference else _(PROVENANCE.get(provenance, provenance))
     return f"{model} ({kind}, {protocol})" if protocol else f"{model} ({kind})"
-
-
-PROVENANCE_WORDS = {"western": N_("western"), "korean-centric": N_("korean-centric")}
 
 
 def gap_figure(

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from components.models.chat_view import Pane, render_context, stream_together
+from components.models.chat_view import Pane, all_answered, render_context, stream_together
 from components.shared import state
 from components.shared.literal import md
 from components.shared.model_choice import (
@@ -12,17 +12,19 @@ from components.shared.model_choice import (
     session_api_key_input,
 )
 from components.shared.source_banner import load_or_stop, render_source_banner
+from koed_core import i18n
 from koed_core.errors import KoedError
+from koed_core.i18n import _
 from koed_core.models.chat import detect_lang, live_task
 from koed_core.models.client import GenerationSettings
 from koed_core.models.protocol import PROTOCOLS
 
-st.title("Chat with models on KoED")
+st.title(_("Chat with models on KoED"))
 source, dataset = load_or_stop()
 render_source_banner(source, dataset)
 session_api_key_input()
 
-search = st.text_input("Search situations (ko or en)", key=state.CHAT_SEARCH)
+search = st.text_input(_("Search situations (ko or en)"), key=state.CHAT_SEARCH)
 needle = search.strip().casefold()
 options = [
     d.conv_id
@@ -30,11 +32,11 @@ options = [
     if not needle or needle in (d.situation_ko + " " + d.situation_en).casefold()
 ]
 if not options:
-    st.info("No situation matches the search.")
+    st.info(_("No situation matches the search."))
     st.stop()
 wanted = st.query_params.get("dialogue")
 conv_id = st.selectbox(
-    f"Dialogue ({len(options):,} match)",
+    _("Dialogue ({n} match)", n=i18n.number(len(options))),
     options,
     key=state.CHAT_DIALOGUE,
     index=options.index(wanted) if wanted in options else 0,
@@ -46,28 +48,35 @@ st.text(f"{dialogue.situation_ko}\n{dialogue.situation_en}")
 
 left, mid, right = st.columns([2, 3, 2])
 langs = left.segmented_control(
-    "Languages", ["ko", "en"], selection_mode="multi", default=["ko", "en"], key=state.CHAT_LANGS
+    _("Languages"),
+    ["ko", "en"],
+    selection_mode="multi",
+    default=["ko", "en"],
+    key=state.CHAT_LANGS,
+    format_func=i18n.NAMES.__getitem__,
 ) or ["ko"]
 try:
     with mid:
         adhoc_model_input()
-        specs = model_picker("Models (one or two)", state.CHAT_MODELS)
+        specs = model_picker(_("Models (one or two)"), state.CHAT_MODELS)
 except KoedError as err:
     st.error(md(str(err)))
     st.stop()
 render_embedded_note(specs)
 protocol = right.radio(
-    "Protocol",
+    _("Protocol"),
     PROTOCOLS,
     key=state.CHAT_PROTOCOL,
     horizontal=True,
-    help="single: name one emotion, then answer. multi: name all that "
-    "apply (up to 4), then answer. direct: answer only.",
+    help=_(
+        "single: name one emotion, then answer. multi: name all that apply (up to 4), then "
+        "answer. direct: answer only."
+    ),
 )
-temperature = right.slider("Temperature", 0.0, 1.5, 0.7, 0.1, key=state.CHAT_TEMPERATURE)
-max_tokens = right.number_input("Max new tokens", 16, 1024, 160, 16, key=state.CHAT_MAX_TOKENS)
+temperature = right.slider(_("Temperature"), 0.0, 1.5, 0.7, 0.1, key=state.CHAT_TEMPERATURE)
+max_tokens = right.number_input(_("Max new tokens"), 16, 1024, 160, 16, key=state.CHAT_MAX_TOKENS)
 if not specs:
-    st.info("Pick at least one model.")
+    st.info(_("Pick at least one model."))
     st.stop()
 
 chat = state.chat_session()
@@ -76,7 +85,7 @@ if chat.get("conv_id") != conv_id or chat.get("protocol") != protocol:
     chat.update(conv_id=conv_id, protocol=protocol, speaker={"ko": [], "en": []}, answers={})
 settings = GenerationSettings(temperature=temperature, max_tokens=int(max_tokens))
 
-with st.expander("What the Listener sees (no labels, no situation)"):
+with st.expander(_("What the Listener sees (no labels, no situation)")):
     columns = st.columns(len(langs))
     for column, lang in zip(columns, langs, strict=True):
         with column:
@@ -89,10 +98,10 @@ panes = [
 ]
 # Inside a container the box sits here, inline: pinned to the window's bottom it made
 # the page open scrolled down, past the dialogue picker.
-typed = st.container().chat_input("Go on as the Speaker (type Korean for ko, English for en)")
+typed = st.container().chat_input(_("Go on as the Speaker (type Korean for ko, English for en)"))
 if typed:
     chat["speaker"][detect_lang(typed)].append(typed)
-run_now = st.button("Answer as the Listener", type="primary", key=state.CHAT_ASK) or bool(typed)
+run_now = st.button(_("Answer as the Listener"), type="primary", key=state.CHAT_ASK) or bool(typed)
 jobs = []
 for row in range(0, len(panes), 2):
     for column, pane in zip(st.columns(2), panes[row : row + 2], strict=False):
@@ -103,7 +112,4 @@ for row in range(0, len(panes), 2):
 if jobs:
     stream_together(jobs)  # every pane answers at once, then the page reruns
 elif run_now:
-    st.info(
-        "Every pane has answered the last Speaker turn. Type the Speaker's next turn below "
-        "(Korean for ko, English for en) and the Listeners answer it."
-    )
+    all_answered()

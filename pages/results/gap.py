@@ -8,8 +8,7 @@ from components.results.talk import screen_charts, talk_toggle
 from components.shared import adaptation_gap, auth, computed, resources, state
 from components.shared.source_banner import load_or_stop
 from koed_core import i18n
-from koed_core.i18n import N_, _
-from koed_core.results import score_sources
+from koed_core.i18n import _
 from koed_core.results.figures import gap_figure
 
 st.title(_("The cultural empathy gap"))
@@ -33,17 +32,7 @@ if hidden:
         )
     )
 if frame.empty:
-    st.info(
-        _(
-            "No single-reply scores yet, so no gap to show here. Run a model in both "
-            "languages, then judge it:\n\n"
-            "`koed run --model smollm2 --lang ko,en --limit 20`  \n"
-            "`koed judge --run RUN_ID --judge NAME`\n\n"
-            "Emotion-recognition gaps appear once a `single` or `multi` run has named "
-            "emotions in both languages (the `human` reference names none); rater gaps once "
-            "a study is rated."
-        )
-    )
+    gap_view.no_scores_yet()
     if not talk:  # episodes have their own gap, over turns; annotations their breakdown
         gap_view.gap_over_turns(store, judge, study, blind=not admin)
         adaptation_gap.gap_by_adaptation(store, judge, study, dataset, blind=not admin)
@@ -52,17 +41,11 @@ if frame.empty:
 sources = [s for s in ("judge", "raters", "emotion") if s in set(frame["source"])]
 if {"judge", "raters"} <= set(sources):
     sources.insert(2, "judge + raters")
-SOURCE_WORDS = {
-    "judge": N_("judge"),
-    "raters": N_("raters"),
-    "emotion": N_("emotion recognition"),
-    "judge + raters": N_("judge + raters"),
-}
 chosen = left.selectbox(
     _("Scores from"),
     sources,
     key=state.GAP_SOURCE,
-    format_func=i18n.choices(SOURCE_WORDS).__getitem__,
+    format_func=i18n.choices(gap_view.SOURCE_WORDS).__getitem__,
 )
 datasets = sorted(set(frame["dataset_sha256"].dropna()))
 sha = None
@@ -71,17 +54,12 @@ if len(datasets) > 1:
     sha = left.selectbox(
         _("Dataset (sha256)"), datasets, index=datasets.index(current), key=state.GAP_DATASET
     )
-breakdowns = {"none": None, "per emotion label": "label", "jeong/han vs the rest": "group"}
-BREAKDOWN_WORDS = {
-    "none": N_("none"),
-    "per emotion label": N_("per emotion label"),
-    "jeong/han vs the rest": N_("jeong/han vs the rest"),
-}
+breakdowns = gap_view.BREAKDOWNS
 split = right.selectbox(
     _("Breakdown"),
     list(breakdowns),
     key=state.GAP_BREAKDOWN,
-    format_func=i18n.choices(BREAKDOWN_WORDS).__getitem__,
+    format_func=i18n.choices(gap_view.BREAKDOWN_WORDS).__getitem__,
 )
 by = breakdowns[split]
 shown = ["judge", "raters"] if chosen == "judge + raters" else [chosen]
@@ -100,18 +78,13 @@ if table.empty:
 suffix = ""
 if by:
     group = right.selectbox(
-        _(BREAKDOWN_WORDS[split]).capitalize(), sorted(table[by].unique()), key=state.GAP_GROUP
+        _(gap_view.BREAKDOWN_WORDS[split]).capitalize(),
+        sorted(table[by].unique()),
+        key=state.GAP_GROUP,
     )
     table = table[table[by] == group]
     suffix = f" · {group}"
-names = {  # on the chart, names a room can read; the configuration's hashes are in the export
-    "judge": _("judge {judge}", judge=judge.spoken) if judge else _("judge"),
-    "raters": score_sources.study_label(store, study) if study is not None else _("raters"),
-    "emotion": _(
-        "emotion recognition (hit rate for single runs, F1 for multi; an answer naming no "
-        "label counts as a miss, as in the paper, and again over answered items only)"
-    ),
-}
+names = gap_view.source_names(store, judge, study)  # the hashes are in the export
 title = _("Korean minus English, paired by dialogue, 95% CI") + suffix
 figures = [
     gap_figure(
