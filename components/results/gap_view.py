@@ -85,8 +85,11 @@ def downloads(table: pd.DataFrame, source: str, title: str, subtitle: str, admin
     The images use the talk style (a slide's type sizes) and are drawn only when a
     button is pressed: building a second figure on every click cost 0.15 s."""
 
+    lang = i18n.language()  # the image is drawn when its button is pressed, maybe later
+
     def image(kind: str) -> bytes:
-        fig = gap_figure(table[table["source"] == source], title, talk=True, subtitle=subtitle)
+        with i18n.speaking(lang):
+            fig = gap_figure(table[table["source"] == source], title, talk=True, subtitle=subtitle)
         return bytes(fig.to_image(format=kind, width=1600, height=900))
 
     with st.expander(_("Numbers behind the chart"), expanded=False):
