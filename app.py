@@ -15,7 +15,7 @@ from components.models import jobs_panel
 from components.rating.crowd_admin import bound_study
 from components.rating.crowd_visit import resume_visit
 from components.shared import auth, language, resources
-from components.shared.literal import md
+from components.shared.literal import md, without_paths
 from components.shared.state import crowd_session
 from koed_core.errors import KoedError
 from koed_core.i18n import N_, _
@@ -23,14 +23,16 @@ from koed_core.i18n import N_, _
 HERE = Path(__file__).resolve().parent  # page paths hold wherever the app is started from
 language.start()  # before any title below: the menu is in the reader's language too
 ICON = HERE / "data" / "icon.png"
+EXPLORER = st.Page(  # served at "/"; its own name is not "explorer", kept for old links
+    HERE / "pages/dialogues/explorer.py",
+    title=_("Explorer"),
+    icon=":material/forum:",
+    url_path="dialogues",
+    default=True,
+)
 PUBLIC = {
     N_("Dialogues"): [
-        st.Page(
-            HERE / "pages/dialogues/explorer.py",
-            title=_("Explorer"),
-            icon=":material/forum:",
-            default=True,
-        ),
+        EXPLORER,
         st.Page(
             HERE / "pages/dialogues/overview.py",
             title=_("Label overview"),
@@ -132,32 +134,48 @@ def crowd_visit() -> bool:
     page = st.navigation([home, JOIN, *elsewhere], position="hidden")
     try:
         page.run()
-    except KoedError as err:
-        st.error(md(str(err)), icon=":material/error:")
+    except KoedError as err:  # a worker never sees where the server keeps its files
+        st.error(md(without_paths(err)), icon=":material/error:")
     return True
 
 
 GUARDED = (RUNS, JUDGE, STUDIES, DASHBOARD, RATE, ANNOTATE, PROJECTS)
 CLOSED_PAGE = {RATE.url_path: "rater", ANNOTATE.url_path: "annotator"}
-CLOSED_WORDS = {
-    "rater": N_("{page} is a rater's page: log in (Account → Log in) to open it."),
-    "annotator": N_("{page} is an annotator's page: log in (Account → Log in) to open it."),
-    "admin": N_("{page} is an admin's page: log in (Account → Log in) to open it."),
-}
 # The account roles as the sidebar and the Account page name them, with _(role):
 ROLES = (N_("admin"), N_("rater"), N_("annotator"))
+# The menu's sections that pages_for adds, translated where the menu is drawn:
+SECTIONS = (N_("Rating"), N_("Annotation"), N_("Account"))
+# Addresses of pages that have moved: the Explorer is the default page at "/" now, and
+# links to /explorer?... from before still open it, with their filters. (No bare strings in
+# this script: Streamlit's magic would draw them on every page.)
+OLD_ADDRESSES = ("explorer",)
 
 
-def closed_page_note(allowed: dict[str, list[st.Page]]) -> None:
-    """A link to a page this visitor may not open lands on the default page: say why,
-    instead of showing the Explorer as if that were what the link meant."""
-    wanted = str(st.context.url or "").split("?")[0].rstrip("/").rsplit("/", 1)[-1]
+def _closed(page: st.Page) -> st.Page:
+    """A hidden page at a guarded page's address, for a session that may not open it: a
+    link from an e-mail says whose page it is and offers the login, instead of Streamlit's
+    "Page not found" over the Explorer (and the hint stays: it is that address's page)."""
+    role = CLOSED_PAGE.get(page.url_path, "admin")
+
+    def closed() -> None:
+        login_form.closed_page(page.title, role)
+
+    return st.Page(closed, title=page.title, url_path=page.url_path, visibility="hidden")
+
+
+def _moved(address: str) -> st.Page:
+    def to_explorer() -> None:
+        st.switch_page(EXPLORER, query_params=st.query_params.to_dict())
+
+    return st.Page(to_explorer, title=_("Explorer"), url_path=address, visibility="hidden")
+
+
+def hidden_pages(allowed: dict[str, list[st.Page]]) -> list[st.Page]:
+    """The guarded pages this session may not open, and the old addresses, as pages that
+    are in no menu."""
     open_here = {p.url_path for pages in allowed.values() for p in pages}
-    for guarded in GUARDED:
-        if guarded.url_path == wanted and wanted not in open_here:
-            closed = CLOSED_PAGE.get(guarded.url_path, "admin")
-            st.info(_(CLOSED_WORDS[closed], page=md(guarded.title)), icon=":material/lock:")
-            return
+    closed = [_closed(page) for page in GUARDED if page.url_path not in open_here]
+    return closed + [_moved(address) for address in OLD_ADDRESSES]
 
 
 def main() -> None:
@@ -166,18 +184,20 @@ def main() -> None:
     st.set_page_config(page_title="KoED Studio", page_icon=str(ICON), layout="wide")
     try:
         resources.settings()  # every setting is checked here, before anything uses one
-    except KoedError as err:
-        st.error(md(str(err)), icon=":material/error:")
+    except KoedError as err:  # nobody is logged in yet: file names, not the server's paths
+        st.error(md(without_paths(err)), icon=":material/error:")
         return
     if crowd_visit():
         return
     state = auth.start()
     allowed = pages_for(state)
+    menu = {_(section): pages for section, pages in allowed.items()}
+    last = list(menu)[-1]
+    menu[last] = [*menu[last], *hidden_pages(allowed)]  # in no menu: hidden
     # Along the top: the sidebar is left to the page's own controls (the Explorer's
     # filters stay in view at 1366x768 for an admin with fifteen pages).
-    page = st.navigation({_(section): pages for section, pages in allowed.items()}, position="top")
+    page = st.navigation(menu, position="top")
     language.switch()
-    closed_page_note(allowed)
     st.sidebar.caption(_("KoED Studio · the Korean Empathetic Dialogues benchmark, ko/en"))
     if state.account is not None:
         st.sidebar.caption(
@@ -194,8 +214,9 @@ def main() -> None:
         page.run()
     except KoedError as err:
         # The one boundary of every page: a broken models.toml, database or accounts
-        # file is a message naming the file, never a traceback with server paths.
-        st.error(md(str(err)), icon=":material/error:")
+        # file is a message naming the file, never a traceback; the server's paths are
+        # for admins.
+        st.error(md(str(err) if auth.is_admin() else without_paths(err)), icon=":material/error:")
 
 
 main()

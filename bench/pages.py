@@ -29,6 +29,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from koed_core import i18n  # noqa: E402  (after the path: the bench runs from anywhere)
+
 OFFICIAL = ROOT.parent / "shared" / "data" / "KoED.json"
 CROWD_ONLY = {"pages/rating/join.py"}
 """Opened only through an invite link: no admin's navigation holds it."""
@@ -176,11 +178,49 @@ def browser_times(env: dict[str, str], work: Path) -> dict[str, float]:
             for _ in range(ROUNDS):
                 for title in titles:
                     seen[title].append(_open(page, title))
+            korean = i18n.catalog("ko").gettext
+            switches = []
+            for _ in range(ROUNDS):  # the language switch, both ways, on the Explorer
+                for name in (i18n.NAMES["ko"], i18n.NAMES["en"]):
+                    switches.append(_switch(page, name))
+            page.goto(url + "/?lang=ko")
+            _settled(page)
+            for title in titles:  # the same pages in Korean, cold then warm
+                _open(page, korean(title))
+            for _ in range(ROUNDS):
+                for title in titles:
+                    seen.setdefault(f"{title} (ko)", []).append(_open(page, korean(title)))
+            seen["language switch"] = switches
             browser.close()
     finally:
         proc.terminate()
         proc.wait(timeout=20)
     return {title: statistics.median(times) for title, times in seen.items()}
+
+
+def _settled(page) -> None:  # type: ignore[no-untyped-def]
+    page.wait_for_function(
+        """() => document.querySelector('[data-testid="stApp"]')
+                 ?.getAttribute('data-test-script-state') === 'notRunning'
+            && document.querySelector('h1') !== null""",
+        polling="raf",
+    )
+
+
+def _switch(page, name: str) -> float:  # type: ignore[no-untyped-def]
+    """Seconds from a click on the language switch to the page drawn in that language."""
+    button = page.get_by_test_id("stButtonGroup").get_by_role("button", name=name, exact=True)
+    start = time.perf_counter()
+    button.click()
+    lang = next(code for code, shown in i18n.NAMES.items() if shown == name)
+    page.wait_for_function(
+        """lang => location.search.includes('lang=' + lang)
+            && document.querySelector('[data-testid="stApp"]')
+                 .getAttribute('data-test-script-state') === 'notRunning'""",
+        arg=lang,
+        polling="raf",
+    )
+    return time.perf_counter() - start
 
 
 def _open(page, title: str) -> float:  # type: ignore[no-untyped-def]
@@ -209,14 +249,15 @@ def _open(page, title: str) -> float:  # type: ignore[no-untyped-def]
     return seconds
 
 
-def script_times(env: dict[str, str]) -> dict[str, float]:
-    """Warm median seconds of each page script in AppTest (no browser)."""
+def script_times(env: dict[str, str], lang: str = "en") -> dict[str, float]:
+    """Warm median seconds of each page script in AppTest (no browser), in ``lang``."""
     from streamlit.testing.v1 import AppTest
 
     os.environ.update(env)
     times = {}
     for title, page in page_titles().items():
         at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+        at.query_params["lang"] = lang
         at.session_state["authentication_status"] = True
         at.session_state["username"] = "boss"
         at.run()
@@ -251,8 +292,13 @@ def adaptation(data: Path, work: Path) -> tuple[float, float]:
     return total, 2000 / (time.perf_counter() - start)
 
 
-def _stem(title: str) -> str:
-    return Path(page_titles()[title]).stem
+def _name(kind: str, title: str) -> str:
+    """page_gap_s, page_gap_ko_s (the same page in Korean), page_language_switch_s."""
+    if title == "language switch":
+        return f"{kind}_language_switch_s"
+    korean = title.endswith(" (ko)")
+    stem = Path(page_titles()[title.removesuffix(" (ko)")]).stem
+    return f"{kind}_{stem}{'_ko' if korean else ''}_s"
 
 
 def main() -> None:
@@ -266,9 +312,11 @@ def main() -> None:
         print(f"# seeded 3 runs x 200 answers, judged, 3 raters in {seconds:.0f} s")
         if "--script-only" not in sys.argv:
             for title, seconds in browser_times(env, work).items():
-                print(f"page_{_stem(title)}_s: {seconds:.3f}  # {title}, Chromium")
-        for title, seconds in script_times(env).items():
-            print(f"script_{_stem(title)}_s: {seconds:.3f}  # {title}, AppTest")
+                print(f"{_name('page', title)}: {seconds:.3f}  # {title}, Chromium")
+        for lang in ("en", "ko"):
+            for title, seconds in script_times(env, lang).items():
+                name = _name("script", title if lang == "en" else f"{title} (ko)")
+                print(f"{name}: {seconds:.3f}  # {title}, AppTest, {lang}")
         seconds, rate = adaptation(data, work)  # a fresh cache: the first computation
         print(f"adaptation_s: {seconds:.1f}")
         print(f"adaptation_texts_per_s: {rate:.0f}")

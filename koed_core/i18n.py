@@ -86,9 +86,10 @@ def _(message: str, /, **values: object) -> str:
 
 
 def ngettext(singular: str, plural: str, n: int, /, **values: object) -> str:
-    """The singular or plural form for ``n`` (Korean has one form), ``{n}`` filled."""
+    """The singular or plural form for ``n`` (Korean has one form), ``{n}`` filled as the
+    reader's locale writes a count (1,234)."""
     text = catalog(language()).ngettext(singular, plural, n)
-    return text.format(n=n, **values)
+    return text.format(n=number(n), **values)
 
 
 def choices(labels: Mapping[str, str]) -> dict[str, str]:

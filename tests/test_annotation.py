@@ -290,6 +290,17 @@ def test_breakdown_recovers_a_planted_category_gap(dataset: Dataset) -> None:
     assert by_type.loc["food", "gap"] == pytest.approx(-2.0)
     assert by_type.loc[adaptation_gaps.NO_SIGNAL, "pairs"] == 6
 
+    # A gap of exactly 0 (simply transferred here) still draws: an outlined bar with its
+    # value written on it, and the run named in the legend even when it is the only one.
+    from koed_core.results.figures import breakdown_figure
+
+    only_zero = table.reset_index()
+    only_zero = only_zero[only_zero["category"] == SIMPLY_TRANSFERRED]
+    fig = breakdown_figure(only_zero, "category", "CA", "The gap", "judge")
+    (bar,) = fig.data
+    assert list(bar.y) == [pytest.approx(0.0)] and bar.text == ("+0.00",)
+    assert bar.marker.line.width > 0 and bar.name and fig.layout.showlegend is True
+
 
 def test_drift_predicts_adaptation_when_adapted_dialogues_drift() -> None:
     final = pd.DataFrame(

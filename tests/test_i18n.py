@@ -12,10 +12,12 @@ consent texts, the bilingual rubric).
 from __future__ import annotations
 
 import ast
+import json
 import re
 import string
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from babel.messages.extract import extract_from_dir
@@ -26,6 +28,7 @@ from fixtures.rating import seeded_store, study
 from koed_core import i18n
 from koed_core.db import Store
 from koed_core.db.crowd import Crowd
+from koed_core.dialogues.labels import label_names
 from koed_core.judge.rubric import codes, dimensions
 from koed_core.paths import LOCALE_DIR
 from koed_core.rating import crowd
@@ -178,6 +181,8 @@ ALLOWED = {
     "Mechanical", "Turk", "English", "STUDY_ID", "SESSION_ID", "PROLIFIC_PID", "assignmentId",
     "KOED_USERS", "koed", "users", "add", "NAME", "role", "admin", "data", "yaml", "git",
     "ED",  # EmpatheticDialogues, as the paper abbreviates it
+    "LLM",  # as Korean research writing has it
+    "MB",
 }  # fmt: skip
 LATIN = re.compile(r"[A-Za-z][A-Za-z_]+")
 RUBRIC_HEADERS = {
@@ -203,8 +208,23 @@ def _chrome(at: AppTest) -> list[str]:
             texts += [str(o) for o in widget.options]
     texts += [p.proto.text for p in at.get("progress")]
     for frame in at.dataframe:
-        texts += [str(c) for c in frame.value.columns]
+        texts += _headers(frame)
     return texts
+
+
+def _headers(frame: Any) -> list[str]:
+    """A table's column headers as the reader sees them: the column configuration's label
+    where one is set, else the column's name; hidden columns and those left out of
+    ``column_order`` are not seen."""
+    config = json.loads(frame.proto.columns or "{}")
+    order = list(frame.proto.column_order)
+    shown = []
+    for column in frame.value.columns:
+        setting = config.get(str(column), {})
+        if setting.get("hidden") or (order and str(column) not in order):
+            continue
+        shown.append(str(setting.get("label") or column))
+    return shown
 
 
 BILINGUAL_DATA = {
@@ -226,6 +246,7 @@ def _english_words(texts: list[str], allowed: set[str], data: set[str] = frozens
         plain = re.sub(r":material/[a-z_]+:|:[a-z]+-badge\[", " ", plain)  # markdown directives
         plain = re.sub(r"`[^`]*`|https?://\S+", " ", plain)  # code and links
         plain = re.sub(r"\S*[\d:_]\S*", " ", plain)  # ids, codes, file names, numbers
+        plain = re.sub(r"\S+\.(toml|json|jsonl|yaml|csv|tsv|txt|db)\b", " ", plain)  # files
         words = [w for w in LATIN.findall(plain) if w not in allowed and w not in ALLOWED]
         if words:
             left.append(f"{text!r}: {words}")
@@ -402,7 +423,6 @@ def test_the_explorer_is_in_korean_with_a_dialogue_open() -> None:
     headers, the downloads and an open dialogue's frame are Korean; the labels keep their
     names with the Korean glosses, and the dialogue text is the data's own."""
     from koed_core.dialogues.dataset import load_dataset
-    from koed_core.dialogues.labels import label_names
     from koed_core.paths import SAMPLE_FILE
 
     first = load_dataset(SAMPLE_FILE).dialogues[0]
@@ -412,7 +432,7 @@ def test_the_explorer_is_in_korean_with_a_dialogue_open() -> None:
     assert not at.exception, [e.value for e in at.exception]
     at.selectbox(key="d").set_value(first.conv_id).run()
     assert not at.exception, [e.value for e in at.exception]
-    seen = _chrome(at) + [str(c) for c in at.dataframe[0].value.columns]
+    seen = _chrome(at)
     seen += [b.label for b in at.get("download_button")]
     allowed = {*label_names(), first.conv_id, "conv_id", "CSV", "JSONL", "ko", "en", "sha256"}
     allowed |= {"EmpatheticDialogues", "CC", "BY", "NC", "KOED_DATA", "KoED.json", "MB"}
@@ -435,7 +455,6 @@ VISITOR_PAGES = [
 def test_a_visitors_page_is_in_korean(page: str) -> None:
     """Each public page on a fresh database, for a visitor with ?lang=ko: what it says
     (and, with no results yet, how to get some) is Korean; commands stay as typed."""
-    from koed_core.dialogues.labels import label_names
     from koed_core.models.registry import load_registry
     from koed_core.paths import DEFAULT_REGISTRY
 
@@ -452,3 +471,93 @@ def test_a_visitors_page_is_in_korean(page: str) -> None:
     notes = {spec.notes for spec in load_registry(DEFAULT_REGISTRY).values() if spec.notes}
     left = _english_words(seen, allowed, notes)
     assert not left, f"English on the Korean {page}:\n" + "\n".join(left)
+
+
+ADMIN_PAGES = [
+    "pages/models/runs.py",
+    "pages/models/judge.py",
+    "pages/rating/studies.py",
+    "pages/rating/dashboard.py",
+    "pages/annotation/projects.py",
+    "pages/annotation/annotate.py",
+    *VISITOR_PAGES,
+]
+GLOSS = re.compile(r"(?<=[\uac00-\ud7a3])\([^()]*\)")
+"""A term with no settled Korean form keeps its English once, in parentheses after the
+Korean (배치 API(Batch API)): that English is meant to be there."""
+
+
+def _as_user(username: str) -> AppTest:
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    at.query_params["lang"] = "ko"
+    at.session_state["authentication_status"] = True
+    at.session_state["username"] = username
+    at.session_state["name"] = username
+    return at
+
+
+def _data_words(db: Path) -> set[str]:
+    """What the stored data names, shown as it is in any language: run labels (model
+    names, protocols, prompt sets), study names, projects."""
+    from koed_core.db.judgments import Judgments
+    from koed_core.dialogues.dataset import load_dataset
+    from koed_core.models.runs import run_labels
+    from koed_core.paths import SAMPLE_FILE
+
+    store = Store(db)
+    texts = [*run_labels(store).values()]
+    texts += [use.config.label for use in Judgments(store).configs()]
+    texts += [str(r["name"]) for r in store.rows("select name from studies")]
+    texts += [d.situation_en for d in load_dataset(SAMPLE_FILE).dialogues]
+    return {w for text in texts for w in LATIN.findall(text)}
+
+
+@pytest.mark.parametrize("page", ADMIN_PAGES)
+def test_an_admins_page_is_in_korean(site: Path, page: str) -> None:
+    """An admin with runs, judgments and a study (the upgraded 0.1.0 database), with
+    ?lang=ko: the page, its forms and tables, and the jobs panel in the sidebar."""
+    from koed_core.dialogues.labels import label_names
+    from koed_core.models.registry import load_registry
+    from koed_core.paths import DEFAULT_REGISTRY
+
+    at = _as_user("boss").run()
+    at.switch_page(page).run()
+    assert not at.exception, [e.value for e in at.exception]
+    seen = [GLOSS.sub(" ", text) for text in _chrome(at) + [str(m.label) for m in at.get("metric")]]
+    registry = load_registry(DEFAULT_REGISTRY)
+    allowed = {*label_names(), *_data_words(site), *registry, "Boss", "boss", "mina", "Mina"}
+    allowed |= {"EmpatheticDialogues", "CC", "BY", "NC", "KOED_DATA", "MB", "ED", "ko", "en"}
+    allowed |= {"single", "multi", "direct", "paper", "native", "strict", "authors", "lenient"}
+    allowed |= {"fenced", "OpenAI", "vLLM", "Ollama", "JSON", "JSONL", "CSV", "PNG", "SVG"}
+    allowed |= {"Universal", "Sentence", "Encoder", "multilingual", "SmolLM", "smollm", "human"}
+    allowed |= {"openai", "models", "toml", "bench", "chat", "py", "transformers", "embedded"}
+    allowed |= {"OPENAI_API_KEY", "secrets", "API", "sha", "UTC", "conv_id", "kappa", "Cohen"}
+    allowed |= {"Fleiss", "Krippendorff", "Spearman", "Prolific", "MTurk", "F1", "Markdown"}
+    allowed |= {"LaTeX", "undefined"}  # the statistics' readings stay English (cached, exported)
+    notes = {spec.notes for spec in registry.values() if spec.notes}
+    left = _english_words(seen, allowed, notes)
+    assert not left, f"English on an admin's Korean {page}:\n" + "\n".join(left)
+
+
+def test_an_annotators_page_is_in_korean(site: Path) -> None:
+    """An annotator on a project of two dialogues, with ?lang=ko: the picker, the
+    category, the span form and the guidelines are Korean; the dialogue is the data's."""
+    from koed_core.annotation.projects import AnnotationStore
+    from koed_core.dialogues.dataset import load_dataset
+    from koed_core.paths import SAMPLE_FILE
+    from koed_core.rating import accounts
+
+    accounts.add_user(site.parent / "accounts.yaml", "lin", "annotator", "Lin", "lin-password")
+    dataset = load_dataset(SAMPLE_FILE)
+    chosen = [d.conv_id for d in dataset.dialogues[:2]]
+    AnnotationStore(Store(site)).create_project(
+        "pilot", dataset, chosen, per_item=1, annotators=["lin"]
+    )
+    at = _as_user("lin").run()
+    at.switch_page("pages/annotation/annotate.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.selectbox, "no dialogue to annotate"
+    seen = [GLOSS.sub(" ", text) for text in _chrome(at)]
+    allowed = {*chosen, *label_names(), "pilot", "lin", "Lin", "ko", "en"}
+    left = _english_words(seen, allowed)
+    assert not left, "English on an annotator's Korean page:\n" + "\n".join(left)

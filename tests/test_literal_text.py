@@ -33,7 +33,8 @@ def _safe(node: ast.expr) -> bool:
         return name.isupper()
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
         if node.func.id in TRANSLATORS:  # our own catalog's text, its values each safe
-            return all(_safe(a) for a in node.args) and all(_safe(k.value) for k in node.keywords)
+            args = node.args[:2] if node.func.id == "ngettext" else node.args  # n: a count
+            return all(_safe(a) for a in args) and all(_safe(k.value) for k in node.keywords)
         return node.func.id in SANITISERS or node.func.id in NUMERIC_CALLS
     if isinstance(node, ast.Subscript):  # an entry of one of our own CONSTANT tables
         return _safe(node.value)
@@ -94,6 +95,8 @@ def test_the_lint_catches_an_unescaped_value(tmp_path: Path) -> None:
         "st.info(_('Hello {name}', name=name))\n"
         "st.info(_('Hello {name}', name=md(name)))\n"
         "st.toast(_(TABLE[key], n=len(rows)))\n"
+        "st.info(ngettext('{n} row', '{n} rows', count, name=name))\n"
+        "st.info(ngettext('{n} row', '{n} rows', count))\n"
     )
     global ROOT
     saved, ROOT = ROOT, tmp_path
@@ -101,4 +104,4 @@ def test_the_lint_catches_an_unescaped_value(tmp_path: Path) -> None:
         lines = _unsafe_calls(page)
     finally:
         ROOT = saved
-    assert [line.split(":")[1] for line in lines] == ["1", "2", "5"]
+    assert [line.split(":")[1] for line in lines] == ["1", "2", "5", "8"]

@@ -10,6 +10,7 @@ from streamlit.testing.v1 import AppTest
 from fixtures.fake_openai import FakeOpenAI, Step
 from koed_core.db import Store
 from koed_core.db.jobs import Jobs
+from koed_core.models.runs import run_labels
 from tests.conftest import stop_workers, wait_for_job
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -92,6 +93,11 @@ def test_runs_page_queues_a_job_a_worker_runs_and_lists_it(
         at.button(key="runs.reproduce")  # the reproduction can be queued from here too
         assert Jobs(store).get(1).message.startswith("run ")  # type: ignore[union-attr]
         assert "6 answered, 0 already done, 0 failed" in Jobs(store).get(1).message  # type: ignore[operator]
+        # the page names the run by its label, as its pickers do, never by its id
+        run_id = Jobs(store).get(1).result["run_id"]  # type: ignore[union-attr]
+        said = " ".join(c.value for c in at.caption).replace("\\", "")
+        assert "6 answered, 0 already done, 0 failed" in said
+        assert run_labels(store)[run_id] in said and run_id not in said
     finally:
         stop_workers(tmp_path / "koed.db")
 

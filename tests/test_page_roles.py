@@ -7,6 +7,7 @@ run on its own, stops with a message before showing anything.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -52,9 +53,47 @@ def test_a_stand_in_opens_the_app_not_a_page_of_its_own(site: Path, name: str) -
     assert any("KoED Studio" in c.value for c in at.sidebar.caption)
 
 
+SERVER_PATH = re.compile(r"(?<![\w.:/~])/(?:[^\s/'\"`\\]+/)+[^\s/'\"`\\]+")
+HEX_RUN = re.compile(r"(?<![0-9a-fA-F])[0-9a-f]{16,}(?![0-9a-fA-F])")
+
+
+def _shown(at: AppTest) -> list[str]:
+    """Every text on the screen a person can read: elements, labels, options, and the
+    cells of a table's visible columns."""
+    import json
+
+    texts: list[str] = []
+    kinds = ("title", "header", "subheader", "caption", "markdown", "text", "info", "warning")
+    for kind in (*kinds, "error", "success", "toast", "code", "latex"):
+        texts += [str(e.value) for e in getattr(at, kind)]
+    for kind in ("button", "checkbox", "toggle", "number_input", "text_input", "text_area"):
+        texts += [str(e.label) for e in getattr(at, kind)]
+    for kind in ("radio", "selectbox", "multiselect", "select_slider"):
+        for widget in getattr(at, kind):
+            texts += [str(widget.label), *(str(o) for o in widget.options)]
+    texts += [str(e.label) for e in at.expander] + [str(m.label) for m in at.get("metric")]
+    texts += [str(m.proto.body) for m in at.get("metric")]
+    for frame in at.dataframe:
+        config = json.loads(frame.proto.columns or "{}")
+        for column in frame.value.columns:
+            if not config.get(str(column), {}).get("hidden"):
+                texts += [str(column), *(str(v) for v in frame.value[column].tolist())]
+    return texts
+
+
 @pytest.mark.parametrize("role", list(ROLES))
 @pytest.mark.parametrize("page", PAGE_FILES)
-def test_every_page_for_every_role(site: Path, page: str, role: str) -> None:
+def test_every_page_for_every_role(
+    site: Path, page: str, role: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each page for each role; a visitor and a rater never read a path of the server (the
+    data is a file the operator named by its absolute path) or a hex id."""
+    from koed_core.paths import SAMPLE_FILE
+
+    data = tmp_path / "deep" / "operator" / "folder" / "koed_data.json"
+    data.parent.mkdir(parents=True)
+    data.write_bytes(SAMPLE_FILE.read_bytes())
+    monkeypatch.setenv("KOED_DATA", str(data))
     at = _session(ROOT / "app.py", ROLES[role]).run()
     try:
         at.switch_page(page)
@@ -72,3 +111,9 @@ def test_every_page_for_every_role(site: Path, page: str, role: str) -> None:
     title = at.title[0].value
     if role != "admin":
         assert title not in ADMIN_ONLY, f"a {role} opened {page}"
+        shown = _shown(at)
+        assert any("koed_data.json" in text for text in shown) or "dialogues" not in page
+        paths = [m.group(0) for text in shown for m in SERVER_PATH.finditer(text)]
+        assert not paths, f"a {role} reads the server's paths on {page}: {paths}"
+        ids = [m.group(0) for text in shown for m in HEX_RUN.finditer(text)]
+        assert not ids, f"a {role} reads hex ids on {page}: {ids}"

@@ -169,14 +169,25 @@ def test_adaptation_computes_on_request_then_reads_the_cache(isolated_env: Path)
     at = _app().run()
     at.switch_page("pages/dialogues/adaptation.py").run()
     assert at.info[0].value.startswith("Similarities for this dataset are not computed yet")
+    assert "measured it on two cores; this server measures itself" in at.info[0].value
     at.button(key="adaptation.compute").click().run()
     assert not at.exception
-    assert list((isolated_env / "adaptation").glob("*.csv"))
+    cached = list((isolated_env / "adaptation").glob("*.csv"))
+    assert cached
     at.selectbox(key="ad").set_value("sample:1_conv:34").run()
     assert not at.info and len(at.dataframe) == 3  # dialogues, turns, the chosen dialogue
     assert at.dataframe[2].value["role"].tolist()[0] == "situation"
     turns = at.dataframe[1].value
     assert turns["similarity"].is_monotonic_increasing and len(turns) > 100
+    # what this server took is kept, and the next estimate (another file, or the cache
+    # cleared) is this server's own, not the reference machine's
+    measured = list(isolated_env.rglob("adaptation_timing.json"))
+    assert measured and json.loads(measured[0].read_text())["per_dialogue_s"] > 0
+    for path in cached:
+        path.unlink()
+    again = _app().run()
+    again.switch_page("pages/dialogues/adaptation.py").run()
+    assert "as this server measured itself" in again.info[0].value
 
 
 def test_download_button_switches_to_the_official_file(

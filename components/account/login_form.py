@@ -9,6 +9,7 @@ from typing import Literal
 import streamlit as st
 
 from components.shared import auth, resources, state
+from components.shared.literal import md
 from koed_core.i18n import N_, _
 from koed_core.rating import accounts
 
@@ -50,3 +51,40 @@ def logout_button(location: Literal["main", "sidebar"] = "sidebar") -> None:
         accounts.revoke(resources.settings().users_path, username, time.time())
         auth.end_session()
         st.rerun()
+
+
+CLOSED_WORDS = {
+    "rater": N_("{page} is a rater's page: log in (Account → Log in) to open it."),
+    "annotator": N_("{page} is an annotator's page: log in (Account → Log in) to open it."),
+    "admin": N_("{page} is an admin's page: log in (Account → Log in) to open it."),
+}
+OTHER_ROLE = N_(
+    "{page} needs an account with the role {role}; you are logged in as {name} ({yours}). "
+    "Log out and log in with such an account to open it."
+)
+
+
+def closed_page(title: str, role: str) -> None:
+    """What a link to a page this session may not open shows, at the page's own address:
+    whose page it is and, for a visitor, the login form; once logged in with that role
+    the same address opens the page itself (the navigation is computed again)."""
+    st.title(title)
+    current = auth.start_state()
+    account = current.account
+    if account is not None:
+        st.info(
+            _(
+                OTHER_ROLE,
+                page=md(title),
+                role=md(_(role)),
+                name=md(account.name),
+                yours=md(_(account.role)),
+            ),
+            icon=":material/lock:",
+        )
+        return
+    st.info(_(CLOSED_WORDS[role], page=md(title)), icon=":material/lock:")
+    if current.accounts_exist and not current.key_problem and not current.accounts_problem:
+        login_form()
+    else:
+        st.page_link("pages/account/login.py", label=_("Log in"), icon=":material/login:")

@@ -20,7 +20,7 @@ import streamlit as st
 from components.annotation.annotation_view import LOCAL, answer_block
 from components.shared import resources, state, tables
 from components.shared.literal import md
-from koed_core import csv_safe
+from koed_core import csv_safe, i18n
 from koed_core.annotation import agreement
 from koed_core.annotation.exchange import export_project
 from koed_core.annotation.projects import AnnotationStore
@@ -35,7 +35,38 @@ from koed_core.annotation.taxonomy import (
 )
 from koed_core.dialogues.dataset import Dataset
 from koed_core.dialogues.subsets import SUBSETS, SubsetError, select
+from koed_core.i18n import N_, _
 from koed_core.rating import accounts
+
+PROGRESS_COLUMNS = {
+    "project": N_("project"),
+    "name": N_("name"),
+    "dialogues": N_("dialogues"),
+    "complete": N_("complete"),
+    "adjudicated": N_("adjudicated"),
+    "per_item": N_("per dialogue"),
+    "annotators": N_("annotators"),
+    "taxonomy_version": N_("taxonomy"),
+    "closed": N_("closed"),
+}
+AGREEMENT_COLUMNS = {
+    "measure": N_("measure"),
+    "type": N_("type"),
+    "value": N_("value"),
+    "ci_low": N_("ci_low"),
+    "ci_high": N_("ci_high"),
+    "n": N_("n"),
+    "detail": N_("detail"),
+    "taxonomy_version": N_("taxonomy_version"),
+}
+MEASURES = {
+    "category kappa": N_("category kappa"),
+    "span F1 exact": N_("span F1 exact"),
+    "span F1 overlap": N_("span F1 overlap"),
+    agreement.ALL_TYPES: N_("all types"),
+}
+"""The agreement table's measures as a page shows them (its CSV keeps these names)."""
+SUBSET_NAMES = {name: name for name in SUBSETS} | {"full": N_("full")}
 
 
 def _annotator_accounts() -> list[str]:
@@ -53,29 +84,40 @@ def _taxonomy_upload(upload: Any) -> Taxonomy:
     try:
         raw = tomllib.loads(upload.getvalue().decode("utf-8"))
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as err:
-        raise AnnotationError(f"{upload.name}: not a UTF-8 TOML file ({err})") from None
+        raise AnnotationError(
+            _("{file}: not a UTF-8 TOML file ({error})", file=upload.name, error=err)
+        ) from None
     return parse_taxonomy(raw, upload.name)
 
 
 def create_form(annotations: AnnotationStore, dataset: Dataset) -> None:
     """A new project: dialogues, annotators per dialogue, who, which taxonomy."""
     with st.form("projects.create"):
-        name = st.text_input("Project name")
+        name = st.text_input(_("Project name"))
         left, right = st.columns(2)
-        subset = left.selectbox("Dialogues from", SUBSETS, key=state.PROJECT_SUBSET)
-        limit = right.number_input("First N of them (0: all)", min_value=0, value=20)
-        typed = st.text_area("Or these conv_ids, one per line (instead of the subset)", height=80)
-        per_item = left.number_input("Annotators per dialogue", min_value=1, max_value=10, value=2)
+        subset = left.selectbox(
+            _("Dialogues from"),
+            SUBSETS,
+            key=state.PROJECT_SUBSET,
+            format_func=i18n.choices(SUBSET_NAMES).__getitem__,
+        )
+        limit = right.number_input(_("First N of them (0: all)"), min_value=0, value=20)
+        typed = st.text_area(
+            _("Or these conv_ids, one per line (instead of the subset)"), height=80
+        )
+        per_item = left.number_input(
+            _("Annotators per dialogue"), min_value=1, max_value=10, value=2
+        )
         people = _annotator_accounts()
         chosen = right.multiselect(
-            "Annotators (none chosen: any annotator account)",
+            _("Annotators (none chosen: any annotator account)"),
             people,
-            help="Accounts with the annotator role (koed users add NAME --role annotator)",
+            help=_("Accounts with the annotator role (koed users add NAME --role annotator)"),
         )
         upload = st.file_uploader(
-            "Taxonomy (empty: the shipped one, data/annotation/taxonomy.toml)", type=["toml"]
+            _("Taxonomy (empty: the shipped one, data/annotation/taxonomy.toml)"), type=["toml"]
         )
-        if not st.form_submit_button("Create the project", type="primary"):
+        if not st.form_submit_button(_("Create the project"), type="primary"):
             return
     try:
         ids = [line.strip() for line in typed.splitlines() if line.strip()]
@@ -87,20 +129,33 @@ def create_form(annotations: AnnotationStore, dataset: Dataset) -> None:
     except (AnnotationError, SubsetError) as err:
         st.error(md(str(err)), icon=":material/error:")
         return
-    st.success(f"Project {md(project_id)} created with {md(len(ids))} dialogues.")
+    st.success(
+        _(
+            "Project {id} created with {n} dialogues.",
+            id=md(project_id),
+            n=i18n.number(len(ids)),
+        )
+    )
 
 
 def progress(annotations: AnnotationStore) -> pd.DataFrame:
-    """One row per project: dialogues, complete, adjudicated, taxonomy."""
+    """One row per project: dialogues, complete, adjudicated, taxonomy (to show: the
+    headers in the page's language)."""
     frame = pd.DataFrame(annotations.progress())
     if frame.empty:
         return frame
-    return frame.rename(columns={"per_item": "per dialogue", "taxonomy_version": "taxonomy"})
+    frame["annotators"] = frame["annotators"].replace({"any": _("any")})
+    return frame.rename(columns=i18n.choices(PROGRESS_COLUMNS))
 
 
 def _span_label(span: Span) -> str:
-    english = span.en.text if span.en else "no counterpart"
-    return f"turn {span.ko.position}: {span.ko.text} [{span.type}] → {english}"
+    return _(
+        "turn {position}: {text} [{type}] → {english}",
+        position=span.ko.position,
+        text=span.ko.text,
+        type=span.type,
+        english=span.en.text if span.en else _("no counterpart"),
+    )
 
 
 def _span_id(span: Span) -> str:
@@ -118,9 +173,21 @@ def _pool_labels(pool: dict[str, Span]) -> dict[str, str]:
     for key, label in plain.items():
         span = pool[key]
         if counts[label] > 1:
-            where = f"ko characters {span.ko.start}-{span.ko.end}"
-            if span.en is not None:
-                where += f", en {span.en.start}-{span.en.end}"
+            where = (
+                _(
+                    "ko characters {ko_start}-{ko_end}, en {en_start}-{en_end}",
+                    ko_start=span.ko.start,
+                    ko_end=span.ko.end,
+                    en_start=span.en.start,
+                    en_end=span.en.end,
+                )
+                if span.en is not None
+                else _(
+                    "ko characters {ko_start}-{ko_end}",
+                    ko_start=span.ko.start,
+                    ko_end=span.ko.end,
+                )
+            )
             label = f"{label} ({where})"
         labels[key] = label
     return labels
@@ -138,24 +205,26 @@ def adjudicate(
     ready = items[items["complete"]]
     if ready.empty:
         st.info(
-            "No dialogue is complete yet: the reviewer sees a dialogue once all its "
-            "annotators have submitted."
+            _(
+                "No dialogue is complete yet: the reviewer sees a dialogue once all its "
+                "annotators have submitted."
+            )
         )
         return
     marks = {
-        r.conv_id: f"{r.conv_id}{' · adjudicated' if r.adjudicated else ''}"
+        r.conv_id: _("{conv_id} · adjudicated", conv_id=r.conv_id) if r.adjudicated else r.conv_id
         for r in ready.itertuples()
     }
     conv_id = st.selectbox(
-        "Complete dialogue", list(marks), format_func=marks.__getitem__, key=state.REVIEW_ITEM
+        _("Complete dialogue"), list(marks), format_func=marks.__getitem__, key=state.REVIEW_ITEM
     )
     dialogue = dataset.get(conv_id)
     if dialogue is None:
-        st.error(f"{md(conv_id)} is not in the loaded dataset.")
+        st.error(_("{conv_id} is not in the loaded dataset.", conv_id=md(conv_id)))
         return
     taxonomy = annotations.taxonomy(project)
     answers = annotations.submitted(project["id"], conv_id)
-    with st.expander("The dialogue", expanded=False):
+    with st.expander(_("The dialogue"), expanded=False):
         rows = [(0, dialogue.situation_ko, dialogue.situation_en)]
         rows += [(t.position, t.ko, t.en) for t in dialogue.turns]
         tables.show(pd.DataFrame(rows, columns=["turn", "ko", "en"]), hide_index=True)
@@ -181,30 +250,32 @@ def adjudicate(
     given = [a.category for a in answers]
     default = final.category if final else (given[0] if len(set(given)) == 1 else None)
     with st.form(f"review.{project['id']}.{conv_id}"):
-        st.markdown("**Final answer**" + (" (recorded; saving replaces it)" if final else ""))
+        st.markdown(
+            _("**Final answer** (recorded; saving replaces it)") if final else _("**Final answer**")
+        )
         category = st.radio(
-            "Category",
+            _("Category"),
             categories,
             index=categories.index(default) if default in categories else None,
-            format_func=CATEGORIES.__getitem__,
+            format_func=i18n.choices(CATEGORIES).__getitem__,
             key=f"{state.REVIEW_CATEGORY}.{conv_id}",
         )
         keep = st.multiselect(
-            "Spans to keep (preselected: those every annotator marked alike)",
+            _("Spans to keep (preselected: those every annotator marked alike)"),
             list(pool),
             default=default_spans,
             format_func=labels.__getitem__,
             key=f"{state.REVIEW_SPANS}.{conv_id}",
         )
         note = st.text_area(
-            "Reviewer's note",
+            _("Reviewer's note"),
             value=final.note if final else "",
             key=f"{state.REVIEW_NOTE}.{conv_id}",
         )
-        if not st.form_submit_button("Record the final answer", type="primary"):
+        if not st.form_submit_button(_("Record the final answer"), type="primary"):
             return
     if category is None:
-        st.error("Choose the final category.")
+        st.error(_("Choose the final category."))
         return
     try:
         annotations.adjudicate(
@@ -213,7 +284,7 @@ def adjudicate(
     except AnnotationError as err:
         st.error(md(str(err)), icon=":material/error:")
         return
-    st.toast("Final answer recorded.")
+    st.toast(_("Final answer recorded."))
     st.rerun()
 
 
@@ -223,21 +294,24 @@ def agreement_section(
     """Kappa on the category and span F1, with the export of the project."""
     table = agreement.agreement_table(annotations.annotations(project["id"]), project)
     st.caption(
-        "Category: Cohen's kappa when the same two people annotated every dialogue, else "
-        "Fleiss' kappa, with a bootstrap 95% CI over dialogues (jeong/han dialogues left "
-        "out: the file decides them). Spans: F1 between annotators, exact (same turn, "
-        "offsets and type) and overlapping (same turn and type, texts overlap)."
+        _(
+            "Category: Cohen's kappa when the same two people annotated every dialogue, else "
+            "Fleiss' kappa, with a bootstrap 95% CI over dialogues (jeong/han dialogues left "
+            "out: the file decides them). Spans: F1 between annotators, exact (same turn, "
+            "offsets and type) and overlapping (same turn and type, texts overlap)."
+        )
     )
-    tables.show(table.drop(columns=["annotation_project"]), hide_index=True)
+    tables.show(_shown_agreement(table), hide_index=True)
     st.download_button(
-        "Download the agreement table (CSV)",
+        _("Download the agreement table (CSV)"),
         csv_safe.to_csv(table),
         file_name=f"annotation-agreement-{project['id']}.csv",
         mime="text/csv",
         key=f"projects.agreement.{project['id']}",
     )
     if st.button(
-        "Prepare the export (JSONL, agreement, taxonomy)", key=f"projects.export.{project['id']}"
+        _("Prepare the export (JSONL, agreement, taxonomy)"),
+        key=f"projects.export.{project['id']}",
     ):
         with tempfile.TemporaryDirectory() as work:
             files = export_project(
@@ -248,12 +322,22 @@ def agreement_section(
                 for file in files:
                     archive.write(file, file.name)
         st.download_button(
-            "Download the export (zip)",
+            _("Download the export (zip)"),
             buffer.getvalue(),
             file_name=f"annotations-{project['id']}.zip",
             mime="application/zip",
             key=f"projects.zip.{project['id']}",
         )
+
+
+def _shown_agreement(table: pd.DataFrame) -> pd.DataFrame:
+    """The agreement table as the page shows it: headers and measures in the page's
+    language (the download keeps the English names scripts read)."""
+    names = i18n.choices(MEASURES)
+    shown = table.drop(columns=["annotation_project"])
+    for column in ("measure", "type"):
+        shown[column] = shown[column].map(lambda value: names.get(value, value))
+    return shown.rename(columns=i18n.choices(AGREEMENT_COLUMNS))
 
 
 def reviewer_name(username: str | None) -> str:

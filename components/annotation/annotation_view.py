@@ -8,7 +8,6 @@ chooses to draw).
 
 from __future__ import annotations
 
-from functools import partial
 from typing import Any
 
 import pandas as pd
@@ -18,12 +17,14 @@ from components.annotation.span_select import span_selector
 from components.shared import auth, resources, state, tables
 from components.shared.adaptation_gap import category_name
 from components.shared.literal import md
-from koed_core.annotation.projects import SUBMITTED, Annotation, AnnotationStore
-from koed_core.annotation.spans import Side, Span, find, side_at, turn_text
+from koed_core import i18n
+from koed_core.annotation.projects import DRAFT, SUBMITTED, Annotation, AnnotationStore
+from koed_core.annotation.spans import PERSON, Side, Span, find, side_at, turn_text
 from koed_core.annotation.taxonomy import (
     CATEGORIES,
     HANDCRAFTED,
     AnnotationError,
+    SignalType,
     Taxonomy,
     fixed_category,
 )
@@ -31,10 +32,24 @@ from koed_core.db.types import short_hash
 from koed_core.dialogues.adaptation import SITUATION_POSITION, percentile
 from koed_core.dialogues.dataset import Dataset
 from koed_core.dialogues.dialogue import Dialogue
+from koed_core.i18n import N_, _
 
 LOCAL = "local"
 """Whose annotation it is while no accounts exist (one person's app)."""
 SUGGEST_PERCENTILE = 25
+SUGGESTED = "suggestion:"
+"""How an accepted model suggestion's origin starts (the model's name follows)."""
+STATUS = {None: N_("new"), DRAFT: N_("draft"), SUBMITTED: N_("submitted")}
+"""An annotator's own status on a dialogue, as the picker says it."""
+HOW_TO = N_(
+    "Drag over a span of a **Korean** turn, then over the **English** words it replaces "
+    "in the same turn (or tick *No English counterpart*); choose its type and add it. "
+    "Yellow: your spans; blue: their English counterparts; green: selected, not added yet."
+)
+DASHED = N_(
+    "Dashed turns are *suggestions*: their ko/en similarity is in this file's lowest "
+    "quarter (the Adaptation page's encoder). They are hints only, never stored."
+)
 
 
 def annotator() -> str:
@@ -44,7 +59,7 @@ def annotator() -> str:
         return LOCAL
     account = auth.require()
     if account.role not in ("annotator", "admin"):
-        st.error("This page is for annotators and admins only.")
+        st.error(_("This page is for annotators and admins only."))
         st.stop()
     return account.username
 
@@ -61,7 +76,11 @@ def suggestions(dataset: Dataset, dialogue: Dialogue) -> dict[int, str]:
         (turns["conv_id"] == dialogue.conv_id) & (turns["percentile"] <= SUGGEST_PERCENTILE)
     ]
     return {
-        int(r.position): f"suggested: drifts (similarity {r.similarity:.2f}, p{r.percentile:.0f})"
+        int(r.position): _(
+            "suggested: drifts (similarity {similarity}, p{percentile})",
+            similarity=i18n.number(r.similarity, 2),
+            percentile=i18n.number(r.percentile),
+        )
         for r in own.itertuples()
     }
 
@@ -79,7 +98,7 @@ def read_selection(
     if lang not in ("ko", "en") or not all(
         isinstance(v, int) and not isinstance(v, bool) for v in fields
     ):
-        return None, None, "The selection could not be read; select the text again."
+        return None, None, _("The selection could not be read; select the text again.")
     position, start, end = (int(str(v)) for v in fields)
     try:
         side = side_at(dialogue, lang, position, start, end)
@@ -101,21 +120,35 @@ def _take(dialogue: Dialogue, pending: dict[str, Any], chosen: dict[str, Any] | 
     st.rerun()  # draw the selection as pending, or the notice
 
 
+def type_name(kind: SignalType) -> str:
+    """A signal type as people read it: both names, the page's language first."""
+    return f"{kind.ko}({kind.en})" if i18n.language() == "ko" else kind.label
+
+
+def _origin(origin: str) -> str:
+    if origin == PERSON:
+        return _("person")
+    if origin.startswith(SUGGESTED):
+        return _("suggested by {model}", model=origin.removeprefix(SUGGESTED))
+    return origin
+
+
 def _describe(span: Span, taxonomy: Taxonomy) -> dict[str, Any]:
     kind = taxonomy.get(span.type)
+    none = _("(no counterpart)") if span.no_counterpart else ""
     return {
-        "turn": span.ko.position,
-        "Korean": span.ko.text,
-        "type": kind.label if kind else span.type,
-        "English": span.en.text if span.en else "(no counterpart)" if span.no_counterpart else "",
-        "origin": span.origin,
+        _("turn"): span.ko.position,
+        _("Korean"): span.ko.text,
+        _("type"): type_name(kind) if kind else span.type,
+        _("English"): span.en.text if span.en else none,
+        _("origin"): _origin(span.origin),
     }
 
 
 def span_table(spans: tuple[Span, ...], taxonomy: Taxonomy) -> None:
     """The spans as a table (texts shown literally)."""
     if not spans:
-        st.caption("No spans marked.")
+        st.caption(_("No spans marked."))
         return
     tables.show(pd.DataFrame([_describe(s, taxonomy) for s in spans]), hide_index=True)
 
@@ -141,21 +174,22 @@ def _save(
 def _typed_selection(dialogue: Dialogue, pending: dict[str, Any]) -> None:
     """The keyboard way: name the turn and type the text (found in code points)."""
     with (
-        st.expander("Mark a span by typing it (keyboard, or when dragging is awkward)"),
+        st.expander(_("Mark a span by typing it (keyboard, or when dragging is awkward)")),
         st.form("annotate.typed", border=False),
     ):
         positions = [SITUATION_POSITION, *(t.position for t in dialogue.turns)]
         position = st.selectbox(
-            "Turn", positions, key=state.ANN_TYPED_TURN, help="0 is the situation"
+            _("Turn"), positions, key=state.ANN_TYPED_TURN, help=_("0 is the situation")
         )
-        ko = st.text_input("Korean text, exactly as in the turn", key=state.ANN_TYPED_KO)
+        ko = st.text_input(_("Korean text, exactly as in the turn"), key=state.ANN_TYPED_KO)
         occurrence = st.number_input(
-            "Which occurrence", min_value=1, max_value=50, value=1, key=state.ANN_TYPED_AT
+            _("Which occurrence"), min_value=1, max_value=50, value=1, key=state.ANN_TYPED_AT
         )
         en = st.text_input(
-            "English counterpart in the same turn (empty: none chosen)", key=state.ANN_TYPED_EN
+            _("English counterpart in the same turn (empty: none chosen)"),
+            key=state.ANN_TYPED_EN,
         )
-        if st.form_submit_button("Select these"):
+        if st.form_submit_button(_("Select these")):
             try:
                 start, end = find(turn_text(dialogue, "ko", position), ko, int(occurrence))
                 pending["ko"] = side_at(dialogue, "ko", position, start, end).as_dict()
@@ -183,7 +217,12 @@ def annotate(
         _complete(annotations, project, dialogue, own, who, taxonomy)
         return
     if not item["open"]:
-        st.warning(f"{md(dialogue.conv_id)} already has its annotators: choose another one.")
+        st.warning(
+            _(
+                "{conv_id} already has its annotators: choose another one.",
+                conv_id=md(dialogue.conv_id),
+            )
+        )
         return
     spans = list(own.spans) if own else []
     category = own.category if own else None
@@ -192,21 +231,11 @@ def annotate(
     pending = state.annotation_pending(project["id"], dialogue.conv_id)
     if own is not None and own.submitted:
         st.success(
-            "Submitted. You may still change it until every annotator has submitted.",
+            _("Submitted. You may still change it until every annotator has submitted."),
             icon=":material/check:",
         )
     hints = suggestions(dataset, dialogue)
-    st.caption(
-        "Drag over a span of a **Korean** turn, then over the **English** words it replaces "
-        "in the same turn (or tick *No English counterpart*); choose its type and add it. "
-        "Yellow: your spans; blue: their English counterparts; green: selected, not added yet."
-        + (
-            " Dashed turns are *suggestions*: their ko/en similarity is in this file's "
-            "lowest quarter (the Adaptation page's encoder). They are hints only, never stored."
-            if hints
-            else ""
-        )
-    )
+    st.caption(_(HOW_TO) + " " + _(DASHED) if hints else _(HOW_TO))
     _take(dialogue, pending, span_selector(dialogue, spans, pending, hints, state.ANN_SELECTOR))
     _typed_selection(dialogue, pending)
     _model_suggestions(annotations, project, dialogue, who, taxonomy, category, note, spans, kept)
@@ -214,57 +243,84 @@ def annotate(
     if pending.get("notice"):
         st.warning(md(pending.pop("notice")), icon=":material/warning:")
     if ko or en:
-        st.button("Clear the selection", on_click=pending.update, kwargs={"ko": None, "en": None})
+        st.button(
+            _("Clear the selection"), on_click=pending.update, kwargs={"ko": None, "en": None}
+        )
     left, right = st.columns(2)
     with left:
-        st.markdown("**Korean span**")
-        st.text(f"turn {ko.position}: {ko.text}" if ko else "(select text in a Korean turn)")
+        st.markdown("**" + _("Korean span") + "**")
+        st.text(_turn_text(ko) if ko else _("(select text in a Korean turn)"))
     with right:
-        st.markdown("**English counterpart**")
-        st.text(f"turn {en.position}: {en.text}" if en else "(none selected)")
+        st.markdown("**" + _("English counterpart") + "**")
+        st.text(_turn_text(en) if en else _("(none selected)"))
     with st.form("annotate.add", border=True, clear_on_submit=True):
         kind = st.selectbox(
-            "Signal type",
+            _("Signal type"),
             list(taxonomy.codes),
-            format_func=partial(_type_label, taxonomy),
+            format_func=_type_labels(taxonomy).__getitem__,
             key=state.ANN_TYPE,
+            help=_type_help(taxonomy),
         )
-        none = st.checkbox("No English counterpart", key=state.ANN_NONE)
-        if st.form_submit_button("Add span", disabled=False):
+        none = st.checkbox(_("No English counterpart"), key=state.ANN_NONE)
+        if st.form_submit_button(_("Add span"), disabled=False):
             if ko is None:
-                st.error("Select a span in a Korean turn first.")
+                st.error(_("Select a span in a Korean turn first."))
             else:
                 new = Span(ko=ko, type=kind, en=None if none else en, no_counterpart=none)
                 if _save(annotations, project, dialogue, who, category, note, [*spans, new], kept):
                     pending.update(ko=None, en=None)
                     st.rerun()
-    st.markdown(f"**Your spans** ({md(len(spans))})")
+    st.markdown(_("**Your spans** ({n})", n=i18n.number(len(spans))))
     span_table(tuple(spans), taxonomy)
     if spans:
         labels = [
-            f"{i + 1}. turn {s.ko.position}: {s.ko.text} ({s.type})" for i, s in enumerate(spans)
+            _(
+                "{n}. turn {position}: {text} ({type})",
+                n=i + 1,
+                position=s.ko.position,
+                text=s.ko.text,
+                type=s.type,
+            )
+            for i, s in enumerate(spans)
         ]
         gone = st.multiselect(
-            "Remove spans",
+            _("Remove spans"),
             range(len(spans)),
             format_func=labels.__getitem__,
             # A fresh key whenever the spans change: a choice never points at another span.
             key=f"{state.ANN_REMOVE}.{short_hash([s.key for s in spans])}",
         )
-        if gone and st.button("Remove the chosen spans"):
+        if gone and st.button(_("Remove the chosen spans")):
             kept_spans = [s for i, s in enumerate(spans) if i not in set(gone)]
             if _save(annotations, project, dialogue, who, category, note, kept_spans, kept):
                 st.rerun()
     _category_form(annotations, project, dialogue, who, category, note, spans)
 
 
-def _type_label(taxonomy: Taxonomy, code: str) -> str:
-    kind = taxonomy.get(code)
-    return f"{kind.label}: {kind.hint}" if kind and kind.hint else (kind.label if kind else code)
+def _turn_text(side: Side) -> str:
+    return _("turn {position}: {text}", position=side.position, text=side.text)
 
 
-def _category_label(code: str) -> str:
-    return CATEGORIES[code]
+def _type_labels(taxonomy: Taxonomy) -> dict[str, str]:
+    """Each type as the picker shows it. In English the name with its hint, as the file
+    wrote them; in Korean both names only (a file's hints are in one language, the shipped
+    file's in English), the hints being in the picker's help."""
+    english = i18n.language() == "en"
+    return {
+        kind.code: f"{kind.label}: {kind.hint}" if english and kind.hint else type_name(kind)
+        for kind in taxonomy.types
+    }
+
+
+def _type_help(taxonomy: Taxonomy) -> str | None:
+    if i18n.language() == "en":
+        return None
+    return (
+        "  \n".join(
+            f"**{md(type_name(kind))}**: {md(kind.hint)}" for kind in taxonomy.types if kind.hint
+        )
+        or None
+    )
 
 
 def _category_form(
@@ -277,36 +333,39 @@ def _category_form(
     spans: list[Span],
 ) -> None:
     fixed = fixed_category(dialogue)
+    chosen: str | None
     with st.form("annotate.category", border=True):
         if fixed is not None:
             st.info(
-                "A jeong/han dialogue: the KoED authors wrote it from scratch, so its "
-                "category is *handcrafted* (known from the file).",
+                _(
+                    "A jeong/han dialogue: the KoED authors wrote it from scratch, so its "
+                    "category is *handcrafted* (known from the file)."
+                ),
                 icon=":material/info:",
             )
             chosen = fixed
         else:
             options = [c for c in CATEGORIES if c != HANDCRAFTED]
             chosen = st.radio(
-                "Adaptation category",
+                _("Adaptation category"),
                 options,
                 index=options.index(category) if category in options else None,
-                format_func=_category_label,
+                format_func=i18n.choices(CATEGORIES).__getitem__,
                 key=f"{state.ANN_CATEGORY}.{dialogue.conv_id}",
             )
         text = st.text_area(
-            "Note (what the reconstruction changed, doubts)",
+            _("Note (what the reconstruction changed, doubts)"),
             value=note,
             max_chars=4000,
             key=f"{state.ANN_NOTE}.{dialogue.conv_id}",
         )
         draft, submit = st.columns(2)
-        saved = draft.form_submit_button("Save draft")
-        handed = submit.form_submit_button("Submit", type="primary")
+        saved = draft.form_submit_button(_("Save draft"))
+        handed = submit.form_submit_button(_("Submit"), type="primary")
     if (saved or handed) and _save(
         annotations, project, dialogue, who, chosen, text, spans, submit=handed
     ):
-        st.toast("Submitted." if handed else "Draft saved.")
+        st.toast(_("Submitted.") if handed else _("Draft saved."))
         st.rerun()
 
 
@@ -320,13 +379,15 @@ def _complete(
 ) -> None:
     """A complete dialogue: the annotator's own answer, frozen, beside the others'."""
     st.success(
-        "Every annotator has submitted this dialogue: the answers are frozen for the "
-        "reviewer, and you may now see the others'.",
+        _(
+            "Every annotator has submitted this dialogue: the answers are frozen for the "
+            "reviewer, and you may now see the others'."
+        ),
         icon=":material/lock:",
     )
     span_selector(dialogue, own.spans, None, {}, state.ANN_SELECTOR)
-    answers = [("Yours", own)] + [
-        (f"Annotator {i + 2}", a)
+    answers = [(_("Yours"), own)] + [
+        (_("Annotator {n}", n=i + 2), a)
         for i, a in enumerate(annotations.others(project["id"], dialogue.conv_id, who))
     ]
     for title, answer in answers:  # one below the other: the span tables need the width
@@ -336,9 +397,9 @@ def _complete(
 def answer_block(title: str, answer: Annotation, taxonomy: Taxonomy) -> None:
     """One annotator's answer: category in words, note and spans (texts literally)."""
     st.markdown(f"**{md(title)}**")
-    st.text(f"category: {category_name(answer.category)}")
+    st.text(_("category: {category}", category=category_name(answer.category)))
     if answer.note:
-        st.text(f"note: {answer.note}")
+        st.text(_("note: {note}", note=answer.note))
     span_table(answer.spans, taxonomy)
 
 
@@ -347,9 +408,12 @@ def item_label(items: pd.DataFrame) -> dict[str, str]:
     out = {}
     for r in items.itertuples():
         yours = None if pd.isna(r.yours) else str(r.yours)
-        mine = {None: "new", "draft": "draft", SUBMITTED: "submitted"}.get(yours, str(yours))
-        done = " · complete" if r.complete else ""
-        out[r.conv_id] = f"{r.conv_id} · yours: {mine}{done}"
+        mine = _(STATUS[yours]) if yours in STATUS else str(yours)
+        out[r.conv_id] = (
+            _("{conv_id} · yours: {status} · complete", conv_id=r.conv_id, status=mine)
+            if r.complete
+            else _("{conv_id} · yours: {status}", conv_id=r.conv_id, status=mine)
+        )
     return out
 
 
@@ -376,16 +440,16 @@ def _model_suggestions(
     from koed_core.models.client import ModelError
 
     held = f"annotate.suggested.{project['id']}.{dialogue.conv_id}"
-    with st.expander("Candidate signals from a model (suggestions, optional)"):
+    with st.expander(_("Candidate signals from a model (suggestions, optional)")):
         models = {  # the human reference replays dataset turns: it has nothing to suggest
             n: spec
             for n, spec in allowed_models(registry_or_stop()).items()
             if spec.backend != "human"
         }
-        name = st.selectbox("Model", list(models), key="annotate.suggest.model")
-        if st.button("Ask for candidates", key="annotate.suggest.ask") and name:
+        name = st.selectbox(_("Model"), list(models), key="annotate.suggest.model")
+        if st.button(_("Ask for candidates"), key="annotate.suggest.ask") and name:
             try:
-                with st.spinner(f"Asking {md(name)}..."):
+                with st.spinner(_("Asking {model}...", model=md(name))):
                     found = suggest(client_for(models[name]), dialogue, taxonomy, name)
             except ModelError as err:
                 st.error(md(str(err)), icon=":material/error:")
@@ -393,21 +457,29 @@ def _model_suggestions(
                 st.session_state[held] = [span_to_dict(s) for s in found.spans]
                 if found.dropped:
                     st.caption(
-                        f"{md(found.dropped)} candidate(s) left out: not in the dialogue as "
-                        "written, or of a type the taxonomy lacks."
+                        _(
+                            "{n} candidate(s) left out: not in the dialogue as written, or of "
+                            "a type the taxonomy lacks.",
+                            n=i18n.number(found.dropped),
+                        )
                     )
         offered = [span_from_dict(raw, "suggestion") for raw in st.session_state.get(held, [])]
         marked = {s.key for s in spans}
         offered = [s for s in offered if s.key not in marked]
         if not offered and held in st.session_state:
-            st.caption("No candidate left to accept.")
+            st.caption(_("No candidate left to accept."))
         for i, span in enumerate(offered):
             left, right = st.columns([5, 1])
-            english = span.en.text if span.en else "no counterpart"
             left.text(
-                f"suggested · turn {span.ko.position}: {span.ko.text} [{span.type}] → {english}"
+                _(
+                    "suggested · turn {position}: {text} [{type}] → {english}",
+                    position=span.ko.position,
+                    text=span.ko.text,
+                    type=span.type,
+                    english=span.en.text if span.en else _("no counterpart"),
+                )
             )
-            if right.button("Accept", key=f"annotate.accept.{i}") and _save(
+            if right.button(_("Accept"), key=f"annotate.accept.{i}") and _save(
                 annotations, project, dialogue, who, category, note, [*spans, span], kept
             ):
                 st.rerun()

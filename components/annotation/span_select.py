@@ -19,7 +19,7 @@ import streamlit as st
 from koed_core import i18n
 from koed_core.annotation.spans import Span
 from koed_core.dialogues.dialogue import Dialogue
-from koed_core.i18n import _
+from koed_core.i18n import N_, _
 
 CSS = """
 .koed-spans { font-family: var(--st-font, sans-serif); font-size: 0.95rem; }
@@ -28,7 +28,7 @@ CSS = """
 .koed-spans td.who { width: 5.5em; color: #555; font-size: 0.8rem; }
 .koed-spans th { text-align: left; font-size: 0.8rem; color: #555; padding: 4px 8px; }
 .koed-spans .txt { white-space: pre-wrap; cursor: text; line-height: 1.6; }
-.koed-spans .txt:empty::after { content: "(no text in this language)"; color: #999; }
+.koed-spans .txt:empty::after { content: attr(data-empty); color: #999; }
 .koed-spans mark { background: #ffe08a; border-radius: 3px; padding: 0 1px; }
 .koed-spans mark.en { background: #cde8ff; }
 .koed-spans mark.pending { background: #b8f0c0; outline: 1px solid #2a8a3a; }
@@ -104,6 +104,7 @@ export default function (component) {
       txt.dataset.lang = lang;
       txt.dataset.position = String(turn.position);
       txt.dataset.text = turn[lang];
+      txt.dataset.empty = data.texts.empty;
       fill(txt, turn[lang], turn.marks[lang]);
       td.appendChild(txt);
       row.appendChild(td);
@@ -130,8 +131,7 @@ export default function (component) {
     const el = holder(range.startContainer);
     if (!el) return;
     if (el !== holder(range.endContainer)) {
-      setTriggerValue("selected", { error: "A span lies within one turn of one language: " +
-        "select the Korean words, then (separately) their English counterpart." });
+      setTriggerValue("selected", { error: data.texts.across });
       return;
     }
     const text = el.dataset.text;
@@ -149,12 +149,15 @@ export default function (component) {
 }
 """
 
+ROLES = {"speaker": N_("speaker"), "listener": N_("listener")}
+"""A turn's role as the first column says it."""
 _SELECTOR = st.components.v2.component("koed_span_selector", html="", css=CSS, js=JS)
 
 
 def _marks(
-    spans: Sequence[Span], pending: dict[str, Any] | None, position: int
+    spans: Sequence[Span], pending: dict[str, Any] | None, position: int, chosen: str
 ) -> dict[str, list[dict[str, Any]]]:
+    """The marks on one turn; ``chosen`` is the tooltip of the pending selection."""
     marks: dict[str, list[dict[str, Any]]] = {"ko": [], "en": []}
     for span in spans:
         if span.ko.position == position:
@@ -168,7 +171,7 @@ def _marks(
     for lang, side in (pending or {}).items():
         if side and side["position"] == position:
             marks[lang].append(
-                {"start": side["start"], "end": side["end"], "cls": "pending", "title": "selected"}
+                {"start": side["start"], "end": side["end"], "cls": "pending", "title": chosen}
             )
     for lang in marks:  # sorted, overlaps dropped (the list below the table shows every span)
         marks[lang].sort(key=lambda m: (m["start"], -m["end"]))
@@ -189,13 +192,22 @@ def span_selector(
     """Draw the dialogue and return what was just selected (lang, position, start, end,
     text, offsets in code points), or None. ``suggested``: position -> why it is
     suggested (shown dashed, never stored)."""
-    rows = [(0, "situation", dialogue.situation_ko, dialogue.situation_en)]
-    rows += [(t.position, f"{t.position}. {t.role}", t.ko, t.en) for t in dialogue.turns]
+    rows = [(0, _("situation"), dialogue.situation_ko, dialogue.situation_en)]
+    roles = i18n.choices(ROLES)
+    rows += [(t.position, f"{t.position}. {roles[t.role]}", t.ko, t.en) for t in dialogue.turns]
+    selected = _("selected")
     data = {
         "headers": [
             _("{language} (select a span here)", language=i18n.NAMES["ko"]),
             _("{language} (then its counterpart)", language=i18n.NAMES["en"]),
         ],
+        "texts": {  # what the script itself may write, in the page's language
+            "empty": _("(no text in this language)"),
+            "across": _(
+                "A span lies within one turn of one language: select the Korean words, then "
+                "(separately) their English counterpart."
+            ),
+        },
         "turns": [
             {
                 "position": position,
@@ -203,7 +215,7 @@ def span_selector(
                 "ko": ko,
                 "en": en,
                 "suggested": suggested.get(position, ""),
-                "marks": _marks(spans, pending, position),
+                "marks": _marks(spans, pending, position, selected),
             }
             for position, who, ko, en in rows
         ],

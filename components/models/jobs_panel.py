@@ -15,25 +15,35 @@ from dataclasses import asdict
 
 import streamlit as st
 
-from components.shared import auth, resources, state
+from components.shared import auth, language, resources, state
 from components.shared.literal import md
 from components.shared.model_choice import count_call
+from koed_core import i18n
 from koed_core.config import api_key
 from koed_core.db.jobs import Job, JobError, Jobs
 from koed_core.errors import KoedError
-from koed_core.jobs.kinds import JobParams, enqueue
-from koed_core.jobs.worker import ensure_worker
+from koed_core.i18n import N_, _
+from koed_core.jobs.kinds import JobParams, describe, enqueue, outcome_of
+from koed_core.jobs.worker import DISK_FULL, ensure_worker
 from koed_core.models.client import ModelError
 from koed_core.models.registry import ModelSpec
+from koed_core.models.runs import run_labels
 
 REFRESH_S = 2.0
 STATE_WORDS = {
-    "queued": "waiting for the worker",
-    "running": "running",
-    "finished": "finished",
-    "failed": "failed",
-    "cancelled": "cancelled",
+    "queued": N_("waiting for the worker"),
+    "running": N_("running"),
+    "finished": N_("finished"),
+    "failed": N_("failed"),
+    "cancelled": N_("cancelled"),
 }
+ALREADY = {
+    "queued": N_("the same job is already queued: #{id} ({job})"),
+    "running": N_("the same job is already running: #{id} ({job})"),
+}
+FIXED = frozenset({N_("cancelled before it started"), DISK_FULL})
+"""Messages a job's row keeps in English word for word (koed_core/db/jobs.py, the
+worker), said in the reader's language; any other stored text is shown as it is."""
 
 
 def check_may_queue(spec: ModelSpec) -> None:
@@ -47,15 +57,20 @@ def check_may_queue(spec: ModelSpec) -> None:
         return
     if not auth.is_admin():
         raise ModelError(
-            "forbidden", f"{spec.name} calls a remote or paid model: log in as an admin"
+            "forbidden",
+            _("{model} calls a remote or paid model: log in as an admin", model=spec.name),
         )
     needs_key = spec.backend == "openai" and spec.base_url is None
     if needs_key and not api_key(spec.api_key_env, os.environ, resources.secrets()):
         raise ModelError(
             "auth",
-            f"{spec.name} needs {spec.api_key_env} on the server: a job runs in the "
-            "background worker, which uses the environment or .streamlit/secrets.toml "
-            "(a key typed in the sidebar stays in this browser session)",
+            _(
+                "{model} needs {key} on the server: a job runs in the background worker, "
+                "which uses the environment or .streamlit/secrets.toml (a key typed in the "
+                "sidebar stays in this browser session)",
+                model=spec.name,
+                key=spec.api_key_env,
+            ),
         )
     count_call(spec)
 
@@ -71,15 +86,26 @@ def queue(params: JobParams) -> int:
     wanted = {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(params).items()}
     for job in Jobs(store).recent(30):
         if job.active and job.kind == params.kind and job.params == wanted:
-            raise JobError(f"the same job is already {job.state}: #{job.id} ({job.label})")
-    job_id = enqueue(store, params, auth.username() or "(no accounts)")
+            raise JobError(_(ALREADY[job.state], id=job.id, job=describe(job)))
+    job_id = enqueue(store, params, auth.username() or "(no accounts)")  # stored: English
     ensure_worker(store)
     return job_id
 
 
 def label_of(job_id: int) -> str:
-    """A queued job as people read it (runs named by their label, not their id)."""
-    return Jobs(resources.store()).get(job_id).label
+    """A queued job as people read it (runs named by their label, not their id), in the
+    reader's language."""
+    return describe(Jobs(resources.store()).get(job_id))
+
+
+def say_queued(job_id: int) -> None:
+    """The page's word that a job is queued, and what it is."""
+    st.success(_("Job #{id} queued: {job}.", id=md(job_id), job=md(label_of(job_id))))
+
+
+def said(text: str) -> str:
+    """A message a job's row keeps, in the reader's language if it is a fixed one."""
+    return _(text) if text in FIXED else text
 
 
 def keep_worker_alive() -> None:
@@ -103,6 +129,7 @@ def render_sidebar_panel() -> None:
 
 @st.fragment(run_every=REFRESH_S)
 def _panel() -> None:
+    language.start()  # a fragment's own run starts in a thread of its own: English else
     keep_worker_alive()  # a worker that died while the page is open is replaced
     try:
         jobs = Jobs(resources.store()).recent(8)
@@ -111,40 +138,45 @@ def _panel() -> None:
     active = [job for job in jobs if job.active]
     if not jobs:
         return
-    with st.expander(f"Jobs ({len(active)} active)", expanded=bool(active), icon=":material/sync:"):
+    title = _("Jobs ({n} active)", n=i18n.number(len(active)))
+    with st.expander(title, expanded=bool(active), icon=":material/sync:"):
+        names = run_labels(resources.store())
         for job in jobs[:6]:
-            render_job(job, key_prefix="panel")
-        st.caption("Also: `koed jobs` in a terminal.")
+            render_job(job, "panel", names)
+        st.caption(_("Also: `koed jobs` in a terminal."))
 
 
-def render_job(job: Job, key_prefix: str) -> None:
-    """One job: what it is, how far, and a Cancel button while it is active."""
-    words = STATE_WORDS.get(job.state, job.state)
+def render_job(job: Job, key_prefix: str, run_names: dict[str, str]) -> None:
+    """One job: what it is, how far, and a Cancel button while it is active; a run it
+    made is named by its label (``run_names``), never by its id."""
+    words = _(STATE_WORDS[job.state]) if job.state in STATE_WORDS else job.state
     if job.cancel_requested and job.active:
-        words = "cancelling (answers arriving in the next seconds are stored)"
+        words = _("cancelling (answers arriving in the next seconds are stored)")
     elif job.orphaned:
-        words = "its worker stopped: a new worker takes it over and resumes it"
-    st.markdown(f"**#{md(job.id)}** {md(job.label)}  \n:gray[{md(words)}]")
+        words = _("its worker stopped: a new worker takes it over and resumes it")
+    st.markdown(f"**#{md(job.id)}** {md(describe(job))}  \n:gray[{md(words)}]")
     if job.state == "running" or (job.state != "queued" and job.total):
         fraction = job.done / job.total if job.total else 0.0
-        rate = f", {job.rate:.0f}/min" if job.rate else ""
-        failed = f", {job.failed} failed" if job.failed else ""
-        st.progress(
-            min(max(fraction, 0.0), 1.0), text=f"{job.done:,} of {job.total:,}{rate}{failed}"
-        )
+        counts = [_("{n} of {total}", n=i18n.number(job.done), total=i18n.number(job.total))]
+        if job.rate:
+            counts.append(_("{n}/min", n=i18n.number(job.rate)))
+        if job.failed:
+            counts.append(_("{n} failed", n=i18n.number(job.failed)))
+        st.progress(min(max(fraction, 0.0), 1.0), text=", ".join(counts))
     if job.reason:
-        st.error(md(job.reason), icon=":material/error:")
-    elif job.message:
-        st.caption(md(job.message))  # the last word: what it runs, or how it ended
+        st.error(md(said(job.reason)), icon=":material/error:")
+    elif job.message:  # the last word: what it runs (as the worker wrote it), or how it ended
+        ended = outcome_of(job, run_names) if job.state in ("finished", "cancelled") else None
+        st.caption(md(ended or said(job.message)))
     cancellable = job.active and not job.cancel_requested
-    if cancellable and st.button("Cancel", key=f"{key_prefix}.cancel.{job.id}", type="tertiary"):
+    if cancellable and st.button(_("Cancel"), key=f"{key_prefix}.cancel.{job.id}", type="tertiary"):
         cancel(job.id)
 
 
 def cancel(job_id: int) -> None:
     """Ask a job to stop (admins only, checked here on the server)."""
     if not auth.is_admin():
-        st.error("Only an admin can cancel jobs.")
+        st.error(_("Only an admin can cancel jobs."))
         return
     try:
         Jobs(resources.store()).request_cancel(job_id)
@@ -158,18 +190,20 @@ def render_jobs_table(*kinds: str) -> None:
     shown = [job for job in Jobs(resources.store()).recent(30) if job.kind in kinds][:10]
     if not shown:
         return
-    st.subheader("Jobs", anchor=False)
+    st.subheader(_("Jobs"), anchor=False)
     _jobs_list(kinds)
 
 
 @st.fragment(run_every=REFRESH_S)
 def _jobs_list(kinds: tuple[str, ...]) -> None:
+    language.start()  # a fragment's own run starts in a thread of its own: English else
     shown = [job for job in Jobs(resources.store()).recent(30) if job.kind in kinds][:10]
     active = {job.id for job in shown if job.active}
     seen = st.session_state.get(state.JOBS_ACTIVE, set())
     st.session_state[state.JOBS_ACTIVE] = active
     if seen - active:
         st.rerun()  # a job of this page ended: show what it stored (the whole page)
+    names = run_labels(resources.store())
     for job in shown:
         with st.container(border=True):
-            render_job(job, key_prefix=f"page.{'.'.join(kinds)}")
+            render_job(job, f"page.{'.'.join(kinds)}", names)

@@ -3,18 +3,21 @@ reproduction, and the stored runs with their responses."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
+import pandas as pd
 import streamlit as st
 
 from components.models import jobs_panel
 from components.shared import episode_view, resources, state, tables
 from components.shared.literal import md
 from components.shared.model_choice import model_label
+from koed_core import i18n
 from koed_core.dialogues.dataset import Dataset
 from koed_core.dialogues.subsets import SUBSETS, select
 from koed_core.errors import KoedError
-from koed_core.i18n import _
+from koed_core.i18n import N_, _
 from koed_core.jobs.kinds import EpisodeJob, ReproduceJob, RunJob
 from koed_core.models.episodes import DEFAULT_TURNS, MAX_TURNS
 from koed_core.models.pipeline import COMMAS, EMOTION_READERS, POSTPROCESS
@@ -25,65 +28,129 @@ from koed_core.models.runs import DEFAULT_CONCURRENCY, run_labels
 from koed_core.results.reproduce import parse_plan
 
 PLANS = Path(__file__).resolve().parents[2] / "plans"
-PROFILE = "the prompt set's"
+PROFILE = N_("the prompt set's")
+"""The option that leaves a pipeline step to the prompt set (a value the code compares)."""
+KINDS = {
+    "batch": N_("benchmark run"),
+    "live": N_("saved from Chat"),
+    "episodes": N_("episodes"),
+}
+
+
+STEP_WORDS = {
+    "authors": N_("the authors' way"),
+    "none": N_("none"),
+    "raw": N_("as in the file"),
+    "decoded": N_("decoded"),
+    "extended": N_("extended"),
+}
+"""A pipeline step's values in words; the code (what `koed run` takes) follows in
+parentheses, as the stored run and the CLI name it."""
+SUBSET_WORDS = {"full": N_("all dialogues")}
+"""Subsets with a word for a name; paper-100 and jeong-han-80 are names of their own."""
+
+
+def _steps(codes: tuple[str, ...]) -> dict[str, str]:
+    """A pipeline step's options as the picker shows them: the prompt set's choice, then
+    each value in the reader's words with its code."""
+    return {PROFILE: _(PROFILE), **{code: _(STEP_WORDS[code]) + f"({code})" for code in codes}}
+
+
+def _subsets() -> Callable[[str], str]:
+    """Subset pickers' labels, drawn now in the reader's language (see ``_models``)."""
+    return {
+        name: _(SUBSET_WORDS[name]) if name in SUBSET_WORDS else name for name in SUBSETS
+    }.__getitem__
+
+
+def _models(names: Iterable[str]) -> Callable[[str], str]:
+    """Model pickers' labels, drawn now in the reader's language (Streamlit may format an
+    option again outside the page run: see ``i18n.choices``)."""
+    return {name: model_label(name) for name in names}.__getitem__
 
 
 def start_run_form(registry: dict[str, ModelSpec], dataset: Dataset) -> None:
     """Model, languages, protocol, prompts, dialogues and decoding; queued as a job."""
     with st.form("runs.start"):
-        st.subheader("Start or resume a run", anchor=False)
+        st.subheader(_("Start or resume a run"), anchor=False)
         left, right = st.columns(2)
         name = left.selectbox(
-            "Model", list(registry), key=state.RUNS_MODEL, format_func=model_label
+            _("Model"), list(registry), key=state.RUNS_MODEL, format_func=_models(registry)
         )
-        langs = left.multiselect("Languages", ["ko", "en"], default=["ko", "en"])
-        protocol = left.radio("Protocol", PROTOCOLS, horizontal=True)
+        langs = left.multiselect(
+            _("Languages"), ["ko", "en"], default=["ko", "en"], format_func=i18n.NAMES.__getitem__
+        )
+        protocol = left.radio(_("Protocol"), PROTOCOLS, horizontal=True)
         prompts = left.radio(
-            "Prompt set",
+            _("Prompt set"),
             PROMPT_SETS,
             horizontal=True,
-            help="paper: the KoED authors' setup (English instructions for both languages, "
-            "emotion then reply in two calls). native: instructions in the dialogue's language, "
-            "one call. Direct runs use native.",
+            help=_(
+                "paper: the KoED authors' setup (English instructions for both languages, "
+                "emotion then reply in two calls). native: instructions in the dialogue's "
+                "language, one call. Direct runs use native."
+            ),
         )
-        with left.expander("Pipeline steps", icon=":material/tune:"):
+        with left.expander(_("Pipeline steps"), icon=":material/tune:"):
             st.caption(
-                "Profile: the paper set takes the KoED authors' step at each; native keeps "
-                "the whole reply, decoded commas and the extended reader."
+                _(
+                    "Profile: the paper set takes the KoED authors' step at each; native keeps "
+                    "the whole reply, decoded commas and the extended reader."
+                )
             )
             postprocess = st.selectbox(
-                "Post-processing", [PROFILE, *POSTPROCESS], key=state.RUNS_POSTPROCESS
+                _("Post-processing"),
+                [PROFILE, *POSTPROCESS],
+                key=state.RUNS_POSTPROCESS,
+                format_func=_steps(POSTPROCESS).__getitem__,
             )
-            commas = st.selectbox("Commas", [PROFILE, *COMMAS], key=state.RUNS_COMMAS)
+            commas = st.selectbox(
+                _("Commas"),
+                [PROFILE, *COMMAS],
+                key=state.RUNS_COMMAS,
+                format_func=_steps(COMMAS).__getitem__,
+            )
             reader = st.selectbox(
-                "Emotion reader", [PROFILE, *EMOTION_READERS], key=state.RUNS_READER
+                _("Emotion reader"),
+                [PROFILE, *EMOTION_READERS],
+                key=state.RUNS_READER,
+                format_func=_steps(EMOTION_READERS).__getitem__,
             )
-        subset = left.selectbox("Dialogues", SUBSETS, help="paper-100 needs the official file")
-        sample = left.number_input("Stratified sample of N (0 = no sample)", 0, len(dataset), 0)
-        seed = left.number_input("Sample seed", 0, 1_000_000, 0)
+        subset = left.selectbox(
+            _("Dialogues"),
+            SUBSETS,
+            format_func=_subsets(),
+            help=_("paper-100 needs the official file"),
+        )
+        sample = left.number_input(_("Stratified sample of N (0 = no sample)"), 0, len(dataset), 0)
+        seed = left.number_input(_("Sample seed"), 0, 1_000_000, 0)
         limit = right.number_input(
-            "First N of them (0 = all)", 0, len(dataset), min(5, len(dataset))
+            _("First N of them (0 = all)"), 0, len(dataset), min(5, len(dataset))
         )
-        concurrency = right.number_input("Concurrent requests", 1, 64, DEFAULT_CONCURRENCY)
-        own = right.checkbox("The model's decoding from models.toml", value=True)
-        temperature = right.slider("Temperature (if not)", 0.0, 1.5, 0.7, 0.1)
-        max_tokens = right.number_input("Max new tokens (if not)", 16, 2048, 256, 16)
+        concurrency = right.number_input(_("Concurrent requests"), 1, 64, DEFAULT_CONCURRENCY)
+        own = right.checkbox(_("The model's decoding from models.toml"), value=True)
+        temperature = right.slider(_("Temperature (if not)"), 0.0, 1.5, 0.7, 0.1)
+        max_tokens = right.number_input(_("Max new tokens (if not)"), 16, 2048, 256, 16)
         batch = right.checkbox(
-            "Through the provider's Batch API",
-            help="OpenAI and compatible servers with /v1/files and /v1/batches: the requests go "
-            "out as batch jobs (OpenAI: about half the price, answers within 24 h).",
+            _("Through the provider's Batch API"),
+            help=_(
+                "OpenAI and compatible servers with /v1/files and /v1/batches: the requests "
+                "go out as batch jobs (OpenAI: about half the price, answers within 24 h)."
+            ),
         )
-        started = st.form_submit_button("Start as a background job", type="primary")
+        started = st.form_submit_button(_("Start as a background job"), type="primary")
     st.caption(
-        "A run is a background job: leave the page, close the tab or restart the server and it "
-        "goes on (progress in the sidebar's Jobs panel). The same model, protocol and settings "
-        "resume the same run: finished answers are skipped. Command line, in the foreground: "
-        "`koed run --model NAME --lang ko,en --protocol single`."
+        _(
+            "A run is a background job: leave the page, close the tab or restart the server "
+            "and it goes on (progress in the sidebar's Jobs panel). The same model, protocol "
+            "and settings resume the same run: finished answers are skipped. Command line, in "
+            "the foreground: `koed run --model NAME --lang ko,en --protocol single`."
+        )
     )
     if started:
         spec = registry[name]
         if not langs:
-            st.warning("Pick at least one language.")
+            st.warning(_("Pick at least one language."))
         else:
             params = RunJob(
                 model=name,
@@ -110,48 +177,62 @@ def start_run_form(registry: dict[str, ModelSpec], dataset: Dataset) -> None:
             except KoedError as err:
                 st.error(md(str(err)))
             else:
-                st.success(f"Job #{md(job_id)} queued: {md(params.label())}.")
+                jobs_panel.say_queued(job_id)
 
 
 def episodes_panel(registry: dict[str, ModelSpec], dataset: Dataset) -> None:
     """Multi-turn episodes queued as a job: a Listener, a simulated Speaker, turns."""
-    with st.expander("Multi-turn episodes (a simulated Speaker)", icon=":material/repeat:"):
+    with st.expander(_("Multi-turn episodes (a simulated Speaker)"), icon=":material/repeat:"):
         answering = [name for name, spec in registry.items() if spec.backend != "human"]
         with st.form("runs.episodes"):
             left, right = st.columns(2)
             listener = left.selectbox(
-                "Listener (the model under test)", answering, format_func=model_label
+                _("Listener (the model under test)"), answering, format_func=_models(answering)
             )
             default = answering.index("smollm2") if "smollm2" in answering else 0
             speaker = right.selectbox(
-                "Speaker (plays the KoED speaker)",
+                _("Speaker (plays the KoED speaker)"),
                 answering,
                 index=default,
-                format_func=model_label,
-                help="Told the situation and the emotion, in the dialogue's language; the "
-                "Listener is told neither. The offline smollm2 tries the pipeline, it gives "
-                "no results worth citing.",
+                format_func=_models(answering),
+                help=_(
+                    "Told the situation and the emotion, in the dialogue's language; the "
+                    "Listener is told neither. The offline smollm2 tries the pipeline, it "
+                    "gives no results worth citing."
+                ),
             )
-            turns = left.number_input("Listener turns per episode", 1, MAX_TURNS, DEFAULT_TURNS)
-            langs = left.multiselect("Episode languages", ["ko", "en"], default=["ko", "en"])
-            protocol = right.radio("Listener protocol", PROTOCOLS[:2], horizontal=True)
-            subset = right.selectbox("Episode dialogues", SUBSETS, key=state.RUNS_EPISODE_SUBSET)
+            turns = left.number_input(_("Listener turns per episode"), 1, MAX_TURNS, DEFAULT_TURNS)
+            langs = left.multiselect(
+                _("Episode languages"),
+                ["ko", "en"],
+                default=["ko", "en"],
+                format_func=i18n.NAMES.__getitem__,
+            )
+            protocol = right.radio(_("Listener protocol"), PROTOCOLS[:2], horizontal=True)
+            subset = right.selectbox(
+                _("Episode dialogues"),
+                SUBSETS,
+                format_func=_subsets(),
+                key=state.RUNS_EPISODE_SUBSET,
+            )
             limit = right.number_input(
-                "Episodes of the first N dialogues (0 = all)",
+                _("Episodes of the first N dialogues (0 = all)"),
                 0,
                 len(dataset),
                 min(5, len(dataset)),
             )
-            started = st.form_submit_button("Start the episodes as a background job")
+            started = st.form_submit_button(_("Start the episodes as a background job"))
         st.caption(
-            "Each episode starts from the dataset's context and goes on turn by turn; a "
-            "Speaker turn that breaks character (names the emotion, changes language, speaks "
-            "as the Listener) is flagged and asked once more. Judge the run as any other; "
-            "command line: `koed episodes --model NAME --speaker NAME --turns 3`."
+            _(
+                "Each episode starts from the dataset's context and goes on turn by turn; a "
+                "Speaker turn that breaks character (names the emotion, changes language, "
+                "speaks as the Listener) is flagged and asked once more. Judge the run as any "
+                "other; command line: `koed episodes --model NAME --speaker NAME --turns 3`."
+            )
         )
         if started:
             if not langs:
-                st.warning("Pick at least one language.")
+                st.warning(_("Pick at least one language."))
                 return
             params = EpisodeJob(
                 model=listener,
@@ -171,25 +252,28 @@ def episodes_panel(registry: dict[str, ModelSpec], dataset: Dataset) -> None:
             except KoedError as err:
                 st.error(md(str(err)))
             else:
-                st.success(f"Job #{md(job_id)} queued: {md(params.label())}.")
+                jobs_panel.say_queued(job_id)
 
 
 def reproduce_panel(registry: dict[str, ModelSpec], dataset: Dataset) -> None:
     """A plan file from plans/, shown, and queued as one reproduction job."""
-    with st.expander("Reproduce the paper's table (a plan)", icon=":material/replay:"):
+    with st.expander(_("Reproduce the paper's table (a plan)"), icon=":material/replay:"):
         plans = sorted(p.name for p in PLANS.glob("*.toml"))
         if not plans:
-            st.caption("No plan files in plans/.")
+            st.caption(_("No plan files in plans/."))
         else:
-            chosen = PLANS / st.selectbox("Plan", plans, key=state.RUNS_PLAN)
+            chosen = PLANS / st.selectbox(_("Plan"), plans, key=state.RUNS_PLAN)
             text = chosen.read_text(encoding="utf-8")
             st.code(text, language="toml")
             st.caption(
-                "Runs every model of the plan (each at its own concurrency), judges each run as "
-                "it finishes and fills the table; as a job, resumable. Estimate first with "
-                f"`koed reproduce plans/{md(chosen.name)} --dry-run`."
+                _(
+                    "Runs every model of the plan (each at its own concurrency), judges each "
+                    "run as it finishes and fills the table; as a job, resumable. Estimate "
+                    "first with `koed reproduce plans/{plan} --dry-run`.",
+                    plan=md(chosen.name),
+                )
             )
-            if st.button("Start the reproduction as a job", key=state.RUNS_REPRODUCE):
+            if st.button(_("Start the reproduction as a job"), key=state.RUNS_REPRODUCE):
                 try:
                     plan = parse_plan(text, chosen.name)
                     for model in (*plan.models, plan.judge):
@@ -205,87 +289,94 @@ def reproduce_panel(registry: dict[str, ModelSpec], dataset: Dataset) -> None:
                 except KoedError as err:
                     st.error(md(str(err)))
                 else:
-                    st.success(f"Job #{md(job_id)} queued: reproduce {md(chosen.name)}.")
+                    jobs_panel.say_queued(job_id)
 
 
 def stored_runs(dataset: Dataset) -> None:
     """Every stored run, and the responses of the one picked (an episode run's episodes
     too, ko and en side by side)."""
-    st.subheader("Stored runs", anchor=False)
+    st.subheader(_("Stored runs"), anchor=False)
     runs = resources.store().runs()
     if runs.empty:
         st.info(
-            "No runs yet. Start one above, or from a terminal: "
-            "`koed run --model smollm2 --lang ko,en --limit 5`."
+            _(
+                "No runs yet. Start one above, or from a terminal: "
+                "`koed run --model smollm2 --lang ko,en --limit 5`."
+            )
         )
         return
     labels = run_labels(resources.store())
     shown = runs.assign(
         run=runs["run_id"].map(labels),
-        kind=runs["kind"].map(
-            {"batch": "benchmark run", "live": "saved from Chat", "episodes": "episodes"}
-        ),
+        kind=runs["kind"].map(i18n.choices(KINDS)),
     ).drop(columns=["run_id", "name"])
+    first = ["run", "lang"]  # a run has a row per language: side by side, never scrolled
     tables.show(
-        shown[["run", *[c for c in shown.columns if c != "run"]]],
+        shown[[*first, *[c for c in shown.columns if c not in first]]],
         hide_index=True,
         column_config={
-            "run": st.column_config.TextColumn("Run", width="large"),
-            "kind": "Kind",
-            "protocol": "Protocol",
-            "provenance": "Provenance",
-            "lang": "Language",
-            "responses": "Responses",
-            "errors": "Errors",
-            "postprocess": st.column_config.TextColumn(
-                "Post-processing",
-                help="authors: what the KoED authors' post-processing kept of each reply is "
-                "judged and rated (rule per family); none: the whole reply",
+            "run": st.column_config.TextColumn(
+                _("Run"), width=label_width(shown["run"]), pinned=True
             ),
-            "family": "Family",
+            "kind": _("Kind"),
+            "protocol": _("Protocol"),
+            "provenance": _("Provenance"),
+            "lang": st.column_config.TextColumn(_("Language"), pinned=True),
+            "responses": _("Responses"),
+            "errors": _("Errors"),
+            "postprocess": st.column_config.TextColumn(
+                _("Post-processing"),
+                help=_(
+                    "authors: what the KoED authors' post-processing kept of each reply is "
+                    "judged and rated (rule per family); none: the whole reply"
+                ),
+            ),
+            "family": _("Family"),
             "commas": st.column_config.TextColumn(
-                "Commas", help="raw: English sent with _comma_ as the file has it"
+                _("Commas"), help=_("raw: English sent with `_comma_` as the file has it")
             ),
             "emotion_reader": st.column_config.TextColumn(
-                "Emotion reader",
+                _("Emotion reader"),
                 help=_(
                     "authors: English label names (and jeong, han) only; extended: Korean "
                     "glosses too"
                 ),
             ),
-            "no_label": "No label named",
+            "no_label": _("No label named"),
             "dataset_sha256": None,
-            "updated": "Updated (UTC)",
+            "updated": _("Updated (UTC)"),
             "accuracy": st.column_config.NumberColumn(
-                "Emotion hit rate",
+                _("Emotion hit rate"),
                 format="%.2f",
-                help="single runs; an answer naming no label is a miss (the paper's reading)",
+                help=_("single runs; an answer naming no label is a miss (the paper's reading)"),
             ),
             "f1": st.column_config.NumberColumn(
-                "Emotion F1",
+                _("Emotion F1"),
                 format="%.2f",
-                help="multi runs; an answer naming no label scores 0 (the paper's reading)",
+                help=_("multi runs; an answer naming no label scores 0 (the paper's reading)"),
             ),
             "accuracy_answered": st.column_config.NumberColumn(
-                "Hit rate, answered only", format="%.2f", help="over answers that named a label"
+                _("Hit rate, answered only"),
+                format="%.2f",
+                help=_("over answers that named a label"),
             ),
             "f1_answered": st.column_config.NumberColumn(
-                "F1, answered only", format="%.2f", help="over answers that named a label"
+                _("F1, answered only"), format="%.2f", help=_("over answers that named a label")
             ),
             "jaccard": st.column_config.NumberColumn(
-                "Emotion recognition (Jaccard)", format="%.2f"
+                _("Emotion recognition (Jaccard)"), format="%.2f"
             ),
-            "mean_latency_s": st.column_config.NumberColumn("Mean seconds", format="%.2f"),
+            "mean_latency_s": st.column_config.NumberColumn(_("Mean seconds"), format="%.2f"),
         },
     )
     newest_first = list(reversed(labels))
     run_id = st.selectbox(
-        "Responses of run", newest_first, format_func=labels.get, key=state.RUNS_SELECTED
+        _("Responses of run"), newest_first, format_func=labels.get, key=state.RUNS_SELECTED
     )
     responses = resources.store().responses(run_id)
     episodes = bool(responses["turn"].notna().any()) if "turn" in responses else False
     if episodes:
-        with st.expander("Episodes of this run, ko and en side by side", expanded=True):
+        with st.expander(_("Episodes of this run, ko and en side by side"), expanded=True):
             episode_view.episode_pair(
                 resources.store(), run_id, dataset, key=state.RUNS_EPISODE_VIEW, whole=True
             )
@@ -307,16 +398,24 @@ def stored_runs(dataset: Dataset) -> None:
         responses[[c for c in columns if c in responses.columns]],
         hide_index=True,
         column_config={
-            "predicted": "Emotion named",
-            "gold": "Gold labels",
-            "hit": "Recognised",
+            "predicted": _("Emotion named"),
+            "gold": _("Gold labels"),
+            "hit": _("Recognised"),
             "text": st.column_config.TextColumn(
-                "Reply as judged",
-                help="after the run's post-processing: what judges and raters see",
+                _("Reply as judged"),
+                help=_("after the run's post-processing: what judges and raters see"),
             ),
-            "raw": st.column_config.TextColumn("Raw reply", help="as the model gave it"),
-            "parse_notes": "Notes",
-            "turn": st.column_config.NumberColumn("Turn", help="the episode's Listener turn"),
-            "latency_s": st.column_config.NumberColumn("Seconds", format="%.2f"),
+            "raw": st.column_config.TextColumn(_("Raw reply"), help=_("as the model gave it")),
+            "parse_notes": _("Notes"),
+            "error": _("error"),
+            "turn": st.column_config.NumberColumn(_("Turn"), help=_("the episode's Listener turn")),
+            "latency_s": st.column_config.NumberColumn(_("Seconds"), format="%.2f"),
         },
     )
+
+
+def label_width(labels: pd.Series) -> int:
+    """Pixels for a column of run labels to show the longest whole (two runs of a model
+    differ at the end of their labels: the date, the protocol), up to half a 1366 screen."""
+    longest = max((len(str(label)) for label in labels.dropna()), default=10)
+    return min(16 + 7 * longest, 640)

@@ -1,15 +1,43 @@
-"""The admin's side of a crowd study: invite links, and the workers to pay or not."""
+"""The admin's side of inviting people: rater accounts, a crowd study's invite links, and
+the workers to pay or not."""
 
 from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
 
 import pandas as pd
 import streamlit as st
 
 from components.shared import auth, resources, tables
 from components.shared.literal import md
-from koed_core import csv_safe
+from koed_core import csv_safe, i18n
 from koed_core.db.crowd import Crowd
-from koed_core.rating import crowd
+from koed_core.errors import KoedError
+from koed_core.i18n import N_, _, ngettext
+from koed_core.rating import accounts, crowd
+
+PLATFORM_NAMES = {
+    "prolific": "Prolific", "mturk": "MTurk", "none": N_("none"), "account": N_("account"),
+}  # fmt: skip
+"""The platforms as the form shows them: the two services by their own names."""
+DECISION_NAMES = {
+    "accept": N_("accept"), "reject": N_("reject"), "replace": N_("replace"),
+    "screen_out": N_("screen_out"),
+}  # fmt: skip
+SUGGESTION_NAMES = {
+    **DECISION_NAMES, "review": N_("review"), "wait": N_("wait"), "timed out": N_("timed out"),
+}  # fmt: skip
+STATUS_NAMES = {
+    "consent": N_("consent"), "screening": N_("screening"), "rating": N_("rating"),
+    "completed": N_("completed"), "stopped": N_("stopped"), "timed out": N_("timed out"),
+}  # fmt: skip
+CODE_NAMES = {
+    "completed": N_("completed"), "screened_out": N_("screened_out"),
+    "failed_checks": N_("failed_checks"),
+}  # fmt: skip
+"""What the worker table's cells say, in the reader's language (the downloads keep the
+English values)."""
 
 
 def app_url(path: str) -> str:
@@ -31,47 +59,108 @@ def bound_study(username: str | None) -> int | None:
     return Crowd(resources.store()).bound_study(username)
 
 
+def render_account_form(users_path: Path) -> None:
+    """A rater (or admin, annotator) account with a password the admin hands over, and
+    the accounts there are."""
+    with st.form("studies.invite", clear_on_submit=True):
+        st.subheader(_("Invite a rater"), anchor=False)
+        left, right = st.columns(2)
+        username = left.text_input(_("Username"))
+        display = left.text_input(_("Display name"))
+        role = left.radio(
+            _("Role"),
+            accounts.ROLES,
+            index=1,
+            format_func=i18n.choices({r: r for r in accounts.ROLES}).__getitem__,
+            horizontal=True,
+        )
+        password = right.text_input(_("Password (give it to the rater yourself)"), type="password")
+        again = right.text_input(_("Password again"), type="password")
+        if st.form_submit_button(_("Create account")):
+            if password != again:
+                st.error(_("The two passwords differ."))
+            else:
+                try:
+                    accounts.add_user(
+                        users_path, username.strip(), role, display.strip() or None, password
+                    )
+                except KoedError as err:
+                    st.error(md(str(err)))
+                else:
+                    st.success(_("Account {name} created.", name=md(username.strip())))
+    users = [
+        {
+            **user,
+            "role": _(user["role"]),
+            "waiting_until": user["waiting_until"]
+            and i18n.moment(datetime.fromtimestamp(float(user["waiting_until"]))),
+        }
+        for user in accounts.list_users(users_path)
+    ]
+    tables.show(
+        users,
+        hide_index=True,
+        column_config={
+            "username": _("username"),
+            "name": _("name"),
+            "role": _("role"),
+            "failed_logins": _("failed_logins"),
+            "locked": _("locked"),
+            "waiting_until": _("waiting_until"),
+        },
+    )
+
+
 def render_invite_form(open_studies: dict[int, str]) -> None:
     """Create a signed, expiring invite link with a cap on places."""
     if not open_studies:
         return
     with st.form("studies.crowd_invite"):
-        st.subheader("Invite link for a crowd study", anchor=False)
+        st.subheader(_("Invite link for a crowd study"), anchor=False)
         st.caption(
-            "People who open the link join the study with no password, under a pseudonym "
-            "bound to their platform id; they see only the rating page. A returning worker "
-            "goes on where they stopped."
+            _(
+                "People who open the link join the study with no password, under a pseudonym "
+                "bound to their platform id; they see only the rating page. A returning worker "
+                "goes on where they stopped."
+            )
         )
         left, right = st.columns(2)
-        study_id = left.selectbox("Study", list(open_studies), format_func=open_studies.get)
+        study_id = left.selectbox(_("Study"), list(open_studies), format_func=open_studies.get)
         platform = left.radio(
-            "Platform",
-            ["prolific", "mturk", "none", "account"],
+            _("Platform"),
+            list(PLATFORM_NAMES),
+            format_func=platform_names().__getitem__,
             horizontal=True,
-            help="account: people create a rater account for this study alone (password "
-            "login), instead of coming from a platform",
+            help=_(
+                "account: people create a rater account for this study alone (password "
+                "login), instead of coming from a platform"
+            ),
         )
-        days = left.number_input("Valid for (days)", 1, 365, 14)
-        cap = left.number_input("Places", 1, 10_000, 30)
+        days = left.number_input(_("Valid for (days)"), 1, 365, 14)
+        cap = left.number_input(_("Places"), 1, 10_000, 30)
         batch_size = right.number_input(
-            "Responses per batch", 1, 500, 20, help="the study's attention checks come on top"
+            _("Responses per batch"),
+            1,
+            500,
+            20,
+            help=_("the study's attention checks come on top"),
         )
-        batches = right.number_input("Batches per worker", 1, 50, 1)
-        reward = right.number_input("Reward per worker (for the pay figures)", 0.0, 1000.0, 3.0)
-        currency = right.text_input("Currency", "GBP", max_chars=3)
-        attempts = right.number_input("Calibration attempts", 1, 5, 1)
-        code = left.text_input("Completion code (empty: generated)")
-        screenout = left.text_input("Screen-out code (empty: generated)")
-        failed = left.text_input("Failed-checks code (empty: generated)")
-        prolific_id = right.text_input("Prolific study id (checks STUDY_ID; optional)")
-        redirect = right.text_input("Redirect when done (Prolific: made from the code)")
+        batches = right.number_input(_("Batches per worker"), 1, 50, 1)
+        reward = right.number_input(_("Reward per worker (for the pay figures)"), 0.0, 1000.0, 3.0)
+        currency = right.text_input(_("Currency"), "GBP", max_chars=3)
+        attempts = right.number_input(_("Calibration attempts"), 1, 5, 1)
+        code = left.text_input(_("Completion code (empty: generated)"))
+        screenout = left.text_input(_("Screen-out code (empty: generated)"))
+        failed = left.text_input(_("Failed-checks code (empty: generated)"))
+        prolific_id = right.text_input(_("Prolific study id (checks STUDY_ID; optional)"))
+        redirect = right.text_input(_("Redirect when done (Prolific: made from the code)"))
         people = st.text_area(
-            "Ids of your own list (platform none): one per line, each gets its own link"
+            _("Ids of your own list (platform none): one per line, each gets its own link")
         )
         default_ko, default_en = crowd.default_consent()
-        consent_ko = st.text_area("Consent (Korean)", default_ko)
-        consent_en = st.text_area("Consent (English)", default_en)
-        made = st.form_submit_button("Create the link", type="primary")
+        consent_ko = st.text_area(_("Consent (Korean)"), default_ko)
+        consent_en = st.text_area(_("Consent (English)"), default_en)
+        made = st.form_submit_button(_("Create the link"), type="primary")
     if made:
         try:
             invite, token = crowd.create_invite(
@@ -104,17 +193,24 @@ def render_invite_form(open_studies: dict[int, str]) -> None:
             st.error(md(str(err)))
         else:
             st.success(
-                f"Invite link created. Codes: completion {md(invite.completion_code)}, "
-                f"screen-out {md(invite.screenout_code)}, failed checks "
-                f"{md(invite.failed_code)}. Paste the link as the study's URL on the "
-                "platform; its placeholders fill in the worker's ids."
+                _(
+                    "Invite link created. Codes: completion {completion}, screen-out "
+                    "{screenout}, failed checks {failed}. Paste the link as the study's URL on "
+                    "the platform; its placeholders fill in the worker's ids.",
+                    completion=md(invite.completion_code),
+                    screenout=md(invite.screenout_code),
+                    failed=md(invite.failed_code),
+                )
             )
             share = crowd.check_share(resources.store(), invite)
             if share > crowd.CHECK_SHARE_WARN:
                 st.warning(
-                    f"{share:.0%} of what a worker is shown are attention checks (the study's "
-                    "checks per batch over the batch's responses): unpaid reading for them. "
-                    "Larger batches, or a study with fewer checks, lower it.",
+                    _(
+                        "{share} of what a worker is shown are attention checks (the study's "
+                        "checks per batch over the batch's responses): unpaid reading for "
+                        "them. Larger batches, or a study with fewer checks, lower it.",
+                        share=i18n.percent(share),
+                    ),
                     icon=":material/warning:",
                 )
             if links:
@@ -123,12 +219,20 @@ def render_invite_form(open_studies: dict[int, str]) -> None:
                 st.code(invite_url(token, platform), language=None, wrap_lines=True)
 
 
+def platform_names() -> dict[str, str]:
+    """The platform radio's labels, in the page's language."""
+    return {
+        key: label if key in ("prolific", "mturk") else _(label)
+        for key, label in PLATFORM_NAMES.items()
+    }
+
+
 def personal_links_download(links: dict[str, str], invite_id: str) -> None:
     """A researcher's own list: one link per id, to send each person theirs."""
     rows = [{"id": person, "link": app_url(f"join?{query}")} for person, query in links.items()]
-    tables.show(rows, hide_index=True)
+    tables.show(rows, hide_index=True, column_config={"id": _("id"), "link": _("link")})
     st.download_button(
-        "Personal links (CSV)",
+        _("Personal links (CSV)"),
         csv_safe.to_csv(pd.DataFrame(rows)),
         file_name=f"koed-links-{invite_id}.csv",
         mime="text/csv",
@@ -141,12 +245,18 @@ def render_crowd_dashboard(study_id: int) -> None:
     rows = Crowd(resources.store()).invites(study_id)
     if not rows:
         return
-    st.subheader("Crowd workers", anchor=False)
+    st.subheader(_("Crowd workers"), anchor=False)
     key = resources.server_key()
     for row in rows:
         invite = crowd.Invite.from_row(row)
-        places = crowd.places(resources.store(), invite)
-        with st.expander(f"{md(invite.platform)} link {md(invite.id)}: {places}", expanded=True):
+        places = _places(crowd.places(resources.store(), invite))
+        label = _(
+            "{platform} link {id}: {places}",
+            platform=md(platform_names().get(invite.platform, invite.platform)),
+            id=md(invite.id),
+            places=places,
+        )
+        with st.expander(label, expanded=True):
             if invite.platform != "none":
                 st.code(
                     invite_url(crowd.token_for(invite.id, key), invite.platform),
@@ -156,83 +266,164 @@ def render_crowd_dashboard(study_id: int) -> None:
             _cap_form(invite)
             frame, summary = crowd.pay_report(resources.store(), invite)
             guess = crowd.estimate(resources.store(), invite)
-            if guess["minutes"] is not None:
-                pay = guess["hourly_pay"]
-                st.caption(
-                    f"Estimated before launch: {guess['minutes']:.0f} minutes from joining to "
-                    "the code (consent, screening, calibration, every batch at this study's "
-                    "mean item length)"
-                    + (f"; {pay:.2f} {md(invite.currency)} an hour." if pay is not None else ".")
-                )
+            _estimate(invite, guess)
             st.caption(
-                f"{md(str(crowd.places(resources.store(), invite)))}; a worker inactive for "
-                f"{crowd.timeout_minutes(resources.store(), invite):d} minutes at any step "
-                "gives their place back."
-            )
-            a, b, c = st.columns(3)
-            a.metric("Median minutes, joining to completion", _num(summary["median_min"]))
-            b.metric("Slowest 10% (minutes)", _num(summary["p90_min"]))
-            c.metric(
-                f"Effective pay per hour ({md(invite.currency)})",
-                _num(summary["hourly_pay"]),
-                help=f"{invite.reward} {md(invite.currency)} per completion over the median "
-                "minutes from joining to the completion code (consent, screening and "
-                "calibration included), as the platform measures a submission. Completions "
-                "only: screen-outs are paid apart.",
-            )
-            if summary["screened_out"]:
-                st.caption(
-                    f"Screened out: {summary['screened_out']:.0f} worker(s), median "
-                    f"{md(_num(summary['screenout_median_min']))} minutes to the screen-out code "
-                    "(paid as that code's action, not in the pay per hour above)."
+                _(
+                    "{places}; a worker inactive for {minutes} minutes at any step gives their "
+                    "place back.",
+                    places=md(places),
+                    minutes=i18n.number(crowd.timeout_minutes(resources.store(), invite)),
                 )
+            )
+            _pay_figures(invite, summary)
             if frame.empty:
-                st.caption("Nobody has joined through this link yet.")
+                st.caption(_("Nobody has joined through this link yet."))
                 continue
-            flagging = frame[frame["flag_share"] > crowd.FLAG_SHARE_WARN]
-            if not flagging.empty:
-                st.warning(
-                    f"{len(flagging)} worker(s) flagged more than "
-                    f"{crowd.FLAG_SHARE_WARN:.0%} of their items: review them.",
-                    icon=":material/flag:",
-                )
-            straight = frame[frame["straight_lined"].astype(bool)]
-            if not straight.empty:
-                st.warning(
-                    f"{len(straight)} worker(s) gave one score on every dimension of every "
-                    f"response (at least {crowd.STRAIGHT_MIN_ITEMS}): straight-lining; review "
-                    "them.",
-                    icon=":material/horizontal_rule:",
-                )
+            _warnings(frame)
             tables.show(
-                frame, hide_index=True, column_config=WORKER_COLUMNS, column_order=WORKER_ORDER
+                _readable_cells(frame),
+                hide_index=True,
+                column_config=worker_columns(),
+                column_order=WORKER_ORDER,
             )
             _decisions(invite, frame)
 
 
-WORKER_COLUMNS = {
-    "username": "Worker (pseudonym)",
-    "worker_id": "Platform id",
-    "status": "Status",
-    "stop_reason": "Why stopped",
-    "rated": "Responses rated",
-    "checks": "Attention checks rated",
-    "flagged": "Items flagged",
-    "flag_share": st.column_config.NumberColumn("Flag share", format="%.2f"),
-    "last_activity": "Last activity (UTC)",
-    "idle_min": st.column_config.NumberColumn("Idle minutes", format="%.0f"),
-    "minutes": st.column_config.NumberColumn("Minutes to code", format="%.1f"),
-    "code_kind": "Code shown",
-    "code_given": "Code",
-    "attention_failed": "Attention checks failed",
-    "straight_lined": st.column_config.CheckboxColumn("One score everywhere"),
-    "suggested": st.column_config.TextColumn(
-        "Suggested",
-        help="; ".join(f"{name}: {why}" for name, why in crowd.SUGGESTIONS.items()),
-    ),
-    "decision": "Your decision",
-    "decision_reason": "Reason",
-}
+def _places(places: crowd.Places) -> str:
+    return _(
+        "places: {used} / {cap} ({freed} freed)",
+        used=places.used,
+        cap=places.cap,
+        freed=places.freed,
+    )
+
+
+def _estimate(invite: crowd.Invite, guess: dict[str, float | None]) -> None:
+    """The minutes and pay per hour a worker is likely to get, worked out before launch."""
+    minutes, pay = guess["minutes"], guess["hourly_pay"]
+    if minutes is None:
+        return
+    if pay is None:
+        st.caption(
+            _(
+                "Estimated before launch: {minutes} minutes from joining to the code (consent, "
+                "screening, calibration, every batch at this study's mean item length).",
+                minutes=i18n.number(minutes),
+            )
+        )
+        return
+    st.caption(
+        _(
+            "Estimated before launch: {minutes} minutes from joining to the code (consent, "
+            "screening, calibration, every batch at this study's mean item length); {pay} "
+            "{currency} an hour.",
+            minutes=i18n.number(minutes),
+            pay=i18n.number(pay, 2),
+            currency=md(invite.currency),
+        )
+    )
+
+
+def _pay_figures(invite: crowd.Invite, summary: dict[str, float | None]) -> None:
+    """Time from joining to the code and the effective pay per hour, measured."""
+    a, b, c = st.columns(3)
+    a.metric(_("Median minutes, joining to completion"), _num(summary["median_min"]))
+    b.metric(_("Slowest 10% (minutes)"), _num(summary["p90_min"]))
+    reward = "-" if invite.reward is None else i18n.number(invite.reward, 2)
+    c.metric(
+        _("Effective pay per hour ({currency})", currency=md(invite.currency)),
+        _num(summary["hourly_pay"]),
+        help=_(
+            "{reward} {currency} per completion over the median minutes from joining to the "
+            "completion code (consent, screening and calibration included), as the platform "
+            "measures a submission. Completions only: screen-outs are paid apart.",
+            reward=reward,
+            currency=md(invite.currency),
+        ),
+    )
+    screened = int(summary["screened_out"] or 0)
+    if screened:
+        st.caption(
+            ngettext(
+                "Screened out: {n} worker, median {minutes} minutes to the screen-out code "
+                "(paid as that code's action, not in the pay per hour above).",
+                "Screened out: {n} workers, median {minutes} minutes to the screen-out code "
+                "(paid as that code's action, not in the pay per hour above).",
+                screened,
+                minutes=md(_num(summary["screenout_median_min"])),
+            )
+        )
+
+
+def _warnings(frame: pd.DataFrame) -> None:
+    """Workers to look at before paying: many flags, or one score everywhere."""
+    flagging = len(frame[frame["flag_share"] > crowd.FLAG_SHARE_WARN])
+    if flagging:
+        st.warning(
+            ngettext(
+                "{n} worker flagged more than {share} of their items: review them.",
+                "{n} workers flagged more than {share} of their items: review them.",
+                flagging,
+                share=i18n.percent(crowd.FLAG_SHARE_WARN),
+            ),
+            icon=":material/flag:",
+        )
+    straight = len(frame[frame["straight_lined"].astype(bool)])
+    if straight:
+        st.warning(
+            ngettext(
+                "{n} worker gave one score on every dimension of every response (at least "
+                "{least}): straight-lining; review them.",
+                "{n} workers gave one score on every dimension of every response (at least "
+                "{least}): straight-lining; review them.",
+                straight,
+                least=crowd.STRAIGHT_MIN_ITEMS,
+            ),
+            icon=":material/horizontal_rule:",
+        )
+
+
+def _readable_cells(frame: pd.DataFrame) -> pd.DataFrame:
+    """The worker table with its statuses, codes, suggestions and decisions named in the
+    reader's language (the values themselves are English in every download)."""
+
+    def named(column: str, names: dict[str, str]) -> pd.Series:
+        return frame[column].map(lambda value: _(names[value]) if value in names else value)
+
+    return frame.assign(
+        status=named("status", STATUS_NAMES),
+        code_kind=named("code_kind", CODE_NAMES),
+        suggested=named("suggested", SUGGESTION_NAMES),
+        decision=named("decision", DECISION_NAMES),
+    )
+
+
+def worker_columns() -> dict[str, object]:
+    """The worker table's headers, in the page's language."""
+    meanings = "; ".join(
+        _(SUGGESTION_NAMES.get(name, name)) + ": " + _(why)
+        for name, why in crowd.SUGGESTIONS.items()
+    )
+    return {
+        "username": _("Worker (pseudonym)"),
+        "worker_id": _("Platform id"),
+        "status": _("Status"),
+        "stop_reason": _("Why stopped"),
+        "rated": _("Responses rated"),
+        "checks": _("Attention checks rated"),
+        "flagged": _("Items flagged"),
+        "flag_share": st.column_config.NumberColumn(_("Flag share"), format="%.2f"),
+        "last_activity": _("Last activity (UTC)"),
+        "idle_min": st.column_config.NumberColumn(_("Idle minutes"), format="%.0f"),
+        "minutes": st.column_config.NumberColumn(_("Minutes to code"), format="%.1f"),
+        "code_kind": _("Code shown"),
+        "code_given": _("Code"),
+        "attention_failed": _("Attention checks failed"),
+        "straight_lined": st.column_config.CheckboxColumn(_("One score everywhere")),
+        "suggested": st.column_config.TextColumn(_("Suggested"), help=meanings),
+        "decision": _("Your decision"),
+        "decision_reason": _("Reason"),
+    }
 
 
 WORKER_ORDER = [
@@ -246,9 +437,13 @@ WORKER_ORDER = [
 def _cap_form(invite: crowd.Invite) -> None:
     left, right = st.columns([3, 1])
     cap = left.number_input(
-        "Places (raise or lower while live)", 1, 100_000, invite.cap, key=f"crowd.cap.{invite.id}"
+        _("Places (raise or lower while live)"),
+        1,
+        100_000,
+        invite.cap,
+        key=f"crowd.cap.{invite.id}",
     )
-    if right.button("Set places", key=f"crowd.setcap.{invite.id}") and cap != invite.cap:
+    if right.button(_("Set places"), key=f"crowd.setcap.{invite.id}") and cap != invite.cap:
         crowd.set_cap(resources.store(), invite, int(cap))
         st.rerun()
 
@@ -257,10 +452,15 @@ def _decisions(invite: crowd.Invite, frame: pd.DataFrame) -> None:
     """Record decisions (a rejection with its written reason), accept the suggestions in
     one step, and download the platform's bulk files."""
     with st.form(f"crowd.decide.{invite.id}"):
-        who = st.selectbox("Worker", frame["username"].tolist())
-        decision = st.radio("Decision", crowd.DECISIONS, horizontal=True)
-        reason = st.text_input("Reason (required to reject; the platform shows it the worker)")
-        if st.form_submit_button("Record the decision"):
+        who = st.selectbox(_("Worker"), frame["username"].tolist())
+        decision = st.radio(
+            _("Decision"),
+            crowd.DECISIONS,
+            format_func=i18n.choices(DECISION_NAMES).__getitem__,
+            horizontal=True,
+        )
+        reason = st.text_input(_("Reason (required to reject; the platform shows it the worker)"))
+        if st.form_submit_button(_("Record the decision")):
             try:
                 crowd.decide(resources.store(), who, decision, auth.username(), reason)
             except crowd.CrowdError as err:
@@ -268,10 +468,16 @@ def _decisions(invite: crowd.Invite, frame: pd.DataFrame) -> None:
             else:
                 st.rerun()
     if st.button(
-        "Record all suggested (accept, screen out, replace)", key=f"crowd.all.{invite.id}"
+        _("Record all suggested (accept, screen out, replace)"), key=f"crowd.all.{invite.id}"
     ):
         count = crowd.accept_suggested(resources.store(), invite, auth.username())
-        st.toast(f"{count:d} decision(s) recorded; rejections wait for your reason.")
+        st.toast(
+            ngettext(
+                "{n} decision recorded; rejections wait for your reason.",
+                "{n} decisions recorded; rejections wait for your reason.",
+                count,
+            )
+        )
         st.rerun()
     files = crowd.decision_files(resources.store(), invite)
     files[f"koed-{invite.platform}-{invite.id}-decisions.csv"] = crowd.platform_csv(
@@ -279,10 +485,10 @@ def _decisions(invite: crowd.Invite, frame: pd.DataFrame) -> None:
     )  # every decided worker: ids, decision, reason and the code they received
     for column, (name, text) in zip(st.columns(len(files)), files.items(), strict=True):
         column.download_button(name, text, file_name=name, key=f"crowd.{name}.{invite.id}")
-    if not invite.revoked and st.button("Withdraw the link", key=f"crowd.revoke.{invite.id}"):
+    if not invite.revoked and st.button(_("Withdraw the link"), key=f"crowd.revoke.{invite.id}"):
         Crowd(resources.store()).revoke(invite.id)
         st.rerun()
 
 
 def _num(value: float | None) -> str:
-    return "-" if value is None else f"{value:.1f}"
+    return "-" if value is None else i18n.number(value, 1)

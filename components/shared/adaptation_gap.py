@@ -129,7 +129,10 @@ def gap_by_adaptation(
         if table.empty:
             st.info(_("No dialogue with a final answer has scores in both languages yet."))
             return
-        sources = sorted(set(table["source"]))
+        # the page's own source first (the Gap page's choice, else the judge)
+        page_source = st.session_state.get(state.GAP_SOURCE)
+        order = [page_source, "judge", "raters", "emotion"]
+        sources = sorted(set(table["source"]), key=lambda s: order.index(s) if s in order else 9)
         source = (
             st.segmented_control(
                 _("Scores from"),
@@ -164,7 +167,18 @@ def gap_by_adaptation(
             width="stretch",
             theme=None,
         )
-        tables.show(table.drop(columns=["run_id"]), hide_index=True)
+        # what tells the rows apart first: the group, the metric, the run
+        shown = [by, "metric", "run_label", "pairs", "en", "ko", "gap", "ci_low", "ci_high"]
+        tables.show(
+            part[part["metric"] == metric][[c for c in shown if c in part]],
+            hide_index=True,
+            column_config={
+                by: _(BREAKDOWN_NAMES[by]),
+                "run_label": _("run"),
+                "ci_low": _("95% CI low"),
+                "ci_high": _("95% CI high"),
+            },
+        )
         st.download_button(
             _("Download the table (CSV)"),
             csv_safe.to_csv(table),

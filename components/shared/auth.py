@@ -21,6 +21,7 @@ import streamlit as st
 from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
 
 from components.shared import resources, state
+from koed_core.i18n import N_, _
 from koed_core.rating import accounts
 from koed_core.rating.accounts import Account
 
@@ -28,7 +29,7 @@ COOKIE_NAME = "koed_studio_auth"
 EXAMPLE_KEYS = {"replace-with-a-long-random-string", "change-me", "secret", "some_key"}
 MIN_KEY_LENGTH = 32
 COOKIE_DAYS = 1
-SET_KEY_HELP = (
+SET_KEY_HELP = N_(
     "Set a cookie key of at least 32 random characters: in `.streamlit/secrets.toml` as\n\n"
     '`[auth]`  \n`cookie_key = "..."`\n\nor as the environment variable `KOED_COOKIE_KEY`. '
     'Make one with `python -c "import secrets; print(secrets.token_urlsafe(32))"`.'
@@ -50,11 +51,11 @@ class AuthState:
 def key_problem(key: str | None) -> str | None:
     """Why the configured cookie key cannot be used, or None when it can."""
     if not key:
-        return "No cookie key is set, so the rating pages stay closed."
+        return _("No cookie key is set, so the rating pages stay closed.")
     if key in EXAMPLE_KEYS:
-        return "The cookie key is still the example value, so the rating pages stay closed."
+        return _("The cookie key is still the example value, so the rating pages stay closed.")
     if len(key) < MIN_KEY_LENGTH:
-        return f"The cookie key is shorter than {MIN_KEY_LENGTH} characters."
+        return _("The cookie key is shorter than {n} characters.", n=MIN_KEY_LENGTH)
     return None
 
 
@@ -83,14 +84,14 @@ def require(role: str | None = None) -> Account:
     """The logged-in account, or a message and a stopped page (admin pages pass "admin")."""
     current = start_state()
     if current.accounts_problem:
-        st.error("Accounts are misconfigured, so this page is closed. Ask the operator.")
+        st.error(_("Accounts are misconfigured, so this page is closed. Ask the operator."))
         st.stop()
     account = current.account
     if account is None:
-        st.info("Log in first (Log in, in the sidebar).")
+        st.info(_("Log in first (Account → Log in, in the menu along the top)."))
         st.stop()
     if role is not None and account.role != role:
-        st.error("This page is for admins only.")
+        st.error(_("This page is for admins only."))
         st.stop()
     return account
 

@@ -18,6 +18,20 @@ def md(text: object) -> str:
     return SPECIAL.sub(r"\\\1", str(text))
 
 
+SERVER_PATH = re.compile(
+    r"(?<![\w.:/~])(?:~|[A-Za-z]:)?[/\\]"  # the root (or home, or a drive)
+    r"(?:[^\s/\\'\"`]+[/\\])+"  # folders
+    r"([^\s/\\'\"`,;)]+)"  # the file's name, kept
+)
+"""An absolute path on the server (/srv/koed/data/users.yaml, ~/x/y, C:\\data\\x.json)."""
+
+
+def without_paths(text: object) -> str:
+    """``text`` with every absolute server path cut to its file name: where the app's
+    files sit is the operator's business, a visitor or a worker gets the name."""
+    return SERVER_PATH.sub(lambda m: m.group(1), str(text))
+
+
 BOLD = re.compile(r"\*\*(?=\S)(.+?)(?<=\S)\*\*")
 LINK = re.compile(r"\[([^\[\]\n]{1,200})\]\((https?://[^\s()<>\"']{1,500})\)")
 LIST_ITEM = re.compile(r"^(\s{0,6})([-*]|\d{1,3}[.)])\s+(.*)$")

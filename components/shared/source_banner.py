@@ -7,7 +7,7 @@ from pathlib import Path
 import streamlit as st
 
 from components.shared import auth, resources, state, tables
-from components.shared.literal import md
+from components.shared.literal import md, without_paths
 from koed_core.dialogues.dataset import Dataset
 from koed_core.dialogues.sources import (
     ATTRIBUTION,
@@ -26,7 +26,10 @@ def load_or_stop() -> resources.Loaded:
         return resources.current_dataset()
     except DatasetError as err:
         st.error(
-            _("The dataset could not be loaded.\n\n{reason}", reason=md(err)),
+            _(
+                "The dataset could not be loaded.\n\n{reason}",
+                reason=md(err if auth.is_admin() else without_paths(err)),
+            ),
             icon=":material/error:",
         )
         st.info(_("Fix the file, or unset KOED_DATA to use the official file or the sample."))
@@ -36,10 +39,13 @@ def load_or_stop() -> resources.Loaded:
 def render_source_banner(source: DataSource, dataset: Dataset) -> None:
     """One line naming the source, with attribution, licence and warnings a click away."""
     icon = ":material/science:" if source.kind == "sample" else ":material/database:"
-    with st.expander(_("Data: {source}", source=source.description), icon=icon):
+    described = source.description if auth.is_admin() else without_paths(source.description)
+    with st.expander(_("Data: {source}", source=described), icon=icon):
         # where the file sits on the server is the operator's business: visitors get its name
-        shown = source.path if auth.is_admin() else Path(source.path).name
-        st.text(f"File: {shown}\nsha256: {dataset.sha256}")
+        admin = auth.is_admin()
+        shown = source.path if admin else Path(source.path).name
+        digest = dataset.sha256 if admin else dataset.sha256[:12] + "…"  # enough to compare
+        st.text(_("File: {name}", name=shown) + f"\nsha256: {digest}")
         about = SAMPLE_NOTE if source.kind == "sample" else ATTRIBUTION
         st.text(_(about))
         if source.kind != "sample":
@@ -83,7 +89,7 @@ def _download_button() -> None:
             _(
                 "{reason}\n\nNo network here? Copy KoED.json onto this machine another way "
                 "and start the app with `KOED_DATA=/path/to/KoED.json`.",
-                reason=md(err),
+                reason=md(err if auth.is_admin() else without_paths(err)),
             )
         )
         return

@@ -15,7 +15,19 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
+from koed_core.i18n import N_, _
+
 MISSING = "—"
+HEADERS = (
+    N_("model"), N_("provenance"), N_("protocol"), N_("reference"), N_("source"),
+    N_("metric"), N_("pairs"), N_("gap"), N_("lang"), N_("dimension"), N_("run"),
+    N_("response"), N_("ratings"), N_("raters"), N_("judge"), N_("items"), N_("group"),
+    N_("dialogue"), N_("alpha"), N_("ED emotion"), N_("KoED emotion"),
+    N_("ED emotion (answered)"), N_("KoED emotion (answered)"), N_("label"), N_("n"),
+    N_("ko"), N_("en"), N_("mean"), N_("low"), N_("high"), N_("turn"), N_("status"),
+)  # fmt: skip
+"""Column names the results' tables carry (the same names as in their CSV exports, which
+stay English for scripts): a table on a page shows them in the reader's language."""
 
 
 def _printf(fmt: str | None) -> str | None:
@@ -45,6 +57,7 @@ def readable(
     column configuration adjusted to match (a number column's label and help kept)."""
     config = dict(column_config or {})
     frame = data if isinstance(data, pd.DataFrame) else pd.DataFrame(data)
+    _translate_headers(frame, config)
     if frame.empty:
         return frame, config
     out = frame.copy()
@@ -71,6 +84,25 @@ def readable(
             config[column] = st.column_config.TextColumn(setting, alignment="right")
         out[column] = _as_text(values, spec)
     return out, config
+
+
+def _translate_headers(frame: pd.DataFrame, config: dict[str, Any]) -> None:
+    """Give each column without a label of its own the reader's word for its name (a name
+    the catalog does not know is shown as it is)."""
+    for column in frame.columns:
+        if not isinstance(column, str):
+            continue
+        setting = config.get(column, "unset")
+        if setting is None:
+            continue  # hidden
+        if setting == "unset":
+            word = _(column)
+            if word != column:
+                config[column] = word
+        elif isinstance(setting, Mapping) and not setting.get("label"):
+            word = _(column)
+            if word != column:
+                config[column] = {**setting, "label": word}
 
 
 def show(

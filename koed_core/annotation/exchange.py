@@ -27,6 +27,7 @@ from koed_core.annotation.projects import (
 from koed_core.annotation.spans import span_from_dict, span_to_dict
 from koed_core.annotation.taxonomy import AnnotationError, fixed_category
 from koed_core.dialogues.dataset import Dataset
+from koed_core.i18n import _
 from koed_core.private_files import write_private
 
 MAX_LINES = 20_000
@@ -43,8 +44,13 @@ def annotator_pseudonym(key: bytes, project_id: int, annotator: str) -> str:
 def _check_dataset(project: dict[str, Any], dataset: Dataset) -> None:
     if project["dataset_sha256"] != dataset.sha256:
         raise AnnotationError(
-            f"project {project['id']} was made on dataset {project['dataset_sha256'][:12]}, "
-            f"the data loaded now is {dataset.sha256[:12]}: load that file (KOED_DATA)"
+            _(
+                "project {id} was made on dataset {made}, the data loaded now is {loaded}: "
+                "load that file (KOED_DATA)",
+                id=project["id"],
+                made=project["dataset_sha256"][:12],
+                loaded=dataset.sha256[:12],
+            )
         )
 
 
@@ -354,7 +360,7 @@ def read_csv_rows(path: Path, dataset: Dataset) -> list[tuple[int, dict[str, Any
     if not grouped:
         raise AnnotationError(f"{path.name}: no rows")
     by_dialogue: dict[str, list[dict[str, Any]]] = {}
-    for (conv_id, _), entry in grouped.items():
+    for (conv_id, _who), entry in grouped.items():
         by_dialogue.setdefault(conv_id, []).append(entry)
     return [
         (

@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 import pandas as pd
 
-from koed_core.annotation.spans import Side, Span, check_span
+from koed_core.annotation.spans import Span, check_span, span_from_row, span_to_row
 from koed_core.annotation.taxonomy import (
     AnnotationError,
     Taxonomy,
@@ -29,6 +29,7 @@ from koed_core.db.annotations import Annotations
 from koed_core.db.store import Store
 from koed_core.dialogues.dataset import Dataset
 from koed_core.dialogues.dialogue import Dialogue
+from koed_core.i18n import _
 
 Kind = Literal["annotator", "adjudicated"]
 ANNOTATOR: Kind = "annotator"
@@ -58,36 +59,6 @@ class Annotation:
         return self.status == SUBMITTED
 
 
-def _span_row(span: Span) -> dict[str, Any]:
-    en = span.en
-    return {
-        "position": span.ko.position,
-        "start": span.ko.start,
-        "end": span.ko.end,
-        "text": span.ko.text,
-        "type": span.type,
-        "en_position": en.position if en else None,
-        "en_start": en.start if en else None,
-        "en_end": en.end if en else None,
-        "en_text": en.text if en else None,
-        "no_counterpart": span.no_counterpart,
-        "origin": span.origin,
-    }
-
-
-def _span_of(row: dict[str, Any]) -> Span:
-    en = None
-    if row["en_position"] is not None:
-        en = Side(row["en_position"], row["en_start"], row["en_end"], row["en_text"])
-    return Span(
-        ko=Side(row["position"], row["start"], row["end"], row["text"]),
-        type=row["type"],
-        en=en,
-        no_counterpart=bool(row["no_counterpart"]),
-        origin=row["origin"],
-    )
-
-
 def _annotation_of(row: dict[str, Any]) -> Annotation:
     return Annotation(
         project_id=row["project_id"],
@@ -98,8 +69,12 @@ def _annotation_of(row: dict[str, Any]) -> Annotation:
         note=row["note"],
         status=row["status"],
         taxonomy_version=row["taxonomy_version"],
-        spans=tuple(_span_of(s) for s in row.get("spans", [])),
+        spans=tuple(span_from_row(s) for s in row.get("spans", [])),
     )
+
+
+def _not_in(project: dict[str, Any], conv_id: str) -> str:
+    return _("{conv_id} is not in project {name}", conv_id=conv_id, name=repr(project["name"]))
 
 
 def _order_key(project_id: int, username: str, conv_id: str) -> str:
@@ -136,24 +111,28 @@ class AnnotationStore:
                 for ``per_item``.
         """
         if not name.strip():
-            raise AnnotationError("give the project a name")
+            raise AnnotationError(_("give the project a name"))
         ids = list(dict.fromkeys(conv_ids))
         if not ids:
-            raise AnnotationError("choose at least one dialogue")
+            raise AnnotationError(_("choose at least one dialogue"))
         if len(ids) > MAX_DIALOGUES:
-            raise AnnotationError(f"{len(ids)} dialogues: a project takes at most {MAX_DIALOGUES}")
+            raise AnnotationError(
+                _("{n} dialogues: a project takes at most {most}", n=len(ids), most=MAX_DIALOGUES)
+            )
         unknown = [c for c in ids if dataset.get(c) is None]
         if unknown:
+            first = ", ".join(unknown[:5])
             raise AnnotationError(
-                f"not in this dataset: {', '.join(unknown[:5])}"
-                + (f" and {len(unknown) - 5} more" if len(unknown) > 5 else "")
+                _("not in this dataset: {ids} and {more} more", ids=first, more=len(unknown) - 5)
+                if len(unknown) > 5
+                else _("not in this dataset: {ids}", ids=first)
             )
         if not 1 <= per_item <= 10:
-            raise AnnotationError("annotators per dialogue: between 1 and 10")
+            raise AnnotationError(_("annotators per dialogue: between 1 and 10"))
         people = sorted(set(annotators))
         if people and len(people) < per_item:
             raise AnnotationError(
-                f"{per_item} annotators per dialogue, but only {len(people)} named"
+                _("{n} annotators per dialogue, but only {m} named", n=per_item, m=len(people))
             )
         chosen = taxonomy or load_taxonomy()
         self.q.ensure_taxonomy(chosen.version, chosen.name, chosen.as_rows())
@@ -173,7 +152,7 @@ class AnnotationStore:
         """
         found = self.q.project(project_id)
         if found is None:
-            raise AnnotationError(f"no annotation project {project_id}")
+            raise AnnotationError(_("no annotation project {id}", id=project_id))
         return found
 
     def progress(self) -> list[dict[str, Any]]:
@@ -212,10 +191,11 @@ class AnnotationStore:
 
     def taxonomy(self, project: dict[str, Any]) -> Taxonomy:
         """The taxonomy the project was created with."""
-        stored = self.q.taxonomy(project["taxonomy_version"])
+        version = project["taxonomy_version"]
+        stored = self.q.taxonomy(version)
         if stored is None:
             raise AnnotationError(
-                f"project {project['id']}: taxonomy {project['taxonomy_version']} is missing"
+                _("project {id}: taxonomy {version} is missing", id=project["id"], version=version)
             )
         taxonomy = parse_taxonomy(
             {
@@ -281,12 +261,15 @@ class AnnotationStore:
         return _annotation_of(row) if row else None
 
     def _check_access(self, project: dict[str, Any], conv_id: str, username: str) -> None:
+        name = repr(project["name"])
         if project["closed"] is not None:
-            raise AnnotationError(f"project {project['name']!r} is closed")
+            raise AnnotationError(_("project {name} is closed", name=name))
         if project["annotators"] and username not in project["annotators"]:
-            raise AnnotationError(f"{username} is not an annotator of project {project['name']!r}")
+            raise AnnotationError(
+                _("{user} is not an annotator of project {name}", user=username, name=name)
+            )
         if conv_id not in project["conv_ids"]:
-            raise AnnotationError(f"{conv_id} is not in project {project['name']!r}")
+            raise AnnotationError(_not_in(project, conv_id))
 
     def save(
         self,
@@ -313,13 +296,17 @@ class AnnotationStore:
             items = self.items(project_id, username)
             item = items[items["conv_id"] == dialogue.conv_id].iloc[0]
             if not item["open"]:
+                need = project["per_item"]
                 raise AnnotationError(
-                    f"{dialogue.conv_id} already has its {project['per_item']} annotators"
+                    _("{conv_id} already has its {n} annotators", conv_id=dialogue.conv_id, n=need)
                 )
             if item["complete"] and item["yours"] == SUBMITTED:
                 raise AnnotationError(
-                    f"{dialogue.conv_id} is complete: every annotator has submitted, and the "
-                    "answers are frozen for the reviewer"
+                    _(
+                        "{conv_id} is complete: every annotator has submitted, and the "
+                        "answers are frozen for the reviewer",
+                        conv_id=dialogue.conv_id,
+                    )
                 )
             return self._store(
                 project, dialogue, username, ANNOTATOR, category, note, spans, submit
@@ -339,13 +326,13 @@ class AnnotationStore:
         taxonomy = self.taxonomy(project)
         chosen = check_category(dialogue, category)
         if submit and chosen is None:
-            raise AnnotationError("choose the dialogue's category before submitting")
+            raise AnnotationError(_("choose the dialogue's category before submitting"))
         checked = [check_span(dialogue, s, taxonomy) for s in spans]
         keys = [s.key for s in checked]
         if len(set(keys)) != len(keys):
-            raise AnnotationError("the same span with the same type is marked twice")
+            raise AnnotationError(_("the same span with the same type is marked twice"))
         if len(note) > 4000:
-            raise AnnotationError("the note is longer than 4,000 characters")
+            raise AnnotationError(_("the note is longer than 4,000 characters"))
         self.q.save(
             {
                 "project_id": project["id"],
@@ -357,7 +344,7 @@ class AnnotationStore:
                 "status": SUBMITTED if submit else DRAFT,
                 "taxonomy_version": taxonomy.version,
             },
-            [_span_row(s) for s in checked],
+            [span_to_row(s) for s in checked],
         )
         return Annotation(
             project["id"],
@@ -383,7 +370,7 @@ class AnnotationStore:
     ) -> Annotation:
         """An annotation made elsewhere, checked as one made here, stored submitted."""
         if dialogue.conv_id not in project["conv_ids"]:
-            raise AnnotationError(f"{dialogue.conv_id} is not in project {project['name']!r}")
+            raise AnnotationError(_not_in(project, dialogue.conv_id))
         return self._store(project, dialogue, annotator, kind, category, note, spans, True)
 
     def others(self, project_id: int, conv_id: str, username: str) -> list[Annotation]:
@@ -428,11 +415,14 @@ class AnnotationStore:
         """
         project = self.project(project_id)
         if dialogue.conv_id not in project["conv_ids"]:
-            raise AnnotationError(f"{dialogue.conv_id} is not in project {project['name']!r}")
+            raise AnnotationError(_not_in(project, dialogue.conv_id))
         if len(self.submitted(project_id, dialogue.conv_id)) < project["per_item"]:
             raise AnnotationError(
-                f"{dialogue.conv_id}: not every annotator has submitted yet; the reviewer "
-                "adjudicates complete dialogues only"
+                _(
+                    "{conv_id}: not every annotator has submitted yet; the reviewer "
+                    "adjudicates complete dialogues only",
+                    conv_id=dialogue.conv_id,
+                )
             )
         with self.store.write():  # the old final answer goes only if the new one is stored
             for old in self.q.of_project(project_id, with_spans=False, conv_id=dialogue.conv_id):

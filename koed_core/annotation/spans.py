@@ -15,6 +15,7 @@ from typing import Any
 
 from koed_core.annotation.taxonomy import AnnotationError, Taxonomy
 from koed_core.dialogues.dialogue import Dialogue, Lang
+from koed_core.i18n import _
 
 SITUATION = 0
 PERSON = "person"
@@ -62,8 +63,12 @@ def turn_text(dialogue: Dialogue, lang: Lang, position: int) -> str:
         if turn.position == position:
             return turn.text(lang)
     raise AnnotationError(
-        f"{dialogue.conv_id} has no turn {position} (it has {len(dialogue.turns)} turns; "
-        "0 is the situation)"
+        _(
+            "{conv_id} has no turn {position} (it has {n} turns; 0 is the situation)",
+            conv_id=dialogue.conv_id,
+            position=position,
+            n=len(dialogue.turns),
+        )
     )
 
 
@@ -74,18 +79,23 @@ def find(text: str, needle: str, occurrence: int = 1) -> tuple[int, int]:
         AnnotationError: empty, not found, or fewer appearances than asked for.
     """
     if not needle:
-        raise AnnotationError("type the exact text of the span")
+        raise AnnotationError(_("type the exact text of the span"))
     if occurrence < 1:
-        raise AnnotationError("occurrence counts from 1")
+        raise AnnotationError(_("occurrence counts from 1"))
     start = -1
-    for _ in range(occurrence):
+    for _nth in range(occurrence):
         start = text.find(needle, start + 1)
         if start < 0:
             count = text.count(needle)
             raise AnnotationError(
-                f"{needle!r} is not in that turn"
+                _("{text} is not in that turn", text=repr(needle))
                 if count == 0
-                else f"{needle!r} appears {count} time(s) in that turn, not {occurrence}"
+                else _(
+                    "{text} appears {count} time(s) in that turn, not {occurrence}",
+                    text=repr(needle),
+                    count=count,
+                    occurrence=occurrence,
+                )
             )
     return start, start + len(needle)
 
@@ -98,17 +108,39 @@ def side_at(dialogue: Dialogue, lang: Lang, position: int, start: int, end: int)
     """
     text = turn_text(dialogue, lang, position)
     if not text:
-        raise AnnotationError(f"turn {position} of {dialogue.conv_id} has no {lang} text")
+        raise AnnotationError(
+            _(
+                "turn {position} of {conv_id} has no {lang} text",
+                position=position,
+                conv_id=dialogue.conv_id,
+                lang=lang,
+            )
+        )
     if not (0 <= start < end <= len(text)):
         raise AnnotationError(
-            f"{lang} span {start}-{end} of turn {position}: offsets must satisfy "
-            f"0 <= start < end <= {len(text)} (the turn's length in code points)"
+            _(
+                "{lang} span {start}-{end} of turn {position}: offsets must satisfy "
+                "0 <= start < end <= {length} (the turn's length in code points)",
+                lang=lang,
+                start=start,
+                end=end,
+                position=position,
+                length=len(text),
+            )
         )
     for edge in (start, end):
         if splits_character(text, edge):
             raise AnnotationError(
-                f"{lang} span {start}-{end} of turn {position}: offset {edge} falls inside a "
-                "character (a decomposed syllable or an emoji sequence); widen the span"
+                _(
+                    "{lang} span {start}-{end} of turn {position}: offset {edge} falls "
+                    "inside a character (a decomposed syllable or an emoji sequence); widen "
+                    "the span",
+                    lang=lang,
+                    start=start,
+                    end=end,
+                    position=position,
+                    edge=edge,
+                )
             )
     return Side(position, start, end, text[start:end])
 
@@ -152,15 +184,30 @@ def check_side(dialogue: Dialogue, lang: Lang, side: Side) -> Side:
     found = side_at(dialogue, lang, side.position, side.start, side.end)
     if side.text and found.text != side.text:
         full = turn_text(dialogue, lang, side.position)
-        hint = ""
+        values = {
+            "lang": lang,
+            "start": side.start,
+            "end": side.end,
+            "position": side.position,
+            "conv_id": dialogue.conv_id,
+            "found": repr(found.text),
+            "given": repr(side.text),
+        }
         if _utf16_reading(full, side.start, side.end) == side.text:
-            hint = (
-                "; these offsets count UTF-16 units (as JavaScript does), KoED Studio counts "
-                "code points"
+            raise AnnotationError(
+                _(
+                    "{lang} span {start}-{end} of turn {position} in {conv_id} covers "
+                    "{found}, not {given}; these offsets count UTF-16 units (as JavaScript "
+                    "does), KoED Studio counts code points",
+                    **values,
+                )
             )
         raise AnnotationError(
-            f"{lang} span {side.start}-{side.end} of turn {side.position} in "
-            f"{dialogue.conv_id} covers {found.text!r}, not {side.text!r}{hint}"
+            _(
+                "{lang} span {start}-{end} of turn {position} in {conv_id} covers {found}, "
+                "not {given}",
+                **values,
+            )
         )
     return found
 
@@ -174,21 +221,31 @@ def check_span(dialogue: Dialogue, span: Span, taxonomy: Taxonomy) -> Span:
     """
     if taxonomy.get(span.type) is None:
         raise AnnotationError(
-            f"signal type {span.type!r} is not in taxonomy {taxonomy.version} "
-            f"({', '.join(taxonomy.codes)})"
+            _(
+                "signal type {type} is not in taxonomy {version} ({codes})",
+                type=repr(span.type),
+                version=taxonomy.version,
+                codes=", ".join(taxonomy.codes),
+            )
         )
     ko = check_side(dialogue, "ko", span.ko)
     if span.en is not None and span.no_counterpart:
-        raise AnnotationError("a span has an English counterpart or none, not both")
+        raise AnnotationError(_("a span has an English counterpart or none, not both"))
     if span.en is None and not span.no_counterpart:
         raise AnnotationError(
-            "link the Korean span to the English span it replaces, or mark it as having "
-            "no English counterpart"
+            _(
+                "link the Korean span to the English span it replaces, or mark it as having "
+                "no English counterpart"
+            )
         )
     if span.en is not None and span.en.position != span.ko.position:
         raise AnnotationError(
-            f"the English counterpart must be in the same turn as the Korean span (Korean in "
-            f"turn {span.ko.position}, English in turn {span.en.position})"
+            _(
+                "the English counterpart must be in the same turn as the Korean span (Korean "
+                "in turn {ko}, English in turn {en})",
+                ko=span.ko.position,
+                en=span.en.position,
+            )
         )
     en = check_side(dialogue, "en", span.en) if span.en is not None else None
     return replace(span, ko=ko, en=en)
@@ -235,6 +292,38 @@ def span_from_dict(raw: Any, where: str) -> Span:
         en=side(en_raw, "en") if en_raw is not None else None,
         no_counterpart=none_there,
         origin=origin if isinstance(origin, str) and origin else PERSON,
+    )
+
+
+def span_to_row(span: Span) -> dict[str, Any]:
+    """The database row of a span (``koed_core.db.annotations`` stores it)."""
+    en = span.en
+    return {
+        "position": span.ko.position,
+        "start": span.ko.start,
+        "end": span.ko.end,
+        "text": span.ko.text,
+        "type": span.type,
+        "en_position": en.position if en else None,
+        "en_start": en.start if en else None,
+        "en_end": en.end if en else None,
+        "en_text": en.text if en else None,
+        "no_counterpart": span.no_counterpart,
+        "origin": span.origin,
+    }
+
+
+def span_from_row(row: dict[str, Any]) -> Span:
+    """A span from its database row (stored checked, so read as it is)."""
+    en = None
+    if row["en_position"] is not None:
+        en = Side(row["en_position"], row["en_start"], row["en_end"], row["en_text"])
+    return Span(
+        ko=Side(row["position"], row["start"], row["end"], row["text"]),
+        type=row["type"],
+        en=en,
+        no_counterpart=bool(row["no_counterpart"]),
+        origin=row["origin"],
     )
 
 

@@ -17,7 +17,7 @@ from typing import Any
 from koed_core.db.types import short_hash
 from koed_core.dialogues.dialogue import Dialogue
 from koed_core.errors import KoedError
-from koed_core.i18n import N_
+from koed_core.i18n import N_, _
 from koed_core.paths import DATA_DIR
 from koed_core.tomlfile import read_toml
 
@@ -89,32 +89,51 @@ def parse_taxonomy(raw: dict[str, Any], where: str) -> Taxonomy:
     """
     name, declared, types = raw.get("name"), raw.get("version"), raw.get("types")
     if not isinstance(name, str) or not name.strip():
-        raise AnnotationError(f"{where}: 'name' must be a non-empty string")
+        raise AnnotationError(_("{where}: 'name' must be a non-empty string", where=where))
     if not isinstance(declared, str | int) or not str(declared).strip():
-        raise AnnotationError(f"{where}: 'version' must be given (a string such as \"2\")")
+        raise AnnotationError(
+            _("{where}: 'version' must be given (a string such as \"2\")", where=where)
+        )
     if not VERSION.match(str(declared).strip()):
         raise AnnotationError(
-            f"{where}: 'version' is {str(declared)[:40]!r}; use 1-40 letters, digits and "
-            "'.', '_' or '-' (it becomes part of a file name)"
+            _(
+                "{where}: 'version' is {version}; use 1-40 letters, digits and '.', '_' or "
+                "'-' (it becomes part of a file name)",
+                where=where,
+                version=repr(str(declared)[:40]),
+            )
         )
     if not isinstance(types, list) or not types:
-        raise AnnotationError(f"{where}: no [[types]] entries")
+        raise AnnotationError(_("{where}: no [[types]] entries", where=where))
     seen: set[str] = set()
     parsed = []
     for i, entry in enumerate(types, 1):
         if not isinstance(entry, dict):
-            raise AnnotationError(f"{where}: type {i} is not a table")
+            raise AnnotationError(_("{where}: type {n} is not a table", where=where, n=i))
         code = entry.get("code")
         if not isinstance(code, str) or not CODE.match(code):
             raise AnnotationError(
-                f"{where}: type {i} has code {code!r}; use lowercase letters, digits and '_'"
+                _(
+                    "{where}: type {n} has code {code}; use lowercase letters, digits and '_'",
+                    where=where,
+                    n=i,
+                    code=repr(code),
+                )
             )
         if code in seen:
-            raise AnnotationError(f"{where}: type code {code!r} appears twice")
+            raise AnnotationError(
+                _("{where}: type code {code} appears twice", where=where, code=repr(code))
+            )
         seen.add(code)
         en, ko = entry.get("en"), entry.get("ko")
         if not isinstance(en, str) or not en.strip() or not isinstance(ko, str) or not ko.strip():
-            raise AnnotationError(f"{where}: type {code!r} needs both an 'en' and a 'ko' name")
+            raise AnnotationError(
+                _(
+                    "{where}: type {code} needs both an 'en' and a 'ko' name",
+                    where=where,
+                    code=repr(code),
+                )
+            )
         hint = entry.get("hint", "")
         parsed.append(SignalType(code, en.strip(), ko.strip(), str(hint)))
     return Taxonomy(name.strip(), str(declared).strip(), tuple(parsed))
@@ -147,17 +166,31 @@ def check_category(dialogue: Dialogue, category: str | None) -> str | None:
     if fixed is not None:
         if category not in (None, fixed):
             raise AnnotationError(
-                f"{dialogue.conv_id} is a jeong/han dialogue, written from scratch: its "
-                f"category is {fixed}, not {category}"
+                _(
+                    "{conv_id} is a jeong/han dialogue, written from scratch: its category "
+                    "is {fixed}, not {category}",
+                    conv_id=dialogue.conv_id,
+                    fixed=fixed,
+                    category=category,
+                )
             )
         return fixed
     if category is None:
         return None
     if category not in CATEGORIES:
-        raise AnnotationError(f"category {category!r}: use one of {', '.join(CATEGORIES)}")
+        raise AnnotationError(
+            _(
+                "category {category}: use one of {codes}",
+                category=repr(category),
+                codes=", ".join(CATEGORIES),
+            )
+        )
     if category == HANDCRAFTED:
         raise AnnotationError(
-            f"{dialogue.conv_id} comes from EmpatheticDialogues: it is simply transferred "
-            "or context modified; only jeong/han dialogues were handcrafted"
+            _(
+                "{conv_id} comes from EmpatheticDialogues: it is simply transferred or "
+                "context modified; only jeong/han dialogues were handcrafted",
+                conv_id=dialogue.conv_id,
+            )
         )
     return category

@@ -54,3 +54,10 @@ def gloss(name: str) -> str:
     """The Korean gloss of a label, or the name itself for an unknown one."""
     label = by_name().get(name)
     return label.ko if label else name
+
+
+def display(name: str) -> str:
+    """A label as its chips show it (``afraid · 두려운``): the name, which stays the same in
+    every language, with its gloss; an unknown name as it is."""
+    label = by_name().get(name)
+    return label.display if label else name

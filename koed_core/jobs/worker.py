@@ -30,6 +30,7 @@ from typing import TypeVar
 from koed_core.db import Store
 from koed_core.db.jobs import Job, Jobs
 from koed_core.errors import KoedError
+from koed_core.i18n import N_
 from koed_core.jobs.kinds import Environment, Hooks, execute, params_of
 from koed_core.models.batch import BatchReport
 
@@ -37,6 +38,11 @@ BEAT_S = 2.0
 RECORD_RETRY_S = 2.0
 T = TypeVar("T")
 PROGRESS_EVERY_S = 0.5
+DISK_FULL = N_(
+    "the disk is full (the database could not store more): free some space, then start the "
+    "job again; what was stored is kept"
+)
+"""A failure's reason, stored in English; a page shows it in its reader's language."""
 
 
 def log(message: str) -> None:
@@ -201,10 +207,7 @@ def failure_reason(err: BaseException) -> str:
     if isinstance(err, sqlite3.OperationalError | OSError) and (
         "disk is full" in text or getattr(err, "errno", None) == errno.ENOSPC
     ):
-        return (
-            "the disk is full (the database could not store more): free some space, then "
-            "start the job again; what was stored is kept"
-        )
+        return DISK_FULL
     return f"{type(err).__name__}: {text}"
 
 

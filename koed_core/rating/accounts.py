@@ -24,6 +24,7 @@ import bcrypt
 import yaml
 
 from koed_core.errors import KoedError
+from koed_core.i18n import _
 
 Role = Literal["admin", "rater", "annotator"]
 ROLES: tuple[Role, ...] = ("admin", "rater", "annotator")
@@ -70,23 +71,31 @@ def load(path: Path, required: bool = False) -> dict[str, Any]:
     """
     if not path.is_file():
         if required:
-            raise AccountsError(f"{path}: the accounts file set in KOED_USERS does not exist")
+            raise AccountsError(
+                _("{path}: the accounts file set in KOED_USERS does not exist", path=path)
+            )
         return {"usernames": {}}
     try:
         raw = yaml.safe_load(path.read_text(encoding="utf-8"))
     except (yaml.YAMLError, UnicodeDecodeError) as err:
-        raise AccountsError(f"{path}: not valid YAML ({err})") from None
+        raise AccountsError(_("{path}: not valid YAML ({error})", path=path, error=err)) from None
     except OSError as err:
-        raise AccountsError(f"{path}: cannot be read ({err.strerror})") from None
+        raise AccountsError(
+            _("{path}: cannot be read ({error})", path=path, error=err.strerror)
+        ) from None
     if not isinstance(raw, dict):
-        raise AccountsError(f"{path}: empty, or not an accounts file (no 'credentials' mapping)")
+        raise AccountsError(
+            _("{path}: empty, or not an accounts file (no 'credentials' mapping)", path=path)
+        )
     credentials = raw.get("credentials", raw)
     usernames = credentials.get("usernames") if isinstance(credentials, dict) else None
     if not isinstance(usernames, dict):
-        raise AccountsError(f"{path}: no 'credentials: usernames:' mapping in it")
+        raise AccountsError(_("{path}: no 'credentials: usernames:' mapping in it", path=path))
     for name, entry in usernames.items():
         if not isinstance(entry, dict) or not isinstance(entry.get("password"), str):
-            raise AccountsError(f"{path}: account {name!r} has no password hash")
+            raise AccountsError(
+                _("{path}: account {name} has no password hash", path=path, name=repr(name))
+            )
     return dict(credentials)
 
 
@@ -115,16 +124,19 @@ def add_user(
     """
     if not USERNAME.match(username):
         raise UserError(
-            f"username {username!r}: use 2-32 lowercase letters, digits, '.', '_' or '-'"
+            _(
+                "username {name}: use 2-32 lowercase letters, digits, '.', '_' or '-'",
+                name=repr(username),
+            )
         )
     if role not in ROLES:
-        raise UserError(f"role {role!r}: use admin, rater or annotator")
+        raise UserError(_("role {role}: use admin, rater or annotator", role=repr(role)))
     password = password or secrets.token_urlsafe(12)
     if len(password) < 8:
-        raise UserError("a password needs at least 8 characters")
+        raise UserError(_("a password needs at least 8 characters"))
     with _locked(path) as credentials:
         if username in credentials["usernames"]:
-            raise UserError(f"user {username!r} exists already")
+            raise UserError(_("user {name} exists already", name=repr(username)))
         credentials["usernames"][username] = {
             "name": name or username,
             "email": f"{username}@koed.invalid",
@@ -145,7 +157,7 @@ def update_user(path: Path, username: str, change: Callable[[dict[str, Any]], No
     with _locked(path) as credentials:
         entry = credentials["usernames"].get(username)
         if entry is None:
-            raise UserError(f"no user {username!r}")
+            raise UserError(_("no user {name}", name=repr(username)))
         change(entry)
 
 

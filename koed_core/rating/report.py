@@ -14,6 +14,7 @@ import pandas as pd
 from scipy.stats import spearmanr
 
 from koed_core import csv_safe
+from koed_core.i18n import _
 from koed_core.rating.server_key import pseudonym
 from koed_core.rating.studies import RatingStore, check_verdicts
 
@@ -80,28 +81,32 @@ def _attention_rate(own: pd.DataFrame) -> float | None:
     if checks.empty:
         return None
     verdicts = check_verdicts(checks.to_dict("records"))
-    return sum(passed for _, passed in verdicts.values()) / len(verdicts)
+    return sum(passed for _told, passed in verdicts.values()) / len(verdicts)
 
 
 def _leave_one_out(data: pd.DataFrame, username: str) -> dict[str, Any]:
     if data.empty:
-        return {"loo_spearman": None, "loo_pairs": 0, "loo_note": "no ratings yet"}
+        return {"loo_spearman": None, "loo_pairs": 0, "loo_note": _("no ratings yet")}
     rated = data[data["kind"] != "attention"]
     own = rated[rated["username"] == username].set_index(["item_id", "dimension"])["score"]
     others = rated[rated["username"] != username].groupby(["item_id", "dimension"])["score"].mean()
     joined = pd.concat([own.rename("own"), others.rename("others")], axis=1, join="inner")
     pairs = len(joined)
     if pairs < MIN_PAIRS:
-        note = f"needs {MIN_PAIRS} shared item-dimensions with other raters (has {pairs})"
+        note = _(
+            "needs {n} shared item-dimensions with other raters (has {pairs})",
+            n=MIN_PAIRS,
+            pairs=pairs,
+        )
         return {"loo_spearman": None, "loo_pairs": pairs, "loo_note": note}
     if joined["own"].nunique() < 2 or joined["others"].nunique() < 2:
         return {
             "loo_spearman": None,
             "loo_pairs": pairs,
-            "loo_note": "undefined: the scores do not vary",
+            "loo_note": _("undefined: the scores do not vary"),
         }
     rho = float(spearmanr(joined["own"], joined["others"]).statistic)
-    reading = "agrees with the others" if rho >= 0.4 else "check this rater's work"
+    reading = _("agrees with the others") if rho >= 0.4 else _("check this rater's work")
     return {"loo_spearman": round(rho, 3), "loo_pairs": pairs, "loo_note": reading}
 
 

@@ -23,6 +23,7 @@ from hashlib import sha256
 from pathlib import Path
 
 from koed_core.errors import KoedError
+from koed_core.i18n import _
 
 KEY_HEX_CHARS = 64
 """A generated key: 32 random bytes, written as 64 hex characters."""
@@ -48,9 +49,13 @@ def server_key(configured: str | None, db_path: Path) -> bytes:
     if configured:
         if len(configured) < MIN_CONFIGURED_CHARS:
             raise ServerKeyError(
-                f"KOED_SECRET_KEY is {len(configured)} characters long; it needs at least "
-                f"{MIN_CONFIGURED_CHARS} random characters (for example the output of "
-                "`python -c 'import secrets; print(secrets.token_hex(32))'`)"
+                _(
+                    "KOED_SECRET_KEY is {length} characters long; it needs at least {needed} "
+                    "random characters (for example the output of "
+                    "`python -c 'import secrets; print(secrets.token_hex(32))'`)",
+                    length=len(configured),
+                    needed=MIN_CONFIGURED_CHARS,
+                )
             )
         return configured.encode()
     path = key_file(db_path)
@@ -74,9 +79,12 @@ def _create(path: Path) -> None:
             os.link(temp, path)
     except OSError as err:
         raise ServerKeyError(
-            f"could not create the server key {path.name} beside the database "
-            f"({err.strerror or err}); free some space or fix the folder's permissions, "
-            "or set KOED_SECRET_KEY"
+            _(
+                "could not create the server key {name} beside the database ({error}); free "
+                "some space or fix the folder's permissions, or set KOED_SECRET_KEY",
+                name=path.name,
+                error=err.strerror or err,
+            )
         ) from None
     finally:
         with contextlib.suppress(OSError):
@@ -87,16 +95,29 @@ def _read(path: Path) -> bytes:
     try:
         key = path.read_text(encoding="ascii").strip()
     except (OSError, UnicodeDecodeError) as err:
-        raise ServerKeyError(f"the server key {path.name} cannot be read ({err})") from None
-    if len(key) < KEY_HEX_CHARS:
         raise ServerKeyError(
-            f"the server key {path.name} beside the database is "
-            f"{'empty' if not key else 'too short'}, so nothing is signed with it. "
+            _("the server key {name} cannot be read ({error})", name=path.name, error=err)
+        ) from None
+    if len(key) < KEY_HEX_CHARS:
+        what = (
+            _(
+                "the server key {name} beside the database is empty, so nothing is signed with it.",
+                name=path.name,
+            )
+            if not key
+            else _(
+                "the server key {name} beside the database is too short, so nothing is signed "
+                "with it.",
+                name=path.name,
+            )
+        )
+        advice = _(
             "If it was lost or damaged, delete the file (a new key is made on the next start) "
             "or set KOED_SECRET_KEY to the old key: rater pseudonyms and invite links made "
             "with a lost key cannot be verified any more, so links already sent stop working "
             "and new exports name raters differently."
         )
+        raise ServerKeyError(what + " " + advice)
     return key.encode()
 
 

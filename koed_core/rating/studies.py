@@ -32,6 +32,7 @@ from koed_core.db import (
 from koed_core.db.types import CandidateItem
 from koed_core.dialogues.dataset import Dataset
 from koed_core.errors import KoedError
+from koed_core.i18n import _
 from koed_core.judge.rubric import SCALE, codes, rubric_version
 from koed_core.models.protocol import build_task
 from koed_core.paths import DATA_DIR
@@ -72,7 +73,7 @@ class RatingStore:
     def save_profile(self, profile: RaterProfile) -> None:
         """Store or update onboarding answers."""
         if not profile.languages or set(profile.languages) - {"ko", "en"}:
-            raise RatingError("choose the languages you rate in: ko, en or both")
+            raise RatingError(_("choose the languages you rate in: ko, en or both"))
         self.q.save_profile(profile, now())
 
     def profile(self, username: str) -> RaterProfile | None:
@@ -96,10 +97,10 @@ class RatingStore:
             RatingError: no response of the chosen runs and languages to rate.
         """
         if config.overlap < 1:
-            raise RatingError("overlap must be at least 1")
+            raise RatingError(_("overlap must be at least 1"))
         rows = self.store.answered(config.run_ids, config.langs)
         if not rows:
-            raise RatingError("the chosen runs have no successful responses in these languages")
+            raise RatingError(_("the chosen runs have no successful responses in these languages"))
         with self.store.write():
             study_id = self.q.insert_study(config.name, asdict(config), rubric_version(), now())
             for row in rows:
@@ -176,7 +177,7 @@ class RatingStore:
         """
         row = self.q.study(study_id)
         if row is None:
-            raise RatingError(f"no study {study_id}")
+            raise RatingError(_("no study {id}", id=study_id))
         return StudyConfig.from_json(row["config"])
 
     def close(self, study_id: int) -> None:
@@ -210,7 +211,7 @@ class RatingStore:
         config = self.config(study_id)
         profile = self.profile(username)
         if profile is None:
-            raise RatingError("finish onboarding before rating")
+            raise RatingError(_("finish onboarding before rating"))
         if self.closed(study_id):
             return None
         moment = at or utcnow()
@@ -259,7 +260,7 @@ class RatingStore:
         item = self.q.item(assignment_id)
         if item is None:
             raise RatingError(
-                "this item is no longer assigned to you (it timed out); take the next"
+                _("this item is no longer assigned to you (it timed out); take the next")
             )
         return item
 
@@ -357,16 +358,20 @@ class RatingStore:
         """
         missing = [code for code in codes() if code not in scores]
         if missing:
-            raise RatingError(f"score every dimension; missing: {', '.join(missing)}")
+            raise RatingError(
+                _("score every dimension; missing: {codes}", codes=", ".join(missing))
+            )
         bad = {k: v for k, v in scores.items() if v not in SCALE or k not in codes()}
         if bad:
-            raise RatingError(f"scores must be 1-5 on {', '.join(codes())}; got {bad}")
+            raise RatingError(
+                _("scores must be 1-5 on {codes}; got {bad}", codes=", ".join(codes()), bad=bad)
+            )
         with self.store.write():
             target = self.q.assignment_target(assignment_id, username)
             if target is None:
-                raise RatingError("this item is not assigned to you (it may have timed out)")
+                raise RatingError(_("this item is not assigned to you (it may have timed out)"))
             if self.closed(int(target["study_id"])):
-                raise RatingError("this study is closed; its ratings can no longer change")
+                raise RatingError(_("this study is closed; its ratings can no longer change"))
             stamp = now()
             for code in codes():
                 self.q.upsert_rating(
@@ -387,10 +392,10 @@ class RatingStore:
     def set_aside(self, assignment_id: str, username: str, status: str, note: str = "") -> None:
         """Skip an item, or flag it as broken or offensive; the rater is not offered it again."""
         if status not in ("skipped", "flagged"):
-            raise RatingError("status must be skipped or flagged")
+            raise RatingError(_("status must be skipped or flagged"))
         with self.store.write():
             if self.q.assignment_target(assignment_id, username) is None:
-                raise RatingError("this item is not assigned to you (it may have timed out)")
+                raise RatingError(_("this item is not assigned to you (it may have timed out)"))
             self.q.finish(assignment_id, status, now(), note)
 
     def last_rated(
@@ -468,7 +473,7 @@ def check_verdicts(rows: Iterable[Mapping[str, Any]]) -> dict[str, tuple[bool, b
             ok = int(row["score"]) == wanted
         else:
             ok = int(row["score"]) <= limits.get(str(row["dimension"]), 5)
-        _, before = verdicts.get(str(row["item_id"]), (told, True))
+        _told, before = verdicts.get(str(row["item_id"]), (told, True))
         verdicts[str(row["item_id"])] = (told, before and ok)
     return verdicts
 

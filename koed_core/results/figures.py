@@ -255,27 +255,44 @@ def breakdown_figure(
     table: pd.DataFrame, by: str, metric: str, title: str, subtitle: str
 ) -> go.Figure:
     """Bars of the Korean-minus-English gap per group (adaptation category or signal
-    type), one bar per run, with 95% CIs: where does the gap sit?"""
+    type), one bar per run, with 95% CIs: where does the gap sit?
+
+    A gap of exactly 0 is a result, not a missing bar: every bar has an outline and its
+    value written at its end, and the run is always named in the legend (even alone)."""
     fig = go.Figure()
     part = table[table["metric"] == metric]
-    for label, rows in part.groupby("run_label", sort=True):
+    used: dict[str, int] = {}
+    for label, rows in part.groupby("run_label", sort=True, dropna=False):
+        if pd.isna(label):  # a table from before run labels: the run's id names it
+            label = str(rows["run_id"].iloc[0]) if "run_id" in rows else _("run")
         low = (rows["gap"] - rows["ci_low"]).where(rows["ci_low"].notna(), 0)
         high = (rows["ci_high"] - rows["gap"]).where(rows["ci_high"].notna(), 0)
+        provenance = str(rows["provenance"].iloc[0]) if "provenance" in rows else "other"
+        palette = PROVENANCE_COLOURS.get(provenance, PROVENANCE_COLOURS["other"])
+        colour = palette[used.get(provenance, 0) % len(palette)]
+        used[provenance] = used.get(provenance, 0) + 1
         fig.add_bar(
             x=rows[by],
             y=rows["gap"],
             name=_plain(str(label)),
+            marker_color=colour,
+            marker_line={"color": colour, "width": 3},
+            text=[f"{value:+.2f}" for value in rows["gap"]],
+            textposition="outside",
+            cliponaxis=False,
             error_y={"type": "data", "array": high, "arrayminus": low},
             customdata=rows["pairs"],
-            hovertemplate="%{x}: %{y:.2f} over %{customdata} pairs<extra>%{fullData.name}</extra>",
+            hovertemplate=_("%{x}: %{y:.2f} over %{customdata} pairs")
+            + "<extra>%{fullData.name}</extra>",
         )
-    fig.add_hline(y=0, line_color="#888")
+    fig.add_hline(y=0, line_color="#111827", line_width=2)
     fig.update_layout(
         title=_title(_plain(title), _plain(subtitle), 18),
         font_family=FONT,
         template="plotly_white",
         barmode="group",
-        yaxis_title=f"{metric}: Korean minus English",
-        legend_title_text="run",
+        yaxis_title=_("{metric}: Korean minus English", metric=metric),
+        legend_title_text=_("run"),
+        showlegend=True,
     )
     return fig

@@ -4,7 +4,7 @@ import streamlit as st
 
 from components.account import login_form
 from components.shared import auth
-from components.shared.literal import md
+from components.shared.literal import md, without_paths
 from koed_core.i18n import N_, _
 
 WHERE = {
@@ -12,8 +12,8 @@ WHERE = {
     "annotator": N_("The annotation page is in the menu along the top (Annotation → Annotate)."),
     "admin": N_("Every page is in the menu along the top."),
 }
-st.title(_("Log in"))
 state = auth.start_state()
+st.title(_("Account") if state.account is not None else _("Log in"))
 if state.account is not None:
     role = state.account.role
     st.success(_("Logged in as {name} ({role}).", name=md(state.account.name), role=md(_(role))))
@@ -25,7 +25,7 @@ if state.accounts_problem:
         _(
             "The accounts file cannot be used, so rating and admin pages are closed:\n\n"
             "{problem}\n\nFix the file or KOED_USERS and reload.",
-            problem=md(state.accounts_problem),
+            problem=md(without_paths(state.accounts_problem)),  # no admin can log in
         )
     )
     st.stop()
@@ -39,6 +39,6 @@ if not state.accounts_exist:
         )
     )
 if state.key_problem:
-    st.warning(f"{md(state.key_problem)}\n\n{auth.SET_KEY_HELP}")
+    st.warning(md(state.key_problem) + "\n\n" + _(auth.SET_KEY_HELP))
 if state.accounts_exist and not state.key_problem:
     login_form.login_form()

@@ -6,22 +6,27 @@ from components.annotation import annotation_view
 from components.shared import resources, state
 from components.shared.literal import md
 from components.shared.source_banner import load_or_stop, render_source_banner
+from koed_core import i18n
+from koed_core.dialogues.labels import display as label_display
+from koed_core.i18n import _
 
-st.title("Annotate the adaptation")
+st.title(_("Annotate the adaptation"))
 who = annotation_view.annotator()
 source, dataset = load_or_stop()
 annotations = resources.annotations()
 projects = [p for p in annotations.projects_for(who) if p["dataset_sha256"] == dataset.sha256]
 if not projects:
     st.info(
-        "No annotation project for you on this dataset yet. An admin creates one on the "
-        "Annotation projects page (or `koed annotations project --name ...`)."
+        _(
+            "No annotation project for you on this dataset yet. An admin creates one on the "
+            "Annotation projects page (or `koed annotations project --name ...`)."
+        )
     )
     st.stop()
 render_source_banner(source, dataset)
 names = {p["id"]: f"{p['id']}: {p['name']}" for p in projects}
 project_id = st.selectbox(
-    "Project", list(names), format_func=names.__getitem__, key=state.ANN_PROJECT
+    _("Project"), list(names), format_func=names.__getitem__, key=state.ANN_PROJECT
 )
 project = next(p for p in projects if p["id"] == project_id)
 items = annotations.items(project_id, who)
@@ -29,24 +34,29 @@ labels = annotation_view.item_label(items)
 mine = items[items["open"]]
 done = int((items["yours"] == "submitted").sum())
 st.caption(
-    f"{md(done)} of {md(len(items))} dialogues submitted by you; each dialogue gets "
-    f"{md(project['per_item'])} annotators, who do not see each other's work until all have "
-    "submitted. Taxonomy "
-    f"{md(project['taxonomy_version'])}."
+    _(
+        "{done} of {n} dialogues submitted by you; each dialogue gets {per} annotators, who "
+        "do not see each other's work until all have submitted. Taxonomy {version}.",
+        done=i18n.number(done),
+        n=i18n.number(len(items)),
+        per=i18n.number(project["per_item"]),
+        version=md(project["taxonomy_version"]),
+    )
 )
 upcoming = annotations.next_item(project_id, who)
 choices = list(mine["conv_id"])
 if not choices:
-    st.success("Nothing left for you in this project.")
+    st.success(_("Nothing left for you in this project."))
     st.stop()
 if st.session_state.get(state.ANN_ITEM) not in choices:
     st.session_state[state.ANN_ITEM] = upcoming if upcoming in choices else choices[0]
-conv_id = st.selectbox("Dialogue", choices, format_func=labels.__getitem__, key=state.ANN_ITEM)
+conv_id = st.selectbox(_("Dialogue"), choices, format_func=labels.__getitem__, key=state.ANN_ITEM)
 if upcoming and upcoming != conv_id:
-    st.button("Go to the next one to do", on_click=annotation_view.go_to, args=(upcoming,))
+    st.button(_("Go to the next one to do"), on_click=annotation_view.go_to, args=(upcoming,))
 dialogue = dataset.get(conv_id)
 if dialogue is None:
-    st.error(f"{md(conv_id)} is not in the loaded dataset.")
+    st.error(_("{conv_id} is not in the loaded dataset.", conv_id=md(conv_id)))
     st.stop()
-st.caption(f"Gold emotion: {md(' + '.join(dialogue.labels))}")
+gold = " + ".join(label_display(name) for name in dialogue.labels)
+st.caption(_("Gold emotion: {labels}", labels=md(gold)))
 annotation_view.annotate(annotations, project, dataset, dialogue)

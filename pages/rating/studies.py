@@ -2,37 +2,37 @@
 
 import streamlit as st
 
-from components.rating.crowd_admin import render_invite_form
+from components.rating.crowd_admin import render_account_form, render_invite_form
 from components.shared import auth, resources, tables
 from components.shared.literal import md
 from components.shared.source_banner import load_or_stop
 from koed_core.errors import KoedError
+from koed_core.i18n import _
 from koed_core.models.runs import run_labels
-from koed_core.rating import accounts
 from koed_core.rating.studies import StudyConfig
 
-st.title("Studies")
+st.title(_("Studies"))
 auth.require("admin")
 source, dataset = load_or_stop()
 ratings = resources.ratings()
 run_names = run_labels(resources.store())
 
 with st.form("studies.create"):
-    st.subheader("New study", anchor=False)
-    name = st.text_input("Name", placeholder="e.g. pilot ko/en, Nov 2026")
+    st.subheader(_("New study"), anchor=False)
+    name = st.text_input(_("Name"), placeholder=_("e.g. pilot ko/en, Nov 2026"))
     picked = st.multiselect(
-        "Responses from runs (live chat saves are runs too)",
+        _("Responses from runs (live chat saves are runs too)"),
         list(reversed(run_names)),  # newest first
         format_func=run_names.get,
     )
     left, right = st.columns(2)
-    langs = left.multiselect("Languages", ["ko", "en"], default=["ko", "en"])
-    overlap = left.number_input("Raters per item (overlap k)", 1, 20, 3)
-    checks = left.number_input("Attention checks per language", 0, 10, 2)
-    quota = right.number_input("Quota per rater (0 = none)", 0, 10_000, 0)
-    timeout = right.number_input("Give abandoned items back after (minutes)", 1, 1440, 30)
-    seed = right.number_input("Order seed", 0, 1_000_000, 0)
-    if st.form_submit_button("Create study", type="primary"):
+    langs = left.multiselect(_("Languages"), ["ko", "en"], default=["ko", "en"])
+    overlap = left.number_input(_("Raters per item (overlap k)"), 1, 20, 3)
+    checks = left.number_input(_("Attention checks per language"), 0, 10, 2)
+    quota = right.number_input(_("Quota per rater (0 = none)"), 0, 10_000, 0)
+    timeout = right.number_input(_("Give abandoned items back after (minutes)"), 1, 1440, 30)
+    seed = right.number_input(_("Order seed"), 0, 1_000_000, 0)
+    if st.form_submit_button(_("Create study"), type="primary"):
         config = StudyConfig(
             name.strip() or "study",
             tuple(picked),
@@ -48,67 +48,59 @@ with st.form("studies.create"):
         except KoedError as err:
             st.error(md(str(err)))
         else:
-            st.success(f"Study {md(study_id)} created.")
+            st.success(_("Study {id} created.", id=md(study_id)))
 
 studies = ratings.studies()
 if studies:
+    gone = _("a deleted run")
     shown = [
         {
             **s,
-            "run_ids": "; ".join(run_names.get(r, "a deleted run") for r in s["run_ids"]),
-            "closed": s["closed"] or "open",
+            "run_ids": "; ".join(run_names.get(r, gone) for r in s["run_ids"]),
+            "closed": s["closed"] or _("open"),
         }
         for s in studies
     ]
     tables.show(
         shown,
         hide_index=True,
-        column_config={"run_ids": "Runs rated", "closed": "Closed", "langs": "Languages"},
+        column_config={
+            "id": _("id"),
+            "name": _("name"),
+            "run_ids": _("Runs rated"),
+            "langs": _("Languages"),
+            "overlap": _("overlap"),
+            "attention_checks": _("attention_checks"),
+            "quota": _("quota"),
+            "timeout_minutes": _("timeout_minutes"),
+            "seed": _("seed"),
+            "created": _("created"),
+            "closed": _("Closed"),
+        },
     )
     still_open = {s["id"]: s["name"] for s in studies if not s["closed"]}
     if still_open:
         with st.form("studies.close"):
-            st.subheader("Close a study", anchor=False)
+            st.subheader(_("Close a study"), anchor=False)
             st.caption(
-                "While a study is open, raters and visitors see none of its results (judge "
-                "scores, other raters' words, which model wrote a response). Closing ends "
-                "rating and publishes its agreement and gap figures."
+                _(
+                    "While a study is open, raters and visitors see none of its results (judge "
+                    "scores, other raters' words, which model wrote a response). Closing ends "
+                    "rating and publishes its agreement and gap figures."
+                )
             )
-            closing = st.selectbox("Study", list(still_open), format_func=still_open.get)
-            if st.form_submit_button("Close study"):
+            closing = st.selectbox(_("Study"), list(still_open), format_func=still_open.get)
+            if st.form_submit_button(_("Close study")):
                 ratings.close(int(closing))
-                st.success(f"Study {md(closing)} closed; its results are now published.")
+                st.success(_("Study {id} closed; its results are now published.", id=md(closing)))
                 st.rerun()
 else:
     st.info(
-        "No study yet: build one above from stored runs (a run comes from the Runs page or "
-        "`koed run`), or `koed study create --name NAME --runs RUN_ID`."
+        _(
+            "No study yet: build one above from stored runs (a run comes from the Runs page or "
+            "`koed run`), or `koed study create --name NAME --runs RUN_ID`."
+        )
     )
 
 render_invite_form({s["id"]: s["name"] for s in ratings.studies() if not s["closed"]})
-
-with st.form("studies.invite", clear_on_submit=True):
-    st.subheader("Invite a rater", anchor=False)
-    left, right = st.columns(2)
-    username = left.text_input("Username")
-    display = left.text_input("Display name")
-    role = left.radio("Role", accounts.ROLES, index=1, horizontal=True)
-    password = right.text_input("Password (give it to the rater yourself)", type="password")
-    again = right.text_input("Password again", type="password")
-    if st.form_submit_button("Create account"):
-        if password != again:
-            st.error("The two passwords differ.")
-        else:
-            try:
-                accounts.add_user(
-                    resources.settings().users_path,
-                    username.strip(),
-                    role,
-                    display.strip() or None,
-                    password,
-                )
-            except KoedError as err:
-                st.error(md(str(err)))
-            else:
-                st.success(f"Account {md(username.strip())} created.")
-tables.show(accounts.list_users(resources.settings().users_path), hide_index=True)
+render_account_form(resources.settings().users_path)

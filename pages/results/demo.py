@@ -49,8 +49,11 @@ left, right = choices.columns(2)
 first = left.selectbox(_("Model A"), with_partner, format_func=labels.get, key=state.DEMO_A)
 second = right.selectbox(_("Model B"), pairs[first], format_func=labels.get, key=state.DEMO_B)
 shared = demo.shared_dialogues(store, [first, second])
-situations = {
-    conv: f"{conv} · {d.situation_en[:70]}" if (d := dataset.get(conv)) else conv for conv in shared
+situations = {  # the situation as the reader reads it (Korean on a Korean page)
+    conv: f"{conv} · {(d.situation(i18n.language()) or d.situation_en)[:70]}"
+    if (d := dataset.get(conv))
+    else conv
+    for conv in shared
 }
 conv_id = left.selectbox(
     _("Situation"), shared, format_func=situations.get, key=state.DEMO_DIALOGUE

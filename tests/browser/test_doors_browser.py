@@ -99,3 +99,44 @@ def test_doors_hold_in_a_real_browser(site: Visit, browser: Any) -> None:
     assert evil.get_by_test_id("stException").count() == 0
     assert "Traceback" not in evil.content()
     assert "site-packages" not in evil.content()  # no server paths from a stack
+
+
+GUARDED_LINKS = {
+    "/runs": "Runs is an admin's page",
+    "/judge": "Judge is an admin's page",
+    "/studies": "Studies is an admin's page",
+    "/dashboard": "Study dashboard is an admin's page",
+    "/projects": "Annotation projects is an admin's page",
+    "/rate": "Rate responses is a rater's page",
+    "/annotate": "Annotate is an annotator's page",
+}
+
+
+def test_a_link_to_a_guarded_page_says_whose_page_it_is_and_stays(
+    site: Visit, browser: Any
+) -> None:
+    """A visitor opens each guarded page by its address (a link from an e-mail): the hint
+    naming whose page it is and the login form are there once the page has settled and
+    still there three seconds later, and Streamlit's "Page not found" never is. An old
+    /explorer?... link opens the Explorer with its filters."""
+    from playwright.sync_api import expect
+
+    page = browser.new_context(viewport={"width": 1366, "height": 768}).new_page()
+    for path, hint in GUARDED_LINKS.items():
+        page.goto(site.url + path)
+        steps.settled(page)
+        expect(page.get_by_text(hint)).to_be_visible()
+        page.wait_for_timeout(3000)
+        steps.settled(page)
+        expect(page.get_by_text(hint)).to_be_visible()
+        expect(page.get_by_label("Username")).to_be_visible()
+        assert page.url.split("?")[0].endswith(path), page.url
+        body = page.inner_text("body")
+        assert "Page not found" not in body and "does not seem to exist" not in body, path
+    page.goto(site.url + "/explorer?q=rain")
+    steps.settled(page)
+    expect(page.get_by_role("heading", name="Dialogue explorer")).to_be_visible()
+    page.wait_for_timeout(3000)
+    steps.settled(page)
+    assert "Page not found" not in page.inner_text("body")
+    assert page.get_by_role("textbox", name="Text contains").input_value() == "rain"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from fixtures.fake_openai import FakeOpenAI
@@ -126,3 +127,38 @@ def test_explorer_in_a_real_browser(fresh_site: str, fake_openai: FakeOpenAI, br
 
     page.reload()  # the login cookie logs the rater back in
     expect(page.get_by_text("Logged in: Mina (rater)")).to_be_visible()
+
+
+def test_the_whole_official_file_downloads_from_a_fresh_server(
+    tmp_path: Path, official_file: Path, browser: Any
+) -> None:
+    """More than 200 dialogues take the on-demand path (the file is made when the button
+    is pressed): on a server that has served nothing yet, the whole official file comes
+    down as CSV (a row per turn) and as JSONL (a line per dialogue), complete."""
+    import csv
+    import io
+    import json
+
+    from koed_core.dialogues.dataset import load_dataset
+    from tests.browser.conftest import serve
+
+    dataset = load_dataset(official_file)
+    turns = sum(len(d.turns) for d in dataset.dialogues)
+    server = serve(tmp_path, {"KOED_DATA": str(official_file)})
+    url = next(server)
+    try:
+        page = browser.new_context(viewport={"width": 1366, "height": 768}).new_page()
+        page.goto(url + "/")
+        steps.settled(page)
+        page.get_by_text("1,360 of 1,360 dialogues match").wait_for()
+        raw = steps.download(page, page.get_by_role("button", name="CSV (one row per turn)"))
+        rows = list(csv.DictReader(io.StringIO(raw.decode("utf-8-sig"))))
+        assert len({r["conv_id"] for r in rows}) == 1360 and len(rows) == turns
+        raw = steps.download(page, page.get_by_role("button", name="JSONL (one dialogue per line)"))
+        lines = raw.decode("utf-8").splitlines()
+        assert len(lines) == 1360
+        assert {json.loads(line)["conv_id"] for line in lines} == {
+            d.conv_id for d in dataset.dialogues
+        }
+    finally:
+        server.close()

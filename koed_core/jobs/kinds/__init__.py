@@ -12,7 +12,7 @@ One module per concern: ``params`` (each kind's parameters, checked before queue
 ``episode_job``, ``judge_job``, ``reproduce_job``) and ``dispatch`` (which runs which).
 """
 
-from koed_core.jobs.kinds.dispatch import execute
+from koed_core.jobs.kinds.dispatch import execute, outcome_of
 from koed_core.jobs.kinds.environment import (
     Environment,
     Hooks,
@@ -32,6 +32,7 @@ from koed_core.jobs.kinds.params import (
     ReproduceJob,
     RunJob,
     check,
+    describe,
     enqueue,
     params_of,
 )
@@ -52,6 +53,7 @@ __all__ = [
     "check",
     "client_for",
     "close_client",
+    "describe",
     "enqueue",
     "execute",
     "execute_episodes",
@@ -59,5 +61,6 @@ __all__ = [
     "execute_reproduce",
     "execute_run",
     "job_dataset",
+    "outcome_of",
     "params_of",
 ]

@@ -43,6 +43,14 @@ class Result:
     """Models left out of a reproduction, with the reason."""
 
 
+def told(message: str, **values: str | int) -> tuple[str, dict[str, Any]]:
+    """A job's outcome: the sentence in English, as its row, its log and ``koed jobs``
+    keep it whatever language a page reads, and, for its result, the message (marked
+    with ``N_``) with its values, so that a page says it again in its reader's language
+    (``dispatch.outcome_of``)."""
+    return message.format(**values), {"said": {"message": message, "values": values}}
+
+
 @dataclass
 class Environment:
     """Where keys and settings come from for one execution (the worker's process, or the

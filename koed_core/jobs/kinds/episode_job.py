@@ -7,6 +7,7 @@ from pathlib import Path
 from koed_core.db import Store
 from koed_core.db.jobs import JobError
 from koed_core.errors import KoedError
+from koed_core.i18n import N_
 from koed_core.jobs.kinds.environment import (
     Environment,
     Hooks,
@@ -14,12 +15,18 @@ from koed_core.jobs.kinds.environment import (
     client_for,
     close_client,
     job_dataset,
+    told,
 )
 from koed_core.jobs.kinds.params import EpisodeJob
 from koed_core.models.pipeline import steps_for
 from koed_core.models.prompts import (
     default_prompt_set,
     load_prompt_set,
+)
+
+SUMMARY = N_(
+    "episode run {run}: {played} episodes played, {skipped} already done, {failed} stopped "
+    "by a failure"
 )
 
 
@@ -83,13 +90,16 @@ def execute_episodes(params: EpisodeJob, store: Store, env: Environment, hooks: 
         close_client(listener)
         if voice is not listener:
             close_client(voice)
-    summary = (
-        f"episode run {report.run_id}: {report.succeeded} episodes played, "
-        f"{report.skipped} already done, {report.failed} stopped by a failure"
+    summary, said = told(
+        SUMMARY,
+        run=report.run_id,
+        played=report.succeeded,
+        skipped=report.skipped,
+        failed=report.failed,
     )
     return Result(
         summary,
-        {"run_id": report.run_id, "errors": dict(report.errors)},
+        {"run_id": report.run_id, "errors": dict(report.errors), **said},
         report.failed,
         report.stopped,
     )

@@ -4,8 +4,21 @@ from __future__ import annotations
 
 from koed_core.db import Store
 from koed_core.db.jobs import JobError
-from koed_core.jobs.kinds.environment import Environment, Hooks, Result, client_for, close_client
+from koed_core.i18n import N_
+from koed_core.jobs.kinds.environment import (
+    Environment,
+    Hooks,
+    Result,
+    client_for,
+    close_client,
+    told,
+)
 from koed_core.jobs.kinds.params import JudgeJob
+
+SUMMARY = N_(
+    "judged run {run} with {judge} ({mode}): {scored} scored, {unscored} unscored, "
+    "{skipped} already done, {failed} failed"
+)
 
 
 def execute_judge(params: JudgeJob, store: Store, env: Environment, hooks: Hooks) -> Result:
@@ -42,13 +55,19 @@ def execute_judge(params: JudgeJob, store: Store, env: Environment, hooks: Hooks
         )
     finally:
         close_client(client)
-    summary = (
-        f"judged run {params.run_id} with {spec.name} ({params.mode}): {report.scored} scored, "
-        f"{report.unscored} unscored, {report.skipped} already done, {report.failed} failed"
+    summary, said = told(
+        SUMMARY,
+        run=params.run_id,
+        judge=spec.name,
+        mode=params.mode,
+        scored=report.scored,
+        unscored=report.unscored,
+        skipped=report.skipped,
+        failed=report.failed,
     )
     return Result(
         summary,
-        {"run_id": params.run_id, "judge": spec.name, "errors": dict(report.errors)},
+        {"run_id": params.run_id, "judge": spec.name, "errors": dict(report.errors), **said},
         report.failed,
         report.stopped,
     )

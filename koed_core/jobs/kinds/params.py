@@ -6,10 +6,12 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields
 from typing import Any, ClassVar
 
+from koed_core import i18n
 from koed_core.db import Store
 from koed_core.db.jobs import Job, JobError, Jobs
 from koed_core.dialogues.subsets import SUBSETS
 from koed_core.errors import KoedError
+from koed_core.i18n import _
 from koed_core.judge.rubric import codes
 from koed_core.judge.verdicts import MODES
 from koed_core.models.pipeline import COMMAS, EMOTION_READERS, FAMILIES, POSTPROCESS
@@ -58,13 +60,16 @@ class RunJob:
     """The post-processing family of an ad-hoc openai: model (registry models say theirs)."""
 
     def label(self) -> str:
-        size = f"first {self.limit} of {self.subset}" if self.limit else self.subset
-        sample = f" (sample {self.sample}, seed {self.seed})" if self.sample else ""
-        how = ", Batch API" if self.batch else ""
-        return (
-            f"run {self.model}: {self.protocol}, {self.prompts or 'default'} prompts, "
-            f"{','.join(self.langs)}, {size}{sample}{how}"
+        """The job as people read it, in the page's language (English in a worker)."""
+        label = _(
+            "run {model}: {protocol}, {prompts} prompts, {langs}, {dialogues}",
+            model=self.model,
+            protocol=self.protocol,
+            prompts=self.prompts or _("default"),
+            langs=",".join(self.langs),
+            dialogues=_dialogues(self.subset, self.limit, self.sample, self.seed),
         )
+        return _("{job}, Batch API", job=label) if self.batch else label
 
 
 @dataclass(frozen=True)
@@ -85,16 +90,22 @@ class JudgeJob:
     parse: str | None = None
     """authors or lenient (paper mode); None: the mode's."""
 
-    def label(self) -> str:
-        dims = ",".join(self.dims) if self.dims else "all dimensions"
-        how = ", Batch API" if self.batch else ""
-        steps = ", ".join(
-            f"{name} {value}"
-            for name, value in (("template", self.template), ("parse", self.parse))
-            if value
+    def label(self, run: str | None = None) -> str:
+        """The job as people read it, in the page's language (English in a worker);
+        ``run``: the run as every picker names it (default: its id)."""
+        settings = [
+            self.mode,
+            ",".join(self.dims) if self.dims else _("all dimensions"),
+            *([_("template {name}", name=self.template)] if self.template else []),
+            *([_("parse {name}", name=self.parse)] if self.parse else []),
+        ]
+        label = _(
+            "judge {run} with {judge} ({settings})",
+            run=run or _("run {run_id}", run_id=self.run_id),
+            judge=self.judge,
+            settings=", ".join(settings),
         )
-        extra = f", {steps}" if steps else ""
-        return f"judge run {self.run_id} with {self.judge} ({self.mode}, {dims}{extra}){how}"
+        return _("{job}, Batch API", job=label) if self.batch else label
 
 
 @dataclass(frozen=True)
@@ -109,7 +120,8 @@ class ReproduceJob:
     dataset_sha256: str | None = None
 
     def label(self) -> str:
-        return f"reproduce {self.plan}"
+        """The job as people read it, in the page's language (English in a worker)."""
+        return _("reproduce {plan}", plan=self.plan)
 
 
 @dataclass(frozen=True)
@@ -143,15 +155,30 @@ class EpisodeJob:
     family: str | None = None
 
     def label(self) -> str:
-        size = f"first {self.limit} of {self.subset}" if self.limit else self.subset
-        sample = f" (sample {self.sample}, seed {self.seed})" if self.sample else ""
-        return (
-            f"episodes {self.model} with speaker {self.speaker}: {self.turns} turns, "
-            f"{self.protocol}, {','.join(self.langs)}, {size}{sample}"
+        """The job as people read it, in the page's language (English in a worker)."""
+        return _(
+            "episodes {model} with speaker {speaker}: {turns} turns, {protocol}, {langs}, "
+            "{dialogues}",
+            model=self.model,
+            speaker=self.speaker,
+            turns=self.turns,
+            protocol=self.protocol,
+            langs=",".join(self.langs),
+            dialogues=_dialogues(self.subset, self.limit, self.sample, self.seed),
         )
 
 
 JobParams = RunJob | JudgeJob | ReproduceJob | EpisodeJob
+
+
+def _dialogues(subset: str, limit: int | None, sample: int | None, seed: int) -> str:
+    """Which dialogues a run or an episodes job takes ("first 5 of full (sample 40, seed 0)")."""
+    size = _("first {limit} of {subset}", limit=limit, subset=subset) if limit else subset
+    if sample:
+        return _(
+            "{dialogues} (sample {sample}, seed {seed})", dialogues=size, sample=sample, seed=seed
+        )
+    return size
 
 
 _TYPES: dict[str, type[RunJob] | type[JudgeJob] | type[ReproduceJob] | type[EpisodeJob]] = {
@@ -196,26 +223,26 @@ def check(params: JobParams) -> None:
         from koed_core.models.speaker import SPEAKER_SETS, load_speaker_prompt
 
         if not 1 <= params.turns <= MAX_TURNS:
-            problems.append(f"turns must be between 1 and {MAX_TURNS}")
+            problems.append(_("turns must be between 1 and {most}", most=MAX_TURNS))
         if params.speaker_prompts is not None and params.speaker_prompts not in SPEAKER_SETS:
             try:
                 load_speaker_prompt(params.speaker_prompts)
             except KoedError as err:
-                problems.append(f"speaker prompts: {err}")
+                problems.append(_("speaker prompts: {error}", error=err))
     if isinstance(params, RunJob | EpisodeJob):
         if not params.langs or set(params.langs) - {"ko", "en"}:
-            problems.append("langs must be ko and/or en")
+            problems.append(_("langs must be ko and/or en"))
         if params.protocol not in PROTOCOLS:
-            problems.append(f"protocol must be one of {', '.join(PROTOCOLS)}")
+            problems.append(_("protocol must be one of {choices}", choices=", ".join(PROTOCOLS)))
         if params.prompts is not None and params.prompts not in PROMPT_SETS:
             try:
                 load_prompt_set(params.prompts)
             except PromptSetError as err:
-                problems.append(f"prompts: {err}")
+                problems.append(_("prompts: {error}", error=err))
         if params.subset not in SUBSETS:
-            problems.append(f"subset must be one of {', '.join(SUBSETS)}")
+            problems.append(_("subset must be one of {choices}", choices=", ".join(SUBSETS)))
         if params.concurrency < 1 or (params.limit is not None and params.limit < 1):
-            problems.append("concurrency and limit must be at least 1")
+            problems.append(_("concurrency and limit must be at least 1"))
         for name, allowed in (
             ("postprocess", POSTPROCESS),
             ("commas", COMMAS),
@@ -224,14 +251,16 @@ def check(params: JobParams) -> None:
         ):
             value = getattr(params, name)
             if value is not None and value not in allowed:
-                problems.append(f"{name} must be one of {', '.join(allowed)}")
+                problems.append(
+                    _("{name} must be one of {choices}", name=name, choices=", ".join(allowed))
+                )
     elif isinstance(params, JudgeJob):
         if params.mode not in MODES:
-            problems.append(f"mode must be one of {', '.join(MODES)}")
+            problems.append(_("mode must be one of {choices}", choices=", ".join(MODES)))
         if params.dims is not None and (not params.dims or set(params.dims) - set(codes())):
-            problems.append(f"dimensions must be among {', '.join(codes())}")
+            problems.append(_("dimensions must be among {codes}", codes=", ".join(codes())))
         if params.samples < 1 or params.concurrency < 1:
-            problems.append("samples and concurrency must be at least 1")
+            problems.append(_("samples and concurrency must be at least 1"))
         if params.mode in MODES and not problems:
             from koed_core.judge.judging import JudgeSteps
 
@@ -244,19 +273,45 @@ def check(params: JobParams) -> None:
 
         parse_plan(params.plan_text, params.plan)
     if getattr(params, "batch_size", 1) < 1:
-        problems.append("batch size must be at least 1")
+        problems.append(_("batch size must be at least 1"))
     if problems:
         raise JobError("; ".join(problems))
 
 
 def enqueue(store: Store, params: JobParams, created_by: str | None) -> int:
-    """Check and queue a job; a worker takes it. Returns the job id."""
+    """Check and queue a job; a worker takes it. Returns the job id. Its label is stored
+    in English, as the worker and ``koed jobs`` write; a page shows ``describe(job)``."""
     check(params)
     data = {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(params).items()}
-    label = params.label()
-    if isinstance(params, JudgeJob):  # the run as people see it in every picker
-        from koed_core.models.runs import run_labels
+    with i18n.speaking("en"):
+        if isinstance(params, JudgeJob):  # the run as people see it in every picker
+            from koed_core.models.runs import run_labels
 
-        shown = run_labels(store).get(params.run_id)
-        label = label.replace(f"run {params.run_id}", shown) if shown else label
+            label = params.label(run_labels(store).get(params.run_id))
+        else:
+            label = params.label()
     return Jobs(store).enqueue(params.kind, label, data, created_by)
+
+
+_RUN = "\x00"
+
+
+def describe(job: Job) -> str:
+    """A job's label in the page's language, made again from its parameters (a judge
+    job's run named as when it was queued, read back from the stored label); the stored
+    label itself for a job this release cannot read."""
+    try:
+        params = params_of(job)
+    except KoedError:
+        return job.label
+    if not isinstance(params, JudgeJob):
+        return params.label()
+    with i18n.speaking("en"):
+        before, after = params.label(_RUN).split(_RUN)
+        unnamed = params.label()
+    stored = job.label
+    if stored != unnamed and stored.startswith(before) and stored.endswith(after):
+        run = stored[len(before) : len(stored) - len(after)]
+        if run:
+            return params.label(run)
+    return params.label()

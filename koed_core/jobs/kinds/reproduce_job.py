@@ -7,6 +7,7 @@ from dataclasses import asdict
 
 from koed_core.db import Store
 from koed_core.db.jobs import JobError
+from koed_core.i18n import N_
 from koed_core.jobs.kinds.environment import (
     Environment,
     Hooks,
@@ -14,12 +15,17 @@ from koed_core.jobs.kinds.environment import (
     client_for,
     close_client,
     job_dataset,
+    told,
 )
 from koed_core.jobs.kinds.params import (
     ReproduceJob,
 )
 from koed_core.models.client import ChatClient, ModelError
 from koed_core.models.registry import ModelSpec
+
+SUMMARY = N_("{plan}: {runs} runs")
+SUMMARY_LEFT_OUT = N_("{plan}: {runs} runs, left out: {models}")
+SUMMARIES = (SUMMARY, SUMMARY_LEFT_OUT)
 
 
 def execute_reproduce(params: ReproduceJob, store: Store, env: Environment, hooks: Hooks) -> Result:
@@ -100,8 +106,11 @@ def execute_reproduce(params: ReproduceJob, store: Store, env: Environment, hook
             close_client(made)
     problems.update(outcome.failures)
     runs = {f"{model} {protocol}": run for (model, protocol), run in outcome.runs.items()}
-    summary = f"{plan.name}: {len(outcome.runs)} runs" + (
-        f", left out: {', '.join(sorted(problems))}" if problems else ""
+    left_out = ", ".join(sorted(problems))
+    summary, said = (
+        told(SUMMARY_LEFT_OUT, plan=plan.name, runs=len(outcome.runs), models=left_out)
+        if problems
+        else told(SUMMARY, plan=plan.name, runs=len(outcome.runs))
     )
     variants = {
         name: {
@@ -116,6 +125,7 @@ def execute_reproduce(params: ReproduceJob, store: Store, env: Environment, hook
             "runs": runs,
             "judge": outcome.judge.label if outcome.judge else None,
             **({"variants": variants} if variants else {}),
+            **said,
         },
         len(problems),
         bool(hooks.stop and hooks.stop()),

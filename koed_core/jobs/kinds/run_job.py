@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from koed_core.db import Store
+from koed_core.i18n import N_
 from koed_core.jobs.kinds.environment import (
     Environment,
     Hooks,
@@ -12,6 +13,7 @@ from koed_core.jobs.kinds.environment import (
     client_for,
     close_client,
     job_dataset,
+    told,
 )
 from koed_core.jobs.kinds.params import RunJob
 from koed_core.models.pipeline import steps_for
@@ -19,6 +21,8 @@ from koed_core.models.prompts import (
     default_prompt_set,
     load_prompt_set,
 )
+
+SUMMARY = N_("run {run}: {answered} answered, {skipped} already done, {failed} failed")
 
 
 def execute_run(params: RunJob, store: Store, env: Environment, hooks: Hooks) -> Result:
@@ -78,13 +82,16 @@ def execute_run(params: RunJob, store: Store, env: Environment, hooks: Hooks) ->
         )
     finally:
         close_client(client)
-    summary = (
-        f"run {report.run_id}: {report.succeeded} answered, {report.skipped} already done, "
-        f"{report.failed} failed"
+    summary, said = told(
+        SUMMARY,
+        run=report.run_id,
+        answered=report.succeeded,
+        skipped=report.skipped,
+        failed=report.failed,
     )
     return Result(
         summary,
-        {"run_id": report.run_id, "errors": dict(report.errors)},
+        {"run_id": report.run_id, "errors": dict(report.errors), **said},
         report.failed,
         report.stopped,
     )

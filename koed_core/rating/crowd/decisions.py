@@ -13,6 +13,7 @@ import pandas as pd
 from koed_core.csv_safe import to_csv
 from koed_core.db import Store, now, utcnow
 from koed_core.db.crowd import Crowd
+from koed_core.i18n import N_
 from koed_core.rating.crowd.checks import attention_failures, untold_failures
 from koed_core.rating.crowd.identities import UNDER_WAY
 from koed_core.rating.crowd.links import (
@@ -227,16 +228,22 @@ def _spread(minutes: list[float]) -> dict[str, float | None]:
 
 
 SUGGESTIONS = {
-    "reject": "two or more told attention checks failed (each said what to choose)",
-    "review": "one told check failed, an older check scored high, many flags, one score "
-    "everywhere (straight-lining), calibration far from the references, or only flags",
-    "screen_out": "screened out, or nothing was left in their languages: pay it as the "
-    "screen-out code's action, never a return request or a rejection",
-    "accept": "finished with at least one response rated",
-    "replace": "stopped before rating for another reason: ask them to return the study",
-    "timed out": "inactive past the study's timeout: their place is free again; Prolific "
-    "times the submission out, nothing to decide unless they come back",
-    "wait": "under way and active",
+    "reject": N_("two or more told attention checks failed (each said what to choose)"),
+    "review": N_(
+        "one told check failed, an older check scored high, many flags, one score "
+        "everywhere (straight-lining), calibration far from the references, or only flags"
+    ),
+    "screen_out": N_(
+        "screened out, or nothing was left in their languages: pay it as the "
+        "screen-out code's action, never a return request or a rejection"
+    ),
+    "accept": N_("finished with at least one response rated"),
+    "replace": N_("stopped before rating for another reason: ask them to return the study"),
+    "timed out": N_(
+        "inactive past the study's timeout: their place is free again; Prolific "
+        "times the submission out, nothing to decide unless they come back"
+    ),
+    "wait": N_("under way and active"),
 }
 """What each suggestion means (the dashboard's help and docs/rating.md)."""
 
