@@ -80,3 +80,18 @@ def test_kept_numbers_follow_a_change_made_by_another_process(
     after = at.dataframe[0].value.set_index(["dimension", "group"])["judge_bias"]
     assert (after.loc["EX"] != before.loc["EX"]).all()
     assert after.drop("EX").equals(before.drop("EX"))
+
+
+def test_agreement_readings_are_readable_whole(fake_openai: FakeOpenAI, tmp_path: Path) -> None:
+    """A grid cuts a long reading at its column's width (issue 34): one row's readings are
+    shown in full beneath it, for the row a reader picks, named in the page's language."""
+    _rated_and_judged(tmp_path / "koed.db", fake_openai)
+    at = _page("pages/results/agreement.py")
+    table = at.dataframe[0].value
+    picker = next(s for s in at.selectbox if s.label == "Read one row's readings in full")
+    picker.set_value(table.index[-1]).run()
+    assert not at.exception, [e.value for e in at.exception]
+    shown = at.text[-1].value
+    row = table.iloc[-1]
+    assert f"alpha among raters: {row['alpha_reading']}" in shown
+    assert f"Length baseline: {row['length_reading']}" in shown

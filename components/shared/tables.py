@@ -114,3 +114,45 @@ def show(
     where = kwargs.pop("where", st)
     shown, config = readable(frame, column_config)
     return where.dataframe(shown, column_config=config or None, **kwargs)
+
+
+READINGS = {
+    "alpha_reading": N_("alpha among raters"),
+    "ceiling_reading": N_("Ceiling (each rating against the other raters)"),
+    "judge_loo_reading": N_("Judge against the raters, as one more rater"),
+    "judge_kappa_reading": N_("Judge kappa"),
+    "judge_spearman_reading": N_("Judge Spearman"),
+    "judge_bias_reading": N_("Judge bias"),
+    "length_reading": N_("Length baseline"),
+}
+"""The agreement table's reading columns, each named as a person would say it."""
+GROUPS = {
+    "all": N_("all raters"),
+    "native ko": N_("native Korean speakers"),
+    "not native ko": N_("not native Korean speakers"),
+}
+"""The rater groups an agreement row is computed over (koed_core.results.agreement)."""
+
+
+def readings_in_full(frame: pd.DataFrame, keys: list[str], *, key: str) -> None:
+    """One row's readings as whole sentences under a table: a grid cuts a cell at its
+    column's width (at 1366 px a reading is cut mid-sentence), and a reviewer quoting the
+    table in a paper needs the full text, not a tooltip."""
+    texts = [c for c in READINGS if c in frame.columns]
+    if frame.empty or not texts:
+        return
+    keys = [k for k in keys if k in frame.columns]
+    shown = [
+        _as_text(frame[k], None).map(lambda v: _(GROUPS[v]) if v in GROUPS else v) for k in keys
+    ]
+    names = {i: " · ".join(column[i] for column in shown) for i in frame.index}
+    row = st.selectbox(
+        _("Read one row's readings in full"), list(names), format_func=names.get, key=key
+    )
+    names_of = {c: _(READINGS[c]) for c in texts}
+    lines = [
+        f"{names_of[c]}: {frame.at[row, c]}"
+        for c in texts
+        if isinstance(frame.at[row, c], str) and frame.at[row, c]
+    ]
+    st.text("\n".join(lines) or MISSING)

@@ -60,6 +60,7 @@ tables.show(
     hide_index=True,
     column_config={c: st.column_config.NumberColumn(format="%.3f") for c in NUMBERS},
 )
+tables.readings_in_full(table, ["dimension", "lang", "group"], key=state.AGREEMENT_ROW)
 columns = judge.as_columns() if judge else {}
 st.download_button(
     _("Agreement table (CSV)"),
