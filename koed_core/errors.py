@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from koed_core.i18n import _, ngettext
+
 
 class KoedError(Exception):
     """Base class for every failure the UI and the CLI report to a person."""
@@ -12,21 +14,32 @@ class KoedError(Exception):
 
 @dataclass(frozen=True)
 class Problem:
-    """One thing wrong with one place in a dataset file."""
+    """One thing wrong with one place in a dataset file.
+
+    ``message`` is the English template (marked for the catalog where it is written) and
+    ``values`` fill its placeholders; :attr:`text` reads it in the language being spoken
+    when it is shown, so a dataset loaded once per server tells each reader in their own.
+    """
 
     field: str
     message: str
     index: int | None = None
     conv_id: str | None = None
+    values: tuple[tuple[str, object], ...] = ()
+
+    @property
+    def text(self) -> str:
+        """The message in the language being spoken, its values filled in."""
+        return _(self.message, **dict(self.values))
 
     def __str__(self) -> str:
         where = []
         if self.index is not None:
-            where.append(f"record {self.index}")
+            where.append(_("record {index}", index=self.index))
         if self.conv_id:
             where.append(f"conv_id {self.conv_id!r}")
-        where.append(f"field {self.field!r}")
-        return f"{', '.join(where)}: {self.message}"
+        where.append(_("field {name}", name=repr(self.field)))
+        return f"{', '.join(where)}: {self.text}"
 
 
 class DatasetError(KoedError):
@@ -43,14 +56,19 @@ class DatasetError(KoedError):
         self.problems = problems
         super().__init__(self._render())
 
+    def __str__(self) -> str:
+        return self._render()  # read when shown: in the reader's language, not the loader's
+
     def _render(self) -> str:
-        head = f"{self.path}: cannot load the dataset"
+        head = _("{path}: cannot load the dataset", path=self.path)
         if len(self.problems) == 1:
             return f"{head}: {self.problems[0]}"
-        lines = [f"{head}: {len(self.problems)} problems"]
+        count = ngettext("{n} problem", "{n} problems", len(self.problems))
+        lines = [f"{head}: {count}"]
         lines += [f"  - {p}" for p in self.problems[: self.MAX_SHOWN]]
         if len(self.problems) > self.MAX_SHOWN:
-            lines.append(f"  ... and {len(self.problems) - self.MAX_SHOWN} more")
+            more = len(self.problems) - self.MAX_SHOWN
+            lines.append("  " + ngettext("... and {n} more", "... and {n} more", more))
         return "\n".join(lines)
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from koed_core import i18n
 from koed_core.dialogues.dataset import load_dataset, parse_dataset
 from koed_core.dialogues.labels import all_labels, label_names
 from koed_core.errors import DatasetError
@@ -191,3 +192,25 @@ def test_string_label_and_korean_only_turn() -> None:
     assert dialogue.labels == ("han",)
     assert dialogue.turns[0].ko_only and dialogue.ko_only_turns == 1
     assert dialogue.turns[0].user_id == "3"
+
+
+def test_problems_and_oddities_are_read_in_the_readers_language(tmp_path: Path) -> None:
+    """A dataset is loaded once per server; each reader reads what is wrong with it in
+    their own language, with the same record, field and values (issue 32)."""
+    records = [{**GOOD, "emotion": ["sadd"]}, {**GOOD, "conv_id": "c2", "emotion": 5}]
+    path = _write(tmp_path, json.dumps(records))
+    with pytest.raises(DatasetError) as info:
+        load_dataset(path)
+    with i18n.speaking("ko"):
+        korean = str(info.value)
+    english = str(info.value)
+    assert "unknown label 'sadd'" in english and "did you mean 'sad'" in english
+    assert "데이터셋을 불러올 수 없습니다" in korean and "문제 2건" in korean
+    assert "알 수 없는 레이블 'sadd'" in korean and "'sad'을(를) 뜻했나요" in korean
+    assert "레코드 1, conv_id 'c2', 필드 'emotion'" in korean
+    assert "unknown label" not in korean
+    oddity = parse_dataset(json.dumps([{**GOOD, "emotion": ["sad", "sad"]}]).encode())
+    warning = oddity.warnings[0]
+    assert warning.text == "label 'sad' is listed twice; kept once"
+    with i18n.speaking("ko"):
+        assert warning.text == "레이블 'sad'이(가) 두 번 적혀 있어 한 번만 남겼습니다"

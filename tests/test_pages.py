@@ -152,7 +152,7 @@ def test_official_file_with_its_warnings(
     monkeypatch.setenv("KOED_DATA", str(official_file))
     at = _app().run()
     assert at.subheader[0].value == "1,360 of 1,360 dialogues match"
-    assert any("repeated\\_label \\(10\\)" in c.value for c in at.caption)  # shown literally
+    assert any("a label listed twice \\(10\\)" in c.value for c in at.caption)  # literal
     assert "Lee, Sim, Kim and Kim" in _texts(at) and "CC BY-NC 4.0" in _texts(at)
 
 

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import io
+import re
 import sqlite3
 from pathlib import Path
 
+import pandas as pd
 import pytest
+import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 from fixtures.fake_openai import FakeOpenAI
@@ -15,6 +19,7 @@ from tests.conftest import stop_workers, wait_for_job
 from tests.test_judge import _rated_and_judged
 
 ROOT = Path(__file__).resolve().parents[1]
+HANGUL = re.compile("[\uac00-\ud7a3]")
 
 
 def _page(page: str) -> AppTest:
@@ -95,3 +100,33 @@ def test_agreement_readings_are_readable_whole(fake_openai: FakeOpenAI, tmp_path
     row = table.iloc[-1]
     assert f"alpha among raters: {row['alpha_reading']}" in shown
     assert f"Length baseline: {row['length_reading']}" in shown
+
+
+def test_agreement_readings_are_in_the_readers_language_and_the_csv_in_english(
+    fake_openai: FakeOpenAI, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Korean reader reads every reading in Korean, even after an English reader had the
+    same table computed (the kept table is per language); the CSV a script reads stays
+    English."""
+    _rated_and_judged(tmp_path / "koed.db", fake_openai)
+    english = _page("pages/results/agreement.py").dataframe[0].value
+    downloads: list[bytes] = []
+    real = st.download_button
+
+    def spy(label: str, data: bytes | str, *args: object, **kwargs: object) -> object:
+        downloads.append(data.encode() if isinstance(data, str) else data)
+        return real(label, data, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(st, "download_button", spy)
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    at.query_params["lang"] = "ko"
+    at.run().switch_page("pages/results/agreement.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    korean = at.dataframe[0].value
+    readings = [c for c in korean.columns if c.endswith("_reading")]
+    assert len(readings) == 7
+    for column in readings:
+        assert korean[column].map(HANGUL.search).all(), korean[column].tolist()
+        assert not english[column].map(HANGUL.search).any(), english[column].tolist()
+    exported = pd.read_csv(io.BytesIO(downloads[-1]))
+    assert exported["alpha_reading"].tolist() == english["alpha_reading"].tolist()

@@ -39,7 +39,7 @@ def render_dialogue(dialogue: Dialogue, notes: list[LoadWarning] | None = None) 
     st.subheader(_("Dialogue {conv_id}", conv_id=md(dialogue.conv_id)), anchor=False)
     render_labels(dialogue)
     for note in notes or []:
-        st.caption(_("About this record in the file: {note}", note=md(note.message)))
+        st.caption(_("About this record in the file: {note}", note=md(note.text)))
     head = st.columns(COLUMN_WIDTHS)
     head[1].markdown("**" + i18n.NAMES["ko"] + " · " + _("KoED reconstruction") + "**")
     head[2].markdown("**" + i18n.NAMES["en"] + " · EmpatheticDialogues**")

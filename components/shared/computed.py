@@ -16,6 +16,7 @@ import pandas as pd
 import streamlit as st
 
 from components.shared import resources
+from koed_core import i18n
 from koed_core.db import JudgeConfig, JudgeConfigUse, Judgments, Ratings, Store
 from koed_core.dialogues.dataset import Dataset
 from koed_core.results import agreement, gaps, reproduce, sensitivity, turn_gaps
@@ -148,14 +149,21 @@ def _agreement_inputs(
     return agreement.load_inputs(resources.store_at(db), study, judge)
 
 
-def agreement_table(store: Store, study_id: int, judge: JudgeConfig | None) -> pd.DataFrame:
-    """The agreement table of one study against one judge configuration."""
-    return _agreement_table(*_key(store), study_id, judge)
+def agreement_table(
+    store: Store, study_id: int, judge: JudgeConfig | None, lang: str | None = None
+) -> pd.DataFrame:
+    """The agreement table of one study against one judge configuration, its readings in
+    ``lang`` (default: the page's language; a download asks for English, as exports are)."""
+    return _agreement_table(*_key(store), study_id, judge, lang or i18n.language())
 
 
 @st.cache_data(max_entries=ENTRIES, show_spinner=False)
-def _agreement_table(db: str, stamp: int, study: int, judge: JudgeConfig | None) -> pd.DataFrame:
-    return agreement.table(_agreement_inputs(db, stamp, study, judge))
+def _agreement_table(
+    db: str, stamp: int, study: int, judge: JudgeConfig | None, lang: str
+) -> pd.DataFrame:
+    # the language is part of the key: a Korean reader's table must not be served in English
+    with i18n.speaking(lang):
+        return agreement.table(_agreement_inputs(db, stamp, study, judge))
 
 
 def disagreements(

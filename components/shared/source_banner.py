@@ -8,7 +8,9 @@ import streamlit as st
 
 from components.shared import auth, resources, state, tables
 from components.shared.literal import md, without_paths
+from koed_core import i18n
 from koed_core.dialogues.dataset import Dataset
+from koed_core.dialogues.records import WARNING_KINDS
 from koed_core.dialogues.sources import (
     ATTRIBUTION,
     SAMPLE_NOTE,
@@ -62,14 +64,18 @@ def _render_warnings(dataset: Dataset) -> None:
     st.caption(
         _(
             "Oddities in the file, loaded anyway: {kinds}",
-            kinds=md(", ".join(f"{kind} ({n})" for kind, n in counts.items())),
+            kinds=md(", ".join(f"{_kind(kind)} ({i18n.number(n)})" for kind, n in counts.items())),
         )
     )
     rows = [
-        {"kind": w.kind, "record": w.index, "conv_id": w.conv_id, "message": w.message}
+        {"kind": _kind(w.kind), "record": w.index, "conv_id": w.conv_id, "message": w.text}
         for w in dataset.warnings
     ]
     tables.show(rows, hide_index=True, height=200)
+
+
+def _kind(kind: str) -> str:
+    return _(WARNING_KINDS[kind]) if kind in WARNING_KINDS else kind
 
 
 def _download_button() -> None:

@@ -25,6 +25,7 @@ HEADERS = (
     N_("dialogue"), N_("alpha"), N_("ED emotion"), N_("KoED emotion"),
     N_("ED emotion (answered)"), N_("KoED emotion (answered)"), N_("label"), N_("n"),
     N_("ko"), N_("en"), N_("mean"), N_("low"), N_("high"), N_("turn"), N_("status"),
+    N_("kind"), N_("record"), N_("message"),
 )  # fmt: skip
 """Column names the results' tables carry (the same names as in their CSV exports, which
 stay English for scripts): a table on a page shows them in the reader's language."""

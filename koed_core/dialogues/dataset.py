@@ -21,6 +21,7 @@ from typing import Any
 from koed_core.dialogues.dialogue import Dialogue, LoadWarning
 from koed_core.dialogues.records import parse_record
 from koed_core.errors import DatasetError, Problem
+from koed_core.i18n import N_
 
 
 @dataclass(frozen=True)
@@ -88,9 +89,16 @@ def load_dataset(path: Path | str) -> Dataset:
     try:
         data = path.read_bytes()
     except FileNotFoundError:
-        raise DatasetError(path, [Problem("(file)", "no such file")]) from None
+        raise DatasetError(path, [Problem("(file)", N_("no such file"))]) from None
     except OSError as err:
-        raise DatasetError(path, [Problem("(file)", f"cannot read it ({err.strerror})")]) from err
+        raise DatasetError(
+            path,
+            [
+                Problem(
+                    "(file)", N_("cannot read it ({reason})"), values=(("reason", err.strerror),)
+                )
+            ],
+        ) from err
     return parse_dataset(data, path)
 
 
@@ -100,10 +108,17 @@ def parse_dataset(data: bytes, path: Path | str = "<memory>") -> Dataset:
     if not isinstance(raw, list):
         found = type(raw).__name__ if not isinstance(raw, dict) else "an object"
         raise DatasetError(
-            path, [Problem("(top level)", f"expected a JSON array of records, found {found}")]
+            path,
+            [
+                Problem(
+                    "(top level)",
+                    N_("expected a JSON array of records, found {found}"),
+                    values=(("found", found),),
+                )
+            ],
         )
     if not raw:
-        raise DatasetError(path, [Problem("(top level)", "the array holds no records")])
+        raise DatasetError(path, [Problem("(top level)", N_("the array holds no records"))])
     dialogues: list[Dialogue] = []
     problems: list[Problem] = []
     warnings: list[LoadWarning] = []
@@ -119,9 +134,10 @@ def parse_dataset(data: bytes, path: Path | str = "<memory>") -> Dataset:
             problems.append(
                 Problem(
                     "conv_id",
-                    f"repeats the conv_id of record {first}",
+                    N_("repeats the conv_id of record {first}"),
                     index,
                     parsed.dialogue.conv_id,
+                    values=(("first", first),),
                 )
             )
             continue
@@ -141,19 +157,29 @@ def _decode_json(data: bytes, path: Path | str) -> Any:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as err:
         raise DatasetError(
-            path, [Problem("(file)", f"not UTF-8 text (bad byte at offset {err.start})")]
+            path,
+            [
+                Problem(
+                    "(file)",
+                    N_("not UTF-8 text (bad byte at offset {offset})"),
+                    values=(("offset", err.start),),
+                )
+            ],
         ) from None
     if not text.strip():
-        raise DatasetError(path, [Problem("(file)", "the file is empty")])
+        raise DatasetError(path, [Problem("(file)", N_("the file is empty"))])
     try:
         return json.loads(text)
     except json.JSONDecodeError as err:
-        where = f"line {err.lineno}, column {err.colno}"
         body = text.strip()
         closers = {"[": "]", "{": "}"}
         unclosed = body[0] in closers and not body.endswith(closers[body[0]])
         if err.pos >= len(body) or (unclosed and err.msg.startswith("Unterminated string")):
-            message = f"truncated: the JSON stops before it is complete ({err.msg} at {where})"
+            message = N_(
+                "truncated: the JSON stops before it is complete "
+                "({reason} at line {line}, column {column})"
+            )
         else:
-            message = f"not valid JSON: {err.msg} at {where}"
-        raise DatasetError(path, [Problem("(file)", message)]) from None
+            message = N_("not valid JSON: {reason} at line {line}, column {column}")
+        values = (("reason", err.msg), ("line", err.lineno), ("column", err.colno))
+        raise DatasetError(path, [Problem("(file)", message, values=values)]) from None

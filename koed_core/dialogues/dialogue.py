@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from koed_core.dialogues.labels import KOREAN_LABELS
+from koed_core.i18n import _
 
 Lang = Literal["ko", "en"]
 Role = Literal["speaker", "listener"]
@@ -88,9 +89,19 @@ class Dialogue:
 
 @dataclass(frozen=True)
 class LoadWarning:
-    """A recoverable oddity found while loading; the record still loads."""
+    """A recoverable oddity found while loading; the record still loads.
+
+    ``message`` is an English template, ``values`` its placeholders; :attr:`text` is what a
+    reader sees, in the language being spoken (as :class:`koed_core.errors.Problem`).
+    """
 
     kind: str
     message: str
     index: int
     conv_id: str
+    values: tuple[tuple[str, object], ...] = ()
+
+    @property
+    def text(self) -> str:
+        """The message in the language being spoken, its values filled in."""
+        return _(self.message, **dict(self.values))

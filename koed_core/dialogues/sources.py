@@ -95,7 +95,7 @@ def resolve_source(data_path: str | None, cache_dir: Path) -> DataSource:
     if data_path:
         path = Path(data_path).expanduser()
         if not path.is_file():
-            raise DatasetError(path, [Problem("(file)", "no such file (set by KOED_DATA)")])
+            raise DatasetError(path, [Problem("(file)", N_("no such file (set by KOED_DATA)"))])
         return DataSource("path", path)
     cached = official_cache_path(cache_dir)
     if cached.is_file() and sha256_of(cached) == OFFICIAL.sha256:

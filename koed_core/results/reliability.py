@@ -14,7 +14,9 @@ Per dimension and language:
 * a baseline: Spearman of response length against the human mean.
 
 Every number comes with a plain reading, and an undefined statistic comes with the
-reason instead of NaN. Inputs are long-form: one row per (item, rater, dimension).
+reason instead of NaN. The readings are in the language being spoken (``koed_core.i18n``):
+a page in Korean reads them in Korean, the command line and exports in English.
+Inputs are long-form: one row per (item, rater, dimension).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from functools import lru_cache
 import numpy as np
 import pandas as pd
 
+from koed_core.i18n import N_, _
 from koed_core.judge.rubric import SCALE, codes
 
 BOOTSTRAP = 1000
@@ -55,37 +58,52 @@ class Stat:
     reading: str
 
 
+KAPPA_BANDS = (
+    (0.8, N_("almost perfect agreement")),
+    (0.6, N_("substantial agreement")),
+    (0.4, N_("moderate agreement")),
+    (0.2, N_("fair agreement")),
+    (0.0, N_("slight agreement")),
+)
+"""Landis and Koch's bands, each lower limit with its reading (whole, so it translates)."""
+RHO_WORDS = {
+    ("strong", True): N_("strong positive correlation"),
+    ("strong", False): N_("strong negative correlation"),
+    ("moderate", True): N_("moderate positive correlation"),
+    ("moderate", False): N_("moderate negative correlation"),
+    ("weak", True): N_("weak positive correlation"),
+    ("weak", False): N_("weak negative correlation"),
+}
+
+
+def _too_few(items: int) -> str:
+    return _("undefined: {items} items (needs {needed})", items=items, needed=MIN_ITEMS)
+
+
 def read_alpha(alpha: float) -> str:
     """Krippendorff's conventions: .8 and up reliable, .667 tentative."""
     if alpha >= 0.8:
-        return "reliable agreement"
+        return _("reliable agreement")
     if alpha >= 0.667:
-        return "tentative agreement: draw only cautious conclusions"
+        return _("tentative agreement: draw only cautious conclusions")
     if alpha > 0:
-        return "weak agreement: conclusions from these ratings are doubtful"
-    return "no agreement beyond chance"
+        return _("weak agreement: conclusions from these ratings are doubtful")
+    return _("no agreement beyond chance")
 
 
 def read_kappa(kappa: float) -> str:
     """Landis and Koch's bands."""
-    bands = [
-        (0.8, "almost perfect"),
-        (0.6, "substantial"),
-        (0.4, "moderate"),
-        (0.2, "fair"),
-        (0.0, "slight"),
-    ]
-    for limit, word in bands:
+    for limit, words in KAPPA_BANDS:
         if kappa >= limit:
-            return f"{word} agreement"
-    return "worse than chance"
+            return _(words)
+    return _("worse than chance")
 
 
 def read_rho(rho: float) -> str:
     """Strength of a rank correlation."""
     size = abs(rho)
-    word = "strong" if size >= 0.6 else "moderate" if size >= 0.3 else "weak"
-    return f"{word} {'positive' if rho >= 0 else 'negative'} correlation"
+    strength = "strong" if size >= 0.6 else "moderate" if size >= 0.3 else "weak"
+    return _(RHO_WORDS[strength, rho >= 0])
 
 
 def _value_counts(matrix: np.ndarray) -> np.ndarray:
@@ -126,13 +144,17 @@ def alpha_with_ci(matrix: np.ndarray, seed: int = 0) -> tuple[Stat, float | None
         return (
             Stat(
                 None,
-                f"undefined: {len(pairable)} items have two or more ratings (needs {MIN_ITEMS})",
+                _(
+                    "undefined: {items} items have two or more ratings (needs {needed})",
+                    items=len(pairable),
+                    needed=MIN_ITEMS,
+                ),
             ),
             None,
             None,
         )
     if (pairable.sum(axis=0) > 0).sum() < 2:
-        return Stat(None, "undefined: every rating has the same value"), None, None
+        return Stat(None, _("undefined: every rating has the same value")), None, None
     import krippendorff  # here, not at the top: the `koed` command starts without scipy
 
     value = float(
@@ -157,7 +179,13 @@ def alpha_with_ci(matrix: np.ndarray, seed: int = 0) -> tuple[Stat, float | None
     dropped = BOOTSTRAP - len(finite)
     if dropped:
         # a resample where every rating agrees has no alpha; say how many, never hide it
-        reading += f"; CI from {len(finite)} of {BOOTSTRAP} resamples ({dropped} undefined)"
+        reading = _(
+            "{reading}; CI from {kept} of {total} resamples ({dropped} undefined)",
+            reading=reading,
+            kept=len(finite),
+            total=BOOTSTRAP,
+            dropped=dropped,
+        )
     return Stat(value, reading), lo, hi
 
 
@@ -178,9 +206,9 @@ def _resample_counts(items: int, seed: int) -> np.ndarray:
 def kappa(judge: np.ndarray, human: np.ndarray) -> Stat:
     """Quadratic-weighted kappa, labels fixed to 1..5 so the weights never shift."""
     if len(judge) < MIN_ITEMS:
-        return Stat(None, f"undefined: {len(judge)} items (needs {MIN_ITEMS})")
+        return Stat(None, _too_few(len(judge)))
     if len(set(judge)) < 2 and len(set(human)) < 2:
-        return Stat(None, "undefined: judge and people each give one score only")
+        return Stat(None, _("undefined: judge and people each give one score only"))
     from sklearn.metrics import cohen_kappa_score
 
     with warnings.catch_warnings():
@@ -197,16 +225,16 @@ def kappa(judge: np.ndarray, human: np.ndarray) -> Stat:
             )
         )
     if math.isnan(value):
-        return Stat(None, "undefined: no variance in the scores")
+        return Stat(None, _("undefined: no variance in the scores"))
     return Stat(value, read_kappa(value))
 
 
 def spearman(a: np.ndarray, b: np.ndarray) -> Stat:
     """Spearman's rho with the reason when undefined."""
     if len(a) < MIN_ITEMS:
-        return Stat(None, f"undefined: {len(a)} items (needs {MIN_ITEMS})")
+        return Stat(None, _too_few(len(a)))
     if len(set(a)) < 2 or len(set(b)) < 2:
-        return Stat(None, "undefined: one side does not vary")
+        return Stat(None, _("undefined: one side does not vary"))
     from scipy.stats import spearmanr
 
     value = float(spearmanr(a, b).statistic)
@@ -270,10 +298,13 @@ def round_half_up(values: np.ndarray) -> np.ndarray:
 
 def _read_bias(bias: float | None) -> str:
     if bias is None:
-        return "undefined: no item has both a judge score and human ratings"
+        return _("undefined: no item has both a judge score and human ratings")
     if abs(bias) < 0.1:
-        return "the judge scores like people on average"
-    return f"the judge scores {abs(bias):.2f} {'higher' if bias > 0 else 'lower'} than people"
+        return _("the judge scores like people on average")
+    size = f"{abs(bias):.2f}"
+    if bias > 0:
+        return _("the judge scores {size} higher than people", size=size)
+    return _("the judge scores {size} lower than people", size=size)
 
 
 def _loo_targets(ratings: pd.DataFrame) -> pd.DataFrame:
@@ -301,9 +332,10 @@ def _judge_loo(targets: pd.DataFrame, scored: pd.Series) -> dict[str, object]:
     return {
         "judge_loo_spearman": rho.value,
         "judge_loo_kappa": k.value,
-        "judge_loo_reading": (
-            f"the judge against the same {len(judge)} leave-one-out targets as the ceiling: "
-            f"{k.reading if k.value is not None else rho.reading}"
+        "judge_loo_reading": _(
+            "the judge against the same {n} leave-one-out targets as the ceiling: {reading}",
+            n=len(judge),
+            reading=k.reading if k.value is not None else rho.reading,
         ),
     }
 
@@ -321,9 +353,10 @@ def _ceiling(targets: pd.DataFrame) -> dict[str, object]:
     return {
         "ceiling_spearman": rho.value,
         "ceiling_kappa": k.value,
-        "ceiling_reading": (
-            f"each of {len(own)} ratings against the other raters' mean: "
-            f"{k.reading if k.value is not None else rho.reading}"
+        "ceiling_reading": _(
+            "each of {n} ratings against the other raters' mean: {reading}",
+            n=len(own),
+            reading=k.reading if k.value is not None else rho.reading,
         ),
     }
 

@@ -64,7 +64,9 @@ tables.readings_in_full(table, ["dimension", "lang", "group"], key=state.AGREEME
 columns = judge.as_columns() if judge else {}
 st.download_button(
     _("Agreement table (CSV)"),
-    csv_safe.to_csv(table.assign(study_id=study, **columns)),
+    csv_safe.to_csv(
+        computed.agreement_table(store, study, judge, "en").assign(study_id=study, **columns)
+    ),
     file_name="koed_agreement.csv",
     mime="text/csv",
 )

@@ -13,7 +13,7 @@ import pandas as pd
 from koed_core.csv_safe import to_csv
 from koed_core.db import Store, now, utcnow
 from koed_core.db.crowd import Crowd
-from koed_core.i18n import N_
+from koed_core.i18n import N_, _
 from koed_core.rating.crowd.checks import attention_failures, untold_failures
 from koed_core.rating.crowd.identities import UNDER_WAY
 from koed_core.rating.crowd.links import (
@@ -35,13 +35,13 @@ def decide(store: Store, username: str, decision: str, by: str | None, reason: s
         CrowdError: an unknown decision or worker, or a rejection without a reason.
     """
     if decision not in DECISIONS:
-        raise CrowdError(f"decision must be one of {', '.join(DECISIONS)}")
+        raise CrowdError(_("decision must be one of {choices}", choices=", ".join(DECISIONS)))
     reason = " ".join(reason.split())[:500]
     if decision == "reject" and len(reason) < 10:
-        raise CrowdError("write the reason for a rejection (at least 10 characters)")
+        raise CrowdError(_("write the reason for a rejection (at least 10 characters)"))
     crowd = Crowd(store)
     if crowd.worker(username) is None:
-        raise CrowdError(f"no crowd worker {username!r}")
+        raise CrowdError(_("no crowd worker {name}", name=repr(username)))
     crowd.update_worker(
         username, decision=decision, decided_by=by, decided_at=now(), decision_reason=reason
     )
@@ -51,7 +51,7 @@ def accept_suggested(store: Store, invite: Invite, by: str | None) -> int:
     """Record every undecided worker's suggested accept, screen-out or replace in one step
     (a rejection waits for the admin's written reason, a review for the admin's look);
     returns how many were decided."""
-    rows, _ = report_rows(store, invite)
+    rows, _totals = report_rows(store, invite)
     count = 0
     for row in rows:
         if row["decision"] is None and row["suggested"] in ("accept", "screen_out", "replace"):
@@ -93,7 +93,9 @@ def estimate(store: Store, invite: Invite) -> dict[str, float | None]:
         [invite.study_id],
     )
     per_item = [
-        _item_minutes(r["lang"], [t for _, t in json.loads(r["context"] or "[]")] + [r["response"]])
+        _item_minutes(
+            r["lang"], [t for _who, t in json.loads(r["context"] or "[]")] + [r["response"]]
+        )
         for r in rows
     ]
     if not per_item:
@@ -101,7 +103,7 @@ def estimate(store: Store, invite: Invite) -> dict[str, float | None]:
     item = statistics.mean(per_item)
     langs = RatingStore(store).config(invite.study_id).langs
     calibration = sum(
-        _item_minutes(c["lang"], [t for _, t in c["context"]] + [c["response"]]) + 0.5
+        _item_minutes(c["lang"], [t for _who, t in c["context"]] + [c["response"]]) + 0.5
         for c in calibration_items(langs)
     )
     minutes = SETUP_MIN + calibration + item * invite.batch_size * invite.batches
@@ -122,8 +124,8 @@ def straight_lined(scores: list[tuple[str, int]]) -> bool:
     """No variance across the worker's response items: one score on every dimension of
     every item, over at least ``STRAIGHT_MIN_ITEMS`` items. Honest raters of replies that
     differ give different scores somewhere."""
-    items = {item for item, _ in scores}
-    return len(items) >= STRAIGHT_MIN_ITEMS and len({score for _, score in scores}) == 1
+    items = {item for item, _score in scores}
+    return len(items) >= STRAIGHT_MIN_ITEMS and len({score for _item, score in scores}) == 1
 
 
 def _minutes(row: dict[str, Any]) -> float | None:

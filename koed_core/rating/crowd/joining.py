@@ -153,7 +153,7 @@ def join(
     names = PLATFORMS.get(invite.platform, ("worker",))
     worker_id = ids.get(names[0], "")
     if not worker_id:
-        raise CrowdError(f"the link has no {names[0]}")
+        raise CrowdError(_("the link has no {name}", name=names[0]))
     again = returning(store, invite, ids, at)
     if again is not None:
         return again
@@ -209,7 +209,7 @@ def set_cap(store: Store, invite: Invite, cap: int) -> None:
         CrowdError: fewer than one place, or more than 100,000.
     """
     if not 1 <= cap <= 100_000:
-        raise CrowdError("a link holds between 1 and 100,000 places")
+        raise CrowdError(_("a link holds between 1 and 100,000 places"))
     Crowd(store).set_cap(invite.id, cap)
 
 
@@ -261,7 +261,7 @@ def join_with_account(
     from koed_core.rating.accounts import add_user
 
     if invite.platform != "account":
-        raise CrowdError("this invite link is for a recruitment platform, not for accounts")
+        raise CrowdError(_("this invite link is for a recruitment platform, not for accounts"))
     row: dict[str, Any] = {
         "username": username,
         "invite_id": invite.id,
@@ -274,7 +274,7 @@ def join_with_account(
     }
     crowd = Crowd(store)
     if crowd.worker(username) is not None:
-        raise CrowdError(f"user {username!r} exists already")
+        raise CrowdError(_("user {name} exists already", name=repr(username)))
     if not crowd.join(invite.id, invite.cap, row, _place_cutoff(store, invite)):
         raise CrowdError(_("This study is full: all {cap} places are taken.", cap=invite.cap))
     try:

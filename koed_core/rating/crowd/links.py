@@ -207,30 +207,34 @@ def create_invite(
         CrowdError: no such study, a setting out of range, or an unknown platform.
     """
     if RatingStore(store).q.study(study_id) is None:
-        raise CrowdError(f"no study {study_id} (`koed study create` makes one)")
+        raise CrowdError(_("no study {study} (`koed study create` makes one)", study=study_id))
     problems = []
     if platform not in (*PLATFORMS, "none", "account"):
-        problems.append(f"platform must be prolific, mturk, none or account, not {platform!r}")
+        problems.append(
+            _("platform must be prolific, mturk, none or account, not {name}", name=repr(platform))
+        )
     if not 0 < days <= 365:
-        problems.append("a link lasts between a few hours and 365 days")
+        problems.append(_("a link lasts between a few hours and 365 days"))
     if cap < 1 or batch_size < 1 or batches < 1:
-        problems.append("places, batch size and batches must each be at least 1")
+        problems.append(_("places, batch size and batches must each be at least 1"))
     if not consent_ko.strip() or not consent_en.strip():
-        problems.append("write the consent text in both Korean and English")
+        problems.append(_("write the consent text in both Korean and English"))
     if reward is not None and reward < 0:
-        problems.append("the reward cannot be negative")
+        problems.append(_("the reward cannot be negative"))
     if not 1 <= calibration_attempts <= 5:
-        problems.append("calibration attempts must be between 1 and 5")
+        problems.append(_("calibration attempts must be between 1 and 5"))
     if prolific_study_id and not PROLIFIC_PID.match(prolific_study_id):
-        problems.append("the Prolific study id is 24 hexadecimal characters")
+        problems.append(_("the Prolific study id is 24 hexadecimal characters"))
     codes = [
         c or secrets.token_hex(4).upper() for c in (completion_code, screenout_code, failed_code)
     ]
     bad = [c for c in codes if not CODE.match(c)]
     if bad:
-        problems.append(f"codes are 4-32 upper-case letters and digits, not {bad[0]!r}")
+        problems.append(
+            _("codes are 4-32 upper-case letters and digits, not {code}", code=repr(bad[0]))
+        )
     elif len(set(codes)) < 3:
-        problems.append("the completion, screen-out and failed-checks codes must differ")
+        problems.append(_("the completion, screen-out and failed-checks codes must differ"))
     if problems:
         raise CrowdError("; ".join(problems))
     code = codes[0]
@@ -318,8 +322,14 @@ def personal_links(key: bytes, invite: Invite, token: str, people: list[str]) ->
     ids = [p.strip() for p in people if p.strip()]
     bad = [p for p in ids if not PLATFORM_ID.match(p)]
     if not ids or bad or len(set(ids)) < len(ids):
-        why = f"{bad[0]!r} has characters ids do not use" if bad else "ids repeat or none given"
-        raise CrowdError(f"the list of ids: {why} (letters, digits, - or _; one per line)")
+        why = (
+            _("{id} has characters ids do not use", id=repr(bad[0]))
+            if bad
+            else _("ids repeat or none given")
+        )
+        raise CrowdError(
+            _("the list of ids: {why} (letters, digits, - or _; one per line)", why=why)
+        )
     return {
         p: f"invite={token}&worker={p}&sig={personal_signature(key, invite.id, p)}" for p in ids
     }
