@@ -55,12 +55,17 @@ table = pd.DataFrame(
     {
         "conv_id": [d.conv_id for d in matches],
         _("labels"): [" + ".join(d.labels) for d in matches],
-        _("turns"): [len(d.turns) for d in matches],  # the short columns first: on a laptop
-        _("ko-only"): [d.ko_only_turns for d in matches],  # screen they stay in view
         _("situation (ko)"): [d.situation_ko for d in matches],
         _("situation (en)"): [d.situation_en for d in matches],
+        _("turns"): [len(d.turns) for d in matches],
+        _("ko-only"): [d.ko_only_turns for d in matches],
     }
 )
+# Widths that fit a laptop's 1366 px beside the filters, situations wrapped on three lines
+# (the grid wraps only in rows over 64 px): a last column as long as its text would run
+# off the screen (issue 34).
+WIDTHS = dict(zip(table.columns, (125, 125, 245, 245, 50, 56), strict=True))
+ROW = 66
 
 
 def _open_selected() -> None:
@@ -72,7 +77,9 @@ def _open_selected() -> None:
 tables.show(
     table,
     hide_index=True,
-    height=min(300, 38 + 35 * len(table)),  # one match: one row, not an empty box
+    column_config={name: st.column_config.Column(width=w) for name, w in WIDTHS.items()},
+    row_height=ROW,
+    height=min(38 + ROW * 5, 38 + ROW * len(table)),  # one match: one row, not an empty box
     key=state.EXPLORER_TABLE,
     on_select=_open_selected,
     selection_mode="single-row",
