@@ -197,6 +197,9 @@ def main() -> None:
     # Along the top: the sidebar is left to the page's own controls (the Explorer's
     # filters stay in view at 1366x768 for an admin with fifteen pages).
     page = st.navigation(menu, position="top")
+    # the tab names the page, in the reader's language, and follows a login ("Log in"
+    # becomes "Account"): one fixed title hid which tab is which
+    st.set_page_config(page_title=f"{page.title} · KoED Studio")  # the product's name
     language.switch()
     st.sidebar.caption(_("KoED Studio · the Korean Empathetic Dialogues benchmark, ko/en"))
     if state.account is not None:

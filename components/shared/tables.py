@@ -26,6 +26,12 @@ HEADERS = (
     N_("ED emotion (answered)"), N_("KoED emotion (answered)"), N_("label"), N_("n"),
     N_("ko"), N_("en"), N_("mean"), N_("low"), N_("high"), N_("turn"), N_("status"),
     N_("kind"), N_("record"), N_("message"),
+    # the agreement table (koed_core/results/reliability.py)
+    N_("alpha_ci_low"), N_("alpha_ci_high"), N_("alpha_reading"), N_("ceiling_spearman"),
+    N_("ceiling_kappa"), N_("ceiling_reading"), N_("judge_loo_spearman"),
+    N_("judge_loo_kappa"), N_("judge_loo_reading"), N_("judged_items"), N_("judge_kappa"),
+    N_("judge_kappa_reading"), N_("judge_spearman"), N_("judge_spearman_reading"),
+    N_("judge_bias"), N_("judge_bias_reading"), N_("length_spearman"), N_("length_reading"),
 )  # fmt: skip
 """Column names the results' tables carry (the same names as in their CSV exports, which
 stay English for scripts): a table on a page shows them in the reader's language."""
@@ -133,6 +139,13 @@ GROUPS = {
     "not native ko": N_("not native Korean speakers"),
 }
 """The rater groups an agreement row is computed over (koed_core.results.agreement)."""
+
+
+def group_names(frame: pd.DataFrame) -> pd.DataFrame:
+    """The table as shown: its rater groups named in the reader's words ("all" is a key)."""
+    if "group" not in frame.columns:
+        return frame
+    return frame.assign(group=frame["group"].map(lambda v: _(GROUPS[v]) if v in GROUPS else v))
 
 
 def readings_in_full(frame: pd.DataFrame, keys: list[str], *, key: str) -> None:

@@ -55,6 +55,10 @@ if raters.empty:
 tables.show(
     raters,
     hide_index=True,
+    column_order=[  # the reading beside its number: last, a grid cut it at 1366 px
+        "username", "done", "skipped", "flagged", "loo_spearman", "loo_note",
+        "attention_pass_rate", "median_s_per_item", "loo_pairs",
+    ],
     column_config={
         "username": _("Rater"), "done": _("Rated"), "skipped": _("Skipped"),
         "flagged": _("Flagged"),

@@ -56,7 +56,7 @@ st.caption(
     )
 )
 tables.show(
-    table,
+    tables.group_names(table),
     hide_index=True,
     column_config={c: st.column_config.NumberColumn(format="%.3f") for c in NUMBERS},
 )

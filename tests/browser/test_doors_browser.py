@@ -51,8 +51,11 @@ def test_doors_hold_in_a_real_browser(site: Visit, browser: Any) -> None:
     rater = browser.new_context()
     page = rater.new_page()
     page.goto(server + "/login")
+    expect(page).to_have_title("Log in · KoED Studio")
     steps.log_in(page, site.rater, RATER_PASSWORD)
     expect(page.get_by_text("Logged in as Mina (rater).")).to_be_visible()
+    steps.settled(page)
+    expect(page).to_have_title("Account · KoED Studio")  # the tab follows the login
     page.wait_for_timeout(1000)  # the cookie component reaches the browser
     page.goto(server + "/agreement")
     expect(page.get_by_text("No published human ratings yet")).to_be_visible()
