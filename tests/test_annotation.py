@@ -448,3 +448,33 @@ def test_three_sessions_saving_one_fresh_dialogue_at_once_leave_two(
     stored = Store(db).rows("select annotator from annotations where conv_id = 't:2'")
     assert len(stored) == 2, stored
     assert len(refused) == 1 and "already has its 2 annotators" in refused[0]
+
+
+def test_location_f1_and_the_type_confusion_show_agreement_the_per_type_f1_hides() -> None:
+    """Issue 33: the same words marked with two types scored 0 on both types; the
+    location-only F1 counts them as agreement, and the confusion table says which types
+    met there, so a taxonomy can be refined."""
+    a = (_s(1, 0, 3, "food"), _s(2, 0, 2, "names"), _s(3, 1, 4, "idioms"), _s(4, 0, 2, "food"))
+    b = (_s(1, 0, 3, "food"), _s(2, 0, 2, "places"), _s(3, 2, 6, "names"))
+    items = [
+        _annotation("c1", "a", CONTEXT_MODIFIED, a),
+        _annotation("c1", "b", CONTEXT_MODIFIED, b),
+    ]
+    assert agreement.span_agreement(items).set_index("type").loc["names", "overlap_f1"] == 0
+    location = agreement.location_agreement(items)
+    assert location["exact_f1"] == pytest.approx(2 * 2 / 7, abs=1e-4)  # turns 1 and 2
+    assert location["overlap_f1"] == pytest.approx(2 * 3 / 7, abs=1e-4)  # and turn 3
+    table = agreement.type_confusion(items)
+    none = agreement.NO_SPAN
+    assert list(table.index) == ["food", "idioms", "names", "places", none]
+    assert (table.to_numpy() == table.to_numpy().T).all()
+    assert table.loc["food", "food"] == 2  # one agreed pair, counted from both sides
+    assert table.loc["names", "places"] == 1 and table.loc["places", "names"] == 1
+    assert table.loc["idioms", "names"] == 1  # overlapping texts, other types
+    assert table.loc["food", none] == 1  # turn 4: marked by one annotator only
+    # three matched pairs and one lone span, each counted in two mirrored cells
+    assert table.to_numpy().sum() == 2 * 3 + 2 * 1
+    rows = agreement.agreement_table(
+        items, {"id": 1, "name": "p", "per_item": 2, "taxonomy_version": "v"}
+    ).set_index("measure")
+    assert rows.loc["span F1 location overlap", "value"] == location["overlap_f1"]

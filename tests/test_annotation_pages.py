@@ -440,3 +440,55 @@ def test_an_import_counts_distinct_dialogues_and_a_sheet_gives_one_category(
     assert main(["annotations", "import", str(sheet), "--project", "1"]) == 1
     err = capsys.readouterr().err
     assert "sheet.csv row 3: kim gave" in err and "'context_modified' at row 2" in err, err
+
+
+def test_the_new_project_form_offers_annotators_and_makes_a_project_once(site: Path) -> None:
+    """Issue 33: the form kept its values, so a second press made the same project again,
+    and it offered the admin (who sees every answer) as a blind annotator."""
+    accounts.add_user(site.parent / "accounts.yaml", "lin", "annotator", "Lin", "lin-password")
+    at = _as("boss", "app.py").run()
+    at.switch_page("pages/annotation/projects.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    who = next(m for m in at.multiselect if m.label.startswith("Annotators"))
+    assert who.options == ["lin"]
+    name = next(t for t in at.text_input if t.label == "Project name")
+    name.set_value("Pilot")
+    create = next(b for b in at.button if b.label == "Create the project")
+    create.click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert any("created with" in s.value for s in at.success)
+    # the browser empties the form (clear_on_submit); a second press of the same name:
+    next(t for t in at.text_input if t.label == "Project name").set_value("Pilot")
+    next(b for b in at.button if b.label == "Create the project").click().run()
+    assert any("exists already" in e.value for e in at.error)
+    names = [p["name"] for p in AnnotationStore(Store(site)).projects()]
+    assert names.count("Pilot") == 1
+
+
+def test_the_projects_page_shows_which_types_met_on_the_same_words() -> None:
+    """Issue 33: two annotators mark the same words, one as a place, one as a name; the
+    per-type F1 says 0 for both, the page's confusion table shows where they met."""
+    from koed_core.annotation.spans import Span, side_at
+    from koed_core.annotation.taxonomy import CONTEXT_MODIFIED
+
+    dataset = load_dataset(SAMPLE_FILE)
+    dialogue = dataset.dialogues[0]
+    start = dialogue.turns[2].ko.index("편의점")
+    annotations = AnnotationStore(Store(os.environ["KOED_DB"]))
+    project = annotations.create_project(
+        "types", dataset, [dialogue.conv_id], annotators=["alice", "bob"]
+    )
+    for name, kind in (("alice", "places"), ("bob", "names")):
+        span = Span(side_at(dialogue, "ko", 3, start, start + 3), kind, no_counterpart=True)
+        annotations.save(project, dialogue, name, CONTEXT_MODIFIED, "", [span], submit=True)
+    at = _as(None).run().switch_page("pages/annotation/projects.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert any(m.value == "**Types chosen for the same words**" for m in at.markdown)
+    agreement_rows = next(d.value for d in at.dataframe if "measure" in d.value.columns)
+    located = agreement_rows.set_index("measure").loc["span F1 location exact (any type)"]
+    assert float(located["value"]) == 1.0  # the same words: full agreement on where
+    confusion = next(d.value for d in at.dataframe if "type" in d.value.columns[:1])
+    table = confusion.set_index("type")
+    places = next(c for c in table.columns if c.startswith("Places"))
+    names = next(i for i in table.index if i.startswith("Names"))
+    assert table.loc[names, places] == 1

@@ -3,9 +3,12 @@ native set unchanged; the paper's emotion extraction."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from koed_core.dialogues.dialogue import Dialogue, Turn
+from koed_core.dialogues.labels import all_labels
 from koed_core.models.emotions import extract_anywhere, parse_two_calls
 from koed_core.models.prompts import (
     build_messages,
@@ -72,8 +75,21 @@ def test_paper_set_is_english_for_both_languages_and_asks_twice() -> None:
 def test_jeong_and_han_are_defined_in_the_list() -> None:
     listed = glossed_labels()
     assert listed.count("), ") == 33  # 34 glossed entries
-    assert "정 (jeong: a warm, lasting attachment" in listed
-    assert "한 (han: a deep, lingering sorrow" in listed
+    assert "정 (a warm, lasting attachment" in listed
+    assert "한 (a deep, lingering sorrow" in listed
+
+
+def test_every_entry_of_the_list_is_read_back_as_its_label() -> None:
+    """Issue 35: the list named jeong and han in romanisation too, so a model that answered
+    "Emotion: jeong" gave the authors' reader (which paper mode uses) no label. Their list
+    names the two by the Korean word alone; a model that copies any entry is read right."""
+    from koed_core.models.pipeline import read_emotions_authors
+
+    listed = glossed_labels()
+    assert not re.search(r"\b(jeong|han)\b", listed, re.IGNORECASE)
+    entries = listed.split("), ")
+    for label, entry in zip(all_labels(), entries, strict=True):
+        assert read_emotions_authors(f"Emotion: {entry})", single=True) == (label.name,), entry
 
 
 def test_native_set_keeps_the_0_1_0_prompts() -> None:

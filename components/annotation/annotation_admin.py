@@ -17,7 +17,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from components.annotation.annotation_view import LOCAL, answer_block
+from components.annotation.annotation_view import LOCAL, answer_block, type_name
 from components.shared import resources, state, tables
 from components.shared.literal import md
 from koed_core import csv_safe, i18n
@@ -63,6 +63,8 @@ MEASURES = {
     "category kappa": N_("category kappa"),
     "span F1 exact": N_("span F1 exact"),
     "span F1 overlap": N_("span F1 overlap"),
+    "span F1 location exact": N_("span F1 location exact (any type)"),
+    "span F1 location overlap": N_("span F1 location overlap (any type)"),
     agreement.ALL_TYPES: N_("all types"),
 }
 """The agreement table's measures as a page shows them (its CSV keeps these names)."""
@@ -75,7 +77,8 @@ def _annotator_accounts() -> list[str]:
         users = accounts.list_users(config.users_path)
     except accounts.UserError:
         return []
-    return sorted(u["username"] for u in users if u["role"] in ("annotator", "admin"))
+    # annotators only: an admin reviews, and sees every answer, so cannot annotate blind
+    return sorted(u["username"] for u in users if u["role"] == "annotator")
 
 
 def _taxonomy_upload(upload: Any) -> Taxonomy:
@@ -92,7 +95,8 @@ def _taxonomy_upload(upload: Any) -> Taxonomy:
 
 def create_form(annotations: AnnotationStore, dataset: Dataset) -> None:
     """A new project: dialogues, annotators per dialogue, who, which taxonomy."""
-    with st.form("projects.create"):
+    # emptied once created: a second press must not make the same project again
+    with st.form("projects.create", clear_on_submit=True):
         name = st.text_input(_("Project name"))
         left, right = st.columns(2)
         subset = left.selectbox(
@@ -119,6 +123,12 @@ def create_form(annotations: AnnotationStore, dataset: Dataset) -> None:
         )
         if not st.form_submit_button(_("Create the project"), type="primary"):
             return
+    if name.strip() in {str(p["name"]) for p in annotations.projects()}:
+        st.error(
+            _("A project named {name} exists already; give this one another name.", name=md(name)),
+            icon=":material/error:",
+        )
+        return
     try:
         ids = [line.strip() for line in typed.splitlines() if line.strip()]
         if not ids:
@@ -298,10 +308,12 @@ def agreement_section(
             "Category: Cohen's kappa when the same two people annotated every dialogue, else "
             "Fleiss' kappa, with a bootstrap 95% CI over dialogues (jeong/han dialogues left "
             "out: the file decides them). Spans: F1 between annotators, exact (same turn, "
-            "offsets and type) and overlapping (same turn and type, texts overlap)."
+            "offsets and type) and overlapping (same turn and type, texts overlap); "
+            "location: the same with the type ignored."
         )
     )
     tables.show(_shown_agreement(table), hide_index=True)
+    confusion_section(annotations, project)
     st.download_button(
         _("Download the agreement table (CSV)"),
         csv_safe.to_csv(table),
@@ -328,6 +340,28 @@ def agreement_section(
             mime="application/zip",
             key=f"projects.zip.{project['id']}",
         )
+
+
+def confusion_section(annotations: AnnotationStore, project: dict[str, Any]) -> None:
+    """Which types annotators chose for the same words: where a taxonomy's lines blur."""
+    confusion = agreement.type_confusion(annotations.annotations(project["id"]))
+    if confusion.empty:
+        return
+    st.markdown("**" + _("Types chosen for the same words") + "**")
+    st.caption(
+        _(
+            "Pairs of spans whose texts overlap, between two annotators of a dialogue: a "
+            "row's type by one, a column's by the other (counted both ways). The diagonal "
+            "is agreement; off it, types worth a clearer guideline; (no span): words only "
+            "one annotator marked."
+        )
+    )
+    taxonomy = annotations.taxonomy(project)
+    names = {code: type_name(kind) for code in confusion.index if (kind := taxonomy.get(code))} | {
+        agreement.NO_SPAN: _("(no span)")
+    }
+    shown = confusion.rename(index=names, columns=names)
+    tables.show(shown.reset_index(names=_("type")), hide_index=True)
 
 
 def _shown_agreement(table: pd.DataFrame) -> pd.DataFrame:

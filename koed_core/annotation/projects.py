@@ -330,7 +330,9 @@ class AnnotationStore:
         checked = [check_span(dialogue, s, taxonomy) for s in spans]
         keys = [s.key for s in checked]
         if len(set(keys)) != len(keys):
-            raise AnnotationError(_("the same span with the same type is marked twice"))
+            raise AnnotationError(
+                _("You have marked these words with this type already; pick another type.")
+            )
         if len(note) > 4000:
             raise AnnotationError(_("the note is longer than 4,000 characters"))
         self.q.save(

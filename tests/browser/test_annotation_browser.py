@@ -92,3 +92,53 @@ def test_two_annotators_disagree_and_the_reviewer_adjudicates(site: Visit, brows
     expect(breakdown.locator("svg text", has_text="context modified").first).to_be_attached()
     page.screenshot(path=str(ARTIFACTS / "gap_by_adaptation.png"), full_page=True)
     assert page.get_by_test_id("stException").count() == 0
+
+
+def test_a_drag_across_turns_says_so_and_changes_nothing(site: Visit, browser: Any) -> None:
+    """Issue 33: a drag that leaves its turn (turn 1 into turn 3, Korean into English)
+    crashed the page, and again on every reopening. Now: the one-turn notice, no span, no
+    exception, once settled, after a reload and 2 s later; the next span still goes in."""
+    from playwright.sync_api import expect
+
+    from koed_core.annotation.projects import AnnotationStore
+    from koed_core.db import Store
+
+    users.add_user(site.site.accounts, "ann_drag", "annotator", "Dragger", "ann-drag-password")
+    dataset = load_dataset(SAMPLE_FILE)
+    conv_id = dataset.dialogues[1].conv_id  # 택배 / the delivery in the rain
+    AnnotationStore(Store(site.site.db)).create_project(
+        "Drag", dataset, [conv_id], per_item=1, annotators=["ann_drag"]
+    )
+    page = browser.new_context(viewport={"width": 1366, "height": 768}).new_page()
+    page.goto(site.url + "/login")
+    steps.log_in_settled(page, "ann_drag", "ann-drag-password", "Logged in as Dragger")
+    page.goto(site.url + "/annotate")
+    expect(page.get_by_role("heading", name="Annotate the adaptation")).to_be_visible()
+    notice = page.get_by_text("A span lies within one turn of one language")
+    for start, end in (
+        (("ko", 1, "택배를"), ("ko", 3, "불었어")),  # down through two turns
+        (("ko", 2, "괜찮아"), ("en", 2, "inside")),  # Korean into English
+    ):
+        steps.settled(page)
+        page.evaluate(steps.SPAN_AT, list(start))  # both ends in view, the first centred
+        still = steps.SPAN_AT.replace("el.scrollIntoView({ block: 'center' });", "")
+        x0, y0, _x, _y = page.evaluate(still, list(start))
+        _x, _y, x1, y1 = page.evaluate(still, list(end))
+        page.mouse.move(x0, y0)
+        page.mouse.down()
+        page.mouse.move(x1, y1, steps=8)
+        page.mouse.up()
+        expect(notice).to_be_visible()
+        steps.settled(page)
+        assert page.get_by_test_id("stException").count() == 0
+        expect(page.get_by_text("Your spans (0)")).to_be_visible()
+    for _round in (1, 2):  # reopened, and left a while: no span, no traceback
+        page.reload()
+        steps.settled(page)
+        page.wait_for_timeout(2000)
+        steps.settled(page)
+        assert page.get_by_test_id("stException").count() == 0
+        expect(page.get_by_text("Your spans (0)")).to_be_visible()
+    steps.add_span(page, (3, "화나"), (3, "mad"), "Places")  # the page still takes work
+    expect(page.get_by_text("Your spans (1)")).to_be_visible()
+    page.context.close()
