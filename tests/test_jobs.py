@@ -400,3 +400,27 @@ def test_a_stopping_worker_gives_up_a_request_in_flight_and_requeues_its_job(
     assert not thread.is_alive(), "the worker still waits for the silent server"
     job = Jobs(store).get(job_id)
     assert job.state == "queued" and store.count("responses") == 0
+
+
+def test_a_judging_that_leaves_verdicts_unscored_says_why_and_what_to_try(
+    tmp_path: Path, fake_openai: FakeOpenAI
+) -> None:
+    """Issue 35: "0 scored, 30 unscored" said nothing useful. The summary names the
+    commonest reason and the lenient parser, in the job's row and on the command line."""
+    from fixtures.fake_openai import Step
+
+    store = Store(tmp_path / "koed.db")
+    env = _env(fake_openai, tmp_path)
+    run = execute(_params(limit=1), store, env, Hooks())
+    fake_openai.queue(*[Step(text="A fine reply. I would give it a four.")] * 5)
+    judged = execute(
+        JudgeJob(run_id=run.data["run_id"], judge="openai:fake", dims=("ER",), concurrency=1),
+        store,
+        env,
+        Hooks(),
+    )
+    assert "1 unscored" in judged.summary
+    reason = "the authors' parser rejects it: no 'Score:' in the reply"  # paper mode's parser
+    assert f"The commonest reason for no score: {reason} (1 of 1)" in judged.summary
+    assert "--parse lenient" in judged.summary
+    assert judged.data["said"]["values"]["reason"] == reason

@@ -9,6 +9,7 @@ and tried again on the next run. As with batch runs, the calling thread alone wr
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -193,6 +194,14 @@ def _ask(
     return tried
 
 
+def reason_kind(reason: str | None) -> str:
+    """An unscored verdict's reason with its score as "n", so that "score 7 is not from 1
+    to 5" and "score 9 ..." count as one kind of failure."""
+    # a trailing "(...)" holds the parser's own words for this one reply: not the kind
+    kind = re.sub(r"\s*\((?:[^()]|\([^()]*\))*\)$", "", reason or "no score")
+    return re.sub(r"\b(score )-?\d+(?:\.\d+)?", r"\1n", kind)[:160]
+
+
 def judge_run(
     store: Store,
     client: ChatClient,
@@ -247,7 +256,9 @@ def judge_run(
         _, reply, verdict = tried[-1]
         if isinstance(reply, ModelError):
             return Outcome("failed", reply.kind)
-        return Outcome("ok" if verdict is not None and verdict.score is not None else "unscored")
+        if verdict is not None and verdict.score is not None:
+            return Outcome("ok")
+        return Outcome("unscored", reason_kind(verdict.unscored_reason if verdict else None))
 
     return run_batch(
         tasks_for(store, run_id, chosen, samples if mode == "strict" else 1),

@@ -278,11 +278,15 @@ def _parse_authors(reply: str) -> Verdict:
     """Their parser: the stripped reply split on ``Score:`` must give two parts and the
     second, stripped, must be an integer; anything else is asked again."""
     text = reply.strip()
+    parts = text.split("Score:")
+    why = {1: "no 'Score:' in the reply", 2: "the text after 'Score:' is not a whole number"}
     try:
-        feedback, score = text.split("Score:")
+        feedback, score = parts
         value = int(score.strip())
     except ValueError as err:
-        return Verdict(None, text, f"the authors' parser rejects it: {err}")
+        # the error itself is kept: their rescue reads the number in it (rescue_authors)
+        said = why.get(len(parts), "'Score:' appears more than once")
+        return Verdict(None, text, f"the authors' parser rejects it: {said} ({err})")
     rationale = re.sub(r"^\W*feedback\s*[:：]\s*", "", feedback.strip(), flags=re.IGNORECASE)
     if value not in SCALE:
         # Their parser took it and asked no more; a score off the scale is not one here.

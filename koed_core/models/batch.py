@@ -84,6 +84,8 @@ class BatchReport:
     cancelled: int = 0
     """Tasks left unanswered because the job was cancelled (nothing stored for them)."""
     errors: Counter[str] = field(default_factory=Counter)
+    unscored_reasons: Counter[str] = field(default_factory=Counter)
+    """Why answers got no score, by kind (numbers as "n"): what a person fixes first."""
     run_id: str = ""
     """The run a model batch wrote to (empty for judging)."""
     stopped: bool = False
@@ -105,6 +107,7 @@ class BatchReport:
             self.succeeded += 1
         elif outcome.status == "unscored":
             self.unscored += 1
+            self.unscored_reasons[outcome.error_kind or "no score"] += 1
         elif outcome.status == "cancelled":
             self.cancelled += 1
         else:

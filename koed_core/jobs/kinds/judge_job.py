@@ -19,6 +19,14 @@ SUMMARY = N_(
     "judged run {run} with {judge} ({mode}): {scored} scored, {unscored} unscored, "
     "{skipped} already done, {failed} failed"
 )
+UNSCORED = N_(
+    "judged run {run} with {judge} ({mode}): {scored} scored, {unscored} unscored, "
+    "{skipped} already done, {failed} failed. The commonest reason for no score: {reason} "
+    "({count} of {unscored}). If the judge wrote its score in another form (bold, "
+    "'Final score: 4/5'), judge again with `--parse lenient`, which reads a final Score line "
+    "in any usual form."
+)
+"""A pass that leaves verdicts unscored says why and what to try, not only how many."""
 
 
 def execute_judge(params: JudgeJob, store: Store, env: Environment, hooks: Hooks) -> Result:
@@ -55,16 +63,20 @@ def execute_judge(params: JudgeJob, store: Store, env: Environment, hooks: Hooks
         )
     finally:
         close_client(client)
-    summary, said = told(
-        SUMMARY,
-        run=params.run_id,
-        judge=spec.name,
-        mode=params.mode,
-        scored=report.scored,
-        unscored=report.unscored,
-        skipped=report.skipped,
-        failed=report.failed,
-    )
+    counts = {
+        "run": params.run_id,
+        "judge": spec.name,
+        "mode": params.mode,
+        "scored": report.scored,
+        "unscored": report.unscored,
+        "skipped": report.skipped,
+        "failed": report.failed,
+    }
+    if report.unscored_reasons:
+        reason, count = report.unscored_reasons.most_common(1)[0]
+        summary, said = told(UNSCORED, **counts, reason=reason, count=count)
+    else:
+        summary, said = told(SUMMARY, **counts)
     return Result(
         summary,
         {"run_id": params.run_id, "judge": spec.name, "errors": dict(report.errors), **said},
