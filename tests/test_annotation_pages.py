@@ -492,3 +492,16 @@ def test_the_projects_page_shows_which_types_met_on_the_same_words() -> None:
     places = next(c for c in table.columns if c.startswith("Places"))
     names = next(i for i in table.index if i.startswith("Names"))
     assert table.loc[names, places] == 1
+
+
+def test_a_notice_waiting_beside_the_pending_sides_is_not_read_as_a_side() -> None:
+    """Issue 33 #1: a drag across turns stored its notice among the pending sides, and the
+    next run read the sentence as a span (TypeError, on every reopening)."""
+    from components.annotation.span_select import _marks
+
+    side = {"position": 2, "start": 0, "end": 3, "text": "편의점"}
+    pending = {"ko": side, "en": None, "notice": "A span lies within one turn."}
+    assert _marks([], pending, 2, "selected")["ko"] == [
+        {"start": 0, "end": 3, "cls": "pending", "title": "selected"}
+    ]
+    assert _marks([], pending, 1, "selected") == {"ko": [], "en": []}

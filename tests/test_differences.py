@@ -59,7 +59,7 @@ def test_each_flipped_choice_is_named(change: dict[str, str], step: str) -> None
     rows = {row.step: row for row in differences(replace(plan, **change), specs, judge)}
     assert step in rows
     if step.endswith("decoding"):
-        assert rows[step].authors == "temperature 0.6, top_p 0.9"
+        assert rows[step].authors == "temperature 0.6, top_p 0.9, top_k 50"
         assert rows[step].plan == "the server's default decoding"
 
 
@@ -112,3 +112,21 @@ def test_a_prompt_set_with_roles_of_the_wrong_kind_is_refused_before_any_run(
     broken.write_text(shipped.replace(table, "[roles]\nen = 5\nko = 5\n"), encoding="utf-8")
     with pytest.raises(PromptSetError, match="roles must be two names"):
         load_prompt_set(broken)
+
+
+def test_what_is_unknown_about_their_run_is_said_not_guessed() -> None:
+    """Issue 35 #5: rows the table lacked. Llama ran with transformers' top_k 50; a reply
+    that opens with a blank line was judged empty on their open-model path; the judge's
+    snapshot, the models' revisions and their scoring script are unknown."""
+    plan, specs, judge = _shipped()
+    rows = {row.step: row for row in differences(plan, specs, judge)}
+    assert "llama-3.1-8b: decoding" not in rows  # models.toml now writes top_k 50 out
+    assert rows["judge model and snapshot"].authors.endswith("unknown)")
+    assert rows["scores to the paper's tables"].authors.startswith("unknown")
+    assert rows["llama-3.1-8b: revision"].authors.startswith("unknown")
+    assert "judged empty" in rows["a reply that opens with a blank line (open models)"].authors
+    llama = specs["llama-3.1-8b"]
+    unpinned = {**specs, "llama-3.1-8b": replace(llama, top_k=None)}
+    rows = {row.step: row for row in differences(plan, unpinned, judge)}
+    assert rows["llama-3.1-8b: decoding"].authors == "temperature 0.6, top_p 0.9, top_k 50"
+    assert rows["llama-3.1-8b: decoding"].plan == "temperature 0.6, top_p 0.9"

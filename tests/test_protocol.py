@@ -231,3 +231,17 @@ def test_a_broken_prompt_file_is_refused_when_loaded(
     broken.write_text(shipped.replace(change[0], change[1], 1), encoding="utf-8")
     with pytest.raises(PromptSetError, match=re.escape(message)):
         load_prompt_set(broken)
+
+
+def test_a_one_call_answer_is_read_with_the_runs_emotion_reader() -> None:
+    """Issue 35 #1: one-call runs read labels with the Korean-alias reader whatever the
+    run's emotion_reader said, while the stored config said "authors"."""
+    raw = "Emotion: 슬픔, lonely\nResponse: 많이 속상했겠다."
+    assert parse_reply(raw, "multi").labels == ("sad", "lonely")
+    authors = parse_reply(raw, "multi", "authors")
+    assert authors.labels == ("lonely",)  # their reader: English names and 정/한 only
+    assert authors.text == "많이 속상했겠다."
+    assert parse_reply("감정: 정\nResponse: 그랬구나.", "single", "authors").labels == ("jeong",)
+    assert parse_reply("Emotion: 슬픔\nResponse: x", "single", "authors").notes == (
+        "no label given",
+    )

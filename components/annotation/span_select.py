@@ -168,8 +168,9 @@ def _marks(
             marks["en"].append(
                 {"start": span.en.start, "end": span.en.end, "cls": "en", "title": span.type}
             )
-    for lang, side in (pending or {}).items():
-        if side and side["position"] == position:
+    for lang in ("ko", "en"):  # the pending sides only: a notice waits beside them
+        side = (pending or {}).get(lang)
+        if isinstance(side, dict) and side.get("position") == position:
             marks[lang].append(
                 {"start": side["start"], "end": side["end"], "cls": "pending", "title": chosen}
             )

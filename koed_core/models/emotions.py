@@ -68,11 +68,14 @@ def match_label(segment: str) -> str | None:
     return None
 
 
-def parse_reply(raw: str, protocol: Protocol) -> ParsedReply:
+def parse_reply(raw: str, protocol: Protocol, reader: str = "extended") -> ParsedReply:
     """Split a raw answer into labels and reply text.
 
     For ``direct`` the whole answer is the reply. For ``single`` the first recognised
-    label counts; for ``multi`` up to four, in the order given.
+    label counts; for ``multi`` up to four, in the order given. ``reader`` is the run's
+    emotion reader: ``authors`` reads the ``Emotion:`` line as the authors' script reads
+    an emotion answer (English names and 정/한, in list order), so a one-call run says
+    the reader it really used (issue 35); ``extended`` also takes Korean glosses.
     """
     text = raw.strip()
     if protocol == "direct":
@@ -83,6 +86,11 @@ def parse_reply(raw: str, protocol: Protocol) -> ParsedReply:
         return ParsedReply((), _strip_response_prefix(text), (), ("no 'Emotion:' line",))
     labels: list[str] = []
     unknown: list[str] = []
+    reply = (text[: match.start()] + text[match.end() :]).strip()
+    if reader == "authors":
+        found = read_emotions_authors(match.group("labels"), single=protocol == "single")
+        notes = [] if found else ["no label given"]
+        return ParsedReply(found, _strip_response_prefix(reply), (), tuple(notes))
     for segment in SPLIT.split(match.group("labels")):
         label = match_label(segment)
         if label is not None and label not in labels:
@@ -93,7 +101,6 @@ def parse_reply(raw: str, protocol: Protocol) -> ParsedReply:
     if len(labels) > limit:
         notes.append(f"{len(labels)} labels given, kept the first {limit}")
         labels = labels[:limit]
-    reply = (text[: match.start()] + text[match.end() :]).strip()
     return ParsedReply(tuple(labels), _strip_response_prefix(reply), tuple(unknown), tuple(notes))
 
 

@@ -198,7 +198,7 @@ def answer(client: ChatClient, item: Item, settings: GenerationSettings) -> Answ
     try:
         first = capped(client.complete(item.messages, settings, item.task))
         if not item.plan.two_calls:
-            parsed = parse_reply(first.text, item.protocol)
+            parsed = parse_reply(first.text, item.protocol, item.steps.emotion_reader)
             kept = postprocessed(parsed.text, item.steps)
             return first, replace(parsed, text=kept) if kept != parsed.text else parsed, None
         reply = capped(
@@ -226,7 +226,7 @@ def replayed(stored: dict[str, Any], item: Item) -> Answer:
         stored["completion_tokens"],
     )
     if not item.plan.two_calls:
-        parsed = parse_reply(done.text, item.protocol)
+        parsed = parse_reply(done.text, item.protocol, item.steps.emotion_reader)
         kept = postprocessed(parsed.text, item.steps)
         return done, replace(parsed, text=kept), None
     emotion = stored["emotion_raw"] or ""
@@ -353,7 +353,7 @@ def timed_stream(
     done = capped(Completion("".join(pieces), time.perf_counter() - start))
     if done.full_chars:
         sink(done.text)
-    return done, parse_reply(done.text, item.protocol)
+    return done, parse_reply(done.text, item.protocol, item.steps.emotion_reader)
 
 
 def run_labels(store: Store) -> dict[str, str]:

@@ -19,7 +19,8 @@ from koed_core.results.reproduce import Plan, plan_settings
 AUTHORS_JUDGE = "gpt-4o"
 AUTHORS_DECODING: dict[str, str] = {
     "claude-3-5-sonnet-20240620": "temperature 0.1",
-    "meta-llama/Llama-3.1-8B-Instruct": "temperature 0.6, top_p 0.9",
+    # top_k 50: its generation_config sets none, so transformers' default applied
+    "meta-llama/Llama-3.1-8B-Instruct": "temperature 0.6, top_p 0.9, top_k 50",
     "Qwen/Qwen2-7B-Instruct": "temperature 0.7, top_p 0.8, top_k 20, repetition_penalty 1.05",
     "LGAI-EXAONE/EXAONE-3.0-7.8B-Instruct": "greedy",
     "mistralai/Mistral-7B-Instruct-v0.3": "greedy",
@@ -97,6 +98,14 @@ def differences(plan: Plan, specs: Mapping[str, ModelSpec], judge: ModelSpec) ->
                         "whatever the server at its base_url runs (full precision on plain vLLM)",
                     )
                 )
+                out.append(
+                    Difference(
+                        f"{name}: revision",
+                        "unknown: no model or chat-template revision pinned",
+                        "whatever revision the server loaded (pin it: vllm serve --revision, "
+                        "and report it)",
+                    )
+                )
         if spec.substitutes:
             out.append(
                 Difference(
@@ -119,9 +128,31 @@ def differences(plan: Plan, specs: Mapping[str, ModelSpec], judge: ModelSpec) ->
                 "also Korean glosses and stems (extended)",
             )
         )
+    if any(
+        specs[m].family == "open" and plan.steps(specs[m].family).postprocess == "authors"
+        for m in plan.models
+    ):
+        out.append(
+            Difference(
+                "a reply that opens with a blank line (open models)",
+                "judged empty: their cut at the first blank line comes before any text",
+                "the reply is stripped first, so its first paragraph is judged",
+            )
+        )
     judging = JudgeSteps.choose(plan.judge_mode, plan.judge_template, plan.judge_parse)
-    if judge.model != AUTHORS_JUDGE:
-        out.append(Difference("judge model", "gpt-4o (undated alias)", judge.model))
+    # always a row: which snapshot judged the paper is not known, so never "the same"
+    out.append(
+        Difference(
+            "judge model and snapshot",
+            "gpt-4o, the undated alias (which snapshot it meant then: unknown)",
+            judge.model
+            + (
+                " (an undated alias too: pin a dated snapshot)"
+                if judge.model == AUTHORS_JUDGE
+                else ""
+            ),
+        )
+    )
     if plan.judge_mode != "paper":
         out.append(
             Difference("judge mode", "temperature 0.7, feedback then Score", plan.judge_mode)
@@ -152,6 +183,14 @@ def differences(plan: Plan, specs: Mapping[str, ModelSpec], judge: ModelSpec) ->
             "each protocol is its own run (calls are independent, so no answer changes)",
         ),
     ]
+    out.append(
+        Difference(
+            "scores to the paper's tables",
+            "unknown: no scoring or aggregation script published",
+            "paired Korean-minus-English gaps per dialogue with bootstrap CIs "
+            "(koed_core/results/gaps.py)",
+        )
+    )
     if plan.subset != "paper-100":
         out.append(Difference("dialogues", "their 100-dialogue sample", plan.subset))
     return out

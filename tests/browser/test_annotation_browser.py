@@ -120,7 +120,10 @@ def test_a_drag_across_turns_says_so_and_changes_nothing(site: Visit, browser: A
         (("ko", 2, "괜찮아"), ("en", 2, "inside")),  # Korean into English
     ):
         steps.settled(page)
-        page.evaluate(steps.SPAN_AT, list(start))  # both ends in view, the first centred
+        page.wait_for_function(  # the component mounts after the page has settled
+            f"([lang, position, needle]) => ({steps.SPAN_AT})([lang, position, needle])",
+            arg=list(start),
+        )  # and the first end is centred: both ends in view
         still = steps.SPAN_AT.replace("el.scrollIntoView({ block: 'center' });", "")
         x0, y0, _x, _y = page.evaluate(still, list(start))
         _x, _y, x1, y1 = page.evaluate(still, list(end))

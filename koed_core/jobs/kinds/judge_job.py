@@ -63,7 +63,7 @@ def execute_judge(params: JudgeJob, store: Store, env: Environment, hooks: Hooks
         )
     finally:
         close_client(client)
-    counts = {
+    counts: dict[str, str | int] = {
         "run": params.run_id,
         "judge": spec.name,
         "mode": params.mode,
