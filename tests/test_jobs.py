@@ -424,3 +424,27 @@ def test_a_judging_that_leaves_verdicts_unscored_says_why_and_what_to_try(
     assert f"The commonest reason for no score: {reason} (1 of 1)" in judged.summary
     assert "--parse lenient" in judged.summary
     assert judged.data["said"]["values"]["reason"] == reason
+
+
+def test_the_dry_run_of_a_sensitivity_plan_says_each_variants_calls_and_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 35 #3: per variant, listener and judge calls; the emotion reader's judged
+    texts are the base's, so it costs no judge call at all (no resampling noise)."""
+    plan = tmp_path / "plan.toml"
+    plan.write_text(
+        'name = "moved"\nmodels = ["openai:a"]\njudge = "gpt-4o"\nsubset = "full"\n'
+        'protocols = ["single"]\n'
+        '[variants."emotion reader: extended"]\nemotion_reader = "extended"\n'
+        '[variants."post-processing: none"]\npostprocess = "none"\n'
+        '[variants."commas: decoded"]\ncommas = "decoded"\n'
+    )
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    assert main(["reproduce", str(plan), "--dry-run", "--data", str(SAMPLE_FILE)]) == 0
+    out = capsys.readouterr().out
+    # 68 answers (34 dialogues x 2 languages), two calls each (the paper set), 5 dimensions
+    assert "authors' pipeline: 136 listener, 340 judge" in out
+    assert "emotion reader: extended: 0 listener, 0 judge: reads the base's answers" in out
+    assert "post-processing: none: 0 listener, 340 judge" in out and "at most" in out
+    assert "commas: decoded: 136 listener, 340 judge: a run of its own" in out
+    assert "api.openai.com: 1,020 requests" in out  # 340 x 3: the reader variant asks none

@@ -47,6 +47,7 @@ def test_a_planted_post_processing_effect_is_recovered(
         'name = "moved"\nsubset = "full"\nsample = 4\nseed = 2\nprotocols = ["single"]\n'
         'models = ["m-one"]\njudge = "judge-x"\n'
         '[variants."post-processing: none"]\npostprocess = "none"\n'
+        '[variants."emotion reader: extended"]\nemotion_reader = "extended"\n'
         '[variants."=HYPERLINK(lenient)"]\njudge_parse = "lenient"\n'
     )  # a variant's name is the plan author's text: it must reach a sheet as text
     env = {
@@ -69,6 +70,7 @@ def test_a_planted_post_processing_effect_is_recovered(
     assert set(table["variant"]) == {
         sensitivity.BASE,
         "post-processing: none",
+        "emotion reader: extended",
         "'=HYPERLINK(lenient)",  # neutralised (issue 31, finding 6)
     }
     assert {p.stat().st_mode & 0o777 for p in out.glob("sensitivity.*")} == {0o600}
@@ -86,10 +88,25 @@ def test_a_planted_post_processing_effect_is_recovered(
     store = Store(tmp_path / "koed.db")
     [(run_id, judge)] = sensitivity.bases(store)
     found = sensitivity.find_variants(store, run_id, judge)
-    assert set(found) == {sensitivity.BASE, "post-processing: none", "judge parse: lenient"}
+    assert set(found) == {
+        sensitivity.BASE,
+        "post-processing: none",
+        "emotion reader: extended",
+        "judge parse: lenient",
+    }
     # the post-processing variant read the base's stored answers again: no listener call
     answered = store.db.execute("select count(*) from responses where run_id = ?", [run_id])
     assert sum(r["model"] == "m-one" for r in fake_openai.requests) == 2 * answered.fetchone()[0]
+    # judge calls (issue 35): the base's texts once; of the post-processing variant only the
+    # English replies, which it judges cut differently; none for the emotion reader, whose
+    # judged texts are byte-identical to the base's (its verdicts are the base's, not a
+    # resample); the parser variant is a new configuration and asks again
+    langs = "select lang, count(*) from responses where run_id = ? group by lang"
+    per_lang = dict(store.db.execute(langs, [run_id]).fetchall())
+    calls = sum(r["model"] == "judge-x" for r in fake_openai.requests)
+    assert calls == 5 * (per_lang["ko"] + per_lang["en"]) * 2 + 5 * per_lang["en"]
+    reader = table[table["variant"] == "emotion reader: extended"]
+    assert (reader[reader["metric"] != "emotion"]["change"] == 0).all()
     other = found["post-processing: none"].run_id
     raws = "select conv_id, lang, raw from responses where run_id = ? order by 1, 2"
     assert list(store.db.execute(raws, [other])) == list(store.db.execute(raws, [run_id]))

@@ -172,6 +172,13 @@ def dry_run(plan: Any, specs: dict[str, ModelSpec], judge: ModelSpec, dialogues:
         f"  total: {total:,} requests (judge: one attempt per dimension; unparseable "
         "verdicts are asked again, up to 5 times)"
     )
+    if plan.variants:
+        print("  per variant (listener calls, judge calls, why):")
+        for row in reproduce.variant_calls(plan, specs, judge, dialogues):
+            print(
+                f"    {row.name}: {row.listener_calls:,} listener, {row.judge_calls:,} judge: "
+                f"{row.why}"
+            )
     if not plan.batch:
         print(
             "  with --batch (or batch = true in the plan), OpenAI-compatible servers get "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import pandas as pd
 
@@ -59,6 +60,14 @@ class Judgments:
         """Insert or replace several judgments (the attempts of one task) at once."""
         with self.store.write():
             self.store.db.table("judgments").upsert_all(rows, pk="id")
+
+    def of_run(self, run_id: str, config: JudgeConfig) -> list[dict[str, Any]]:
+        """Every stored attempt of this configuration on a run's responses."""
+        return self.store.rows(
+            f"""select j.* from judgments j join responses r on r.id = j.response_id
+                where r.run_id = ? and {_where("j")}""",
+            [run_id, *_params(config)],
+        )
 
     def done(self, config: JudgeConfig) -> set[str]:
         """Ids of judgments (their first attempt) that got an answer, scored or unscored,

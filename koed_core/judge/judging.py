@@ -12,6 +12,7 @@ import json
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from koed_core.db import JudgeConfig, Judgments, Store, now, short_hash
 from koed_core.errors import KoedError
@@ -200,6 +201,55 @@ def reason_kind(reason: str | None) -> str:
     # a trailing "(...)" holds the parser's own words for this one reply: not the kind
     kind = re.sub(r"\s*\((?:[^()]|\([^()]*\))*\)$", "", reason or "no score")
     return re.sub(r"\b(score )-?\d+(?:\.\d+)?", r"\1n", kind)[:160]
+
+
+def reuse_judgments(
+    store: Store,
+    base_run: str,
+    run_id: str,
+    judge: ModelSpec,
+    mode: JudgeMode,
+    *,
+    template: str | None = None,
+    parse: str | None = None,
+) -> int:
+    """Copy the base run's verdicts onto this run's responses whose judged input is
+    byte-identical (the same language, context and response text), under the same judge
+    configuration, and return how many tasks need no call.
+
+    A sensitivity variant that only reads the base's answers another way (the emotion
+    reader) judges the very same texts: asking the judge again would only resample it
+    (at temperature 0.7) and call that noise the variant's effect. Every attempt is
+    copied, its id recomputed for the new response, so the copy is what judging it would
+    have stored had the judge answered the same."""
+    steps = JudgeSteps.choose(mode, template, parse)
+    config = _config(judge.name, mode, steps)
+    judgments = Judgments(store)
+    by_input = {
+        (r["lang"], r["context"] or "[]", r["text"]): r["id"] for r in store.answered([base_run])
+    }
+    stored: dict[str, dict[tuple[str, int], list[dict[str, Any]]]] = {}
+    for row in judgments.of_run(base_run, config):
+        place = (str(row["dimension"]), int(row["sample"] or 0))
+        stored.setdefault(str(row["response_id"]), {}).setdefault(place, []).append(row)
+    copies: list[dict[str, object]] = []
+    tasks = 0
+    for row in store.answered([run_id]):
+        source = by_input.get((row["lang"], row["context"] or "[]", row["text"]))
+        if source is None or source == row["id"]:
+            continue
+        for (dimension, sample), attempts in stored.get(source, {}).items():
+            if all(a["error"] is not None for a in attempts):
+                continue  # every attempt failed: the variant asks for itself
+            key = judgment_key(JudgeTask(row["id"], row["lang"], (), "", dimension, sample), config)
+            for attempt in attempts:
+                n = int(attempt["attempt"] or 0)
+                new_id = key if n == 0 else short_hash(key, n)
+                copies.append({**attempt, "id": new_id, "response_id": row["id"]})
+            tasks += 1
+    if copies:
+        judgments.save_all(copies)
+    return tasks
 
 
 def judge_run(

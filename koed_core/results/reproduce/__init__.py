@@ -30,6 +30,7 @@ from koed_core.results.reproduce.preflight import (
     check_reachable,
     check_served,
     estimate,
+    variant_calls,
 )
 from koed_core.results.reproduce.running import Outcome, episodes_for, reproduce, run_benchmark_for
 
@@ -55,4 +56,5 @@ __all__ = [
     "stored_runs",
     "to_latex",
     "to_markdown",
+    "variant_calls",
 ]

@@ -17,6 +17,7 @@ from koed_core.models.protocol import build_task
 from koed_core.models.registry import ModelSpec
 from koed_core.models.runs import READ_ONLY_STEPS
 from koed_core.results.reproduce.plan import CHARS_PER_TOKEN, Plan, pinned
+from koed_core.results.sensitivity import BASE
 
 
 @dataclass(frozen=True)
@@ -104,9 +105,9 @@ def estimate(
         base = pinned(plan)
         parts = [_estimate(base, specs, judge, dialogues)]
         for changes in plan.variants.values():
-            no_calls = set(changes) <= {"judge_template", "judge_parse", *READ_ONLY_STEPS}
+            listeners, judges, _why = _calls_of(changes)
             variant = replace(base, **changes)
-            parts.append(_estimate(variant, specs, judge, dialogues, listeners=not no_calls))
+            parts.append(_estimate(variant, specs, judge, dialogues, listeners, judges))
         merged: dict[str, Estimate] = {}
         for part in parts:
             for row in part:
@@ -124,6 +125,63 @@ def estimate(
                 )
         return list(merged.values())
     return _estimate(plan, specs, judge, dialogues)
+
+
+def _calls_of(changes: Mapping[str, object]) -> tuple[bool, bool, str]:
+    """Whether a variant calls the listeners and the judge, and why (for the dry run)."""
+    if set(changes) <= {"emotion_reader"}:
+        return (
+            False,
+            False,
+            (
+                "reads the base's answers again; its judged texts are the base's byte for byte, "
+                "so the base's verdicts are reused"
+            ),
+        )
+    if set(changes) <= set(READ_ONLY_STEPS):
+        return (
+            False,
+            True,
+            (
+                "reads the base's answers again; judges only the replies whose judged text "
+                "changes (at most this many), the rest reuse the base's verdicts"
+            ),
+        )
+    if set(changes) <= {"judge_template", "judge_parse", *READ_ONLY_STEPS}:
+        return False, True, "the base's answers, judged again under the new configuration"
+    return True, True, "a run of its own: new answers, each judged"
+
+
+@dataclass(frozen=True)
+class VariantCalls:
+    """One variant of a sensitivity plan in the dry run."""
+
+    name: str
+    listener_calls: int
+    judge_calls: int
+    why: str
+
+
+def variant_calls(
+    plan: Plan, specs: Mapping[str, ModelSpec], judge: ModelSpec, dialogues: Sequence[Dialogue]
+) -> list[VariantCalls]:
+    """Per variant (the base first): how many listener and judge calls it makes, and why.
+    A judge that shares a server with a listener is counted apart all the same."""
+    base = pinned(plan)
+
+    def count(variant: Plan, listeners: bool, judges: bool) -> tuple[int, int]:
+        heard = _estimate(variant, specs, judge, dialogues, listeners, judges=False)
+        judged = _estimate(variant, specs, judge, dialogues, listeners=False, judges=judges)
+        return (
+            sum(r.requests for r in heard) if listeners else 0,
+            sum(r.requests for r in judged) if judges else 0,
+        )
+
+    rows = [VariantCalls(BASE, *count(base, True, True), "the plan as written: every call")]
+    for name, changes in plan.variants.items():
+        listeners, judges, why = _calls_of(changes)
+        rows.append(VariantCalls(name, *count(replace(base, **changes), listeners, judges), why))
+    return rows
 
 
 def _estimate_episodes(
@@ -163,6 +221,7 @@ def _estimate(
     judge: ModelSpec,
     dialogues: Sequence[Dialogue],
     listeners: bool = True,
+    judges: bool = True,
 ) -> list[Estimate]:
     from koed_core.judge.judging import JudgeSteps
     from koed_core.judge.rubric import dimensions
@@ -205,7 +264,8 @@ def _estimate(
                             dim, mode, lang, context, "x" * 200, wording
                         )
                         judge_chars += sum(len(m["content"]) for m in messages)
-    add(judge, responses * len(codes()), judge_chars)
+    if judges:
+        add(judge, responses * len(codes()), judge_chars)
     return [
         Estimate(
             server,

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 from koed_core.db import JudgeConfig, Store
 from koed_core.dialogues.dialogue import Dialogue
 from koed_core.errors import KoedError
-from koed_core.judge.judging import judge_run
+from koed_core.judge.judging import judge_run, reuse_judgments
 from koed_core.models.batch import BatchReport
 from koed_core.models.client import ChatClient, GenerationSettings
 from koed_core.models.registry import ModelSpec
@@ -172,6 +172,21 @@ def _reproduce_one(
             )
             if judge is not None:
                 jspec, jclient = judge
+                base_run = (reuse or {}).get((name, protocol))
+                if base_run and base_run != report.run_id:
+                    kept = reuse_judgments(
+                        store,
+                        base_run,
+                        report.run_id,
+                        jspec,
+                        plan.judge_mode,  # type: ignore[arg-type]
+                        template=plan.judge_template,
+                        parse=plan.judge_parse,
+                    )
+                    say(
+                        f"{name} {protocol}: {kept} verdicts taken from the base (the judged "
+                        "text is byte-identical: asking again would only resample the judge)"
+                    )
                 judged = judge_run(
                     store,
                     jclient,
