@@ -438,6 +438,7 @@ def test_the_dry_run_of_a_sensitivity_plan_says_each_variants_calls_and_why(
         '[variants."emotion reader: extended"]\nemotion_reader = "extended"\n'
         '[variants."post-processing: none"]\npostprocess = "none"\n'
         '[variants."commas: decoded"]\ncommas = "decoded"\n'
+        '[variants."judge parse: lenient"]\njudge_parse = "lenient"\n'
     )
     monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
     assert main(["reproduce", str(plan), "--dry-run", "--data", str(SAMPLE_FILE)]) == 0
@@ -447,4 +448,5 @@ def test_the_dry_run_of_a_sensitivity_plan_says_each_variants_calls_and_why(
     assert "emotion reader: extended: 0 listener, 0 judge: reads the base's answers" in out
     assert "post-processing: none: 0 listener, 340 judge" in out and "at most" in out
     assert "commas: decoded: 136 listener, 340 judge: a run of its own" in out
-    assert "api.openai.com: 1,020 requests" in out  # 340 x 3: the reader variant asks none
+    assert "judge parse: lenient: 0 listener, 0 judge: reads the judge's stored replies" in out
+    assert "api.openai.com: 1,020 requests" in out  # 340 x 3: reader and parser ask none

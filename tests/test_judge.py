@@ -319,3 +319,35 @@ def test_a_broken_judge_template_is_refused_when_loaded(
     broken.write_text(head + 'name = "authors"' + body.replace(*change), encoding="utf-8")
     with pytest.raises(TemplateError, match=re.escape(message)):
         load_template(broken)
+
+
+def test_a_parser_variant_reads_the_stored_replies_again_without_a_call(
+    fake_openai: FakeOpenAI, tmp_path: Path
+) -> None:
+    """Issue 35 #3: "judge parse: lenient" asked the judge again. The stored replies are
+    read again, in the order they were asked, up to the first the new parser scores."""
+    from koed_core.judge.judging import reparse_judgments
+
+    store, run_id = seeded_store(tmp_path / "j.db", dialogues=1)
+    spec = _judge(fake_openai)
+    fake_openai.queue(Step(text="Kind and warm.\n**Score:** 4"), Step(text="Fine.\nScore: 3"))
+    judge_run(
+        store, make_client(spec), spec, run_id, "paper", dims=["ER"], concurrency=1, parse="authors"
+    )
+    asked = len(fake_openai.requests)
+    read = reparse_judgments(
+        store, run_id, spec, "paper", template=None, base_parse="authors", parse="lenient"
+    )
+    assert len(fake_openai.requests) == asked  # no call
+    answered = store.db.execute("select count(*) from responses where error is null").fetchone()
+    assert read == answered[0]
+    [twice] = store.db.execute(  # the task the queued replies went to: asked twice
+        "select response_id from judgments where parse = 'authors' and attempt = 1"
+    ).fetchone()
+    rows = "select score from judgments where response_id = ? and parse = ? order by attempt"
+    authors = [r[0] for r in store.db.execute(rows, [twice, "authors"])]
+    lenient = [r[0] for r in store.db.execute(rows, [twice, "lenient"])]
+    assert authors == [None, 3.0]  # theirs: bold rejected, asked again, 3
+    assert lenient == [4.0]  # read leniently, the first reply already says 4: no more
+    again = judge_run(store, make_client(spec), spec, run_id, "paper", dims=["ER"], parse="lenient")
+    assert again.skipped == again.planned and len(fake_openai.requests) == asked

@@ -100,11 +100,17 @@ def test_a_planted_post_processing_effect_is_recovered(
     # judge calls (issue 35): the base's texts once; of the post-processing variant only the
     # English replies, which it judges cut differently; none for the emotion reader, whose
     # judged texts are byte-identical to the base's (its verdicts are the base's, not a
-    # resample); the parser variant is a new configuration and asks again
+    # resample), nor for the parser variant, which reads the judge's stored replies again
     langs = "select lang, count(*) from responses where run_id = ? group by lang"
     per_lang = dict(store.db.execute(langs, [run_id]).fetchall())
     calls = sum(r["model"] == "judge-x" for r in fake_openai.requests)
-    assert calls == 5 * (per_lang["ko"] + per_lang["en"]) * 2 + 5 * per_lang["en"]
+    assert calls == 5 * (per_lang["ko"] + per_lang["en"]) + 5 * per_lang["en"]
+    lenient = found["judge parse: lenient"].judge
+    reread = store.db.execute(
+        "select count(*) from judgments where parse = ? and raw_reply is not null",
+        [lenient.parse],
+    ).fetchone()[0]
+    assert reread == 5 * (per_lang["ko"] + per_lang["en"])
     reader = table[table["variant"] == "emotion reader: extended"]
     assert (reader[reader["metric"] != "emotion"]["change"] == 0).all()
     other = found["post-processing: none"].run_id

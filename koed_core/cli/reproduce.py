@@ -174,10 +174,10 @@ def dry_run(plan: Any, specs: dict[str, ModelSpec], judge: ModelSpec, dialogues:
     )
     if plan.variants:
         print("  per variant (listener calls, judge calls, why):")
-        for row in reproduce.variant_calls(plan, specs, judge, dialogues):
+        for variant in reproduce.variant_calls(plan, specs, judge, dialogues):
             print(
-                f"    {row.name}: {row.listener_calls:,} listener, {row.judge_calls:,} judge: "
-                f"{row.why}"
+                f"    {variant.name}: {variant.listener_calls:,} listener, "
+                f"{variant.judge_calls:,} judge: {variant.why}"
             )
     if not plan.batch:
         print(

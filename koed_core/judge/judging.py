@@ -252,6 +252,72 @@ def reuse_judgments(
     return tasks
 
 
+def reparse_judgments(
+    store: Store,
+    run_id: str,
+    judge: ModelSpec,
+    mode: JudgeMode,
+    *,
+    template: str | None,
+    base_parse: str | None,
+    parse: str,
+) -> int:
+    """Read the verdicts the judge already gave under the base's parser again with
+    ``parse``, storing them as that configuration's, and return how many tasks need no
+    call. A parser variant changes how a reply is read, not what the judge is asked: a
+    new call would resample the judge and count that noise as the parser's effect.
+
+    The attempts are read in the order they were asked, up to the first the new parser
+    scores (the judge would have been asked no further); a task whose every stored
+    attempt is unreadable under the new parser too is stored unscored, as judging would
+    have left it after the same replies."""
+    steps = JudgeSteps.choose(mode, template, base_parse)
+    base = _config(judge.name, mode, steps)
+    new_steps = JudgeSteps.choose(mode, template, parse)
+    config = _config(judge.name, mode, new_steps)
+    if config == base:
+        return 0
+    judgments = Judgments(store)
+    tasks: dict[tuple[str, str, int], list[dict[str, Any]]] = {}
+    for row in judgments.of_run(run_id, base):
+        place = (str(row["response_id"]), str(row["dimension"]), int(row["sample"] or 0))
+        tasks.setdefault(place, []).append(row)
+    rows: list[dict[str, object]] = []
+    count = 0
+    for (response, dimension, sample), attempts in tasks.items():
+        attempts.sort(key=lambda a: int(a["attempt"] or 0))
+        if any(a["error"] is not None or a["raw_reply"] is None for a in attempts):
+            continue  # a failed call is asked for again, by judging itself
+        key = judgment_key(JudgeTask(response, "", (), "", dimension, sample), config)
+        read: list[tuple[dict[str, Any], Verdict]] = []
+        for attempt in attempts:
+            verdict = parse_verdict(str(attempt["raw_reply"]), mode, new_steps.parse)
+            read.append((attempt, verdict))
+            if verdict.score is not None or not verdict.ask_again:
+                break
+        last = read[-1][1]
+        if last.score is None and last.ask_again and len(read) < DEFAULT_ATTEMPTS:
+            continue  # the new parser would have asked again: that reply was never given
+        if new_steps.parse == "authors" and last.score is None:
+            read[-1] = (read[-1][0], rescue_authors(last))
+        for n, (attempt, verdict) in enumerate(read):
+            rows.append(
+                {
+                    **attempt,
+                    "id": key if n == 0 else short_hash(key, n),
+                    "attempt": n,
+                    "parse": config.parse,
+                    "score": verdict.score,
+                    "unscored_reason": verdict.unscored_reason,
+                    "rationale": verdict.rationale,
+                }
+            )
+        count += 1
+    if rows:
+        judgments.save_all(rows)
+    return count
+
+
 def judge_run(
     store: Store,
     client: ChatClient,

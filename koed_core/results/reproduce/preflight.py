@@ -138,6 +138,15 @@ def _calls_of(changes: Mapping[str, object]) -> tuple[bool, bool, str]:
                 "so the base's verdicts are reused"
             ),
         )
+    if set(changes) == {"judge_parse"}:
+        return (
+            False,
+            False,
+            (
+                "reads the judge's stored replies to the base again with the new parser: no "
+                "call (a task the new parser would have asked again is asked)"
+            ),
+        )
     if set(changes) <= set(READ_ONLY_STEPS):
         return (
             False,

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 from koed_core.db import JudgeConfig, Store
 from koed_core.dialogues.dialogue import Dialogue
 from koed_core.errors import KoedError
-from koed_core.judge.judging import judge_run, reuse_judgments
+from koed_core.judge.judging import judge_run, reparse_judgments, reuse_judgments
 from koed_core.models.batch import BatchReport
 from koed_core.models.client import ChatClient, GenerationSettings
 from koed_core.models.registry import ModelSpec
@@ -73,6 +73,7 @@ def reproduce(
             break
         variant = replace(base, **changes)
         reads_only = set(changes) <= set(READ_ONLY_STEPS)
+        parser_only = set(changes) == {"judge_parse"}
         got = _reproduce_one(
             variant,
             store,
@@ -84,6 +85,7 @@ def reproduce(
             stop=stop,
             watch=_prefixed(watch, name),
             reuse=dict(outcome.runs) if reads_only else None,
+            reparse_from=(base.judge_parse or "") if parser_only else None,
         )
         outcome.variants[name] = (got.runs, got.judge)
         outcome.failures.update({f"{model} ({name})": why for model, why in got.failures.items()})
@@ -116,6 +118,7 @@ def _reproduce_one(
     watch: Callable[[str, BatchReport], None] | None = None,
     reuse: Mapping[tuple[str, str], str] | None = None,
     speaker: tuple[ModelSpec, ChatClient] | None = None,
+    reparse_from: str | None = None,
 ) -> Outcome:
     """Run every model (in parallel, each at its own concurrency), judge each run as soon
     as it is done, and return the run ids. Everything stored is skipped on a rerun.
@@ -186,6 +189,20 @@ def _reproduce_one(
                     say(
                         f"{name} {protocol}: {kept} verdicts taken from the base (the judged "
                         "text is byte-identical: asking again would only resample the judge)"
+                    )
+                if reparse_from is not None:
+                    read = reparse_judgments(
+                        store,
+                        report.run_id,
+                        jspec,
+                        plan.judge_mode,  # type: ignore[arg-type]
+                        template=plan.judge_template,
+                        base_parse=reparse_from or None,
+                        parse=plan.judge_parse or "",
+                    )
+                    say(
+                        f"{name} {protocol}: {read} verdicts read again with the "
+                        f"{plan.judge_parse} parser (the judge's stored replies: no call)"
                     )
                 judged = judge_run(
                     store,
