@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
@@ -79,8 +80,11 @@ def test_a_planted_post_processing_effect_is_recovered(
     cut = table[(table["variant"] == "post-processing: none") & table["metric"].isin(["EX", "CA"])]
     assert len(cut) == 2 and (cut["change"] == planted).all()
     assert (cut["change_ci_low"] == planted).all() and (cut["change_ci_high"] == planted).all()
+    assert (cut["change_p_holm"] < 0.05).all()  # planted: real after Holm's adjustment
     lenient = table[table["variant"] == "'=HYPERLINK(lenient)"]
     assert not lenient.empty and (lenient["change"] == 0).all()
+    assert (lenient["change_p_holm"] == 1).all()  # nothing moved: nothing to report
+    assert "p (Holm)" in (out / "sensitivity.md").read_text()
     emotion = table[(table["metric"] == "emotion") & (table["variant"] != sensitivity.BASE)]
     assert (emotion["change"] == 0).all()  # the emotion answers did not change
     assert "what moves the gap" in (out / "sensitivity.md").read_text()
@@ -126,3 +130,27 @@ def test_a_planted_post_processing_effect_is_recovered(
     assert set(moved["variant"]) == set(found)
     cut_shown = moved[moved["variant"] == "post-processing: none"]["change"].astype(float)
     assert (cut_shown == planted).sum() == 5  # the five dimensions; emotion did not move
+
+
+def test_each_change_has_a_bootstrap_p_and_holm_adjusts_over_its_table() -> None:
+    """Issue 35 #3: about 49 intervals were shown with no word on multiple comparisons."""
+    from statsmodels.stats.multitest import multipletests
+
+    rng = np.random.default_rng(5)
+    before = rng.normal(size=60)
+    assert sensitivity.change_p(before, before) == 1.0  # no change at all
+    assert sensitivity.change_p(before, before + 1.0) == 0.0  # every resample moved
+    noisy = sensitivity.change_p(before, before + rng.normal(0.05, 1.0, size=60))
+    assert noisy is not None and 0 < noisy < 1
+    assert sensitivity.change_p(before[:1], before[:1] + 1) is None  # one pair: no CI, no p
+    frame = pd.DataFrame(
+        {
+            "model": ["m", "m", "m", "n"],
+            "protocol": ["single"] * 4,
+            "change_p": [0.01, 0.04, None, 0.04],
+        }
+    )
+    adjusted = sensitivity._holm(frame)["change_p_holm"]
+    expected = multipletests([0.01, 0.04], method="holm")[1]
+    assert list(adjusted[:2]) == pytest.approx(list(expected))
+    assert adjusted[2] is None and adjusted[3] == pytest.approx(0.04)  # its own family

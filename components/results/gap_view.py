@@ -158,7 +158,9 @@ def what_moves_the_gap(store: Store, hidden: set[str]) -> None:
                 "gap (KoED minus ED, per dialogue) under the variant minus the gap under the "
                 "authors' pipeline, over the dialogues both have, with a bootstrap 95% CI. "
                 "`koed reproduce plans/sensitivity.toml` makes the variants; the same table "
-                "is written as sensitivity.csv."
+                "is written as sensitivity.csv. With this many bars some CIs miss 0 by chance: "
+                "change_p_holm is each change's bootstrap p-value adjusted over the whole table "
+                "(Holm); read a change as real where it is below 0.05."
             )
         )
         tables.show(table, hide_index=True)

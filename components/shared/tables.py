@@ -32,6 +32,8 @@ HEADERS = (
     N_("judge_loo_kappa"), N_("judge_loo_reading"), N_("judged_items"), N_("judge_kappa"),
     N_("judge_kappa_reading"), N_("judge_spearman"), N_("judge_spearman_reading"),
     N_("judge_bias"), N_("judge_bias_reading"), N_("length_spearman"), N_("length_reading"),
+    # what moves the gap (koed_core/results/sensitivity.py)
+    N_("change"), N_("change_ci_low"), N_("change_ci_high"), N_("change_p"), N_("change_p_holm"),
 )  # fmt: skip
 """Column names the results' tables carry (the same names as in their CSV exports, which
 stay English for scripts): a table on a page shows them in the reader's language."""

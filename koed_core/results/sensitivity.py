@@ -6,6 +6,12 @@ pipeline; a variant differs from it in one step (a run setting, or the judge's t
 or parser). For every metric the gap per dialogue is ko minus en; a variant's change is
 the mean over dialogues (present in both) of its per-dialogue gap minus the base's, and
 its CI resamples those dialogues. Nothing is averaged across sources.
+
+A table shows many changes at once (seven variants x seven metrics): each 95% CI alone
+excludes 0 by chance one time in twenty. So each change also carries a two-sided
+bootstrap p-value (from the same resamples as its CI) and that p-value Holm-adjusted over
+every change of the table's base (``change_p_holm``, statsmodels): a change is read as
+real where the adjusted value is below 0.05.
 """
 
 from __future__ import annotations
@@ -56,6 +62,8 @@ COLUMNS = [
     "change",
     "change_ci_low",
     "change_ci_high",
+    "change_p",
+    "change_p_holm",
     "run_id",
     *JudgeConfig("", "", "", "").as_columns(),
 ]
@@ -130,16 +138,43 @@ def table(
                 theirs = _per_dialogue_gap(base_frame, base_source.run_id, metric)
                 shared = mine.index.intersection(theirs.index)
                 if len(shared):
-                    change, c_low, c_high = gaps.paired_gap(
-                        theirs[shared].to_numpy(), mine[shared].to_numpy()
-                    )
+                    before, after = theirs[shared].to_numpy(), mine[shared].to_numpy()
+                    change, c_low, c_high = gaps.paired_gap(before, after)
                     row.update(change=change, change_ci_low=c_low, change_ci_high=c_high)
+                    row["change_p"] = change_p(before, after)
             rows.append(row)
-    out = pd.DataFrame(rows)
+    out = _holm(pd.DataFrame(rows))
     for column in COLUMNS:
         if column not in out:
             out[column] = None
     return out[COLUMNS]
+
+
+def change_p(before: np.ndarray, after: np.ndarray, seed: int = 0) -> float | None:
+    """Two-sided bootstrap p-value of "no change", from the very resamples of the change's
+    CI (``gaps.paired_gap``, same seed): twice the share of resampled means on the far
+    side of 0. None where there is no CI (too few pairs)."""
+    diffs = np.asarray(after, dtype=float) - np.asarray(before, dtype=float)
+    if len(diffs) < gaps.MIN_PAIRS_FOR_CI:
+        return None
+    rng = np.random.default_rng(seed)
+    means = diffs[rng.integers(0, len(diffs), size=(gaps.BOOTSTRAP, len(diffs)))].mean(axis=1)
+    return float(min(1.0, 2 * min((means <= 0).mean(), (means >= 0).mean())))
+
+
+def _holm(frame: pd.DataFrame) -> pd.DataFrame:
+    """``change_p`` Holm-adjusted over every change of one model and protocol's table."""
+    from statsmodels.stats.multitest import multipletests
+
+    if frame.empty or "change_p" not in frame:
+        return frame
+    frame = frame.assign(change_p_holm=None)
+    for _key, part in frame.groupby(["model", "protocol"], dropna=False):
+        tested = part["change_p"].dropna()
+        if len(tested):
+            adjusted = multipletests(tested.to_numpy(dtype=float), method="holm")[1]
+            frame.loc[tested.index, "change_p_holm"] = adjusted
+    return frame
 
 
 def _steps(config: Mapping[str, Any]) -> dict[str, Any]:
@@ -232,16 +267,27 @@ def to_markdown(frame: pd.DataFrame, title: str) -> str:
     lines = [
         f"# {title}",
         "",
-        "| model | protocol | variant | metric | pairs | gap | 95% CI | change | 95% CI |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| model | protocol | variant | metric | pairs | gap | 95% CI | change | 95% CI "
+        "| p (Holm) |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for r in frame.to_dict("records"):
         change = "" if pd.isna(r["change"]) else f"{r['change']:+.2f}"
+        holm = r.get("change_p_holm")
+        adjusted = "" if holm is None or pd.isna(holm) else f"{holm:.3f}"
         lines.append(
             f"| {r['model']} | {r['protocol']} | {r['variant']} | {r['metric']} | {r['pairs']} "
             f"| {r['gap']:+.2f} | {ci(r['ci_low'], r['ci_high'])} | {change} "
-            f"| {ci(r['change_ci_low'], r['change_ci_high'])} |"
+            f"| {ci(r['change_ci_low'], r['change_ci_high'])} | {adjusted} |"
         )
+    tested = int(frame["change_p"].notna().sum()) if "change_p" in frame else 0
+    lines += [
+        "",
+        f"{tested} changes are shown. Each 95% CI holds for its own change only; across "
+        f"{tested} of them some exclude 0 by chance. p (Holm) is each change's bootstrap "
+        "p-value adjusted by Holm's method over all of them: read a change as real where it "
+        "is below 0.05.",
+    ]
     return "\n".join(lines) + "\n"
 
 
