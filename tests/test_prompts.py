@@ -4,6 +4,7 @@ native set unchanged; the paper's emotion extraction."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
@@ -11,6 +12,7 @@ from koed_core.dialogues.dialogue import Dialogue, Turn
 from koed_core.dialogues.labels import all_labels
 from koed_core.models.emotions import extract_anywhere, parse_two_calls
 from koed_core.models.prompts import (
+    PromptSetError,
     build_messages,
     glossed_labels,
     plan_messages,
@@ -127,3 +129,41 @@ def test_no_label_is_told_apart_from_a_wrong_one() -> None:
     assert score_emotions((), frozenset({"sad"})).given is False
     wrong = score_emotions(("joyful",), frozenset({"sad"}))
     assert wrong.given is True and wrong.hit is False
+
+
+def test_paper_ko_changes_the_instruction_language_alone(tmp_path: Path) -> None:
+    """Issue 35 #1: "instruction language: native" also changed the number of calls, the
+    wording, the role names and the label list. paper-ko is the paper set with Korean
+    instructions for Korean dialogues: English requests are the paper set's byte for byte,
+    Korean ones keep its structure, labels and transcript."""
+    from koed_core.models.pipeline import AUTHORS, steps_for
+    from koed_core.models.prompts import load_prompt_set
+
+    for protocol in ("single", "multi"):
+        en = build_task(DIALOGUE, "en")
+        assert plan_messages(en, protocol, "paper-ko").first == (
+            plan_messages(en, protocol, "paper").first
+        )
+        ko = build_task(DIALOGUE, "ko")
+        paper, korean = (
+            plan_messages(ko, protocol, "paper"),
+            plan_messages(ko, protocol, "paper-ko"),
+        )
+        assert korean.two_calls and paper.two_calls
+        assert korean.first[0]["content"] != paper.first[0]["content"]
+        assert korean.first[0]["content"].startswith("과제: 한국어로 나누는 공감 대화입니다.")
+        assert glossed_labels() in korean.first[0]["content"]  # the same list, in full
+        transcript = paper.first[1]["content"].split("\n\n")[0].removeprefix("Conversation:\n")
+        assert transcript in korean.first[1]["content"]  # Speaker:/Listener: as the paper's
+        assert "The task" not in korean.first[0]["content"] + korean.first[1]["content"]
+        second = korean.second(ko, "Emotion: sad")[-1]["content"]
+        assert (
+            second.startswith(korean.first[1]["content"]) and "파악한 감정: Emotion: sad" in second
+        )
+    ko_set = load_prompt_set("paper-ko")
+    assert ko_set.profile == "paper" and steps_for(ko_set.profile) == AUTHORS
+    assert ko_set.version != load_prompt_set("paper").version
+    bad = tmp_path / "mine.toml"
+    bad.write_text('name = "mine"\nextends = "nope"\n')
+    with pytest.raises(PromptSetError, match="extends must name a shipped set"):
+        load_prompt_set(bad)

@@ -33,8 +33,8 @@ from koed_core.models.protocol import ListenerTask, Message, Protocol
 from koed_core.paths import DATA_DIR
 from koed_core.tomlfile import read_toml
 
-PromptSetName = Literal["paper", "native"]
-PROMPT_SETS: tuple[PromptSetName, ...] = ("paper", "native")
+PromptSetName = Literal["paper", "native", "paper-ko"]
+PROMPT_SETS: tuple[PromptSetName, ...] = ("paper", "native", "paper-ko")
 PROMPTS_DIR = DATA_DIR / "prompts"
 LANGUAGE = {"ko": "Korean", "en": "English"}
 PAPER_MAX_TOKENS = 256
@@ -137,6 +137,14 @@ def _shipped(name: str) -> PromptSet:
 
 def _read(path: Path) -> PromptSet:
     raw = read_toml(path, "prompt set", PROMPT_SETS, PromptSetError)
+    if "extends" in raw:
+        parent = raw["extends"]
+        if parent not in PROMPT_SETS or parent == raw.get("name"):
+            raise PromptSetError(
+                f"{path}: extends must name a shipped set ({', '.join(PROMPT_SETS)}), "
+                f"not {parent!r}"
+            )
+        raw = _extend(_shipped(str(parent)).raw, raw)
     if not isinstance(raw.get("name"), str) or not raw["name"]:
         raise PromptSetError(f"{path}: needs a name")
     found = PromptSet(
@@ -148,6 +156,24 @@ def _read(path: Path) -> PromptSet:
     )
     _check(found)
     return found
+
+
+def _extend(base: Mapping[str, Any], child: Mapping[str, Any]) -> dict[str, Any]:
+    """A set made from a shipped one: each key the child gives replaces the base's, and a
+    child's ``{ko = ...}`` replaces the Korean side only (the English stays the base's)."""
+    out = dict(base)
+    for key, value in child.items():
+        if key == "extends":
+            continue
+        if isinstance(value, Mapping) and value and set(value) <= {"en", "ko"} and key in base:
+            out[key] = {
+                "en": _per_lang(base[key], "en"),
+                "ko": _per_lang(base[key], "ko"),
+                **value,
+            }
+        else:
+            out[key] = value
+    return out
 
 
 def _check(prompts: PromptSet) -> None:
@@ -193,7 +219,7 @@ def _check(prompts: PromptSet) -> None:
                     f"{where}: user.reply must hold {{first}} and {{emotion}} (the first "
                     "call's message and the emotion the model named)"
                 )
-        checks.append(("task", str(prompts.raw.get("task", "")), {"language": ""}))
+        checks.append(("task", str(_per_lang(prompts.raw.get("task", ""), lang)), {"language": ""}))
         for name, text, values in checks:
             _plain_fields(where, name, text, tuple(values))
             try:
@@ -289,7 +315,7 @@ def plan_messages(
         "language": language,
         "labels": prompts.labels(task.lang),
         "transcript": _transcript(task, prompts),
-        "task": str(prompts.raw.get("task", "")).format(language=language),
+        "task": str(_per_lang(prompts.raw.get("task", ""), task.lang)).format(language=language),
     }
     system = prompts.text("system", protocol, task.lang).format(**values)
     user = prompts.text("user", protocol, task.lang).format(**values)

@@ -50,6 +50,12 @@ AUTHORS_RUN = {
     "commas": "raw",
     "emotion_reader": "authors",
 }
+PROMPT_SET_VARIANTS = {
+    "paper-ko": "instruction language: Korean",
+    "native": "prompt set: native (one call, own wording, 화자/청자: several steps at once)",
+}
+"""A run with another prompt set, named for what it changes: ``paper-ko`` the instruction
+language alone; any other set more than one step (never "one step changed alone")."""
 COLUMNS = [
     "model",
     "protocol",
@@ -186,7 +192,10 @@ def _name(group: str, config: Mapping[str, Any]) -> str:
         temp = config.get("temperature")
         return "decoding: server default" if temp is None else f"decoding: T={temp:g}"
     key = RUN_STEPS[group][0]
-    return f"{group}: {config.get(key, EARLIER.get(key))}"
+    value = config.get(key, EARLIER.get(key))
+    if group == "prompt set":
+        return PROMPT_SET_VARIANTS.get(str(value), f"prompt set: {value} (several steps at once)")
+    return f"{group}: {value}"
 
 
 def find_variants(store: Store, run_id: str, judge: JudgeConfig) -> dict[str, Source]:
