@@ -149,6 +149,17 @@ def test_reproduce_killed_and_resumed(tmp_path: Path, fake_openai: FakeOpenAI) -
     assert (out / "paper_table.tex").read_text().startswith("% test table")
     assert "| model | protocol |" in (out / "paper_table.md").read_text()
     assert "paper_table.csv" in (out / "README.md").read_text()
+    # the paper's claims, checked on what is stored: no call, each claim decided or not
+    sent = len(fake_openai.requests)
+    claimed = subprocess.run(
+        [*command, "--claims"], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert claimed.returncode == 0, claimed.stderr
+    assert len(fake_openai.requests) == sent
+    said = (out / "claims.md").read_text()
+    assert said in claimed.stdout and said.startswith("## The paper's claims")
+    assert "Every model scores lower on KoED" in said and "judge: judge-x" in said
+    assert said.count("runs: ") == 2
 
 
 @pytest.mark.slow

@@ -29,6 +29,12 @@ def register(groups: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         help="every step where the plan differs from the KoED authors' pipeline; send nothing",
     )
     again.add_argument("--out", type=Path, help="folder for the table, charts and export")
+    again.add_argument(
+        "--claims",
+        action="store_true",
+        help="check the paper's claims (data/paper/claims.toml) on the runs: holds, does not "
+        "hold or undecided, with the numbers and runs behind each",
+    )
     again.add_argument("--db", type=Path)
     again.add_argument("--data", type=Path, help="KoED file (default: the app's data source)")
     again.add_argument(
@@ -97,6 +103,8 @@ def cmd_reproduce(args: argparse.Namespace, settings: Settings) -> int:
         return 1 if result.problems else 0
     table = reproduce.paper_table(store, runs, judge)
     moved = _sensitivity(store, result.data.get("variants"))
+    if args.claims:
+        _claims(store, runs, judge, specs, args.out)
     if args.out:
         from koed_core.results.paper_export import export_bundle, write_paper_table
 
@@ -121,6 +129,28 @@ def cmd_reproduce(args: argparse.Namespace, settings: Settings) -> int:
 
             print(to_markdown(moved, f"{plan.name}: what moves the gap"))
     return 1 if result.problems else 0
+
+
+def _claims(
+    store: Any, runs: Any, judge: Any, specs: dict[str, ModelSpec], out: Path | None
+) -> None:
+    """The paper's claims checked on these runs, printed (and written to OUT/claims.md)."""
+    from koed_core.results import claims, gaps
+
+    notes = {}
+    for name, spec in specs.items():
+        if spec.substitutes:
+            instead = ", ".join(spec.substitutes)
+            notes[name] = f"the paper's {spec.model} is retired: substitute {instead}"
+        elif spec.family == "open":
+            notes[name] = "weights as its server runs them (the paper: 4-bit bitsandbytes)"
+    frame = gaps.score_frame(store, judge=judge)
+    text = claims.to_markdown(claims.check(claims.load_claims(), frame, runs, judge, notes))
+    print(text)
+    if out:
+        from koed_core.private_files import write_private
+
+        write_private(out / "claims.md", text)
 
 
 def _sensitivity(store: Any, variants: Any) -> Any:

@@ -1,0 +1,188 @@
+"""The paper's published claims, as data (``data/paper/claims.toml``), checked against a
+reproduction's runs: a reproduction that never compares itself with what the paper says
+cannot say it reproduced it.
+
+Each claim names a test. ``every_gap_below_zero``: for every model and metric, the paired
+KoED-ED gap's 95% CI lies below 0. ``model_ranks_first``: one model's score in one
+language beats every other model's on the same dialogues, each paired difference's CI
+above 0. A claim is *undecided* when the runs cannot decide it (a CI across 0, a model
+missing); it never borrows a number from another source. Every verdict names the runs
+and the judge configuration its numbers come from.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from koed_core.db import JudgeConfig
+from koed_core.errors import KoedError
+from koed_core.paths import DATA_DIR
+from koed_core.results.gaps import paired_gap
+from koed_core.tomlfile import read_toml
+
+CLAIMS_FILE = DATA_DIR / "paper" / "claims.toml"
+TESTS = ("every_gap_below_zero", "model_ranks_first")
+HOLDS, FAILS, UNDECIDED = "holds", "does not hold", "undecided"
+
+
+class ClaimsError(KoedError, ValueError):
+    """A claims file that cannot be read or names an unknown test."""
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One published claim and the test that decides it."""
+
+    key: str
+    text: str
+    test: str
+    params: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What the runs say about one claim, with the numbers and where they come from."""
+
+    claim: Claim
+    status: str
+    numbers: tuple[str, ...]
+    runs: tuple[str, ...]
+    judge: str
+    notes: tuple[str, ...] = ()
+
+
+def load_claims(path: Path = CLAIMS_FILE) -> list[Claim]:
+    """The claims of a file, in its order.
+
+    Raises:
+        ClaimsError: not TOML, no claims, a claim without text or with an unknown test.
+    """
+    raw = read_toml(path, "claims file", (), ClaimsError)
+    table = raw.get("claims")
+    if not isinstance(table, Mapping) or not table:
+        raise ClaimsError(f"{path}: no [claims.NAME] tables")
+    claims = []
+    for key, body in table.items():
+        if not isinstance(body, Mapping) or not isinstance(body.get("text"), str):
+            raise ClaimsError(f"{path}: claims.{key} needs a text")
+        if body.get("test") not in TESTS:
+            raise ClaimsError(f"{path}: claims.{key}: test must be one of {', '.join(TESTS)}")
+        params = {k: v for k, v in body.items() if k not in ("text", "test")}
+        claims.append(Claim(str(key), body["text"], str(body["test"]), params))
+    return claims
+
+
+def check(
+    claims: Sequence[Claim],
+    frame: pd.DataFrame,
+    runs: Mapping[tuple[str, str], str],
+    judge: JudgeConfig | None,
+    notes: Mapping[str, str] | None = None,
+) -> list[Verdict]:
+    """Each claim decided on ``frame`` (``gaps.score_frame`` under ``judge``) for the runs
+    ``(model, protocol) -> run_id``; ``notes``: model -> what was substituted (a retired
+    snapshot, full precision for 4-bit), said beside every verdict using that model."""
+    judged = frame[frame["source"] == "judge"] if not frame.empty else frame
+    said = judge.label if judge is not None else "no judge configuration"
+    out = []
+    for claim in claims:
+        if judge is None or judged.empty:
+            out.append(Verdict(claim, UNDECIDED, ("no judged runs",), (), said))
+            continue
+        test = _gaps_below_zero if claim.test == "every_gap_below_zero" else _ranks_first
+        status, numbers, used = test(claim, judged, runs)
+        models = sorted({m for (m, _p), r in runs.items() if r in used})
+        extra = tuple(f"{m}: {notes[m]}" for m in models if notes and m in notes)
+        out.append(Verdict(claim, status, numbers, tuple(sorted(used)), said, extra))
+    return out
+
+
+def _per_dialogue(judged: pd.DataFrame, run_id: str, metric: str) -> pd.DataFrame:
+    mine = judged[(judged["run_id"] == run_id) & (judged["metric"] == metric)]
+    return mine.pivot_table(index="conv_id", columns="lang", values="value", aggfunc="mean")
+
+
+def _gaps_below_zero(
+    claim: Claim, judged: pd.DataFrame, runs: Mapping[tuple[str, str], str]
+) -> tuple[str, tuple[str, ...], set[str]]:
+    metrics = list(claim.params.get("metrics", []))
+    numbers, used, below, above = [], set(), 0, 0
+    for (model, protocol), run_id in sorted(runs.items()):
+        for metric in metrics:
+            wide = _per_dialogue(judged, run_id, metric)
+            if not {"en", "ko"} <= set(wide.columns):
+                continue
+            both = wide.dropna(subset=["en", "ko"])
+            if len(both) < 2:
+                continue
+            gap, low, high = paired_gap(both["en"].to_numpy(), both["ko"].to_numpy())
+            used.add(run_id)
+            below += high is not None and high < 0
+            above += low is not None and low > 0
+            numbers.append(f"{model} {protocol} {metric}: {gap:+.2f} [{low:+.2f}, {high:+.2f}]")
+    if not numbers:
+        return UNDECIDED, ("no run has both languages judged",), used
+    if above:
+        return FAILS, (f"{above} of {len(numbers)} gaps lie above 0", *numbers), used
+    if below == len(numbers):
+        return HOLDS, (f"all {len(numbers)} gaps lie below 0", *numbers), used
+    return UNDECIDED, (f"{len(numbers) - below} of {len(numbers)} CIs include 0", *numbers), used
+
+
+def _ranks_first(
+    claim: Claim, judged: pd.DataFrame, runs: Mapping[tuple[str, str], str]
+) -> tuple[str, tuple[str, ...], set[str]]:
+    target = str(claim.params.get("model", ""))
+    metric, lang = str(claim.params.get("metric", "")), str(claim.params.get("lang", "ko"))
+    numbers: list[str] = []
+    used: set[str] = set()
+    verdicts = []
+    for protocol in sorted({p for _m, p in runs}):
+        mine = runs.get((target, protocol))
+        others = {m: r for (m, p), r in runs.items() if p == protocol and m != target}
+        if mine is None or not others:
+            continue
+        ours = _per_dialogue(judged, mine, metric).get(lang)
+        if ours is None:
+            continue
+        for model, run_id in sorted(others.items()):
+            theirs = _per_dialogue(judged, run_id, metric).get(lang)
+            if theirs is None:
+                continue
+            both = pd.concat([ours, theirs], axis=1, keys=["ours", "theirs"]).dropna()
+            if len(both) < 2:
+                continue
+            diff, low, high = paired_gap(both["theirs"].to_numpy(), both["ours"].to_numpy())
+            used |= {mine, run_id}
+            verdicts.append((low, high))
+            numbers.append(
+                f"{target} - {model} ({protocol}, {metric}, {lang}): {diff:+.2f} "
+                f"[{low:+.2f}, {high:+.2f}]"
+            )
+    if not verdicts:
+        return UNDECIDED, (f"{target} and another model are not both in these runs",), used
+    if any(high is not None and high < 0 for _low, high in verdicts):
+        return FAILS, ("another model scores significantly higher", *numbers), used
+    if all(low is not None and low > 0 for low, _high in verdicts):
+        return (
+            HOLDS,
+            (f"above every other model, {len(verdicts)} paired CIs above 0", *numbers),
+            used,
+        )
+    return UNDECIDED, ("some paired CIs include 0", *numbers), used
+
+
+def to_markdown(verdicts: Sequence[Verdict]) -> str:
+    """The verdicts as a Markdown section, each with its numbers and sources."""
+    lines = ["## The paper's claims", ""]
+    for v in verdicts:
+        lines.append(f"- **{v.claim.text}** {v.status.upper()}.")
+        lines += [f"  - {n}" for n in v.numbers]
+        lines.append(f"  - judge: {v.judge}; runs: {', '.join(v.runs) or 'none'}")
+        lines += [f"  - substituted: {n}" for n in v.notes]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,91 @@
+"""The paper's claims as data, decided on planted gaps that make each hold, fail, or stay
+undecided (issue 35 #6)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from koed_core.db import JudgeConfig
+from koed_core.results import claims
+
+JUDGE = JudgeConfig("gpt-4o", "paper", "p1", "r1", "authors", "authors")
+RUNS = {("llama", "single"): "run-l", ("exaone-3.0-7.8b", "single"): "run-x"}
+
+
+def _frame(
+    ko_minus_en: dict[str, float], ca_ko: dict[str, float], noise: float = 0.1
+) -> pd.DataFrame:
+    """Judge scores of 40 dialogues per run: English around 3, Korean moved by the planted
+    gap; CA in Korean set per run."""
+    rng = np.random.default_rng(1)
+    rows = []
+    for run, gap in ko_minus_en.items():
+        for n in range(40):
+            for metric in ("EX", "IP", "ER", "EEA", "CA"):
+                en = 3 + rng.normal(0, noise)
+                ko = en + gap + rng.normal(0, noise)
+                if metric == "CA":
+                    ko = ca_ko[run] + rng.normal(0, noise)
+                for lang, value in (("en", en), ("ko", ko)):
+                    rows.append(
+                        {
+                            "run_id": run,
+                            "conv_id": f"c{n}",
+                            "lang": lang,
+                            "metric": metric,
+                            "value": value,
+                            "source": "judge",
+                        }
+                    )
+    return pd.DataFrame(rows)
+
+
+def _status(frame: pd.DataFrame, runs: dict[tuple[str, str], str] = RUNS) -> dict[str, str]:
+    return {v.claim.key: v.status for v in claims.check(claims.load_claims(), frame, runs, JUDGE)}
+
+
+def test_the_shipped_claims_hold_on_a_reproduction_that_matches_the_paper() -> None:
+    found = claims.check(
+        claims.load_claims(),
+        _frame({"run-l": -0.6, "run-x": -0.4}, {"run-l": 2.0, "run-x": 2.6}),
+        RUNS,
+        JUDGE,
+        {"llama": "weights as its server runs them"},
+    )
+    assert {v.claim.key: v.status for v in found} == {
+        "lower-on-koed": claims.HOLDS,
+        "exaone-ca": claims.HOLDS,
+    }
+    lower = found[0]
+    assert lower.runs == ("run-l", "run-x") and lower.judge == JUDGE.label
+    assert lower.numbers[0] == "all 10 gaps lie below 0"
+    assert lower.notes == ("llama: weights as its server runs them",)
+    text = claims.to_markdown(found)
+    assert "HOLDS" in text and "exaone-3.0-7.8b - llama (single, CA, ko)" in text
+
+
+def test_each_claim_fails_where_the_planted_numbers_contradict_it() -> None:
+    status = _status(_frame({"run-l": 0.5, "run-x": -0.4}, {"run-l": 3.0, "run-x": 2.0}))
+    assert status == {"lower-on-koed": claims.FAILS, "exaone-ca": claims.FAILS}
+
+
+def test_a_claim_the_runs_cannot_decide_is_undecided_never_assumed() -> None:
+    noisy = _frame({"run-l": 0.0, "run-x": -0.5}, {"run-l": 2.5, "run-x": 2.5}, noise=0.5)
+    assert _status(noisy) == {"lower-on-koed": claims.UNDECIDED, "exaone-ca": claims.UNDECIDED}
+    without = {("llama", "single"): "run-l"}
+    assert _status(noisy, without)["exaone-ca"] == claims.UNDECIDED
+    assert _status(noisy.iloc[0:0]) == {
+        "lower-on-koed": claims.UNDECIDED,
+        "exaone-ca": claims.UNDECIDED,
+    }
+
+
+def test_a_claims_file_with_an_unknown_test_is_refused(tmp_path: Path) -> None:
+    bad = tmp_path / "claims.toml"
+    bad.write_text('[claims.x]\ntext = "Something."\ntest = "vibes"\n')
+    with pytest.raises(claims.ClaimsError, match="test must be one of"):
+        claims.load_claims(bad)
