@@ -403,25 +403,6 @@ def answer_block(title: str, answer: Annotation, taxonomy: Taxonomy) -> None:
     span_table(answer.spans, taxonomy)
 
 
-def item_label(items: pd.DataFrame) -> dict[str, str]:
-    """conv_id -> how the picker shows it: your status and how many have submitted."""
-    out = {}
-    for r in items.itertuples():
-        yours = None if pd.isna(r.yours) else str(r.yours)
-        mine = _(STATUS[yours]) if yours in STATUS else str(yours)
-        out[r.conv_id] = (
-            _("{conv_id} · yours: {status} · complete", conv_id=r.conv_id, status=mine)
-            if r.complete
-            else _("{conv_id} · yours: {status}", conv_id=r.conv_id, status=mine)
-        )
-    return out
-
-
-def go_to(conv_id: str) -> None:
-    """Open this dialogue (a button's callback, before the picker is drawn)."""
-    st.session_state[state.ANN_ITEM] = conv_id
-
-
 def _model_suggestions(
     annotations: AnnotationStore,
     project: dict[str, Any],

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from components.annotation import annotation_view
+from components.annotation import annotation_view, picker
 from components.shared import resources, state
 from components.shared.literal import md
 from components.shared.source_banner import load_or_stop, render_source_banner
@@ -30,7 +30,7 @@ project_id = st.selectbox(
 )
 project = next(p for p in projects if p["id"] == project_id)
 items = annotations.items(project_id, who)
-labels = annotation_view.item_label(items)
+labels = picker.item_label(items, dataset, int(project["per_item"]))
 mine = items[items["open"]]
 done = int((items["yours"] == "submitted").sum())
 st.caption(
@@ -48,11 +48,9 @@ choices = list(mine["conv_id"])
 if not choices:
     st.success(_("Nothing left for you in this project."))
     st.stop()
-if st.session_state.get(state.ANN_ITEM) not in choices:
-    st.session_state[state.ANN_ITEM] = upcoming if upcoming in choices else choices[0]
-conv_id = st.selectbox(_("Dialogue"), choices, format_func=labels.__getitem__, key=state.ANN_ITEM)
+conv_id = picker.dialogue_picker(choices, labels, upcoming)
 if upcoming and upcoming != conv_id:
-    st.button(_("Go to the next one to do"), on_click=annotation_view.go_to, args=(upcoming,))
+    st.button(_("Go to the next one to do"), on_click=picker.go_to, args=(upcoming,))
 dialogue = dataset.get(conv_id)
 if dialogue is None:
     st.error(_("{conv_id} is not in the loaded dataset.", conv_id=md(conv_id)))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from koed_core.dialogues.dataset import load_dataset
@@ -144,4 +145,9 @@ def test_a_drag_across_turns_says_so_and_changes_nothing(site: Visit, browser: A
         expect(page.get_by_text("Your spans (0)")).to_be_visible()
     steps.add_span(page, (3, "화나"), (3, "mad"), "Places")  # the page still takes work
     expect(page.get_by_text("Your spans (1)")).to_be_visible()
+    picker = page.get_by_role("combobox", name="Dialogue")
+    expect(picker).to_have_value(re.compile("yours: draft"))
+    steps.submit(page, "context modified")
+    steps.settled(page)  # issue 33 #8: the picker said "draft" until a fresh session
+    expect(picker).to_have_value(re.compile("yours: submitted"))
     page.context.close()
