@@ -62,7 +62,7 @@ def test_a_span_typed_added_and_submitted_on_the_page() -> None:
     at.text_input(key="annotate.typed.en").set_value("convenience store")
     next(b for b in at.button if b.label == "Select these").click().run()
     assert "turn 3: 편의점" in [t.value for t in at.text]
-    at.selectbox(key="annotate.type").set_value("places")
+    next(s for s in at.selectbox if s.label == "Signal type").set_value("places")
     next(b for b in at.button if b.label == "Add span").click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
     at.radio(key=f"annotate.category.{dialogue.conv_id}").set_value("context_modified")
@@ -303,7 +303,7 @@ def test_a_long_lock_on_add_span_is_one_sentence_and_the_span_is_kept_for_later(
     at.text_input(key="annotate.typed.ko").set_value("편의점")
     at.text_input(key="annotate.typed.en").set_value("convenience store")
     next(b for b in at.button if b.label == "Select these").click().run()
-    at.selectbox(key="annotate.type").set_value("places")
+    next(s for s in at.selectbox if s.label == "Signal type").set_value("places")
     other = sqlite3.connect(os.environ["KOED_DB"], isolation_level=None)
     other.execute("BEGIN IMMEDIATE")  # another process's long write
     try:

@@ -253,16 +253,22 @@ def annotate(
     with right:
         st.markdown("**" + _("English counterpart") + "**")
         st.text(_turn_text(en) if en else _("(none selected)"))
+    codes = list(taxonomy.codes)
+    last = st.session_state.get(state.ANN_LAST_TYPE)
     with st.form("annotate.add", border=True, clear_on_submit=True):
         kind = st.selectbox(
             _("Signal type"),
-            list(taxonomy.codes),
+            codes,
+            index=codes.index(last) if last in codes else 0,  # emptied, it keeps the type
             format_func=_type_labels(taxonomy).__getitem__,
-            key=state.ANN_TYPE,
+            # keyed by the last type: an emptied form's widget goes back to the default it
+            # was first made with, so a new last type needs a new widget
+            key=f"{state.ANN_TYPE}.{last}",
             help=_type_help(taxonomy),
         )
         none = st.checkbox(_("No English counterpart"), key=state.ANN_NONE)
         if st.form_submit_button(_("Add span"), disabled=False):
+            st.session_state[state.ANN_LAST_TYPE] = kind  # kept after an error too
             if ko is None:
                 st.error(_("Select a span in a Korean turn first."))
             else:

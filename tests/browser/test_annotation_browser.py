@@ -145,6 +145,9 @@ def test_a_drag_across_turns_says_so_and_changes_nothing(site: Visit, browser: A
         expect(page.get_by_text("Your spans (0)")).to_be_visible()
     steps.add_span(page, (3, "화나"), (3, "mad"), "Places")  # the page still takes work
     expect(page.get_by_text("Your spans (1)")).to_be_visible()
+    form = page.get_by_test_id("stForm").filter(has_text="Signal type")
+    steps.settled(page)  # issue 33 #3: the emptied form went back to the first type
+    expect(form.get_by_role("combobox", name="Signal type")).to_have_value(re.compile("Places"))
     picker = page.get_by_role("combobox", name="Dialogue")
     expect(picker).to_have_value(re.compile("yours: draft"))
     steps.submit(page, "context modified")
