@@ -52,7 +52,9 @@ AUTHORS_RUN = {
 }
 PROMPT_SET_VARIANTS = {
     "paper-ko": "instruction language: Korean",
-    "native": "prompt set: native (one call, own wording, 화자/청자: several steps at once)",
+    "native": (
+        "prompt set: native (one call, own wording, Korean role names: several steps at once)"
+    ),
 }
 """A run with another prompt set, named for what it changes: ``paper-ko`` the instruction
 language alone; any other set more than one step (never "one step changed alone")."""
