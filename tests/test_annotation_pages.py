@@ -505,3 +505,40 @@ def test_a_notice_waiting_beside_the_pending_sides_is_not_read_as_a_side() -> No
         {"start": 0, "end": 3, "cls": "pending", "title": "selected"}
     ]
     assert _marks([], pending, 1, "selected") == {"ko": [], "en": []}
+
+
+def test_the_agreement_table_speaks_korean_on_the_page_and_english_in_the_csv(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 32: its details ("3 annotator pair(s)") and type codes reached a Korean page
+    in English; the CSV for scripts stays English."""
+    import streamlit as st
+
+    from koed_core.annotation.spans import Span, side_at
+    from koed_core.annotation.taxonomy import CONTEXT_MODIFIED
+
+    dataset = load_dataset(SAMPLE_FILE)
+    dialogue = dataset.dialogues[0]
+    start = dialogue.turns[2].ko.index("편의점")
+    annotations = AnnotationStore(Store(os.environ["KOED_DB"]))
+    project = annotations.create_project("ko", dataset, [dialogue.conv_id], annotators=["a", "b"])
+    for name in ("a", "b"):
+        span = Span(side_at(dialogue, "ko", 3, start, start + 3), "places", no_counterpart=True)
+        annotations.save(project, dialogue, name, CONTEXT_MODIFIED, "", [span], submit=True)
+    files: list[str] = []
+    real = st.download_button
+
+    def spy(label: str, data: object, *args: object, **kwargs: object) -> object:
+        if isinstance(data, str | bytes) and "annotation_project" in str(data):
+            files.append(data.decode() if isinstance(data, bytes) else data)
+        return real(label, data, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(st, "download_button", spy)
+    at = _as(None)
+    at.query_params["lang"] = "ko"
+    at.run().switch_page("pages/annotation/projects.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    text = next(t for t in (d.value.to_string() for d in at.dataframe) if "F1" in t)
+    assert "주석자 쌍 1개" in text and "annotator pair" not in text
+    assert "장소" in text  # the type by its name, not the code "places"
+    assert files and "1 annotator pair(s)" in files[-1] and "주석자" not in files[-1]

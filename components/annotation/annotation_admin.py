@@ -302,7 +302,8 @@ def agreement_section(
     annotations: AnnotationStore, project: dict[str, Any], dataset: Dataset
 ) -> None:
     """Kappa on the category and span F1, with the export of the project."""
-    table = agreement.agreement_table(annotations.annotations(project["id"]), project)
+    answers = annotations.annotations(project["id"])
+    table = agreement.agreement_table(answers, project)
     st.caption(
         _(
             "Category: Cohen's kappa when the same two people annotated every dialogue, else "
@@ -312,11 +313,13 @@ def agreement_section(
             "location: the same with the type ignored."
         )
     )
-    tables.show(_shown_agreement(table), hide_index=True)
+    tables.show(_shown_agreement(table, annotations.taxonomy(project)), hide_index=True)
     confusion_section(annotations, project)
+    with i18n.speaking("en"):  # a file for scripts and papers: English, as every export
+        english = agreement.agreement_table(answers, project)
     st.download_button(
         _("Download the agreement table (CSV)"),
-        csv_safe.to_csv(table),
+        csv_safe.to_csv(english),
         file_name=f"annotation-agreement-{project['id']}.csv",
         mime="text/csv",
         key=f"projects.agreement.{project['id']}",
@@ -325,7 +328,7 @@ def agreement_section(
         _("Prepare the export (JSONL, agreement, taxonomy)"),
         key=f"projects.export.{project['id']}",
     ):
-        with tempfile.TemporaryDirectory() as work:
+        with tempfile.TemporaryDirectory() as work, i18n.speaking("en"):
             files = export_project(
                 annotations, project["id"], dataset, resources.server_key(), Path(work)
             )
@@ -364,10 +367,10 @@ def confusion_section(annotations: AnnotationStore, project: dict[str, Any]) -> 
     tables.show(shown.reset_index(names=_("type")), hide_index=True)
 
 
-def _shown_agreement(table: pd.DataFrame) -> pd.DataFrame:
-    """The agreement table as the page shows it: headers and measures in the page's
-    language (the download keeps the English names scripts read)."""
-    names = i18n.choices(MEASURES)
+def _shown_agreement(table: pd.DataFrame, taxonomy: Taxonomy) -> pd.DataFrame:
+    """The agreement table as the page shows it: headers, measures and types in the
+    page's language (the download keeps the English names scripts read)."""
+    names = i18n.choices(MEASURES) | {kind.code: type_name(kind) for kind in taxonomy.types}
     shown = table.drop(columns=["annotation_project"])
     for column in ("measure", "type"):
         shown[column] = shown[column].map(lambda value: names.get(value, value))

@@ -6,7 +6,8 @@ dialogues. Jeong/han dialogues are left out: the file decides their category.
 The spans: F1 between each pair of annotators of a dialogue, per signal type and over
 all types, counted two ways: *exact* (same turn, offsets and type) and *overlapping*
 (same turn and type, the texts overlap; each span matched at most once). F1 over a pair
-is 2 x matched / (spans of one + spans of the other), pooled over pairs.
+is 2 x matched / (spans of one + spans of the other), pooled over pairs. Notes and
+details are in the language being spoken (a page's; English for the CLI and exports).
 
 Where the annotators agree on the words but not on the type, the per-type F1 counts a
 miss on both types. Two more readings show it, for refining a taxonomy: a *location-only*
@@ -29,6 +30,7 @@ from statsmodels.stats.inter_rater import aggregate_raters, fleiss_kappa
 from koed_core.annotation.projects import ANNOTATOR, Annotation
 from koed_core.annotation.spans import Span
 from koed_core.annotation.taxonomy import HANDCRAFTED
+from koed_core.i18n import _
 
 BOOTSTRAP = 2000
 ALL_TYPES = "all types"
@@ -113,8 +115,10 @@ def category_agreement(
     if len(items) < 2:
         result.update(
             method="-",
-            note="kappa needs 2 or more dialogues every annotator has submitted "
-            f"({len(items)} so far)",
+            note=_(
+                "kappa needs 2 or more dialogues every annotator has submitted ({n} so far)",
+                n=len(items),
+            ),
         )
         return result
     codes = sorted({a.category or "" for v in items.values() for a in v})
@@ -125,7 +129,7 @@ def category_agreement(
     observed = float(np.mean([len(set(row)) == 1 for row in matrix]))
     result.update(method=method, observed_agreement=round(observed, 4))
     if np.isnan(kappa):
-        result["note"] = "kappa undefined: every answer is the same category"
+        result["note"] = _("kappa undefined: every answer is the same category")
         return result
     draws = np.random.default_rng(seed).integers(0, len(matrix), size=(BOOTSTRAP, len(matrix)))
     boot = _boot_kappa(matrix, draws, len(codes), cohen=same_two)
@@ -272,7 +276,11 @@ def agreement_table(annotations: Sequence[Annotation], project: dict[str, object
             "ci_low": category["ci_low"],
             "ci_high": category["ci_high"],
             "n": category["dialogues"],
-            "detail": f"{category['method']}; observed agreement {category['observed_agreement']}"
+            "detail": _(
+                "{method}; observed agreement {observed}",
+                method=category["method"],
+                observed=category["observed_agreement"],
+            )
             if category["kappa"] is not None
             else category["note"],
         }
@@ -290,7 +298,7 @@ def agreement_table(annotations: Sequence[Annotation], project: dict[str, object
                 "ci_low": None,
                 "ci_high": None,
                 "n": location["spans"],
-                "detail": f"{location['pairs']} annotator pair(s); the type ignored",
+                "detail": _("{n} annotator pair(s); the type ignored", n=location["pairs"]),
             }
         )
     for span in span_agreement(annotations).itertuples():
@@ -306,7 +314,7 @@ def agreement_table(annotations: Sequence[Annotation], project: dict[str, object
                     "ci_low": None,
                     "ci_high": None,
                     "n": span.spans,
-                    "detail": f"{span.pairs} annotator pair(s)",
+                    "detail": _("{n} annotator pair(s)", n=span.pairs),
                 }
             )
     return pd.DataFrame(rows).assign(
