@@ -64,8 +64,9 @@ def test_the_shipped_claims_hold_on_a_reproduction_that_matches_the_paper() -> N
     assert lower.runs == ("run-l", "run-x") and lower.judge == JUDGE.label
     assert lower.numbers[0] == "all 10 gaps lie below 0"
     assert lower.notes == ("llama: weights as its server runs them",)
-    text = claims.to_markdown(found)
+    text = claims.to_markdown(found, "aa49" * 16)
     assert "HOLDS" in text and "exaone-3.0-7.8b - llama (single, CA, ko)" in text
+    assert f"Dataset sha256: {'aa49' * 16}" in text  # every number names its data
 
 
 def test_each_claim_fails_where_the_planted_numbers_contradict_it() -> None:
@@ -89,3 +90,41 @@ def test_a_claims_file_with_an_unknown_test_is_refused(tmp_path: Path) -> None:
     bad.write_text('[claims.x]\ntext = "Something."\ntest = "vibes"\n')
     with pytest.raises(claims.ClaimsError, match="test must be one of"):
         claims.load_claims(bad)
+
+
+@pytest.mark.parametrize(
+    ("body", "said"),
+    [
+        ('test = "every_gap_below_zero"\nmetrics = 5\n', "metrics must be a list of names"),
+        ('test = "every_gap_below_zero"\nmetrics = []\n', "metrics must be a list of names"),
+        ('test = "model_ranks_first"\nmetric = "CA"\n', "model must be a name"),
+        ('test = "model_ranks_first"\nmodel = "x"\nmetric = "CA"\nlang = "fr"\n', "lang must be"),
+    ],
+)
+def test_a_claims_file_with_settings_of_the_wrong_kind_is_one_sentence(
+    tmp_path: Path, body: str, said: str
+) -> None:
+    bad = tmp_path / "claims.toml"
+    bad.write_text('[claims.x]\ntext = "Something."\n' + body)
+    with pytest.raises(claims.ClaimsError, match=said):
+        claims.load_claims(bad)
+
+
+def test_reproduce_refuses_a_bad_claims_file_before_sending_anything(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from koed_core.cli import main
+    from koed_core.paths import SAMPLE_FILE
+
+    plan = tmp_path / "plan.toml"
+    plan.write_text(
+        'name = "small"\nmodels = ["openai:a"]\njudge = "gpt-4o"\nsubset = "full"\n'
+        'protocols = ["single"]\n'
+    )
+    bad = tmp_path / "claims.toml"
+    bad.write_text("[claims.x]\ntext = 'x'\ntest = 'vibes'\n")
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")  # nothing may be called
+    code = main(["reproduce", str(plan), "--data", str(SAMPLE_FILE), "--claims", str(bad)])
+    assert code != 0
+    err = capsys.readouterr().err
+    assert "test must be one of" in err and "Traceback" not in err

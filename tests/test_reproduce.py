@@ -159,7 +159,7 @@ def test_reproduce_killed_and_resumed(tmp_path: Path, fake_openai: FakeOpenAI) -
     said = (out / "claims.md").read_text()
     assert said in claimed.stdout and said.startswith("## The paper's claims")
     assert "Every model scores lower on KoED" in said and "judge: judge-x" in said
-    assert said.count("runs: ") == 2
+    assert said.count("runs: ") == 2 and "Dataset sha256: " in said
 
 
 @pytest.mark.slow

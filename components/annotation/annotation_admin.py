@@ -11,6 +11,7 @@ import io
 import tempfile
 import zipfile
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,7 @@ from components.shared.literal import md
 from koed_core import csv_safe, i18n
 from koed_core.annotation import agreement
 from koed_core.annotation.exchange import export_project
-from koed_core.annotation.projects import AnnotationStore
+from koed_core.annotation.projects import Annotation, AnnotationStore
 from koed_core.annotation.spans import Span
 from koed_core.annotation.taxonomy import (
     CATEGORIES,
@@ -313,8 +314,9 @@ def agreement_section(
             "location: the same with the type ignored."
         )
     )
-    tables.show(_shown_agreement(table, annotations.taxonomy(project)), hide_index=True)
-    confusion_section(annotations, project)
+    taxonomy = annotations.taxonomy(project)
+    tables.show(_shown_agreement(table, taxonomy), hide_index=True)
+    confusion_section(answers, taxonomy)
     with i18n.speaking("en"):  # a file for scripts and papers: English, as every export
         english = agreement.agreement_table(answers, project)
     st.download_button(
@@ -345,9 +347,9 @@ def agreement_section(
         )
 
 
-def confusion_section(annotations: AnnotationStore, project: dict[str, Any]) -> None:
+def confusion_section(answers: Sequence[Annotation], taxonomy: Taxonomy) -> None:
     """Which types annotators chose for the same words: where a taxonomy's lines blur."""
-    confusion = agreement.type_confusion(annotations.annotations(project["id"]))
+    confusion = agreement.type_confusion(answers)
     if confusion.empty:
         return
     st.markdown("**" + _("Types chosen for the same words") + "**")
@@ -359,7 +361,6 @@ def confusion_section(annotations: AnnotationStore, project: dict[str, Any]) -> 
             "one annotator marked."
         )
     )
-    taxonomy = annotations.taxonomy(project)
     names = {code: type_name(kind) for code in confusion.index if (kind := taxonomy.get(code))} | {
         agreement.NO_SPAN: _("(no span)")
     }

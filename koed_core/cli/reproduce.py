@@ -31,9 +31,11 @@ def register(groups: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     again.add_argument("--out", type=Path, help="folder for the table, charts and export")
     again.add_argument(
         "--claims",
-        action="store_true",
-        help="check the paper's claims (data/paper/claims.toml) on the runs: holds, does not "
-        "hold or undecided, with the numbers and runs behind each",
+        nargs="?",
+        const="",
+        metavar="FILE",
+        help="check the paper's claims (data/paper/claims.toml, or FILE) on the runs: holds, "
+        "does not hold or undecided, with the numbers and runs behind each",
     )
     again.add_argument("--db", type=Path)
     again.add_argument("--data", type=Path, help="KoED file (default: the app's data source)")
@@ -73,6 +75,11 @@ def cmd_reproduce(args: argparse.Namespace, settings: Settings) -> int:
     if plan.kind == "episodes" and plan.speaker:
         specs.setdefault(plan.speaker, env.resolve(plan.speaker))
     judge_spec = env.resolve(plan.judge)
+    stated = None
+    if args.claims is not None:  # a bad claims file is said now, not after the runs
+        from koed_core.results import claims
+
+        stated = claims.load_claims(Path(args.claims)) if args.claims else claims.load_claims()
     print(
         f"{plan.name}: {len(plan.models)} models x {len(plan.protocols)} protocols x "
         f"{len(plan.langs)} languages on {plan.subset} ({len(dialogues)} dialogues), "
@@ -103,8 +110,8 @@ def cmd_reproduce(args: argparse.Namespace, settings: Settings) -> int:
         return 1 if result.problems else 0
     table = reproduce.paper_table(store, runs, judge)
     moved = _sensitivity(store, result.data.get("variants"))
-    if args.claims:
-        _claims(store, runs, judge, specs, args.out)
+    if stated is not None:
+        _claims(store, runs, judge, specs, args.out, dataset.sha256, stated)
     if args.out:
         from koed_core.results.paper_export import export_bundle, write_paper_table
 
@@ -132,7 +139,13 @@ def cmd_reproduce(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _claims(
-    store: Any, runs: Any, judge: Any, specs: dict[str, ModelSpec], out: Path | None
+    store: Any,
+    runs: Any,
+    judge: Any,
+    specs: dict[str, ModelSpec],
+    out: Path | None,
+    dataset_sha256: str,
+    stated: Any,
 ) -> None:
     """The paper's claims checked on these runs, printed (and written to OUT/claims.md)."""
     from koed_core.results import claims, gaps
@@ -145,7 +158,8 @@ def _claims(
         elif spec.family == "open":
             notes[name] = "weights as its server runs them (the paper: 4-bit bitsandbytes)"
     frame = gaps.score_frame(store, judge=judge)
-    text = claims.to_markdown(claims.check(claims.load_claims(), frame, runs, judge, notes))
+    verdicts = claims.check(stated, frame, runs, judge, notes)
+    text = claims.to_markdown(verdicts, dataset_sha256)
     print(text)
     if out:
         from koed_core.private_files import write_private

@@ -73,8 +73,29 @@ def load_claims(path: Path = CLAIMS_FILE) -> list[Claim]:
         if body.get("test") not in TESTS:
             raise ClaimsError(f"{path}: claims.{key}: test must be one of {', '.join(TESTS)}")
         params = {k: v for k, v in body.items() if k not in ("text", "test")}
+        _check_params(path, str(key), str(body["test"]), params)
         claims.append(Claim(str(key), body["text"], str(body["test"]), params))
     return claims
+
+
+def _check_params(path: Path, key: str, test: str, params: Mapping[str, Any]) -> None:
+    """Each test's settings of the right kind, so a bad file is one sentence, not a
+    traceback in the middle of a reproduction's report."""
+    where = f"{path}: claims.{key}"
+    if test == "every_gap_below_zero":
+        metrics = params.get("metrics")
+        if (
+            not isinstance(metrics, list)
+            or not metrics
+            or not all(isinstance(m, str) for m in metrics)
+        ):
+            raise ClaimsError(f'{where}: metrics must be a list of names, e.g. ["EX", "CA"]')
+        return
+    for name in ("model", "metric"):
+        if not isinstance(params.get(name), str) or not params[name]:
+            raise ClaimsError(f"{where}: {name} must be a name (text)")
+    if params.get("lang", "ko") not in ("ko", "en"):
+        raise ClaimsError(f'{where}: lang must be "ko" or "en"')
 
 
 def check(
@@ -177,9 +198,12 @@ def _ranks_first(
     return UNDECIDED, ("some paired CIs include 0", *numbers), used
 
 
-def to_markdown(verdicts: Sequence[Verdict]) -> str:
-    """The verdicts as a Markdown section, each with its numbers and sources."""
+def to_markdown(verdicts: Sequence[Verdict], dataset_sha256: str = "") -> str:
+    """The verdicts as a Markdown section, each with its numbers and sources (the runs,
+    the judge configuration and, given, the dataset they were run on)."""
     lines = ["## The paper's claims", ""]
+    if dataset_sha256:
+        lines += [f"Dataset sha256: {dataset_sha256}", ""]
     for v in verdicts:
         lines.append(f"- **{v.claim.text}** {v.status.upper()}.")
         lines += [f"  - {n}" for n in v.numbers]

@@ -123,10 +123,19 @@ def paired_gap(
         raise ValueError("no dialogue is answered in both languages")
     if len(diffs) < MIN_PAIRS_FOR_CI:
         return float(diffs.mean()), None, None
-    rng = np.random.default_rng(seed)
-    resampled = diffs[rng.integers(0, len(diffs), size=(BOOTSTRAP, len(diffs)))].mean(axis=1)
-    low, high = np.percentile(resampled, [2.5, 97.5])
+    low, high = np.percentile(bootstrap_means(diffs, seed), [2.5, 97.5])
     return float(diffs.mean()), float(low), float(high)
+
+
+def bootstrap_means(diffs: np.ndarray, seed: int = 0) -> np.ndarray:
+    """The mean of ``diffs`` in each of ``BOOTSTRAP`` resamples of its dialogues: the
+    draws behind every paired CI here, and behind a change's p-value (``sensitivity``),
+    so a CI and its p-value always come from the same resamples."""
+    values = np.asarray(diffs, dtype=float)
+    rng = np.random.default_rng(seed)
+    draws = rng.integers(0, len(values), size=(BOOTSTRAP, len(values)))
+    means: np.ndarray = values[draws].mean(axis=1)
+    return means
 
 
 def gap_table(

@@ -165,8 +165,7 @@ def change_p(before: np.ndarray, after: np.ndarray, seed: int = 0) -> float | No
     diffs = np.asarray(after, dtype=float) - np.asarray(before, dtype=float)
     if len(diffs) < gaps.MIN_PAIRS_FOR_CI:
         return None
-    rng = np.random.default_rng(seed)
-    means = diffs[rng.integers(0, len(diffs), size=(gaps.BOOTSTRAP, len(diffs)))].mean(axis=1)
+    means = gaps.bootstrap_means(diffs, seed)
     return float(min(1.0, 2 * min((means <= 0).mean(), (means >= 0).mean())))
 
 
