@@ -3,6 +3,7 @@ checks the file; new files are owner-only."""
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import sqlite3
 import stat
@@ -124,6 +125,13 @@ def test_judging_resumes_across_the_upgrade(old_db: Path, monkeypatch: pytest.Mo
     # m009: an earlier judgment is of the fenced template, read leniently (JSON if strict)
     steps = {(u.config.mode, u.config.template, u.config.parse) for u in Judgments(store).configs()}
     assert steps and steps <= {("paper", "fenced", "lenient"), ("strict", "fenced", "json")}
+    # m014: every earlier judgment is the first judging (replicate 0); asking again is a
+    # source of its own, with nothing of the earlier pass counted as done for it
+    upgraded = Judgments(store).configs()
+    assert upgraded and {u.config.replicate for u in upgraded} == {0}
+    first = upgraded[0].config
+    assert Judgments(store).done(first)
+    assert not Judgments(store).done(dataclasses.replace(first, replicate=1))
 
 
 def test_a_newer_database_is_refused(old_db: Path) -> None:

@@ -50,6 +50,7 @@ def test_a_planted_post_processing_effect_is_recovered(
         '[variants."post-processing: none"]\npostprocess = "none"\n'
         '[variants."emotion reader: extended"]\nemotion_reader = "extended"\n'
         '[variants."=HYPERLINK(lenient)"]\njudge_parse = "lenient"\n'
+        f'[variants."{sensitivity.NOISE_FLOOR}"]\njudge_replicate = 1\n'
     )  # a variant's name is the plan author's text: it must reach a sheet as text
     env = {
         **os.environ,
@@ -73,6 +74,7 @@ def test_a_planted_post_processing_effect_is_recovered(
         "post-processing: none",
         "emotion reader: extended",
         "'=HYPERLINK(lenient)",  # neutralised (issue 31, finding 6)
+        sensitivity.NOISE_FLOOR,
     }
     assert {p.stat().st_mode & 0o777 for p in out.glob("sensitivity.*")} == {0o600}
     planted = _score(SHORT) - _score(SHORT + EXTRA)
@@ -88,6 +90,14 @@ def test_a_planted_post_processing_effect_is_recovered(
     emotion = table[(table["metric"] == "emotion") & (table["variant"] != sensitivity.BASE)]
     assert (emotion["change"] == 0).all()  # the emotion answers did not change
     assert "what moves the gap" in (out / "sensitivity.md").read_text()
+    # the noise floor: the base judged again by a deterministic judge moves nothing at all,
+    # and is a source of its own (the base's verdicts are not averaged with it)
+    floor = table[table["variant"] == sensitivity.NOISE_FLOOR]
+    assert set(floor["metric"]) >= {"EX", "IP", "ER", "EEA", "CA"}
+    rubric = floor[floor["metric"].isin(["EX", "IP", "ER", "EEA", "CA"])]
+    assert (rubric["change"] == 0).all() and (rubric["judge_replicate"] == 1).all()
+    assert (table[table["variant"] == sensitivity.BASE]["judge_replicate"].dropna() == 0).all()
+    assert "judged a second time" in (out / "sensitivity.md").read_text()
     # the Gap page finds the same variants in the database without the plan
     store = Store(tmp_path / "koed.db")
     [(run_id, judge)] = sensitivity.bases(store)
@@ -97,6 +107,7 @@ def test_a_planted_post_processing_effect_is_recovered(
         "post-processing: none",
         "emotion reader: extended",
         "judge parse: lenient",
+        sensitivity.NOISE_FLOOR,
     }
     # the post-processing variant read the base's stored answers again: no listener call
     answered = store.db.execute("select count(*) from responses where run_id = ?", [run_id])
@@ -108,7 +119,8 @@ def test_a_planted_post_processing_effect_is_recovered(
     langs = "select lang, count(*) from responses where run_id = ? group by lang"
     per_lang = dict(store.db.execute(langs, [run_id]).fetchall())
     calls = sum(r["model"] == "judge-x" for r in fake_openai.requests)
-    assert calls == 5 * (per_lang["ko"] + per_lang["en"]) + 5 * per_lang["en"]
+    # ... and the noise floor asks about every base text once more
+    assert calls == 2 * 5 * (per_lang["ko"] + per_lang["en"]) + 5 * per_lang["en"]
     lenient = found["judge parse: lenient"].judge
     reread = store.db.execute(
         "select count(*) from judgments where parse = ? and raw_reply is not null",

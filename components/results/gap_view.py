@@ -160,7 +160,9 @@ def what_moves_the_gap(store: Store, hidden: set[str]) -> None:
                 "`koed reproduce plans/sensitivity.toml` makes the variants; the same table "
                 "is written as sensitivity.csv. With this many bars some CIs miss 0 by chance: "
                 "change_p_holm is each change's bootstrap p-value adjusted over the whole table "
-                "(Holm); read a change as real where it is below 0.05."
+                "(Holm); read a change as real where it is below 0.05. The grey bar and band, "
+                "where there is one, is the base judged again with nothing changed: the "
+                "judge's own noise, the yardstick for every other bar."
             )
         )
         tables.show(table, hide_index=True)

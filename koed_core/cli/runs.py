@@ -106,6 +106,14 @@ def register(groups: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         choices=PARSES,
         help="paper mode's verdict reader (default authors: split on 'Score:', then int)",
     )
+    judge.add_argument(
+        "--replicate",
+        type=int,
+        default=0,
+        metavar="N",
+        help="ask the judge again about texts it judged (N from 1), kept as a source of its "
+        "own: the noise floor of a comparison",
+    )
     judge.add_argument("--db", type=Path)
     add_batch_choice(judge)
     judge.set_defaults(func=cmd_judge)
@@ -167,6 +175,7 @@ def cmd_judge(args: argparse.Namespace, settings: Settings) -> int:
         batch_size=args.batch_size,
         template=str(args.judge_template.resolve()) if args.judge_template else args.template,
         parse=args.parse,
+        replicate=args.replicate,
     )
     return foreground(params, args.db, settings, "call")
 

@@ -11,7 +11,15 @@ import pandas as pd
 from koed_core.db.store import Store
 from koed_core.db.types import JudgeConfig
 
-CONFIG_COLUMNS = ("judge_model", "mode", "prompt_version", "rubric_version", "template", "parse")
+CONFIG_COLUMNS = (
+    "judge_model",
+    "mode",
+    "prompt_version",
+    "rubric_version",
+    "template",
+    "parse",
+    "replicate",
+)
 
 
 def _where(alias: str = "") -> str:
@@ -23,7 +31,7 @@ def _where(alias: str = "") -> str:
 CONFIG_WHERE = _where()
 
 
-def _params(config: JudgeConfig) -> list[str]:
+def _params(config: JudgeConfig) -> list[object]:
     return [
         config.model,
         config.mode,
@@ -31,6 +39,7 @@ def _params(config: JudgeConfig) -> list[str]:
         config.rubric_version,
         config.template,
         config.parse,
+        config.replicate,
     ]
 
 
@@ -79,7 +88,8 @@ class Judgments:
                     and a.dimension = f.dimension and a.sample = f.sample
                     and a.judge_model = f.judge_model and a.mode = f.mode
                     and a.prompt_version = f.prompt_version and a.template = f.template
-                    and a.parse = f.parse and a.error is null))""",
+                    and a.parse = f.parse and a.replicate = f.replicate
+                    and a.error is null))""",
             _params(config),
         )
         return {r["id"] for r in rows}
@@ -94,12 +104,12 @@ class Judgments:
         rows = self.store.rows(
             f"""select j.judge_model, j.mode, j.prompt_version,
                        coalesce(j.rubric_version, 'unknown') as rubric_version,
-                       j.template, j.parse,
+                       j.template, j.parse, j.replicate,
                        count(*) as judgments, sum(j.score is null) as unscored,
                        count(distinct j.response_id) as responses, max(j.created) as last
                 from judgments j join responses s on s.id = j.response_id
                 where j.error is null {where}
-                group by 1, 2, 3, 4, 5, 6 order by last desc, 1, 2, 3, 4, 5, 6""",
+                group by 1, 2, 3, 4, 5, 6, 7 order by last desc, 1, 2, 3, 4, 5, 6, 7""",
             params,
         )
         return [
@@ -111,6 +121,7 @@ class Judgments:
                     r["rubric_version"],
                     r["template"],
                     r["parse"],
+                    int(r["replicate"] or 0),
                 ),
                 int(r["judgments"]),
                 int(r["unscored"] or 0),
@@ -157,6 +168,6 @@ class Judgments:
         return self.store.rows(
             """select judge_model, judge_backend, mode, prompt_version,
                       coalesce(rubric_version, 'unknown') as rubric_version, template, parse,
-                      count(*) as judgments, sum(score is null) as unscored
-               from judgments where error is null group by 1, 2, 3, 4, 5, 6, 7"""
+                      replicate, count(*) as judgments, sum(score is null) as unscored
+               from judgments where error is null group by 1, 2, 3, 4, 5, 6, 7, 8"""
         )

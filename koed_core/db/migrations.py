@@ -377,6 +377,13 @@ def m013_reply_cap(db: sqlite_utils.Database) -> None:
     db.execute("alter table responses add column full_chars integer")
 
 
+@migration
+def m014_judge_replicate(db: sqlite_utils.Database) -> None:
+    """A judging pass asked again with nothing else changed (the noise floor of a
+    sensitivity table) is a source of its own: ``replicate`` 0 is every earlier pass."""
+    db.execute("alter table judgments add column replicate integer not null default 0")
+
+
 def _script(db: sqlite_utils.Database, script: str) -> None:
     """Run statements one by one: ``executescript`` would commit the caller's transaction,
     and a migration must apply whole or not at all. (No statement here contains ';'.)"""

@@ -187,6 +187,9 @@ class JudgeConfig:
     """The judge template's name (its wording is ``prompt_version``)."""
     parse: str = "lenient"
     """How the verdict was read: authors, lenient, or json (strict mode)."""
+    replicate: int = 0
+    """0: the first judging of these texts under these steps. n > 0: the same judge asked
+    again, everything else equal (the sensitivity table's noise floor): its own source."""
 
     @property
     def label(self) -> str:
@@ -194,6 +197,7 @@ class JudgeConfig:
         return (
             f"{self.model} · {self.mode} · {self.template} template · {self.parse} parse · "
             f"prompt {self.prompt_version[:8]} · rubric {self.rubric_version[:8]}"
+            + (f" · judged again #{self.replicate}" if self.replicate else "")
         )
 
     @property
@@ -210,6 +214,7 @@ class JudgeConfig:
             "judge_rubric_version": self.rubric_version,
             "judge_template": self.template,
             "judge_parse": self.parse,
+            "judge_replicate": str(self.replicate),
         }
 
 

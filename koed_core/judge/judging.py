@@ -82,17 +82,23 @@ class JudgeSteps:
 
 
 def current_config(
-    judge: str, mode: str, template: str | None = None, parse: str | None = None
+    judge: str,
+    mode: str,
+    template: str | None = None,
+    parse: str | None = None,
+    replicate: int = 0,
 ) -> JudgeConfig:
     """The configuration a judging pass with these steps, today's wording and rubric
     produces."""
     steps = JudgeSteps.choose(mode, template, parse)
-    return _config(judge, mode, steps)
+    return _config(judge, mode, steps, replicate)
 
 
-def _config(judge: str, mode: str, steps: JudgeSteps) -> JudgeConfig:
+def _config(judge: str, mode: str, steps: JudgeSteps, replicate: int = 0) -> JudgeConfig:
     version = judge_prompt_version(steps.template)
-    return JudgeConfig(judge, mode, version, rubric_version(), steps.template.name, steps.parse)
+    return JudgeConfig(
+        judge, mode, version, rubric_version(), steps.template.name, steps.parse, replicate
+    )
 
 
 EARLIER_PARSE = {"paper": "lenient", "strict": "json"}
@@ -112,6 +118,8 @@ def judgment_key(task: JudgeTask, config: JudgeConfig) -> str:
     ]
     if config.parse != EARLIER_PARSE.get(config.mode):
         parts.append(config.parse)
+    if config.replicate:
+        parts.append(f"replicate {config.replicate}")
     return short_hash(*parts)
 
 
@@ -332,6 +340,7 @@ def judge_run(
     attempts: int = DEFAULT_ATTEMPTS,
     template: str | None = None,
     parse: str | None = None,
+    replicate: int = 0,
     progress: ProgressFn | None = None,
     stop: Callable[[], bool] | None = None,
     watch: Callable[[BatchReport], None] | None = None,
@@ -342,8 +351,10 @@ def judge_run(
     attempt is stored (attempt 0, 1, ...); the task counts as unscored only when none
     parsed. ``max_tokens`` defaults to 256 in paper mode (the authors' limit), 400 strict.
     ``template`` (a shipped name or a TOML file) and ``parse`` default to the mode's (see
-    :meth:`JudgeSteps.choose`). ``stop`` cancels as in ``run_benchmark``: a task given up
-    for it stores nothing.
+    :meth:`JudgeSteps.choose`). ``replicate`` n > 0 asks the judge again about texts it
+    already judged, as a source of its own (the noise floor: how far a second asking moves
+    a number when nothing else changed). ``stop`` cancels as in ``run_benchmark``: a task
+    given up for it stores nothing.
 
     Raises:
         JudgeError: no dimension chosen, an unknown one, fewer than one sample/attempt,
@@ -354,8 +365,10 @@ def judge_run(
     if samples < 1 or attempts < 1:
         raise JudgeError("samples and attempts must be at least 1")
     max_tokens = max_tokens or (256 if mode == "paper" else 400)
+    if replicate < 0:
+        raise JudgeError("replicate must be 0 (the first judging) or more")
     steps = JudgeSteps.choose(mode, template, parse)
-    config = _config(judge.name, mode, steps)
+    config = _config(judge.name, mode, steps, replicate)
     judgments = Judgments(store)
     settings = GenerationSettings(temperature=TEMPERATURE[mode], max_tokens=max_tokens, stop=stop)
 
@@ -411,6 +424,7 @@ def _row(
         "rubric_version": config.rubric_version,
         "template": config.template,
         "parse": config.parse,
+        "replicate": config.replicate,
         "dimension": task.dimension,
         "sample": task.sample,
         "score": verdict.score if verdict else None,

@@ -15,7 +15,10 @@ import plotly.graph_objects as go
 
 from koed_core.i18n import _
 from koed_core.models.registry import PROVENANCE
+from koed_core.results.sensitivity import NOISE_FLOOR
 
+NOISE_GREY = "#6b7280"
+"""The noise-floor bar and its band: not a step, the yardstick the steps are read against."""
 FONT = "NanumGothic, Noto Sans CJK KR, Malgun Gothic, sans-serif"
 PROVENANCE_COLOURS = {
     "western": ["#1d4ed8", "#3b82f6", "#1e3a8a", "#60a5fa"],
@@ -172,7 +175,10 @@ def sensitivity_figure(
             x=rows["change"],
             y=[_plain(str(v)) for v in rows["variant"]],
             orientation="h",
-            marker_color=["#c2410c" if v < 0 else "#1d4ed8" for v in rows["change"]],
+            marker_color=[
+                NOISE_GREY if name == NOISE_FLOOR else "#c2410c" if v < 0 else "#1d4ed8"
+                for name, v in zip(rows["variant"], rows["change"], strict=True)
+            ],
             error_x={
                 "type": "data",
                 "symmetric": False,
@@ -185,6 +191,17 @@ def sensitivity_figure(
             hovertemplate="%{y}: %{x:+.2f}<extra></extra>",
         )
         fig.add_vline(x=0, line_color="#111827", line_width=1)
+        floor = rows[rows["variant"] == NOISE_FLOOR]
+        if not floor.empty and floor["change_ci_low"].notna().all():
+            # what judging the same answers again alone moves: read every bar against it
+            fig.add_vrect(
+                x0=float(floor["change_ci_low"].iloc[0]),
+                x1=float(floor["change_ci_high"].iloc[0]),
+                fillcolor=NOISE_GREY,
+                opacity=0.18,
+                line_width=0,
+                layer="below",
+            )
         # room on both sides of zero for the bars' values (a +0.00 is not cut at the edge)
         low = float(min(0.0, (rows["change_ci_low"].fillna(rows["change"])).min()))
         high = float(max(0.0, (rows["change_ci_high"].fillna(rows["change"])).max()))

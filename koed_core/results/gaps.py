@@ -27,6 +27,7 @@ SOURCE_COLUMNS = [
     "judge_rubric_version",
     "judge_template",
     "judge_parse",
+    "judge_replicate",
     "study_id",
 ]
 KEYS = [

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -30,6 +30,10 @@ from koed_core.models.prompts import load_prompt_set
 from koed_core.results import gaps
 
 BASE = "authors' pipeline"
+NOISE_FLOOR = "base, judged again"
+"""The base's own answers judged a second time by the same judge configuration: the change
+every other row should be read against (at temperature 0.7 a judge does not give the same
+verdict twice; with a deterministic judge the row is exactly 0)."""
 RUN_STEPS: dict[str, tuple[str, ...]] = {
     "prompt set": ("prompt_set", "prompt_version"),
     "post-processing": ("postprocess",),
@@ -236,6 +240,10 @@ def find_variants(store: Store, run_id: str, judge: JudgeConfig) -> dict[str, So
             judge.mode,
         ):
             continue
+        if other_judge.replicate != judge.replicate:
+            if replace(other_judge, replicate=judge.replicate) == judge:
+                found.setdefault(NOISE_FLOOR, Source(run_id, other_judge))
+            continue
         if other_judge.template != judge.template and other_judge.parse == judge.parse:
             found[f"judge template: {other_judge.template}"] = Source(run_id, other_judge)
         elif other_judge.parse != judge.parse and other_judge.template == judge.template:
@@ -258,7 +266,11 @@ def bases(store: Store) -> list[tuple[str, JudgeConfig]]:
         if config.get("prompt_version") != shipped:
             continue  # own wording under the paper set's name is a variant, not the base
         for use in Judgments(store).configs([row["run_id"]]):
-            if (use.config.template, use.config.parse) != ("authors", "authors"):
+            if (use.config.template, use.config.parse, use.config.replicate) != (
+                "authors",
+                "authors",
+                0,
+            ):
                 continue
             variants = len(find_variants(store, row["run_id"], use.config))
             if variants > 1:
@@ -298,6 +310,13 @@ def to_markdown(frame: pd.DataFrame, title: str) -> str:
         "p-value adjusted by Holm's method over all of them: read a change as real where it "
         "is below 0.05.",
     ]
+    if NOISE_FLOOR in set(frame["variant"]):
+        lines += [
+            "",
+            f'"{NOISE_FLOOR}" changes nothing: the base\'s answers judged a second time by '
+            "the same judge configuration. Its change is the judge's own noise; read every "
+            "other change against it.",
+        ]
     return "\n".join(lines) + "\n"
 
 

@@ -57,6 +57,7 @@ def execute_judge(params: JudgeJob, store: Store, env: Environment, hooks: Hooks
             concurrency=params.concurrency,
             template=params.template,
             parse=params.parse,
+            replicate=params.replicate,
             progress=hooks.progress,
             stop=hooks.stop,
             watch=hooks.watch,

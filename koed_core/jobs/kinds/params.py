@@ -89,6 +89,8 @@ class JudgeJob:
     """A shipped judge template (authors, fenced) or a TOML file; None: the mode's."""
     parse: str | None = None
     """authors or lenient (paper mode); None: the mode's."""
+    replicate: int = 0
+    """n > 0: ask the judge again about texts it judged, as a source of its own."""
 
     def label(self, run: str | None = None) -> str:
         """The job as people read it, in the page's language (English in a worker);
@@ -98,6 +100,7 @@ class JudgeJob:
             ",".join(self.dims) if self.dims else _("all dimensions"),
             *([_("template {name}", name=self.template)] if self.template else []),
             *([_("parse {name}", name=self.parse)] if self.parse else []),
+            *([_("judged again #{n}", n=self.replicate)] if self.replicate else []),
         ]
         label = _(
             "judge {run} with {judge} ({settings})",

@@ -54,6 +54,9 @@ class Plan:
     judge_template: str | None = None
     judge_parse: str | None = None
     """None: the judge mode's (paper: the authors' template and parser)."""
+    judge_replicate: int = 0
+    """n > 0: the judge asked again about the same texts, a source of its own (the
+    sensitivity table's "base, judged again" noise floor)."""
     kind: str = "runs"
     """runs (one reply after each KoED context) or episodes (``koed episodes``: the
     models listen to a simulated Speaker for ``turns`` Listener turns)."""
@@ -76,7 +79,9 @@ class Plan:
 
     def judge_config(self, judge: str) -> JudgeConfig:
         """The judge configuration this plan's judging produces."""
-        return current_config(judge, self.judge_mode, self.judge_template, self.judge_parse)
+        return current_config(
+            judge, self.judge_mode, self.judge_template, self.judge_parse, self.judge_replicate
+        )
 
 
 def load_plan(path: Path) -> Plan:
@@ -141,6 +146,7 @@ VARIANT_KEYS = (
     "temperature",
     "judge_template",
     "judge_parse",
+    "judge_replicate",
 )
 
 
@@ -162,6 +168,7 @@ def _check(plan: Plan, path: str) -> None:
         ),
         (plan.judge_mode in ("paper", "strict"), "judge_mode must be paper or strict"),
         (plan.concurrency >= 1 and plan.judge_concurrency >= 1, "concurrency must be >= 1"),
+        (plan.judge_replicate >= 0, "judge_replicate must be 0 (the first judging) or more"),
         (plan.models, "models is empty"),
         (plan.kind in ("runs", "episodes"), "kind must be runs or episodes"),
         (plan.kind != "episodes" or bool(plan.speaker), "an episodes plan needs a speaker"),
@@ -192,7 +199,7 @@ def _check(plan: Plan, path: str) -> None:
 
 
 TEXTS = ("name", "judge", "subset", "prompts", "judge_mode", "kind")
-WHOLE_NUMBERS = ("concurrency", "judge_concurrency", "seed", "turns")
+WHOLE_NUMBERS = ("concurrency", "judge_concurrency", "seed", "turns", "judge_replicate")
 LISTS = ("models", "langs", "protocols")
 MAYBE_TEXTS = ("postprocess", "commas", "emotion_reader", "judge_template", "judge_parse")
 

@@ -147,6 +147,15 @@ def _calls_of(changes: Mapping[str, object]) -> tuple[bool, bool, str]:
                 "call (a task the new parser would have asked again is asked)"
             ),
         )
+    if set(changes) == {"judge_replicate"}:
+        return (
+            False,
+            True,
+            (
+                "the base's answers judged a second time, nothing else changed: the noise "
+                "floor (how far judging again alone moves a number)"
+            ),
+        )
     if set(changes) <= set(READ_ONLY_STEPS):
         return (
             False,
@@ -156,7 +165,7 @@ def _calls_of(changes: Mapping[str, object]) -> tuple[bool, bool, str]:
                 "changes (at most this many), the rest reuse the base's verdicts"
             ),
         )
-    if set(changes) <= {"judge_template", "judge_parse", *READ_ONLY_STEPS}:
+    if set(changes) <= {"judge_template", "judge_parse", "judge_replicate", *READ_ONLY_STEPS}:
         return False, True, "the base's answers, judged again under the new configuration"
     return True, True, "a run of its own: new answers, each judged"
 

@@ -213,6 +213,7 @@ def _reproduce_one(
                     concurrency=plan.judge_concurrency,
                     template=plan.judge_template,
                     parse=plan.judge_parse,
+                    replicate=plan.judge_replicate,
                     stop=stop,
                     watch=_named(watch, f"{step} judge"),
                 )
