@@ -160,6 +160,10 @@ def test_reproduce_killed_and_resumed(tmp_path: Path, fake_openai: FakeOpenAI) -
     assert said in claimed.stdout and said.startswith("## The paper's claims")
     assert "Every model scores lower on KoED" in said and "judge: judge-x" in said
     assert said.count("runs: ") == 2 and "Dataset sha256: " in said
+    # ... and the bundle's README lists claims.md and prints every verdict in it
+    readme = (out / "README.md").read_text()
+    assert "| claims.md |" in readme and said.strip() in readme
+    assert "paper_table.csv" in readme  # still listed beside it
 
 
 @pytest.mark.slow

@@ -110,13 +110,16 @@ def cmd_reproduce(args: argparse.Namespace, settings: Settings) -> int:
         return 1 if result.problems else 0
     table = reproduce.paper_table(store, runs, judge)
     moved = _sensitivity(store, result.data.get("variants"))
+    checked = None
     if stated is not None:
-        _claims(store, runs, judge, specs, args.out, dataset.sha256, stated)
+        checked = _claims(store, runs, judge, specs, dataset.sha256, stated)
     if args.out:
-        from koed_core.results.paper_export import export_bundle, write_paper_table
+        from koed_core.results.paper_export import export_bundle, write_claims, write_paper_table
 
         export_bundle(store, args.out)
         write_paper_table(table, args.out, plan.name)
+        if checked is not None:
+            write_claims(checked, args.out)  # claims.md, and the claims in the README
         print(f"wrote the table and the export bundle to {args.out}")
         if moved is not None:
             from koed_core.csv_safe import to_csv
@@ -143,11 +146,10 @@ def _claims(
     runs: Any,
     judge: Any,
     specs: dict[str, ModelSpec],
-    out: Path | None,
     dataset_sha256: str,
     stated: Any,
-) -> None:
-    """The paper's claims checked on these runs, printed (and written to OUT/claims.md)."""
+) -> str:
+    """The paper's claims checked on these runs, printed and returned (for the bundle)."""
     from koed_core.results import claims, gaps
 
     notes = {}
@@ -161,10 +163,7 @@ def _claims(
     verdicts = claims.check(stated, frame, runs, judge, notes)
     text = claims.to_markdown(verdicts, dataset_sha256)
     print(text)
-    if out:
-        from koed_core.private_files import write_private
-
-        write_private(out / "claims.md", text)
+    return text
 
 
 def _sensitivity(store: Any, variants: Any) -> Any:

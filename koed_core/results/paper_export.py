@@ -335,6 +335,27 @@ def write_paper_table(table: pd.DataFrame, out: Path, title: str) -> list[Path]:
     return [out / name for name in PAPER_TABLE]
 
 
+CLAIMS_FILE = {
+    "claims.md": "The paper's testable claims checked on this reproduction's runs: each holds, "
+    "does not hold or is undecided, with its numbers, the runs and judge configuration they "
+    "come from, the dataset sha256 and any model substituted for the paper's.",
+}
+
+
+def write_claims(text: str, out: Path) -> list[Path]:
+    """Add the claims verdicts to a bundle folder: claims.md, listed in the README and
+    printed there whole, so whoever opens the bundle reads them first-hand."""
+    (out / "claims.md").write_text(text, encoding="utf-8")
+    readme = out / "README.md"
+    rows = "".join(f"| {name} | {what} |\n" for name, what in CLAIMS_FILE.items())
+    readme.write_text(
+        readme.read_text(encoding="utf-8") + rows + "\n" + text.rstrip() + "\n",
+        encoding="utf-8",
+    )
+    _private(out)
+    return [out / name for name in CLAIMS_FILE]
+
+
 def zip_bundle(store: Store, work: Path) -> Path:
     """The bundle as one zip file (for a download button)."""
     folder = work / "koed_export"
