@@ -194,7 +194,8 @@ def import_lines(
     dialogues: set[str] = set()
     with annotations.store.write():
         for number, line in rows:
-            here = f"{where} line {number}"
+            # A document of another format names its own file instead of a line.
+            here = str(line.get("_where") or f"{where} line {number}")
             conv_id = line.get("conv_id")
             dialogue = dataset.get(conv_id) if isinstance(conv_id, str) else None
             if dialogue is None:

@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from koed_core.annotation.formats import FORMATS
 from koed_core.cli.common import positive_int
 from koed_core.config import Settings
 
@@ -38,9 +39,12 @@ def register(groups: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     listing.set_defaults(func=cmd_list)
 
     load = group.add_parser(
-        "import", help="annotations made elsewhere: JSONL, or a spreadsheet's CSV (a span a row)"
+        "import",
+        help="annotations made elsewhere: JSONL (or a spreadsheet's CSV, a span a row), "
+        "WebAnno TSV (INCEpTION), brat or Label Studio JSON",
     )
-    load.add_argument("file", type=Path)
+    load.add_argument("file", type=Path, help="a file, or the folder an export wrote")
+    load.add_argument("--format", choices=FORMATS, default="jsonl", help="default: jsonl")
     where = load.add_mutually_exclusive_group(required=True)
     where.add_argument("--project", type=positive_int, help="into this project")
     where.add_argument("--name", help="into a new project of the file's dialogues")
@@ -48,8 +52,9 @@ def register(groups: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     load.add_argument("--db", type=Path)
     load.set_defaults(func=cmd_import)
 
-    out = group.add_parser("export", help="annotations (JSONL), agreement and taxonomy")
+    out = group.add_parser("export", help="annotations, agreement and taxonomy")
     out.add_argument("--out", type=Path, required=True)
+    out.add_argument("--format", choices=FORMATS, default="jsonl", help="default: jsonl")
     out.add_argument("--project", type=positive_int, help="one project (default: every one)")
     out.add_argument("--db", type=Path)
     out.set_defaults(func=cmd_export)
@@ -110,12 +115,12 @@ def cmd_list(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
-    """Import a JSONL file into a project (a new one with --name)."""
-    from koed_core.annotation.exchange import import_lines, read_csv_rows, read_jsonl
+    """Import a file (or an export's folder) into a project (a new one with --name)."""
+    from koed_core.annotation import formats
+    from koed_core.annotation.exchange import import_lines
 
     annotations, dataset = _open(args, settings)
-    is_csv = args.file.suffix.lower() == ".csv"
-    rows = read_csv_rows(args.file, dataset) if is_csv else read_jsonl(args.file)
+    rows = formats.read(args.file, args.format, dataset)
     project_id = args.project
     # One transaction: a refused file leaves no new (empty) project behind.
     with annotations.store.write():
@@ -133,8 +138,8 @@ def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
-    """Write each project's JSONL, agreement table and taxonomy into --out."""
-    from koed_core.annotation.exchange import export_project
+    """Write each project's annotations (in --format), agreement table and taxonomy."""
+    from koed_core.annotation import formats
     from koed_core.rating.server_key import server_key
 
     annotations, dataset = _open(args, settings)
@@ -144,6 +149,6 @@ def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
         print("no annotation projects yet: nothing to export")
         return 0
     for project_id in chosen:
-        for path in export_project(annotations, project_id, dataset, key, args.out):
+        for path in formats.export(annotations, project_id, dataset, key, args.out, args.format):
             print(path)
     return 0
