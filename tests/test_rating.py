@@ -83,6 +83,7 @@ def test_blind_payload(tmp_path: Path) -> None:
         "response",
         "instruction",  # an attention check's "choose 4 on every dimension"; else None
         "instructed_score",  # the score that instruction asks for; else None
+        "kind",  # response, attention or episode (a whole conversation): no model, no run
     }
     assert "human" not in repr(item) and run_id not in repr(item)
     assert item.context[-1][0] == "speaker" and item.response

@@ -71,12 +71,19 @@ def render_rubric(lang: Lang) -> None:
                 column.text("\n".join(f"{s}: {dim.anchor(s, side)}" for s in SCALE))
 
 
-def render_item(context: Any, response: str, lang: Lang) -> None:
-    """The conversation as the model saw it, then the response under rating."""
+def render_item(context: Any, response: str, lang: Lang, kind: str = "response") -> None:
+    """The conversation as the model saw it, then the response under rating; a whole
+    episode is the conversation itself, the Listener rated over all its turns."""
     speaker, listener = ROLE_NAMES[lang]
+    if kind == "episode":
+        st.markdown(
+            "**" + _("A whole conversation: rate the Listener over all of its turns") + "**"
+        )
     with st.container(border=True):
         for role, text in context:
             st.text(f"{speaker if role == 'speaker' else listener}: {text}")
+    if kind == "episode":
+        return
     st.markdown("**" + _("Response") + "**")
     with st.container(border=True):
         st.text(response)
@@ -206,7 +213,7 @@ def rate_item(ratings: RatingStore, item: RatingItem, username: str, prefix: str
     started.setdefault(item.assignment_id, time.time())
     scroll_to_top(item.assignment_id)
     render_rubric(item.lang)
-    render_item(item.context, item.response, item.lang)
+    render_item(item.context, item.response, item.lang, item.kind)
     if item.instruction:  # an attention check says what to choose: fair to the rater
         st.warning(md(item.instruction), icon=":material/priority_high:")
     draft = rubric_form(f"{prefix}.{item.assignment_id}", item.lang)

@@ -37,6 +37,11 @@ def register(groups: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         default=30,
         help="inactivity after which an item goes back and a crowd worker's place comes back",
     )
+    create.add_argument(
+        "--whole-episodes",
+        action="store_true",
+        help="episode runs: one item is one whole episode (the Listener rated over it all)",
+    )
     create.add_argument("--json", action="store_true")
     create.add_argument("--db", type=Path)
     create.set_defaults(func=cmd_study_create)
@@ -128,6 +133,7 @@ def cmd_study_create(args: argparse.Namespace, settings: Settings) -> int:
         overlap=args.overlap,
         attention_checks=args.attention,
         timeout_minutes=args.timeout_minutes,
+        whole_episodes=args.whole_episodes,
     )
     study_id = RatingStore(store).create_study(config, dataset)
     print(json.dumps({"study": study_id}) if args.json else f"study {study_id} created")

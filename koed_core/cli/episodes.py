@@ -80,6 +80,12 @@ def register(groups: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     episodes.add_argument("--commas", choices=COMMAS)
     episodes.add_argument("--emotion-reader", choices=EMOTION_READERS)
     episodes.add_argument("--family", choices=FAMILIES, help="of an openai:MODEL_ID Listener")
+    episodes.add_argument(
+        "--oracle",
+        action="store_true",
+        help="tell the Listener each dialogue's situation and emotion: the upper reference "
+        "per dialogue, a run of its own (never a run under test)",
+    )
     episodes.add_argument("--db", type=Path)
     episodes.add_argument("--data", type=Path)
     episodes.set_defaults(func=cmd_episodes)
@@ -117,5 +123,6 @@ def cmd_episodes(args: argparse.Namespace, settings: Settings) -> int:
         commas=args.commas,
         emotion_reader=args.emotion_reader,
         family=args.family,
+        oracle=args.oracle,
     )
     return foreground(params, args.db, settings, "episode")

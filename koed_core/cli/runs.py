@@ -114,6 +114,19 @@ def register(groups: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         help="ask the judge again about texts it judged (N from 1), kept as a source of its "
         "own: the noise floor of a comparison",
     )
+    whole = judge.add_mutually_exclusive_group()
+    whole.add_argument(
+        "--whole-episode",
+        action="store_true",
+        help="an episode run: score each episode whole (the five dimensions and UND, came "
+        "to understand), a judge configuration of its own",
+    )
+    whole.add_argument(
+        "--speaker-check",
+        action="store_true",
+        help="an episode run: check each kept Speaker turn (stays in the situation, keeps "
+        "the feeling unnamed, sounds native)",
+    )
     judge.add_argument("--db", type=Path)
     add_batch_choice(judge)
     judge.set_defaults(func=cmd_judge)
@@ -176,6 +189,8 @@ def cmd_judge(args: argparse.Namespace, settings: Settings) -> int:
         template=str(args.judge_template.resolve()) if args.judge_template else args.template,
         parse=args.parse,
         replicate=args.replicate,
+        whole_episode=args.whole_episode,
+        speaker_check=args.speaker_check,
     )
     return foreground(params, args.db, settings, "call")
 

@@ -7,6 +7,7 @@ from typing import Any
 
 import pandas as pd
 
+from koed_core.db.ratings import WORK_KIND
 from koed_core.db.store import Store
 
 
@@ -116,7 +117,7 @@ class Crowd:
     def work_done(self, study_id: int, username: str) -> tuple[int, int]:
         """(responses rated, attention checks rated): only the first is work."""
         rows = self.store.rows(
-            "select i.kind, count(*) as n from assignments a join study_items i on "
+            f"select {WORK_KIND} as kind, count(*) as n from assignments a join study_items i on "
             "i.id = a.item_id where a.study_id = ? and a.username = ? and a.status = 'done' "
             "group by i.kind",
             [study_id, username],

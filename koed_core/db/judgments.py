@@ -95,7 +95,9 @@ class Judgments:
         return {r["id"] for r in rows}
 
     def configs(self, run_ids: Sequence[str] | None = None) -> list[JudgeConfigUse]:
-        """Judge configurations that scored something (of these runs), most recent first."""
+        """Judge configurations that scored single replies (of these runs), most recent
+        first. Whole-episode verdicts and Speaker checks score other things and are read
+        where those are shown (koed_core.judge.episodes), never offered as a reply's."""
         where, params = "", []
         if run_ids is not None:
             marks = ",".join("?" * len(run_ids)) or "''"
@@ -108,7 +110,7 @@ class Judgments:
                        count(*) as judgments, sum(j.score is null) as unscored,
                        count(distinct j.response_id) as responses, max(j.created) as last
                 from judgments j join responses s on s.id = j.response_id
-                where j.error is null {where}
+                where j.error is null and j.mode not in ('episode', 'speaker') {where}
                 group by 1, 2, 3, 4, 5, 6, 7 order by last desc, 1, 2, 3, 4, 5, 6, 7""",
             params,
         )

@@ -19,6 +19,10 @@ ITEM_COLUMNS = (
     "instructed_score"
 )
 
+WORK_KIND = "(case i.kind when 'episode' then 'response' else i.kind end)"
+"""An item's kind as a rater's workload counts it: a whole episode is work like a
+response (attention checks are not), so quotas, batches and "n of m" hold for both."""
+
 
 def _marks(values: Sequence[Any]) -> str:
     return ",".join("?" * len(values)) or "''"
@@ -169,8 +173,9 @@ class Ratings:
     def open_kind(self, study_id: int, username: str) -> str | None:
         """The kind (response, attention) of the rater's assignment in progress, if any."""
         rows = self.store.rows(
-            "select i.kind from assignments a join study_items i on i.id = a.item_id "
-            "where a.study_id = ? and a.username = ? and a.status = 'assigned'",
+            f"select {WORK_KIND} as kind from assignments a join study_items i "
+            "on i.id = a.item_id where a.study_id = ? and a.username = ? "
+            "and a.status = 'assigned'",
             [study_id, username],
         )
         return str(rows[0]["kind"]) if rows else None
@@ -179,7 +184,7 @@ class Ratings:
         """How many items of this kind the rater finished as done."""
         rows = self.store.rows(
             "select count(*) as n from assignments a join study_items i on i.id = a.item_id "
-            "where a.study_id = ? and a.username = ? and a.status = 'done' and i.kind = ?",
+            f"where a.study_id = ? and a.username = ? and a.status = 'done' and {WORK_KIND} = ?",
             [study_id, username, kind],
         )
         return int(rows[0]["n"])
@@ -198,7 +203,7 @@ class Ratings:
     ) -> list[CandidateItem]:
         """Items in the rater's languages the rater never had, with raters holding each."""
         rows = self.store.rows(
-            f"""select i.id, i.kind, (select count(*) from assignments a
+            f"""select i.id, {WORK_KIND} as kind, (select count(*) from assignments a
                    where a.item_id = i.id and a.status in ('assigned', 'done')) as taken
                 from study_items i where i.study_id = ? and i.lang in ({_marks(languages)})
                 and not exists (select 1 from assignments a
@@ -221,7 +226,7 @@ class Ratings:
         """The blind payload of an assignment, or None when it is gone."""
         rows = self.store.rows(
             "select a.id, a.study_id, i.lang, i.context, i.response, i.instruction, "
-            "i.instructed_score from "
+            "i.instructed_score, i.kind from "
             "assignments a join study_items i on i.id = a.item_id where a.id = ?",
             [assignment_id],
         )
@@ -243,6 +248,7 @@ class Ratings:
             response,
             r["instruction"],
             int(told) if told is not None and r["instruction"] else None,
+            str(r["kind"] or "response"),
         )
 
     def assignment_target(self, assignment_id: str, username: str) -> dict[str, Any] | None:

@@ -324,6 +324,7 @@ class Store:
                       json_extract(r.config, '$.temperature') as temperature,
                       json_extract(r.config, '$.turns') as turns,
                       json_extract(r.config, '$.speaker') as speaker,
+                      json_extract(r.config, '$.oracle') as oracle,
                       coalesce(json_extract(r.config, '$.postprocess'), 'none') as postprocess,
                       coalesce(json_extract(r.config, '$.commas'), 'decoded') as commas,
                       coalesce(json_extract(r.config, '$.emotion_reader'), 'extended')

@@ -103,6 +103,9 @@ class RunConfig:
     speaker_max_tokens: int | None = None
     """Episodes: who played the Speaker (registry name, model id), with which prompt
     wording, temperature and token limit."""
+    oracle: str | None = None
+    """Episodes: the Listener was told the situation and the emotion (the upper reference
+    per dialogue), with this wording's version; None in every run under test."""
 
     @property
     def run_id(self) -> str:
@@ -131,6 +134,7 @@ EARLIER_VALUES: dict[str, object] = {
     "speaker_prompt_version": None,
     "speaker_temperature": None,
     "speaker_max_tokens": None,
+    "oracle": None,
 }
 """A run field's value before the field existed (left out of the run's id when so)."""
 
@@ -231,6 +235,9 @@ class StudyConfig:
     """Most items one rater rates in this study (None: no limit)."""
     timeout_minutes: int = 30
     seed: int = 0
+    whole_episodes: bool = False
+    """Episode runs: one item is one whole episode (the Listener rated over the whole
+    conversation), not one item per Listener turn."""
 
     @classmethod
     def from_json(cls, raw: dict[str, Any]) -> StudyConfig:
@@ -262,6 +269,8 @@ class RatingItem:
     """An attention check's instruction (what to choose), shown above the item."""
     instructed_score: int | None = None
     """The score that instruction asks for on every dimension (None: not a told check)."""
+    kind: str = "response"
+    """response, attention, or episode (a whole episode: the conversation is the item)."""
 
 
 @dataclass(frozen=True)

@@ -42,6 +42,7 @@ from koed_core.models.client import (
     capped,
 )
 from koed_core.models.emotions import ParsedReply
+from koed_core.models.oracle import OracleListener, oracle_version
 from koed_core.models.pipeline import Steps, steps_for
 from koed_core.models.prompts import PromptSet, default_prompt_set, load_prompt_set
 from koed_core.models.protocol import ContextTurn, ListenerTask, Protocol, build_task
@@ -296,9 +297,11 @@ def episode_config(
     steps: Steps,
     speaker_prompt: SpeakerPrompt,
     turns: int,
+    oracle: bool = False,
 ) -> RunConfig:
     """An episode run's identity: the Listener's run configuration, plus the Speaker's
-    model, wording and temperature and the number of turns."""
+    model, wording and temperature, the number of turns and whether the Listener was
+    told the situation (an oracle run)."""
     base = run_config(
         spec, protocol, settings, dataset_sha256, "episodes", prompt_set=prompts, steps=steps
     )
@@ -310,6 +313,7 @@ def episode_config(
         speaker_prompt_version=speaker_prompt.version,
         speaker_temperature=speaker_settings.temperature,
         speaker_max_tokens=speaker_settings.max_tokens,
+        oracle=oracle_version() if oracle else None,
     )
 
 
@@ -332,11 +336,15 @@ def run_episodes(
     prompt_set: str | None = None,
     steps: Steps | None = None,
     speaker_prompt: str | None = None,
+    oracle: bool = False,
     progress: ProgressFn | None = None,
     stop: Callable[[], bool] | None = None,
     watch: Callable[[BatchReport], None] | None = None,
 ) -> BatchReport:
     """Play every planned episode not finished yet; the report counts episodes.
+
+    ``oracle``: the Listener is told each dialogue's situation and emotion (the upper
+    reference per dialogue), a run of its own.
 
     Raises:
         EpisodeError: turns out of range, or a model that only replays (human).
@@ -363,7 +371,10 @@ def run_episodes(
         steps,
         voice,
         turns,
+        oracle,
     )
+    if oracle:
+        listener = OracleListener(listener, {d.conv_id: d for d in dialogues})
     run_id = store.ensure_run(config, spec.name, list(langs), public_spec(spec))
     settings = replace(settings, stop=stop)  # requests in flight are given up on cancel
     speaker_settings = replace(speaker_settings, stop=stop)

@@ -381,6 +381,7 @@ def run_labels(store: Store) -> dict[str, str]:
                 str(row["protocol"] or ""),
                 (
                     f"episodes of {row['turns']} turns, speaker {row['speaker']}"
+                    + (", oracle Listener (told the situation)" if row.get("oracle") else "")
                     if row["turns"]
                     else ""
                 ),

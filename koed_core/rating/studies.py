@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import random
-from collections.abc import Iterable, Mapping
 from dataclasses import asdict
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -36,10 +34,24 @@ from koed_core.i18n import _
 from koed_core.judge.rubric import SCALE, codes, rubric_version
 from koed_core.models.protocol import build_task
 from koed_core.paths import DATA_DIR
+from koed_core.rating.attention_rules import (  # the rule's home; imported from here too
+    ATTENTION_FILE,
+    attention_limits,
+    check_verdicts,
+    instructed_score,
+)
 
-__all__ = ["RaterProfile", "RatingError", "RatingItem", "RatingStore", "StudyConfig"]
+__all__ = [
+    "RaterProfile",
+    "RatingError",
+    "RatingItem",
+    "RatingStore",
+    "StudyConfig",
+    "attention_limits",
+    "check_verdicts",
+    "instructed_score",
+]
 
-ATTENTION_FILE = DATA_DIR / "attention.json"
 CALIBRATION_FILE = DATA_DIR / "calibration.json"
 
 
@@ -98,6 +110,8 @@ class RatingStore:
         """
         if config.overlap < 1:
             raise RatingError(_("overlap must be at least 1"))
+        if config.whole_episodes:
+            return self._create_episode_study(config, dataset)
         rows = self.store.answered(config.run_ids, config.langs)
         if not rows:
             raise RatingError(_("the chosen runs have no successful responses in these languages"))
@@ -114,15 +128,32 @@ class RatingStore:
                     context,
                     row["text"],
                 )
-            for n, (kind, conv_id, lang, context, text) in enumerate(
-                _attention_items(config, dataset)
-            ):
-                score = check_score(config.seed, n)
-                self._add_item(
-                    study_id, None, kind, conv_id, lang, context, text,
-                    attention_instruction(score), score=score,
-                )  # fmt: skip
+            self._add_attention(study_id, config, dataset)
         return study_id
+
+    def _create_episode_study(self, config: StudyConfig, dataset: Dataset) -> int:
+        """A study of whole episodes: one item per episode, the whole conversation as
+        the item, hung on its last Listener turn; attention checks as in any study."""
+        from koed_core.rating.episode_items import episode_items
+
+        found = episode_items(self.store, config)
+        with self.store.write():
+            study_id = self.q.insert_study(config.name, asdict(config), rubric_version(), now())
+            for episode in found:
+                context = [list(line) for line in episode.lines]
+                self._add_item(
+                    study_id, episode.key, "episode", episode.conv_id, episode.lang, context, ""
+                )
+            self._add_attention(study_id, config, dataset)
+        return study_id
+
+    def _add_attention(self, study_id: int, config: StudyConfig, dataset: Dataset) -> None:
+        for n, (kind, conv_id, lang, context, text) in enumerate(_attention_items(config, dataset)):
+            score = check_score(config.seed, n)
+            self._add_item(
+                study_id, None, kind, conv_id, lang, context, text,
+                attention_instruction(score), score=score,
+            )  # fmt: skip
 
     def _add_item(
         self,
@@ -448,41 +479,3 @@ def check_score(seed: int, n: int) -> int:
     answers the same everywhere fails most of them."""
     scores = json.loads(ATTENTION_FILE.read_text(encoding="utf-8"))["check_scores"]
     return int(scores[(seed + n) % len(scores)])
-
-
-def instructed_score() -> int:
-    """The score every attention check asked for in studies built before the scores
-    varied (a check stored without its own score)."""
-    return int(json.loads(ATTENTION_FILE.read_text(encoding="utf-8"))["instructed_score"])
-
-
-def check_verdicts(rows: Iterable[Mapping[str, Any]]) -> dict[str, tuple[bool, bool]]:
-    """The one rule for "attention check passed", used by the crowd's stop and suggestion,
-    the dashboard and the rater report alike. Per check item: (told, passed). A told check
-    (it showed what to choose) is passed when every dimension has the score it asked for;
-    an untold one, from an older study, when no dimension is above what a careful rater
-    gives such a reply. ``rows`` are one score each: item_id, dimension, score,
-    instruction, instructed_score."""
-    limits = attention_limits()
-    verdicts: dict[str, tuple[bool, bool]] = {}
-    for row in rows:
-        told = bool(row.get("instruction")) and not _missing(row.get("instruction"))
-        if told:
-            asked = row.get("instructed_score")
-            wanted = instructed_score() if asked is None or _missing(asked) else int(asked)
-            ok = int(row["score"]) == wanted
-        else:
-            ok = int(row["score"]) <= limits.get(str(row["dimension"]), 5)
-        _told, before = verdicts.get(str(row["item_id"]), (told, True))
-        verdicts[str(row["item_id"])] = (told, before and ok)
-    return verdicts
-
-
-def _missing(value: Any) -> bool:
-    """None, or the NaN a pandas frame holds for an empty cell (NaN is truthy)."""
-    return value is None or (isinstance(value, float) and math.isnan(value))
-
-
-def attention_limits() -> dict[str, int]:
-    """The highest score a careful rater gives an attention check, per dimension."""
-    return dict(json.loads(ATTENTION_FILE.read_text(encoding="utf-8"))["max_score"])

@@ -52,6 +52,16 @@ FILES = {
     "felt: per episode run and language, the share of episodes naming a gold label at the "
     "first and at the last Listener turn, and of those missed at first the share that had "
     "it by the end (came_to_it); header only when no episode is stored.",
+    "episode_scores.csv": "Multi-turn episodes scored whole: per episode run, source (one "
+    "whole-episode judge configuration, judge_mode episode, or one closed study of whole "
+    "episodes, study_id) and metric (EX, IP, ER, EEA, CA, and UND: came to understand), the "
+    "mean in English and Korean over dialogues with both episodes scored, the paired gap and "
+    "its bootstrap 95% CI; oracle marks a run whose Listener was told the situation and "
+    "emotion (the upper reference); header only when none.",
+    "speaker_checks.csv": "How well the simulated Speaker played each side: per episode run "
+    "and check (SIT stays in the situation, HID keeps the feeling unnamed, NAT sounds "
+    "native; 1-5, judge_mode speaker), the mean per dialogue in English and Korean, the "
+    "paired gap and its CI; header only when no Speaker turn was checked.",
     "adaptation_gaps.csv": "The gap broken down by what the Korean reconstruction adapted: "
     "per annotation project (named with its taxonomy_version), per source as in gaps.csv, "
     "the KoED-ED gap of each adaptation category (breakdown=category) and of the dialogues "
@@ -197,12 +207,37 @@ def export_bundle(store: Store, out: Path) -> list[Path]:
     (out / "episode_understanding.csv").write_text(
         csv_safe.to_csv(understanding(store)), encoding="utf-8"
     )
+    whole, speakers = _episode_scores(store)
+    (out / "episode_scores.csv").write_text(csv_safe.to_csv(whole), encoding="utf-8")
+    (out / "speaker_checks.csv").write_text(csv_safe.to_csv(speakers), encoding="utf-8")
     gaps_by, agreed = _annotation_tables(store)
     (out / "adaptation_gaps.csv").write_text(csv_safe.to_csv(gaps_by), encoding="utf-8")
     (out / "annotation_agreement.csv").write_text(csv_safe.to_csv(agreed), encoding="utf-8")
     (out / "README.md").write_text(_readme(), encoding="utf-8")
     _private(out)
     return [out / name for name in FILES]
+
+
+def _episode_scores(store: Store) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Whole-episode scores (each judge configuration, each closed study apart) and the
+    Speaker checks (each configuration apart)."""
+    from koed_core.judge.episodes import SPEAKER, WHOLE
+    from koed_core.results import episode_scores
+
+    whole = [episode_scores.whole_table(store, c) for c in episode_scores.configs(store, WHOLE)]
+    for study in RatingStore(store).studies():
+        if study["closed"]:
+            whole.append(episode_scores.rated_whole_table(store, int(study["id"])))
+    checks = [
+        episode_scores.speaker_table(store, c) for c in episode_scores.configs(store, SPEAKER)
+    ]
+    empty = pd.DataFrame(columns=episode_scores.COLUMNS)
+    whole = [t for t in whole if not t.empty]
+    checks = [t for t in checks if not t.empty]
+    return (
+        pd.concat(whole, ignore_index=True) if whole else empty,
+        pd.concat(checks, ignore_index=True) if checks else empty,
+    )
 
 
 def _sensitivity(store: Store) -> pd.DataFrame:

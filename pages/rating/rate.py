@@ -62,7 +62,7 @@ last = ratings.last_rated(study_id, account.username)
 if last is not None:
     with st.expander(_("Correct my last rating")):
         old_item, old_scores, old_comment = last
-        render_item(old_item.context, old_item.response, old_item.lang)
+        render_item(old_item.context, old_item.response, old_item.lang, old_item.kind)
         fix = rubric_form(
             f"fix.{old_item.assignment_id}",
             old_item.lang,

@@ -32,6 +32,7 @@ with st.form("studies.create"):
     quota = right.number_input(_("Quota per rater (0 = none)"), 0, 10_000, 0)
     timeout = right.number_input(_("Give abandoned items back after (minutes)"), 1, 1440, 30)
     seed = right.number_input(_("Order seed"), 0, 1_000_000, 0)
+    whole = st.checkbox(_("Episode runs: rate whole episodes (one item is one episode)"))
     if st.form_submit_button(_("Create study"), type="primary"):
         config = StudyConfig(
             name.strip() or "study",
@@ -42,6 +43,7 @@ with st.form("studies.create"):
             int(quota) or None,
             int(timeout),
             int(seed),
+            whole,
         )
         try:
             study_id = ratings.create_study(config, dataset)

@@ -3,6 +3,7 @@ simulated Speaker, ko and en side by side, replayed turn by turn."""
 
 import streamlit as st
 
+from components.results import episode_scores_view
 from components.results.talk import talk_toggle
 from components.shared import auth, episode_view, resources, state
 from components.shared.literal import md
@@ -55,3 +56,6 @@ episode_view.episode_pair(
 )
 if not talk:
     episode_view.understanding(store, run_id)
+    closed = [s["id"] for s in resources.ratings().studies() if s["closed"]]
+    episode_scores_view.whole_episodes(store, run_id, closed)
+    episode_scores_view.speaker_checks(store, run_id)

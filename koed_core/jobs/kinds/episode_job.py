@@ -82,6 +82,7 @@ def execute_episodes(params: EpisodeJob, store: Store, env: Environment, hooks: 
             prompt_set=prompts,
             steps=steps,
             speaker_prompt=params.speaker_prompts,
+            oracle=params.oracle,
             progress=hooks.progress,
             stop=hooks.stop,
             watch=hooks.watch,

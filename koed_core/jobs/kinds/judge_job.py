@@ -11,6 +11,7 @@ from koed_core.jobs.kinds.environment import (
     Result,
     client_for,
     close_client,
+    job_dataset,
     told,
 )
 from koed_core.jobs.kinds.params import JudgeJob
@@ -29,12 +30,24 @@ UNSCORED = N_(
 """A pass that leaves verdicts unscored says why and what to try, not only how many."""
 
 
+WHOLE_EPISODES = N_(
+    "whole episodes of run {run} judged with {judge}: {scored} scored, {unscored} unscored, "
+    "{skipped} already done, {failed} failed"
+)
+SPEAKER_TURNS = N_(
+    "Speaker turns of run {run} checked with {judge}: {scored} scored, {unscored} unscored, "
+    "{skipped} already done, {failed} failed"
+)
+
+
 def execute_judge(params: JudgeJob, store: Store, env: Environment, hooks: Hooks) -> Result:
     """What `koed judge` does: one judge configuration over a run, kept verdicts reused."""
     from koed_core.judge.judging import judge_run
 
     if not store.has_run(params.run_id):
         raise JobError(f"no run {params.run_id!r} in {store.path}")
+    if params.whole_episode or params.speaker_check:
+        return _judge_episodes(params, store, env, hooks)
     spec = env.resolve(params.judge)
     client = client_for(
         env,
@@ -78,6 +91,66 @@ def execute_judge(params: JudgeJob, store: Store, env: Environment, hooks: Hooks
         summary, said = told(UNSCORED, **counts, reason=reason, count=count)
     else:
         summary, said = told(SUMMARY, **counts)
+    return Result(
+        summary,
+        {"run_id": params.run_id, "judge": spec.name, "errors": dict(report.errors), **said},
+        report.failed,
+        report.stopped,
+    )
+
+
+def _judge_episodes(params: JudgeJob, store: Store, env: Environment, hooks: Hooks) -> Result:
+    """An episode run judged whole, or its Speaker turns checked."""
+    from koed_core.judge.episodes import check_speakers, judge_whole_episodes
+
+    stored = store.run_config(params.run_id)
+    config = stored[0] if stored else {}
+    if not config.get("turns"):
+        raise JobError(
+            f"run {params.run_id} is not an episode run: --whole-episode and --speaker-check "
+            "read episodes (koed episodes)"
+        )
+    dataset = job_dataset(env, None, str(config.get("dataset_sha256") or "") or None)
+    dialogues = {d.conv_id: d for d in dataset.dialogues}
+    spec = env.resolve(params.judge)
+    client = client_for(env, spec, store, stop=hooks.stop, say=hooks.say)
+    try:
+        if params.whole_episode:
+            report = judge_whole_episodes(
+                store,
+                client,
+                spec,
+                params.run_id,
+                dialogues,
+                concurrency=params.concurrency,
+                replicate=params.replicate,
+                progress=hooks.progress,
+                stop=hooks.stop,
+                watch=hooks.watch,
+            )
+        else:
+            report = check_speakers(
+                store,
+                client,
+                spec,
+                params.run_id,
+                dialogues,
+                concurrency=params.concurrency,
+                progress=hooks.progress,
+                stop=hooks.stop,
+                watch=hooks.watch,
+            )
+    finally:
+        close_client(client)
+    summary, said = told(
+        WHOLE_EPISODES if params.whole_episode else SPEAKER_TURNS,
+        run=params.run_id,
+        judge=spec.name,
+        scored=report.scored,
+        unscored=report.unscored,
+        skipped=report.skipped,
+        failed=report.failed,
+    )
     return Result(
         summary,
         {"run_id": params.run_id, "judge": spec.name, "errors": dict(report.errors), **said},

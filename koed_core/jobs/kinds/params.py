@@ -91,6 +91,10 @@ class JudgeJob:
     """authors or lenient (paper mode); None: the mode's."""
     replicate: int = 0
     """n > 0: ask the judge again about texts it judged, as a source of its own."""
+    whole_episode: bool = False
+    """An episode run judged whole (five dimensions and UND, one call each)."""
+    speaker_check: bool = False
+    """An episode run's Speaker turns checked (SIT, HID, NAT)."""
 
     def label(self, run: str | None = None) -> str:
         """The job as people read it, in the page's language (English in a worker);
@@ -156,9 +160,22 @@ class EpisodeJob:
     commas: str | None = None
     emotion_reader: str | None = None
     family: str | None = None
+    oracle: bool = False
+    """The Listener is told each dialogue's situation and emotion: the upper reference."""
 
     def label(self) -> str:
         """The job as people read it, in the page's language (English in a worker)."""
+        if self.oracle:
+            return _(
+                "oracle episodes {model} with speaker {speaker}: {turns} turns, {protocol}, "
+                "{langs}, {dialogues}",
+                model=self.model,
+                speaker=self.speaker,
+                turns=self.turns,
+                protocol=self.protocol,
+                langs=",".join(self.langs),
+                dialogues=_dialogues(self.subset, self.limit, self.sample, self.seed),
+            )
         return _(
             "episodes {model} with speaker {speaker}: {turns} turns, {protocol}, {langs}, "
             "{dialogues}",
