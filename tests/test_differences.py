@@ -41,6 +41,18 @@ def test_the_shipped_plan_takes_the_authors_step_everywhere_it_can() -> None:
     assert not any(step.endswith(": decoding") for step in steps)  # written out per model
 
 
+def test_the_judged_text_is_said_per_family() -> None:
+    plan, specs, judge = _shipped()
+    rows = {row.step: row for row in differences(plan, specs, judge)}
+    # the open models' judged text came out of a Python repr; Claude's did not
+    assert "repr" in rows["judged text (open models)"].authors
+    claude = rows["judged text (Claude)"]
+    assert "repr" not in claude.plan and "no repr quoting" in claude.authors
+    only_claude = replace(plan, models=("claude-3.5-sonnet",))
+    steps = {row.step for row in differences(only_claude, specs, judge)}
+    assert "judged text (open models)" not in steps and "judged text (Claude)" in steps
+
+
 @pytest.mark.parametrize(
     ("change", "step"),
     [

@@ -168,11 +168,6 @@ def differences(plan: Plan, specs: Mapping[str, ModelSpec], judge: ModelSpec) ->
             "the emotion answer's text (as their Claude script did)",
         ),
         Difference(
-            "judged text",
-            "Python repr quoting around it (quote marks, \\n as backslash-n)",
-            "the text itself",
-        ),
-        Difference(
             "verdict off the 1-5 scale",
             "kept as given (their parser takes any integer)",
             "unscored, with the reason; not asked again",
@@ -183,6 +178,28 @@ def differences(plan: Plan, specs: Mapping[str, ModelSpec], judge: ModelSpec) ->
             "each protocol is its own run (calls are independent, so no answer changes)",
         ),
     ]
+    families = {specs[m].family for m in plan.models}
+    if "open" in families:
+        out.append(
+            Difference(
+                "judged text (open models)",
+                "cut from the Python repr of the stored message (process_file): quote marks "
+                "around it, \\n as backslash-n",
+                "the text itself",
+            )
+        )
+    if "claude" in families:
+        # their claude_process_json reads the stored content itself, not its repr: the
+        # judged text is ours ("Listener: " + the reply, or after its last "Listener:");
+        # said so that nobody carries the open models' quoting over to Claude
+        out.append(
+            Difference(
+                "judged text (Claude)",
+                "'Listener: ' + the reply, or what follows its last 'Listener:' (any case) "
+                "when it names one (claude_process_json): no repr quoting",
+                "the same text (tests read their rule on planted replies); no difference",
+            )
+        )
     out.append(
         Difference(
             "scores to the paper's tables",
