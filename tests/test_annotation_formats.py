@@ -348,3 +348,30 @@ def test_the_command_line_exports_and_imports_each_format(
     err = capsys.readouterr().err
     assert ".ann line 1: not a line KoED Studio reads" in err and "Traceback" not in err
     assert main(["annotations", "import", str(source), "--project", "1"]) == 0  # CSV/JSONL default
+
+
+def test_the_projects_page_exports_in_the_chosen_format() -> None:
+    from streamlit.testing.v1 import AppTest
+
+    dataset = load_dataset(SAMPLE_FILE)
+    dialogue = dataset.dialogues[0]
+    start = dialogue.turns[2].ko.index("편의점")
+    annotations = AnnotationStore(Store(Path(os.environ["KOED_DB"])))
+    project = annotations.create_project("page", dataset, [dialogue.conv_id], per_item=1)
+    span = Span(side_at(dialogue, "ko", 3, start, start + 3), "places", no_counterpart=True)
+    annotations.save(project, dialogue, "alice", CONTEXT_MODIFIED, "", [span], submit=True)
+    root = Path(__file__).resolve().parents[1]
+    at = AppTest.from_file(str(root / "app.py"), default_timeout=60).run()
+    at.switch_page("pages/annotation/projects.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    chooser = at.selectbox(key=f"projects.format.{project}")
+    assert chooser.options == [
+        "JSONL (KoED Studio's own)",
+        "for INCEpTION (WebAnno TSV 3.3)",
+        "for brat (standoff .txt and .ann)",
+        "for Label Studio (its JSON export)",
+    ]
+    chooser.select("brat").run()
+    at.button(key=f"projects.export.{project}").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert [b.proto.label for b in at.get("download_button")][-1] == "Download the export (zip)"

@@ -18,12 +18,12 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from components.annotation.annotation_view import LOCAL, answer_block, type_name
+from components.annotation.annotation_view import LOCAL, answer_block
+from components.annotation.span_form import type_name
 from components.shared import resources, state, tables
 from components.shared.literal import md
 from koed_core import csv_safe, i18n
-from koed_core.annotation import agreement
-from koed_core.annotation.exchange import export_project
+from koed_core.annotation import agreement, formats
 from koed_core.annotation.projects import Annotation, AnnotationStore
 from koed_core.annotation.spans import Span
 from koed_core.annotation.taxonomy import (
@@ -49,6 +49,12 @@ PROGRESS_COLUMNS = {
     "annotators": N_("annotators"),
     "taxonomy_version": N_("taxonomy"),
     "closed": N_("closed"),
+}
+FORMAT_NAMES = {
+    formats.JSONL: N_("JSONL (KoED Studio's own)"),
+    formats.WEBANNO: N_("for INCEpTION (WebAnno TSV 3.3)"),
+    formats.BRAT: N_("for brat (standoff .txt and .ann)"),
+    formats.LABEL_STUDIO: N_("for Label Studio (its JSON export)"),
 }
 AGREEMENT_COLUMNS = {
     "measure": N_("measure"),
@@ -326,22 +332,33 @@ def agreement_section(
         mime="text/csv",
         key=f"projects.agreement.{project['id']}",
     )
+    chosen = st.selectbox(
+        _("Export format"),
+        formats.FORMATS,
+        format_func=i18n.choices(FORMAT_NAMES).__getitem__,
+        key=f"projects.format.{project['id']}",
+        help=_(
+            "JSONL is KoED Studio's own; WebAnno TSV opens in INCEpTION, brat standoff in "
+            "brat, Label Studio JSON in Label Studio. Each comes with the agreement table "
+            "and the taxonomy; docs/annotation.md says how a dialogue becomes a document."
+        ),
+    )
     if st.button(
-        _("Prepare the export (JSONL, agreement, taxonomy)"),
+        _("Prepare the export (annotations, agreement, taxonomy)"),
         key=f"projects.export.{project['id']}",
     ):
         with tempfile.TemporaryDirectory() as work, i18n.speaking("en"):
-            files = export_project(
-                annotations, project["id"], dataset, resources.server_key(), Path(work)
+            files = formats.export(
+                annotations, project["id"], dataset, resources.server_key(), Path(work), chosen
             )
             buffer = io.BytesIO()
             with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
                 for file in files:
-                    archive.write(file, file.name)
+                    archive.write(file, file.relative_to(work))
         st.download_button(
             _("Download the export (zip)"),
             buffer.getvalue(),
-            file_name=f"annotations-{project['id']}.zip",
+            file_name=f"annotations-{project['id']}-{chosen}.zip",
             mime="application/zip",
             key=f"projects.zip.{project['id']}",
         )
