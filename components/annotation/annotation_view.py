@@ -13,22 +13,22 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
+from components.annotation import span_actions
+from components.annotation.span_form import other_ways, type_name, widget_types
 from components.annotation.span_select import span_selector
 from components.shared import auth, resources, state, tables
 from components.shared.adaptation_gap import category_name
 from components.shared.literal import md
 from koed_core import i18n
 from koed_core.annotation.projects import DRAFT, SUBMITTED, Annotation, AnnotationStore
-from koed_core.annotation.spans import PERSON, Side, Span, find, side_at, turn_text
+from koed_core.annotation.spans import PERSON, Span, side_at
 from koed_core.annotation.taxonomy import (
     CATEGORIES,
     HANDCRAFTED,
     AnnotationError,
-    SignalType,
     Taxonomy,
     fixed_category,
 )
-from koed_core.db.types import short_hash
 from koed_core.dialogues.adaptation import SITUATION_POSITION, percentile
 from koed_core.dialogues.dataset import Dataset
 from koed_core.dialogues.dialogue import Dialogue
@@ -42,9 +42,11 @@ SUGGESTED = "suggestion:"
 STATUS = {None: N_("new"), DRAFT: N_("draft"), SUBMITTED: N_("submitted")}
 """An annotator's own status on a dialogue, as the picker says it."""
 HOW_TO = N_(
-    "Drag over a span of a **Korean** turn, then over the **English** words it replaces "
-    "in the same turn (or tick *No English counterpart*); choose its type and add it. "
-    "Yellow: your spans; blue: their English counterparts; green: selected, not added yet."
+    "Drag over a span of a **Korean** turn: a panel opens beside it. Drag over the "
+    "**English** words it replaces in the same turn (or tick *No English counterpart*), "
+    "pick its type (keys 1-9) and press Enter. Click a span and press Delete to remove it; "
+    "Ctrl+Z undoes. Each type has its colour (the legend); blue: English counterparts; "
+    "green: selected, not added yet."
 )
 DASHED = N_(
     "Dashed turns are *suggestions*: their ko/en similarity is in this file's lowest "
@@ -120,11 +122,6 @@ def _take(dialogue: Dialogue, pending: dict[str, Any], chosen: dict[str, Any] | 
     st.rerun()  # draw the selection as pending, or the notice
 
 
-def type_name(kind: SignalType) -> str:
-    """A signal type as people read it: both names, the page's language first."""
-    return f"{kind.ko}({kind.en})" if i18n.language() == "ko" else kind.label
-
-
 def _origin(origin: str) -> str:
     if origin == PERSON:
         return _("person")
@@ -163,45 +160,9 @@ def _save(
     spans: list[Span],
     submit: bool = False,
 ) -> bool:
-    try:
-        annotations.save(project["id"], dialogue, who, category, note, spans, submit=submit)
-    except AnnotationError as err:
-        st.error(md(str(err)), icon=":material/error:")
-        return False
-    return True
-
-
-def _typed_selection(dialogue: Dialogue, pending: dict[str, Any]) -> None:
-    """The keyboard way: name the turn and type the text (found in code points)."""
-    with (
-        st.expander(_("Mark a span by typing it (keyboard, or when dragging is awkward)")),
-        st.form("annotate.typed", border=False),
-    ):
-        positions = [SITUATION_POSITION, *(t.position for t in dialogue.turns)]
-        position = st.selectbox(
-            _("Turn"), positions, key=state.ANN_TYPED_TURN, help=_("0 is the situation")
-        )
-        ko = st.text_input(_("Korean text, exactly as in the turn"), key=state.ANN_TYPED_KO)
-        occurrence = st.number_input(
-            _("Which occurrence"), min_value=1, max_value=50, value=1, key=state.ANN_TYPED_AT
-        )
-        en = st.text_input(
-            _("English counterpart in the same turn (empty: none chosen)"),
-            key=state.ANN_TYPED_EN,
-        )
-        if st.form_submit_button(_("Select these")):
-            try:
-                start, end = find(turn_text(dialogue, "ko", position), ko, int(occurrence))
-                pending["ko"] = side_at(dialogue, "ko", position, start, end).as_dict()
-                if en:
-                    es, ee = find(turn_text(dialogue, "en", position), en)
-                    pending["en"] = side_at(dialogue, "en", position, es, ee).as_dict()
-            except AnnotationError as err:
-                st.error(md(str(err)), icon=":material/error:")
-
-
-def _side(raw: dict[str, Any] | None) -> Side | None:
-    return Side(raw["position"], raw["start"], raw["end"], raw["text"]) if raw else None
+    return span_actions.save_spans(
+        annotations, project, dialogue, who, (category, note, submit), spans
+    )
 
 
 def annotate(
@@ -236,97 +197,25 @@ def annotate(
         )
     hints = suggestions(dataset, dialogue)
     st.caption(_(HOW_TO) + " " + _(DASHED) if hints else _(HOW_TO))
-    _take(dialogue, pending, span_selector(dialogue, spans, pending, hints, state.ANN_SELECTOR))
-    _typed_selection(dialogue, pending)
-    _model_suggestions(annotations, project, dialogue, who, taxonomy, category, note, spans, kept)
-    ko, en = _side(pending["ko"]), _side(pending["en"])
+    last = st.session_state.get(state.ANN_LAST_TYPE)
+    events = span_selector(
+        dialogue, spans, pending, hints, state.ANN_SELECTOR, widget_types(taxonomy), last
+    )
+    _take(dialogue, pending, events.get("selected"))
+    answer = (category, note, kept)
+    notice = span_actions.apply(
+        events, annotations, project, dialogue, who, taxonomy, answer, spans
+    )
+    if notice:
+        st.warning(md(notice), icon=":material/warning:")
     if pending.get("notice"):
         st.warning(md(pending.pop("notice")), icon=":material/warning:")
-    if ko or en:
-        st.button(
-            _("Clear the selection"), on_click=pending.update, kwargs={"ko": None, "en": None}
-        )
-    left, right = st.columns(2)
-    with left:
-        st.markdown("**" + _("Korean span") + "**")
-        st.text(_turn_text(ko) if ko else _("(select text in a Korean turn)"))
-    with right:
-        st.markdown("**" + _("English counterpart") + "**")
-        st.text(_turn_text(en) if en else _("(none selected)"))
-    codes = list(taxonomy.codes)
-    last = st.session_state.get(state.ANN_LAST_TYPE)
-    with st.form("annotate.add", border=True, clear_on_submit=True):
-        kind = st.selectbox(
-            _("Signal type"),
-            codes,
-            index=codes.index(last) if last in codes else 0,  # emptied, it keeps the type
-            format_func=_type_labels(taxonomy).__getitem__,
-            # keyed by the last type: an emptied form's widget goes back to the default it
-            # was first made with, so a new last type needs a new widget
-            key=f"{state.ANN_TYPE}.{last}",
-            help=_type_help(taxonomy),
-        )
-        none = st.checkbox(_("No English counterpart"), key=state.ANN_NONE)
-        if st.form_submit_button(_("Add span"), disabled=False):
-            st.session_state[state.ANN_LAST_TYPE] = kind  # kept after an error too
-            if ko is None:
-                st.error(_("Select a span in a Korean turn first."))
-            else:
-                new = Span(ko=ko, type=kind, en=None if none else en, no_counterpart=none)
-                if _save(annotations, project, dialogue, who, category, note, [*spans, new], kept):
-                    pending.update(ko=None, en=None)
-                    st.rerun()
     st.markdown(_("**Your spans** ({n})", n=i18n.number(len(spans))))
     span_table(tuple(spans), taxonomy)
-    if spans:
-        labels = [
-            _(
-                "{n}. turn {position}: {text} ({type})",
-                n=i + 1,
-                position=s.ko.position,
-                text=s.ko.text,
-                type=s.type,
-            )
-            for i, s in enumerate(spans)
-        ]
-        gone = st.multiselect(
-            _("Remove spans"),
-            range(len(spans)),
-            format_func=labels.__getitem__,
-            # A fresh key whenever the spans change: a choice never points at another span.
-            key=f"{state.ANN_REMOVE}.{short_hash([s.key for s in spans])}",
-        )
-        if gone and st.button(_("Remove the chosen spans")):
-            kept_spans = [s for i, s in enumerate(spans) if i not in set(gone)]
-            if _save(annotations, project, dialogue, who, category, note, kept_spans, kept):
-                st.rerun()
+    with st.expander(_("Other ways to mark and remove spans (typing, the form, several at once)")):
+        other_ways(annotations, project, dialogue, who, taxonomy, answer, spans, pending)
+    _model_suggestions(annotations, project, dialogue, who, taxonomy, category, note, spans, kept)
     _category_form(annotations, project, dialogue, who, category, note, spans)
-
-
-def _turn_text(side: Side) -> str:
-    return _("turn {position}: {text}", position=side.position, text=side.text)
-
-
-def _type_labels(taxonomy: Taxonomy) -> dict[str, str]:
-    """Each type as the picker shows it. In English the name with its hint, as the file
-    wrote them; in Korean both names only (a file's hints are in one language, the shipped
-    file's in English), the hints being in the picker's help."""
-    english = i18n.language() == "en"
-    return {
-        kind.code: f"{kind.label}: {kind.hint}" if english and kind.hint else type_name(kind)
-        for kind in taxonomy.types
-    }
-
-
-def _type_help(taxonomy: Taxonomy) -> str | None:
-    if i18n.language() == "en":
-        return None
-    return (
-        "  \n".join(
-            f"**{md(type_name(kind))}**: {md(kind.hint)}" for kind in taxonomy.types if kind.hint
-        )
-        or None
-    )
 
 
 def _category_form(

@@ -11,7 +11,8 @@ with ``textContent``, never as HTML: dialogue text is data, not markup.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import streamlit as st
@@ -21,153 +22,88 @@ from koed_core.annotation.spans import Span
 from koed_core.dialogues.dialogue import Dialogue
 from koed_core.i18n import N_, _
 
+HERE = Path(__file__).parent
 CSS = """
-.koed-spans { font-family: var(--st-font, sans-serif); font-size: 0.95rem; }
+.koed-spans { font-family: var(--st-font, sans-serif); font-size: 0.95rem; position: relative; }
+.koed-spans:focus { outline: none; }
 .koed-spans table { border-collapse: collapse; width: 100%; }
 .koed-spans td { vertical-align: top; padding: 6px 8px; border-bottom: 1px solid #ddd; }
 .koed-spans td.who { width: 5.5em; color: #555; font-size: 0.8rem; }
 .koed-spans th { text-align: left; font-size: 0.8rem; color: #555; padding: 4px 8px; }
 .koed-spans .txt { white-space: pre-wrap; cursor: text; line-height: 1.6; }
 .koed-spans .txt:empty::after { content: attr(data-empty); color: #999; }
-.koed-spans mark { background: #ffe08a; border-radius: 3px; padding: 0 1px; }
+.koed-spans mark { background: #ffe08a; border-radius: 3px; padding: 0 1px; cursor: pointer; }
 .koed-spans mark.en { background: #cde8ff; }
 .koed-spans mark.pending { background: #b8f0c0; outline: 1px solid #2a8a3a; }
+.koed-spans mark.picked { outline: 2px solid #111827; }
 .koed-spans tr.suggested td.ko { outline: 2px dashed #d9822b; outline-offset: -3px; }
 .koed-spans .hint { display: block; font-size: 0.75rem; color: #a65a10; }
+.koed-spans .legend { display: flex; flex-wrap: wrap; gap: 4px 12px; font-size: 0.78rem;
+  color: #374151; margin: 0 0 6px 0; }
+.koed-spans .legend .swatch { display: inline-block; width: 0.9em; height: 0.9em;
+  border-radius: 2px; margin-right: 4px; vertical-align: -0.1em; }
+.koed-spans .legend .keys { color: #6b7280; }
+.koed-spans .panel { position: absolute; z-index: 20; width: 420px; max-width: 95%;
+  background: #fff; border: 1px solid #9ca3af; border-radius: 6px; padding: 8px 10px;
+  box-shadow: 0 4px 14px rgba(0,0,0,0.18); font-size: 0.85rem; }
+.koed-spans .panel .line { margin: 0 0 4px 0; word-break: break-word; }
+.koed-spans .panel .chips { display: flex; flex-wrap: wrap; gap: 4px; margin: 6px 0; }
+.koed-spans .panel button { font: inherit; font-size: 0.8rem; border: 1px solid #9ca3af;
+  background: #f9fafb; border-radius: 4px; padding: 2px 6px; cursor: pointer; }
+.koed-spans .panel button.chip { border-width: 2px; }
+.koed-spans .panel button.chip.on { font-weight: 600; }
+.koed-spans .panel button.primary { background: #1d4ed8; color: #fff; border-color: #1d4ed8; }
+.koed-spans .panel button:disabled { opacity: 0.5; cursor: default; }
+.koed-spans .panel .guide { color: #4b5563; font-size: 0.78rem; margin: 0 0 4px 0; }
+.koed-spans .panel .actions { display: flex; gap: 6px; margin-top: 6px; }
 """
-
-JS = """
-export default function (component) {
-  const { data, parentElement, setTriggerValue } = component;
-  const root = document.createElement("div");
-  root.className = "koed-spans";
-  // Keep the stylesheet Streamlit placed beside us; replace only our previous drawing.
-  parentElement.querySelectorAll(".koed-spans").forEach((old) => old.remove());
-  parentElement.appendChild(root);
-  const segmenter = typeof Intl.Segmenter === "function"
-    ? new Intl.Segmenter("ko", { granularity: "grapheme" }) : null;
-  const cp = (text, units) => Array.from(text.slice(0, units)).length;
-  // Snap a UTF-16 offset out to the nearest whole character (grapheme cluster).
-  const snap = (text, units, forward) => {
-    if (!segmenter) return units;
-    let edge = 0;
-    for (const part of segmenter.segment(text)) {
-      const end = part.index + part.segment.length;
-      if (units <= part.index) return part.index;
-      if (units < end) return forward ? end : part.index;
-      edge = end;
-    }
-    return edge;
-  };
-  const table = document.createElement("table");
-  const head = document.createElement("tr");
-  for (const label of ["", ...data.headers]) {
-    const th = document.createElement("th");
-    th.textContent = label;
-    head.appendChild(th);
-  }
-  table.appendChild(head);
-  const fill = (cell, text, marks) => {
-    // marks: [{start, end, cls, title}] in code points, not overlapping, sorted
-    const chars = Array.from(text);
-    let at = 0;
-    for (const m of marks) {
-      if (m.start < at) continue;
-      cell.appendChild(document.createTextNode(chars.slice(at, m.start).join("")));
-      const mark = document.createElement("mark");
-      mark.className = m.cls;
-      mark.title = m.title;
-      mark.textContent = chars.slice(m.start, m.end).join("");
-      cell.appendChild(mark);
-      at = m.end;
-    }
-    cell.appendChild(document.createTextNode(chars.slice(at).join("")));
-  };
-  for (const turn of data.turns) {
-    const row = document.createElement("tr");
-    if (turn.suggested) row.className = "suggested";
-    const who = document.createElement("td");
-    who.className = "who";
-    who.textContent = turn.who;
-    if (turn.suggested) {
-      const hint = document.createElement("span");
-      hint.className = "hint";
-      hint.textContent = turn.suggested;
-      who.appendChild(hint);
-    }
-    row.appendChild(who);
-    for (const lang of ["ko", "en"]) {
-      const td = document.createElement("td");
-      td.className = lang;
-      const txt = document.createElement("div");
-      txt.className = "txt";
-      txt.dataset.lang = lang;
-      txt.dataset.position = String(turn.position);
-      txt.dataset.text = turn[lang];
-      txt.dataset.empty = data.texts.empty;
-      fill(txt, turn[lang], turn.marks[lang]);
-      td.appendChild(txt);
-      row.appendChild(td);
-    }
-    table.appendChild(row);
-  }
-  root.appendChild(table);
-  const offset = (el, node, off) => {
-    const range = document.createRange();
-    range.setStart(el, 0);
-    range.setEnd(node, off);
-    return range.toString().length;
-  };
-  root.addEventListener("mouseup", () => {
-    const shadow = root.getRootNode();
-    const selection = window.getSelection();
-    if (!selection || selection.rangeCount === 0 && !selection.getComposedRanges) return;
-    const ranges = selection.getComposedRanges
-      ? selection.getComposedRanges({ shadowRoots: shadow instanceof ShadowRoot ? [shadow] : [] })
-      : [selection.getRangeAt(0)];
-    const range = ranges[0];
-    if (!range || range.collapsed) return;
-    const holder = (n) => (n.nodeType === 1 ? n : n.parentElement)?.closest?.(".txt");
-    const el = holder(range.startContainer);
-    if (!el) return;
-    if (el !== holder(range.endContainer)) {
-      setTriggerValue("selected", { error: data.texts.across });
-      return;
-    }
-    const text = el.dataset.text;
-    const s = snap(text, offset(el, range.startContainer, range.startOffset), false);
-    const e = snap(text, offset(el, range.endContainer, range.endOffset), true);
-    if (e <= s) return;
-    setTriggerValue("selected", {
-      lang: el.dataset.lang,
-      position: Number(el.dataset.position),
-      start: cp(text, s),
-      end: cp(text, e),
-      text: text.slice(s, e),
-    });
-  });
-}
-"""
+JS = (HERE / "span_select.js").read_text(encoding="utf-8")
+COLOURS = (
+    "#fde68a", "#bfdbfe", "#fbcfe8", "#bbf7d0", "#fed7aa",
+    "#ddd6fe", "#a5f3fc", "#fecaca", "#d9f99d", "#e5e7eb",
+)  # fmt: skip
+"""One light colour per type, in the taxonomy's order (a legend names each)."""
+EVENTS = ("selected", "add", "remove", "undo")
+"""What the widget sends: a cross-turn notice, an add, a removal, an undo."""
 
 ROLES = {"speaker": N_("speaker"), "listener": N_("listener")}
 """A turn's role as the first column says it."""
 _SELECTOR = st.components.v2.component("koed_span_selector", html="", css=CSS, js=JS)
 
 
+def span_key(span: Span) -> str:
+    """A span as the widget names it back (turn, offsets and type): what a removal sends."""
+    position, start, end, kind = span.key
+    return f"{position}:{start}:{end}:{kind}"
+
+
+def colour_of(codes: Sequence[str]) -> dict[str, str]:
+    """Each type's colour, by its place in the taxonomy."""
+    return {code: COLOURS[i % len(COLOURS)] for i, code in enumerate(codes)}
+
+
 def _marks(
-    spans: Sequence[Span], pending: dict[str, Any] | None, position: int, chosen: str
+    spans: Sequence[Span],
+    pending: dict[str, Any] | None,
+    position: int,
+    chosen: str,
+    colours: Mapping[str, str] | None = None,
+    names: Mapping[str, str] | None = None,
 ) -> dict[str, list[dict[str, Any]]]:
-    """The marks on one turn; ``chosen`` is the tooltip of the pending selection."""
+    """The marks on one turn; ``chosen`` is the tooltip of the pending selection. A span
+    is drawn in its type's colour and carries its key, so a click can pick it."""
     marks: dict[str, list[dict[str, Any]]] = {"ko": [], "en": []}
+    colours, names = colours or {}, names or {}
     for span in spans:
+        title = names.get(span.type, span.type)
+        colour = colours.get(span.type)
         if span.ko.position == position:
-            marks["ko"].append(
-                {"start": span.ko.start, "end": span.ko.end, "cls": "ko", "title": span.type}
-            )
+            mark = {"start": span.ko.start, "end": span.ko.end, "cls": "ko", "title": title}
+            mark["key"] = span_key(span)
+            marks["ko"].append({**mark, "color": colour} if colour else mark)
         if span.en is not None and span.en.position == position:
-            marks["en"].append(
-                {"start": span.en.start, "end": span.en.end, "cls": "en", "title": span.type}
-            )
+            mark = {"start": span.en.start, "end": span.en.end, "cls": "en", "title": title}
+            marks["en"].append({**mark, "key": span_key(span)})
     for lang in ("ko", "en"):  # the pending sides only: a notice waits beside them
         side = (pending or {}).get(lang)
         if isinstance(side, dict) and side.get("position") == position:
@@ -189,25 +125,48 @@ def span_selector(
     pending: dict[str, Any] | None,
     suggested: dict[int, str],
     key: str,
-) -> dict[str, Any] | None:
-    """Draw the dialogue and return what was just selected (lang, position, start, end,
-    text, offsets in code points), or None. ``suggested``: position -> why it is
-    suggested (shown dashed, never stored)."""
+    types: Sequence[Mapping[str, str]] = (),
+    last: str | None = None,
+) -> dict[str, dict[str, Any]]:
+    """Draw the dialogue with its spans, the legend and the span panel; return what the
+    widget just sent, by event (``EVENTS``): ``selected`` (a notice), ``add`` (ko, en,
+    none, type), ``remove`` (key) or ``undo``. Nothing in it is trusted: the caller checks
+    every offset and type. ``types``: code, label, guide per signal type, in order;
+    ``suggested``: position -> why it is suggested (shown dashed, never stored)."""
     rows = [(0, _("situation"), dialogue.situation_ko, dialogue.situation_en)]
     roles = i18n.choices(ROLES)
     rows += [(t.position, f"{t.position}. {roles[t.role]}", t.ko, t.en) for t in dialogue.turns]
+    colours = colour_of([t["code"] for t in types])
+    names = {t["code"]: t["label"] for t in types}
     selected = _("selected")
     data = {
         "headers": [
             _("{language} (select a span here)", language=i18n.NAMES["ko"]),
             _("{language} (then its counterpart)", language=i18n.NAMES["en"]),
         ],
+        "types": [{**t, "color": colours[t["code"]]} for t in types],
+        "last": last or "",
         "texts": {  # what the script itself may write, in the page's language
             "empty": _("(no text in this language)"),
             "across": _(
                 "A span lies within one turn of one language: select the Korean words, then "
                 "(separately) their English counterpart."
             ),
+            "keys": _(
+                "Keys: 1-9 type, Enter add, Esc cancel, click a span then Delete, Ctrl+Z undo"
+            ),
+            "panel": _("New span"),
+            "pending": selected,
+            "korean": _("Korean"),
+            "english": _("English"),
+            "selectKorean": _("(select the Korean words)"),
+            "dragEnglish": _("(drag over its English counterpart in the same turn, or none)"),
+            "noCounterpart": _("No English counterpart"),
+            "add": _("Add (Enter)"),
+            "cancel": _("Cancel (Esc)"),
+            "remove": _("Remove (Delete)"),
+            "adding": _("Adding..."),
+            "removing": _("Removing..."),
         },
         "turns": [
             {
@@ -216,7 +175,7 @@ def span_selector(
                 "ko": ko,
                 "en": en,
                 "suggested": suggested.get(position, ""),
-                "marks": _marks(spans, pending, position, selected),
+                "marks": _marks(spans, pending, position, selected, colours, names),
             }
             for position, who, ko, en in rows
         ],
@@ -225,6 +184,6 @@ def span_selector(
     # which this app's enforceSerializableSessionState refuses. ``key`` only tells
     # instances apart (it is part of the data, so of the element's identity).
     data["instance"] = key
-    result = _SELECTOR(data=data, on_selected_change=_ignore)
-    chosen = getattr(result, "selected", None)
-    return chosen if isinstance(chosen, dict) else None
+    result = _SELECTOR(data=data, **{f"on_{event}_change": _ignore for event in EVENTS})
+    events = {event: getattr(result, event, None) for event in EVENTS}
+    return {event: value for event, value in events.items() if isinstance(value, dict)}

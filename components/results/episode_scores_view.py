@@ -8,6 +8,7 @@ import pandas as pd
 import streamlit as st
 
 from components.shared import tables
+from components.shared.literal import md
 from koed_core.db import Store
 from koed_core.i18n import _
 from koed_core.judge.episodes import SPEAKER, WHOLE
@@ -63,11 +64,11 @@ def whole_episodes(store: Store, run_id: str, closed_studies: list[int]) -> None
         for config in judged:
             table = episode_scores.whole_table(store, config)
             if run_id in set(table["run_id"]):
-                st.markdown(_("Judge {judge}", judge=config.label))
+                st.markdown(_("Judge {judge}", judge=md(config.label)))
                 tables.show(_mine(table, run_id), hide_index=True, column_config=_columns())
                 _oracle(store, config, run_id)
         for study, table in rated:
-            st.markdown(_("Raters of study {study}", study=study))
+            st.markdown(_("Raters of study {study}", study=md(study)))
             tables.show(_mine(table, run_id), hide_index=True, column_config=_columns())
 
 
@@ -109,7 +110,7 @@ def speaker_checks(store: Store, run_id: str) -> None:
                     "speaker (1-5). Read the gap over turns against it: where the Korean "
                     "Speaker played worse than the English one, part of a Korean Listener's "
                     "lower score is the Speaker's. `koed judge --run RUN --speaker-check`.",
-                    judge=config.label,
+                    judge=md(config.label),
                 )
             )
             tables.show(_mine(table, run_id), hide_index=True, column_config=_columns())

@@ -109,7 +109,8 @@ SPAN_AT = """
 
 
 def drag_over(page, lang: str, position: int, needle: str) -> None:  # type: ignore[no-untyped-def]
-    """Select ``needle`` in a turn of the span selector with the mouse, as a person does."""
+    """Select ``needle`` in a turn of the span selector with the mouse, as a person does,
+    and see the span panel name it."""
     from playwright.sync_api import expect
 
     settled(page)
@@ -126,26 +127,45 @@ def drag_over(page, lang: str, position: int, needle: str) -> None:  # type: ign
     page.mouse.down()
     page.mouse.move(x1, y1, steps=6)
     page.mouse.up()
-    expect(page.get_by_text(f"turn {position}: {needle}", exact=True)).to_be_visible()
+    name = "Korean" if lang == "ko" else "English"
+    expect(span_panel(page).get_by_text(f"{name}: {needle}", exact=True)).to_be_visible()
+
+
+def span_panel(page):  # type: ignore[no-untyped-def]
+    """The panel the span selector opens beside a selection."""
+    return page.get_by_role("dialog", name="New span")
+
+
+def span_count(page) -> int:  # type: ignore[no-untyped-def]
+    """The number in "Your spans (n)" once the page has settled."""
+    from playwright.sync_api import expect
+
+    settled(page)
+    shown = page.get_by_text(re.compile(r"Your spans \(\d+\)")).first
+    expect(shown).to_be_visible()
+    found = re.search(r"Your spans \((\d+)\)", shown.inner_text())
+    assert found, shown.inner_text()
+    return int(found.group(1))
 
 
 def add_span(page, ko: tuple[int, str], en: tuple[int, str] | None, kind: str) -> None:  # type: ignore[no-untyped-def]
+    """Mark a span in the panel: the Korean words, the English ones (or none), the type
+    chip, then Enter; and see it counted."""
     from playwright.sync_api import expect
 
+    before = span_count(page)
     drag_over(page, "ko", *ko)
     if en is not None:
         drag_over(page, "en", *en)
-    form = page.get_by_test_id("stForm").filter(has_text="Signal type")
-    settled(page)
-    form.get_by_test_id("stSelectbox").click()
-    page.keyboard.type(kind)  # the picker filters as one types
-    page.get_by_role("option").filter(has_text=kind).first.click()
-    expect(form.get_by_role("combobox", name="Signal type")).to_have_value(re.compile(kind))
+    panel = span_panel(page)
+    panel.get_by_role("button", name=re.compile(re.escape(kind))).click()
+    expect(panel.get_by_role("button", name=re.compile(re.escape(kind)))).to_have_attribute(
+        "aria-pressed", "true"
+    )
     if en is None:
-        form.get_by_text("No English counterpart").click()
-    settled(page)
-    form.get_by_role("button", name="Add span").click()
-    expect(page.get_by_text(f"turn {ko[0]}: {ko[1]}", exact=True)).to_have_count(0)  # added
+        panel.get_by_text("No English counterpart").click()
+    page.keyboard.press("Enter")
+    expect(page.get_by_text(f"Your spans ({before + 1})")).to_be_visible()
 
 
 def log_in_settled(page, username: str, password: str, welcome: str) -> None:  # type: ignore[no-untyped-def]

@@ -46,8 +46,7 @@ def test_two_annotators_disagree_and_the_reviewer_adjudicates(site: Visit, brows
         assert colour == "rgb(205, 232, 255)", colour  # blue: an English counterpart
         if who == "ann1":
             steps.add_span(page, (1, "야근"), None, "School, work")
-            form = page.get_by_test_id("stForm").filter(has_text="Signal type")
-            expect(form.get_by_role("checkbox")).not_to_be_checked()  # cleared for the next
+            expect(steps.span_panel(page)).to_be_hidden()  # closed, ready for the next
             page.screenshot(path=str(ARTIFACTS / "annotate_two_spans.png"), full_page=True)
             expect(page.get_by_text("Your spans (2)")).to_be_visible()
         else:  # blind: nothing of ann1's work is on ann2's page
@@ -145,12 +144,83 @@ def test_a_drag_across_turns_says_so_and_changes_nothing(site: Visit, browser: A
         expect(page.get_by_text("Your spans (0)")).to_be_visible()
     steps.add_span(page, (3, "화나"), (3, "mad"), "Places")  # the page still takes work
     expect(page.get_by_text("Your spans (1)")).to_be_visible()
-    form = page.get_by_test_id("stForm").filter(has_text="Signal type")
-    steps.settled(page)  # issue 33 #3: the emptied form went back to the first type
-    expect(form.get_by_role("combobox", name="Signal type")).to_have_value(re.compile("Places"))
+    steps.drag_over(page, "ko", 1, "택배를")  # issue 33 #3: the type went back to the first
+    places = steps.span_panel(page).get_by_role("button", name=re.compile("Places"))
+    expect(places).to_have_attribute("aria-pressed", "true")
+    page.keyboard.press("Escape")
+    expect(steps.span_panel(page)).to_be_hidden()
     picker = page.get_by_role("combobox", name="Dialogue")
     expect(picker).to_have_value(re.compile("yours: draft"))
     steps.submit(page, "context modified")
     steps.settled(page)  # issue 33 #8: the picker said "draft" until a fresh session
     expect(picker).to_have_value(re.compile("yours: submitted"))
+    page.context.close()
+
+
+def test_the_span_panel_takes_keys_removes_and_undoes(site: Visit, browser: Any) -> None:
+    """Issue 33: the whole span interaction in the widget. A drag opens the panel beside
+    the selection; a number key picks the type, Enter adds; a click on a span and Delete
+    remove it; Ctrl+Z takes back the removal, then the add. Each state is checked once
+    the page has settled and again 2 s later, and in the database."""
+    from playwright.sync_api import expect
+
+    from components.annotation.span_select import colour_of
+    from koed_core.annotation.projects import AnnotationStore
+    from koed_core.annotation.taxonomy import load_taxonomy
+    from koed_core.db import Store
+
+    users.add_user(site.site.accounts, "ann_keys", "annotator", "Keys", "ann-keys-password")
+    dataset = load_dataset(SAMPLE_FILE)
+    conv_id = dataset.dialogues[0].conv_id  # 편의점 / convenience store in turn 3
+    store = AnnotationStore(Store(site.site.db))
+    project = store.create_project("Keys", dataset, [conv_id], per_item=1, annotators=["ann_keys"])
+    codes = list(load_taxonomy().codes)
+    page = browser.new_context(viewport={"width": 1366, "height": 768}).new_page()
+    page.goto(site.url + "/login")
+    steps.log_in_settled(page, "ann_keys", "ann-keys-password", "Logged in as Keys")
+    page.goto(site.url + "/annotate")
+    expect(page.get_by_role("heading", name="Annotate the adaptation")).to_be_visible()
+    expect(page.get_by_text("Your spans (0)")).to_be_visible()
+
+    def spans() -> list[tuple[str, str | None, str]]:
+        own = AnnotationStore(Store(site.site.db)).own(project, conv_id, "ann_keys")
+        return [(s.ko.text, s.en.text if s.en else None, s.type) for s in own.spans] if own else []
+
+    def holds(count: int, stored: list[tuple[str, str | None, str]]) -> None:
+        for _wait in (0, 2000):  # settled, and still so 2 s later
+            page.wait_for_timeout(_wait)
+            steps.settled(page)
+            expect(page.get_by_text(f"Your spans ({count})")).to_be_visible()
+            assert page.get_by_test_id("stException").count() == 0
+            assert spans() == stored
+
+    steps.drag_over(page, "ko", 3, "편의점")
+    panel = steps.span_panel(page)
+    box = panel.bounding_box()
+    assert box is not None and steps.inside(box, 1366, 768)  # beside the text, in view
+    page.keyboard.press(str(codes.index("places") + 1))  # the number key picks the type
+    places = panel.get_by_role("button", name=re.compile("Places"))
+    expect(places).to_have_attribute("aria-pressed", "true")
+    steps.drag_over(page, "en", 3, "convenience store")
+    page.screenshot(path=str(ARTIFACTS / "annotate_span_panel.png"))
+    page.keyboard.press("Enter")
+    holds(1, [("편의점", "convenience store", "places")])
+    mark = page.locator("mark", has_text="편의점").first
+    colour = mark.evaluate("(m) => getComputedStyle(m).backgroundColor")
+    hexed = colour_of(codes)["places"]  # its type's colour, as the legend shows it
+    rgb = tuple(int(hexed[i : i + 2], 16) for i in (1, 3, 5))
+    assert colour == f"rgb{rgb}", (colour, hexed)
+    legend = page.locator(".legend .key", has_text="Places").locator(".swatch")
+    assert legend.evaluate("(m) => getComputedStyle(m).backgroundColor") == colour
+    mark.click()
+    expect(panel.get_by_text(re.compile("^편의점 · Places"))).to_be_visible()
+    page.keyboard.press("Delete")
+    holds(0, [])
+    page.keyboard.press("Control+z")  # the removal taken back
+    holds(1, [("편의점", "convenience store", "places")])
+    page.keyboard.press("Control+z")  # then the add
+    holds(0, [])
+    page.keyboard.press("Control+z")
+    expect(page.get_by_text("Nothing to undo.")).to_be_visible()
+    holds(0, [])
     page.context.close()
