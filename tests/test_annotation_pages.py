@@ -325,7 +325,7 @@ def test_the_reviewer_keeps_the_second_of_two_spans_with_the_same_words() -> Non
     """Finding 31.10: the reviewer's pool was keyed by a span's words, so of the same text
     marked at two places only the first could be kept. Each place is its own choice now,
     labelled with its characters, and the one kept is stored with its own offsets."""
-    from components.annotation.annotation_admin import _span_id
+    from components.annotation.curation import pool_key
     from koed_core.annotation.spans import Span, side_at
     from koed_core.annotation.taxonomy import CONTEXT_MODIFIED
 
@@ -353,7 +353,7 @@ def test_the_reviewer_keeps_the_second_of_two_spans_with_the_same_words() -> Non
         f"ko characters {start}-{start + 2})" in label
         for start, label in zip((first, second), keep.options, strict=True)
     ] == [True, True], keep.options
-    keep.set_value([_span_id(spans[1])])
+    keep.set_value([pool_key(spans[1])])
     at.radio(key=f"review.category.{dialogue.conv_id}").set_value(CONTEXT_MODIFIED)
     next(b for b in at.button if b.label == "Record the final answer").click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]

@@ -19,6 +19,7 @@ import pandas as pd
 import streamlit as st
 
 from components.annotation.annotation_view import LOCAL, answer_block
+from components.annotation.curation import curation_view, pool_key
 from components.annotation.span_form import type_name
 from components.shared import resources, state, tables
 from components.shared.literal import md
@@ -175,10 +176,15 @@ def _span_label(span: Span) -> str:
     )
 
 
-def _span_id(span: Span) -> str:
-    """A span's place, not its words: the same text twice in a turn is two spans."""
-    en = f"{span.en.position}:{span.en.start}-{span.en.end}" if span.en else "none"
-    return f"{span.ko.position}:{span.ko.start}-{span.ko.end}:{span.type}:{en}"
+def _toggle(kept_key: str, key: Any, pool: dict[str, Span]) -> None:
+    """One click in the curation view: an annotator's span into the final answer, or a
+    final span out of it. The key comes from the browser: only a pooled span counts."""
+    if not isinstance(key, str) or key not in pool:
+        st.warning(_("That span is not among the annotators' spans; nothing changed."))
+        return
+    kept = list(st.session_state[kept_key])
+    st.session_state[kept_key] = [k for k in kept if k != key] if key in kept else [*kept, key]
+    st.rerun()
 
 
 def _pool_labels(pool: dict[str, Span]) -> dict[str, str]:
@@ -241,24 +247,33 @@ def adjudicate(
         return
     taxonomy = annotations.taxonomy(project)
     answers = annotations.submitted(project["id"], conv_id)
-    with st.expander(_("The dialogue"), expanded=False):
-        rows = [(0, dialogue.situation_ko, dialogue.situation_en)]
-        rows += [(t.position, t.ko, t.en) for t in dialogue.turns]
-        tables.show(pd.DataFrame(rows, columns=["turn", "ko", "en"]), hide_index=True)
-    for answer in answers:  # one below the other: the span tables need the width
-        answer_block(answer.annotator, answer, taxonomy)
     final = annotations.adjudication(project["id"], conv_id)
     pool: dict[str, Span] = {}
     for answer in answers:
         for span in answer.spans:
-            pool.setdefault(_span_id(span), span)
+            pool.setdefault(pool_key(span), span)
     labels = _pool_labels(pool)
     everyone = [
         key
         for key, span in pool.items()
         if all(span.key in {s.key for s in a.spans} for a in answers)
     ]
-    default_spans = [_span_id(s) for s in final.spans if _span_id(s) in pool] if final else everyone
+    default_spans = [pool_key(s) for s in final.spans if pool_key(s) in pool] if final else everyone
+    kept_key = f"{state.REVIEW_SPANS}.{conv_id}"
+    if kept_key not in st.session_state:
+        st.session_state[kept_key] = default_spans
+    clicked = curation_view(
+        dialogue,
+        [(a.annotator, a) for a in answers],
+        taxonomy,
+        final=st.session_state[kept_key],
+        key=f"curation.{project['id']}.{conv_id}",
+    )
+    if clicked is not None:
+        _toggle(kept_key, clicked.get("key"), pool)
+    with st.expander(_("Each answer as a table"), expanded=False):
+        for answer in answers:
+            answer_block(answer.annotator, answer, taxonomy)
     categories = (
         [c for c in CATEGORIES if c != HANDCRAFTED]
         if not dialogue.korean_emotion
@@ -280,9 +295,8 @@ def adjudicate(
         keep = st.multiselect(
             _("Spans to keep (preselected: those every annotator marked alike)"),
             list(pool),
-            default=default_spans,
             format_func=labels.__getitem__,
-            key=f"{state.REVIEW_SPANS}.{conv_id}",
+            key=kept_key,
         )
         note = st.text_area(
             _("Reviewer's note"),

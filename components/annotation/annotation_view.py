@@ -14,6 +14,7 @@ import pandas as pd
 import streamlit as st
 
 from components.annotation import span_actions
+from components.annotation.curation import curation_view
 from components.annotation.span_form import other_ways, type_name, widget_types
 from components.annotation.span_select import span_selector
 from components.shared import auth, resources, state, tables
@@ -280,13 +281,14 @@ def _complete(
         ),
         icon=":material/lock:",
     )
-    span_selector(dialogue, own.spans, None, {}, state.ANN_SELECTOR)
     answers = [(_("Yours"), own)] + [
         (_("Annotator {n}", n=i + 2), a)
         for i, a in enumerate(annotations.others(project["id"], dialogue.conv_id, who))
     ]
-    for title, answer in answers:  # one below the other: the span tables need the width
-        answer_block(title, answer, taxonomy)
+    curation_view(dialogue, answers, taxonomy, key=f"curation.{dialogue.conv_id}")
+    with st.expander(_("Each answer as a table"), expanded=False):
+        for title, answer in answers:
+            answer_block(title, answer, taxonomy)
 
 
 def answer_block(title: str, answer: Annotation, taxonomy: Taxonomy) -> None:

@@ -55,6 +55,12 @@ def test_two_annotators_disagree_and_the_reviewer_adjudicates(site: Visit, brows
         page.reload()  # the spans survive a reload, offsets and all
         expect(page.get_by_text(f"Your spans ({2 if who == 'ann1' else 1})")).to_be_visible()
         steps.submit(page, category)
+        if who == "ann2":  # complete: now each sees the other's spans, highlighted
+            steps.settled(page)
+            expect(page.locator(".koed-curation mark", has_text="야근").first).to_be_visible()
+            expect(
+                page.locator(".koed-curation mark.agreed", has_text="편의점").first
+            ).to_be_visible()
         page.context.close()
     stored = AnnotationStore(Store(site.site.db)).submitted(project, conv_id)
     assert {a.annotator: a.category for a in stored} == {
@@ -76,11 +82,27 @@ def test_two_annotators_disagree_and_the_reviewer_adjudicates(site: Visit, brows
     expect(page.get_by_role("heading", name="Annotation projects")).to_be_visible()
     review = page.get_by_test_id("stForm").filter(has_text="Final answer")
     expect(review).to_be_visible()
-    expect(page.get_by_text("category: context modified", exact=False).first).to_be_visible()
+    final_row = page.locator(".koed-curation tr.final mark.ko")
+    expect(final_row.filter(has_text="편의점")).to_have_count(1)  # agreed: in by default
+    expect(final_row.filter(has_text="야근")).to_have_count(0)
+    # one click on ann1's span puts it in the final answer, one on the final's takes it out
+    page.locator(".koed-curation tr:not(.final) mark", has_text="야근").first.click()
+    steps.settled(page)
+    expect(final_row.filter(has_text="야근")).to_have_count(1)
+    final_row.filter(has_text="편의점").first.click()
+    steps.settled(page)
+    expect(final_row.filter(has_text="편의점")).to_have_count(0)
+    page.locator(".koed-curation tr:not(.final) mark", has_text="편의점").first.click()
+    steps.settled(page)
+    page.wait_for_timeout(2000)  # and so it stays
+    expect(final_row).to_have_count(2)
+    page.screenshot(path=str(ARTIFACTS / "annotation_curation.png"), full_page=True)
     review.get_by_text("context modified").click()
     steps.settled(page)
     review.get_by_role("button", name="Record the final answer").click()
     expect(review.get_by_text("(recorded; saving replaces it)")).to_be_visible()
+    final = AnnotationStore(Store(site.site.db)).adjudication(project, conv_id)
+    assert final is not None and sorted(s.ko.text for s in final.spans) == ["야근", "편의점"]
     page.get_by_role("tab", name="Agreement and export").click()
     expect(page.get_by_text("span F1 exact").first).to_be_attached()  # a grid cell
     page.screenshot(path=str(ARTIFACTS / "annotation_review.png"), full_page=True)
