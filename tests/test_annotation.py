@@ -365,7 +365,7 @@ def test_the_shipped_taxonomy_has_the_issues_types_and_a_stable_version() -> Non
         "values",
         "other",
     } == set(taxonomy.codes)
-    assert taxonomy.version == load_taxonomy().version and taxonomy.version.startswith("1-")
+    assert taxonomy.version == load_taxonomy().version and taxonomy.version.startswith("2-")
 
 
 def test_the_bootstrap_kappas_and_aucs_are_the_libraries_values_draw_by_draw() -> None:

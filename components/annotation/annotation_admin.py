@@ -409,6 +409,35 @@ def _shown_agreement(table: pd.DataFrame, taxonomy: Taxonomy) -> pd.DataFrame:
     return shown.rename(columns=i18n.choices(AGREEMENT_COLUMNS))
 
 
+def revise_form(annotations: AnnotationStore, project: dict[str, Any]) -> None:
+    """Upload a revised taxonomy for an open project (guidelines rewritten, types added;
+    every code kept): new annotations take it, earlier ones keep their version."""
+    from koed_core.annotation.revision import revise_taxonomy
+
+    if project["closed"]:
+        return
+    with st.expander(_("Revise this project's taxonomy"), expanded=False):
+        st.caption(
+            _(
+                "A TOML file like data/annotation/taxonomy.toml, with a new version: every "
+                "current type kept (annotations name them), guidelines and examples "
+                "rewritten, types added. Now on taxonomy {version}.",
+                version=md(project["taxonomy_version"]),
+            )
+        )
+        upload = st.file_uploader(
+            _("Revised taxonomy (TOML)"), type=["toml"], key=f"{state.REVIEW_PROJECT}.taxonomy"
+        )
+        if upload is not None and st.button(_("Use the revised taxonomy")):
+            try:
+                version = revise_taxonomy(annotations, project["id"], _taxonomy_upload(upload))
+            except AnnotationError as err:
+                st.error(md(str(err)), icon=":material/error:")
+                return
+            st.toast(_("Taxonomy {version} is now this project's.", version=md(version)))
+            st.rerun()
+
+
 def reviewer_name(username: str | None) -> str:
     """The reviewer stored with a final answer (``local`` in one person's app)."""
     return username or LOCAL

@@ -15,7 +15,12 @@ import streamlit as st
 
 from components.annotation import span_actions
 from components.annotation.curation import curation_view
-from components.annotation.span_form import other_ways, type_name, widget_types
+from components.annotation.span_form import (
+    guidelines_panel,
+    other_ways,
+    type_name,
+    widget_types,
+)
 from components.annotation.span_select import span_selector
 from components.shared import auth, resources, state, tables
 from components.shared.adaptation_gap import category_name
@@ -211,6 +216,7 @@ def annotate(
         st.warning(md(notice), icon=":material/warning:")
     if pending.get("notice"):
         st.warning(md(pending.pop("notice")), icon=":material/warning:")
+    guidelines_panel(taxonomy)
     st.markdown(_("**Your spans** ({n})", n=i18n.number(len(spans))))
     span_table(tuple(spans), taxonomy)
     with st.expander(_("Other ways to mark and remove spans (typing, the form, several at once)")):

@@ -142,10 +142,34 @@ def widget_types(taxonomy: Taxonomy) -> list[dict[str, str]]:
             "code": kind.code,
             "label": type_name(kind),
             "short": kind.ko if i18n.language() == "ko" else kind.en,
-            "guide": kind.hint,
+            "guide": kind.guide(i18n.language()),
+            "examples": examples_line(kind),
         }
         for kind in taxonomy.types
     ]
+
+
+def examples_line(kind: SignalType) -> str:
+    """A type's examples on one line: "편의점 → a convenience store · 부산 → Chicago"."""
+    return " · ".join(f"{ko} → {en}" if en else ko for ko, en in kind.examples)
+
+
+def guidelines_panel(taxonomy: Taxonomy) -> None:
+    """Every type's guideline (the page's language first, then the other) and examples,
+    one click away while annotating. Texts are the taxonomy file's, shown literally."""
+    first = i18n.language()
+    other = "en" if first == "ko" else "ko"
+    with st.expander(_("Guidelines (every signal type, with examples)"), expanded=False):
+        st.caption(_("Taxonomy {version}", version=md(taxonomy.version)))
+        for kind in taxonomy.types:
+            st.markdown(f"**{md(type_name(kind))}**")
+            own = kind.guide_ko if first == "ko" else kind.guide_en
+            theirs = kind.guide_ko if other == "ko" else kind.guide_en
+            st.text(own or kind.hint)
+            if theirs and theirs != own:
+                st.text(theirs)
+            if kind.examples:
+                st.text(_("e.g. {examples}", examples=examples_line(kind)))
 
 
 def _turn_text(side: Side) -> str:

@@ -188,6 +188,9 @@ export default function (component) {
     });
     panel.appendChild(chips);
     if (types[chosen].guide) panel.appendChild(el("div", "guide", types[chosen].guide));
+    if (types[chosen].examples) {
+      panel.appendChild(el("div", "guide examples", `${T.examples} ${types[chosen].examples}`));
+    }
     const none = el("label", "none");
     const box = document.createElement("input");
     box.type = "checkbox";

@@ -165,6 +165,7 @@ def span_selector(
             "add": _("Add (Enter)"),
             "cancel": _("Cancel (Esc)"),
             "remove": _("Remove (Delete)"),
+            "examples": _("e.g."),
             "adding": _("Adding..."),
             "removing": _("Removing..."),
         },

@@ -42,17 +42,29 @@ class AnnotationError(KoedError):
 
 @dataclass(frozen=True)
 class SignalType:
-    """One kind of cultural signal."""
+    """One kind of cultural signal, with what an annotator reads before marking one."""
 
     code: str
     en: str
     ko: str
     hint: str = ""
+    guide_en: str = ""
+    guide_ko: str = ""
+    """The guideline: when a span is of this type, and when it is not."""
+    examples: tuple[tuple[str, str], ...] = ()
+    """(Korean words, English counterpart or why) pairs, as the guideline shows them."""
 
     @property
     def label(self) -> str:
         """How a picker shows it: the English name with the Korean one."""
         return f"{self.en} ({self.ko})"
+
+    def guide(self, lang: str) -> str:
+        """The guideline in ``lang``, else in the other language, else the one-line hint."""
+        first, second = (
+            (self.guide_ko, self.guide_en) if lang == "ko" else (self.guide_en, self.guide_ko)
+        )
+        return first or second or self.hint
 
 
 @dataclass(frozen=True)
@@ -76,9 +88,21 @@ class Taxonomy:
         """The type with this code, if the taxonomy has it."""
         return next((t for t in self.types if t.code == code), None)
 
-    def as_rows(self) -> list[dict[str, str]]:
-        """The types as plain dicts (stored whole with the version)."""
-        return [{"code": t.code, "en": t.en, "ko": t.ko, "hint": t.hint} for t in self.types]
+    def as_rows(self) -> list[dict[str, Any]]:
+        """The types as plain dicts (stored whole with the version). A guideline or
+        examples appear only when given, so a taxonomy without them keeps the version it
+        had before types could carry them."""
+        rows: list[dict[str, Any]] = []
+        for t in self.types:
+            row: dict[str, Any] = {"code": t.code, "en": t.en, "ko": t.ko, "hint": t.hint}
+            if t.guide_en:
+                row["guide_en"] = t.guide_en
+            if t.guide_ko:
+                row["guide_ko"] = t.guide_ko
+            if t.examples:
+                row["examples"] = [{"ko": ko, "en": en} for ko, en in t.examples]
+            rows.append(row)
+        return rows
 
 
 def parse_taxonomy(raw: dict[str, Any], where: str) -> Taxonomy:
@@ -135,8 +159,39 @@ def parse_taxonomy(raw: dict[str, Any], where: str) -> Taxonomy:
                 )
             )
         hint = entry.get("hint", "")
-        parsed.append(SignalType(code, en.strip(), ko.strip(), str(hint)))
+        guides = [entry.get(key, "") for key in ("guide_en", "guide_ko")]
+        if not all(isinstance(g, str) for g in guides):
+            raise AnnotationError(
+                _("{where}: type {code}: guide_en and guide_ko are text", where=where, code=code)
+            )
+        parsed.append(
+            SignalType(
+                code,
+                en.strip(),
+                ko.strip(),
+                str(hint),
+                guides[0].strip(),
+                guides[1].strip(),
+                _examples(entry.get("examples", []), where, code),
+            )
+        )
     return Taxonomy(name.strip(), str(declared).strip(), tuple(parsed))
+
+
+def _examples(raw: Any, where: str, code: str) -> tuple[tuple[str, str], ...]:
+    """A type's examples: a list of tables with a Korean ``ko`` and an English ``en``."""
+    if not isinstance(raw, list) or not all(
+        isinstance(e, dict) and isinstance(e.get("ko"), str) and isinstance(e.get("en", ""), str)
+        for e in raw
+    ):
+        raise AnnotationError(
+            _(
+                "{where}: type {code}: examples are [[types.examples]] tables with ko and en",
+                where=where,
+                code=code,
+            )
+        )
+    return tuple((str(e["ko"]).strip(), str(e.get("en", "")).strip()) for e in raw)
 
 
 def load_taxonomy(path: Path | None = None) -> Taxonomy:

@@ -113,6 +113,14 @@ class Annotations:
                 [now(), project_id],
             )
 
+    def set_taxonomy(self, project_id: int, version: str) -> None:
+        """The project's taxonomy from now on (its earlier annotations keep theirs)."""
+        with self.store.write():
+            self.store.db.execute(
+                "update annotation_projects set taxonomy_version = ? where id = ?",
+                [version, project_id],
+            )
+
     # Annotations ------------------------------------------------------------------------
 
     def save(self, row: dict[str, Any], spans: Sequence[dict[str, Any]]) -> str:
@@ -211,6 +219,26 @@ class Annotations:
             "where project_id = ?",
             [project_id],
         )
+
+    def states(self, project_id: int) -> list[dict[str, Any]]:
+        """conv_id, annotator, kind, status of a project's annotations: who has started or
+        submitted what, never what anyone answered (an annotator's worklist shows the
+        partner's progress from this, so it cannot leak the partner's answer)."""
+        return self.store.rows(
+            "select conv_id, annotator, kind, status from annotations where project_id = ?",
+            [project_id],
+        )
+
+    def of_annotator(self, project_id: int, annotator: str, kind: str) -> list[dict[str, Any]]:
+        """One person's annotations of a project with their spans, and nobody else's (an
+        annotator's own spans across dialogues, read without touching another's)."""
+        rows = self.store.rows(
+            "select * from annotations where project_id = ? and annotator = ? and kind = ? "
+            "order by conv_id",
+            [project_id, annotator, kind],
+        )
+        spans = self.spans_of([r["id"] for r in rows])
+        return [{**r, "spans": spans[r["id"]]} for r in rows]
 
     def delete(self, key: str) -> None:
         """Remove one annotation and its spans (a replaced final answer)."""

@@ -48,6 +48,7 @@ with review:
     )
 with agreed:
     annotation_admin.agreement_section(annotations, project, dataset)
+    annotation_admin.revise_form(annotations, project)
     if project["closed"] is None and st.button(_("Close the project (no more annotation)")):
         annotations.close(project_id)
         st.rerun()

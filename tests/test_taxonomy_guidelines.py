@@ -1,0 +1,99 @@
+"""Guidelines at hand (issue 33): a taxonomy type carries a guideline in Korean and English
+and examples; an open project takes a revised taxonomy that keeps every code, and the
+annotations already made keep the version they were made with."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from koed_core.annotation.projects import AnnotationStore
+from koed_core.annotation.revision import revise_taxonomy
+from koed_core.annotation.spans import Span, side_at
+from koed_core.annotation.taxonomy import (
+    CONTEXT_MODIFIED,
+    AnnotationError,
+    load_taxonomy,
+    parse_taxonomy,
+)
+from koed_core.db import Store
+from koed_core.dialogues.dataset import load_dataset
+from koed_core.paths import SAMPLE_FILE
+
+BASE = {"name": "t", "version": "1", "types": [{"code": "places", "en": "Places", "ko": "장소"}]}
+
+
+def test_every_shipped_type_has_a_guideline_in_both_languages() -> None:
+    taxonomy = load_taxonomy()
+    for kind in taxonomy.types:
+        assert kind.guide_en and kind.guide_ko, kind.code
+        assert any("\uac00" <= c <= "\ud7a3" for c in kind.guide_ko), kind.code
+    places = taxonomy.get("places")
+    assert places is not None and ("편의점", "a convenience store") in places.examples
+    assert places.guide("ko") == places.guide_ko and places.guide("en") == places.guide_en
+
+
+def test_a_type_without_a_guideline_keeps_its_version_and_falls_back_to_its_hint() -> None:
+    plain = parse_taxonomy({**BASE, "types": [{**BASE["types"][0], "hint": "a place"}]}, "t")
+    assert list(plain.as_rows()[0]) == ["code", "en", "ko", "hint"]  # as before: same hash
+    kind = plain.types[0]
+    assert kind.guide("ko") == kind.guide("en") == "a place"
+    guided = parse_taxonomy(
+        {**BASE, "types": [{**BASE["types"][0], "guide_en": "Mark the place."}]}, "t"
+    )
+    assert guided.version != plain.version  # a rewritten guideline is another version
+    assert guided.types[0].guide("ko") == "Mark the place."  # the other language, else
+
+
+@pytest.mark.parametrize(
+    ("entry", "said"),
+    [
+        ({"examples": "편의점"}, "examples are"),
+        ({"examples": [{"en": "store"}]}, "examples are"),
+        ({"examples": [{"ko": 3}]}, "examples are"),
+        ({"guide_en": ["x"]}, "guide_en and guide_ko are text"),
+    ],
+)
+def test_a_bad_guideline_is_named(entry: dict[str, object], said: str) -> None:
+    with pytest.raises(AnnotationError, match=said):
+        parse_taxonomy({**BASE, "types": [{**BASE["types"][0], **entry}]}, "t.toml")
+
+
+def test_a_revised_taxonomy_keeps_every_code_and_old_answers_their_version(
+    tmp_path: Path,
+) -> None:
+    dataset = load_dataset(SAMPLE_FILE)
+    dialogue = dataset.dialogues[0]
+    store = AnnotationStore(Store(tmp_path / "k.db"))
+    first = parse_taxonomy(BASE, "t")
+    project = store.create_project("p", dataset, [dialogue.conv_id], 2, [], first)
+    text = dialogue.turns[2].ko
+    at = text.index("편의점")
+    span = Span(side_at(dialogue, "ko", 3, at, at + 3), "places", no_counterpart=True)
+    store.save(project, dialogue, "ann1", CONTEXT_MODIFIED, "", [span], submit=True)
+    dropping = parse_taxonomy(
+        {**BASE, "version": "2", "types": [{"code": "food", "en": "Food", "ko": "음식"}]}, "t"
+    )
+    with pytest.raises(AnnotationError, match="missing: places"):
+        revise_taxonomy(store, project, dropping)
+    assert store.project(project)["taxonomy_version"] == first.version
+    revised = parse_taxonomy(
+        {
+            **BASE,
+            "version": "2",
+            "types": [
+                {**BASE["types"][0], "guide_en": "Mark the place."},
+                {"code": "food", "en": "Food", "ko": "음식"},
+            ],
+        },
+        "t",
+    )
+    assert revise_taxonomy(store, project, revised) == revised.version
+    assert store.taxonomy(store.project(project)).codes == ("places", "food")
+    store.save(project, dialogue, "ann2", CONTEXT_MODIFIED, "", [span], submit=True)
+    versions = {a.annotator: a.taxonomy_version for a in store.annotations(project)}
+    assert versions == {"ann1": first.version, "ann2": revised.version}
+    store.close(project)
+    with pytest.raises(AnnotationError, match="is closed"):
+        revise_taxonomy(store, project, revised)
