@@ -6,12 +6,22 @@ list a project's items (the Annotate page's picker), to read the final answers (
 breakdown), the agreement table (kappa with its bootstrap, span F1) and the export.
 Uses ../shared/data/KoED.json when present, else the built-in sample.
 
-    python bench/annotation.py
+Then, in Chromium at 1366x768 on the Annotate page (the built-in sample's first dialogue),
+the span panel as a person meets it, median of five: ``drag_to_panel_s`` from the mouse
+released over "편의점" to the panel on screen naming it, ``enter_to_span_s`` from Enter
+to the new span drawn in the text (a round trip to the server: the add is checked and
+stored, the page rerun), and ``bare_rerun_s``, a button click in a one-button Streamlit
+app to its script done, printed beside them with their ratio to it. Goal: under 0.3 s
+each.
+
+    python bench/annotation.py [--no-browser]
 """
 
 from __future__ import annotations
 
+import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -76,5 +86,127 @@ def main() -> None:
             print(f"{name}: {time.perf_counter() - start:.3f}")
 
 
+ROUNDS = 5
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-sync"]
+BARE_APP = """import streamlit as st
+st.title("bare")
+if st.button("again"):
+    st.write("clicked")
+"""
+
+
+def _serve(script: Path, env: dict[str, str], log: Path) -> tuple[subprocess.Popen[bytes], str]:
+    from fixtures.serve import free_port, wait_healthy
+
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", str(script), "--server.headless=true",
+         f"--server.port={port}", "--browser.gatherUsageStats=false",
+         "--server.fileWatcherType=none"],
+        cwd=ROOT, env={**os.environ, **env}, stdout=log.open("w"), stderr=subprocess.STDOUT,
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    if not wait_healthy(url, proc, timeout_s=90):
+        proc.terminate()
+        raise SystemExit(f"the Streamlit server did not start (see {log})")
+    return proc, url
+
+
+def _settled(page) -> None:  # type: ignore[no-untyped-def]
+    page.wait_for_function(
+        """() => document.querySelector('[data-testid="stApp"]')
+                 ?.getAttribute('data-test-script-state') === 'notRunning'""",
+        polling="raf",
+    )
+
+
+def panel_times(work: Path) -> dict[str, float]:
+    """Median seconds: a drag to the panel shown, Enter to the span drawn, a bare rerun."""
+    from playwright.sync_api import sync_playwright
+
+    from koed_core.rating.accounts import add_user
+    from tests.browser.steps import SPAN_AT, log_in_settled
+
+    dataset = load_dataset(SAMPLE_FILE)
+    add_user(work / "users.yaml", "ann", "annotator", "Ann", "bench-password")
+    store = AnnotationStore(Store(work / "panel.db"))
+    project = store.create_project("panel", dataset, [dataset.dialogues[0].conv_id], 1, ["ann"])
+    env = {
+        "KOED_DATA": str(SAMPLE_FILE),
+        "KOED_DB": str(work / "panel.db"),
+        "KOED_CACHE_DIR": str(work),
+        "KOED_USERS": str(work / "users.yaml"),
+        "KOED_COOKIE_KEY": "b" * 40,
+    }
+    bare_script = work / "bare.py"
+    bare_script.write_text(BARE_APP)
+    app, url = _serve(ROOT / "app.py", env, work / "app.log")
+    bare, bare_url = _serve(bare_script, env, work / "bare.log")
+    drags, enters, reruns = [], [], []
+    try:
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+            page = browser.new_page(viewport={"width": 1366, "height": 768})
+            page.set_default_timeout(60_000)
+            page.goto(bare_url)
+            _settled(page)
+            for _ in range(ROUNDS + 1):  # the first is cold
+                start = time.perf_counter()
+                page.get_by_role("button", name="again").click()
+                page.wait_for_timeout(0)
+                _settled(page)
+                reruns.append(time.perf_counter() - start)
+            page.goto(url + "/login")
+            log_in_settled(page, "ann", "bench-password", "Logged in as Ann")
+            page.goto(url + "/annotate")
+            _settled(page)
+            panel = page.get_by_role("dialog", name="New span")
+            count = 0
+            for _round in range(ROUNDS + 1):
+                box = None
+                while box is None:
+                    box = page.evaluate(SPAN_AT, ["ko", 3, "편의점"])
+                    page.wait_for_timeout(100)
+                x0, y0, x1, y1 = box
+                page.mouse.move(x0, y0)
+                page.mouse.down()
+                page.mouse.move(x1, y1, steps=4)
+                start = time.perf_counter()
+                page.mouse.up()
+                panel.get_by_text("Korean: 편의점", exact=True).wait_for()
+                drags.append(time.perf_counter() - start)
+                page.keyboard.press("7" if count else "6")  # another type: a new span
+                panel.get_by_text("No English counterpart").click()
+                start = time.perf_counter()
+                page.keyboard.press("Enter")
+                count += 1
+                page.get_by_text(f"Your spans ({count})").wait_for()
+                _settled(page)
+                enters.append(time.perf_counter() - start)
+                if count == 2:  # take both back: each round adds to the same short list
+                    for left in (1, 0):
+                        page.keyboard.press("Control+z")
+                        page.get_by_text(f"Your spans ({left})").wait_for()
+                        _settled(page)
+                    count = 0
+            browser.close()
+        del project
+    finally:
+        for proc in (app, bare):
+            proc.terminate()
+            proc.wait(timeout=20)
+    return {
+        "drag_to_panel_s": statistics.median(drags[1:]),
+        "enter_to_span_s": statistics.median(enters[1:]),
+        "bare_rerun_s": statistics.median(reruns[1:]),
+    }
+
+
 if __name__ == "__main__":
     main()
+    if "--no-browser" not in sys.argv:
+        with tempfile.TemporaryDirectory() as folder:
+            times = panel_times(Path(folder))
+        bare = times["bare_rerun_s"]
+        for name, seconds in times.items():
+            print(f"{name}: {seconds:.3f}  # {seconds / bare:.2f} x a bare rerun")

@@ -247,7 +247,7 @@ def test_a_forged_selection_message_is_one_sentence() -> None:
     """Issue 31, finding 11: span-selector messages with missing keys or string or float
     offsets gave tracebacks and broke the page for the session. Each is a notice; a good
     message's text is read from the dialogue, not from the message."""
-    from components.annotation.annotation_view import read_selection
+    from components.annotation.span_actions import read_selection
 
     dialogue = load_dataset(SAMPLE_FILE).dialogues[0]
     forged = [

@@ -8,6 +8,7 @@ chooses to draw).
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import pandas as pd
@@ -24,20 +25,20 @@ from components.annotation.span_form import (
 from components.annotation.span_select import span_selector
 from components.shared import auth, resources, state, tables
 from components.shared.adaptation_gap import category_name
-from components.shared.literal import md
+from components.shared.literal import md, without_paths
 from koed_core import i18n
 from koed_core.annotation.projects import DRAFT, SUBMITTED, Annotation, AnnotationStore
-from koed_core.annotation.spans import PERSON, Span, side_at
+from koed_core.annotation.spans import PERSON, Span
 from koed_core.annotation.taxonomy import (
     CATEGORIES,
     HANDCRAFTED,
-    AnnotationError,
     Taxonomy,
     fixed_category,
 )
 from koed_core.dialogues.adaptation import SITUATION_POSITION, percentile
 from koed_core.dialogues.dataset import Dataset
 from koed_core.dialogues.dialogue import Dialogue
+from koed_core.errors import KoedError
 from koed_core.i18n import N_, _
 
 LOCAL = "local"
@@ -91,41 +92,6 @@ def suggestions(dataset: Dataset, dialogue: Dialogue) -> dict[int, str]:
         )
         for r in own.itertuples()
     }
-
-
-def read_selection(
-    dialogue: Dialogue, chosen: dict[str, Any]
-) -> tuple[str | None, dict[str, Any] | None, str | None]:
-    """(lang, side, notice) from the span selector's message. The message comes from the
-    browser, so it is read as a forged one would be: the language, a whole-number turn
-    and offsets inside that turn's text, the text taken from the dialogue itself (never
-    from the message). Anything else is a notice, one sentence, and no side."""
-    if chosen.get("error"):
-        return None, None, str(chosen["error"])[:200]
-    lang, fields = chosen.get("lang"), [chosen.get(k) for k in ("position", "start", "end")]
-    if lang not in ("ko", "en") or not all(
-        isinstance(v, int) and not isinstance(v, bool) for v in fields
-    ):
-        return None, None, _("The selection could not be read; select the text again.")
-    position, start, end = (int(str(v)) for v in fields)
-    try:
-        side = side_at(dialogue, lang, position, start, end)
-    except AnnotationError as err:
-        return None, None, str(err)[:200]
-    return str(lang), side.as_dict(), None
-
-
-def _take(dialogue: Dialogue, pending: dict[str, Any], chosen: dict[str, Any] | None) -> None:
-    """Keep what was just selected in the span selector as the pending side, or say why
-    not (``read_selection``)."""
-    if chosen is None:
-        return
-    lang, side, notice = read_selection(dialogue, chosen)
-    if notice:
-        pending["notice"] = notice
-    elif lang:
-        pending[lang] = side
-    st.rerun()  # draw the selection as pending, or the notice
 
 
 def _origin(origin: str) -> str:
@@ -195,7 +161,6 @@ def annotate(
     category = own.category if own else None
     note = own.note if own else ""
     kept = own is not None and own.submitted  # an edit of a submitted answer stays submitted
-    pending = state.annotation_pending(project["id"], dialogue.conv_id)
     if own is not None and own.submitted:
         st.success(
             _("Submitted. You may still change it until every annotator has submitted."),
@@ -203,15 +168,55 @@ def annotate(
         )
     hints = suggestions(dataset, dialogue)
     st.caption(_(HOW_TO) + " " + _(DASHED) if hints else _(HOW_TO))
+    _span_work(annotations, project, dialogue, who, taxonomy, hints, own is not None)
+    _model_suggestions(annotations, project, dialogue, who, taxonomy, category, note, spans, kept)
+    _category_form(annotations, project, dialogue, who, category, note, spans)
+
+
+@st.fragment
+def _span_work(
+    annotations: AnnotationStore,
+    project: dict[str, Any],
+    dialogue: Dialogue,
+    who: str,
+    taxonomy: Taxonomy,
+    hints: dict[int, str],
+    had_answer: bool,
+) -> None:
+    """The span widget, its notices and the annotator's spans: a fragment, so an add, a
+    removal or an undo reruns this part only (the widget's callback has stored it). The
+    first span makes an answer where there was none: then the whole page runs again, so
+    the picker's status says so at once. Everything else on the page that saves spans
+    reads them afresh in its own full run. A fragment has no page around it to catch a
+    failure, so it says one sentence itself, as the page boundary would (app.py)."""
+    try:
+        _spans_part(annotations, project, dialogue, who, taxonomy, hints, had_answer)
+    except KoedError as err:
+        st.error(md(str(err) if auth.is_admin() else without_paths(err)), icon=":material/error:")
+
+
+def _spans_part(
+    annotations: AnnotationStore,
+    project: dict[str, Any],
+    dialogue: Dialogue,
+    who: str,
+    taxonomy: Taxonomy,
+    hints: dict[int, str],
+    had_answer: bool,
+) -> None:
+    own = annotations.own(project["id"], dialogue.conv_id, who)
+    if (own is not None) != had_answer:
+        st.rerun()
+    spans = list(own.spans) if own else []
+    answer = (own.category, own.note, own.submitted) if own else (None, "", False)
+    pending = state.annotation_pending(project["id"], dialogue.conv_id)
     last = st.session_state.get(state.ANN_LAST_TYPE)
-    events = span_selector(
-        dialogue, spans, pending, hints, state.ANN_SELECTOR, widget_types(taxonomy), last
+    key = f"{state.ANN_SELECTOR}.{project['id']}.{dialogue.conv_id}"
+    handler = partial(span_actions.on_widget, annotations, project, dialogue, who, taxonomy, key)
+    span_selector(
+        dialogue, spans, pending, hints, key, widget_types(taxonomy), last, on_event=handler
     )
-    _take(dialogue, pending, events.get("selected"))
-    answer = (category, note, kept)
-    notice = span_actions.apply(
-        events, annotations, project, dialogue, who, taxonomy, answer, spans
-    )
+    notice = st.session_state.pop(state.ANN_NOTICE, None)
     if notice:
         st.warning(md(notice), icon=":material/warning:")
     if pending.get("notice"):
@@ -221,8 +226,6 @@ def annotate(
     span_table(tuple(spans), taxonomy)
     with st.expander(_("Other ways to mark and remove spans (typing, the form, several at once)")):
         other_ways(annotations, project, dialogue, who, taxonomy, answer, spans, pending)
-    _model_suggestions(annotations, project, dialogue, who, taxonomy, category, note, spans, kept)
-    _category_form(annotations, project, dialogue, who, category, note, spans)
 
 
 def _category_form(

@@ -1,4 +1,5 @@
-"""What the span widget sends, checked and applied: an add, a removal, an undo.
+"""What the span widget sends, checked and applied: an add, a removal, an undo, in the
+widget's callback, before the page's script runs (one run per action).
 
 The widget runs in the annotator's browser, so every message is read as a forged one
 would be: each side's language, turn and offsets inside that turn (the text taken from
@@ -16,11 +17,12 @@ import streamlit as st
 
 from components.annotation.span_select import span_key
 from components.shared import state
-from components.shared.literal import md
+from components.shared.literal import md, without_paths
 from koed_core.annotation.projects import AnnotationStore
-from koed_core.annotation.spans import Span, side_at, span_from_dict, span_to_dict
+from koed_core.annotation.spans import Side, Span, side_at, span_from_dict, span_to_dict
 from koed_core.annotation.taxonomy import AnnotationError, Taxonomy
 from koed_core.dialogues.dialogue import Dialogue
+from koed_core.errors import KoedError
 from koed_core.i18n import _
 
 UNDO_DEPTH = 50
@@ -60,15 +62,96 @@ def save_spans(
     return True
 
 
-def _side(dialogue: Dialogue, lang: str, raw: Any) -> Any:
-    """A side of the message, checked against the dialogue (AnnotationError if not)."""
+def _stored(
+    annotations: AnnotationStore,
+    project: dict[str, Any],
+    dialogue: Dialogue,
+    who: str,
+    answer: tuple[str | None, str, bool],
+    spans: list[Span],
+) -> str | None:
+    """Store the spans; None, or the refusal in one sentence (for the page to show)."""
+    category, note, submit = answer
+    try:
+        annotations.save(project["id"], dialogue, who, category, note, spans, submit=submit)
+    except KoedError as err:  # a refusal, or a database busy past its wait: one sentence
+        return without_paths(err)[:300]
+    return None
+
+
+def on_widget(
+    annotations: AnnotationStore,
+    project: dict[str, Any],
+    dialogue: Dialogue,
+    who: str,
+    taxonomy: Taxonomy,
+    key: str,
+) -> None:
+    """The widget's callback: Streamlit runs it before the page's script, so an add, a
+    removal or an undo is stored first and the one run that follows draws everything
+    (the picker's status, the spans, the table) from the store. The annotator's answer
+    is read afresh here; a refusal waits in the session for the page to show."""
+    result = st.session_state.get(key)
+    events = {e: _event(result, e) for e in ("selected", "add", "remove", "undo")}
+    events = {e: v for e, v in events.items() if isinstance(v, dict)}
+    if not events:
+        return
+    if "selected" in events:
+        st.session_state[state.ANN_NOTICE] = str(events["selected"].get("error", ""))[:200]
+        return
+    try:
+        own = annotations.own(int(project["id"]), dialogue.conv_id, who)
+        spans = list(own.spans) if own else []
+        answer = (own.category, own.note, own.submitted) if own else (None, "", False)
+        notice = apply(events, annotations, project, dialogue, who, taxonomy, answer, spans)
+    except KoedError as err:
+        notice = without_paths(err)[:300]
+    if notice:
+        st.session_state[state.ANN_NOTICE] = notice
+
+
+def _event(result: Any, name: str) -> Any:
+    """A trigger's value from the widget's state, whatever shape Streamlit keeps it in."""
+    if result is None:
+        return None
+    if isinstance(result, dict):
+        return result.get(name)
+    return getattr(result, name, None)
+
+
+def _side(dialogue: Dialogue, lang: str, raw: Any) -> Side:
+    """A side of an ``add`` message, checked against the dialogue (AnnotationError if
+    not): the same reading as a selection's (:func:`read_selection`)."""
     if not isinstance(raw, dict) or raw.get("lang", lang) != lang:
         raise AnnotationError(_("The selection could not be read; select the text again."))
-    fields = [raw.get(k) for k in ("position", "start", "end")]
-    if not all(isinstance(v, int) and not isinstance(v, bool) for v in fields):
-        raise AnnotationError(_("The selection could not be read; select the text again."))
+    read_lang, side, notice = read_selection(dialogue, {**raw, "lang": lang})
+    if notice or side is None or read_lang != lang:
+        raise AnnotationError(
+            notice or _("The selection could not be read; select the text again.")
+        )
+    return Side(side["position"], side["start"], side["end"], side["text"])
+
+
+def read_selection(
+    dialogue: Dialogue, chosen: dict[str, Any]
+) -> tuple[str | None, dict[str, Any] | None, str | None]:
+    """(lang, side, notice) from the span selector's message. The message comes from the
+    browser, so it is read as a forged one would be: the language, a whole-number turn
+    and offsets inside that turn's text, the text taken from the dialogue itself (never
+    from the message). Anything else is a notice, one sentence, and no side."""
+    if chosen.get("error"):
+        return None, None, str(chosen["error"])[:200]
+    lang, fields = chosen.get("lang"), [chosen.get(k) for k in ("position", "start", "end")]
+    if lang not in ("ko", "en") or not all(
+        isinstance(v, int) and not isinstance(v, bool) for v in fields
+    ):
+        return None, None, _("The selection could not be read; select the text again.")
     position, start, end = (int(str(v)) for v in fields)
-    return side_at(dialogue, lang, position, start, end)  # type: ignore[arg-type]
+    try:
+        side = side_at(dialogue, lang, position, start, end)
+    except AnnotationError as err:
+        return None, None, str(err)[:200]
+    return str(lang), side.as_dict(), None
 
 
 def read_add(message: dict[str, Any], dialogue: Dialogue, taxonomy: Taxonomy) -> Span:
@@ -99,8 +182,8 @@ def apply(
     answer: tuple[str | None, str, bool],
     spans: list[Span],
 ) -> str | None:
-    """Apply what the widget sent and rerun; or return a notice (one sentence) when the
-    message cannot be applied. Nothing is stored for a refused message."""
+    """Apply what the widget sent; return a notice (one sentence) when the message cannot
+    be applied or the store refuses it. Nothing is stored for a refused message."""
     project_id, conv_id = int(project["id"]), dialogue.conv_id
     if "add" in events:
         try:
@@ -108,20 +191,20 @@ def apply(
         except AnnotationError as err:
             return str(err)[:200]
         st.session_state[state.ANN_LAST_TYPE] = new.type  # the panel keeps it
-        if save_spans(annotations, project, dialogue, who, answer, [*spans, new]):
+        refused = _stored(annotations, project, dialogue, who, answer, [*spans, new])
+        if refused is None:
             remember(project_id, conv_id, who, "add", new)
-            st.rerun()
-        return None
+        return refused
     if "remove" in events:
         key = events["remove"].get("key")
         gone = [s for s in spans if span_key(s) == key]
         if not gone:
             return _("That span is no longer there; nothing was removed.")
         kept = [s for s in spans if span_key(s) != key]
-        if save_spans(annotations, project, dialogue, who, answer, kept):
+        refused = _stored(annotations, project, dialogue, who, answer, kept)
+        if refused is None:
             remember(project_id, conv_id, who, "remove", gone[0])
-            st.rerun()
-        return None
+        return refused
     if "undo" in events:
         return _undo(annotations, project, dialogue, who, answer, spans)
     return None
@@ -144,7 +227,7 @@ def _undo(
         after = [s for s in spans if s.key != span.key]
     else:
         after = [*spans, span] if all(s.key != span.key for s in spans) else spans
-    if save_spans(annotations, project, dialogue, who, answer, after):
+    refused = _stored(annotations, project, dialogue, who, answer, after)
+    if refused is None:
         done.pop()
-        st.rerun()
-    return None
+    return refused

@@ -137,20 +137,34 @@ export default function (component) {
     sent += 1;
     setTriggerValue(name, { ...value, n: sent });
   };
+  // A status line under the panel's controls: the controls stay, so a refused add (the
+  // server says why on the page) can be mended and sent again.
+  const status = (text) => {
+    let line = panel.querySelector(".status");
+    if (!line) {
+      line = el("div", "status");
+      panel.appendChild(line);
+    }
+    line.textContent = text;
+  };
   const add = () => {
     if (!pend.ko) return;
+    if (!pend.en && !pend.none) {
+      status(T.needEnglish);
+      return;
+    }
     send("add", {
       ko: pend.ko,
       en: pend.none ? null : pend.en,
       none: pend.none,
       type: types[chosen].code,
     });
-    panel.textContent = T.adding;
+    status(T.adding);
   };
   const remove = () => {
     if (!picked) return;
     send("remove", { key: picked.key });
-    panel.textContent = T.removing;
+    status(T.removing);
   };
   const button = (label, cls, action, disabled) => {
     const b = el("button", cls, label);

@@ -11,7 +11,7 @@ with ``textContent``, never as HTML: dialogue text is data, not markup.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +56,7 @@ CSS = """
 .koed-spans .panel button:disabled { opacity: 0.5; cursor: default; }
 .koed-spans .panel .guide { color: #4b5563; font-size: 0.78rem; margin: 0 0 4px 0; }
 .koed-spans .panel .actions { display: flex; gap: 6px; margin-top: 6px; }
+.koed-spans .panel .status { color: #a65a10; font-size: 0.8rem; margin-top: 4px; }
 """
 JS = (HERE / "span_select.js").read_text(encoding="utf-8")
 COLOURS = (
@@ -127,6 +128,7 @@ def span_selector(
     key: str,
     types: Sequence[Mapping[str, str]] = (),
     last: str | None = None,
+    on_event: Callable[[], None] | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Draw the dialogue with its spans, the legend and the span panel; return what the
     widget just sent, by event (``EVENTS``): ``selected`` (a notice), ``add`` (ko, en,
@@ -167,6 +169,10 @@ def span_selector(
             "remove": _("Remove (Delete)"),
             "examples": _("e.g."),
             "adding": _("Adding..."),
+            "needEnglish": _(
+                "Drag over its English counterpart in the same turn, or tick No English "
+                "counterpart."
+            ),
             "removing": _("Removing..."),
         },
         "turns": [
@@ -181,10 +187,9 @@ def span_selector(
             for position, who, ko, en in rows
         ],
     }
-    # No widget key: a keyed v2 component keeps an unpicklable proxy in session state,
-    # which this app's enforceSerializableSessionState refuses. ``key`` only tells
-    # instances apart (it is part of the data, so of the element's identity).
-    data["instance"] = key
-    result = _SELECTOR(data=data, **{f"on_{event}_change": _ignore for event in EVENTS})
+    # Keyed, so a callback can read what the widget sent before the page's script runs
+    # (``on_event``: the add is stored first, and the single run after draws it).
+    callback = on_event or _ignore
+    result = _SELECTOR(data=data, key=key, **{f"on_{event}_change": callback for event in EVENTS})
     events = {event: getattr(result, event, None) for event in EVENTS}
     return {event: value for event, value in events.items() if isinstance(value, dict)}
