@@ -1,36 +1,59 @@
-"""The Annotate page's dialogue picker: which dialogue, your status and the others' count.
+"""The Annotate page's dialogue picker: which dialogue, your status and your partners'.
 
 Kept apart from the span work (annotation_view) so each module stays small.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 import pandas as pd
 import streamlit as st
 
-from components.annotation.annotation_view import STATUS
 from components.shared import state
+from koed_core.annotation.projects import DRAFT, SUBMITTED
+from koed_core.annotation.worklist import NEW, first_words, partner_status, text_or_none
 from koed_core.db.types import short_hash
 from koed_core.dialogues.dataset import Dataset
-from koed_core.i18n import _
+from koed_core.i18n import N_, _
+
+YOURS = {NEW: N_("new"), DRAFT: N_("draft"), SUBMITTED: N_("submitted")}
+"""An annotator's own status on a dialogue, and a partner's, as the picker says it."""
+PARTNER = {NEW: N_("not started"), DRAFT: N_("draft"), SUBMITTED: N_("submitted")}
 
 
-def item_label(items: pd.DataFrame, dataset: Dataset, need: int) -> dict[str, str]:
+def _partners(row: Any, need: int) -> str | None:
+    """The other annotators' progress, counts only (never who, nor what they answered):
+    one partner by their status, several as counts; None with nobody else to wait on."""
+    others = need - 1
+    done, drafting = int(row.others_submitted), int(row.others_drafting)
+    if others < 1:
+        return None
+    if others == 1:
+        return _("partner: {status}", status=_(PARTNER[partner_status(done, drafting)]))
+    return _(
+        "others: {submitted} of {others} submitted, {drafting} drafting",
+        submitted=done,
+        others=others,
+        drafting=drafting,
+    )
+
+
+def item_label(work: pd.DataFrame, dataset: Dataset, need: int) -> dict[str, str]:
     """conv_id -> how the picker shows it: the situation's first words, your status, and
-    how many of the annotators it needs have submitted (never who, nor what)."""
+    the partners' progress (``koed_core.annotation.worklist.worklist``: counts only)."""
     out = {}
-    for r in items.itertuples():
-        yours = None if pd.isna(r.yours) else str(r.yours)
+    for r in work.itertuples():
+        yours = text_or_none(r.yours) or NEW
         dialogue = dataset.get(r.conv_id)
-        words = " ".join((dialogue.situation_ko if dialogue else "").split()[:4])
-        out[r.conv_id] = _(
-            "{conv_id} · {words}… · yours: {status} · submitted {n} of {need}",
+        mine = _(
+            "{conv_id} · {words}… · yours: {status}",
             conv_id=r.conv_id,
-            words=words,
-            status=_(STATUS[yours]) if yours in STATUS else str(yours),
-            n=int(r.submitted),
-            need=need,
+            words=first_words(dialogue.situation_ko if dialogue else ""),
+            status=_(YOURS[yours]) if yours in YOURS else yours,
         )
+        partners = _partners(r, need)
+        out[r.conv_id] = mine if partners is None else f"{mine} · {partners}"
     return out
 
 
@@ -38,18 +61,17 @@ def dialogue_picker(choices: list[str], labels: dict[str, str], upcoming: str | 
     """The dialogue picker. Its widget is keyed by its labels: a picker whose labels
     changed under the same key kept showing the old one ("yours: new" after a span was
     saved, "draft" after Submit, caught in Chromium), so the choice itself is kept in
-    ``state.ANN_ITEM`` and a new widget shows it whenever a label changes."""
+    ``state.ANN_ITEM`` and a new widget shows it whenever a label changes. A new widget
+    gets its value through the session state, not ``index``: after :func:`go_to` the
+    key may be the same as before (same labels), and a value given only as ``index``
+    never reached the browser, which kept showing the old dialogue above the new one."""
     chosen = st.session_state.get(state.ANN_ITEM)
     if chosen not in choices:
         chosen = upcoming if upcoming in choices else choices[0]
     widget = f"{state.ANN_ITEM}.{short_hash(*[labels[c] for c in choices])}"
-    picked = st.selectbox(
-        _("Dialogue"),
-        choices,
-        index=choices.index(chosen),
-        format_func=labels.__getitem__,
-        key=widget,
-    )
+    if st.session_state.get(widget) not in choices:
+        st.session_state[widget] = chosen
+    picked = st.selectbox(_("Dialogue"), choices, format_func=labels.__getitem__, key=widget)
     st.session_state[state.ANN_ITEM] = picked
     return str(picked)
 

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from components.annotation import annotation_view, picker
+from components.annotation import annotation_view, worklist
 from components.shared import resources, state
 from components.shared.literal import md
 from components.shared.source_banner import load_or_stop, render_source_banner
@@ -30,8 +30,6 @@ project_id = st.selectbox(
 )
 project = next(p for p in projects if p["id"] == project_id)
 items = annotations.items(project_id, who)
-labels = picker.item_label(items, dataset, int(project["per_item"]))
-mine = items[items["open"]]
 done = int((items["yours"] == "submitted").sum())
 st.caption(
     _(
@@ -43,18 +41,14 @@ st.caption(
         version=md(project["taxonomy_version"]),
     )
 )
-upcoming = annotations.next_item(project_id, who)
-choices = list(mine["conv_id"])
-if not choices:
-    st.success(_("Nothing left for you in this project."))
+conv_id = worklist.find_work(annotations, project, dataset, who)
+if conv_id is None:
     st.stop()
-conv_id = picker.dialogue_picker(choices, labels, upcoming)
-if upcoming and upcoming != conv_id:
-    st.button(_("Go to the next one to do"), on_click=picker.go_to, args=(upcoming,))
 dialogue = dataset.get(conv_id)
 if dialogue is None:
     st.error(_("{conv_id} is not in the loaded dataset.", conv_id=md(conv_id)))
     st.stop()
+st.subheader(_("Dialogue {conv_id}", conv_id=md(conv_id)))
 gold = " + ".join(label_display(name) for name in dialogue.labels)
 st.caption(_("Gold emotion: {labels}", labels=md(gold)))
 annotation_view.annotate(annotations, project, dataset, dialogue)
