@@ -124,8 +124,8 @@ def panel_times(work: Path) -> dict[str, float]:
     """Median seconds: a drag to the panel shown, Enter to the span drawn, a bare rerun."""
     from playwright.sync_api import sync_playwright
 
+    from fixtures.span_at import SPAN_AT
     from koed_core.rating.accounts import add_user
-    from tests.browser.steps import SPAN_AT, log_in_settled
 
     dataset = load_dataset(SAMPLE_FILE)
     add_user(work / "users.yaml", "ann", "annotator", "Ann", "bench-password")
@@ -157,7 +157,15 @@ def panel_times(work: Path) -> dict[str, float]:
                 _settled(page)
                 reruns.append(time.perf_counter() - start)
             page.goto(url + "/login")
-            log_in_settled(page, "ann", "bench-password", "Logged in as Ann")
+            for _attempt in range(3):  # a click that lands while the login page redraws is lost
+                _settled(page)
+                if page.get_by_text("Logged in as Ann").count():
+                    break
+                page.get_by_label("Username").fill("ann")
+                page.get_by_role("textbox", name="Password").fill("bench-password")
+                page.get_by_role("button", name="Log in").click()
+                page.wait_for_timeout(1500)
+            page.get_by_text("Logged in as Ann").wait_for()
             page.goto(url + "/annotate")
             _settled(page)
             panel = page.get_by_role("dialog", name="New span")

@@ -162,7 +162,7 @@ def guidelines_panel(taxonomy: Taxonomy) -> None:
     with st.expander(_("Guidelines (every signal type, with examples)"), expanded=False):
         st.caption(_("Taxonomy {version}", version=md(taxonomy.version)))
         for kind in taxonomy.types:
-            st.markdown(f"**{md(type_name(kind))}**")
+            st.markdown(f"**{md(kind.ko if first == 'ko' else type_name(kind))}**")
             own = kind.guide_ko if first == "ko" else kind.guide_en
             theirs = kind.guide_ko if other == "ko" else kind.guide_en
             st.text(own or kind.hint)

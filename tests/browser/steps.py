@@ -80,32 +80,7 @@ def score_all(page, score: str) -> None:  # type: ignore[no-untyped-def]
         expect(radio.locator("input:checked")).to_have_count(1)
 
 
-SPAN_AT = """
-([lang, position, needle]) => {
-  const found = [];
-  (function walk(root) {
-    root.querySelectorAll('*').forEach((n) => {
-      if (n.classList && n.classList.contains('txt')) found.push(n);
-      if (n.shadowRoot) walk(n.shadowRoot);
-    });
-  })(document);
-  const el = found.find((e) => e.dataset.lang === lang && e.dataset.position === String(position));
-  if (!el) return null;
-  el.scrollIntoView({ block: 'center' });
-  const walker = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
-  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
-    const i = node.data.indexOf(needle);
-    if (i < 0) continue;
-    const range = document.createRange();
-    range.setStart(node, i);
-    range.setEnd(node, i + needle.length);
-    const rects = range.getClientRects();
-    const a = rects[0], b = rects[rects.length - 1];
-    return [a.left + 1.5, a.top + a.height / 2, b.right - 1.5, b.top + b.height / 2];
-  }
-  return null;
-}
-"""
+from fixtures.span_at import SPAN_AT  # noqa: E402  (shared with bench/annotation.py)
 
 
 def drag_over(page, lang: str, position: int, needle: str) -> None:  # type: ignore[no-untyped-def]
