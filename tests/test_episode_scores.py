@@ -305,3 +305,10 @@ def test_the_export_and_the_episodes_page_carry_the_whole_episode_scores(
     assert any("headroom" in f.columns for f in frames)
     speaker = next(f for f in frames if "metric" in f.columns and "SIT" in set(f["metric"]))
     assert list(speaker.set_index("metric").loc["NAT", ["en", "ko"]]) == [5, 2]
+    # the oracle run itself is the reference: it is never told it has none beside it
+    assert episode_scores.oracle_for(store, oracle) is None and episode_scores.is_oracle(
+        store, oracle
+    )
+    at.selectbox[0].set_value(oracle).run()
+    captions = " ".join(c.value for c in at.caption)
+    assert "This run is the oracle Listener" in captions and "No oracle run beside" not in captions

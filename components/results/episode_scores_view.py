@@ -73,6 +73,15 @@ def whole_episodes(store: Store, run_id: str, closed_studies: list[int]) -> None
 
 
 def _oracle(store: Store, config: object, run_id: str) -> None:
+    if episode_scores.is_oracle(store, run_id):
+        st.caption(
+            _(
+                "This run is the oracle Listener (told the situation and emotion): the "
+                "upper reference. Choose the run played beside it to see the headroom per "
+                "dialogue."
+            )
+        )
+        return
     oracle = episode_scores.oracle_for(store, run_id)
     if oracle is None:
         st.caption(

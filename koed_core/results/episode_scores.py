@@ -124,6 +124,13 @@ def rated_whole_table(store: Store, study_id: int) -> pd.DataFrame:
     return _table(store, RATED_SQL, None, study_id)
 
 
+def is_oracle(store: Store, run_id: str) -> bool:
+    """Whether this episode run's Listener was told the situation (an oracle run is the
+    upper reference for another run, never given one of its own)."""
+    stored = store.run_config(run_id)
+    return bool(stored is not None and stored[0].get("oracle"))
+
+
 def oracle_for(store: Store, run_id: str) -> str | None:
     """The oracle run made beside an episode run (the same Listener, Speaker, turns,
     prompts, decoding and data; only the oracle differs), the most recent; None if none."""
