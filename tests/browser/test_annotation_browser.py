@@ -31,7 +31,7 @@ def test_two_annotators_disagree_and_the_reviewer_adjudicates(site: Visit, brows
         "Convenience", dataset, [conv_id], per_item=2, annotators=["ann1", "ann2"]
     )
     for who, category in (("ann1", "context modified"), ("ann2", "simply transferred")):
-        page = browser.new_context(viewport={"width": 1366, "height": 900}).new_page()
+        page = browser.new_context(viewport={"width": 1366, "height": 768}).new_page()
         page.goto(server + "/login")
         steps.log_in_settled(page, who, f"{who}-password", f"Logged in as {who.upper()}")
         page.goto(server + "/annotate")
@@ -75,7 +75,7 @@ def test_two_annotators_disagree_and_the_reviewer_adjudicates(site: Visit, brows
         if s.type == "places"
     )
 
-    page = browser.new_context(viewport={"width": 1366, "height": 900}).new_page()
+    page = browser.new_context(viewport={"width": 1366, "height": 768}).new_page()
     page.goto(server + "/login")
     steps.log_in_settled(page, site.admin, ADMIN_PASSWORD, "Logged in as Boss")
     page.goto(server + "/projects")
