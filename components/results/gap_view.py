@@ -154,7 +154,8 @@ def what_moves_the_gap(store: Store, hidden: set[str]) -> None:
         st.plotly_chart(fig, width="stretch", theme=None)
         st.caption(
             _(
-                "Each bar is one step changed alone, with the rest as the authors had it: the "
+                "Each bar is one step changed alone, with the rest as the authors had it "
+                "(except a variant whose name says it changes several steps at once): the "
                 "gap (KoED minus ED, per dialogue) under the variant minus the gap under the "
                 "authors' pipeline, over the dialogues both have, with a bootstrap 95% CI. "
                 "`koed reproduce plans/sensitivity.toml` makes the variants; the same table "
