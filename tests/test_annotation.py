@@ -349,6 +349,23 @@ def test_jsonl_round_trip_names_pseudonyms_and_refuses_a_bad_file_whole(
     with pytest.raises(AnnotationError, match="line 2.*category 'odd'"):
         exchange.import_lines(annotations, other, dataset, exchange.read_jsonl(bad))
     assert len(annotations.annotations(other)) == 2  # the good first line was not kept
+    # a dialogue both submitted without agreeing, not yet adjudicated: category null,
+    # and the file strict JSON (NaN is no JSON: JavaScript's JSON.parse rejects it)
+    split = annotations.create_project("split", dataset, ["t:1", "t:2"])
+    two = dataset.get("t:2")
+    assert two is not None
+    annotations.save(split, one, "alice", CONTEXT_MODIFIED, "", [food], submit=True)
+    annotations.save(split, one, "bob", CONTEXT_MODIFIED, "", [food], submit=True)
+    annotations.save(split, two, "alice", CONTEXT_MODIFIED, "", [], submit=True)
+    annotations.save(split, two, "bob", SIMPLY_TRANSFERRED, "", [], submit=True)
+    undecided = exchange.export_lines(annotations, split, dataset, b"k" * 32)[1:]
+    assert undecided[0]["final"] == {"category": None, "types": [], "basis": "undecided"}
+    text = exchange.write_jsonl(undecided, tmp_path / "split.jsonl").read_text(encoding="utf-8")
+
+    def no_constant(name: str) -> None:
+        raise AssertionError(f"{name} is not JSON")
+
+    assert json.loads(text, parse_constant=no_constant)["final"]["category"] is None
 
 
 def test_the_shipped_taxonomy_has_the_issues_types_and_a_stable_version() -> None:

@@ -166,12 +166,12 @@ def progress(annotations: AnnotationStore) -> pd.DataFrame:
     return frame.rename(columns=i18n.choices(PROGRESS_COLUMNS))
 
 
-def _span_label(span: Span) -> str:
+def _span_label(span: Span, names: dict[str, str]) -> str:
     return _(
         "turn {position}: {text} [{type}] → {english}",
         position=span.ko.position,
         text=span.ko.text,
-        type=span.type,
+        type=names.get(span.type, span.type),
         english=span.en.text if span.en else _("no counterpart"),
     )
 
@@ -187,10 +187,12 @@ def _toggle(kept_key: str, key: Any, pool: dict[str, Span]) -> None:
     st.rerun()
 
 
-def _pool_labels(pool: dict[str, Span]) -> dict[str, str]:
-    """What the reviewer reads for each pooled span; where two read alike (the same
-    words at two places), each says where it is, in characters of its turn."""
-    plain = {key: _span_label(span) for key, span in pool.items()}
+def _pool_labels(pool: dict[str, Span], taxonomy: Taxonomy) -> dict[str, str]:
+    """What the reviewer reads for each pooled span (its type by name, not code); where
+    two read alike (the same words at two places), each says where it is, in characters
+    of its turn."""
+    names = {kind.code: type_name(kind) for kind in taxonomy.types}
+    plain = {key: _span_label(span, names) for key, span in pool.items()}
     counts = Counter(plain.values())
     labels = {}
     for key, label in plain.items():
@@ -252,7 +254,7 @@ def adjudicate(
     for answer in answers:
         for span in answer.spans:
             pool.setdefault(pool_key(span), span)
-    labels = _pool_labels(pool)
+    labels = _pool_labels(pool, taxonomy)
     everyone = [
         key
         for key, span in pool.items()
@@ -392,11 +394,13 @@ def confusion_section(answers: Sequence[Annotation], taxonomy: Taxonomy) -> None
             "one annotator marked."
         )
     )
-    names = {code: type_name(kind) for code in confusion.index if (kind := taxonomy.get(code))} | {
-        agreement.NO_SPAN: _("(no span)")
-    }
-    shown = confusion.rename(index=names, columns=names)
-    tables.show(shown.reset_index(names=_("type")), hide_index=True)
+    short = "ko" if i18n.language() == "ko" else "en"
+    names = {
+        code: getattr(kind, short) for code in confusion.index if (kind := taxonomy.get(code))
+    } | {agreement.NO_SPAN: _("(no span)")}  # one name each: ten columns fit at 1366 px
+    shown = confusion.rename(index=names, columns=names).reset_index(names=_("type"))
+    pinned = {_("type"): st.column_config.TextColumn(_("type"), pinned=True)}
+    tables.show(shown, column_config=pinned, hide_index=True)
 
 
 def _shown_agreement(table: pd.DataFrame, taxonomy: Taxonomy) -> pd.DataFrame:

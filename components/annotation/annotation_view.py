@@ -14,7 +14,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from components.annotation import span_actions
+from components.annotation import span_actions, worklist
 from components.annotation.curation import curation_view
 from components.annotation.span_form import (
     guidelines_panel,
@@ -23,7 +23,7 @@ from components.annotation.span_form import (
     widget_types,
 )
 from components.annotation.span_select import span_selector
-from components.shared import auth, resources, state, tables
+from components.shared import auth, language, resources, state, tables
 from components.shared.adaptation_gap import category_name
 from components.shared.literal import md, without_paths
 from koed_core import i18n
@@ -148,6 +148,7 @@ def annotate(
     item = items[items["conv_id"] == dialogue.conv_id].iloc[0]
     if own is not None and own.submitted and item["complete"]:
         _complete(annotations, project, dialogue, own, who, taxonomy)
+        worklist.spans_panel(annotations, project, dataset, who)
         return
     if not item["open"]:
         st.warning(
@@ -168,7 +169,7 @@ def annotate(
         )
     hints = suggestions(dataset, dialogue)
     st.caption(_(HOW_TO) + " " + _(DASHED) if hints else _(HOW_TO))
-    _span_work(annotations, project, dialogue, who, taxonomy, hints, own is not None)
+    _span_work(annotations, project, dataset, dialogue, who, taxonomy, hints, own is not None)
     _model_suggestions(annotations, project, dialogue, who, taxonomy, category, note, spans, kept)
     _category_form(annotations, project, dialogue, who, category, note, spans)
 
@@ -177,6 +178,7 @@ def annotate(
 def _span_work(
     annotations: AnnotationStore,
     project: dict[str, Any],
+    dataset: Dataset,
     dialogue: Dialogue,
     who: str,
     taxonomy: Taxonomy,
@@ -187,10 +189,14 @@ def _span_work(
     removal or an undo reruns this part only (the widget's callback has stored it). The
     first span makes an answer where there was none: then the whole page runs again, so
     the picker's status says so at once. Everything else on the page that saves spans
-    reads them afresh in its own full run. A fragment has no page around it to catch a
-    failure, so it says one sentence itself, as the page boundary would (app.py)."""
+    reads them afresh in its own full run. "My spans" across the project is drawn here,
+    so its count follows an add. A fragment has no page around it to catch a
+    failure, so it says one sentence itself, as the page boundary would (app.py); and its
+    own run starts in English unless told the reader's language."""
+    language.start()
     try:
         _spans_part(annotations, project, dialogue, who, taxonomy, hints, had_answer)
+        worklist.spans_panel(annotations, project, dataset, who)
     except KoedError as err:
         st.error(md(str(err) if auth.is_admin() else without_paths(err)), icon=":material/error:")
 

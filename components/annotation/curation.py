@@ -155,7 +155,7 @@ def curation_view(
     data = {
         "instance": key,
         "clickable": final is not None,
-        "headers": [i18n.NAMES["ko"], i18n.NAMES["en"]],
+        "headers": [_("Korean"), _("English")],
         "types": [
             {
                 "code": kind.code,

@@ -16,7 +16,7 @@ from typing import Any
 import streamlit as st
 
 from components.annotation.span_select import span_key
-from components.shared import state
+from components.shared import language, state
 from components.shared.literal import md, without_paths
 from koed_core.annotation.projects import AnnotationStore
 from koed_core.annotation.spans import Side, Span, side_at, span_from_dict, span_to_dict
@@ -90,7 +90,9 @@ def on_widget(
     """The widget's callback: Streamlit runs it before the page's script, so an add, a
     removal or an undo is stored first and the one run that follows draws everything
     (the picker's status, the spans, the table) from the store. The annotator's answer
-    is read afresh here; a refusal waits in the session for the page to show."""
+    is read afresh here; a refusal waits in the session for the page to show (in the
+    reader's language: a callback runs before the page has settled it)."""
+    language.start()
     result = st.session_state.get(key)
     events = {e: _event(result, e) for e in ("selected", "add", "remove", "undo")}
     events = {e: v for e, v in events.items() if isinstance(v, dict)}

@@ -117,13 +117,20 @@ export default function (component) {
   panel.setAttribute("role", "dialog");
   panel.setAttribute("aria-label", T.panel);
   root.appendChild(panel);
+  // Below the selection when it fits in the window, else above it; when neither fits,
+  // below and scrolled into view. ``rect`` is measured before anything is redrawn.
   const place = (rect) => {
     const box = root.getBoundingClientRect();
     panel.hidden = false;
     const width = panel.offsetWidth || 420;
+    const height = panel.offsetHeight;
     const left = Math.min(Math.max(0, rect.left - box.left), Math.max(0, box.width - width));
+    const below = rect.bottom + 6 + height <= window.innerHeight;
+    const above = rect.top - 6 - height >= 0;
+    const top = !below && above ? rect.top - box.top - 6 - height : rect.bottom - box.top + 6;
     panel.style.left = `${left}px`;
-    panel.style.top = `${rect.bottom - box.top + 6}px`;
+    panel.style.top = `${top}px`;
+    if (!below && !above) panel.scrollIntoView({ block: "nearest" });
   };
   const close = () => {
     pend.ko = null;
@@ -245,9 +252,10 @@ export default function (component) {
       pend.ko = null;
       pend.en = null;
       picked = { key: mark.dataset.key, text: mark.textContent, label: mark.title };
+      const at = mark.getBoundingClientRect(); // draw() replaces the mark
       draw();
       render();
-      place(mark.getBoundingClientRect());
+      place(at);
       root.focus({ preventScroll: true });
       return;
     }
@@ -255,6 +263,7 @@ export default function (component) {
     const cell = holder(range.startContainer);
     if (!cell) return;
     if (cell !== holder(range.endContainer)) {
+      selection.removeAllRanges();
       close();
       send("selected", { error: T.across });
       return;
@@ -278,8 +287,13 @@ export default function (component) {
       text: text.slice(s, e),
     };
     picked = null;
+    const movedTurn = !pend[lang] || pend[lang].position !== side.position;
     pend[lang] = side;
     if (lang === "en") pend.none = false;
+    // A turn with no English text has no counterpart to drag: ticked for the annotator
+    // (and unticked again on a move to a turn that has one).
+    const noEnglish = !(cells.get(`en:${side.position}`)?.text || "").trim();
+    if (lang === "ko" && (noEnglish || movedTurn)) pend.none = noEnglish;
     const other = pend[lang === "ko" ? "en" : "ko"];
     if (other && other.position !== side.position) pend[lang === "ko" ? "en" : "ko"] = null;
     selection.removeAllRanges();

@@ -40,6 +40,9 @@ DROPPED = "annotate.filter.dropped"
 """The open dialogue a filter left out, the filters then, and the match shown instead."""
 SPANS_TYPE = "annotate.my_spans.type"
 SPANS_PICK = "annotate.my_spans.pick"
+MATCHES = "annotate.filter.matches"
+"""The dialogues the filters let through on the page's last full run: "My spans" is drawn
+with the span part (a fragment, so its count follows an add) and opens one through them."""
 STATUS_NAMES = {NEW: N_("new"), DRAFT: N_("draft"), SUBMITTED: N_("submitted")}
 
 
@@ -158,12 +161,21 @@ def find_work(
     _say_dropped(st.container(), conv_id, filters)
     if upcoming and upcoming != conv_id and upcoming in matches:
         st.button(_("Go to the next one to do"), on_click=picker.go_to, args=(upcoming,))
-    _spans_panel(annotations, project, dataset, who, taxonomy, matches)
+    st.session_state[MATCHES] = matches  # "My spans" is drawn with the spans (spans_panel)
     return conv_id
 
 
 def _span_key(r: Any) -> str:
     return f"{r.conv_id}|{r.position}|{r.start}|{r.end}|{r.type}"
+
+
+def spans_panel(
+    annotations: AnnotationStore, project: dict[str, Any], dataset: Dataset, who: str
+) -> None:
+    """ "My spans" beside an open dialogue: drawn in the span part of the page, so an add
+    there counts at once; opening another dialogue runs the whole page."""
+    matches = st.session_state.get(MATCHES, [])
+    _spans_panel(annotations, project, dataset, who, annotations.taxonomy(project), matches)
 
 
 def _spans_panel(
@@ -222,10 +234,12 @@ def _spans_panel(
             key=f"{SPANS_PICK}.{short_hash(*rows)}",
         )
         conv_id = str(key).rsplit("|", 4)[0] if key else None
-        right.button(
+        opened = right.button(
             _("Open this dialogue"),
             key="annotate.my_spans.open",
-            on_click=_open,
+            on_click=_open,  # a callback: the filters' widgets may only be reset before a run
             args=(conv_id, conv_id in matches),
             disabled=conv_id is None,
         )
+        if opened:  # drawn in a fragment: the picker and the dialogue are outside it
+            st.rerun(scope="app")

@@ -18,6 +18,8 @@ from hashlib import sha256
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
 from koed_core.annotation.projects import (
     ADJUDICATED,
     ANNOTATOR,
@@ -89,7 +91,8 @@ def export_lines(
                 "project": {"id": project["id"], "name": project["name"]},
                 "taxonomy_version": project["taxonomy_version"],
                 "final": {
-                    "category": row["category"],
+                    # undecided: null (a missing value in a frame reads as NaN, not JSON)
+                    "category": None if pd.isna(row["category"]) else str(row["category"]),
                     "types": list(row["types"]),
                     "basis": row["basis"],
                 },
@@ -101,8 +104,11 @@ def export_lines(
 
 def write_jsonl(lines: Iterable[dict[str, Any]], path: Path) -> Path:
     """Write the lines as UTF-8 JSONL (Korean kept as is, not escaped), owner-only and
-    whole or not at all (``write_private``)."""
-    return write_private(path, (json.dumps(line, ensure_ascii=False) + "\n" for line in lines))
+    whole or not at all (``write_private``). NaN is refused: it is not JSON, and other
+    readers (JavaScript's JSON.parse) reject the file."""
+    return write_private(
+        path, (json.dumps(line, ensure_ascii=False, allow_nan=False) + "\n" for line in lines)
+    )
 
 
 def file_safe(version: str) -> str:

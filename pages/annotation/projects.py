@@ -53,4 +53,5 @@ with agreed:
         annotations.close(project_id)
         st.rerun()
     elif project["closed"]:
-        st.caption(_("Closed {when}.", when=md(project["closed"])))
+        closed = str(project["closed"])[:16].replace("T", " ") + " UTC"
+        st.caption(_("Closed {when}.", when=md(closed)))

@@ -246,3 +246,90 @@ def test_the_span_panel_takes_keys_removes_and_undoes(site: Visit, browser: Any)
     expect(page.get_by_text("Nothing to undo.")).to_be_visible()
     holds(0, [])
     page.context.close()
+
+
+def test_a_korean_annotator_reads_korean_after_every_span_action(site: Visit, browser: Any) -> None:
+    """The span part reruns alone (a fragment) after an add, a removal or an undo; it
+    starts in English unless told the reader's language, which a Korean annotator saw
+    from the second span on. Also: a turn with no English text ticks "no counterpart"
+    itself, the removal panel opens at the clicked span (not under the menu), and "My
+    spans" counts an add at once. Checked settled and again 2 s later."""
+    from playwright.sync_api import expect
+
+    from koed_core.annotation.projects import AnnotationStore
+    from koed_core.db import Store
+
+    users.add_user(site.site.accounts, "ann_ko", "annotator", "Hana", "ann-ko-password")
+    dataset = load_dataset(SAMPLE_FILE)
+    dialogue = dataset.dialogues[0]  # 편의점 in turn 3; turn 5 has no English text
+    assert not dialogue.turns[4].en.strip() and "엄마" in dialogue.turns[4].ko
+    AnnotationStore(Store(site.site.db)).create_project(
+        "Korean", dataset, [dialogue.conv_id], per_item=1, annotators=["ann_ko"]
+    )
+    page = browser.new_context(viewport={"width": 1366, "height": 768}).new_page()
+    page.goto(site.url + "/login")
+    steps.log_in_settled(page, "ann_ko", "ann-ko-password", "Logged in as Hana")
+    page.goto(site.url + "/annotate?lang=ko")
+    expect(page.get_by_role("heading", name="재구성에 주석 달기")).to_be_visible()
+    panel = page.get_by_role("dialog", name="새 구간")
+
+    def korean(count: int) -> None:
+        for _wait in (0, 2000):
+            page.wait_for_timeout(_wait)
+            steps.settled(page)
+            expect(page.get_by_text(f"내 구간 ({count}개)")).to_be_visible()
+            expect(page.get_by_text(f"이 프로젝트에서 내가 표시한 구간 ({count})")).to_be_visible()
+            main = page.get_by_test_id("stMain").inner_text()
+            for english in ("Your spans", "My spans", "Guidelines", "situation"):
+                assert english not in main, english
+            assert page.get_by_test_id("stException").count() == 0
+
+    def drag(lang: str, position: int, needle: str) -> None:
+        steps.settled(page)
+        box = None
+        for _ in range(60):
+            box = page.evaluate(steps.SPAN_AT, [lang, position, needle])
+            if box is not None:
+                break
+            page.wait_for_timeout(250)
+        assert box is not None, (lang, position, needle)
+        page.mouse.move(box[0], box[1])
+        page.mouse.down()
+        page.mouse.move(box[2], box[3], steps=6)
+        page.mouse.up()
+        expect(panel.get_by_text(needle, exact=False).first).to_be_visible()
+
+    korean(0)
+    drag("ko", 3, "편의점")
+    page.keyboard.press("6")  # places, the sixth type
+    drag("en", 3, "convenience store")
+    page.keyboard.press("Enter")
+    korean(1)
+    drag("ko", 5, "엄마")  # no English in this turn: no counterpart, ticked for you
+    expect(panel.get_by_role("checkbox")).to_be_checked()
+    page.keyboard.press("Enter")
+    korean(2)  # a fragment's own run: still Korean
+
+    mark = page.locator("mark", has_text="편의점").first
+    mark.scroll_into_view_if_needed()
+    mark.click()
+    remove = page.get_by_role("dialog", name="새 구간")
+    expect(remove.get_by_text(re.compile("^편의점 · "))).to_be_visible()
+    at, shown = mark.bounding_box(), remove.bounding_box()
+    assert at is not None and shown is not None
+    beside = (
+        abs(shown["y"] - (at["y"] + at["height"])) < 20
+        or abs(shown["y"] + shown["height"] - at["y"]) < 20
+    )
+    assert beside and steps.inside(shown, 1366, 768), (at, shown)
+    page.keyboard.press("Delete")
+    korean(1)
+    page.keyboard.press("Control+z")  # the removal taken back
+    korean(2)
+    for _undo in range(2):  # then both adds
+        page.keyboard.press("Control+z")
+        korean(1 - _undo)
+    page.keyboard.press("Control+z")
+    expect(page.get_by_text("되돌릴 작업이 없습니다.")).to_be_visible()
+    korean(0)
+    page.context.close()
