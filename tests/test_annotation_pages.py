@@ -463,6 +463,14 @@ def test_the_new_project_form_offers_annotators_and_makes_a_project_once(site: P
     assert any("exists already" in e.value for e in at.error)
     names = [p["name"] for p in AnnotationStore(Store(site)).projects()]
     assert names.count("Pilot") == 1
+    # a double press: the second sends the emptied form; the first's result is said again
+    next(t for t in at.text_input if t.label == "Project name").set_value("Second")
+    next(b for b in at.button if b.label == "Create the project").click().run()
+    next(t for t in at.text_input if t.label == "Project name").set_value("")
+    next(b for b in at.button if b.label == "Create the project").click().run()
+    assert not at.error, [e.value for e in at.error]
+    assert [s.value for s in at.success] == ["Project 2 created with 20 dialogues."]
+    assert len(AnnotationStore(Store(site)).projects()) == 2
 
 
 def test_the_projects_page_shows_which_types_met_on_the_same_words() -> None:

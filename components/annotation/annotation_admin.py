@@ -101,8 +101,10 @@ def _taxonomy_upload(upload: Any) -> Taxonomy:
     return parse_taxonomy(raw, upload.name)
 
 
-def create_form(annotations: AnnotationStore, dataset: Dataset) -> None:
-    """A new project: dialogues, annotators per dialogue, who, which taxonomy."""
+def create_form(annotations: AnnotationStore, dataset: Dataset, slot: Any = st) -> None:
+    """A new project: dialogues, annotators per dialogue, who, which taxonomy. What came
+    of a press is said in ``slot`` (above the form's expander, which closes once a project
+    exists: a message inside it would be hidden)."""
     # emptied once created: a second press must not make the same project again
     with st.form("projects.create", clear_on_submit=True):
         name = st.text_input(_("Project name"))
@@ -131,8 +133,12 @@ def create_form(annotations: AnnotationStore, dataset: Dataset) -> None:
         )
         if not st.form_submit_button(_("Create the project"), type="primary"):
             return
+    if not name.strip() and state.PROJECT_CREATED in st.session_state:
+        # the emptied form sent again (a double press): nothing new, the last result
+        _say_created(slot, *st.session_state[state.PROJECT_CREATED])
+        return
     if name.strip() in {str(p["name"]) for p in annotations.projects()}:
-        st.error(
+        slot.error(
             _("A project named {name} exists already; give this one another name.", name=md(name)),
             icon=":material/error:",
         )
@@ -145,15 +151,15 @@ def create_form(annotations: AnnotationStore, dataset: Dataset) -> None:
         taxonomy = _taxonomy_upload(upload) if upload is not None else load_taxonomy()
         project_id = annotations.create_project(name, dataset, ids, int(per_item), chosen, taxonomy)
     except (AnnotationError, SubsetError) as err:
-        st.error(md(str(err)), icon=":material/error:")
+        st.session_state.pop(state.PROJECT_CREATED, None)
+        slot.error(md(str(err)), icon=":material/error:")
         return
-    st.success(
-        _(
-            "Project {id} created with {n} dialogues.",
-            id=md(project_id),
-            n=i18n.number(len(ids)),
-        )
-    )
+    st.session_state[state.PROJECT_CREATED] = (project_id, len(ids))
+    _say_created(slot, project_id, len(ids))
+
+
+def _say_created(slot: Any, project_id: int, n: int) -> None:
+    slot.success(_("Project {id} created with {n} dialogues.", id=md(project_id), n=i18n.number(n)))
 
 
 def progress(annotations: AnnotationStore) -> pd.DataFrame:

@@ -24,8 +24,9 @@ st.caption(
     )
 )
 overview = annotation_admin.progress(annotations)
+said = st.container()  # what a press on Create said, shown whether the form is open or not
 with st.expander(_("New project"), expanded=overview.empty):
-    annotation_admin.create_form(annotations, dataset)
+    annotation_admin.create_form(annotations, dataset, said)
 overview = annotation_admin.progress(annotations)
 if overview.empty:
     st.stop()
