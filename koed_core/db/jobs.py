@@ -10,17 +10,16 @@ every result it stored is skipped).
 from __future__ import annotations
 
 import json
-import os
-import socket
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Literal
 
+from koed_core.db.owners import dead_here as _dead_here
 from koed_core.db.store import Store
 from koed_core.db.types import now
 from koed_core.errors import KoedError
+from koed_core.i18n import _
 
 JobState = Literal["queued", "running", "finished", "failed", "cancelled"]
 ENDED = ("finished", "failed", "cancelled")
@@ -122,10 +121,39 @@ class Jobs:
     # Jobs --------------------------------------------------------------------------------
 
     def enqueue(
-        self, kind: str, label: str, params: Mapping[str, Any], created_by: str | None
+        self,
+        kind: str,
+        label: str,
+        params: Mapping[str, Any],
+        created_by: str | None,
+        same_as: Callable[[Job], bool] | None = None,
     ) -> int:
-        """Queue a job; returns its id."""
+        """Queue a job; returns its id.
+
+        Raises:
+            JobError: ``same_as`` matches a queued or running job (looked for in the same
+                transaction as the insert, so two presses at once queue one job).
+        """
         with self.store.write():
+            if same_as is not None:
+                active = self.store.rows(
+                    "select * from jobs where kind = ? and state in ('queued', 'running') "
+                    "and cancel_requested = 0 order by id",
+                    [kind],
+                )
+                for row in active:
+                    twin = Job.from_row(row)
+                    if same_as(twin):
+                        message = (
+                            _("The same work is already queued as job {id} ({label}).")
+                            if twin.state == "queued"
+                            else _("The same work is already running as job {id} ({label}).")
+                        )
+                        raise JobError(
+                            message.format(id=twin.id, label=twin.label)
+                            + " "
+                            + _("Follow it in the jobs panel, or cancel it first.")
+                        )
             cursor = self.store.db.execute(
                 "insert into jobs (kind, label, params, state, created_by, created) "
                 "values (?, ?, ?, 'queued', ?, ?)",
@@ -374,26 +402,6 @@ class Jobs:
                 self.store.db.execute(
                     "update provider_batches set consumed = 1 where id = ?", [batch_id]
                 )
-
-
-def _dead_here(worker: str | None) -> bool:
-    """A worker id (host:pid) of this machine whose process no longer exists."""
-    if not worker or ":" not in worker:
-        return False
-    host, _, pid = worker.rpartition(":")
-    if host != socket.gethostname() or not pid.isdigit():
-        return False
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return True
-    except PermissionError:
-        return False  # alive, someone else's
-    try:  # a killed worker nobody has reaped yet (a container's PID 1 may never) is a zombie
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rpartition(")")[2].split()[:1] == ["Z"]
 
 
 def _clock() -> float:

@@ -384,6 +384,23 @@ def m014_judge_replicate(db: sqlite_utils.Database) -> None:
     db.execute("alter table judgments add column replicate integer not null default 0")
 
 
+@migration
+def m015_response_claims(db: sqlite_utils.Database) -> None:
+    """An item of a run is claimed by one process before it is asked, so two processes
+    running the same run (a double press, two ``koed run`` at once) never ask the model
+    for the same item; the claim goes when its answer is stored."""
+    _script(
+        db,
+        """create table response_claims (
+             response_id text primary key,
+             run_id text not null,
+             owner text not null,
+             claimed real not null
+           );
+           create index response_claims_run on response_claims (run_id)""",
+    )
+
+
 def _script(db: sqlite_utils.Database, script: str) -> None:
     """Run statements one by one: ``executescript`` would commit the caller's transaction,
     and a migration must apply whole or not at all. (No statement here contains ';'.)"""

@@ -328,7 +328,7 @@ def _judge(
         rows = _rows(call, config, judge, reply)
         judgments.save_all(rows)
         if isinstance(reply, ModelError):
-            return Outcome("failed", reply.kind)
+            return Outcome("failed", reply.kind, str(reply))
         if any(r["score"] is None for r in rows):
             return Outcome("unscored", str(rows[0]["unscored_reason"] or "no score"))
         return Outcome("ok")

@@ -384,7 +384,7 @@ def judge_run(
         )
         _, reply, verdict = tried[-1]
         if isinstance(reply, ModelError):
-            return Outcome("failed", reply.kind)
+            return Outcome("failed", reply.kind, str(reply))
         if verdict is not None and verdict.score is not None:
             return Outcome("ok")
         return Outcome("unscored", reason_kind(verdict.unscored_reason if verdict else None))

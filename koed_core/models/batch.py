@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Callable, Hashable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Literal, TypeVar
 
 from koed_core.db.store import StoreUnavailable
+from koed_core.errors import KoedError
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -70,6 +71,8 @@ class Outcome:
 
     status: Status
     error_kind: str | None = None
+    detail: str | None = field(default=None, compare=False)
+    """A failure's sentence (the ModelError's message): what a halted pass quotes."""
 
 
 @dataclass
@@ -83,6 +86,8 @@ class BatchReport:
     failed: int = 0
     cancelled: int = 0
     """Tasks left unanswered because the job was cancelled (nothing stored for them)."""
+    elsewhere: int = 0
+    """Tasks another process had claimed (it asks them; counted among ``skipped``)."""
     errors: Counter[str] = field(default_factory=Counter)
     unscored_reasons: Counter[str] = field(default_factory=Counter)
     """Why answers got no score, by kind (numbers as "n"): what a person fixes first."""
@@ -115,6 +120,69 @@ class BatchReport:
             self.errors[outcome.error_kind or "error"] += 1
 
 
+NOT_AN_API_IN_A_ROW = 3
+"""Replies in a row that are not the API's (HTML, other JSON), with no answer before them
+in the pass, after which the pass stops: a wrong base URL fails every item the same way."""
+AUTH_IN_A_ROW = 3
+"""Refused keys in a row, with no answer before them in the pass, after which it stops."""
+SERVER_SILENCE_S = 300.0
+"""How long a pass goes on while its server answers nothing (every item failing on time-outs,
+refused connections, 5xx, rate limits) before it stops: without it a server that hangs
+costs each item its tries times the time-out (about 5 minutes), over the whole benchmark."""
+SERVER_SIDE_KINDS = frozenset(
+    {"timeout", "connection", "server", "rate_limit", "not_api", "response", "auth"}
+)
+
+
+class ServerUnusable(KoedError):
+    """A pass stopped early because its server answers nothing usable; what was stored
+    before stays, and the same command resumes once the server is fixed."""
+
+
+class Breaker:
+    """Watches a pass's outcomes and says, with a sentence, when going on is pointless."""
+
+    def __init__(self, silence_s: float | None = None) -> None:
+        self.silence_s = SERVER_SILENCE_S if silence_s is None else silence_s
+        self.answered = 0
+        self.in_a_row: Counter[str] = Counter()
+        self.failed_since_answer = 0
+        self.last_answer = time.monotonic()
+        self.reason: str | None = None
+
+    def see(self, outcome: Outcome) -> None:
+        """Count one outcome; set ``reason`` once the pass should stop."""
+        if outcome.status in ("ok", "unscored"):
+            self.answered += 1
+            self.in_a_row.clear()
+            self.failed_since_answer = 0
+            self.last_answer = time.monotonic()
+            return
+        if outcome.status != "failed":
+            return
+        kind = (outcome.error_kind or "error").removeprefix("speaker ")
+        self.in_a_row = Counter({kind: self.in_a_row[kind] + 1})
+        detail = outcome.detail or kind
+        if kind not in SERVER_SIDE_KINDS:
+            return
+        self.failed_since_answer += 1
+        quiet = time.monotonic() - self.last_answer
+        if self.reason is None and not self.answered:
+            if kind == "not_api" and self.in_a_row[kind] >= NOT_AN_API_IN_A_ROW:
+                self.reason = (
+                    f"Stopped after {self.in_a_row[kind]} replies in a row that were not the "
+                    f"API's answer, and none that was. The last: {detail}"
+                )
+            elif kind == "auth" and self.in_a_row[kind] >= AUTH_IN_A_ROW:
+                self.reason = f"Stopped: the key was refused {self.in_a_row[kind]} times. {detail}"
+        if self.reason is None and quiet >= self.silence_s:
+            self.reason = (
+                f"Stopped: the server has answered nothing for {quiet / 60:.0f} minutes "
+                f"({self.failed_since_answer} items failed in that time; the limit is "
+                f"{self.silence_s / 60:.0f} minutes). The last failure: {detail}"
+            )
+
+
 def run_batch(
     tasks: Sequence[T],
     key: Callable[[T], Hashable],
@@ -127,6 +195,7 @@ def run_batch(
     run_id: str = "",
     stop: Callable[[], bool] | None = None,
     watch: Callable[[BatchReport], None] | None = None,
+    claim: Callable[[T], bool] | None = None,
 ) -> BatchReport:
     """Do every task whose key is not in ``done``; report what happened.
 
@@ -142,6 +211,13 @@ def run_batch(
         stop: once true, no further task starts (a cancelled job); see ``run_bounded``.
         watch: given the whole report whenever ``progress`` is called (a job's failures
             and error kinds are shown while it runs).
+        claim: called in this thread just before a task is sent; False means another
+            process holds it (or has answered it since ``done`` was read): it is not
+            sent, and counts as skipped.
+
+    Raises:
+        ServerUnusable: the pass was stopped by its :class:`Breaker` (every reply so far
+            not the API's, a refused key, or a server silent for ``SERVER_SILENCE_S``).
     """
     pending = [t for t in tasks if key(t) not in done]
     report = BatchReport(planned=len(tasks), skipped=len(tasks) - len(pending), run_id=run_id)
@@ -150,8 +226,12 @@ def run_batch(
     if watch:
         watch(report)
 
+    breaker = Breaker()
+
     def handle(task: T, result: R) -> None:
-        report.add(patiently(lambda: save(task, result)))
+        outcome = patiently(lambda: save(task, result))
+        report.add(outcome)
+        breaker.see(outcome)
 
     def after() -> None:
         if progress:
@@ -159,8 +239,27 @@ def run_batch(
         if watch:
             watch(report)
 
-    run_bounded(pending, work, handle, max(1, min(workers, len(pending) or 1)), after, stop)
+    def halt() -> bool:
+        return breaker.reason is not None or bool(stop and stop())
+
+    def claimed() -> Iterator[T]:
+        for task in pending:
+            if claim is None or patiently(lambda: claim(task)):  # noqa: B023 - called at once
+                yield task
+            else:
+                report.skipped += 1
+                report.elsewhere += 1
+
+    width = max(1, min(workers, len(pending) or 1))
+    run_bounded(claimed(), work, handle, width, after, halt)
     report.stopped = bool(stop and stop())
+    if breaker.reason is not None and not report.stopped:
+        left = report.planned - report.finished
+        raise ServerUnusable(
+            f"{breaker.reason.rstrip('.')}. {report.succeeded + report.unscored} answered and "
+            f"{report.failed} failed in this pass; {left} not asked. What was stored is "
+            "kept: fix the server or its address, then run the same command again to go on."
+        )
     return report
 
 

@@ -185,7 +185,7 @@ def play(setup: EpisodeSetup, episode: Episode, state: EpisodeState) -> Outcome:
             if record is None:
                 return Outcome("ok")  # another job playing this run got here first
             if record.error:
-                return Outcome("failed", record.error_kind)
+                return Outcome("failed", record.error_kind, record.error)
             history.append(ContextTurn("listener", record.text or ""))
             if turn >= setup.turns:
                 return Outcome("ok")
@@ -252,7 +252,7 @@ def _speak(
             failed = replace(base, error=str(err), error_kind=err.kind)
             if patiently(partial(Episodes(setup.store).save_speaker, failed)) is None:
                 return Outcome("ok")  # another job's Speaker turn is the episode's
-            return Outcome("failed", f"speaker {err.kind}")
+            return Outcome("failed", f"speaker {err.kind}", str(err))
         read = check_turn(done.text, lang, episode.dialogue.labels, setup.speaker_prompt)
         record = replace(
             base,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import time
+import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, replace
@@ -16,9 +17,17 @@ from functools import cached_property
 from typing import Any
 
 from koed_core.db import ResponseRecord, RunConfig, Store, short_hash
+from koed_core.db.owners import this_process
 from koed_core.dialogues.dialogue import Dialogue, Lang
 from koed_core.errors import KoedError
-from koed_core.models.batch import BatchReport, Outcome, ProgressFn, run_batch, workers_for
+from koed_core.models.batch import (
+    BatchReport,
+    Outcome,
+    ProgressFn,
+    patiently,
+    run_batch,
+    workers_for,
+)
 from koed_core.models.client import (
     MAX_REPLY_CHARS,
     ChatClient,
@@ -309,28 +318,40 @@ def run_benchmark(
     scored = spec.backend != "human"
     stored = store.raw_answers(reuse_from) if reuse_from else {}
 
+    owner = f"{this_process()}#{uuid.uuid4().hex[:12]}"  # this pass of this process
+
+    def response_id(item: Item) -> str:
+        return short_hash(run_id, item.dialogue.conv_id, item.task.lang, item.context_hash)
+
     def store_one(item: Item, result: Answer) -> Outcome:
         if isinstance(result[0], ModelError) and result[0].kind == "cancelled":
+            patiently(lambda: store.release_item(response_id(item), owner))
             return Outcome("cancelled")
         record = save(store, run_id, item, result[0], result[1], scored, result[2])
-        return Outcome("failed", record.error_kind) if record.error else Outcome("ok")
+        if record.error:
+            return Outcome("failed", record.error_kind, record.error)
+        return Outcome("ok")
 
-    return run_batch(
-        items,
-        key=lambda item: (item.dialogue.conv_id, item.task.lang, item.context_hash),
-        done=store.finished(run_id),
-        work=lambda item: (
-            replayed(stored[found], item)
-            if (found := (item.dialogue.conv_id, item.task.lang, item.context_hash)) in stored
-            else answer(client, item, settings)
-        ),
-        save=store_one,
-        workers=workers_for(client, concurrency),
-        progress=progress,
-        run_id=run_id,
-        stop=stop,
-        watch=watch,
-    )
+    try:
+        return run_batch(
+            items,
+            key=lambda item: (item.dialogue.conv_id, item.task.lang, item.context_hash),
+            done=store.finished(run_id),
+            work=lambda item: (
+                replayed(stored[found], item)
+                if (found := (item.dialogue.conv_id, item.task.lang, item.context_hash)) in stored
+                else answer(client, item, settings)
+            ),
+            save=store_one,
+            workers=workers_for(client, concurrency),
+            progress=progress,
+            run_id=run_id,
+            claim=lambda item: store.claim_item(run_id, response_id(item), owner),
+            stop=stop,
+            watch=watch,
+        )
+    finally:
+        patiently(lambda: store.release_claims(owner))  # an ended pass holds nothing
 
 
 def timed_stream(

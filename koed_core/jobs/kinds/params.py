@@ -3,6 +3,7 @@ back from the queue, checked before anything is queued."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields
 from typing import Any, ClassVar
 
@@ -18,6 +19,7 @@ from koed_core.models.pipeline import COMMAS, EMOTION_READERS, FAMILIES, POSTPRO
 from koed_core.models.prompts import (
     PROMPT_SETS,
     PromptSetError,
+    default_prompt_set,
     load_prompt_set,
 )
 from koed_core.models.protocol import PROTOCOLS
@@ -298,9 +300,46 @@ def check(params: JobParams) -> None:
         raise JobError("; ".join(problems))
 
 
+HOW_NOT_WHAT = ("concurrency", "batch_size")
+"""Parameters that change how fast a job asks, not what it asks or stores."""
+
+
+def identity(params: JobParams) -> tuple[str, tuple[tuple[str, Any], ...]]:
+    """What a job would ask and store, with each default resolved the way the engine
+    resolves it: two jobs with equal identities do the same work (a double press)."""
+    data = {k: v for k, v in asdict(params).items() if k not in HOW_NOT_WHAT}
+    if isinstance(params, RunJob | EpisodeJob) and params.prompts is None:
+        data["prompts"] = default_prompt_set(params.protocol)  # type: ignore[arg-type]
+    if isinstance(params, RunJob | EpisodeJob) and params.data is None:
+        data["data"] = None  # the data source is checked by the sha below
+    return params.kind, tuple(sorted((k, _frozen(v)) for k, v in data.items()))
+
+
+def _frozen(value: Any) -> Any:
+    return tuple(value) if isinstance(value, list) else value
+
+
+def _same_work(params: JobParams) -> Callable[[Job], bool]:
+    """Whether a queued or running job does the work ``params`` asks for."""
+    mine = identity(params)
+
+    def same(job: Job) -> bool:
+        try:
+            return identity(params_of(job)) == mine
+        except KoedError:
+            return False  # a job this release cannot read is not ours to match
+
+    return same
+
+
 def enqueue(store: Store, params: JobParams, created_by: str | None) -> int:
     """Check and queue a job; a worker takes it. Returns the job id. Its label is stored
-    in English, as the worker and ``koed jobs`` write; a page shows ``describe(job)``."""
+    in English, as the worker and ``koed jobs`` write; a page shows ``describe(job)``.
+
+    Raises:
+        JobError: the parameters are wrong, or the same work is already queued or
+            running (a second press of Start): the sentence names that job.
+    """
     check(params)
     data = {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(params).items()}
     with i18n.speaking("en"):
@@ -310,7 +349,7 @@ def enqueue(store: Store, params: JobParams, created_by: str | None) -> int:
             label = params.label(run_labels(store).get(params.run_id))
         else:
             label = params.label()
-    return Jobs(store).enqueue(params.kind, label, data, created_by)
+    return Jobs(store).enqueue(params.kind, label, data, created_by, same_as=_same_work(params))
 
 
 _RUN = "\x00"

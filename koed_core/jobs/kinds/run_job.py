@@ -23,6 +23,10 @@ from koed_core.models.prompts import (
 )
 
 SUMMARY = N_("run {run}: {answered} answered, {skipped} already done, {failed} failed")
+SUMMARY_SHARED = N_(
+    "run {run}: {answered} answered, {skipped} already done ({elsewhere} of them asked by "
+    "another process running the same run), {failed} failed"
+)
 
 
 def execute_run(params: RunJob, store: Store, env: Environment, hooks: Hooks) -> Result:
@@ -83,11 +87,12 @@ def execute_run(params: RunJob, store: Store, env: Environment, hooks: Hooks) ->
     finally:
         close_client(client)
     summary, said = told(
-        SUMMARY,
+        SUMMARY_SHARED if report.elsewhere else SUMMARY,
         run=report.run_id,
         answered=report.succeeded,
         skipped=report.skipped,
         failed=report.failed,
+        **({"elsewhere": report.elsewhere} if report.elsewhere else {}),
     )
     return Result(
         summary,

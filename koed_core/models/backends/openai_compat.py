@@ -17,6 +17,7 @@ from typing import Any
 
 import httpx2
 import openai
+from openai.types.chat import ChatCompletion
 
 from koed_core.models.backends.deadline import DeadlineClient, abandonable
 from koed_core.models.client import (
@@ -30,7 +31,10 @@ from koed_core.models.protocol import ListenerTask, Message
 from koed_core.models.registry import ModelSpec
 from koed_core.redact import redact_url
 
-NO_KEY_NEEDED = "not-needed"  # local servers ignore the key, but the SDK wants one
+NO_KEY_NEEDED = "not-needed"
+NOT_AN_API = "not_api"
+"""The error kind of a reply that came back but is not the API's (HTML, other JSON)."""
+SHOWN_CHARS = 60  # local servers ignore the key, but the SDK wants one
 _WARM = threading.Lock()
 _warmed = False
 
@@ -137,24 +141,47 @@ class OpenAIClient:
     def complete(
         self, messages: list[Message], settings: GenerationSettings, task: ListenerTask | None
     ) -> Completion:
-        """One non-streaming call; token counts from the server's usage block."""
+        """One non-streaming call; token counts from the server's usage block.
+
+        The reply's shape is checked inside the classified block: a ``200 OK`` that is not
+        a chat completion (a captive portal's page, a proxy's error page, a base URL that
+        points at a web site) fails this one item with a sentence saying what came back.
+        """
         start = time.perf_counter()
         client, request = self._client(settings), self._request(messages, settings)
         with self._errors(settings):
-            reply = abandonable(
-                lambda: client.chat.completions.create(**request),
+            raw = abandonable(
+                lambda: client.chat.completions.with_raw_response.create(**request),
                 settings.stop,
                 ABANDON_GRACE_S,
                 self.name,
             )
+            reply = raw.parse()
+            if not isinstance(reply, ChatCompletion) or not isinstance(reply.choices, list):
+                raise self._not_an_api(raw.headers.get("content-type"), raw.http_response)
+            text = reply.choices[0].message.content if reply.choices else None
+            if text is not None and not isinstance(text, str):
+                raise self._not_an_api(raw.headers.get("content-type"), raw.http_response)
+            usage = reply.usage
+            prompt_tokens = usage.prompt_tokens if usage else None
+            completion_tokens = usage.completion_tokens if usage else None
         latency = time.perf_counter() - start
-        text = reply.choices[0].message.content if reply.choices else None
-        usage = reply.usage
         return Completion(
-            require_text(text or "", self.name),
-            latency,
-            usage.prompt_tokens if usage else None,
-            usage.completion_tokens if usage else None,
+            require_text(text or "", self.name), latency, prompt_tokens, completion_tokens
+        )
+
+    def _not_an_api(self, content_type: str | None, response: httpx2.Response) -> ModelError:
+        """One sentence naming the server and what it sent instead of an API answer."""
+        try:
+            body = response.text
+        except (UnicodeDecodeError, httpx2.HTTPError):
+            body = ""
+        return ModelError(
+            NOT_AN_API,
+            f"{self.name}: {self.where} answered HTTP {response.status_code} with "
+            f"{shown_content_type(content_type)} ({first_characters(body)}), not an "
+            "OpenAI-compatible chat completion: check the base URL (OPENAI_BASE_URL or the "
+            "model's base_url), a proxy or a Wi-Fi login page in the way",
         )
 
     def stream(
@@ -181,6 +208,14 @@ class OpenAIClient:
             yield
         except openai.OpenAIError as err:
             raise self._model_error(err, settings.max_retries + 1) from None
+        except (AttributeError, TypeError, IndexError, KeyError) as err:
+            # A JSON reply of another shape (choices of the wrong type, a message without
+            # content): one failed item, named, never the end of the run.
+            raise ModelError(
+                NOT_AN_API,
+                f"{self.name}: {self.where} sent a reply that is not a chat completion "
+                f"({type(err).__name__})",
+            ) from None
         except (UnicodeDecodeError, json.JSONDecodeError, httpx2.DecodingError) as err:
             # A body that is not UTF-8 or not JSON is one failed item, like an HTTP error,
             # never the end of the whole run (the SDK lets these through unwrapped).
@@ -190,9 +225,17 @@ class OpenAIClient:
                 f"({type(err).__name__})",
             ) from None
 
-    def _model_error(self, err: openai.OpenAIError, tries: int) -> ModelError:
-        name, where = self.name, self.where
+    def _model_error(self, err: openai.OpenAIError, most: int) -> ModelError:
+        name, where, tries = self.name, self.where, tries_taken(err, most)
         if isinstance(err, openai.RateLimitError):
+            wait = _retry_after(err.response)
+            if wait is not None and wait > MAX_RETRY_AFTER_S:
+                return ModelError(
+                    "rate_limit",
+                    f"{name}: rate-limited by {where}, which asks to wait {wait:,.0f} s, longer "
+                    f"than the {MAX_RETRY_AFTER_S:.0f} s a retry waits: not retried "
+                    f"({tries} {'try' if tries == 1 else 'tries'})",
+                )
             return ModelError("rate_limit", f"{name}: rate-limited by {where} ({tries} tries)")
         if isinstance(err, openai.APITimeoutError):
             return ModelError("timeout", f"{name}: {where} did not answer in time ({tries} tries)")
@@ -209,6 +252,44 @@ class OpenAIClient:
         if isinstance(err, openai.APIStatusError):
             return ModelError("request", f"{name}: {where} refused the request ({err.status_code})")
         return ModelError("unknown", f"{name}: {type(err).__name__} from {where}")
+
+
+MAX_RETRY_AFTER_S = 120.0
+"""The longest ``Retry-After`` the SDK honours (its ``MAX_RETRY_AFTER_DELAY``): a server
+asking for more is not retried at all, and the message says so."""
+
+
+def tries_taken(err: openai.OpenAIError, most: int) -> int:
+    """How many requests the SDK really sent, from the retry count it puts on each request
+    (``x-stainless-retry-count``); ``most`` where the request is unknown."""
+    request = getattr(err, "request", None)
+    response = getattr(err, "response", None)
+    if request is None and response is not None:
+        request = getattr(response, "request", None)
+    count = request.headers.get("x-stainless-retry-count") if request is not None else None
+    return int(count) + 1 if count and count.isdigit() else most
+
+
+def _retry_after(response: httpx2.Response) -> float | None:
+    value = response.headers.get("retry-after")
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None  # an HTTP date: the SDK's own rule applies, and so does its count
+
+
+def shown_content_type(content_type: str | None) -> str:
+    """The reply's content type for a message, or say there was none."""
+    kind = (content_type or "").split(";")[0].strip()
+    return f"Content-Type {kind}" if kind else "no Content-Type"
+
+
+def first_characters(body: str, count: int = SHOWN_CHARS) -> str:
+    """The start of a body, on one line and quoted, for a message a person reads."""
+    flat = " ".join(body.split())
+    if not flat:
+        return "an empty body"
+    return repr(flat[:count] + ("..." if len(flat) > count else ""))
 
 
 MAX_LISTED = 500
