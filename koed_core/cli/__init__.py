@@ -2,7 +2,7 @@
 
 One module per command group (``data``, ``runs``: run, judge, judges; ``reproduce``;
 ``episodes``; ``jobs``: worker and jobs; ``results``: agreement and export; ``accounts``: users and
-settings; ``crowd``: study, invite and crowd; ``annotation``:
+settings; ``crowd``: study, invite and crowd; ``prolific``: Prolific's API; ``annotation``:
 annotation projects, import, export), each adding its parsers; :func:`main` is
 the one error boundary.
 """
@@ -21,6 +21,7 @@ from koed_core.cli import (
     data,
     episodes,
     jobs,
+    prolific,
     reproduce,
     results,
     runs,
@@ -35,7 +36,18 @@ def build_parser() -> argparse.ArgumentParser:
     """The command tree; each leaf sets ``func``."""
     parser = argparse.ArgumentParser(prog="koed", description="KoED Studio command line")
     groups = parser.add_subparsers(dest="group", required=True)
-    for group in (data, runs, episodes, reproduce, jobs, results, crowd, annotation, accounts):
+    for group in (
+        data,
+        runs,
+        episodes,
+        reproduce,
+        jobs,
+        results,
+        crowd,
+        prolific,
+        annotation,
+        accounts,
+    ):
         group.register(groups)
     return parser
 

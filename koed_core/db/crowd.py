@@ -139,6 +139,13 @@ class Crowd:
         with self.store.write():
             self.store.db.execute("update invites set cap = ? where id = ?", [cap, invite_id])
 
+    def set_prolific_study(self, invite_id: str, study_id: str) -> None:
+        """The Prolific study a link was published as (``STUDY_ID`` must match it)."""
+        with self.store.write():
+            self.store.db.execute(
+                "update invites set prolific_study_id = ? where id = ?", [study_id, invite_id]
+            )
+
     def remove(self, username: str) -> None:
         """Give a place back (an account that could not be created after all)."""
         with self.store.write():

@@ -401,6 +401,34 @@ def m015_response_claims(db: sqlite_utils.Database) -> None:
     )
 
 
+@migration
+def m017_prolific(db: sqlite_utils.Database) -> None:
+    """Prolific through its API: every call the app made on the researcher's account
+    (what, when, how it ended; never the token), the submissions a sync read with the
+    reason one was flagged, the review actions applied, and each bonus with its state
+    ("paying" is stored before the pay call, so a crash or a retry never pays twice)."""
+    _script(
+        db,
+        """create table prolific_calls (
+             id integer primary key, at text not null, invite_id text, what text not null,
+             method text not null, path text not null, status integer, outcome text not null,
+             tries integer not null default 1);
+           create index prolific_calls_invite on prolific_calls (invite_id, at);
+           create table prolific_submissions (
+             id text primary key, invite_id text not null, participant_id text not null,
+             status text not null, started_at text, completed_at text, study_code text,
+             flag text, seen_at text not null);
+           create index prolific_submissions_invite on prolific_submissions (invite_id);
+           create table prolific_actions (
+             submission_id text not null, action text not null, at text not null,
+             outcome text not null, primary key (submission_id, action));
+           create table prolific_bonuses (
+             invite_id text not null, participant_id text not null, round text not null,
+             amount text not null, state text not null, bulk_id text, updated text not null,
+             primary key (invite_id, participant_id, round))""",
+    )
+
+
 def _script(db: sqlite_utils.Database, script: str) -> None:
     """Run statements one by one: ``executescript`` would commit the caller's transaction,
     and a migration must apply whole or not at all. (No statement here contains ';'.)"""

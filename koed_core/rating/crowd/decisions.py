@@ -246,6 +246,10 @@ SUGGESTIONS = {
         "times the submission out, nothing to decide unless they come back"
     ),
     "wait": N_("under way and active"),
+    "returned": N_(
+        "returned or timed out on Prolific (read by a sync): the place is free again; "
+        "nothing to decide"
+    ),
 }
 """What each suggestion means (the dashboard's help and docs/rating.md)."""
 
@@ -274,6 +278,8 @@ def suggest(row: dict[str, Any], untold: int = 0) -> str:
         return "replace"
     if status == "timed out":
         return "timed out"
+    if status == "returned":
+        return "returned"
     return "wait"
 
 

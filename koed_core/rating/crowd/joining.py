@@ -89,12 +89,23 @@ def keep_place(store: Store, invite: Invite, worker: Worker, at: datetime | None
     timeout lost it: they take one again if one is free (Prolific: a timed-out participant
     "can still complete their submission ... if they are still active on the study and are
     not replaced by another participant"), else they are told the study filled meanwhile.
-    A finished or stopped worker needs no place. A worker who keeps theirs is marked
-    active now (their page was opened), so a page needs no second call for it.
+    A finished or stopped worker needs no place; one whose submission Prolific freed
+    (returned or timed out, read by ``koed prolific sync``) has ended their visit. A
+    worker who keeps theirs is marked active now (their page was opened), so a page needs
+    no second call for it.
 
     Raises:
-        CrowdError: their place went while they were away and every place is taken now.
+        CrowdError: their place went while they were away and every place is taken now,
+            or Prolific freed it (they returned the study, or it timed out).
     """
+    if worker.status == "returned":
+        raise CrowdError(
+            _(
+                "You returned this study on Prolific (or it timed out there), so this visit "
+                "has ended and its place went to someone else. The ratings you gave are "
+                "kept. Thank you."
+            )
+        )
     if worker.status not in UNDER_WAY:
         return worker
     crowd = Crowd(store)

@@ -1,0 +1,213 @@
+"""``koed prolific``: a Prolific link run through Prolific's API (publish, sync, review,
+bonus, and the log of every call the app made on the account).
+
+The token is read from ``PROLIFIC_API_TOKEN`` (environment or .streamlit/secrets.toml) by
+the client only; nothing here prints, stores or exports it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from koed_core.config import Settings, merged_env, read_secrets
+from koed_core.errors import KoedError
+
+
+class ProlificCliError(KoedError):
+    """A prolific command given something it cannot use."""
+
+
+def register(groups: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """koed prolific publish | sync | review | bonus | calls"""
+    group = groups.add_parser("prolific", help="a Prolific link through Prolific's API")
+    actions = group.add_subparsers(dest="action", required=True)
+
+    publish = actions.add_parser("publish", help="create the study as a draft; --publish")
+    _common(publish)
+    publish.add_argument("--publish", action="store_true", help="publish it (it costs money)")
+    publish.add_argument("--url", default="http://localhost:8501", help="the app's address")
+    publish.add_argument("--pilot", help="a pilot link's id: its median time sets the minutes")
+    publish.add_argument("--name", default="Rate empathetic replies (KoED)")
+    publish.add_argument("--description", default="")
+    publish.add_argument("--devices", default="desktop", help="desktop,tablet,mobile")
+    for outcome in ("completed", "screenout", "failed"):
+        publish.add_argument(
+            f"--{outcome}-action",
+            choices=["AUTOMATICALLY_APPROVE", "MANUALLY_REVIEW"],
+            help="what Prolific does with this code (see docs/rating.md)",
+        )
+    publish.add_argument("--json", action="store_true")
+    publish.set_defaults(func=cmd_publish)
+
+    sync = actions.add_parser("sync", help="read the submissions: returns, flags, places")
+    _common(sync)
+    sync.add_argument("--json", action="store_true")
+    sync.set_defaults(func=cmd_sync)
+
+    review = actions.add_parser("review", help="approve and reject as decided (dry run)")
+    _common(review)
+    review.add_argument("--apply", action="store_true", help="call Prolific")
+    review.set_defaults(func=cmd_review)
+
+    bonus = actions.add_parser("bonus", help="pay bonuses from a file, once (dry run)")
+    _common(bonus)
+    bonus.add_argument("--file", type=Path, required=True, help="participant_id,amount lines")
+    bonus.add_argument("--round", default="1", help="a second bonus to someone: another round")
+    bonus.add_argument("--apply", action="store_true", help="call Prolific")
+    bonus.set_defaults(func=cmd_bonus)
+
+    calls = actions.add_parser("calls", help="every call the app made for this link")
+    _common(calls)
+    calls.set_defaults(func=cmd_calls)
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--invite", required=True, help="the link's id (`koed invite list`)")
+    parser.add_argument("--db", type=Path)
+
+
+def _setup(args: argparse.Namespace, settings: Settings, client: bool = True) -> Any:
+    from koed_core.db import Store
+    from koed_core.db.crowd import Crowd
+    from koed_core.rating.crowd import Invite
+    from koed_core.rating.crowd.prolific_client import ProlificClient
+
+    store = Store(args.db or settings.db_path)
+    row = Crowd(store).invite(args.invite)
+    if row is None:
+        raise ProlificCliError(f"no invite link {args.invite!r} (`koed invite list --study N`)")
+    invite = Invite.from_row(row)
+    if invite.platform != "prolific":
+        raise ProlificCliError(f"{invite.id} is a {invite.platform} link, not a Prolific one")
+    env = merged_env(os.environ, read_secrets())
+    api = ProlificClient.from_env(env, store, invite_id=invite.id) if client else None
+    return store, invite, api
+
+
+def cmd_publish(args: argparse.Namespace, settings: Settings) -> int:
+    """Create the draft, print its cost, publish it when asked."""
+    from koed_core.db.crowd import Crowd
+    from koed_core.rating.crowd import Invite
+    from koed_core.rating.crowd.prolific import publish
+    from koed_core.rating.server_key import server_key
+
+    store, invite, api = _setup(args, settings)
+    pilot = None
+    if args.pilot:
+        row = Crowd(store).invite(args.pilot)
+        if row is None:
+            raise ProlificCliError(f"no invite link {args.pilot!r} for --pilot")
+        pilot = Invite.from_row(row)
+    chosen = {
+        "completed": args.completed_action,
+        "screened_out": args.screenout_action,
+        "failed_checks": args.failed_action,
+    }
+    draft = publish(
+        store,
+        api,
+        invite,
+        server_key(settings.secret_key, Path(store.path)),
+        args.url,
+        go_live=args.publish,
+        pilot=pilot,
+        name=args.name,
+        description=args.description,
+        actions={k: v for k, v in chosen.items() if v},
+        devices=tuple(d.strip() for d in args.devices.split(",") if d.strip()),
+    )
+    cost = f"{draft.cost_cents / 100:.2f} {invite.currency}" if draft.cost_cents else "unknown"
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "study": draft.study_id,
+                    "status": draft.status,
+                    "cost": cost,
+                    "minutes": draft.minutes,
+                    "hourly": draft.hourly,
+                }
+            )
+        )
+        return 0
+    print(f"Prolific study {draft.study_id}: {draft.status}")
+    print(
+        f"reward {invite.reward:.2f} {invite.currency} for {draft.minutes:.1f} minutes "
+        f"({draft.minutes_from}): {draft.hourly:.2f} {invite.currency} an hour"
+    )
+    print(f"places {invite.cap}; cost with Prolific's fees and VAT: {cost}")
+    if not draft.published:
+        print("a draft: nothing is spent until `koed prolific publish --invite ID --publish`")
+    return 0
+
+
+def cmd_sync(args: argparse.Namespace, settings: Settings) -> int:
+    """Read the submissions once."""
+    from koed_core.rating.crowd.prolific import sync
+
+    store, invite, api = _setup(args, settings)
+    report = sync(store, api, invite)
+    if args.json:
+        print(json.dumps(report.__dict__))
+        return 0
+    print(f"{report.read} submissions read; study {report.study_status}; places {report.places}")
+    for person in report.ended:
+        print(f"ended: {person} (returned or timed out on Prolific; the place is free)")
+    for person, reason in report.flagged:
+        print(f"flagged: {person}: {reason}")
+    if report.raised_from is not None:
+        print(f"places raised on Prolific from {report.raised_from} to {report.places}")
+    return 0
+
+
+def cmd_review(args: argparse.Namespace, settings: Settings) -> int:
+    """Print what the decisions ask of Prolific; with --apply, do it."""
+    from koed_core.rating.crowd.prolific import sync
+    from koed_core.rating.crowd.prolific_pay import apply_review, review_plan
+
+    store, invite, api = _setup(args, settings)
+    sync(store, api, invite)  # the statuses the plan is read against
+    steps = review_plan(store, invite)
+    if not steps:
+        print("no decided worker yet (record decisions on the dashboard)")
+    for s in steps:
+        what = s.action or "nothing"
+        extra = f" [{s.category}] {s.message}" if s.action == "reject" else ""
+        print(f"{s.participant_id}\t{s.decision}\t{what}{extra}{'; ' + s.note if s.note else ''}")
+    if not args.apply:
+        print("dry run: nothing was sent; --apply calls Prolific")
+        return 0
+    for line in apply_review(api, store, steps):
+        print(line)
+    return 0
+
+
+def cmd_bonus(args: argparse.Namespace, settings: Settings) -> int:
+    """Print the bonuses; with --apply, pay each once."""
+    from koed_core.rating.crowd.prolific_pay import bonus
+
+    store, invite, api = _setup(args, settings, client=args.apply)
+    lines = bonus(store, api if args.apply else None, invite, args.file, round_=args.round)
+    for line in lines:
+        note = f" ({line.note})" if line.note else ""
+        print(f"{line.participant_id}\t{line.amount} {invite.currency}\t{line.state}{note}")
+    if not args.apply:
+        print("dry run: nothing was sent; --apply calls Prolific")
+    return 0
+
+
+def cmd_calls(args: argparse.Namespace, settings: Settings) -> int:
+    """The app's calls on the account for this link, newest first."""
+    from koed_core.db.prolific import ProlificLog
+
+    store, invite, _api = _setup(args, settings, client=False)
+    for c in ProlificLog(store).calls(invite.id):
+        print(
+            f"{c['at']}\t{c['method']} {c['path']}\t{c['status']}\t{c['tries']}\t"
+            f"{c['what']}: {c['outcome']}"
+        )
+    return 0
