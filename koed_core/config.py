@@ -54,6 +54,9 @@ class Settings:
     """Paid or remote model calls one account may make per hour (``KOED_CALLS_PER_HOUR``)."""
     cookie_key: str | None = None
     """Signs the login cookie (``KOED_COOKIE_KEY``; secrets: ``[auth] cookie_key``)."""
+    public_url: str | None = None
+    """The address people open the app at (``KOED_PUBLIC_URL``; ``koed serve --domain``
+    sets it): crowd links are built on it. None: the address the admin's browser is on."""
     batch_poll_s: float = 30.0
     """How often a job sent through a provider's Batch API asks whether it is done
     (``KOED_BATCH_POLL_S``)."""
@@ -105,6 +108,7 @@ ENV_NAMES = {
     "KOED_SECRET_KEY": "secret_key",
     "KOED_CALLS_PER_HOUR": "calls_per_hour",
     "KOED_BATCH_POLL_S": "batch_poll_s",
+    "KOED_PUBLIC_URL": "public_url",
 }
 PATHS = {"cache_dir", "model_cache_dir", "db_path", "models_path", "users_path"}
 INTEGERS = {"calls_per_hour": (0, 1_000_000)}

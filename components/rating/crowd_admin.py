@@ -41,7 +41,11 @@ English values)."""
 
 
 def app_url(path: str) -> str:
-    """An address in this app, from the one the browser is on (works behind a proxy)."""
+    """An address in this app: on the public address when one is set (``koed serve
+    --domain``), else on the one the browser is on (works behind a proxy)."""
+    public = resources.settings().public_url
+    if public:
+        return f"{public.rstrip('/')}/{path}"
     base = str(st.context.url or "").split("?")[0].rstrip("/")
     root = base.rsplit("/", 1)[0] if base.count("/") > 2 else base
     return f"{root}/{path}"

@@ -2,7 +2,8 @@
 
 One module per command group (``data``, ``runs``: run, judge, judges; ``reproduce``;
 ``episodes``; ``jobs``: worker and jobs; ``results``: agreement and export; ``accounts``: users and
-settings; ``crowd``: study, invite and crowd; ``prolific``: Prolific's API; ``annotation``:
+settings; ``crowd``: study, invite and crowd; ``prolific``: Prolific's API; ``serve``: serve and db;
+``annotation``:
 annotation projects, import, export), each adding its parsers; :func:`main` is
 the one error boundary.
 """
@@ -25,6 +26,7 @@ from koed_core.cli import (
     reproduce,
     results,
     runs,
+    serve,
 )
 from koed_core.config import Settings, read_secrets
 from koed_core.errors import KoedError
@@ -47,6 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
         prolific,
         annotation,
         accounts,
+        serve,
     ):
         group.register(groups)
     return parser

@@ -69,7 +69,9 @@ def register(groups: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     )
     make.add_argument("--consent-file", type=Path, help="Korean text, a line ---, English text")
     make.add_argument("--people", type=Path, help="platform none: a file of ids, one per line")
-    make.add_argument("--url", default="http://localhost:8501", help="the app's address")
+    make.add_argument(
+        "--url", help="the app's address (default: KOED_PUBLIC_URL, else http://localhost:8501)"
+    )
     make.add_argument("--json", action="store_true")
     make.add_argument("--db", type=Path)
     make.set_defaults(func=cmd_invite_create)
@@ -188,7 +190,7 @@ def cmd_invite_create(args: argparse.Namespace, settings: Settings) -> int:
         failed_code=given[2],
         calibration_attempts=args.calibration_attempts,
     )
-    base = args.url.rstrip("/") + "/join?"
+    base = (args.url or settings.public_url or "http://localhost:8501").rstrip("/") + "/join?"
     links = (
         {p: base + q for p, q in crowd.personal_links(key, invite, token, people).items()}
         if args.platform == "none"

@@ -1,0 +1,311 @@
+"""`koed serve` and `koed db backup/restore` (issue 53): the app served as a crowd study needs
+it, on Caddy and supervisord, and backups taken while the app writes."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import sqlite3
+import stat
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from collections.abc import Iterator
+from http.cookiejar import CookieJar
+from pathlib import Path
+
+import pytest
+
+from fixtures.rating import SCORES, rater, seeded_store, study
+from koed_core.cli import main
+from koed_core.cli.serving import ServePlan, caddyfile, free_ports, supervisord_conf
+from koed_core.db import Store
+from koed_core.db.backup import BackupError, backup, check_file, restore, rotate, stamped_name
+from koed_core.db.migrations import MIGRATIONS, TABLE
+
+ROOT = Path(__file__).resolve().parents[1]
+OLD_DB = Path(__file__).parent / "data" / "koed-0.1.0.db"
+
+
+# Backups -------------------------------------------------------------------------------------
+
+
+def test_a_backup_is_owner_only_checked_and_never_overwrites(tmp_path: Path) -> None:
+    store, _ = seeded_store(tmp_path / "koed.db", dialogues=2)
+    out = tmp_path / "b.db"
+    info = backup(Path(store.path), out)
+    assert stat.S_IMODE(out.stat().st_mode) == 0o600
+    assert info.migrations == len(MIGRATIONS)
+    assert not list(tmp_path.glob("b.db*-*")) and not list(tmp_path.glob("*.part"))
+    with pytest.raises(BackupError, match="already exists"):
+        backup(Path(store.path), out)
+
+
+def test_a_backup_under_load_holds_every_rating_acknowledged_before_it(tmp_path: Path) -> None:
+    db = tmp_path / "koed.db"
+    store, run_id = seeded_store(db, dialogues=6)
+    ratings, study_id = study(store, run_id, overlap=3, attention_checks=0)
+    names = [f"r{i}" for i in range(3)]
+    for name in names:
+        rater(ratings, name)
+    acknowledged: list[tuple[float, str, str]] = []
+    done = threading.Event()
+
+    def rate(name: str) -> None:
+        from koed_core.rating.studies import RatingStore
+
+        mine = RatingStore(Store(db))  # a session of its own, as each app process has
+        while not done.is_set():
+            item = mine.next_item(study_id, name)
+            if item is None:
+                return
+            mine.save_rating(item.assignment_id, name, SCORES)
+            acknowledged.append((time.monotonic(), item.assignment_id, name))
+
+    threads = [threading.Thread(target=rate, args=(n,)) for n in names]
+    for thread in threads:
+        thread.start()
+    while len(acknowledged) < 5:
+        time.sleep(0.005)
+    began = time.monotonic()
+    before = {(a, n) for t, a, n in list(acknowledged) if t < began}
+    info = backup(db, tmp_path / "under-load.db")
+    done.set()
+    for thread in threads:
+        thread.join(30)
+    with sqlite3.connect(info.path) as conn:
+        kept = set(
+            conn.execute(
+                "select distinct a.id, r.username from ratings r join assignments a "
+                "on a.item_id = r.item_id and a.username = r.username"
+            ).fetchall()
+        )
+    assert before and before <= kept
+    # restored into a fresh place, it opens and passes the migrations
+    restored = tmp_path / "restored" / "koed.db"
+    restore(info.path, restored)
+    again = Store(restored)
+    assert {row["name"] for row in again.rows(f"select name from [{TABLE}]")} == {
+        name for name, _ in MIGRATIONS
+    }
+
+
+def test_restore_refuses_a_live_database_without_force(tmp_path: Path) -> None:
+    store, _ = seeded_store(tmp_path / "koed.db", dialogues=1)
+    copy = backup(Path(store.path), tmp_path / "copy.db").path
+    with pytest.raises(BackupError, match="--force"):
+        restore(copy, Path(store.path))
+    assert restore(copy, Path(store.path), force=True).migrations == len(MIGRATIONS)
+
+
+@pytest.mark.parametrize(
+    ("content", "said"),
+    [
+        (b"not a database at all", "not an SQLite database"),
+        (b"SQLite format 3\x00" + b"\x00" * 200, "not a usable SQLite database"),
+    ],
+)
+def test_restore_checks_the_file_first(tmp_path: Path, content: bytes, said: str) -> None:
+    bad = tmp_path / "bad.db"
+    bad.write_bytes(content)
+    target = tmp_path / "koed.db"
+    with pytest.raises(BackupError, match=said):
+        restore(bad, target)
+    assert not target.exists()
+
+
+def test_restore_refuses_a_database_of_a_newer_release(tmp_path: Path) -> None:
+    store, _ = seeded_store(tmp_path / "koed.db", dialogues=1)
+    copy = backup(Path(store.path), tmp_path / "copy.db").path
+    with sqlite3.connect(copy) as conn:
+        conn.execute(f"insert into [{TABLE}] (name) values ('m999_future')")
+    with pytest.raises(BackupError, match="newer KoED Studio"):
+        check_file(copy)
+
+
+def test_an_old_release_backup_restores_and_upgrades(tmp_path: Path) -> None:
+    target = tmp_path / "koed.db"
+    assert main(["db", "restore", str(OLD_DB), "--db", str(target)]) == 0
+    names = [r["name"] for r in Store(target).rows(f"select name from [{TABLE}] order by rowid")]
+    assert names == [name for name, _ in MIGRATIONS]
+
+
+def test_rotation_keeps_the_newest(tmp_path: Path) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    start = datetime(2026, 12, 1, tzinfo=UTC)
+    for minutes in range(5):
+        (tmp_path / stamped_name(start + timedelta(minutes=minutes))).write_bytes(b"x")
+    gone = rotate(tmp_path, keep=2)
+    assert len(gone) == 3
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "koed-20261201-000300.db",
+        "koed-20261201-000400.db",
+    ]
+
+
+def test_the_cli_says_one_sentence_for_a_bad_backup(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["db", "backup", "--db", str(tmp_path / "none.db"), str(tmp_path / "o.db")]) == 1
+    err = capsys.readouterr().err
+    assert "no database to back up" in err and "Traceback" not in err
+
+
+# The configuration ---------------------------------------------------------------------------
+
+
+def _plan(tmp_path: Path, **kwargs: object) -> ServePlan:
+    options: dict[str, object] = {
+        "db": tmp_path / "koed.db",
+        "run_dir": tmp_path / "run",
+        "app_ports": (9001, 9002),
+        "port": 8080,
+    }
+    options.update(kwargs)
+    return ServePlan(**options)  # type: ignore[arg-type]
+
+
+def test_caddy_balances_by_cookie_and_checks_streamlits_health(tmp_path: Path) -> None:
+    text = caddyfile(_plan(tmp_path))
+    assert "reverse_proxy 127.0.0.1:9001 127.0.0.1:9002" in text
+    assert "lb_policy cookie koed_route" in text and "health_uri /_stcore/health" in text
+    assert "http://:8080" in text and "bind 127.0.0.1" in text and "auto_https off" in text
+    https = caddyfile(_plan(tmp_path, domain="study.example.org", email="me@example.org"))
+    assert "study.example.org {" in https and "auto_https off" not in https
+    assert "email me@example.org" in https
+
+
+def test_caddy_accepts_the_configuration(tmp_path: Path) -> None:
+    for plan in (_plan(tmp_path), _plan(tmp_path, domain="study.example.org")):
+        path = tmp_path / "Caddyfile"
+        path.write_text(caddyfile(plan))
+        checked = subprocess.run(
+            ["caddy", "validate", "--config", str(path), "--adapter", "caddyfile"],
+            capture_output=True,
+            text=True,
+        )
+        assert checked.returncode == 0, checked.stderr
+
+
+def test_supervisord_runs_the_apps_the_worker_caddy_and_backups(tmp_path: Path) -> None:
+    text = supervisord_conf(_plan(tmp_path, backup_dir=tmp_path / "b", backup_every_min=5.0))
+    programs = re.findall(r"^\[program:(.+)\]$", text, re.M)
+    assert programs == ["app-0", "app-1", "worker", "caddy", "backup"]
+    assert text.count("autorestart=true") == 5
+    assert "--server.port=9001" in text and "--server.address=127.0.0.1" in text
+    assert "KOED_COOKIE_KEY" not in text and "SECRET" not in text  # secrets: environment only
+
+
+# The whole thing, running --------------------------------------------------------------------
+
+
+def _status(run_dir: Path) -> dict[str, tuple[str, int | None]]:
+    out = subprocess.run(
+        [sys.executable, "-m", "supervisor.supervisorctl", "-c", str(run_dir / "supervisord.conf"),
+         "status"],
+        capture_output=True, text=True,
+    ).stdout  # fmt: skip
+    found: dict[str, tuple[str, int | None]] = {}
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) >= 2:
+            pid = re.search(r"pid (\d+)", line)
+            found[parts[0]] = (parts[1], int(pid.group(1)) if pid else None)
+    return found
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], int, Path, list[str]]]:
+    port = free_ports(1)[0]
+    db = tmp_path / "koed.db"
+    run_dir = tmp_path / "run"
+    env = {**os.environ, "KOED_SECRET_KEY": "k" * 40}
+    serve = subprocess.Popen(
+        [sys.executable, "-m", "koed_core.cli", "serve", "--processes", "2", "--port", str(port),
+         "--db", str(db), "--run-dir", str(run_dir), "--backup-every", "0.02", "--keep", "2"],
+        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        start_new_session=True,
+    )  # fmt: skip
+    lines: list[str] = []
+
+    def read() -> None:
+        assert serve.stdout is not None
+        for line in serve.stdout:
+            lines.append(line)
+
+    threading.Thread(target=read, daemon=True).start()
+    deadline = time.monotonic() + 120
+    while not any(line.startswith("ready:") for line in lines):
+        assert serve.poll() is None and time.monotonic() < deadline, "".join(lines)
+        time.sleep(0.2)
+    try:
+        yield serve, port, run_dir, lines
+    finally:
+        if serve.poll() is None:
+            serve.send_signal(signal.SIGTERM)
+            serve.wait(60)
+
+
+def _get(url: str, jar: CookieJar | None = None) -> tuple[int, str]:
+    opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar or CookieJar()))
+    with opener.open(url, timeout=10) as reply:
+        return reply.status, reply.read().decode()
+
+
+@pytest.mark.slow
+def test_serve_runs_everything_restarts_a_dead_process_and_stops_on_sigterm(
+    served: tuple[subprocess.Popen[str], int, Path, list[str]],
+) -> None:
+    serve, port, run_dir, lines = served
+    status = _status(run_dir)
+    assert {name for name, (state, _) in status.items() if state == "RUNNING"} == {
+        "app-0", "app-1", "worker", "caddy", "backup",
+    }, status  # fmt: skip
+    # two browsers with no cookie are spread over the two processes, each kept on one
+    routes = set()
+    for _ in range(12):
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=10) as r:
+            assert r.status == 200
+            routes |= {c for c in r.headers.get_all("Set-Cookie") or [] if "koed_route=" in c}
+    assert len(routes) == 2, routes
+    # the database was migrated once, before the apps, and is shared in WAL mode
+    with sqlite3.connect(run_dir.parent / "koed.db") as conn:
+        assert conn.execute("pragma journal_mode").fetchone()[0] == "wal"
+    # a process killed: the proxy keeps answering, supervisord starts it again
+    killed = status["app-0"][1]
+    assert killed
+    os.kill(killed, signal.SIGKILL)
+    answered = 0
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        answered += _get(f"http://127.0.0.1:{port}/_stcore/health")[0] == 200
+        state, pid = _status(run_dir).get("app-0", ("", None))
+        if state == "RUNNING" and pid != killed:
+            break
+        time.sleep(0.3)
+    assert state == "RUNNING" and pid != killed and answered
+    # backups are taken while it runs, the newest kept
+    deadline = time.monotonic() + 30
+    while len(list((run_dir.parent / "backups").glob("koed-*.db"))) < 2:
+        assert time.monotonic() < deadline
+        time.sleep(0.5)
+    pids = [pid for _, pid in _status(run_dir).values() if pid]
+    serve.send_signal(signal.SIGTERM)
+    assert serve.wait(60) == 0
+    assert any("stopped: every process" in line for line in lines)
+    for pid in pids:
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+
+
+def test_serve_without_caddy_says_how_to_install_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))  # no caddy anywhere
+    assert main(["serve", "--db", str(tmp_path / "koed.db")]) == 1
+    err = capsys.readouterr().err
+    assert "apt-get install caddy" in err and "Traceback" not in err
