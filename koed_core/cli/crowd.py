@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from koed_core.cli import ppi
 from koed_core.cli.common import positive_int
 from koed_core.config import Settings
 from koed_core.errors import KoedError
@@ -45,6 +46,7 @@ def register(groups: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     create.add_argument("--json", action="store_true")
     create.add_argument("--db", type=Path)
     create.set_defaults(func=cmd_study_create)
+    ppi.register_plan(study)  # koed study plan: the next batch's size (koed_core/cli/ppi.py)
 
     invite = groups.add_parser("invite", help="crowd invite links").add_subparsers(
         dest="action", required=True

@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from koed_core.cli import ppi
 from koed_core.cli.common import (
     add_judge_choice,
     positive_int,
@@ -14,13 +15,15 @@ from koed_core.config import Settings
 
 
 def register(groups: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """koed agreement | export"""
+    """koed agreement | gap | export"""
     agree = groups.add_parser("agreement", help="judge-human and human-human agreement table")
     agree.add_argument("--study", type=positive_int, help="study id (default: last rated)")
     add_judge_choice(agree)
     agree.add_argument("--json", action="store_true")
     agree.add_argument("--db", type=Path)
     agree.set_defaults(func=cmd_agreement)
+
+    ppi.register_gap(groups)
 
     export = groups.add_parser("export", help="a folder of tables, charts and configs for a paper")
     export.add_argument("--out", type=Path, required=True)

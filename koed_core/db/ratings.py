@@ -126,6 +126,13 @@ class Ratings:
         rows = self.store.rows("select * from studies where id = ?", [study_id])
         return {**rows[0], "config": json.loads(rows[0]["config"])} if rows else None
 
+    def update_config(self, study_id: int, config: dict[str, Any]) -> None:
+        """Store a study's configuration again (inside the caller's transaction): its
+        sample grew by a batch."""
+        self.store.db.execute(
+            "update studies set config = ? where id = ?", [json.dumps(config), study_id]
+        )
+
     def close_study(self, study_id: int, stamp: str) -> None:
         """Close a study: no more assignments, and its results may be published."""
         with self.store.write():

@@ -223,6 +223,47 @@ class JudgeConfig:
 
 
 @dataclass(frozen=True)
+class Sampling:
+    """How a study chose its dialogues among those its runs answered. The unit is the
+    dialogue: a chosen dialogue brings every run's response to it in each of the study's
+    languages, so its Korean and English answers are rated together and its gap is paired.
+    Prediction-powered inference needs a random choice (``koed_core.results.ppi``)."""
+
+    method: str = "all"
+    """all: every answered dialogue (raters reach them in the study's seeded random
+    order); random: a uniform random sample, the first ``size`` dialogues of a permutation
+    of the answered ones by ``seed``; stratified: a uniform random sample of ``sizes``
+    within each stratum (``strata``); manual: chosen by hand (``conv_ids`` as given)."""
+    seed: int = 0
+    size: int | None = None
+    """random: how many dialogues (None for manual and all)."""
+    strata: tuple[tuple[str, str], ...] = ()
+    """stratified: (conv_id, stratum) for every answered dialogue, the population's strata."""
+    sizes: tuple[tuple[str, int], ...] = ()
+    """stratified: (stratum, how many dialogues drawn from it)."""
+    conv_ids: tuple[str, ...] = ()
+    """The dialogues chosen (random and stratified: filled when the study is built)."""
+    population: int | None = None
+    """How many dialogues the runs had answered when they were drawn from."""
+
+    @classmethod
+    def from_json(cls, raw: dict[str, Any] | None) -> Sampling:
+        """Rebuild from stored JSON; a study from before sampling was recorded took every
+        answered dialogue (``all``)."""
+        if not raw:
+            return cls()
+        return cls(
+            method=str(raw.get("method", "all")),
+            seed=int(raw.get("seed", 0)),
+            size=raw.get("size"),
+            strata=tuple((str(c), str(s)) for c, s in raw.get("strata", ())),
+            sizes=tuple((str(s), int(n)) for s, n in raw.get("sizes", ())),
+            conv_ids=tuple(str(c) for c in raw.get("conv_ids", ())),
+            population=raw.get("population"),
+        )
+
+
+@dataclass(frozen=True)
 class StudyConfig:
     """What an admin decides when building a study."""
 
@@ -238,11 +279,20 @@ class StudyConfig:
     whole_episodes: bool = False
     """Episode runs: one item is one whole episode (the Listener rated over the whole
     conversation), not one item per Listener turn."""
+    sampling: Sampling = Sampling()
+    """Which dialogues the study holds, and how they were chosen."""
 
     @classmethod
     def from_json(cls, raw: dict[str, Any]) -> StudyConfig:
         """Rebuild from the stored JSON (lists back to tuples)."""
-        return cls(**{**raw, "run_ids": tuple(raw["run_ids"]), "langs": tuple(raw["langs"])})
+        return cls(
+            **{
+                **raw,
+                "run_ids": tuple(raw["run_ids"]),
+                "langs": tuple(raw["langs"]),
+                "sampling": Sampling.from_json(raw.get("sampling")),
+            }
+        )
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -40,6 +40,7 @@ from koed_core.rating.attention_rules import (  # the rule's home; imported from
     check_verdicts,
     instructed_score,
 )
+from koed_core.rating.sampling import draw
 
 __all__ = [
     "RaterProfile",
@@ -115,21 +116,20 @@ class RatingStore:
         rows = self.store.answered(config.run_ids, config.langs)
         if not rows:
             raise RatingError(_("the chosen runs have no successful responses in these languages"))
+        config, rows = sampled(config, rows, dataset)
         with self.store.write():
             study_id = self.q.insert_study(config.name, asdict(config), rubric_version(), now())
             for row in rows:
-                context = json.loads(row["context"] or "[]")
-                self._add_item(
-                    study_id,
-                    row["id"],
-                    "response",
-                    row["conv_id"],
-                    row["lang"],
-                    context,
-                    row["text"],
-                )
+                self.add_response_item(study_id, row)
             self._add_attention(study_id, config, dataset)
         return study_id
+
+    def add_response_item(self, study_id: int, row: dict[str, Any]) -> None:
+        """One stored response as an item of the study (inside the caller's transaction)."""
+        context = json.loads(row["context"] or "[]")
+        self._add_item(
+            study_id, row["id"], "response", row["conv_id"], row["lang"], context, row["text"]
+        )
 
     def _create_episode_study(self, config: StudyConfig, dataset: Dataset) -> int:
         """A study of whole episodes: one item per episode, the whole conversation as
@@ -440,6 +440,18 @@ class RatingStore:
         rows = self.q.scores_of(assignment_id)
         scores = {r["dimension"]: int(r["score"]) for r in rows}
         return item, scores, rows[0]["comment"] if rows else ""
+
+
+def sampled(
+    config: StudyConfig, rows: list[dict[str, Any]], dataset: Dataset
+) -> tuple[StudyConfig, list[dict[str, Any]]]:
+    """The study's design drawn from the answered dialogues, and the responses it keeps."""
+    strata = {d.conv_id: "jeong/han" if d.korean_emotion else "other" for d in dataset.dialogues}
+    drawn = draw(config.sampling, [r["conv_id"] for r in rows], strata)
+    if drawn.method == "all":
+        return replace(config, sampling=drawn), rows
+    keep = set(drawn.conv_ids)
+    return replace(config, sampling=drawn), [r for r in rows if r["conv_id"] in keep]
 
 
 def _attention_items(

@@ -1,0 +1,136 @@
+"""``koed gap`` (the gap three ways: judge only, people only, PPI++) and ``koed study plan``
+(how many more ratings reach an interval width, and the next batch of dialogues)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from koed_core.cli.common import add_judge_choice, positive_int
+from koed_core.config import Settings
+from koed_core.errors import KoedError
+
+SHOWN = ["run_label", "metric", "quantity", "estimate", "ci_low", "ci_high"]
+COUNTS = ["n_people", "N_judge", "n_effective", "note"]
+
+
+def _width(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 < value < 8:
+        raise argparse.ArgumentTypeError(f"an interval width is above 0 and below 8, not {text}")
+    return value
+
+
+def register_gap(groups: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """koed gap"""
+    gap = groups.add_parser(
+        "gap", help="the gap of one study's runs: judge only, people only or PPI++"
+    )
+    gap.add_argument("--study", type=positive_int, help="study id (default: last rated)")
+    add_judge_choice(gap)
+    gap.add_argument("--estimator", choices=["judge", "human", "ppi"], default="ppi")
+    gap.add_argument("--json", action="store_true")
+    gap.add_argument("--db", type=Path)
+    gap.set_defaults(func=cmd_gap)
+
+
+def register_plan(study: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """koed study plan"""
+    plan = study.add_parser(
+        "plan", help="more ratings for a gap's interval width, with PPI++ and people alone"
+    )
+    plan.add_argument("--study", type=positive_int, required=True)
+    add_judge_choice(plan)
+    plan.add_argument("--width", type=_width, required=True, help="the 95%% interval's width")
+    plan.add_argument(
+        "--build", action="store_true", help="add the next batch of dialogues to the study"
+    )
+    plan.add_argument(
+        "--people-alone", action="store_true", help="size the batch for people alone, not PPI++"
+    )
+    plan.add_argument("--db", type=Path)
+    plan.set_defaults(func=cmd_plan)
+
+
+def _choose(args: argparse.Namespace, settings: Settings):  # type: ignore[no-untyped-def]
+    from koed_core.db import Store
+    from koed_core.results import score_sources
+
+    store = Store(args.db or settings.db_path)
+    study = score_sources.choose_study(store, args.study)
+    if study is None:
+        raise KoedError("no human ratings yet: build a study and rate, then run this again")
+    choice = score_sources.choose_judge(
+        store,
+        score_sources.study_runs(store, study),
+        model=args.judge,
+        mode=args.mode,
+        prompt_version=args.prompt_version,
+        template=args.template,
+        parse=args.parse,
+    )
+    if choice is None:
+        raise KoedError(f"no judge configuration scored study {study}'s runs: judge them first")
+    return store, study, choice
+
+
+def cmd_gap(args: argparse.Namespace, settings: Settings) -> int:
+    """Print one estimator's table (every run, dimension; en, ko and the gap)."""
+    from koed_core.results import ppi_table, score_sources
+
+    store, study, choice = _choose(args, settings)
+    result = ppi_table.gap_estimates(store, study, choice.config)
+    rows = ppi_table.for_estimator(result, args.estimator)
+    if args.json:
+        print(rows.to_json(orient="records", force_ascii=False))
+        return 0
+    print(f"{ppi_table.ESTIMATOR_WORDS[args.estimator]}: Korean minus English, 95% interval")
+    print(score_sources.study_label(store, study), "·", result.provenance["study_sampling"])
+    print(f"judge: {choice.config.label}")
+    print(f"people: {ppi_table.ITEM_SCORE}; ppi-python {result.provenance['ppi_python']}")
+    if args.estimator == "ppi" and result.refusal:
+        print(result.refusal)
+    if rows.empty:
+        print("no run of this study has both judge scores and ratings", file=sys.stderr)
+        return 1
+    print(
+        rows[SHOWN + COUNTS].to_string(
+            index=False, float_format=lambda v: f"{v:.3f}", na_rep="-", max_colwidth=48
+        )
+    )
+    return 0
+
+
+def cmd_plan(args: argparse.Namespace, settings: Settings) -> int:
+    """Print the plan per gap; with --build, add the next batch of dialogues."""
+    from koed_core.models.runs import run_labels
+    from koed_core.rating import sampling
+    from koed_core.rating.studies import RatingStore
+    from koed_core.results import ppi_plan
+
+    store, study, choice = _choose(args, settings)
+    table = ppi_plan.plan(store, study, choice.config, args.width)
+    labels = run_labels(store)
+    shown = table.assign(run=table["run_id"].map(labels).str.slice(0, 40))
+    columns = ["run", "metric", "rated_now", "judged", "ppi_corr", "people_needed"]
+    columns += ["ppi_needed", "more_ratings_people", "more_ratings_ppi", "note"]
+    print(f"study {study}, judge {choice.config.label}, 95% interval width {args.width} per gap")
+    print("dialogues rated so far (both languages), and what each gap needs:")
+    print(shown[columns].to_string(index=False, float_format=lambda v: f"{v:.2f}", na_rep="-"))
+    with_ppi = ppi_plan.next_batch_size(table, with_ppi=True)
+    alone = ppi_plan.next_batch_size(table, with_ppi=False)
+    overlap = RatingStore(store).config(study).overlap
+    print(f"next batch with PPI++: {with_ppi} dialogues ({with_ppi * 2 * overlap} ratings)")
+    print(f"next batch for people alone: {alone} dialogues ({alone * 2 * overlap} ratings)")
+    if args.build:
+        more = alone if args.people_alone else with_ppi
+        if more == 0:
+            print("nothing to add: every gap reaches the width already")
+            return 0
+        config, added = sampling.add_batch(RatingStore(store), study, more)
+        print(f"added {len(added)} dialogues; {sampling.describe(config.sampling)}")
+    return 0

@@ -1,0 +1,305 @@
+"""The gap three ways: the judge alone, people alone, and PPI++ (the judge corrected by people).
+
+For one study and one judge configuration, per run (model), rubric dimension and
+quantity (the mean in ``en``, in ``ko``, and the ``gap`` ko - en paired by dialogue):
+
+- **judge**: the judge's mean over every response of the study's runs it scored, with a
+  bootstrap 95% CI over dialogues;
+- **human**: the raters' mean over the rated dialogues, with a bootstrap 95% CI. A rated
+  item's score is the mean of its k ratings (k = the ratings it has, up to the study's
+  overlap); a dialogue's gap is its Korean item's score minus its English one's;
+- **ppi**: prediction-powered inference, PPI++ (Angelopoulos, Duchi and Zrnic 2023) from
+  ``ppi_py.ppi_mean_ci``: the judge's mean over the dialogues nobody rated, corrected by
+  the judge-minus-people differences on the rated ones, with the power-tuning weight
+  lambda chosen from the data (lambda 0 is people alone). The rated and the unrated
+  dialogues are disjoint, as the method assumes; N judge counts both.
+
+PPI is valid only when the rated dialogues are a random sample of those the judge scored:
+a study records how it chose its dialogues (``koed_core.rating.sampling``); dialogues
+chosen by hand refuse PPI with a sentence, and a stratified sample is estimated within
+each stratum and weighted by the stratum's share of the dialogues the judge scored
+(people-only too). ``n_effective`` is how many rated units (items for a language's mean,
+dialogues for a gap) people alone would need for the PPI interval's width:
+n x (people-only SE / PPI SE)^2.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from importlib import metadata
+
+import numpy as np
+import pandas as pd
+
+from koed_core.db import Sampling
+from koed_core.results.gaps import bootstrap_means
+
+ESTIMATORS = ("judge", "human", "ppi")
+QUANTITIES = ("en", "ko", "gap")
+ALPHA = 0.05
+Z = 1.959963984540054
+UNIT_KEYS = ["run_id", "conv_id", "lang", "metric"]
+COLUMNS = [
+    "run_id",
+    "metric",
+    "quantity",
+    "estimator",
+    "estimate",
+    "ci_low",
+    "ci_high",
+    "n_people",
+    "N_judge",
+    "n_effective",
+    "note",
+]
+ARTEFACT_COLUMNS = [
+    "run_id",
+    "metric",
+    "rater_group",
+    "judge_gap",
+    "people_gap",
+    "judge_minus_people",
+    "ci_low",
+    "ci_high",
+    "n_people",
+    "N_judge",
+    "note",
+]
+
+
+def ppi_version() -> str:
+    """The installed ppi-python, named in every export's provenance."""
+    return metadata.version("ppi-python")
+
+
+@dataclass(frozen=True)
+class Units:
+    """One quantity of one run and dimension: per unit (an item, or a dialogue for a
+    gap) the judge's score and the people's, and the unit's stratum."""
+
+    judge: pd.Series
+    human: pd.Series
+    stratum: pd.Series
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """An estimate and its 95% interval (None when undefined, with the reason)."""
+
+    value: float | None
+    low: float | None = None
+    high: float | None = None
+    se: float | None = None
+    note: str = ""
+
+
+def units(
+    judged: pd.DataFrame, human: pd.DataFrame, quantity: str, strata: Mapping[str, str]
+) -> Units:
+    """The per-unit scores of one (run, metric) cell for ``en``, ``ko`` or ``gap``.
+
+    ``judged`` has conv_id, lang, judge; ``human`` has conv_id, lang, human (the item's
+    mean rating). For a gap a unit is a dialogue with both languages scored.
+    """
+    judge = judged.pivot_table(index="conv_id", columns="lang", values="judge", aggfunc="mean")
+    people = human.pivot_table(index="conv_id", columns="lang", values="human", aggfunc="mean")
+    if quantity == "gap":
+        j = _diff(judge)
+        h = _diff(people)
+    else:
+        j = judge[quantity].dropna() if quantity in judge else pd.Series(dtype=float)
+        h = people[quantity].dropna() if quantity in people else pd.Series(dtype=float)
+    index = j.index.union(h.index)
+    stratum = pd.Series([strata.get(c, "all") for c in index], index=index, dtype=object)
+    return Units(j, h, stratum)
+
+
+def _diff(wide: pd.DataFrame) -> pd.Series:
+    if "ko" not in wide or "en" not in wide:
+        return pd.Series(dtype=float)
+    return (wide["ko"] - wide["en"]).dropna()
+
+
+def judge_only(u: Units, seed: int = 0) -> Estimate:
+    """The judge's mean over every unit it scored, bootstrap 95% CI over units."""
+    return _mean_ci({"all": u.judge.to_numpy(float)}, {"all": 1.0}, seed)
+
+
+def people_only(u: Units, seed: int = 0) -> Estimate:
+    """The people's mean over the rated units; a stratified sample is weighted by the
+    strata's shares of the units the judge scored (each stratum's mean bootstrapped)."""
+    weights = _weights(u)
+    values = {s: u.human[u.stratum[u.human.index] == s].to_numpy(float) for s in weights}
+    return _mean_ci(values, weights, seed)
+
+
+def _weights(u: Units) -> dict[str, float]:
+    """Each stratum's share of the units the judge scored (of those rated when the judge
+    scored none); one stratum when the design was not stratified."""
+    base = u.judge.index if len(u.judge) else u.human.index
+    counts = u.stratum[base].value_counts()
+    return {str(s): float(n) / float(counts.sum()) for s, n in counts.items()}
+
+
+def _mean_ci(values: Mapping[str, np.ndarray], weights: Mapping[str, float], seed: int) -> Estimate:
+    """Weighted mean of the strata's means, and a percentile CI from the same weights
+    applied to each stratum's bootstrap means (``gaps.bootstrap_means``)."""
+    if not values or any(len(v) == 0 for v in values.values()):
+        return Estimate(None, note="no scored unit")
+    value = float(sum(weights[s] * v.mean() for s, v in values.items()))
+    if any(len(v) < 2 for v in values.values()):
+        return Estimate(value, note="no CI: fewer than 2 units")
+    draws = sum(weights[s] * bootstrap_means(v, seed) for s, v in values.items())
+    low, high = np.percentile(np.asarray(draws), [2.5, 97.5])
+    se = float(np.sqrt(sum(weights[s] ** 2 * v.var(ddof=1) / len(v) for s, v in values.items())))
+    return Estimate(value, float(low), float(high), se)
+
+
+def ppi(u: Units, refusal: str | None = None) -> Estimate:
+    """PPI++ of the people's mean: per stratum ``ppi_mean_ci`` with the rated units
+    (people's score and the judge's) and the judge's scores on the unrated ones,
+    combined by the strata's shares of the units the judge scored.
+
+    Returns the refusal as the note when the design is not random.
+    """
+    if refusal:
+        return Estimate(None, note=refusal)
+    import ppi_py  # numba compiles on first import: loaded only where PPI is computed
+
+    labeled = u.judge.index.intersection(u.human.index)
+    unlabeled = u.judge.index.difference(u.human.index)
+    weights = _weights(u)
+    value, variance = 0.0, 0.0
+    for stratum, weight in weights.items():
+        lab = labeled[u.stratum[labeled] == stratum]
+        unl = unlabeled[u.stratum[unlabeled] == stratum]
+        if len(lab) < 2:
+            return Estimate(None, note=f"no PPI: fewer than 2 rated units in stratum {stratum}")
+        y = u.human[lab].to_numpy(float)
+        yhat = u.judge[lab].to_numpy(float)
+        if len(unl) < 2:  # everything rated: people's own mean, nothing to impute
+            point, se = float(y.mean()), float(y.std(ddof=1) / np.sqrt(len(y)))
+        else:
+            yhat_unl = u.judge[unl].to_numpy(float)
+            # a judge that gives one score everywhere carries nothing: lambda 0, people alone
+            lam = 0.0 if np.ptp(np.r_[yhat, yhat_unl]) == 0 else None
+            low, high = ppi_py.ppi_mean_ci(y, yhat, yhat_unl, alpha=ALPHA, lam=lam)
+            low, high = float(np.squeeze(low)), float(np.squeeze(high))
+            point, se = (low + high) / 2, (high - low) / (2 * Z)  # a symmetric CLT interval
+        value += weight * point
+        variance += weight**2 * se**2
+    se = float(np.sqrt(variance))
+    return Estimate(value, value - Z * se, value + Z * se, se)
+
+
+def effective_n(n_people: int, people: Estimate, with_judge: Estimate) -> float | None:
+    """How many rated units people alone would need for ``with_judge``'s width."""
+    if not n_people or people.se is None or not with_judge.se:
+        return None
+    return float(n_people * (people.se / with_judge.se) ** 2)
+
+
+def estimate_cell(
+    judged: pd.DataFrame,
+    human: pd.DataFrame,
+    sampling: Sampling,
+    quantity: str,
+    seed: int = 0,
+    refusal: str | None = None,
+) -> list[dict[str, object]]:
+    """The three estimates of one (run, metric, quantity) cell, as rows of :data:`COLUMNS`
+    (without run_id and metric)."""
+    u = units(judged, human, quantity, dict(sampling.strata))
+    n_people, n_judge = len(u.human), len(u.judge)
+    people = people_only(u, seed)
+    found = {"judge": judge_only(u, seed), "human": people, "ppi": ppi(u, refusal)}
+    rows: list[dict[str, object]] = []
+    for name, est in found.items():
+        worth = effective_n(n_people, people, est) if name == "ppi" else None
+        rows.append(
+            {
+                "quantity": quantity,
+                "estimator": name,
+                "estimate": est.value,
+                "ci_low": est.low,
+                "ci_high": est.high,
+                "n_people": n_people,
+                "N_judge": n_judge,
+                "n_effective": worth,
+                "note": est.note,
+            }
+        )
+    return rows
+
+
+def estimate_frame(
+    judged: pd.DataFrame,
+    human: pd.DataFrame,
+    sampling: Sampling,
+    refusal: str | None = None,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """Every run x metric x quantity x estimator of long-form scores.
+
+    Args:
+        judged: run_id, conv_id, lang, metric, judge (one judge score per response).
+        human: run_id, conv_id, lang, metric, human (an item's mean rating).
+        sampling: how the study chose its dialogues (strata, for a stratified one).
+        refusal: why PPI may not be used (None: it may).
+    """
+    rows = []
+    cells = pd.concat([judged[["run_id", "metric"]], human[["run_id", "metric"]]])
+    for run_id, metric in sorted(set(map(tuple, cells.drop_duplicates().to_numpy()))):
+        j = judged[(judged["run_id"] == run_id) & (judged["metric"] == metric)]
+        h = human[(human["run_id"] == run_id) & (human["metric"] == metric)]
+        if j.empty or h.empty:
+            continue
+        for quantity in QUANTITIES:
+            for row in estimate_cell(j, h, sampling, quantity, seed, refusal):
+                rows.append({"run_id": run_id, "metric": metric, **row})
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def artefact_frame(
+    judged: pd.DataFrame,
+    human_by_group: Mapping[str, pd.DataFrame],
+    sampling: Sampling,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """Is the gap a judge artefact? Per run, metric and rater group: the judge's gap
+    minus the people's, on the dialogues both scored (the judge's bias by language), with
+    a bootstrap 95% CI over those dialogues (strata weighted as for people-only).
+
+    A positive value: the judge puts Korean further above English than people do.
+    """
+    rows = []
+    for group, human in human_by_group.items():
+        for (run_id, metric), h in human.groupby(["run_id", "metric"], sort=True):
+            j = judged[(judged["run_id"] == run_id) & (judged["metric"] == metric)]
+            u = units(j, h, "gap", dict(sampling.strata))
+            both = u.judge.index.intersection(u.human.index)
+            diff = Units(
+                u.judge[both] - u.human[both],
+                u.human[both],
+                u.stratum,
+            )
+            weights = _weights(Units(u.judge, u.human, u.stratum))
+            values = {s: diff.judge[diff.stratum[both] == s].to_numpy(float) for s in weights}
+            bias = _mean_ci(values, weights, seed) if len(both) else Estimate(None)
+            rows.append(
+                {
+                    "run_id": run_id,
+                    "metric": metric,
+                    "rater_group": group,
+                    "judge_gap": float(u.judge.mean()) if len(u.judge) else None,
+                    "people_gap": float(u.human.mean()) if len(u.human) else None,
+                    "judge_minus_people": bias.value,
+                    "ci_low": bias.low,
+                    "ci_high": bias.high,
+                    "n_people": len(both),
+                    "N_judge": len(u.judge),
+                    "note": bias.note or ("" if len(both) else "no dialogue rated in both"),
+                }
+            )
+    return pd.DataFrame(rows, columns=ARTEFACT_COLUMNS)

@@ -1,0 +1,202 @@
+"""The gap three ways (judge only, people only, PPI++): honest intervals on a planted
+pipeline, refusal where the sample was not random, the judge-artefact table, the planner
+against ppi-python's power analysis, and the study's recorded design."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import ppi_py
+import pytest
+
+from fixtures.planted import HUMAN_GAP, JUDGE_BIAS, planted_store
+from koed_core.cli import main
+from koed_core.db import Sampling
+from koed_core.rating import sampling as design
+from koed_core.rating.studies import RatingStore
+from koed_core.results import ppi, ppi_plan, ppi_table
+
+PLANTED_GAP = -0.3
+PLANTED_BIAS = 0.5
+DRAWS = 200
+
+
+def _draw(rng: np.random.Generator, dialogues: int = 300, fraction: float = 0.2, k: int = 3):
+    """One planted draw of one dimension (CA): new dialogues, a judge that adds
+    PLANTED_BIAS to every Korean answer, raters with noise (k each, whole scores), and a
+    uniform random 20% of the dialogues rated in both languages."""
+    conv = [f"d{i}" for i in range(dialogues)]
+    q_en = rng.normal(3.0, 0.8, dialogues)
+    q_ko = q_en + PLANTED_GAP + rng.normal(0, 0.7, dialogues)
+    judged = pd.DataFrame(
+        {
+            "conv_id": conv * 2,
+            "lang": ["en"] * dialogues + ["ko"] * dialogues,
+            "judge": np.r_[q_en + rng.normal(0, 0.3, dialogues),
+                           q_ko + PLANTED_BIAS + rng.normal(0, 0.3, dialogues)],
+        }
+    )  # fmt: skip
+    rated = rng.choice(dialogues, round(fraction * dialogues), replace=False)
+    rows = [
+        (conv[i], lang, float(np.rint(q + rng.normal(0, 0.8, k)).mean()))
+        for i in rated
+        for lang, q in (("en", q_en[i]), ("ko", q_ko[i]))
+    ]
+    return judged, pd.DataFrame(rows, columns=["conv_id", "lang", "human"])
+
+
+def test_ppi_covers_the_planted_gap_and_the_judge_alone_does_not() -> None:
+    rng = np.random.default_rng(56)
+    covered = dict.fromkeys(ppi.ESTIMATORS, 0)
+    widths: dict[str, list[float]] = {name: [] for name in ppi.ESTIMATORS}
+    for draw in range(DRAWS):
+        judged, human = _draw(rng)
+        for row in ppi.estimate_cell(judged, human, Sampling("random"), "gap", seed=draw):
+            name = str(row["estimator"])
+            low, high = float(row["ci_low"]), float(row["ci_high"])  # type: ignore[arg-type]
+            covered[name] += low <= PLANTED_GAP <= high
+            widths[name].append(high - low)
+    print(f"covered of {DRAWS}: {covered}; mean widths: "
+          f"{ {k: round(float(np.mean(v)), 3) for k, v in widths.items()} }")  # fmt: skip
+    # 95% of 200 is 190; a binomial sd of about 3 draws: 182-198 is within 2.5 sd.
+    assert 182 <= covered["ppi"] <= 198
+    assert covered["judge"] <= DRAWS // 10  # the judge's +0.5 on Korean moves its gap away
+    assert np.mean(widths["ppi"]) < np.mean(widths["human"])
+    assert np.median(np.array(widths["ppi"]) / np.array(widths["human"])) < 0.95
+
+
+def test_a_stratified_sample_is_weighted_by_its_strata() -> None:
+    # Stratum a (90 dialogues): people's gap 0; stratum b (10): gap -2. True gap -0.2.
+    # Both strata rated 10 each: the unweighted people's mean would be -1.
+    conv = [f"a{i}" for i in range(90)] + [f"b{i}" for i in range(10)]
+    strata = tuple((c, c[0]) for c in conv)
+    gap = {c: (0.0 if c[0] == "a" else -2.0) for c in conv}
+    wobble = {c: 0.1 * (i % 3 - 1) for i, c in enumerate(conv)}  # the judge varies a little
+    judged = pd.DataFrame(
+        [(c, "en", 3.0) for c in conv] + [(c, "ko", 3.0 + gap[c] + wobble[c]) for c in conv],
+        columns=["conv_id", "lang", "judge"],
+    )
+    rated = conv[:10] + conv[90:]
+    human = pd.DataFrame(
+        [(c, "en", 3.0 + (0.1 if i % 2 else -0.1)) for i, c in enumerate(rated)]
+        + [(c, "ko", 3.0 + gap[c]) for c in rated],
+        columns=["conv_id", "lang", "human"],
+    )
+    rows = ppi.estimate_cell(judged, human, Sampling("stratified", strata=strata), "gap")
+    found = {r["estimator"]: r for r in rows}
+    assert found["human"]["estimate"] == pytest.approx(-0.2)  # 0.9 * 0 + 0.1 * -2
+    assert found["ppi"]["estimate"] == pytest.approx(-0.2, abs=0.02)
+    assert found["judge"]["estimate"] == pytest.approx(-0.2, abs=0.01)
+    flat = judged.assign(judge=3.0)  # a judge with one score everywhere: people alone
+    rows = ppi.estimate_cell(flat, human, Sampling("stratified", strata=strata), "gap")
+    assert {r["estimator"]: r for r in rows}["ppi"]["estimate"] == pytest.approx(-0.2)
+
+
+@pytest.fixture(scope="module")
+def planted(tmp_path_factory: pytest.TempPathFactory):
+    return planted_store(tmp_path_factory.mktemp("planted") / "koed.db")
+
+
+def test_planted_pipeline_three_ways(planted) -> None:
+    result = ppi_table.gap_estimates(planted.store, planted.study_id, planted.judge)
+    assert result.refusal is None and result.provenance["ppi_python"] == "0.2.3"
+    assert "mean of its k ratings" in result.provenance["item_score"]
+    gaps = result.estimates[result.estimates["quantity"] == "gap"]
+    ca = gaps[(gaps["metric"] == "CA")].set_index(["run_id", "estimator"])
+    for run_id in planted.run_ids:
+        judge, people, pp = (ca.loc[(run_id, e)] for e in ppi.ESTIMATORS)
+        assert judge["ci_low"] > HUMAN_GAP["CA"]  # the judge's Korean CA bias shows
+        # PPI recovers the people's gap, not the judge's (coverage itself: the simulation)
+        assert abs(pp["estimate"] - people["estimate"]) < abs(
+            judge["estimate"] - people["estimate"]
+        )
+        assert pp["ci_low"] < people["estimate"] < pp["ci_high"]
+        assert pp["ci_high"] - pp["ci_low"] < people["ci_high"] - people["ci_low"]
+        assert pp["n_effective"] > pp["n_people"] and pp["N_judge"] > pp["n_people"]
+    artefact = result.artefact.set_index(["run_id", "metric", "rater_group"])
+    assert set(result.artefact["rater_group"]) == set(ppi_table.RATER_GROUPS)
+    for run_id in planted.run_ids:
+        ca_bias = artefact.loc[(run_id, "CA", "all raters")]
+        assert ca_bias["ci_low"] > 0  # judge gap above people's: an artefact, found
+        assert ca_bias["ci_low"] <= JUDGE_BIAS <= ca_bias["ci_high"] + 0.2
+
+
+def test_hand_chosen_dialogues_refuse_ppi(tmp_path: Path) -> None:
+    planted = planted_store(tmp_path / "koed.db", dialogues=40, method="manual")
+    result = ppi_table.gap_estimates(planted.store, planted.study_id, planted.judge)
+    assert result.refusal and "chosen by hand" in result.refusal
+    rows = result.estimates[result.estimates["estimator"] == "ppi"]
+    assert rows["estimate"].isna().all() and (rows["note"] == result.refusal).all()
+    people = result.estimates[result.estimates["estimator"] == "human"]
+    assert people["estimate"].notna().all()
+
+
+def test_the_planner_matches_ppi_python(planted) -> None:
+    width = 0.4
+    table = ppi_plan.plan(planted.store, planted.study_id, planted.judge, width)
+    assert len(table) == 2 * 5
+    human = ppi_table.human_scores(RatingStore(planted.store).q.long_scores(planted.study_id))
+    config = RatingStore(planted.store).config(planted.study_id)
+    judged = ppi_table.judged_scores(
+        planted.store, planted.judge, list(config.run_ids), ("ko", "en")
+    )
+    for row in table.itertuples():
+        u = ppi.units(
+            judged[(judged["run_id"] == row.run_id) & (judged["metric"] == row.metric)],
+            human[(human["run_id"] == row.run_id) & (human["metric"] == row.metric)],
+            "gap",
+            {},
+        )
+        both = u.judge.index.intersection(u.human.index)
+        y, yhat = u.human[both].to_numpy(float), u.judge[both].to_numpy(float)
+        n0 = math.ceil((2 * 1.959963984540054 * y.std(ddof=1) / width) ** 2)
+        assert row.people_needed == n0
+        again = ppi_py.ppi_mean_power(y, yhat, 1.0, 1e-6, effective_n=n0, n_max=len(u.judge))
+        assert row.ppi_needed == again["n"]
+        rho2 = float(again["ppi_corr"]) ** 2
+        if n0 <= len(u.judge):  # the closed form behind it (Broska et al.)
+            m = len(u.judge)
+            assert row.ppi_needed == round(n0 * m * (1 - rho2) / (m - rho2 * n0))
+        assert row.ppi_needed <= row.people_needed
+        assert row.more_ratings_ppi == max(0, row.ppi_needed - row.rated_now) * 2 * 2
+
+
+def test_a_random_study_records_its_draw_and_grows_by_the_same_permutation(tmp_path: Path) -> None:
+    planted = planted_store(tmp_path / "koed.db", dialogues=40, fraction=0.25)
+    ratings = RatingStore(planted.store)
+    first = ratings.config(planted.study_id).sampling
+    assert first.method == "random" and len(first.conv_ids) == 10 and first.population == 40
+    items = set(planted.store.frame(
+        "select distinct conv_id from study_items where study_id = ?", [planted.study_id]
+    )["conv_id"])  # fmt: skip
+    assert items == set(first.conv_ids)
+    config, added = design.add_batch(ratings, planted.study_id, 5)
+    assert len(added) == 5 and set(first.conv_ids) <= set(config.sampling.conv_ids)
+    order = design.permutation([f"planted-{i:04d}" for i in range(40)], first.seed)
+    assert set(config.sampling.conv_ids) == set(order[:15])  # the next of the same order
+    stored = ratings.config(planted.study_id).sampling
+    assert stored == config.sampling
+    assert "uniform random sample of 15 of 40" in design.describe(stored)
+    manual = dataclasses.replace(stored, method="manual")
+    with pytest.raises(design.SamplingError):
+        design.next_batch(manual, order, 5)
+
+
+def test_koed_gap_and_plan_commands(planted, capsys: pytest.CaptureFixture[str]) -> None:
+    db = ["--db", planted.store.path]
+    study = ["--study", str(planted.study_id), "--judge", planted.judge.model]
+    assert main(["gap", *study, "--estimator", "ppi", "--json", *db]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert rows and {r["estimator"] for r in rows} == {"ppi"}
+    assert all(r["estimator_name"].startswith("PPI++") for r in rows)
+    assert main(["gap", *study, "--estimator", "judge", *db]) == 0
+    said = capsys.readouterr().out
+    assert "judge only" in said and "CA" in said
+    assert main(["study", "plan", *study, "--width", "0.5", *db]) == 0
+    said = capsys.readouterr().out
+    assert "with PPI++" in said and "people alone" in said
