@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from components.rating.crowd_admin import render_crowd_dashboard
+from components.rating import crowd_admin, prolific_panel
 from components.shared import auth, resources, tables
 from koed_core import i18n
 from koed_core.i18n import N_, _
@@ -115,4 +115,5 @@ for column, (label, write, ext) in zip(st.columns([1, 1, 3]), downloads, strict=
     name = f"koed_ratings_study{study_id}.{ext}"
     column.download_button(label, write(rows), file_name=name, disabled=not rows)
 
-render_crowd_dashboard(study_id)
+crowd_admin.render_crowd_dashboard(study_id)
+prolific_panel.render_prolific_links(study_id)

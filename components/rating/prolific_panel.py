@@ -1,0 +1,151 @@
+"""The study dashboard's Prolific section: per link published on Prolific, the sync read
+every minute while the link is live (returns, flags, places), the review behind a
+confirmation, and the log of every call the app made on the account."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pandas as pd
+import streamlit as st
+
+from components.shared import auth, language, resources, tables
+from components.shared.literal import md
+from koed_core import i18n
+from koed_core.config import merged_env
+from koed_core.db.crowd import Crowd
+from koed_core.db.prolific import ProlificLog
+from koed_core.errors import KoedError
+from koed_core.i18n import _
+from koed_core.rating import crowd
+from koed_core.rating.crowd import prolific, prolific_pay
+from koed_core.rating.crowd.prolific_client import ProlificClient
+
+SYNC_EVERY_S = 60
+
+
+def render_prolific_links(study_id: int) -> None:
+    """Each of the study's links that has a Prolific study, for admins."""
+    rows = [
+        r
+        for r in Crowd(resources.store()).invites(study_id)
+        if r["platform"] == "prolific" and r.get("prolific_study_id")
+    ]
+    if not rows or not auth.is_admin():
+        return
+    st.subheader(_("Prolific"), anchor=False)
+    for row in rows:
+        invite = crowd.Invite.from_row(row)
+        title = _(
+            "Prolific study {study} (link {invite})",
+            study=md(invite.prolific_study_id),
+            invite=md(invite.id),
+        )
+        with st.expander(title, expanded=True):
+            live = not invite.revoked and time.time() < invite.expires
+            st.fragment(_synced, run_every=SYNC_EVERY_S if live else None)(invite.id)
+            _review(invite)
+            _calls(invite)
+
+
+def _client(invite: crowd.Invite) -> ProlificClient | None:
+    try:
+        env = merged_env(os.environ, resources.secrets())
+        return ProlificClient.from_env(env, resources.store(), invite_id=invite.id)
+    except KoedError as err:
+        st.info(md(str(err)))
+        return None
+
+
+def _synced(invite_id: str) -> None:
+    """One sync and what it found (a fragment: it runs again every minute)."""
+    language.start()  # a fragment's own run starts in a thread of its own
+    row = Crowd(resources.store()).invite(invite_id)
+    client = _client(crowd.Invite.from_row(row)) if row else None
+    if row is None or client is None:
+        return
+    try:
+        report = prolific.sync(resources.store(), client, crowd.Invite.from_row(row))
+    except KoedError as err:
+        st.error(md(str(err)))
+        return
+    st.caption(
+        _(
+            "Read {n} submissions at {moment}; study {status}; places on Prolific: {places}. "
+            "Read again every minute while the link is live.",
+            n=i18n.number(report.read),
+            moment=md(time.strftime("%H:%M:%S")),
+            status=md(report.study_status or "?"),
+            places=i18n.number(report.places or 0),
+        )
+    )
+    if report.ended:
+        st.info(
+            _(
+                "Ended in the app (returned or timed out on Prolific), their places free: {who}",
+                who=md(", ".join(report.ended)),
+            )
+        )
+    if report.raised_from is not None:
+        st.info(
+            _(
+                "Places raised on Prolific from {old} to {new}.",
+                old=i18n.number(report.raised_from),
+                new=i18n.number(report.places or 0),
+            )
+        )
+    flagged = [s for s in ProlificLog(resources.store()).submissions(invite_id) if s["flag"]]
+    if flagged:
+        st.warning(_("Flagged submissions: look before anyone approves them."))
+        frame = pd.DataFrame(flagged)[["participant_id", "status", "study_code", "flag"]]
+        tables.show(frame, hide_index=True)
+
+
+def _review(invite: crowd.Invite) -> None:
+    """The decisions as Prolific actions: the plan, then applied behind a confirmation."""
+    steps = prolific_pay.review_plan(resources.store(), invite)
+    st.markdown(_("**Review on Prolific**"))
+    if not steps:
+        st.caption(_("No decision recorded yet: decide in the table above first."))
+        return
+    plan = pd.DataFrame(
+        [
+            {
+                "participant_id": s.participant_id,
+                "decision": s.decision,
+                "action": s.action or "",
+                "note": s.note or (f"{s.category}: {s.message}" if s.message else ""),
+            }
+            for s in steps
+        ]
+    )
+    tables.show(plan, hide_index=True)
+    todo = [s for s in steps if s.action]
+    if not todo:
+        st.caption(_("Nothing left to send: every decision is on Prolific already."))
+        return
+    sure = st.checkbox(
+        _("I have read the plan: approve, reject and ask back these {n} submissions", n=len(todo)),
+        key=f"prolific.confirm.{invite.id}",
+    )
+    if st.button(_("Apply on Prolific"), disabled=not sure, key=f"prolific.apply.{invite.id}"):
+        client = _client(invite)
+        if client is None:
+            return
+        try:
+            done = prolific_pay.apply_review(client, resources.store(), todo)
+        except KoedError as err:
+            st.error(md(str(err)))
+            return
+        st.success(_("Sent to Prolific: {n} actions.", n=i18n.number(len(done))))
+
+
+def _calls(invite: crowd.Invite) -> None:
+    """What the app did on the researcher's account for this link (never the token)."""
+    calls = ProlificLog(resources.store()).calls(invite.id, limit=50)
+    st.markdown(_("**Calls to Prolific** (the newest {n})", n=i18n.number(len(calls))))
+    if calls:
+        tables.show(pd.DataFrame(calls), hide_index=True, height=200)
+    else:
+        st.caption(_("No call yet."))
