@@ -123,18 +123,21 @@ def check_reward(invite: Invite, minutes: float, source: str) -> float:
         raise CrowdError(_("Prolific pays in GBP or USD, not {currency}", currency=invite.currency))
     hourly = invite.reward / (minutes / 60)
     if hourly + 1e-9 < floor:
+        figures = {
+            "reward": f"{invite.reward:.2f}",
+            "minutes": f"{minutes:.1f}",
+            "hourly": f"{hourly:.2f}",
+            "floor": f"{floor:.2f}",
+            "needed": f"{math.ceil(floor * minutes / 60 * 100) / 100:.2f}",
+        }
         raise CrowdError(
             _(
                 "a reward of {reward} {currency} for {minutes} minutes ({source}) is {hourly} "
                 "{currency} an hour, under Prolific's minimum of {floor} {currency} an hour; "
                 "raise the reward to at least {needed} {currency}",
-                reward=f"{invite.reward:.2f}",
                 currency=invite.currency,
-                minutes=f"{minutes:.1f}",
                 source=_source(source),
-                hourly=f"{hourly:.2f}",
-                floor=f"{floor:.2f}",
-                needed=f"{math.ceil(floor * minutes / 60 * 100) / 100:.2f}",
+                **figures,
             )
         )
     return hourly

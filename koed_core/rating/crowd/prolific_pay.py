@@ -91,6 +91,11 @@ def rejection(row: dict[str, Any], worker: dict[str, Any]) -> tuple[str, str]:
             "mistake, please message us on Prolific.",
             reason=(row.get("decision_reason") or "").rstrip(".") + ".",
         )
+        if len(message) < MESSAGE_MIN:  # a short translation still meets Prolific's rule
+            message += " " + _(
+                "The decision was made by the study's researchers after reading every "
+                "rating you gave."
+            )
     return category, message
 
 
