@@ -19,7 +19,7 @@ from components.shared import resources
 from koed_core import i18n
 from koed_core.db import JudgeConfig, JudgeConfigUse, Judgments, Ratings, Store
 from koed_core.dialogues.dataset import Dataset
-from koed_core.results import agreement, gaps, reproduce, sensitivity, turn_gaps
+from koed_core.results import agreement, gaps, ppi_table, reproduce, sensitivity, turn_gaps
 
 ENTRIES = 32
 
@@ -220,3 +220,18 @@ def _turn_gaps(
     if blind and not frame.empty:
         frame = frame[~frame["run_id"].isin(_blind_runs(db, stamp))]
     return turn_gaps.turn_gap_table(frame)
+
+
+def gap_estimates(
+    store: Store, study_id: int, judge: JudgeConfig, hidden: frozenset[str] = frozenset()
+) -> ppi_table.GapEstimates:
+    """The gap three ways (judge only, people only, PPI++) of one study and judge
+    configuration; ``hidden`` runs left out."""
+    return _gap_estimates(*_key(store), study_id, judge, hidden)
+
+
+@st.cache_data(max_entries=ENTRIES, show_spinner=False)
+def _gap_estimates(
+    db: str, stamp: int, study: int, judge: JudgeConfig, hidden: frozenset[str]
+) -> ppi_table.GapEstimates:
+    return ppi_table.gap_estimates(resources.store_at(db), study, judge, set(hidden))

@@ -28,7 +28,7 @@ ESTIMATOR_WORDS = {
 }
 """How each estimator is named wherever it is shown; PPI always says it is PPI."""
 FILE_NAMES = {"judge": "judge-only", "human": "people-only", "ppi": "ppi"}
-RATER_GROUPS = ("all raters", "native ko", "not native ko")
+RATER_GROUPS = (N_("all raters"), N_("native ko"), N_("not native ko"))
 ITEM_SCORE = "a rated item's score is the mean of its k ratings"
 RUN_COLUMNS = ["run_label", "model", "provenance", "protocol", "prompt_set", "reference"]
 
@@ -155,5 +155,27 @@ def gap_rows(result: GapEstimates, estimator: str) -> pd.DataFrame:
     """One estimator's gaps in the shape :func:`koed_core.results.figures.gap_figure`
     draws (``gap``, ``ci_low``, ``ci_high`` per run and metric)."""
     rows = for_estimator(result, estimator)
-    rows = rows[rows["quantity"] == "gap"].dropna(subset=["estimate"])
-    return rows.rename(columns={"estimate": "gap"}).assign(source=estimator)
+    means = rows.pivot_table(index=["run_id", "metric"], columns="quantity", values="estimate")
+    gaps = rows[rows["quantity"] == "gap"].dropna(subset=["estimate"])
+    counted = "N_judge" if estimator == "judge" else "n_people"
+    gaps = gaps.join(means.reindex(columns=["en", "ko"]), on=["run_id", "metric"])
+    return gaps.rename(columns={"estimate": "gap"}).assign(source=estimator, pairs=gaps[counted])
+
+
+def side_by_side(result: GapEstimates) -> pd.DataFrame:
+    """The gaps of the three estimators in one row per run and dimension, each with its
+    interval, n people, N judge and PPI's effective n: the table a reader compares."""
+    gaps = result.estimates[result.estimates["quantity"] == "gap"]
+    if gaps.empty:
+        return pd.DataFrame()
+    wide = gaps.pivot_table(
+        index=["run_label", "run_id", "metric"],
+        columns="estimator",
+        values=["estimate", "ci_low", "ci_high"],
+    )  # a refused PPI's empty columns come back with the reindex below
+    wide.columns = [f"{name}_{value}" for value, name in wide.columns]
+    counts = gaps[gaps["estimator"] == "ppi"].set_index(["run_label", "run_id", "metric"])
+    wide = wide.join(counts[["n_people", "N_judge", "n_effective", "note"]])
+    order = [f"{e}_{v}" for e in ppi.ESTIMATORS for v in ("estimate", "ci_low", "ci_high")]
+    wide = wide.reindex(columns=[*order, "n_people", "N_judge", "n_effective", "note"])
+    return wide.reset_index().rename(columns={"note": "ppi_note"})

@@ -2,6 +2,7 @@
 
 import streamlit as st
 
+from components.results import ppi_view
 from components.results.score_pickers import judge_picker, study_picker
 from components.shared import auth, charts, computed, resources, state, tables
 from koed_core import csv_safe
@@ -81,3 +82,4 @@ st.plotly_chart(charts.confusion_heatmap(agreement.confusion(shown), dimension),
 if admin:  # response texts, the judge's rationale and raters' comments: admins only
     st.subheader(_("Where the judge and people differ most"), anchor=False)
     tables.show(computed.disagreements(store, study, judge, dimension), hide_index=True)
+ppi_view.judge_artefact(store, judge, study, set() if admin else computed.blind_runs(store))

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from components.results import gap_view
+from components.results import gap_view, ppi_view
 from components.results.score_pickers import judge_picker, study_picker
 from components.results.talk import screen_charts, talk_toggle
 from components.shared import adaptation_gap, auth, computed, resources, state
@@ -103,6 +103,7 @@ else:
 if not talk and judge is not None:
     gap_view.paper_table(store, dataset.sha256, judge, blind=not admin)
 if not talk:
+    ppi_view.gap_three_ways(store, judge, study, hidden)  # judge, people, PPI++ side by side
     gap_view.what_moves_the_gap(store, hidden)
     gap_view.gap_over_turns(store, judge, study, blind=not admin)
     adaptation_gap.gap_by_adaptation(store, judge, study, dataset, blind=not admin)

@@ -1,0 +1,149 @@
+"""The gap anchored in people (Gap page) and "Is the gap a judge artefact?" (Agreement
+page): one study and one judge configuration, estimated three ways, PPI++ named as such
+in every caption, chart title and file."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from components.shared import computed, state, tables
+from components.shared.literal import md
+from koed_core import csv_safe
+from koed_core.db import JudgeConfig, Store
+from koed_core.i18n import _
+from koed_core.results import ppi, ppi_table, score_sources
+from koed_core.results.figures import gap_figure
+
+NUMBER = st.column_config.NumberColumn(format="%.3f")
+
+
+def _estimates(
+    store: Store, judge: JudgeConfig, study: int, hidden: set[str]
+) -> ppi_table.GapEstimates:
+    return computed.gap_estimates(store, study, judge, frozenset(hidden))
+
+
+def _design_caption(store: Store, result: ppi_table.GapEstimates, study: int) -> None:
+    st.caption(
+        _(
+            "{study}: {design}. People: a rated item's score is the mean of its k ratings; "
+            "a dialogue's gap is its Korean item's score minus its English one's. PPI++ from "
+            "ppi-python {version}: the judge on the dialogues nobody rated, corrected by "
+            "judge minus people on the rated ones (a random sample is required).",
+            study=md(score_sources.study_label(store, study)),
+            design=md(result.provenance["study_sampling"]),
+            version=result.provenance["ppi_python"],
+        )
+    )
+
+
+def gap_three_ways(
+    store: Store, judge: JudgeConfig | None, study: int | None, hidden: set[str]
+) -> None:
+    """Judge only, people only and PPI++ of the gap, side by side; a chart of the chosen one."""
+    st.subheader(_("The gap anchored in people: judge only, people only, PPI++"), anchor=False)
+    if judge is None or study is None:
+        st.caption(
+            _(
+                "Needs a study with ratings and a judge configuration that scored its runs: "
+                "then the judge's gap is corrected by the people's on the rated sample."
+            )
+        )
+        return
+    result = _estimates(store, judge, study, hidden)
+    if result.estimates.empty:
+        st.caption(_("No run of this study has both judge scores and ratings yet."))
+        return
+    words = {name: _(word) for name, word in ppi_table.ESTIMATOR_WORDS.items()}
+    estimator = st.radio(
+        _("Estimate"),
+        list(ppi.ESTIMATORS),
+        index=2,
+        format_func=words.__getitem__,
+        horizontal=True,
+        key=state.GAP_ESTIMATOR,
+    )
+    if estimator == "ppi" and result.refusal:
+        st.warning(md(result.refusal))
+    rows = ppi_table.gap_rows(result, estimator)
+    title = _(
+        "{estimator}: Korean minus English, paired by dialogue, 95% interval",
+        estimator=words[estimator],
+    )
+    subtitle = _(
+        "judge {judge} · {study}",
+        judge=judge.spoken,
+        study=score_sources.study_label(store, study),
+    )
+    if not rows.empty:
+        st.plotly_chart(gap_figure(rows, title, subtitle=subtitle), width="stretch", theme=None)
+    _design_caption(store, result, study)
+    st.caption(
+        _(
+            "Shown: {estimator}. n people: dialogues rated in both languages; N judge: "
+            "dialogues the judge scored in both; effective n: how many rated dialogues "
+            "people alone would need for PPI++'s interval.",
+            estimator=words[estimator],
+        )
+    )
+    wide = ppi_table.side_by_side(result)
+    tables.show(wide, hide_index=True, column_config=_columns(wide))
+    file = ppi_table.FILE_NAMES[estimator]
+    chosen = ppi_table.for_estimator(result, estimator)
+    left, right = st.columns(2)
+    left.download_button(
+        _("{estimator} (CSV)", estimator=words[estimator]),
+        csv_safe.to_csv(chosen),
+        file_name=f"koed_gap_{file}.csv",
+        mime="text/csv",
+    )
+    right.download_button(
+        _("Judge only, people only and PPI++ side by side (CSV)"),
+        csv_safe.to_csv(wide.assign(study_id=study, **judge.as_columns())),
+        file_name="koed_gap_judge_people_ppi.csv",
+        mime="text/csv",
+    )
+
+
+def _columns(frame: pd.DataFrame) -> dict[str, object]:
+    return {c: NUMBER for c in frame.columns if frame[c].dtype.kind == "f"}
+
+
+def judge_artefact(store: Store, judge: JudgeConfig | None, study: int, hidden: set[str]) -> None:
+    """The judge's gap minus the people's per run, dimension and rater group."""
+    st.subheader(_("Is the gap a judge artefact?"), anchor=False)
+    if judge is None:
+        st.caption(_("Needs a judge configuration that scored this study's runs."))
+        return
+    result = _estimates(store, judge, study, hidden)
+    table = result.artefact
+    if table.empty:
+        st.caption(_("No dialogue has both judge scores and ratings in both languages yet."))
+        return
+    st.caption(
+        _(
+            "The judge's gap minus the people's, on the dialogues both scored in both "
+            "languages, with a bootstrap 95% CI: above 0, the judge puts Korean further "
+            "above English than people do. Per rater group, since whose norms count is the "
+            "question."
+        )
+    )
+    groups = {g: _(g) for g in ppi_table.RATER_GROUPS}
+    group = st.segmented_control(
+        _("Raters"),
+        list(groups),
+        default="all raters",
+        format_func=groups.__getitem__,
+        key=state.AGREEMENT_ARTEFACT_GROUP,
+    )
+    shown = table[table["rater_group"] == (group or "all raters")]
+    columns = ["run_label", "metric", "judge_gap", "people_gap", "judge_minus_people"]
+    columns += ["ci_low", "ci_high", "n_people", "N_judge", "note"]
+    tables.show(shown[columns], hide_index=True, column_config=_columns(shown[columns]))
+    st.download_button(
+        _("Judge minus people, every rater group (CSV)"),
+        csv_safe.to_csv(table),
+        file_name="koed_judge_artefact.csv",
+        mime="text/csv",
+    )

@@ -1,0 +1,88 @@
+"""The gap three ways on the pages (AppTest, on the planted pipeline): the Gap page's
+estimator choice with PPI++ named in the chart title, captions and file names; the
+Agreement page's judge-minus-people table per rater group; the Studies page's design
+choice and planner."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from fixtures.planted import planted_store
+from koed_core.rating.studies import RatingStore
+from tests.test_rating_pages import _as, accounts  # noqa: F401 - the fixture is used by name
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def planted(tmp_path: Path):
+    found = planted_store(tmp_path / "koed.db", dialogues=60, fraction=0.4)  # KOED_DB (conftest)
+    RatingStore(found.store).close(found.study_id)  # published: visitors see it
+    return found
+
+
+def _page(page: str) -> AppTest:
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=90).run()
+    return at.switch_page(page).run()
+
+
+def _titles(at: AppTest) -> list[str]:
+    return [json.loads(c.proto.spec)["layout"]["title"]["text"] for c in at.get("plotly_chart")]
+
+
+def test_the_gap_page_offers_three_estimates_and_names_ppi(planted) -> None:
+    at = _page("pages/results/gap.py")
+    assert not at.exception, [e.value for e in at.exception]
+    choice = next(r for r in at.radio if r.label == "Estimate")
+    assert choice.value == "ppi" and list(choice.options) == [
+        "judge only",
+        "people only",
+        "PPI++ (judge corrected by people)",
+    ]
+    assert any(t.startswith("PPI++ (judge corrected by people): Korean minus") for t in _titles(at))
+    captions = " ".join(c.value for c in at.caption)
+    assert "Shown: PPI++" in captions and "mean of its k ratings" in captions
+    assert "uniform random sample of 24 of 60" in captions
+    labels = [b.label for b in at.get("download_button")]
+    assert "PPI++ (judge corrected by people) (CSV)" in labels
+    side = next(d.value for d in at.dataframe if "ppi_estimate" in d.value.columns)
+    assert {"judge_estimate", "human_estimate", "n_effective"} <= set(side.columns)
+    assert len(side) == 2 * 5
+    choice.set_value("judge").run()
+    assert any(t.startswith("judge only: Korean minus") for t in _titles(at))
+    assert "judge only (CSV)" in [b.label for b in at.get("download_button")]
+
+
+def test_the_agreement_page_asks_whether_the_gap_is_a_judge_artefact(planted) -> None:
+    at = _page("pages/results/agreement.py")
+    assert not at.exception, [e.value for e in at.exception]
+    assert "Is the gap a judge artefact?" in [s.value for s in at.subheader]
+    table = at.dataframe[-1].value
+    assert {"judge_minus_people", "ci_low", "ci_high"} <= set(table.columns)
+    ca = table[table["metric"] == "CA"]
+    assert (ca["judge_minus_people"] > 0.5).all()  # the planted +1 on Korean CA
+    raters = next(s for s in at.segmented_control if s.label == "Raters")
+    raters.set_value("native ko").run()
+    assert not at.exception
+    assert len(at.dataframe[-1].value) == 10
+
+
+def test_the_studies_page_plans_and_builds_a_random_study(planted, accounts: Path) -> None:  # noqa: F811
+    at = _as("boss")
+    at.switch_page("pages/rating/studies.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert "Plan the next batch" in [s.value for s in at.subheader]
+    captions = " ".join(c.value for c in at.caption)
+    assert "more dialogues with PPI++" in captions
+    at.text_input[0].input("second")
+    at.multiselect[0].set_value(list(planted.run_ids))
+    next(s for s in at.selectbox if s.label == "Which dialogues").set_value("random")
+    next(n for n in at.number_input if n.label.startswith("Dialogues in the sample")).set_value(10)
+    next(b for b in at.button if b.label == "Create study").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    config = RatingStore(planted.store).config(2)
+    assert config.sampling.method == "random" and len(config.sampling.conv_ids) == 10
