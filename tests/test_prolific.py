@@ -145,6 +145,25 @@ def test_the_client_waits_as_a_429_asks_and_records_each_call(
     assert all(c["path"].startswith("/api/v1/filters/") for c in calls)
 
 
+def test_a_next_page_on_another_host_is_read_from_the_configured_server(
+    world: tuple[Store, crowd.Invite], fake: FakeProlific
+) -> None:
+    store, invite = world
+    fake.next_host = "http://attacker.invalid"
+    client = _client(store, fake, invite)
+    names = [f["filter_id"] for f in client.pages("reading filters", "/api/v1/filters/")]
+    assert names == ["handedness", "age", "first-language"]
+    assert [r[1] for r in fake.requests] == ["/api/v1/filters/"] * 2
+
+
+def test_a_bonus_file_with_a_bad_first_line_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(crowd.CrowdError, match="line 1"):
+        prolific_pay.read_bonus_file("5f1a2b3c4d5e6f7a8b9c0d1,0.50\n")  # 23 characters
+    assert prolific_pay.read_bonus_file("participant_id,amount\n" + "a" * 24 + ",0.5\n") == {
+        "a" * 24: "0.50"
+    }
+
+
 def test_a_retry_after_too_long_is_not_waited_for(
     world: tuple[Store, crowd.Invite], fake: FakeProlific
 ) -> None:
@@ -406,8 +425,12 @@ def test_the_whole_life_from_the_command_line_leaves_no_token_behind(
     sub, worker = _finish(store, fake, invite, clock)
     crowd.decide(store, worker.username, "accept", "boss")
     assert main(["prolific", "sync", *db]) == 0
+    leaked = fake.arrive(str(invite.prolific_study_id))  # holds a Prolific place, none of ours
+    fake.submit(leaked["id"], invite.completion_code, minutes=1)
+    before = len(fake.requests)
     assert main(["prolific", "review", *db]) == 0
     assert "dry run" in capsys.readouterr().out
+    assert {r[0] for r in fake.requests[before:]} == {"GET"}  # a dry run changes nothing
     assert fake.submissions[sub["id"]]["status"] == "AWAITING REVIEW"
     assert main(["prolific", "review", *db, "--apply"]) == 0
     assert fake.submissions[sub["id"]]["status"] == "APPROVED"

@@ -170,7 +170,7 @@ def cmd_review(args: argparse.Namespace, settings: Settings) -> int:
     from koed_core.rating.crowd.prolific_pay import apply_review, review_plan
 
     store, invite, api = _setup(args, settings)
-    sync(store, api, invite)  # the statuses the plan is read against
+    sync(store, api, invite, raise_places=False)  # the statuses the plan is read against
     steps = review_plan(store, invite)
     if not steps:
         print("no decided worker yet (record decisions on the dashboard)")

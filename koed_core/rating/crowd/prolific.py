@@ -322,12 +322,18 @@ class SyncReport:
 
 
 def sync(
-    store: Store, client: ProlificClient, invite: Invite, at: datetime | None = None
+    store: Store,
+    client: ProlificClient,
+    invite: Invite,
+    at: datetime | None = None,
+    *,
+    raise_places: bool = True,
 ) -> SyncReport:
     """Read the study's submissions: a RETURNED or TIMED-OUT one ends that visit in the app
     and frees its place at once; a code with no visit behind it, a code the app did not
     show, or a submission far faster than the real visits is flagged with the reason;
-    Prolific's places are raised when the app's places need more.
+    Prolific's places are raised when the app's places need more (unless
+    ``raise_places`` is False: a review's dry run reads and changes nothing on Prolific).
 
     Raises:
         CrowdError: the link was never published on Prolific.
@@ -363,7 +369,7 @@ def sync(
     report.study_status = study.get("status")
     report.places = int(study.get("total_available_places") or 0)
     needed = _places_needed(store, invite, found, at)
-    if needed > report.places and study.get("status") not in ("COMPLETED",):
+    if raise_places and needed > report.places and study.get("status") != "COMPLETED":
         client.call(
             _("raising the study's places"), "PATCH", study_path, {"total_available_places": needed}
         )

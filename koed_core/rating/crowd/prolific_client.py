@@ -161,7 +161,14 @@ class ProlificClient:
             answer = self.call(what, "GET", next_path) or {}
             yield from answer.get("results") or []
             href = ((answer.get("_links") or {}).get("next") or {}).get("href")
-            next_path = _local(href) if href else None
+            next_path = self._local(href) if href else None
+
+    def _local(self, href: str) -> str:
+        """A next-page link as a path on our base URL (another host is not trusted)."""
+        if href.startswith(self.base_url + "/"):
+            return href[len(self.base_url) :]
+        parts = urlsplit(href)
+        return parts.path + (f"?{parts.query}" if parts.query else "")
 
     def _send(self, method: str, path: str, body: Any) -> httpx2.Response:
         headers = {"Authorization": f"Token {self.token}", "Accept": "application/json"}
@@ -266,9 +273,3 @@ def _retry_after(value: str | None) -> float | None:
         except (TypeError, ValueError):
             return None
         return max(0.0, moment.timestamp() - time.time())
-
-
-def _local(href: str) -> str:
-    """A next-page link as a path on our base URL (its host is not trusted)."""
-    parts = urlsplit(href)
-    return parts.path + (f"?{parts.query}" if parts.query else "")

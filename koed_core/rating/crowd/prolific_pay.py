@@ -200,7 +200,8 @@ def read_bonus_file(text: str) -> dict[str, str]:
     out: dict[str, str] = {}
     for number, cells in enumerate(csv.reader(io.StringIO(text)), start=1):
         cells = [c.strip() for c in cells]
-        if not any(cells) or (number == 1 and not PROLIFIC_PID.match(cells[0])):
+        header = number == 1 and len(cells) == 2 and not AMOUNT.match(cells[1])
+        if not any(cells) or header:
             continue
         if len(cells) != 2 or not PROLIFIC_PID.match(cells[0]) or not AMOUNT.match(cells[1]):
             raise CrowdError(
@@ -333,6 +334,9 @@ def _settle_paying(
         if b["state"] != "paying":
             continue
         sub_id = workers.get(b["participant_id"], {}).get("session_ref")
+        if not sub_id:
+            notes[b["participant_id"]] = "sent before; check it in Prolific's app"
+            continue
         answer = client.call(_("checking a bonus"), "GET", f"/api/v1/submissions/{sub_id}/") or {}
         cents = round(Decimal(b["amount"]) * 100)
         if any(round(float(p)) == cents for p in answer.get("bonus_payments") or []):
