@@ -200,3 +200,26 @@ def test_koed_gap_and_plan_commands(planted, capsys: pytest.CaptureFixture[str])
     assert main(["study", "plan", *study, "--width", "0.5", *db]) == 0
     said = capsys.readouterr().out
     assert "with PPI++" in said and "people alone" in said
+
+
+def test_the_export_holds_the_three_estimates_and_the_artefact(
+    planted, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from koed_core.results.paper_export import listed_files
+
+    out = tmp_path / "bundle"
+    assert main(["export", "--out", str(out), "--db", planted.store.path]) == 0
+    assert "3 files of the gap three ways" in capsys.readouterr().out
+    readme = (out / "README.md").read_text(encoding="utf-8")
+    assert {"gap_estimates_ppi.csv", "judge_artefact.csv"} <= set(listed_files(readme))
+    estimates = pd.read_csv(out / "gap_estimates_ppi.csv")
+    assert set(estimates["estimator"]) == {"judge", "human", "ppi"}
+    assert set(estimates.loc[estimates["estimator"] == "ppi", "estimator_name"]) == {
+        "PPI++ (judge corrected by people)"
+    }
+    assert set(estimates["study_id"]) == {planted.study_id}
+    artefact = pd.read_csv(out / "judge_artefact.csv")
+    assert set(artefact["rater_group"]) == {"all raters", "native ko", "not native ko"}
+    provenance = json.loads((out / "gap_estimates_ppi_provenance.json").read_text())
+    assert provenance[0]["ppi_python"] == "0.2.3"
+    assert provenance[0]["study_design"]["method"] == "random"
