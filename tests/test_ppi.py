@@ -14,40 +14,20 @@ import pandas as pd
 import ppi_py
 import pytest
 
-from fixtures.planted import HUMAN_GAP, JUDGE_BIAS, planted_store
+from fixtures.planted import (
+    HUMAN_GAP,
+    JUDGE_BIAS,
+    SIM_GAP,
+    planted_store,
+    simulated_draw,
+)
 from koed_core.cli import main
 from koed_core.db import Sampling
 from koed_core.rating import sampling as design
 from koed_core.rating.studies import RatingStore
 from koed_core.results import ppi, ppi_plan, ppi_table
 
-PLANTED_GAP = -0.3
-PLANTED_BIAS = 0.5
 DRAWS = 200
-
-
-def _draw(rng: np.random.Generator, dialogues: int = 300, fraction: float = 0.2, k: int = 3):
-    """One planted draw of one dimension (CA): new dialogues, a judge that adds
-    PLANTED_BIAS to every Korean answer, raters with noise (k each, whole scores), and a
-    uniform random 20% of the dialogues rated in both languages."""
-    conv = [f"d{i}" for i in range(dialogues)]
-    q_en = rng.normal(3.0, 0.8, dialogues)
-    q_ko = q_en + PLANTED_GAP + rng.normal(0, 0.7, dialogues)
-    judged = pd.DataFrame(
-        {
-            "conv_id": conv * 2,
-            "lang": ["en"] * dialogues + ["ko"] * dialogues,
-            "judge": np.r_[q_en + rng.normal(0, 0.3, dialogues),
-                           q_ko + PLANTED_BIAS + rng.normal(0, 0.3, dialogues)],
-        }
-    )  # fmt: skip
-    rated = rng.choice(dialogues, round(fraction * dialogues), replace=False)
-    rows = [
-        (conv[i], lang, float(np.rint(q + rng.normal(0, 0.8, k)).mean()))
-        for i in rated
-        for lang, q in (("en", q_en[i]), ("ko", q_ko[i]))
-    ]
-    return judged, pd.DataFrame(rows, columns=["conv_id", "lang", "human"])
 
 
 def test_ppi_covers_the_planted_gap_and_the_judge_alone_does_not() -> None:
@@ -55,17 +35,17 @@ def test_ppi_covers_the_planted_gap_and_the_judge_alone_does_not() -> None:
     covered = dict.fromkeys(ppi.ESTIMATORS, 0)
     widths: dict[str, list[float]] = {name: [] for name in ppi.ESTIMATORS}
     for draw in range(DRAWS):
-        judged, human = _draw(rng)
+        judged, human = simulated_draw(rng)  # 300 dialogues, a random 20% rated, k = 3
         for row in ppi.estimate_cell(judged, human, Sampling("random"), "gap", seed=draw):
             name = str(row["estimator"])
             low, high = float(row["ci_low"]), float(row["ci_high"])  # type: ignore[arg-type]
-            covered[name] += low <= PLANTED_GAP <= high
+            covered[name] += low <= SIM_GAP <= high
             widths[name].append(high - low)
     print(f"covered of {DRAWS}: {covered}; mean widths: "
           f"{ {k: round(float(np.mean(v)), 3) for k, v in widths.items()} }")  # fmt: skip
     # 95% of 200 is 190; a binomial sd of about 3 draws: 182-198 is within 2.5 sd.
     assert 182 <= covered["ppi"] <= 198
-    assert covered["judge"] <= DRAWS // 10  # the judge's +0.5 on Korean moves its gap away
+    assert covered["judge"] <= DRAWS // 10  # the judge's SIM_BIAS on Korean moves its gap away
     assert np.mean(widths["ppi"]) < np.mean(widths["human"])
     assert np.median(np.array(widths["ppi"]) / np.array(widths["human"])) < 0.95
 

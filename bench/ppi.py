@@ -1,0 +1,104 @@
+"""Are the gap's intervals honest? The planted simulation of issue 56, at full size.
+
+Each draw plants 1,360 dialogues (KoED's count): a people's Korean-minus-English gap of
+-0.3, a judge that adds 0.5 to every Korean answer, raters with noise (k = 3, whole
+scores), a uniform random 20% of the dialogues rated in both languages. Over the draws
+it counts how often each estimator's 95% interval covers the planted gap (PPI++ should
+be near 95%, the judge alone near 0%) and their mean widths; then the planner on one
+pilot against ppi-python's power analysis recomputed here, and the whole pipeline on a
+planted database (120 dialogues, two runs, a study). Prints ``name: value`` lines.
+
+    python bench/ppi.py [--smoke]
+
+``--smoke``: 300 dialogues and 20 draws, in a few seconds (the suite runs it).
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from fixtures.planted import SIM_GAP, planted_store, simulated_draw  # noqa: E402
+from koed_core.db import Sampling  # noqa: E402
+from koed_core.results import ppi, ppi_plan  # noqa: E402
+
+
+def coverage(draws: int, dialogues: int) -> dict[str, float]:
+    """Coverage counts and mean widths of the three estimators over ``draws`` draws."""
+    rng = np.random.default_rng(2026)
+    covered = dict.fromkeys(ppi.ESTIMATORS, 0)
+    widths: dict[str, list[float]] = {name: [] for name in ppi.ESTIMATORS}
+    worth: list[float] = []
+    for draw in range(draws):
+        judged, human = simulated_draw(rng, dialogues=dialogues)
+        for row in ppi.estimate_cell(judged, human, Sampling("random"), "gap", seed=draw):
+            name = str(row["estimator"])
+            low, high = float(row["ci_low"]), float(row["ci_high"])  # type: ignore[arg-type]
+            covered[name] += low <= SIM_GAP <= high
+            widths[name].append(high - low)
+            if name == "ppi":
+                worth.append(float(row["n_effective"]) / float(row["n_people"]))  # type: ignore[arg-type]
+    figures: dict[str, float] = {"draws": draws, "dialogues": dialogues}
+    for name in ppi.ESTIMATORS:
+        figures[f"{name}_covered"] = covered[name]
+        figures[f"{name}_coverage"] = covered[name] / draws
+        figures[f"{name}_width"] = float(np.mean(widths[name]))
+    figures["ppi_to_people_width"] = figures["ppi_width"] / figures["human_width"]
+    figures["effective_n_ratio"] = float(np.mean(worth))
+    return figures
+
+
+def planner_check(dialogues: int, width: float = 0.2) -> dict[str, float]:
+    """The planner on one pilot draw, and ppi-python's power analysis recomputed."""
+    import ppi_py
+
+    judged, human = simulated_draw(np.random.default_rng(7), dialogues=dialogues)
+    u = ppi.units(judged, human, "gap", {})
+    both = u.judge.index.intersection(u.human.index)
+    y, yhat = u.human[both].to_numpy(float), u.judge[both].to_numpy(float)
+    cell = ppi_plan.plan_cell(y, yhat, len(u.judge), width, 3, refused=False)
+    n0 = math.ceil((2 * ppi.Z * np.std(y, ddof=1) / width) ** 2)
+    again = ppi_py.ppi_mean_power(y, yhat, 1.0, 1e-6, effective_n=n0, n_max=len(u.judge))
+    return {
+        "plan_people_needed": float(cell["people_needed"]),  # type: ignore[arg-type]
+        "plan_ppi_needed": float(cell["ppi_needed"]),  # type: ignore[arg-type]
+        "ppi_python_needed": float(again["n"]),
+        "planner_matches": float(cell["ppi_needed"] == again["n"] and cell["people_needed"] == n0),
+    }
+
+
+def pipeline() -> dict[str, float]:
+    """The planted database end to end: build, then the three estimates' table."""
+    from koed_core.results import ppi_table
+
+    with tempfile.TemporaryDirectory() as folder:
+        started = time.perf_counter()
+        planted = planted_store(Path(folder) / "koed.db")
+        built = time.perf_counter()
+        ppi_table.gap_estimates(planted.store, planted.study_id, planted.judge)
+        done = time.perf_counter()
+    return {"planted_build_s": built - started, "planted_estimates_s": done - built}
+
+
+def main() -> None:
+    smoke = "--smoke" in sys.argv[1:]
+    draws, dialogues = (20, 300) if smoke else (400, 1360)
+    started = time.perf_counter()
+    figures = coverage(draws, dialogues)
+    figures["simulation_s"] = time.perf_counter() - started
+    figures |= planner_check(dialogues, width=0.35 if smoke else 0.2)
+    figures |= pipeline()
+    for name, value in figures.items():
+        print(f"{name}: {value:.4g}" if isinstance(value, float) else f"{name}: {value}")
+
+
+if __name__ == "__main__":
+    main()
