@@ -203,3 +203,15 @@ def test_the_export_holds_the_three_estimates_and_the_artefact(
     provenance = json.loads((out / "gap_estimates_ppi_provenance.json").read_text())
     assert provenance[0]["ppi_python"] == "0.2.3"
     assert provenance[0]["study_design"]["method"] == "random"
+
+
+def test_koed_study_create_records_a_random_sample(tmp_path: Path) -> None:
+    planted = planted_store(tmp_path / "koed.db", dialogues=30)
+    runs = ",".join(planted.run_ids)
+    args = ["study", "create", "--name", "sampled", "--runs", runs, "--sample", "6"]
+    assert main([*args, "--seed", "3", "--attention", "0", "--db", planted.store.path]) == 0
+    config = RatingStore(planted.store).config(2)
+    assert config.sampling.method == "random" and config.sampling.seed == 3
+    assert len(config.sampling.conv_ids) == 6 and config.seed == 3
+    assert main(["study", "create", "--name", "too", "--runs", runs, "--sample", "99",
+                 "--db", planted.store.path]) == 1  # fmt: skip

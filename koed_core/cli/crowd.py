@@ -43,6 +43,12 @@ def register(groups: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         action="store_true",
         help="episode runs: one item is one whole episode (the Listener rated over it all)",
     )
+    create.add_argument(
+        "--sample",
+        type=positive_int,
+        help="a uniform random sample of N dialogues, both languages each (PPI++ can use it)",
+    )
+    create.add_argument("--seed", type=int, default=0, help="the order and sample seed")
     create.add_argument("--json", action="store_true")
     create.add_argument("--db", type=Path)
     create.set_defaults(func=cmd_study_create)
@@ -113,7 +119,7 @@ def _store(args: argparse.Namespace, settings: Settings):  # type: ignore[no-unt
 
 def cmd_study_create(args: argparse.Namespace, settings: Settings) -> int:
     """Build a study from stored runs and print its id."""
-    from koed_core.db import StudyConfig
+    from koed_core.db import Sampling, StudyConfig
     from koed_core.dialogues.dataset import load_dataset
     from koed_core.dialogues.sources import resolve_source
     from koed_core.rating.studies import RatingStore
@@ -138,6 +144,10 @@ def cmd_study_create(args: argparse.Namespace, settings: Settings) -> int:
         attention_checks=args.attention,
         timeout_minutes=args.timeout_minutes,
         whole_episodes=args.whole_episodes,
+        seed=args.seed,
+        sampling=Sampling("random", seed=args.seed, size=args.sample)
+        if args.sample
+        else Sampling(seed=args.seed),
     )
     study_id = RatingStore(store).create_study(config, dataset)
     print(json.dumps({"study": study_id}) if args.json else f"study {study_id} created")
