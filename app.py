@@ -13,7 +13,7 @@ import streamlit as st
 from components.account import login_form
 from components.models import jobs_panel
 from components.rating.crowd_admin import bound_study
-from components.rating.crowd_visit import resume_visit
+from components.rating.crowd_visit import no_link, resume_visit
 from components.shared import auth, language, resources
 from components.shared.literal import md, without_paths
 from components.shared.state import crowd_session
@@ -171,11 +171,12 @@ def _moved(address: str) -> st.Page:
 
 
 def hidden_pages(allowed: dict[str, list[st.Page]]) -> list[st.Page]:
-    """The guarded pages this session may not open, and the old addresses, as pages that
-    are in no menu."""
+    """The guarded pages this session may not open, the old addresses, and ``/join``
+    opened with no invite (it says where it opens from), as pages that are in no menu."""
     open_here = {p.url_path for pages in allowed.values() for p in pages}
     closed = [_closed(page) for page in GUARDED if page.url_path not in open_here]
-    return closed + [_moved(address) for address in OLD_ADDRESSES]
+    door = st.Page(no_link, title=JOIN.title, url_path="join", visibility="hidden")
+    return [*closed, *[_moved(address) for address in OLD_ADDRESSES], door]
 
 
 def main() -> None:

@@ -349,14 +349,15 @@ def _pay_figures(invite: crowd.Invite, summary: dict[str, float | None]) -> None
     if screened:
         st.caption(
             ngettext(
-                "Screened out: {n} worker, median {minutes} minutes to the screen-out code "
-                "(paid as that code's action, not in the pay per hour above).",
-                "Screened out: {n} workers, median {minutes} minutes to the screen-out code "
-                "(paid as that code's action, not in the pay per hour above).",
+                "Screened out: {n} worker, median {minutes} minutes to the screen-out code; "
+                "with the completions, {total} {currency} paid, {hourly} {currency} an hour.",
+                "Screened out: {n} workers, median {minutes} minutes to the screen-out code; "
+                "with the completions, {total} {currency} paid, {hourly} {currency} an hour.",
                 screened,
-                minutes=md(_num(summary["screenout_median_min"])),
+                minutes=md(_num(summary["screenout_median_min"])), currency=md(invite.currency),
+                total=md(_num(summary["paid_total"])), hourly=md(_num(summary["paid_hourly_pay"])),
             )
-        )
+        )  # fmt: skip
 
 
 def _warnings(frame: pd.DataFrame) -> None:

@@ -204,6 +204,13 @@ def _code_and_way_back(store: Store, worker: crowd.Worker, invite: crowd.Invite)
     if post_to:
         assignment = (Crowd(store).worker(worker.username) or {}).get("study_ref") or ""
         show_mturk_form(post_to, assignment, code)
+    elif invite.platform == "mturk":
+        st.warning(
+            _(
+                "This page was not opened with MTurk's own return address, so it cannot "
+                "submit the HIT for you: copy the code above into the HIT on MTurk."
+            )
+        )
     elif url := invite.back_url(code):
         st.link_button(_("Back to the platform"), url)
 

@@ -247,18 +247,19 @@ def cmd_invite_cap(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_invite_list(args: argparse.Namespace, settings: Settings) -> int:
-    """A study's links: places used, freed and cap, and workers by status."""
+    """A study's links: places used, freed and cap, and workers by status (as the
+    dashboard says it: someone under way and quiet past the timeout is "timed out")."""
+    from collections import Counter
+
     from koed_core.db.crowd import Crowd
     from koed_core.rating import crowd
 
     store = _store(args, settings)
     out: list[dict[str, Any]] = []
-    workers = Crowd(store).workers(args.study)
     for row in Crowd(store).invites(args.study):
         invite = crowd.Invite.from_row(row)
         places = crowd.places(store, invite)
-        mine = workers[workers["invite_id"] == invite.id] if not workers.empty else workers
-        statuses = mine["status"].value_counts().to_dict() if not mine.empty else {}
+        statuses = Counter(r["status"] for r in crowd.report_rows(store, invite)[0])
         out.append(
             {
                 "invite": invite.id,

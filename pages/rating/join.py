@@ -19,9 +19,9 @@ if not token:
     st.stop()
 try:
     invite = crowd.check_invite(store, key, token, joining=False)
+    language.start(crowd_visit.item_language_of(resources.ratings().config(invite.study_id)))
     if invite.platform == "account":
         crowd.check_invite(store, key, token)
-        language.start(crowd_visit.item_language_of(resources.ratings().config(invite.study_id)))
         language.switch()
         crowd_visit.account_signup(store, invite)
         st.stop()
@@ -30,7 +30,6 @@ try:
     if session and session["invite"] == token and not st.query_params.get("invite"):
         worker = crowd.worker_of(store, session["username"], invite)  # still has a place?
     if worker is None and crowd.mturk_preview(invite, params):
-        language.start(crowd_visit.item_language_of(resources.ratings().config(invite.study_id)))
         language.switch()
         crowd_visit.mturk_preview(invite)  # nothing stored, no place taken
         st.stop()
@@ -45,15 +44,14 @@ except crowd.CrowdError as err:
     language.switch()
     crowd_visit.refused(err)
     st.stop()
+ratings = resources.ratings()
+language.start(crowd_visit.item_language(worker, ratings.config(invite.study_id).langs))
 if session is None or session["username"] != worker.username:
     state.set_crowd_session(worker.username, token)
-    if worker.resumed and st.query_params.get("invite"):
+    if worker.resumed and st.query_params.get("invite") and worker.status in crowd.UNDER_WAY:
         st.toast(_("Welcome back: you go on where you left off."))
 if worker.status in crowd.UNDER_WAY:
     crowd_visit.mark_visit(worker.username, token)  # a reload or typed URL stays here
-
-ratings = resources.ratings()
-language.start(crowd_visit.item_language(worker, ratings.config(invite.study_id).langs))
 language.switch()
 st.title(_("KoED rating study"))
 st.caption(

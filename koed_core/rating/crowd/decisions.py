@@ -209,8 +209,23 @@ def report_rows(
         "completions": float(len(completions)),
         "screened_out": float(len(screen_outs)),
         "screenout_median_min": statistics.median(screen_outs) if screen_outs else None,
+        **_paid(invite, completions + screen_outs),
     }
     return rows, summary
+
+
+def _paid(invite: Invite, minutes: list[float]) -> dict[str, float | None]:
+    """Everyone paid the reward, screen-outs included (Prolific approves a screen-out
+    with the reward: the API path's default action, and ``koed prolific review``; MTurk
+    approves it): the rewards in all, and the pay per hour over their median minutes, as
+    Prolific computes a study's average reward per hour over its approved submissions."""
+    if invite.reward is None or not minutes:
+        return {"paid_total": None, "paid_hourly_pay": None}
+    median = statistics.median(minutes)
+    return {
+        "paid_total": invite.reward * len(minutes),
+        "paid_hourly_pay": invite.reward / (median / 60) if median else None,
+    }
 
 
 REPORT_COLUMNS = [
