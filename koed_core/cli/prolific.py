@@ -29,7 +29,9 @@ def register(groups: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     publish = actions.add_parser("publish", help="create the study as a draft; --publish")
     _common(publish)
     publish.add_argument("--publish", action="store_true", help="publish it (it costs money)")
-    publish.add_argument("--url", default="http://localhost:8501", help="the app's address")
+    publish.add_argument(
+        "--url", help="the app's address (default: KOED_PUBLIC_URL, else http://localhost:8501)"
+    )
     publish.add_argument("--pilot", help="a pilot link's id: its median time sets the minutes")
     publish.add_argument("--name", default="Rate empathetic replies (KoED)")
     publish.add_argument("--description", default="")
@@ -107,12 +109,15 @@ def cmd_publish(args: argparse.Namespace, settings: Settings) -> int:
         "screened_out": args.screenout_action,
         "failed_checks": args.failed_action,
     }
+    url = args.url or settings.public_url or "http://localhost:8501"
+    if not url.startswith("https://"):
+        print(f"warning: workers reach the app at {url}; Prolific's participants need HTTPS")
     draft = publish(
         store,
         api,
         invite,
         server_key(settings.secret_key, Path(store.path)),
-        args.url,
+        url,
         go_live=args.publish,
         pilot=pilot,
         name=args.name,
