@@ -45,7 +45,10 @@ def test_the_dashboard_syncs_flags_and_reviews_behind_a_confirmation(
     assert list(flags["participant_id"]) == [leaked["participant_id"]]
     apply = next(b for b in at.button if b.label == "Apply on Prolific")
     assert apply.disabled and fake.submissions[sub["id"]]["status"] == "AWAITING REVIEW"
+    reads = len(fake.requests)
     at.checkbox(key=f"prolific.confirm.{invite.id}").check().run()
+    assert len(fake.requests) == reads  # a click moments later reads Prolific no more
+    assert "Flagged submissions" in " ".join(w.value for w in at.warning)  # still shown
     next(b for b in at.button if b.label == "Apply on Prolific").click().run()
     assert not at.exception, [e.value for e in at.exception]
     assert fake.submissions[sub["id"]]["status"] == "APPROVED"

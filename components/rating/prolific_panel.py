@@ -65,6 +65,9 @@ def _synced(invite_id: str) -> None:
     client = _client(crowd.Invite.from_row(row)) if row else None
     if row is None or client is None:
         return
+    if prolific.synced_within(resources.store(), invite_id, SYNC_EVERY_S / 2):
+        _flagged(invite_id)  # read moments ago (another click, another admin): not again
+        return
     try:
         report = prolific.sync(resources.store(), client, crowd.Invite.from_row(row))
     except KoedError as err:
@@ -95,6 +98,10 @@ def _synced(invite_id: str) -> None:
                 new=i18n.number(report.places or 0),
             )
         )
+    _flagged(invite_id)
+
+
+def _flagged(invite_id: str) -> None:
     flagged = [s for s in ProlificLog(resources.store()).submissions(invite_id) if s["flag"]]
     if flagged:
         st.warning(_("Flagged submissions: look before anyone approves them."))

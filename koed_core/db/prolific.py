@@ -51,6 +51,14 @@ class ProlificLog:
             params,
         )
 
+    def last_read(self, invite_id: str) -> str | None:
+        """When a sync last stored this link's submissions (None: never)."""
+        rows = self.store.rows(
+            "select max(seen_at) as at from prolific_submissions where invite_id = ?",
+            [invite_id],
+        )
+        return rows[0]["at"] if rows else None
+
     def save_submissions(self, invite_id: str, rows: list[dict[str, Any]]) -> None:
         """The submissions a sync read (their status now; a flag is kept once set)."""
         stamp = now()

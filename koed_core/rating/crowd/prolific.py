@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from koed_core.db import Store
+from koed_core.db import Store, utcnow
 from koed_core.db.crowd import Crowd
 from koed_core.db.prolific import ProlificLog
 from koed_core.i18n import _
@@ -199,7 +199,7 @@ def language_filters(client: ProlificClient, langs: tuple[str, ...]) -> list[dic
     if len(langs) != 1:
         return []
     wanted = LANGUAGE_NAMES[langs[0]]
-    for item in client.pages(_("reading Prolific's filters"), "/api/v1/filters/"):
+    for item in client.pages("reading Prolific's filters", "/api/v1/filters/"):
         if item.get("filter_id") == LANGUAGE_FILTER:
             choices = item.get("choices") or {}
             for choice, label in choices.items():
@@ -258,19 +258,17 @@ def publish(
     )
     if invite.prolific_study_id:
         study = (
-            client.call(
-                _("reading the study"), "GET", f"/api/v1/studies/{invite.prolific_study_id}/"
-            )
+            client.call("reading the study", "GET", f"/api/v1/studies/{invite.prolific_study_id}/")
             or {}
         )
     else:
         body["filters"] = language_filters(client, langs)
         study = client.call(
-            _("creating the draft study"), "POST", "/api/v1/studies/", body, safe=False
+            "creating the draft study", "POST", "/api/v1/studies/", body, safe=False
         )
         Crowd(store).set_prolific_study(invite.id, str(study["id"]))
     cost = client.call(
-        _("asking the study's cost"),
+        "asking the study's cost",
         "POST",
         "/api/v1/study-cost-calculator/",
         {"reward": body["reward"], "total_available_places": invite.cap},
@@ -278,7 +276,7 @@ def publish(
     status = str(study.get("status") or "UNPUBLISHED")
     if go_live and status == "UNPUBLISHED":
         answer = client.call(
-            _("publishing the study"),
+            "publishing the study",
             "POST",
             f"/api/v1/studies/{study['id']}/transition/",
             {"action": "PUBLISH"},
@@ -342,7 +340,7 @@ def sync(
     if not invite.prolific_study_id:
         raise CrowdError(_("the link has no Prolific study yet: `koed prolific publish` first"))
     study_path = f"/api/v1/studies/{invite.prolific_study_id}/"
-    found = list(client.pages(_("reading the submissions"), study_path + "submissions/"))
+    found = list(client.pages("reading the submissions", study_path + "submissions/"))
     log, crowd = ProlificLog(store), Crowd(store)
     known = {r["id"]: r for r in log.submissions(invite.id)}
     report = SyncReport(read=len(found))
@@ -365,16 +363,25 @@ def sync(
             report.flagged.append((str(sub["participant_id"]), flag))
         rows.append({**sub, "flag": flag})
     log.save_submissions(invite.id, rows)
-    study = client.call(_("reading the study"), "GET", study_path) or {}
+    study = client.call("reading the study", "GET", study_path) or {}
     report.study_status = study.get("status")
     report.places = int(study.get("total_available_places") or 0)
     needed = _places_needed(store, invite, found, at)
     if raise_places and needed > report.places and study.get("status") != "COMPLETED":
         client.call(
-            _("raising the study's places"), "PATCH", study_path, {"total_available_places": needed}
+            "raising the study's places", "PATCH", study_path, {"total_available_places": needed}
         )
         report.raised_from, report.places = report.places, needed
     return report
+
+
+def synced_within(store: Store, invite_id: str, seconds: float) -> bool:
+    """Whether a sync stored this link's submissions in the last ``seconds`` (the
+    dashboard reads Prolific at most that often, however many clicks and admins)."""
+    last = ProlificLog(store).last_read(invite_id)
+    if not last:
+        return False
+    return (utcnow() - datetime.fromisoformat(last)).total_seconds() < seconds
 
 
 def _same_session(worker: dict[str, Any] | None, sub: dict[str, Any]) -> bool:

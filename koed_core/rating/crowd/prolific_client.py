@@ -102,7 +102,8 @@ class ProlificClient:
         """One API call: its JSON answer (None for an empty one).
 
         Args:
-            what: what the call is for, as the call log shows it.
+            what: what the call is for, in English, as the call log shows it (a log stays
+                English, like the command line).
             method: the HTTP method.
             path: the path under the base URL, with its query.
             body: the JSON body, if any.

@@ -149,7 +149,7 @@ def apply_review(client: ProlificClient, store: Store, steps: list[Step]) -> lis
     if approve:
         ids = [s.submission_id for s in approve]
         client.call(
-            _("approving submissions in bulk"),
+            "approving submissions in bulk",
             "POST",
             "/api/v1/submissions/bulk-approve/",
             {"submission_ids": ids},
@@ -167,7 +167,7 @@ def apply_review(client: ProlificClient, store: Store, steps: list[Step]) -> lis
                 "rejection_category": s.category,
             }
             client.call(
-                _("rejecting a submission"),
+                "rejecting a submission",
                 "POST",
                 f"/api/v1/submissions/{s.submission_id}/transition/",
                 body,
@@ -175,7 +175,7 @@ def apply_review(client: ProlificClient, store: Store, steps: list[Step]) -> lis
         elif s.action == "return":
             body = {"request_return_reasons": ["Did not finish the study."]}
             client.call(
-                _("asking for a return"),
+                "asking for a return",
                 "POST",
                 f"/api/v1/submissions/{s.submission_id}/request-return/",
                 body,
@@ -280,7 +280,7 @@ def _set_up(store: Store, client: ProlificClient, invite: Invite, round_: str) -
         return
     lines = "".join(f"{b['participant_id']},{b['amount']}\n" for b in planned)
     answer = client.call(
-        _("setting up bonuses"),
+        "setting up bonuses",
         "POST",
         "/api/v1/submissions/bonus-payments/",
         {"study_id": invite.prolific_study_id, "csv_bonuses": lines},
@@ -308,7 +308,7 @@ def _pay(store: Store, client: ProlificClient, invite: Invite, round_: str) -> d
             continue  # another process took them: it pays them, not this one
         try:
             client.call(
-                _("paying bonuses"),
+                "paying bonuses",
                 "POST",
                 f"/api/v1/bulk-bonus-payments/{bulk_id}/pay/",
                 safe=False,
@@ -337,7 +337,7 @@ def _settle_paying(
         if not sub_id:
             notes[b["participant_id"]] = "sent before; check it in Prolific's app"
             continue
-        answer = client.call(_("checking a bonus"), "GET", f"/api/v1/submissions/{sub_id}/") or {}
+        answer = client.call("checking a bonus", "GET", f"/api/v1/submissions/{sub_id}/") or {}
         cents = round(Decimal(b["amount"]) * 100)
         if any(round(float(p)) == cents for p in answer.get("bonus_payments") or []):
             log.set_bonus_state(
