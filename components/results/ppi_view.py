@@ -88,7 +88,8 @@ def gap_three_ways(
         )
     )
     wide = ppi_table.side_by_side(result)
-    tables.show(wide, hide_index=True, column_config=_columns(wide))
+    shown = wide.drop(columns=["run_id"])  # the label names the run; the CSV keeps the id
+    tables.show(shown, hide_index=True, column_config=_columns(shown))
     file = ppi_table.FILE_NAMES[estimator]
     chosen = ppi_table.for_estimator(result, estimator)
     left, right = st.columns(2)

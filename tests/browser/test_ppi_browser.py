@@ -1,0 +1,63 @@
+"""The gap three ways in Chromium: a visitor on the Gap page of the planted pipeline sees
+PPI++ by default, named in the chart's title, switches to the judge alone, and downloads
+the estimator's CSV under a name that says which it is."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from fixtures.planted import planted_store
+from koed_core.paths import SAMPLE_FILE
+from koed_core.rating.studies import RatingStore
+from tests.browser.conftest import ARTIFACTS, serve
+from tests.browser.steps import download, settled
+
+
+@pytest.fixture
+def planted_server(tmp_path: Path) -> Iterator[str]:
+    planted = planted_store(tmp_path / "koed.db", dialogues=80, fraction=0.3)
+    RatingStore(planted.store).close(planted.study_id)  # published: a visitor sees it
+    yield from serve(tmp_path, {"KOED_DATA": str(SAMPLE_FILE)})
+
+
+def test_a_visitor_reads_the_gap_three_ways(planted_server: str, browser: Any) -> None:
+    from playwright.sync_api import expect
+
+    context = browser.new_context(viewport={"width": 1366, "height": 768}, accept_downloads=True)
+    page = context.new_page()
+    page.goto(planted_server + "/gap")
+    expect(page.get_by_role("heading", name="The cultural empathy gap")).to_be_visible()
+    section = page.get_by_role("heading", name="The gap anchored in people")
+    section.scroll_into_view_if_needed()
+    settled(page)
+    expect(
+        page.get_by_text("PPI++ (judge corrected by people): Korean minus English")
+    ).to_be_visible()
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.get_by_text("Estimate", exact=True).scroll_into_view_if_needed()
+    page.mouse.move(800, 400)
+    page.mouse.wheel(0, 560)  # the chart under its title in view
+    page.wait_for_timeout(400)
+    page.screenshot(path=str(ARTIFACTS / "gap_three_ways_ppi.png"))
+    page.get_by_text("Shown: PPI++", exact=False).scroll_into_view_if_needed()
+    page.screenshot(path=str(ARTIFACTS / "gap_three_ways_table.png"))
+    button = page.get_by_role("button", name="PPI++ (judge corrected by people) (CSV)")
+    with page.expect_download(timeout=45_000) as got:
+        button.click()
+    assert got.value.suggested_filename == "koed_gap_ppi.csv"
+    rows = pd.read_csv(io.BytesIO(Path(got.value.path()).read_bytes()))
+    assert set(rows["estimator"]) == {"ppi"}
+    page.get_by_text("judge only", exact=True).click()
+    settled(page)
+    expect(page.get_by_text("judge only: Korean minus English", exact=False)).to_be_visible()
+    judge_rows = download(page, page.get_by_role("button", name="judge only (CSV)"))
+    assert set(pd.read_csv(io.BytesIO(judge_rows))["estimator"]) == {"judge"}
+    assert page.get_by_test_id("stException").count() == 0
+    page.screenshot(path=str(ARTIFACTS / "gap_three_ways_judge.png"))
+    context.close()
