@@ -25,6 +25,17 @@ from koed_core.rating.crowd.prolific_client import ProlificClient
 SYNC_EVERY_S = 60
 
 
+def columns() -> dict[str, str]:
+    """The section's table headers in the reader's language (the values stay as Prolific
+    and the call log have them)."""
+    return {
+        "participant_id": _("Participant"), "status": _("Status on Prolific"),
+        "study_code": _("Code entered"), "flag": _("Why flagged"), "decision": _("Decision"),
+        "action": _("Sent as"), "note": _("Note"), "at": _("When (UTC)"), "what": _("What"),
+        "method": _("Method"), "path": _("Path"), "outcome": _("Outcome"), "tries": _("Tries"),
+    }  # fmt: skip
+
+
 def render_prolific_links(study_id: int) -> None:
     """Each of the study's links that has a Prolific study, for admins."""
     rows = [
@@ -106,7 +117,7 @@ def _flagged(invite_id: str) -> None:
     if flagged:
         st.warning(_("Flagged submissions: look before anyone approves them."))
         frame = pd.DataFrame(flagged)[["participant_id", "status", "study_code", "flag"]]
-        tables.show(frame, hide_index=True)
+        tables.show(frame, column_config=columns(), hide_index=True)
 
 
 def _review(invite: crowd.Invite) -> None:
@@ -127,7 +138,7 @@ def _review(invite: crowd.Invite) -> None:
             for s in steps
         ]
     )
-    tables.show(plan, hide_index=True)
+    tables.show(plan, column_config=columns(), hide_index=True)
     todo = [s for s in steps if s.action]
     if not todo:
         st.caption(_("Nothing left to send: every decision is on Prolific already."))
@@ -153,6 +164,7 @@ def _calls(invite: crowd.Invite) -> None:
     calls = ProlificLog(resources.store()).calls(invite.id, limit=50)
     st.markdown(_("**Calls to Prolific** (the newest {n})", n=i18n.number(len(calls))))
     if calls:
-        tables.show(pd.DataFrame(calls), hide_index=True, height=200)
+        headers = {**columns(), "status": _("HTTP status")}
+        tables.show(pd.DataFrame(calls), column_config=headers, hide_index=True, height=200)
     else:
         st.caption(_("No call yet."))
