@@ -276,6 +276,27 @@ def test_a_return_frees_its_place_within_one_sync_and_the_next_arrival_gets_it(
     assert again.ended == []  # ended once
 
 
+def test_a_burst_of_arrivals_with_returns_fills_every_place_after_one_sync(
+    world: tuple[Store, crowd.Invite], fake: FakeProlific
+) -> None:
+    store, invite = world
+    Crowd(store).set_cap(invite.id, 5)
+    invite = _published(store, fake, _fresh(store, invite))
+    inside = [_arrive(store, fake, invite) for _ in range(5)]
+    for _ in range(4):  # Prolific sends more while places look taken to the app
+        with pytest.raises(crowd.CrowdError, match="full"):
+            _arrive(store, fake, invite)
+    for sub, _worker in inside[:3]:
+        fake.give_back(sub["id"])
+    report = prolific.sync(store, _client(store, fake, invite), invite)
+    assert len(report.ended) == 3 and crowd.places(store, invite).used == 2
+    later = [_arrive(store, fake, invite) for _ in range(3)]  # the next three get in
+    assert all(w.status == "consent" for _sub, w in later)
+    with pytest.raises(crowd.CrowdError, match="full"):
+        _arrive(store, fake, invite)  # and no more than the places
+    assert crowd.places(store, invite).used == 5
+
+
 def test_a_leaked_code_and_a_far_too_fast_submission_are_flagged_and_places_raised(
     world: tuple[Store, crowd.Invite], fake: FakeProlific, clock: Clock
 ) -> None:
