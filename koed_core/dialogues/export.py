@@ -78,4 +78,6 @@ def to_csv(dialogues: Sequence[Dialogue]) -> str:
         for d in dialogues
         for t in d.turns
     ]
-    return csv_safe.to_csv(pd.DataFrame(rows, columns=CSV_COLUMNS))
+    # the dataset's own text keeps its line breaks; names and codes are one line
+    text = ("situation_ko", "situation_en", "ko", "en")
+    return csv_safe.to_csv(pd.DataFrame(rows, columns=CSV_COLUMNS), multiline=text)

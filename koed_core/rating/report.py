@@ -142,8 +142,8 @@ def export_rows(ratings: RatingStore, study_id: int, key: bytes) -> list[dict[st
 
 
 def rows_csv(rows: list[dict[str, Any]]) -> str:
-    """Export rows as CSV text."""
-    return csv_safe.to_csv(pd.DataFrame(rows))
+    """Export rows as CSV text (a rater's comment keeps its line breaks)."""
+    return csv_safe.to_csv(pd.DataFrame(rows), multiline=("comment",))
 
 
 def rows_jsonl(rows: list[dict[str, Any]]) -> str:

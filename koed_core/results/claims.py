@@ -19,6 +19,7 @@ from typing import Any
 
 import pandas as pd
 
+from koed_core import plain_text
 from koed_core.db import JudgeConfig
 from koed_core.errors import KoedError
 from koed_core.paths import DATA_DIR
@@ -200,13 +201,17 @@ def _ranks_first(
 
 def to_markdown(verdicts: Sequence[Verdict], dataset_sha256: str = "") -> str:
     """The verdicts as a Markdown section, each with its numbers and sources (the runs,
-    the judge configuration and, given, the dataset they were run on)."""
+    the judge configuration and, given, the dataset they were run on). Every text from a
+    file or a run (a claim, a model id, a run label) is one line, markup escaped, so it
+    can neither start a bullet of its own nor be read as markup."""
+    md = plain_text.markdown
     lines = ["## The paper's claims", ""]
     if dataset_sha256:
-        lines += [f"Dataset sha256: {dataset_sha256}", ""]
+        lines += [f"Dataset sha256: {md(dataset_sha256)}", ""]
     for v in verdicts:
-        lines.append(f"- **{v.claim.text}** {v.status.upper()}.")
-        lines += [f"  - {n}" for n in v.numbers]
-        lines.append(f"  - judge: {v.judge}; runs: {', '.join(v.runs) or 'none'}")
-        lines += [f"  - substituted: {n}" for n in v.notes]
+        lines.append(f"- **{md(v.claim.text)}** {md(v.status.upper())}.")
+        lines += [f"  - {md(n)}" for n in v.numbers]
+        runs = ", ".join(md(r) for r in v.runs) or "none"
+        lines.append(f"  - judge: {md(v.judge)}; runs: {runs}")
+        lines += [f"  - substituted: {md(n)}" for n in v.notes]
     return "\n".join(lines) + "\n"

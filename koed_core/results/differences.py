@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from koed_core.judge.judging import JudgeSteps
 from koed_core.models.prompts import load_prompt_set
 from koed_core.models.registry import ModelSpec
+from koed_core.plain_text import one_line
 from koed_core.results.reproduce import Plan, plan_settings
 
 AUTHORS_JUDGE = "gpt-4o"
@@ -218,5 +219,6 @@ def to_markdown(rows: list[Difference]) -> str:
     lines = ["| step | the authors' pipeline | this plan |", "| --- | --- | --- |"]
     for row in rows:
         cells = [row.step, row.authors, row.plan]
-        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+        # one line each: a plan's value with a line break would end the row
+        lines.append("| " + " | ".join(one_line(c).replace("|", "\\|") for c in cells) + " |")
     return "\n".join(lines) + "\n"

@@ -8,11 +8,10 @@ Gothic when installed (Debian's fonts-nanum), so exported PNGs show Hangul.
 
 from __future__ import annotations
 
-import html
-
 import pandas as pd
 import plotly.graph_objects as go
 
+from koed_core import plain_text
 from koed_core.i18n import _
 from koed_core.models.registry import PROVENANCE
 from koed_core.results.sensitivity import NOISE_FLOOR
@@ -50,7 +49,9 @@ def gap_figure(
     if table.empty:
         fig.add_annotation(text=_("No scores in both languages yet"), showarrow=False, font_size=20)
         fig.update_layout(
-            title=_title(title, subtitle, 20), font_family=FONT, template="plotly_white"
+            title=_title(_plain(title), _plain(subtitle) if subtitle else None, 20),
+            font_family=FONT,
+            template="plotly_white",
         )
         return fig
     order = {"western": 0, "korean-centric": 1, "other": 2}
@@ -85,6 +86,7 @@ def gap_figure(
         if name in names_used and "run_label" in rows:
             name = str(rows["run_label"].iloc[0])  # alike on every shown setting: the full label
         names_used.add(name)
+        name = _plain(name)
         if model.reference:
             colour = "#111827"
         else:
@@ -108,11 +110,11 @@ def gap_figure(
             },
             customdata=rows[["en", "ko", "pairs"]].to_numpy(),
             hovertemplate="%{x}: gap %{y:.2f}<br>en %{customdata[0]:.2f}, ko %{customdata[1]:.2f}"
-            "<br>%{customdata[2]} dialogues<extra>" + name + "</extra>",
+            "<br>%{customdata[2]} dialogues<extra>%{fullData.name}</extra>",
         )
     size = 22 if talk else 14
     fig.update_layout(
-        title=_title(title, subtitle, size + 6),
+        title=_title(_plain(title), _plain(subtitle) if subtitle else None, size + 6),
         barmode="group",
         font_family=FONT,
         font_size=size,
@@ -156,8 +158,9 @@ def _title(text: str, subtitle: str | None, size: int) -> dict[str, object]:
 
 def _plain(text: str) -> str:
     """Plotly reads a few HTML tags in labels: names from a plan or models.toml (a variant,
-    a run label) are shown as written, tags and all."""
-    return html.escape(text, quote=False)
+    a run label, a model id) are shown as written, tags and all, on one line (a control
+    character or line break never reaches the SVG)."""
+    return plain_text.chart(text)
 
 
 def sensitivity_figure(
@@ -289,7 +292,7 @@ def breakdown_figure(
         colour = palette[used.get(provenance, 0) % len(palette)]
         used[provenance] = used.get(provenance, 0) + 1
         fig.add_bar(
-            x=rows[by],
+            x=[_plain(str(group)) for group in rows[by]],
             y=rows["gap"],
             name=_plain(str(label)),
             marker_color=colour,

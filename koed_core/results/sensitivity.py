@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from koed_core import plain_text
 from koed_core.db import JudgeConfig, Judgments, Store
 from koed_core.judge.rubric import codes
 from koed_core.models.prompts import load_prompt_set
@@ -281,13 +282,15 @@ def bases(store: Store) -> list[tuple[str, JudgeConfig]]:
 
 
 def to_markdown(frame: pd.DataFrame, title: str) -> str:
-    """The table for a paper's appendix: gap and change with their CIs, two decimals."""
+    """The table for a paper's appendix: gap and change with their CIs, two decimals.
+    Names (the title, model, protocol, variant) are one line of text, markup escaped."""
+    md = plain_text.markdown
 
     def ci(low: Any, high: Any) -> str:
         return "" if pd.isna(low) or pd.isna(high) else f"[{low:.2f}, {high:.2f}]"
 
     lines = [
-        f"# {title}",
+        f"# {md(title)}",
         "",
         "| model | protocol | variant | metric | pairs | gap | 95% CI | change | 95% CI "
         "| p (Holm) |",
@@ -298,7 +301,8 @@ def to_markdown(frame: pd.DataFrame, title: str) -> str:
         holm = r.get("change_p_holm")
         adjusted = "" if holm is None or pd.isna(holm) else f"{holm:.3f}"
         lines.append(
-            f"| {r['model']} | {r['protocol']} | {r['variant']} | {r['metric']} | {r['pairs']} "
+            f"| {md(r['model'])} | {md(r['protocol'])} | {md(r['variant'])} | {md(r['metric'])} "
+            f"| {r['pairs']} "
             f"| {r['gap']:+.2f} | {ci(r['ci_low'], r['ci_high'])} | {change} "
             f"| {ci(r['change_ci_low'], r['change_ci_high'])} | {adjusted} |"
         )

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from koed_core import plain_text
 from koed_core.db import JudgeConfig, Store
 from koed_core.db.episodes import Episodes
 from koed_core.models.runs import run_labels
@@ -93,12 +94,13 @@ def turn_gap_table(frame: pd.DataFrame) -> pd.DataFrame:
 
 def to_markdown(table: pd.DataFrame, title: str) -> str:
     """The gap over turns as a Markdown table: a row per run, source and metric, a column
-    per turn ("gap [CI low, high] (pairs)")."""
+    per turn ("gap [CI low, high] (pairs)"). Names are one line of text, markup escaped."""
+    md = plain_text.markdown
     if table.empty:
-        return f"## {title}\n\nNo episode with scores in both languages yet.\n"
+        return f"## {md(title)}\n\nNo episode with scores in both languages yet.\n"
     turns = sorted(int(t) for t in table["turn"].unique())
     lines = [
-        f"## {title}",
+        f"## {md(title)}",
         "",
         "| run | source | metric | " + " | ".join(f"turn {t}" for t in turns) + " |",
         "| --- | --- | --- | " + " | ".join("---" for _ in turns) + " |",
@@ -115,7 +117,8 @@ def to_markdown(table: pd.DataFrame, title: str) -> str:
                 f" [{row['ci_low']:+.2f}, {row['ci_high']:+.2f}]" if pd.notna(row["ci_low"]) else ""
             )
             cells.append(f"{row['gap']:+.2f}{ci} ({int(row['pairs'])})")
-        lines.append(f"| {label} | {source} | {metric} | " + " | ".join(cells) + " |")
+        names = " | ".join(md(name) for name in (label, source, metric))
+        lines.append(f"| {names} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from koed_core import plain_text
 from koed_core.db import JudgeConfig, Store
 from koed_core.judge.rubric import codes
 from koed_core.models.pipeline import EARLIER, steps_for
@@ -77,32 +78,34 @@ def stored_runs(store: Store, dataset_sha256: str | None = None) -> dict[tuple[s
 
 
 def to_markdown(table: pd.DataFrame, title: str) -> str:
-    """The table as GitHub Markdown, numbers to two decimals."""
+    """The table as GitHub Markdown, numbers to two decimals. The title and every cell
+    are one line of text, markup escaped (a model id's ``|`` stays in its cell)."""
     shown = _shown(table)
-    head = "| " + " | ".join(shown.columns) + " |"
+    head = "| " + " | ".join(plain_text.markdown(c) for c in shown.columns) + " |"
     rule = "| " + " | ".join("---" for _ in shown.columns) + " |"
-    body = ["| " + " | ".join(str(v) for v in row) + " |" for row in shown.to_numpy()]
-    return "\n".join([f"# {title}", "", head, rule, *body]) + "\n"
+    body = [
+        "| " + " | ".join(plain_text.markdown(v) for v in row) + " |" for row in shown.to_numpy()
+    ]
+    return "\n".join([f"# {plain_text.markdown(title)}", "", head, rule, *body]) + "\n"
 
 
 def to_latex(table: pd.DataFrame, title: str) -> str:
-    """The table as a LaTeX tabular (booktabs), numbers to two decimals."""
+    """The table as a LaTeX tabular (booktabs), numbers to two decimals, written by
+    pandas' Styler with LaTeX escaping: every character TeX treats specially in a name
+    or label is text, and no name can start a line (control characters and line breaks
+    are removed first), so nothing in it is a command. The title is a comment line."""
     shown = _shown(table)
-
-    def esc(text: object) -> str:
-        return str(text).replace("_", r"\_").replace("&", r"\&").replace("%", r"\%")
-
-    lines = [
-        f"% {esc(title)}",
-        r"\begin{tabular}{" + "l" * 2 + "r" * (len(shown.columns) - 2) + "}",
-        r"\toprule",
-        " & ".join(esc(c) for c in shown.columns) + r" \\",
-        r"\midrule",
-        *(" & ".join(esc(v) for v in row) + r" \\" for row in shown.to_numpy()),
-        r"\bottomrule",
-        r"\end{tabular}",
-    ]
-    return "\n".join(lines) + "\n"
+    for column in shown.columns:
+        if not pd.api.types.is_numeric_dtype(shown[column]):
+            shown[column] = shown[column].map(plain_text.one_line)
+    shown.columns = [plain_text.one_line(c) for c in shown.columns]
+    styler = (
+        shown.style.hide(axis="index")
+        .format(escape="latex")
+        .format_index(escape="latex", axis="columns")
+    )
+    tabular = styler.to_latex(column_format="l" * 2 + "r" * (len(shown.columns) - 2), hrules=True)
+    return f"% {plain_text.latex(title)}\n{tabular}"
 
 
 def _shown(table: pd.DataFrame) -> pd.DataFrame:
