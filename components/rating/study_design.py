@@ -54,6 +54,28 @@ def sampling_inputs(where: Any, seed: int) -> Sampling:
     return Sampling("all", seed=seed)
 
 
+BILINGUAL_WORDS = {
+    "separate": N_("no rater sees both language versions of a dialogue"),
+    "counterbalanced": N_("a rater may see both: half Korean first, half English first"),
+    "free": N_("no rule"),
+}
+
+
+def bilingual_input(where: Any) -> str:
+    """How a ko+en study keeps one language version from priming the other."""
+    return str(
+        where.selectbox(
+            _("Both languages of one dialogue"),
+            list(BILINGUAL_WORDS),
+            format_func=i18n.choices(BILINGUAL_WORDS).__getitem__,
+            help=_(
+                "A rater who read a dialogue in one language rates its other version "
+                "against it. Counterbalanced: the order is recorded with every rating."
+            ),
+        )
+    )
+
+
 def render_planner(store: Store, studies: dict[int, str]) -> None:
     """The planner of one study and judge configuration; Add the next batch."""
     st.subheader(_("Plan the next batch"), anchor=False)

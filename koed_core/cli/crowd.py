@@ -49,6 +49,13 @@ def register(groups: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         help="a uniform random sample of N dialogues, both languages each (PPI++ can use it)",
     )
     create.add_argument("--seed", type=int, default=0, help="the order and sample seed")
+    create.add_argument(
+        "--bilingual",
+        choices=["separate", "counterbalanced", "free"],
+        default="separate",
+        help="ko+en: no rater sees both versions of a dialogue (separate, the default), or "
+        "half ko first and half en first with the order recorded per rating",
+    )
     create.add_argument("--json", action="store_true")
     create.add_argument("--db", type=Path)
     create.set_defaults(func=cmd_study_create)
@@ -145,6 +152,7 @@ def cmd_study_create(args: argparse.Namespace, settings: Settings) -> int:
         timeout_minutes=args.timeout_minutes,
         whole_episodes=args.whole_episodes,
         seed=args.seed,
+        bilingual=args.bilingual if len(langs) > 1 else "free",
         sampling=Sampling("random", seed=args.seed, size=args.sample)
         if args.sample
         else Sampling(seed=args.seed),

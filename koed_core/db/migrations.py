@@ -402,6 +402,14 @@ def m015_response_claims(db: sqlite_utils.Database) -> None:
 
 
 @migration
+def m016_lang_position(db: sqlite_utils.Database) -> None:
+    """Each rating says whether the rater met its dialogue first in this language (1) or
+    had already rated the dialogue's other language version in the study (2): a study
+    that counterbalances the order records it; earlier ratings stay unknown (null)."""
+    db.execute("alter table ratings add column lang_position integer")
+
+
+@migration
 def m017_prolific(db: sqlite_utils.Database) -> None:
     """Prolific through its API: every call the app made on the researcher's account
     (what, when, how it ended; never the token), the submissions a sync read with the

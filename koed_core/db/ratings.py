@@ -211,13 +211,31 @@ class Ratings:
         """Items in the rater's languages the rater never had, with raters holding each."""
         rows = self.store.rows(
             f"""select i.id, {WORK_KIND} as kind, (select count(*) from assignments a
-                   where a.item_id = i.id and a.status in ('assigned', 'done')) as taken
+                   where a.item_id = i.id and a.status in ('assigned', 'done')) as taken,
+                   i.conv_id, i.lang
                 from study_items i where i.study_id = ? and i.lang in ({_marks(languages)})
                 and not exists (select 1 from assignments a
                                 where a.item_id = i.id and a.username = ?)""",
             [study_id, *languages, username],
         )
-        return [CandidateItem(r["id"], r["kind"], int(r["taken"])) for r in rows]
+        return [
+            CandidateItem(r["id"], r["kind"], int(r["taken"]), r["conv_id"], r["lang"])
+            for r in rows
+        ]
+
+    def seen(self, study_id: int, username: str, status: str | None = None) -> dict[str, set[str]]:
+        """conv_id -> the languages in which the rater was given one of its responses in
+        this study (with ``status``: only assignments in that state)."""
+        rows = self.store.rows(
+            "select distinct i.conv_id, i.lang from assignments a join study_items i "
+            "on i.id = a.item_id where a.study_id = ? and a.username = ? "
+            "and i.kind != 'attention' and (? is null or a.status = ?)",
+            [study_id, username, status, status],
+        )
+        found: dict[str, set[str]] = {}
+        for row in rows:
+            found.setdefault(row["conv_id"], set()).add(row["lang"])
+        return found
 
     def assign(self, study_id: int, item_id: str, username: str, at: str) -> str:
         """Give one item to one rater (inside the caller's transaction)."""
@@ -261,8 +279,8 @@ class Ratings:
     def assignment_target(self, assignment_id: str, username: str) -> dict[str, Any] | None:
         """item_id, study_id and the rated response's key of the rater's assignment."""
         rows = self.store.rows(
-            "select a.item_id, a.study_id, coalesce(i.response_id, i.id) as response_key "
-            "from assignments a join study_items i on i.id = a.item_id "
+            "select a.item_id, a.study_id, coalesce(i.response_id, i.id) as response_key, "
+            "i.conv_id, i.lang from assignments a join study_items i on i.id = a.item_id "
             "where a.id = ? and a.username = ?",
             [assignment_id, username],
         )
@@ -271,6 +289,7 @@ class Ratings:
     def upsert_rating(self, row: dict[str, Any]) -> None:
         """One dimension's score (inside the caller's transaction); again updates it."""
         row = {
+            "lang_position": None,
             **row,
             "id": short_hash(
                 row["study_id"], row["response_key"], row["username"], row["dimension"]
@@ -278,9 +297,11 @@ class Ratings:
         }
         self.store.db.execute(
             """insert into ratings (id, study_id, item_id, response_key, username, dimension,
-                   score, comment, time_spent_s, rubric_version, created, updated)
+                   score, comment, time_spent_s, rubric_version, created, updated,
+                   lang_position)
                values (:id, :study_id, :item_id, :response_key, :username, :dimension, :score,
-                   :comment, :time_spent_s, :rubric_version, :created, :updated)
+                   :comment, :time_spent_s, :rubric_version, :created, :updated,
+                   :lang_position)
                on conflict(study_id, response_key, username, dimension) do update set
                    score=excluded.score, comment=excluded.comment,
                    time_spent_s=coalesce(excluded.time_spent_s, ratings.time_spent_s),

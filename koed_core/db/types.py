@@ -281,6 +281,12 @@ class StudyConfig:
     conversation), not one item per Listener turn."""
     sampling: Sampling = Sampling()
     """Which dialogues the study holds, and how they were chosen."""
+    bilingual: str = "free"
+    """separate: no rater sees both language versions of one dialogue (the rater who read
+    one would rate the other against it; what the Studies page and ``koed study create``
+    choose for a ko+en study unless told otherwise); counterbalanced: a rater may, half
+    their dialogues Korean first and half English first, the order recorded per rating
+    (``ratings.lang_position``); free: no rule (a study from before the choice)."""
 
     @classmethod
     def from_json(cls, raw: dict[str, Any]) -> StudyConfig:
@@ -291,6 +297,7 @@ class StudyConfig:
                 "run_ids": tuple(raw["run_ids"]),
                 "langs": tuple(raw["langs"]),
                 "sampling": Sampling.from_json(raw.get("sampling")),
+                "bilingual": raw.get("bilingual", "free"),
             }
         )
 
@@ -330,3 +337,5 @@ class CandidateItem:
     item_id: str
     kind: str
     taken: int
+    conv_id: str = ""
+    lang: str = ""

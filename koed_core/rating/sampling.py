@@ -13,9 +13,10 @@ from __future__ import annotations
 import random
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from koed_core.db import Sampling, StudyConfig
+from koed_core.dialogues.dataset import Dataset
 from koed_core.errors import KoedError
 from koed_core.i18n import _
 
@@ -183,3 +184,15 @@ def add_batch(ratings: RatingStore, study_id: int, more: int) -> tuple[StudyConf
                 ratings.add_response_item(study_id, row)
         ratings.q.update_config(study_id, asdict(new_config))
     return new_config, added
+
+
+def sampled(
+    config: StudyConfig, rows: list[dict[str, Any]], dataset: Dataset
+) -> tuple[StudyConfig, list[dict[str, Any]]]:
+    """The study's design drawn from the answered dialogues, and the responses it keeps."""
+    strata = {d.conv_id: "jeong/han" if d.korean_emotion else "other" for d in dataset.dialogues}
+    drawn = draw(config.sampling, [r["conv_id"] for r in rows], strata)
+    if drawn.method == "all":
+        return replace(config, sampling=drawn), rows
+    keep = set(drawn.conv_ids)
+    return replace(config, sampling=drawn), [r for r in rows if r["conv_id"] in keep]

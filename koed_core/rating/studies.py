@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
-from dataclasses import asdict, replace
+from dataclasses import asdict
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -34,13 +34,14 @@ from koed_core.i18n import _
 from koed_core.judge.rubric import SCALE, codes, rubric_version
 from koed_core.models.protocol import build_task
 from koed_core.paths import DATA_DIR
+from koed_core.rating import bilingual
 from koed_core.rating.attention_rules import (  # the rule's home; imported from here too
     ATTENTION_FILE,
     attention_limits,
     check_verdicts,
     instructed_score,
 )
-from koed_core.rating.sampling import draw
+from koed_core.rating.sampling import sampled
 
 __all__ = [
     "RaterProfile",
@@ -269,9 +270,10 @@ class RatingStore:
         want: str | None = None,
         require: str | None = None,
     ) -> str | None:
+        seen = self.q.seen(study_id, username)
         open_items = [
             c
-            for c in self.q.candidates(study_id, username, languages)
+            for c in self._allowed(config, study_id, username, languages)
             if _open_to(c, config.overlap)
         ]
         if require and not any(c.kind == require for c in open_items):
@@ -281,9 +283,10 @@ class RatingStore:
         if not open_items:
             return None
 
-        def rank(c: CandidateItem) -> tuple[int, str]:
+        def rank(c: CandidateItem) -> tuple[int, int, str]:
             taken = 0 if c.kind == "attention" else c.taken
-            return taken, _order_key(config.seed, username, c.item_id)
+            later = bilingual.order_rank(config, username, c, seen)
+            return taken, later, _order_key(config.seed, username, c.item_id)
 
         return min(open_items, key=rank).item_id
 
@@ -337,11 +340,18 @@ class RatingStore:
             return False
         if self.q.open_kind(study_id, username) == kind:
             return True
-        overlap = self.config(study_id).overlap
+        config = self.config(study_id)
         return any(
-            c.kind == kind and _open_to(c, overlap)
-            for c in self.q.candidates(study_id, username, profile.languages)
+            c.kind == kind and _open_to(c, config.overlap)
+            for c in self._allowed(config, study_id, username, profile.languages)
         )
+
+    def _allowed(
+        self, config: StudyConfig, study_id: int, username: str, languages: tuple[str, ...]
+    ) -> list[CandidateItem]:
+        """Candidates the study's bilingual design lets this rater have."""
+        seen = self.q.seen(study_id, username)
+        return bilingual.allowed(config, self.q.candidates(study_id, username, languages), seen)
 
     def done(self, study_id: int, username: str) -> int:
         """Items the rater finished (rated; skipped and flagged items do not count)."""
@@ -366,7 +376,7 @@ class RatingStore:
             holding = 1 if self.q.open_kind(study_id, username) == kind else 0
         still_open = sum(
             _open_to(c, config.overlap)
-            for c in self.q.candidates(study_id, username, profile.languages)
+            for c in self._allowed(config, study_id, username, profile.languages)
             if kind is None or c.kind == kind
         )
         total = done + holding + still_open
@@ -404,10 +414,13 @@ class RatingStore:
             if self.closed(int(target["study_id"])):
                 raise RatingError(_("this study is closed; its ratings can no longer change"))
             stamp = now()
+            done = self.q.seen(int(target["study_id"]), username, "done")
+            place = bilingual.position(done, str(target["conv_id"]), str(target["lang"]))
             for code in codes():
                 self.q.upsert_rating(
                     {
                         **target,
+                        "lang_position": place,
                         "username": username,
                         "dimension": code,
                         "score": scores[code],
@@ -440,18 +453,6 @@ class RatingStore:
         rows = self.q.scores_of(assignment_id)
         scores = {r["dimension"]: int(r["score"]) for r in rows}
         return item, scores, rows[0]["comment"] if rows else ""
-
-
-def sampled(
-    config: StudyConfig, rows: list[dict[str, Any]], dataset: Dataset
-) -> tuple[StudyConfig, list[dict[str, Any]]]:
-    """The study's design drawn from the answered dialogues, and the responses it keeps."""
-    strata = {d.conv_id: "jeong/han" if d.korean_emotion else "other" for d in dataset.dialogues}
-    drawn = draw(config.sampling, [r["conv_id"] for r in rows], strata)
-    if drawn.method == "all":
-        return replace(config, sampling=drawn), rows
-    keep = set(drawn.conv_ids)
-    return replace(config, sampling=drawn), [r for r in rows if r["conv_id"] in keep]
 
 
 def _attention_items(

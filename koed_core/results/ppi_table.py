@@ -102,7 +102,10 @@ def gap_estimates(
         artefact.merge(meta, on="run_id", how="left").assign(**source),
         config.sampling,
         refused,
-        provenance(store, study_id, judge, config.sampling, run_ids),
+        {
+            **provenance(store, study_id, judge, config.sampling, run_ids),
+            "bilingual_design": config.bilingual,
+        },
     )
 
 

@@ -3,7 +3,7 @@
 import streamlit as st
 
 from components.rating.crowd_admin import render_account_form, render_invite_form
-from components.rating.study_design import render_planner, sampling_inputs
+from components.rating.study_design import bilingual_input, render_planner, sampling_inputs
 from components.shared import auth, resources, tables
 from components.shared.literal import md
 from components.shared.source_banner import load_or_stop
@@ -38,6 +38,7 @@ with st.form("studies.create"):
     whole = st.checkbox(_("Episode runs: rate whole episodes (one item is one episode)"))
     with st.expander(_("Which dialogues (a random sample lets PPI++ use the judge)")):
         design = sampling_inputs(st, int(seed))
+        both = bilingual_input(st)
     if st.form_submit_button(_("Create study"), type="primary"):
         config = StudyConfig(
             name.strip() or "study",
@@ -50,6 +51,7 @@ with st.form("studies.create"):
             int(seed),
             whole,
             design,
+            both if len(langs) > 1 else "free",
         )
         try:
             study_id = ratings.create_study(config, dataset)
