@@ -98,6 +98,9 @@ def test_planted_pipeline_three_ways(planted) -> None:
         assert pp["ci_low"] < people["estimate"] < pp["ci_high"]
         assert pp["ci_high"] - pp["ci_low"] < people["ci_high"] - people["ci_low"]
         assert pp["n_effective"] > pp["n_people"] and pp["N_judge"] > pp["n_people"]
+        # each rated dialogue holds 2 x k = 4 ratings in the planted study (overlap 2)
+        gained = (pp["n_effective"] - pp["n_people"]) * 4
+        assert pp["judge_worth_ratings"] == pytest.approx(gained)
     artefact = result.artefact.set_index(["run_id", "metric", "rater_group"])
     assert set(result.artefact["rater_group"]) == set(ppi_table.RATER_GROUPS)
     for run_id in planted.run_ids:

@@ -20,7 +20,8 @@ chosen by hand refuse PPI with a sentence, and a stratified sample is estimated 
 each stratum and weighted by the stratum's share of the dialogues the judge scored
 (people-only too). ``n_effective`` is how many rated units (items for a language's mean,
 dialogues for a gap) people alone would need for the PPI interval's width:
-n x (people-only SE / PPI SE)^2.
+n x (people-only SE / PPI SE)^2; ``judge_worth_ratings`` is what the judge was worth in
+human ratings: (n_effective - n) x the ratings a unit holds (k, or 2 k for a gap).
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ COLUMNS = [
     "n_people",
     "N_judge",
     "n_effective",
+    "judge_worth_ratings",
     "note",
 ]
 ARTEFACT_COLUMNS = [
@@ -214,9 +216,11 @@ def estimate_cell(
     n_people, n_judge = len(u.human), len(u.judge)
     people = people_only(u, seed)
     found = {"judge": judge_only(u, seed), "human": people, "ppi": ppi(u, refusal)}
+    per_unit = ratings_per_unit(human, quantity)
     rows: list[dict[str, object]] = []
     for name, est in found.items():
         worth = effective_n(n_people, people, est) if name == "ppi" else None
+        gained = (worth - n_people) * per_unit if worth is not None and per_unit else None
         rows.append(
             {
                 "quantity": quantity,
@@ -227,10 +231,22 @@ def estimate_cell(
                 "n_people": n_people,
                 "N_judge": n_judge,
                 "n_effective": worth,
+                "judge_worth_ratings": gained,
                 "note": est.note,
             }
         )
     return rows
+
+
+def ratings_per_unit(human: pd.DataFrame, quantity: str) -> float | None:
+    """How many ratings one rated unit holds: an item's k (on average), or for a gap the
+    Korean and the English item's together. None when ``human`` has no k column."""
+    if "k" not in human or human.empty:
+        return None
+    mean_k = human.groupby("lang")["k"].mean()
+    if quantity == "gap":
+        return float(mean_k.get("ko", 0.0) + mean_k.get("en", 0.0))
+    return float(mean_k.get(quantity, 0.0)) or None
 
 
 def estimate_frame(

@@ -178,7 +178,8 @@ def side_by_side(result: GapEstimates) -> pd.DataFrame:
     )  # a refused PPI's empty columns come back with the reindex below
     wide.columns = [f"{name}_{value}" for value, name in wide.columns]
     counts = gaps[gaps["estimator"] == "ppi"].set_index(["run_label", "run_id", "metric"])
-    wide = wide.join(counts[["n_people", "N_judge", "n_effective", "note"]])
+    extra = ["n_people", "N_judge", "n_effective", "judge_worth_ratings", "note"]
+    wide = wide.join(counts[extra])
     order = [f"{e}_{v}" for e in ppi.ESTIMATORS for v in ("estimate", "ci_low", "ci_high")]
-    wide = wide.reindex(columns=[*order, "n_people", "N_judge", "n_effective", "note"])
+    wide = wide.reindex(columns=[*order, *extra])
     return wide.reset_index().rename(columns={"note": "ppi_note"})
