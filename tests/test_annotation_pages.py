@@ -44,7 +44,7 @@ def test_an_annotator_gets_the_annotate_page_and_nothing_of_an_admins(site: Path
     alone = _as("lin", "pages/annotation/projects.py").run()
     assert any("admins only" in e.value for e in alone.error) and not alone.button
     rater = _as("mina", "pages/annotation/annotate.py").run()  # a rater, by file: refused
-    assert any("annotators and admins only" in e.value for e in rater.error)
+    assert any("annotators only" in e.value for e in rater.error)
     assert not rater.selectbox
     visitor = _as(None, "pages/annotation/annotate.py").run()
     assert any("Log in first" in i.value for i in visitor.info) and not visitor.selectbox

@@ -62,13 +62,25 @@ DASHED = N_(
 
 
 def annotator() -> str:
-    """The logged-in annotator, or :data:`LOCAL` in one person's app."""
+    """The logged-in annotator, or :data:`LOCAL` in one person's app. An admin gets a
+    sentence, never a place: an admin reads every draft in the export, so an admin's
+    answer could not be blind (the store refuses it too)."""
     current = auth.start_state()
     if not current.accounts_exist and not current.accounts_problem:
         return LOCAL
     account = auth.require()
-    if account.role not in ("annotator", "admin"):
-        st.error(_("This page is for annotators and admins only."))
+    if account.role == "admin":
+        st.info(
+            _(
+                "Admins do not annotate: an admin sees every annotator's answer, so an "
+                "admin's answer would not be blind. Annotate with an annotator account "
+                "(`koed users add NAME --role annotator`); adjudicate complete dialogues on "
+                "the Annotation projects page."
+            )
+        )
+        st.stop()
+    if account.role != "annotator":
+        st.error(_("This page is for annotators only."))
         st.stop()
     return account.username
 

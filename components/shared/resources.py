@@ -81,13 +81,15 @@ def ratings() -> RatingStore:
 
 
 @st.cache_resource(max_entries=2)
-def _annotations(path: str) -> AnnotationStore:
-    return AnnotationStore(_store(path))
+def _annotations(path: str, users: str, required: bool) -> AnnotationStore:
+    return AnnotationStore(_store(path), Path(users), required)
 
 
 def annotations() -> AnnotationStore:
-    """Annotation projects and annotations on the shared database."""
-    return _annotations(str(settings().db_path))
+    """Annotation projects and annotations on the shared database; only the accounts
+    file's annotators take an annotator's place (checked by the store on every save)."""
+    config = settings()
+    return _annotations(str(config.db_path), str(config.users_path), config.users_configured)
 
 
 class Loaded(NamedTuple):

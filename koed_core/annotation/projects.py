@@ -12,10 +12,12 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 import pandas as pd
 
+from koed_core.annotation.people import check_annotators
 from koed_core.annotation.spans import Span, check_span, span_from_row, span_to_row
 from koed_core.annotation.taxonomy import (
     AnnotationError,
@@ -84,11 +86,24 @@ def _order_key(project_id: int, username: str, conv_id: str) -> str:
 
 
 class AnnotationStore:
-    """Projects, blind annotation and adjudication: the rules; the SQL is in ``koed_core.db``."""
+    """Projects, blind annotation and adjudication: the rules; the SQL is in ``koed_core.db``.
 
-    def __init__(self, store: Store) -> None:
+    Who may take an annotator's place is decided here, not by the page: with
+    ``accounts_file`` holding accounts, only accounts with the annotator role annotate
+    (an admin reads every draft in the export, so an admin's answer is never blind), and
+    a name that is no account is refused. With no accounts (the file absent or empty) the
+    app is one person's, as everywhere else; ``accounts_required`` (KOED_USERS was set)
+    makes a missing or broken file close annotation instead. Without ``accounts_file``
+    (a script, a test) no account rule applies.
+    """
+
+    def __init__(
+        self, store: Store, accounts_file: Path | None = None, accounts_required: bool = False
+    ) -> None:
         self.store = store
         self.q = Annotations(store)
+        self.accounts_file = accounts_file
+        self.accounts_required = accounts_required
 
     # Projects ---------------------------------------------------------------------------
 
@@ -130,6 +145,7 @@ class AnnotationStore:
         if not 1 <= per_item <= 10:
             raise AnnotationError(_("annotators per dialogue: between 1 and 10"))
         people = sorted(set(annotators))
+        check_annotators(people, self.accounts_file, self.accounts_required)
         if people and len(people) < per_item:
             raise AnnotationError(
                 _("{n} annotators per dialogue, but only {m} named", n=per_item, m=len(people))
@@ -289,6 +305,7 @@ class AnnotationStore:
         """
         project = self.project(project_id)
         self._check_access(project, dialogue.conv_id, username)
+        check_annotators([username], self.accounts_file, self.accounts_required)
         # One write transaction from the check to the insert: sessions (or processes)
         # saving the same fresh dialogue at once are taken one by one, so the one past
         # the project's per-dialogue limit is refused instead of stored.

@@ -68,7 +68,8 @@ def _open(args: argparse.Namespace, settings: Settings) -> tuple[Any, Any]:
 
     store = Store(args.db or settings.db_path)
     dataset = load_dataset(resolve_source(settings.data_path, settings.cache_dir).path)
-    return AnnotationStore(store), dataset
+    # the accounts file decides who may be named an annotator, as in the app
+    return AnnotationStore(store, settings.users_path, settings.users_configured), dataset
 
 
 def cmd_project(args: argparse.Namespace, settings: Settings) -> int:
