@@ -11,7 +11,6 @@ environment themselves, so tests can build any configuration directly.
 from __future__ import annotations
 
 import math
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +18,7 @@ from typing import Any
 
 from koed_core.errors import KoedError
 from koed_core.paths import DATA_DIR, DEFAULT_REGISTRY
+from koed_core.tomlfile import parse_toml
 
 
 def _default_cache_dir() -> Path:
@@ -209,7 +209,8 @@ def read_secrets(cwd: Path | None = None, home: Path | None = None) -> dict[str,
         if not path.is_file():
             continue
         try:
-            merged.update(tomllib.loads(path.read_text(encoding="utf-8")))
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError as err:
             raise KoedError(f"{path}: not valid TOML ({err})") from None
+        merged.update(parse_toml(text, str(path), KoedError))
     return merged

@@ -1,4 +1,10 @@
-"""Reading the project's TOML data files (prompt sets, judge templates) and a user's own."""
+"""Reading the project's TOML data files (prompt sets, judge templates) and a user's own.
+
+Python's ``tomllib`` (like ``json``) reads nested arrays and tables by recursion, so a file
+of 100,000 ``[`` raises ``RecursionError``, which is no ``TOMLDecodeError``: every reader
+of a file someone gives goes through :func:`parse_toml`, which turns that into the same
+one sentence naming the file as any other unreadable file.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +13,24 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from koed_core.i18n import _
+
+
+def parse_toml(text: str, where: str, error: Callable[[str], Exception]) -> dict[str, Any]:
+    """The table of TOML ``text``, or ``error`` raised with one sentence naming ``where``
+    (the file): not TOML, or nested too deeply to be read."""
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as err:
+        raise error(_("{where}: not valid TOML ({error})", where=where, error=err)) from None
+    except RecursionError:
+        raise error(
+            _(
+                "{where}: nested too deeply to be read (arrays or tables inside each other)",
+                where=where,
+            )
+        ) from None
+
 
 def read_toml(
     path: Path, what: str, shipped: Sequence[str], error: Callable[[str], Exception]
@@ -14,10 +38,9 @@ def read_toml(
     """The file's table, or ``error`` raised with one sentence naming the file and why
     (missing: the shipped names a user can give instead)."""
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise error(f"{path}: no such {what} (shipped: {', '.join(shipped)})") from None
     except (OSError, UnicodeDecodeError) as err:
         raise error(f"{path}: not readable ({err})") from None
-    except tomllib.TOMLDecodeError as err:
-        raise error(f"{path}: not valid TOML ({err})") from None
+    return parse_toml(text, str(path), error)

@@ -30,9 +30,12 @@ from koed_core.annotation.spans import Span, side_at
 from koed_core.annotation.taxonomy import (
     CONTEXT_MODIFIED,
     AnnotationError,
+    load_taxonomy,
+    parse_taxonomy,
 )
+from koed_core.cli import main
 from koed_core.db import Store
-from koed_core.dialogues.dataset import Dataset, load_dataset
+from koed_core.dialogues.dataset import Dataset, DatasetError, load_dataset
 from koed_core.paths import SAMPLE_FILE
 from koed_core.rating import accounts
 from koed_core.results import figures
@@ -357,3 +360,117 @@ def test_csv_cells_carry_no_control_characters_but_notes_keep_their_lines() -> N
     kept = csv_safe.to_csv(frame, bom=False, multiline=("comment",))
     cells = list(csv.reader(io.StringIO(kept, newline="")))[1]
     assert cells[1] == "one\ntwo\nthree" and "\n" not in cells[0]
+
+
+# 5. Deep nesting is one sentence naming the file ----------------------------------------
+
+
+def _deep_toml(path: Path) -> Path:
+    path.write_text("name = " + "[" * DEEP + "]" * DEEP + "\n", encoding="utf-8")
+    return path
+
+
+def test_a_deeply_nested_taxonomy_is_one_sentence_naming_the_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from components.annotation.annotation_admin import _taxonomy_upload
+
+    deep = _deep_toml(tmp_path / "deep.toml")
+    with pytest.raises(AnnotationError, match="deep.toml: nested too deeply"):
+        load_taxonomy(deep)
+
+    class Upload:
+        name = "deep.toml"
+
+        def getvalue(self) -> bytes:
+            return deep.read_bytes()
+
+    with pytest.raises(AnnotationError, match="deep.toml: nested too deeply"):
+        _taxonomy_upload(Upload())
+    assert main(["annotations", "project", "--name", "x", "--taxonomy", str(deep)]) == 1
+    err = capsys.readouterr().err
+    assert "deep.toml: nested too deeply" in err and "RecursionError" not in err, err
+
+
+def test_deeply_nested_claims_plans_and_json_are_one_sentence_naming_the_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")  # nothing may be called
+    plan = tmp_path / "plan.toml"
+    plan.write_text(
+        'name = "small"\nmodels = ["openai:a"]\njudge = "gpt-4o"\nsubset = "full"\n'
+        'protocols = ["single"]\n'
+    )
+    deep = _deep_toml(tmp_path / "claims.toml")
+    code = main(["reproduce", str(plan), "--data", str(SAMPLE_FILE), "--claims", str(deep)])
+    err = capsys.readouterr().err
+    assert code == 1 and "claims.toml: nested too deeply" in err, err
+    assert "RecursionError" not in err
+    deep_plan = _deep_toml(tmp_path / "deep-plan.toml")
+    assert main(["reproduce", str(deep_plan), "--data", str(SAMPLE_FILE), "--dry-run"]) == 1
+    err = capsys.readouterr().err
+    assert "deep-plan.toml: nested too deeply" in err and "RecursionError" not in err, err
+    studio = tmp_path / "deep.json"
+    studio.write_text("[" * DEEP + "]" * DEEP, encoding="utf-8")
+    code = main(["annotations", "import", str(studio), "--format", "label-studio", "--name", "d"])
+    err = capsys.readouterr().err
+    assert code == 1 and "deep.json: nested too deeply" in err, err
+    assert "RecursionError" not in err
+    with pytest.raises(DatasetError, match="nested too deeply"):
+        load_dataset(studio)
+
+
+# 7. Taxonomy limits ---------------------------------------------------------------------
+
+
+def _types(n: int, **extra: Any) -> list[dict[str, Any]]:
+    return [{"code": f"t{i}", "en": f"Type {i}", "ko": f"유형 {i}", **extra} for i in range(n)]
+
+
+@pytest.mark.parametrize(
+    ("raw", "said"),
+    [
+        ({"name": "big", "version": "1", "types": _types(20_000)}, "20,000 types: at most 200"),
+        ({"name": "x" * 1_000_000, "version": "1", "types": _types(2)}, "'name' is 1,000,000"),
+        (
+            {"name": "t", "version": "1", "types": [{"code": "a", "en": "e" * 81, "ko": "k"}]},
+            "type 'a': 'en' is 81 characters",
+        ),
+        (
+            {"name": "t", "version": "1", "types": _types(1, guide_en="g" * 8_001)},
+            "type 't0': 'guide_en' is 8,001 characters",
+        ),
+        (
+            {"name": "t", "version": "1", "types": _types(1, hint="h" * 501)},
+            "type 't0': 'hint' is 501 characters",
+        ),
+        (
+            {
+                "name": "t",
+                "version": "1",
+                "types": _types(1, examples=[{"ko": "가", "en": "a"}] * 21),
+            },
+            "type 't0': 21 examples",
+        ),
+    ],
+)
+def test_a_taxonomy_past_its_limits_is_refused_with_a_sentence(
+    raw: dict[str, Any], said: str
+) -> None:
+    with pytest.raises(AnnotationError, match=re.escape(said)):
+        parse_taxonomy(raw, "big.toml")
+
+
+def test_a_taxonomy_file_past_its_size_is_refused_before_it_is_read(tmp_path: Path) -> None:
+    big = tmp_path / "huge.toml"
+    big.write_text('name = "t"\nversion = "1"\n# ' + "x" * 1_100_000 + "\n", encoding="utf-8")
+    with pytest.raises(AnnotationError, match="huge.toml: .* at most 1 MB"):
+        load_taxonomy(big)
+    shipped = load_taxonomy()
+    assert len(shipped.types) <= 200
+
+
+def test_the_limits_are_stated_in_the_security_docs() -> None:
+    text = (ROOT / "docs" / "security.md").read_text(encoding="utf-8")
+    for said in ("200 types", "80 characters", "8,000 characters", "1 MB"):
+        assert said in text, said

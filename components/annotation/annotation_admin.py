@@ -33,7 +33,7 @@ from koed_core.annotation.taxonomy import (
     AnnotationError,
     Taxonomy,
     load_taxonomy,
-    parse_taxonomy,
+    taxonomy_from_bytes,
 )
 from koed_core.dialogues.dataset import Dataset
 from koed_core.dialogues.subsets import SUBSETS, SubsetError, select
@@ -90,15 +90,9 @@ def _annotator_accounts() -> list[str]:
 
 
 def _taxonomy_upload(upload: Any) -> Taxonomy:
-    import tomllib
-
-    try:
-        raw = tomllib.loads(upload.getvalue().decode("utf-8"))
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as err:
-        raise AnnotationError(
-            _("{file}: not a UTF-8 TOML file ({error})", file=upload.name, error=err)
-        ) from None
-    return parse_taxonomy(raw, upload.name)
+    """The uploaded taxonomy; anything wrong with it (size, encoding, TOML, nesting, a
+    field) is an AnnotationError naming the file."""
+    return taxonomy_from_bytes(upload.getvalue(), upload.name)
 
 
 def create_form(annotations: AnnotationStore, dataset: Dataset, slot: Any = st) -> None:

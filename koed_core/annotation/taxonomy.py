@@ -19,7 +19,7 @@ from koed_core.dialogues.dialogue import Dialogue
 from koed_core.errors import KoedError
 from koed_core.i18n import N_, _
 from koed_core.paths import DATA_DIR
-from koed_core.tomlfile import read_toml
+from koed_core.tomlfile import parse_toml, read_toml
 
 TAXONOMY_FILE = DATA_DIR / "annotation" / "taxonomy.toml"
 SIMPLY_TRANSFERRED = "simply_transferred"
@@ -34,6 +34,18 @@ CODE = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
 VERSION = re.compile(r"^[A-Za-z0-9._-]{1,40}$")
 """A taxonomy's declared version: it is part of the export's file name, so no ``/``, no
 NUL, nothing a path could climb out with."""
+MAX_TYPES = 200
+"""Signal types in one taxonomy: an annotator picks from all of them on every span."""
+MAX_NAME = 80
+"""Characters of the taxonomy's name and of each type's English and Korean name."""
+MAX_HINT = 500
+"""Characters of a type's one-line hint."""
+MAX_GUIDE = 8000
+"""Characters of a type's guideline, in each language."""
+MAX_EXAMPLES = 20
+"""Examples per type; each side of one (Korean words, English) at most MAX_NAME * 2."""
+MAX_FILE_BYTES = 1_000_000
+"""A taxonomy file (or upload) is refused past this size before it is read."""
 
 
 class AnnotationError(KoedError):
@@ -114,6 +126,7 @@ def parse_taxonomy(raw: dict[str, Any], where: str) -> Taxonomy:
     name, declared, types = raw.get("name"), raw.get("version"), raw.get("types")
     if not isinstance(name, str) or not name.strip():
         raise AnnotationError(_("{where}: 'name' must be a non-empty string", where=where))
+    _short(name, MAX_NAME, where, "'name'")
     if not isinstance(declared, str | int) or not str(declared).strip():
         raise AnnotationError(
             _("{where}: 'version' must be given (a string such as \"2\")", where=where)
@@ -129,6 +142,16 @@ def parse_taxonomy(raw: dict[str, Any], where: str) -> Taxonomy:
         )
     if not isinstance(types, list) or not types:
         raise AnnotationError(_("{where}: no [[types]] entries", where=where))
+    if len(types) > MAX_TYPES:
+        raise AnnotationError(
+            _(
+                "{where}: {n} types: at most {most} (an annotator chooses among all of them "
+                "on every span)",
+                where=where,
+                n=f"{len(types):,}",
+                most=MAX_TYPES,
+            )
+        )
     seen: set[str] = set()
     parsed = []
     for i, entry in enumerate(types, 1):
@@ -164,6 +187,14 @@ def parse_taxonomy(raw: dict[str, Any], where: str) -> Taxonomy:
             raise AnnotationError(
                 _("{where}: type {code}: guide_en and guide_ko are text", where=where, code=code)
             )
+        for field, value, most in (
+            ("en", en, MAX_NAME),
+            ("ko", ko, MAX_NAME),
+            ("hint", str(hint), MAX_HINT),
+            ("guide_en", guides[0], MAX_GUIDE),
+            ("guide_ko", guides[1], MAX_GUIDE),
+        ):
+            _short(value.strip(), most, where, f"type {code!r}: {field!r}")
         parsed.append(
             SignalType(
                 code,
@@ -178,8 +209,36 @@ def parse_taxonomy(raw: dict[str, Any], where: str) -> Taxonomy:
     return Taxonomy(name.strip(), str(declared).strip(), tuple(parsed))
 
 
+def _short(text: str, most: int, where: str, field: str) -> None:
+    """Refuse a text longer than ``most`` characters, naming the file and the field.
+
+    Raises:
+        AnnotationError: past the limit.
+    """
+    if len(text) > most:
+        raise AnnotationError(
+            _(
+                "{where}: {field} is {n} characters; at most {most}",
+                where=where,
+                field=field,
+                n=f"{len(text):,}",
+                most=f"{most:,}",
+            )
+        )
+
+
 def _examples(raw: Any, where: str, code: str) -> tuple[tuple[str, str], ...]:
     """A type's examples: a list of tables with a Korean ``ko`` and an English ``en``."""
+    if isinstance(raw, list) and len(raw) > MAX_EXAMPLES:
+        raise AnnotationError(
+            _(
+                "{where}: type {code}: {n} examples; at most {most}",
+                where=where,
+                code=repr(code),
+                n=len(raw),
+                most=MAX_EXAMPLES,
+            )
+        )
     if not isinstance(raw, list) or not all(
         isinstance(e, dict) and isinstance(e.get("ko"), str) and isinstance(e.get("en", ""), str)
         for e in raw
@@ -191,18 +250,52 @@ def _examples(raw: Any, where: str, code: str) -> tuple[tuple[str, str], ...]:
                 code=code,
             )
         )
-    return tuple((str(e["ko"]).strip(), str(e.get("en", "")).strip()) for e in raw)
+    pairs = tuple((str(e["ko"]).strip(), str(e.get("en", "")).strip()) for e in raw)
+    for i, (ko, en) in enumerate(pairs, 1):
+        _short(ko, 2 * MAX_NAME, where, f"type {code!r}: example {i}: 'ko'")
+        _short(en, 2 * MAX_NAME, where, f"type {code!r}: example {i}: 'en'")
+    return pairs
 
 
 def load_taxonomy(path: Path | None = None) -> Taxonomy:
     """The shipped taxonomy, or an admin's file.
 
     Raises:
-        AnnotationError: the file is missing, not TOML, or not a taxonomy.
+        AnnotationError: the file is missing, past :data:`MAX_FILE_BYTES`, not TOML
+            (or nested too deeply to be read), or not a taxonomy.
     """
     file = path or TAXONOMY_FILE
+    where = str(file.name if path is None else file)
+    if file.is_file() and file.stat().st_size > MAX_FILE_BYTES:
+        raise AnnotationError(_too_big(where, file.stat().st_size))
     raw = read_toml(file, "taxonomy file", ["data/annotation/taxonomy.toml"], AnnotationError)
-    return parse_taxonomy(raw, str(file.name if path is None else file))
+    return parse_taxonomy(raw, where)
+
+
+def taxonomy_from_bytes(data: bytes, where: str) -> Taxonomy:
+    """A taxonomy from an upload's bytes; ``where`` (its file name) names it in messages.
+
+    Raises:
+        AnnotationError: past :data:`MAX_FILE_BYTES`, not UTF-8, not TOML (or nested too
+            deeply to be read), or not a taxonomy.
+    """
+    if len(data) > MAX_FILE_BYTES:
+        raise AnnotationError(_too_big(where, len(data)))
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise AnnotationError(
+            _("{file}: not a UTF-8 TOML file ({error})", file=where, error=err)
+        ) from None
+    return parse_taxonomy(parse_toml(text, where, AnnotationError), where)
+
+
+def _too_big(where: str, size: int) -> str:
+    return _(
+        "{where}: {size} bytes; a taxonomy file is at most 1 MB",
+        where=where,
+        size=f"{size:,}",
+    )
 
 
 def fixed_category(dialogue: Dialogue) -> str | None:

@@ -183,3 +183,6 @@ def _decode_json(data: bytes, path: Path | str) -> Any:
             message = N_("not valid JSON: {reason} at line {line}, column {column}")
         values = (("reason", err.msg), ("line", err.lineno), ("column", err.colno))
         raise DatasetError(path, [Problem("(file)", message, values=values)]) from None
+    except RecursionError:  # json reads nested arrays by recursion: not a JSONDecodeError
+        deep = N_("nested too deeply to be read (arrays or objects inside each other)")
+        raise DatasetError(path, [Problem("(file)", deep)]) from None

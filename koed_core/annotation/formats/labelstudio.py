@@ -231,6 +231,10 @@ def read(path: Path, dataset: Dataset) -> list[tuple[int, dict[str, Any]]]:
             tasks_read = json.loads(layout.read_text(file))
         except json.JSONDecodeError as err:
             raise AnnotationError(f"{file.name}: not JSON ({err.msg}, line {err.lineno})") from None
+        except RecursionError:
+            raise AnnotationError(
+                f"{file.name}: nested too deeply to be read (arrays or objects inside each other)"
+            ) from None
         if isinstance(tasks_read, dict):
             tasks_read = [tasks_read]
         if not isinstance(tasks_read, list):

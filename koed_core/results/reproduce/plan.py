@@ -3,7 +3,6 @@ settings a plan gives a model."""
 
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -18,6 +17,7 @@ from koed_core.models.pipeline import Steps, steps_for
 from koed_core.models.prompts import PROMPT_SETS, load_prompt_set
 from koed_core.models.protocol import PROTOCOLS
 from koed_core.models.registry import ModelSpec, decoding
+from koed_core.tomlfile import parse_toml
 
 CHARS_PER_TOKEN = 4
 """For the dry run's token estimate (no tokenizer for every model offline)."""
@@ -105,10 +105,7 @@ def parse_plan(text: str, path: str = "plan") -> Plan:
     Raises:
         PlanError: not TOML, an unknown key, or a value outside its choices.
     """
-    try:
-        raw = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as err:
-        raise PlanError(f"{path}: not valid TOML ({err})") from None
+    raw = parse_toml(text, path, PlanError)
     allowed = {f.name for f in fields(Plan)}
     unknown = set(raw) - allowed
     if unknown:
