@@ -4,7 +4,11 @@
 raters with noise around a latent score, and a judge that tracks the latent score.
 Target (issue 5): under 2 s. Prints one ``name: value`` line per figure.
 
-    python bench/agreement.py
+    python bench/agreement.py [--smoke]
+
+``--smoke``: 272 responses (about 10,000 ratings) and 100 bootstrap samples instead of
+1,000, in a second or so; the test suite runs it to see the bench still works, and its
+figures are not the benchmark's.
 """
 
 from __future__ import annotations
@@ -20,15 +24,18 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from koed_core.results import reliability  # noqa: E402
 from koed_core.results.reliability import agreement_table  # noqa: E402
 
 DIMENSIONS = ("EX", "IP", "ER", "EEA", "CA")
 
 
-def synthetic(seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame, pd.Series, dict[str, str]]:
+def synthetic(
+    seed: int = 0, size: int = 2720
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.Series, dict[str, str]]:
     rng = np.random.default_rng(seed)
-    items = [f"r{i}" for i in range(2720)]
-    langs = np.where(np.arange(2720) % 2 == 0, "ko", "en")
+    items = [f"r{i}" for i in range(size)]
+    langs = np.where(np.arange(size) % 2 == 0, "ko", "en")
     raters = [f"u{i}" for i in range(40)]
     rows = []
     judge = []
@@ -50,11 +57,16 @@ def synthetic(seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame, pd.Series, dic
 
 
 def main() -> None:
-    ratings, judged, lengths, groups = synthetic()
+    smoke = "--smoke" in sys.argv[1:]
+    if smoke:
+        reliability.BOOTSTRAP = 100  # read at each call: the smoke's small bootstrap
+    ratings, judged, lengths, groups = synthetic(size=272 if smoke else 2720)
     start = time.perf_counter()
     table = agreement_table(ratings, judged, lengths, groups)
     elapsed = time.perf_counter() - start
     assert len(table) == 5 * 2 * 3 and table["alpha"].notna().all()
+    if smoke:
+        print("# smoke: a small size; the figures are not the benchmark's")
     print(f"ratings: {len(ratings)}")
     print(f"agreement_s_100k: {elapsed:.3f}")
     print(f"peak_rss_mb: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f}")

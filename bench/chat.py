@@ -1,6 +1,6 @@
 """Timings the tests no longer assert: two chat panes at once, and retry back-off.
 
-    python bench/chat.py
+    python bench/chat.py [--smoke]
 
 ``panes_s``: two panes answering one Speaker turn through the Chat page (AppTest) while
 the fake server takes 1 s per request; about 1 s means they ran at once, 2 s one after
@@ -9,6 +9,9 @@ succeeds (the SDK's exponential back-off with jitter: about 0.5 s then 1 s).
 ``embedded_load_s`` and ``embedded_answer_s``: the offline default (SmolLM2-135M) loading,
 then answering one Korean ``single`` turn as the Chat page asks it (emotion and reply, the
 model's 256 tokens at most) on this machine's CPU; the figure the Chat page quotes.
+
+``--smoke``: the panes at 0.3 s a request and the back-off, without the embedded model
+(about a minute here); the test suite runs it to see the bench still works.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from koed_core.models.client import GenerationSettings  # noqa: E402
 from koed_core.models.registry import ModelSpec  # noqa: E402
 
 
-def panes_s(server: FakeOpenAI, work: Path) -> float:
+def panes_s(server: FakeOpenAI, work: Path, latency_s: float = 1.0) -> float:
     """Wall time of one Speaker turn answered in ko and en by one model."""
     from streamlit.testing.v1 import AppTest
 
@@ -40,7 +43,7 @@ def panes_s(server: FakeOpenAI, work: Path) -> float:
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60).run()
     at.switch_page("pages/models/chat.py").run()
     at.multiselect(key="chat.models").set_value(["fake"]).run()
-    server.latency_s = 1.0
+    server.latency_s = latency_s
     start = time.perf_counter()
     at.button(key="chat.ask").click().run()
     return time.perf_counter() - start
@@ -77,11 +80,16 @@ def embedded_s() -> tuple[float, float]:
 
 
 def main() -> None:
+    smoke = "--smoke" in sys.argv[1:]
+    if smoke:
+        print("# smoke: panes at 0.3 s a request, no embedded model")
     server = FakeOpenAI().start()
     try:
         with tempfile.TemporaryDirectory() as work:
-            print(f"panes_s: {panes_s(server, Path(work)):.2f}")
+            print(f"panes_s: {panes_s(server, Path(work), 0.3 if smoke else 1.0):.2f}")
         print(f"backoff_s: {backoff_s(server):.2f}")
+        if smoke:
+            return
         loaded, answer = embedded_s()
         print(f"embedded_load_s: {loaded:.1f}")
         print(f"embedded_answer_s: {answer:.1f}")

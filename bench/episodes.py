@@ -6,7 +6,11 @@ one after the other: 5 x latency. The ideal is concurrency / (calls x latency) e
 per second; the issue's goal is a ratio of 0.8 or more. The server runs in its own
 process so it does not share our GIL; a one-episode warm-up is timed apart.
 
-    python bench/episodes.py
+    python bench/episodes.py [--smoke]
+
+``--smoke``: 8 episodes (4 dialogues) at concurrency 8 and 50 ms a request, in seconds;
+the test suite runs it to see the bench still works, and its figures are not the
+benchmark's.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from fixtures.serve import free_port  # noqa: E402
 from koed_core.db import Store  # noqa: E402
 from koed_core.dialogues.dataset import load_dataset  # noqa: E402
 from koed_core.models.backends import make_client  # noqa: E402
@@ -34,16 +39,20 @@ DIALOGUES = 32
 TURNS = 3
 CONCURRENCY = 16
 CALLS = TURNS + (TURNS - 1)  # Listener turns, and the Speaker between them
-PORT = 8797
 
 
 def main() -> None:
+    global LATENCY_S, DIALOGUES, CONCURRENCY
+    if "--smoke" in sys.argv[1:]:
+        LATENCY_S, DIALOGUES, CONCURRENCY = 0.05, 4, 8
+        print("# smoke: a small size; the figures are not the benchmark's")
+    port = free_port()
     server = subprocess.Popen(
         [
             sys.executable,
             str(ROOT / "fixtures" / "fake_openai.py"),
             "--port",
-            str(PORT),
+            str(port),
             "--latency",
             str(LATENCY_S),
         ],
@@ -51,7 +60,7 @@ def main() -> None:
         text=True,
     )
     try:
-        base = f"http://127.0.0.1:{PORT}/v1"
+        base = f"http://127.0.0.1:{port}/v1"
         for _ in range(100):
             try:
                 urllib.request.urlopen(f"{base}/models", timeout=1)

@@ -3,7 +3,11 @@
 Prints one ``name: value`` line per figure. Targets (issue 2): a filter change at 25,000
 dialogues under 50 ms; the explorer's first AppTest run on the official file under 1.5 s.
 
-    python bench/explorer.py [PATH_TO_KoED.json]
+    python bench/explorer.py [PATH_TO_KoED.json] [--smoke]
+
+``--smoke``: the built-in sample (unless a path is given), a 2,000-dialogue corpus and
+two repeats, in seconds; the test suite runs it to see the bench still works, and its
+figures are not the benchmark's.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ sys.path.insert(0, str(ROOT))
 
 from koed_core.dialogues.dataset import load_dataset  # noqa: E402
 from koed_core.dialogues.filters import DialogueFilter, FilterIndex  # noqa: E402
+from koed_core.paths import SAMPLE_FILE  # noqa: E402
 
 DEFAULT_FILE = ROOT.parent / "shared" / "data" / "KoED.json"
 SYNTHETIC_SIZE = 25_000
@@ -34,10 +39,10 @@ FILTERS = [
 ]
 
 
-def timed(fn, repeats: int = REPEATS) -> float:  # type: ignore[no-untyped-def]
-    """Median wall time of ``fn`` in seconds."""
+def timed(fn, repeats: int | None = None) -> float:  # type: ignore[no-untyped-def]
+    """Median wall time of ``fn`` in seconds (``REPEATS`` runs unless told)."""
     samples = []
-    for _ in range(repeats):
+    for _ in range(repeats or REPEATS):
         start = time.perf_counter()
         fn()
         samples.append(time.perf_counter() - start)
@@ -50,15 +55,22 @@ def slowest_filter_ms(index: FilterIndex) -> float:
 
 
 def main() -> None:
-    path = Path(sys.argv[1]) if len(sys.argv) > 1 else DEFAULT_FILE
+    global REPEATS
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    smoke = "--smoke" in sys.argv[1:]
+    path = Path(args[0]) if args else SAMPLE_FILE if smoke else DEFAULT_FILE
+    size = 2_000 if smoke else SYNTHETIC_SIZE
+    if smoke:
+        REPEATS = 2
+        print("# smoke: a small size; the figures are not the benchmark's")
     dataset = load_dataset(path)
-    print(f"load_s: {timed(lambda: load_dataset(path), 5):.3f}")
+    print(f"load_s: {timed(lambda: load_dataset(path), 2 if smoke else 5):.3f}")
     print(f"filter_ms_1360: {slowest_filter_ms(FilterIndex(dataset.dialogues)):.2f}")
 
-    copies = -(-SYNTHETIC_SIZE // len(dataset))
+    copies = -(-size // len(dataset))
     synthetic = [
         replace(d, conv_id=f"{d.conv_id}#{n}") for n in range(copies) for d in dataset.dialogues
-    ][:SYNTHETIC_SIZE]
+    ][:size]
     start = time.perf_counter()
     big = FilterIndex(synthetic)
     print(f"index_build_s_25k: {time.perf_counter() - start:.3f}")

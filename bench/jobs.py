@@ -7,7 +7,10 @@ the background figure is from queueing the job (as the Runs page does, which als
 the worker process) to the job's row saying "finished". Both store the same 68 answers
 (34 sample dialogues x 2 languages, paper prompts: 136 requests) into fresh databases.
 
-    python bench/jobs.py
+    python bench/jobs.py [--smoke]
+
+``--smoke``: the first 8 dialogues (16 answers) at 20 ms a request, in seconds; the test
+suite runs it to see the bench still works, and its figures are not the benchmark's.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from fixtures.serve import free_port  # noqa: E402
 from koed_core.db import Store  # noqa: E402
 from koed_core.db.jobs import Jobs  # noqa: E402
 from koed_core.jobs.kinds import RunJob, enqueue  # noqa: E402
@@ -31,16 +35,21 @@ from koed_core.paths import SAMPLE_FILE  # noqa: E402
 
 LATENCY_S = 0.5
 CONCURRENCY = 4
-PORT = 8797
+DIALOGUES = 34  # the whole sample
 
 
 def main() -> None:
+    global LATENCY_S, DIALOGUES
+    if "--smoke" in sys.argv[1:]:
+        LATENCY_S, DIALOGUES = 0.02, 8
+        print("# smoke: a small size; the figures are not the benchmark's")
+    port = free_port()
     server = subprocess.Popen(
-        [sys.executable, str(ROOT / "fixtures" / "fake_openai.py"), "--port", str(PORT),
+        [sys.executable, str(ROOT / "fixtures" / "fake_openai.py"), "--port", str(port),
          "--latency", str(LATENCY_S)],
         stdout=subprocess.DEVNULL,
     )  # fmt: skip
-    base_url = f"http://127.0.0.1:{PORT}/v1"
+    base_url = f"http://127.0.0.1:{port}/v1"
     try:
         _wait_for(base_url + "/models")
         with tempfile.TemporaryDirectory() as work:
@@ -50,7 +59,7 @@ def main() -> None:
             subprocess.run(
                 [sys.executable, "-m", "koed_core.cli", "run", "--model", "openai:fake",
                  "--data", str(SAMPLE_FILE), "--concurrency", str(CONCURRENCY),
-                 "--db", str(Path(work) / "foreground.db")],
+                 "--limit", str(DIALOGUES), "--db", str(Path(work) / "foreground.db")],
                 env=env, cwd=ROOT, check=True, stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
             )  # fmt: skip
@@ -60,7 +69,12 @@ def main() -> None:
             start = time.perf_counter()
             job_id = enqueue(
                 store,
-                RunJob(model="openai:fake", data=str(SAMPLE_FILE), concurrency=CONCURRENCY),
+                RunJob(
+                    model="openai:fake",
+                    data=str(SAMPLE_FILE),
+                    concurrency=CONCURRENCY,
+                    limit=DIALOGUES,
+                ),
                 "bench",
             )
             ensure_worker(store, cwd=ROOT)
@@ -72,8 +86,9 @@ def main() -> None:
                 time.sleep(0.02)
             background = time.perf_counter() - start
             job = jobs.get(job_id)
-            assert job.state == "finished" and job.done == 68, (job.state, job.reason)
-            assert Store(Path(work) / "foreground.db").count("responses") == 68
+            answers = 2 * DIALOGUES  # Korean and English
+            assert job.state == "finished" and job.done == answers, (job.state, job.reason)
+            assert Store(Path(work) / "foreground.db").count("responses") == answers
             for worker in jobs.live_workers():
                 os.kill(worker["pid"], 15)
     finally:

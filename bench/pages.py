@@ -1,6 +1,6 @@
 """How long each page takes, warm, on the official KoED: in Chromium, as a person sees it.
 
-    python bench/pages.py [PATH_TO_KoED.json] [--script-only]
+    python bench/pages.py [PATH_TO_KoED.json] [--script-only] [--smoke]
 
 An admin's database is built first, as a study's admin would have it: two listener runs
 (a Western and a Korean-centric one, served by the scripted OpenAI-compatible server)
@@ -15,6 +15,12 @@ printed. Goal on the 2-core machine: every page under 1 s.
 ``script_<name>_s`` is the page script alone as Streamlit's AppTest runs it (no browser,
 no rendering), warm, median of three. ``adaptation_s`` is the first full computation of
 the ko/en similarities (encoder load included), in a fresh cache.
+
+``--smoke``: the built-in sample (unless a path is given), 2 dialogues in the database,
+4 in the similarity computation, two pages (``SMOKE_PAGES``: the first one and one
+behind a menu) opened once, with no warm-up round, in the browser and in AppTest, in
+both languages; the test suite runs it to see the bench still works, and its figures
+are not the benchmark's.
 """
 
 from __future__ import annotations
@@ -25,17 +31,27 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from koed_core import i18n  # noqa: E402  (after the path: the bench runs from anywhere)
+from koed_core.paths import SAMPLE_FILE  # noqa: E402
 
 OFFICIAL = ROOT.parent / "shared" / "data" / "KoED.json"
 CROWD_ONLY = {"pages/rating/join.py"}
 """Opened only through an invite link: no admin's navigation holds it."""
 PASSWORD = "bench-password"
 ROUNDS = 3
+WARM_UP = True
+"""Open every page once before timing (off in a smoke run: one round, cold)."""
+DIALOGUES = 100
+SIMILARITIES: int | None = None
+"""Dialogues whose similarities are computed (None: the whole file)."""
+PAGES: tuple[str, ...] | None = None
+"""The titles timed (None: every page an admin's navigation holds)."""
+SMOKE_PAGES = ("Explorer", "Chat")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-sync"]
 
 
@@ -55,7 +71,7 @@ def seed(data: Path, work: Path) -> dict[str, str]:
     add_user(work / "users.yaml", "boss", "admin", "Boss", PASSWORD)
     store = Store(work / "k.db")
     dataset = load_dataset(data)
-    dialogues = dataset.dialogues[:100]
+    dialogues = dataset.dialogues[:DIALOGUES]
     server = FakeOpenAI().start()
     try:
         specs = [
@@ -81,8 +97,8 @@ def seed(data: Path, work: Path) -> dict[str, str]:
             )
             judge_run(store, make_client(judge), judge, report.run_id, "paper", concurrency=8)
             run_ids.append(report.run_id)
-        # episodes of one model on 20 dialogues, judged: the Episodes page and the gap over
-        # turns have something to draw
+        # episodes of one model on a fifth of the dialogues, judged: the Episodes page and
+        # the gap over turns have something to draw
         from koed_core.models.episodes import run_episodes
 
         listener = specs[1]
@@ -92,7 +108,7 @@ def seed(data: Path, work: Path) -> dict[str, str]:
             listener,
             make_client(specs[0]),
             specs[0],
-            dialogues[:20],
+            dialogues[: max(2, DIALOGUES // 5)],
             dataset.sha256,
             langs=["ko", "en"],
             settings=GenerationSettings(),
@@ -143,6 +159,11 @@ def page_titles() -> dict[str, str]:
                 if page not in CROWD_ONLY and isinstance(title, ast.Constant):
                     titles[str(title.value)] = page
     titles.pop("Log in", None)  # an admin sees the same file as "Account"
+    if PAGES is not None:
+        missing = set(PAGES) - set(titles)
+        if missing:
+            raise SystemExit(f"no page titled {sorted(missing)} in app.py")
+        titles = {title: page for title, page in titles.items() if title in PAGES}
     if not titles:  # never a bench that times nothing and says nothing
         raise SystemExit("no st.Page(..., title=...) found in app.py")
     return titles
@@ -150,6 +171,7 @@ def page_titles() -> dict[str, str]:
 
 def browser_times(env: dict[str, str], work: Path) -> dict[str, float]:
     """Warm median seconds from a navigation click to the page drawn, per page title."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
     from playwright.sync_api import sync_playwright
 
     from fixtures.serve import free_port, wait_healthy
@@ -175,14 +197,23 @@ def browser_times(env: dict[str, str], work: Path) -> dict[str, float]:
             _settled(page)
             first = time.perf_counter() - start
             page.goto(url + "/login")
-            _settled(page)  # a field filled before the first run ends is wiped by it
-            page.get_by_label("Username").fill("boss")
-            page.get_by_role("textbox", name="Password").fill(PASSWORD)
-            page.get_by_role("button", name="Log in").click()
-            page.get_by_text("Logged in: Boss").wait_for()
+            logged_in = page.get_by_text("Logged in: Boss")
+            for attempt in (1, 2):  # a click that lands while the page redraws is lost
+                _settled(page)  # a field filled before the first run ends is wiped by it
+                if logged_in.count():
+                    break
+                page.get_by_label("Username").fill("boss")
+                page.get_by_role("textbox", name="Password").fill(PASSWORD)
+                page.get_by_role("button", name="Log in").click()
+                try:
+                    logged_in.wait_for(timeout=20_000 * attempt)
+                    break
+                except PlaywrightTimeout:
+                    if attempt == 2:
+                        raise
             titles = list(page_titles())
             seen: dict[str, list[float]] = {t: [] for t in titles}
-            for title in titles:  # cold: caches filled, first computations done
+            for title in titles if WARM_UP else ():  # cold: caches filled, first runs done
                 _open(page, title)
             for _ in range(ROUNDS):
                 for title in titles:
@@ -196,7 +227,7 @@ def browser_times(env: dict[str, str], work: Path) -> dict[str, float]:
                     switches.append(_switch(page, name))
             page.goto(url + "/?lang=ko")
             _settled(page)
-            for title in titles:  # the same pages in Korean, cold then warm
+            for title in titles if WARM_UP else ():  # the same pages in Korean, then warm
                 _open(page, korean(title))
             for _ in range(ROUNDS):
                 for title in titles:
@@ -275,7 +306,7 @@ def script_times(env: dict[str, str], lang: str = "en") -> dict[str, float]:
         at.run()
         at.switch_page(page).run()  # warm: caches filled
         runs = []
-        for _ in range(3):
+        for _ in range(ROUNDS):
             start = time.perf_counter()
             at.run()
             runs.append(time.perf_counter() - start)
@@ -292,16 +323,20 @@ def adaptation(data: Path, work: Path) -> tuple[float, float]:
     from koed_core.dialogues.dataset import load_dataset
 
     dataset = load_dataset(data)
-    start = time.perf_counter()
-    pair_similarities(dataset, UseEncoder(), work / "fresh-cache")
-    total = time.perf_counter() - start
-    texts = unique_texts(dataset.dialogues)
+    if SIMILARITIES is not None:  # a smoke run: the first dialogues only
+        dataset = replace(
+            dataset, dialogues=dataset.dialogues[:SIMILARITIES], sha256=f"first-{SIMILARITIES}"
+        )
     encoder = UseEncoder()
-    encoder.encode(texts[:8])  # load
     start = time.perf_counter()
-    for begin in range(0, 2000, 64):
-        encoder.encode(texts[begin : begin + 64])
-    return total, 2000 / (time.perf_counter() - start)
+    pair_similarities(dataset, encoder, work / "fresh-cache")
+    total = time.perf_counter() - start
+    texts = unique_texts(dataset.dialogues)  # the encoder is loaded now
+    count = min(2000, len(texts))  # the sample has fewer
+    start = time.perf_counter()
+    for begin in range(0, count, 64):
+        encoder.encode(texts[begin : min(begin + 64, count)])
+    return total, count / (time.perf_counter() - start)
 
 
 def _name(kind: str, title: str) -> str:
@@ -314,14 +349,19 @@ def _name(kind: str, title: str) -> str:
 
 
 def main() -> None:
+    global ROUNDS, WARM_UP, DIALOGUES, PAGES, SIMILARITIES
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
-    data = Path(args[0]) if args else OFFICIAL
+    smoke = "--smoke" in sys.argv[1:]
+    data = Path(args[0]) if args else SAMPLE_FILE if smoke else OFFICIAL
+    if smoke:
+        ROUNDS, WARM_UP, DIALOGUES, PAGES, SIMILARITIES = 1, False, 2, SMOKE_PAGES, 4
+        print("# smoke: a small size; the figures are not the benchmark's")
     with tempfile.TemporaryDirectory() as folder:
         work = Path(folder)
         start = time.perf_counter()
         env = seed(data, work)
         seconds = time.perf_counter() - start
-        print(f"# seeded 3 runs x 200 answers, judged, 3 raters in {seconds:.0f} s")
+        print(f"# seeded 3 runs x {2 * DIALOGUES} answers, judged, 3 raters in {seconds:.0f} s")
         if "--script-only" not in sys.argv:
             for title, seconds in browser_times(env, work).items():
                 print(f"{_name('page', title)}: {seconds:.3f}  # {title}, Chromium")

@@ -12,7 +12,10 @@ so that on two cores the server, not twenty browsers, is what is measured. ``--b
 drives real Chromium pages instead (async Playwright); the browsers then share the
 cores with the server and dominate the figures.
 
-    python bench/raters.py [--browser] [--think S] [N ...]     (default: 5 10 20 50)
+    python bench/raters.py [--browser] [--think S] [--smoke] [N ...]   (default: 5 10 20 50)
+
+``--smoke``: 2 raters, 2 items each (unless numbers are given), in seconds; the test
+suite runs it to see the bench still works, and its figures are not the benchmark's.
 """
 
 from __future__ import annotations
@@ -235,5 +238,9 @@ if __name__ == "__main__":
     if "--think" in args:
         THINK_S = float(args[args.index("--think") + 1])
         del args[args.index("--think") : args.index("--think") + 2]
-    for count in [int(a) for a in args if a.isdigit()] or [5, 10, 20, 50]:
+    smoke = "--smoke" in args
+    if smoke:
+        ITEMS = 2
+        print("# smoke: a small size; the figures are not the benchmark's")
+    for count in [int(a) for a in args if a.isdigit()] or ([2] if smoke else [5, 10, 20, 50]):
         bench(count, use_browser)

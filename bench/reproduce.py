@@ -1,13 +1,17 @@
 """The paper plan end to end against scripted servers, one per model, each as slow as it
 likes: do models and judging overlap, or does the reproduction wait on each model in turn?
 
-    python bench/reproduce.py
+    python bench/reproduce.py [--smoke]
 
 Five listener servers at 200 to 800 ms a request and a judge at 150 ms (real servers take
 longer still), each in its own process; the paper plan's shape (5 models x single, multi x
 ko, en, paper prompts, two calls an item, judged on five dimensions) on a stratified sample
 of 6 dialogues. Prints ``reproduce_s`` (all five models), ``slowest_alone_s`` (the slowest
 model and its judging alone, on a fresh database) and ``ratio_to_slowest`` (goal <= 1.2).
+
+``--smoke``: two models (at 20 and 80 ms a request, the judge at 15 ms) on 2 dialogues,
+in seconds; the test suite runs it to see the bench still works, and its figures are not
+the benchmark's.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from fixtures.serve import free_port  # noqa: E402
 from koed_core.db import Store  # noqa: E402
 from koed_core.dialogues.dataset import load_dataset  # noqa: E402
 from koed_core.dialogues.subsets import select  # noqa: E402
@@ -32,11 +37,11 @@ from koed_core.results.reproduce import Plan, reproduce  # noqa: E402
 
 LATENCIES = {"m-200": 0.2, "m-300": 0.3, "m-400": 0.4, "m-500": 0.5, "m-800": 0.8}
 JUDGE_LATENCY = 0.15
-FIRST_PORT = 8821
+SAMPLE = 6
 
 
 def start(port: int, latency: float) -> subprocess.Popen[str]:
-    proc = subprocess.Popen(
+    return subprocess.Popen(
         [
             sys.executable,
             str(ROOT / "fixtures" / "fake_openai.py"),
@@ -48,10 +53,13 @@ def start(port: int, latency: float) -> subprocess.Popen[str]:
         stdout=subprocess.DEVNULL,
         text=True,
     )
-    for _ in range(100):
+
+
+def wait_up(port: int) -> None:
+    for _ in range(200):
         try:
             urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/models", timeout=1)
-            return proc
+            return
         except OSError:
             time.sleep(0.1)
     raise SystemExit(f"fake server on {port} did not start")
@@ -59,7 +67,7 @@ def start(port: int, latency: float) -> subprocess.Popen[str]:
 
 def timed(models: list[str], ports: dict[str, int], db: Path) -> float:
     dataset = load_dataset(SAMPLE_FILE)
-    dialogues = select(dataset.dialogues, "full", sample=6, seed=3)
+    dialogues = select(dataset.dialogues, "full", sample=SAMPLE, seed=3)
     plan = Plan(name="bench", models=tuple(models), judge="judge", subset="full")
 
     def spec(name: str) -> ModelSpec:
@@ -78,9 +86,15 @@ def timed(models: list[str], ports: dict[str, int], db: Path) -> float:
 
 
 def main() -> None:
-    ports = {name: FIRST_PORT + n for n, name in enumerate([*LATENCIES, "judge"])}
+    global LATENCIES, JUDGE_LATENCY, SAMPLE
+    if "--smoke" in sys.argv[1:]:
+        LATENCIES, JUDGE_LATENCY, SAMPLE = {"m-200": 0.02, "m-800": 0.08}, 0.015, 2
+        print("# smoke: a small size; the figures are not the benchmark's")
+    ports = {name: free_port() for name in [*LATENCIES, "judge"]}
     servers = [start(ports[name], LATENCIES.get(name, JUDGE_LATENCY)) for name in ports]
     try:
+        for port in ports.values():  # started together, then each waited for
+            wait_up(port)
         with tempfile.TemporaryDirectory() as work:
             everything = timed(list(LATENCIES), ports, Path(work) / "all.db")
             slowest = max(LATENCIES, key=LATENCIES.__getitem__)
@@ -91,6 +105,8 @@ def main() -> None:
     finally:
         for server in servers:
             server.terminate()
+        for server in servers:
+            server.wait(timeout=10)
 
 
 if __name__ == "__main__":

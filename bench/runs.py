@@ -7,7 +7,11 @@ memory. The server runs in its own process so it does not share our GIL. The fir
 request of the process (SDK imports, pydantic validators, connection set-up) is timed
 apart as ``first_request_s``; the run figures are for a warm client.
 
-    python bench/runs.py
+    python bench/runs.py [--smoke]
+
+``--smoke``: 32 items of the built-in sample at concurrency 8 and 50 ms a request, in
+seconds; the test suite runs it to see the bench still works, and its figures are not
+the benchmark's.
 """
 
 from __future__ import annotations
@@ -23,18 +27,19 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from fixtures.serve import free_port  # noqa: E402
 from koed_core.db import Store  # noqa: E402
 from koed_core.dialogues.dataset import load_dataset  # noqa: E402
 from koed_core.models.backends import make_client  # noqa: E402
 from koed_core.models.client import ChatClient, GenerationSettings  # noqa: E402
 from koed_core.models.registry import ModelSpec  # noqa: E402
 from koed_core.models.runs import run_benchmark  # noqa: E402
+from koed_core.paths import SAMPLE_FILE  # noqa: E402
 
 LATENCY_S = 0.2
 ITEMS = 320
 CONCURRENCY = 16
 SEQUENTIAL_ITEMS = 20
-PORT = 8799
 OFFICIAL = ROOT.parent / "shared" / "data" / "KoED.json"
 
 
@@ -67,12 +72,18 @@ def timed_run(
 
 
 def main() -> None:
+    global LATENCY_S, ITEMS, CONCURRENCY, SEQUENTIAL_ITEMS
+    smoke = "--smoke" in sys.argv[1:]
+    if smoke:
+        LATENCY_S, ITEMS, CONCURRENCY, SEQUENTIAL_ITEMS = 0.05, 32, 8, 4
+        print("# smoke: a small size; the figures are not the benchmark's")
+    port = free_port()
     server = subprocess.Popen(
         [
             sys.executable,
             str(ROOT / "fixtures" / "fake_openai.py"),
             "--port",
-            str(PORT),
+            str(port),
             "--latency",
             str(LATENCY_S),
         ],
@@ -80,14 +91,14 @@ def main() -> None:
         text=True,
     )
     try:
-        base = f"http://127.0.0.1:{PORT}/v1"
+        base = f"http://127.0.0.1:{port}/v1"
         for _ in range(100):
             try:
                 urllib.request.urlopen(f"{base}/models", timeout=1)
                 break
             except OSError:
                 time.sleep(0.1)
-        dataset = load_dataset(OFFICIAL)
+        dataset = load_dataset(SAMPLE_FILE if smoke else OFFICIAL)
         dialogues = list(dataset.dialogues[:ITEMS])
         spec = ModelSpec(name="bench", backend="openai", model="fake", base_url=base)
         client = make_client(spec, None)

@@ -4,34 +4,77 @@ A Prolific link with ``--places`` places (default 20) on a study of about 120 re
 (two runs of the human reference over 30 sample dialogues in Korean and English; the
 count is printed as ``items``, as a few dialogues have no reference reply in one
 language), overlap 3, three batches of ten per worker with one attention check per
-batch, and a 30-minute timeout. First ``--browser`` workers (default 3) do the whole
-visit in Chromium against a real ``streamlit run app.py``; then ``--workers`` simulated
-workers (default 60) arrive over four hours with a mix of behaviours (finish, leave
-mid-batch, idle past the timeout and come back, screened out, fail the checks,
-straight-line, a second tab, reload on every step) and are driven through the same
-functions the pages call. Time passes through an injected clock, one
-minute a tick, so the study's hours take seconds. Nobody decides anything: no admin.
+batch, a 30-minute timeout and a reward of 3.00. First ``--browser`` workers (default 3)
+do the whole visit in Chromium against a real ``streamlit run app.py`` (consent,
+screening, calibration, the batches, the code); then ``--workers`` simulated workers
+(default 60, the mix below in its proportions, in a random order) arrive at random over
+four hours and are driven through the same functions, in the same order, as the join
+page calls them; after each step the page's next run follows (the next item drawn and
+held at once; a visit that ended shows its code at once):
 
-    python bench/study.py [--places N] [--workers N] [--browser N] [--seed N]
+- everyone who passes screening goes through calibration item by item (a score, the
+  reference shown, Next) to ``end_calibration``, with care (within a point of the
+  reference); only those it passes rate;
+- ``finish`` (40 %): chooses what each attention check asks for, reads each response;
+- ``leave_mid_batch`` (10 %): closes the tab after three responses, for good;
+- ``idle_past_timeout`` (10 %): goes quiet past the timeout after three responses, then
+  comes back;
+- ``screen_out`` (10 %): a native language the study does not take;
+- ``fail_checks`` (10 %): picks another score than the one each check asks for;
+- ``straight_line`` (5 %): 2 on everything once past calibration;
+- ``second_tab`` (10 %): each item open in two tabs; both press Submit, one after the
+  other: the second tab's run finds its item finished and says so (nothing from it is
+  saved), or, when the first Submit ended the visit, shows the end page;
+- ``reload`` (5 %): reloads the link before every step.
 
-Prints ``name: value`` lines: ``finished_items`` (of ``items``, each rated ``k`` times),
-``ratings`` (real responses rated), ``places_max``, ``codes_without_work`` (a completion
-code with no response rated; must be 0), ``stalled_minutes`` (open items and no free
-place while a place was held by someone gone quiet for 10 minutes or more; goal 0),
-``full_minutes`` (open items and no free place at all: everyone working), ``refused_full``,
-``crashes`` (anything but a sentence for the worker; 0), ``sim_minutes`` and ``wall_s``.
+A person refused with a sentence (the study full, their place gone, another session,
+nothing left) reads it and leaves; every refusal is counted by kind, none is dropped.
+Time passes through an injected clock, one minute a tick; a person takes a step (a
+score, a Next, consent) with probability 1/2 a minute, so about every two minutes, which
+is slower than the estimate the link's maker is shown: the pay per hour printed is the
+simulation's pace, not a forecast. The study's hours take seconds. No admin decides.
+
+    python bench/study.py [--places N] [--workers N] [--browser N] [--seed N] [--smoke]
+
+``--smoke``: a small study (3 dialogues, two batches of two, 10 places, 24 workers, each
+behaviour three times, one more in Chromium) that runs in seconds; the test suite runs
+it to see the bench and the crowd visit still work.
+
+Prints ``name: value`` lines: ``items`` and ``k``, ``finished_items`` (items rated ``k``
+times), ``ratings`` (real responses rated), ``places_max``, ``workers`` and ``joined``
+(simulated workers who got in), ``codes_without_work`` (a completion code with no
+response rated; must be 0), ``codes_completed``, ``codes_screened_out`` and
+``codes_failed_checks`` (codes given, Chromium workers included),
+``calibration_passed`` and ``calibration_stopped``, ``fail_checks_workers`` (joined),
+``fail_checks_failed`` (told checks they failed) and ``fail_checks_stopped`` (stopped by
+them), ``careful_checks_failed`` (told checks failed by those who choose as told; must
+be 0), ``second_tab_submits``, ``refusals`` (every sentence a worker was refused with)
+and one ``refused_<kind>`` line per kind (``full``, ``place_gone``, ``other_session``,
+``nothing_left``, ``second_tab``, ``rating``: a rating the store refused, ``other``),
+``stalled_minutes`` (open items and no free place while a place was held by someone gone
+quiet for 10 minutes or more; goal 0), ``full_minutes`` (open items and no free place at
+all), ``median_completion_min`` (simulated workers with the completion code, from
+joining to the code, as the platform times a submission), ``hourly_pay`` (the reward
+over that median, as Prolific computes it), ``estimated_hourly_pay`` (what the link's
+maker was shown before launch), ``browser_workers_done``, ``crashes`` (anything but a
+sentence for the worker; 0), ``sim_minutes`` and ``wall_s``. One example of each
+refusal kind met, and the first crashes, go to stderr.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
+import os
 import random
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
 import traceback
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -43,6 +86,7 @@ from fixtures.serve import free_port, wait_healthy  # noqa: E402
 from koed_core.db import Store, set_clock  # noqa: E402
 from koed_core.db.crowd import Crowd  # noqa: E402
 from koed_core.dialogues.dataset import load_dataset  # noqa: E402
+from koed_core.errors import KoedError  # noqa: E402
 from koed_core.judge.rubric import codes  # noqa: E402
 from koed_core.models.backends import make_client  # noqa: E402
 from koed_core.models.client import GenerationSettings  # noqa: E402
@@ -50,13 +94,17 @@ from koed_core.models.registry import ModelSpec  # noqa: E402
 from koed_core.models.runs import run_benchmark  # noqa: E402
 from koed_core.paths import DATA_DIR, SAMPLE_FILE  # noqa: E402
 from koed_core.rating import crowd  # noqa: E402
-from koed_core.rating.studies import RatingStore, StudyConfig  # noqa: E402
+from koed_core.rating.studies import (  # noqa: E402
+    RatingError,
+    RatingStore,
+    StudyConfig,
+    calibration_items,
+)
 
 KEY = "w" * 40
 OVERLAP = 3
 TIMEOUT = 30
-BATCH = 10
-BATCHES = 3
+REWARD = 3.0
 STUDY_ID = "60aa00000000000000000001"
 BEHAVIOURS = {
     "finish": 40,
@@ -68,7 +116,31 @@ BEHAVIOURS = {
     "second_tab": 10,
     "reload": 5,
 }
+AS_TOLD = ("finish", "leave_mid_batch", "idle_past_timeout", "second_tab", "reload")
+"""Behaviours that choose what an attention check asks for."""
+CHECKS_FAILED = "attention checks failed"
 QUIET_MIN = 10
+REFUSALS = ("full", "place_gone", "other_session", "nothing_left", "second_tab", "rating", "other")
+"""The kinds of sentence a worker can be refused with, as the bench counts them."""
+FINISHED = "Thank you! You have finished."
+
+
+@dataclass(frozen=True)
+class Size:
+    """How big a study the bench runs."""
+
+    places: int
+    workers: int
+    browser: int
+    dialogues: int
+    batch: int
+    batches: int
+    arrive_over: int  # minutes over which the simulated workers arrive
+    max_minutes: int
+
+
+FULL = Size(20, 60, 3, 30, 10, 3, 240, 24 * 60)
+SMOKE = Size(10, 24, 1, 3, 2, 2, 120, 8 * 60)
 
 
 @dataclass
@@ -93,16 +165,17 @@ class Sim:
         }
 
 
-def build(db: Path, places: int) -> tuple[Store, crowd.Invite, str]:
-    """The study: 120 responses (two runs of the human reference over 30 dialogues)."""
+def build(db: Path, size: Size) -> tuple[Store, crowd.Invite, str]:
+    """The study: two runs of the human reference over the first sample dialogues."""
     store = Store(db)
     dataset = load_dataset(SAMPLE_FILE)
     runs = []
     for name in ("human", "human-again"):
         spec = ModelSpec(name=name, backend="human")
         report = run_benchmark(
-            store, make_client(spec), spec, dataset.dialogues[:30], dataset.sha256,
-            langs=["ko", "en"], protocol="direct", settings=GenerationSettings(),
+            store, make_client(spec), spec, dataset.dialogues[: size.dialogues],
+            dataset.sha256, langs=["ko", "en"], protocol="direct",
+            settings=GenerationSettings(),
         )  # fmt: skip
         runs.append(report.run_id)
     config = StudyConfig(
@@ -111,79 +184,98 @@ def build(db: Path, places: int) -> tuple[Store, crowd.Invite, str]:
     )  # fmt: skip
     study_id = RatingStore(store).create_study(config, dataset)
     invite, token = crowd.create_invite(
-        store, KEY.encode(), study_id, platform="prolific", days=30.0, cap=places,
-        batch_size=BATCH, batches=BATCHES, consent_ko="동의합니다.", consent_en="I agree.",
-        reward=3.0, prolific_study_id=STUDY_ID,
+        store, KEY.encode(), study_id, platform="prolific", days=30.0, cap=size.places,
+        batch_size=size.batch, batches=size.batches, consent_ko="동의합니다.",
+        consent_en="I agree.", reward=REWARD, prolific_study_id=STUDY_ID,
     )  # fmt: skip
     return store, invite, token
 
 
-def browser_workers(db: Path, token: str, count: int) -> int:
-    """``count`` workers do the whole visit in Chromium; returns how many got the code."""
-    if count <= 0:
+def browser_workers(db: Path, token: str, size: Size) -> int:
+    """``size.browser`` workers do the whole visit in Chromium; returns how many got the
+    completion code."""
+    if size.browser <= 0:
         return 0
     from playwright.sync_api import expect, sync_playwright
 
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    env = {"KOED_DB": str(db), "KOED_SECRET_KEY": KEY, "KOED_DATA": str(SAMPLE_FILE),
-           "PATH": "/usr/bin:/bin:/usr/local/bin", "HOME": str(db.parent)}  # fmt: skip
-    import os
-
-    env = {**os.environ, **env}
+    env = {
+        **os.environ,
+        "KOED_DB": str(db),
+        "KOED_SECRET_KEY": KEY,
+        "KOED_DATA": str(SAMPLE_FILE),
+        "KOED_CACHE_DIR": str(db.parent),
+    }
     log = (db.parent / "streamlit.log").open("w")
     server = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
-         "--server.port", str(port)],
+        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless=true",
+         f"--server.port={port}", "--browser.gatherUsageStats=false",
+         "--server.fileWatcherType=none"],
         cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
     )  # fmt: skip
     done = 0
     references = json.loads((DATA_DIR / "calibration.json").read_text(encoding="utf-8"))
+    english = [i for i in references["items"] if i["lang"] == "en"]
+    submits = size.batch * size.batches + size.batches  # responses, one check a batch
     try:
-        if not wait_healthy(url, server):
+        if not wait_healthy(url, server, timeout_s=90):
             raise RuntimeError(f"the app did not start; see {log.name}")
         with sync_playwright() as pw:
             chromium = pw.chromium.launch(
                 executable_path="/usr/bin/chromium", args=["--no-sandbox", "--disable-gpu"]
             )
-            for n in range(count):
+            for n in range(size.browser):
                 page = chromium.new_page(viewport={"width": 1366, "height": 768})
+                page.set_default_timeout(30_000)
                 ids = f"PROLIFIC_PID={0xB0 + n:024x}&STUDY_ID={STUDY_ID}&SESSION_ID={0xC0 + n:024x}"
-                page.goto(f"{url}/join?invite={token}&{ids}")
+                page.goto(f"{url}/join?invite={token}&{ids}&lang=en")
                 page.get_by_text("I have read this and agree").click()
-                page.get_by_role("button", name="Continue / 계속").click()
-                page.get_by_text("English", exact=True).click()
-                page.get_by_role("button", name="Continue / 계속").click()
-                for item in [i for i in references["items"] if i["lang"] == "en"]:
+                page.get_by_role("button", name="Continue").click()
+                page.get_by_test_id("stRadio").get_by_text("English", exact=True).click()
+                page.get_by_role("button", name="Continue").click()
+                for n_item, item in enumerate(english, start=1):
+                    heading = f"Calibration {n_item} of {len(english)}"
+                    expect(page.get_by_text(heading)).to_be_visible()
                     ref = item["reference"]
                     _score_all(page, str(round(sum(ref.values()) / len(ref))))
                     page.get_by_role("button", name="Submit rating").click()
                     page.get_by_role("button", name="Next").click()
-                for step in range(BATCH * BATCHES + 2 * BATCHES):
-                    if page.get_by_text("Thank you! You have finished.").count():
+                for step in range(submits + 1):
+                    page.wait_for_function(NEXT_ITEM_OR_END, arg=FINISHED, polling=100)
+                    if page.get_by_text(FINISHED).count():
                         break
-                    told = page.get_by_text("choose ", exact=False)
-                    expect(page.get_by_test_id("stRadio")).to_have_count(5)
-                    score = (
-                        "3" if not told.count() else told.first.inner_text().split("choose ")[1][0]
-                    )
-                    _score_all(page, score if told.count() else str(2 + step % 3))
+                    told = page.get_by_test_id("stAlert").filter(has_text="choose ")
+                    if told.count():  # an attention check: choose what it says
+                        score = told.first.inner_text().split("choose ")[1][0]
+                    else:
+                        score = str(2 + step % 3)
+                    _score_all(page, score)
                     page.get_by_role("button", name="Submit rating").click()
-                    page.wait_for_timeout(300)
-                expect(
-                    page.get_by_text("Thank you! You have finished.", exact=False)
-                ).to_be_visible()
+                expect(page.get_by_text(FINISHED)).to_be_visible()
                 done += 1
                 page.close()
             chromium.close()
     finally:
         server.terminate()
         server.wait(timeout=30)
+        log.close()
     return done
 
 
+NEXT_ITEM_OR_END = """finished => {
+  const app = document.querySelector('[data-testid="stApp"]');
+  if (app?.getAttribute('data-test-script-state') !== 'notRunning') return false;
+  if (document.body.innerText.includes(finished)) return true;
+  const radios = document.querySelectorAll('[data-testid="stRadio"]');
+  return radios.length === 5
+    && document.querySelectorAll('[data-testid="stRadio"] input:checked').length === 0;
+}"""
+"""The page after a Submit has settled on the next item's empty form, or on the end."""
+
+
 def _score_all(page, score: str) -> None:  # type: ignore[no-untyped-def]
-    """Pick ``score`` on every rubric dimension of the form on the page."""
+    """Pick ``score`` on every rubric dimension of the (new, empty) form on the page."""
     from playwright.sync_api import expect
 
     radios = page.get_by_test_id("stRadio")
@@ -205,34 +297,51 @@ class Study:
         self.start = datetime.now(UTC) + timedelta(minutes=5)
         set_clock(lambda: self.start + timedelta(minutes=self.minute))
         self.crashes: list[str] = []
+        self.refused: Counter[str] = Counter()
+        self.refusal_examples: dict[str, str] = {}
+        self.calibration: Counter[str] = Counter()
+        self.second_tab_submits = 0
         self.places_max = 0
         self.stalled = 0
         self.full = 0
-        self.refused_full = 0
 
-    def guarded(self, action, *args) -> None:  # type: ignore[no-untyped-def]
-        """Run one step; a CrowdError is a sentence for the worker, anything else a crash."""
+    # What a worker meets --------------------------------------------------------------
+
+    def refuse(self, kind: str, message: str, person: Sim | None = None) -> None:
+        """A sentence the worker reads instead of going on: counted, one example kept."""
+        self.refused[kind] += 1
+        self.refusal_examples.setdefault(kind, message)
+        if person is not None and kind not in ("second_tab", "rating"):
+            person.gone = True  # told to return the study: they leave
+
+    def guarded(self, action, *args, person: Sim | None = None) -> None:  # type: ignore[no-untyped-def]
+        """Run one step. A CrowdError or RatingError is a sentence for the worker (a
+        refusal, counted by kind); anything else is a crash."""
         try:
             action(*args)
         except crowd.CrowdError as err:
-            if "full" in str(err):
-                self.refused_full += 1
+            self.refuse(_kind(str(err)), str(err), person)
+        except RatingError as err:
+            self.refuse("rating", str(err), person)
+        except KoedError as err:
+            self.refuse("other", str(err), person)
         except Exception:  # noqa: BLE001 - counted and shown: the benchmark's point
             self.crashes.append(traceback.format_exc(limit=4))
+
+    # A person's steps, as the join page takes them --------------------------------------
 
     def arrive(self, person: Sim) -> None:
         ids = crowd.platform_ids(self.invite, person.ids, KEY.encode())
         person.username = crowd.join(self.store, KEY.encode(), self.invite, ids).username
 
     def act(self, person: Sim) -> None:
-        """The person's next step, as the join page would take it."""
+        """The person's next step, as the join page would take it, then the page's run
+        after it (a visit that ended shows its code at once)."""
         if person.behaviour == "reload" or self.minute == person.idle_until:
             crowd.returning(self.store, self.invite, person.ids)  # a reload / coming back
         worker = crowd.worker_of(self.store, person.username or "", self.invite)
         if worker is None or worker.status not in crowd.UNDER_WAY:
-            if worker is not None and crowd.outcome(worker):
-                crowd.give_code(self.store, worker, self.invite)
-            person.gone = True
+            self.end_page(person, worker)
             return
         crowd.seen(self.store, worker)
         if worker.status == "consent":
@@ -244,23 +353,72 @@ class Study:
                 profile = crowd.profile_of(worker, native, 0, 0, langs)
                 self.ratings.save_profile(profile)
         elif not self.ratings.calibrated(worker.username):
-            self.ratings.mark_calibrated(worker.username)
+            self.calibrate(worker)
         else:
             self.rate(person, worker)
+        self.rerun(person)
+
+    def rerun(self, person: Sim) -> None:
+        """What the page shows after a step: the next item is drawn (and held) at once; a
+        finished batch or no item left ends the visit; an ended visit shows its code."""
+        worker = crowd.worker_of(self.store, person.username or "")
+        if (
+            worker is not None
+            and worker.status == "rating"
+            and self.ratings.calibrated(worker.username)
+            and (
+                crowd.batch_state(self.store, worker, self.invite).finished
+                or crowd.next_item(self.store, worker, self.invite) is None
+            )
+        ):
+            crowd.finish(self.store, worker)
+            worker = crowd.worker_of(self.store, worker.username)
+        if worker is not None and worker.status not in crowd.UNDER_WAY:
+            self.end_page(person, worker)
+
+    def end_page(self, person: Sim, worker: crowd.Worker | None) -> None:
+        """The visit is over: its code is shown (and recorded), and the person goes."""
+        if worker is not None and crowd.outcome(worker):
+            crowd.give_code(self.store, worker, self.invite)
+        person.gone = True
+
+    def calibrate(self, worker: crowd.Worker) -> None:
+        """One calibration step: score the next item (its reference then shown), or press
+        Next past the reference; after the last, the attempt ends as the page ends it.
+        Everyone calibrates with care: scores within one point of the reference."""
+        items = calibration_items(worker.languages)
+        gaps, _tries = crowd.stored_calibration(self.store, worker)
+        if crowd.calibration_feedback(self.store, worker) is None and len(gaps) < len(items):
+            reference = items[len(gaps)]["reference"]
+            scores = {
+                code: min(5, max(1, ref + self.random.choice((-1, 0, 0, 1))))
+                for code, ref in reference.items()
+            }
+            gap = statistics.mean(abs(scores[c] - ref) for c, ref in reference.items())
+            crowd.save_calibration(self.store, worker, [*gaps, gap], scores)
+            return
+        crowd.save_calibration(self.store, worker, gaps, None)  # Next
+        if len(gaps) < len(items):
+            return
+        ended = crowd.end_calibration(self.store, worker, self.invite, gaps)
+        self.calibration[ended] += 1
+        if ended == "passed":
+            self.ratings.mark_calibrated(worker.username)
 
     def rate(self, person: Sim, worker: crowd.Worker) -> None:
+        """Score the item on the page (and, in two tabs, press Submit in both)."""
         if crowd.batch_state(self.store, worker, self.invite).finished:
-            crowd.finish(self.store, worker)
-            return
+            return  # the page's run finishes the visit
         item = crowd.next_item(self.store, worker, self.invite)
         if item is None:
-            crowd.finish(self.store, worker)
             return
         if person.behaviour == "second_tab":
-            crowd.next_item(self.store, worker, self.invite)  # the other tab: same item
+            other = crowd.next_item(self.store, worker, self.invite)  # the other tab
+            if other is None or other.assignment_id != item.assignment_id:
+                raise AssertionError("two tabs of one worker were handed different items")
         told = item.instructed_score
-        if person.behaviour == "fail_checks":
-            score = 5
+        if person.behaviour == "fail_checks" and told is not None:
+            score = told % 5 + 1  # never the score the check asks for
         elif person.behaviour == "straight_line":
             score = 2
         else:
@@ -268,10 +426,36 @@ class Study:
         self.ratings.save_rating(item.assignment_id, worker.username, dict.fromkeys(codes(), score))
         crowd.check_attention(self.store, worker)
         person.responses += told is None
+        if person.behaviour == "second_tab":
+            self.second_tab_submit(worker, item.assignment_id)
         if person.behaviour == "leave_mid_batch" and person.responses == 3:
             person.gone = True
         if person.behaviour == "idle_past_timeout" and person.responses == 3:
             person.idle_until = self.minute + TIMEOUT + 15
+
+    def second_tab_submit(self, worker: crowd.Worker, shown: str) -> None:
+        """The other tab's Submit, on the item this tab just finished: its run asks for the
+        worker's item, as the page does, and says the item was finished elsewhere when it
+        is another one (nothing from that tab is saved). A visit that ended with the first
+        Submit shows its end page instead."""
+        self.second_tab_submits += 1
+        again = crowd.worker_of(self.store, worker.username, self.invite)
+        if again is None or again.status not in crowd.UNDER_WAY:
+            return
+        if crowd.batch_state(self.store, again, self.invite).finished:
+            return
+        item = crowd.next_item(self.store, again, self.invite)
+        if item is None:
+            return
+        if item.assignment_id == shown:
+            raise AssertionError("a second tab's Submit would save a finished item again")
+        self.refuse(
+            "second_tab",
+            "The item this tab showed was finished in another tab or window, so nothing from "
+            "this tab was saved for it. Here is your next item.",
+        )
+
+    # The study's clock and what is measured --------------------------------------------
 
     def measure(self) -> None:
         places = crowd.places(self.store, self.invite)
@@ -307,7 +491,7 @@ class Study:
         while self.minute < max_minutes and not self.complete():
             for person in self.people:
                 if person.arrives == self.minute:
-                    self.guarded(self.arrive, person)
+                    self.guarded(self.arrive, person, person=person)
                 elif (
                     person.username
                     and not person.gone
@@ -315,7 +499,7 @@ class Study:
                     and self.minute >= person.idle_until
                     and self.random.random() < 0.5  # a step every two minutes or so
                 ):
-                    self.guarded(self.act, person)
+                    self.guarded(self.act, person, person=person)
             if self.minute % 60 == 0:  # what the admin would open meanwhile
                 self.guarded(crowd.report_rows, self.store, self.invite)
                 self.guarded(crowd.decision_files, self.store, self.invite)
@@ -328,44 +512,124 @@ class Study:
                 self.guarded(crowd.give_code, self.store, worker, self.invite)
 
 
+def _kind(message: str) -> str:
+    """Which refusal a CrowdError's sentence is."""
+    for kind, words in (
+        ("full", "This study is full"),
+        ("place_gone", "place went to someone else"),
+        ("other_session", "already taken part in this study in another"),
+        ("nothing_left", "nothing left for you to rate"),
+    ):
+        if words in message:
+            return kind
+    return "other"
+
+
+def people_for(size: Size, seed: int, smoke: bool) -> list[Sim]:
+    """The simulated workers: the behaviour mix in its proportions (in a smoke run, each
+    behaviour in turn, so every one is met), in a random order, arriving at random over
+    ``arrive_over`` minutes."""
+    chooser = random.Random(seed)
+    if smoke:
+        mix = [list(BEHAVIOURS)[n % len(BEHAVIOURS)] for n in range(size.workers)]
+    else:
+        total = sum(BEHAVIOURS.values())
+        shares = {name: size.workers * weight / total for name, weight in BEHAVIOURS.items()}
+        counts = {name: int(share) for name, share in shares.items()}
+        by_remainder = sorted(shares, key=lambda name: counts[name] - shares[name])
+        for name in by_remainder[: size.workers - sum(counts.values())]:
+            counts[name] += 1
+        mix = [name for name, count in counts.items() for _ in range(count)]
+        chooser.shuffle(mix)
+    return [
+        Sim(n, behaviour, chooser.choice(["ko", "en"]), int(chooser.uniform(0, size.arrive_over)))
+        for n, behaviour in enumerate(mix)
+    ]
+
+
+def figures(study: Study, people: list[Sim], in_browser: int) -> dict[str, float | int]:
+    """What the bench prints, in its order."""
+    rows, _summary = crowd.report_rows(study.store, study.invite)
+    simulated = {p.username: p.behaviour for p in people if p.username}
+    codes_of = Counter(r["code_kind"] for r in rows)
+    # Pay per hour as Prolific computes it: the reward over the median time from joining
+    # to the code, over completions; those of simulated people (the Chromium workers are
+    # a script clicking at machine speed, not a person's pace).
+    completions = [
+        r["minutes"]
+        for r in rows
+        if r["username"] in simulated and r["code_kind"] == "completed" and r["minutes"]
+    ]
+    median = statistics.median(completions) if completions else math.nan
+    failers = [r for r in rows if simulated.get(r["username"]) == "fail_checks"]
+    careful = [r for r in rows if simulated.get(r["username"]) in AS_TOLD]
+    estimated = crowd.estimate(study.store, study.invite)["hourly_pay"]
+    return {
+        "items": study.items(),
+        "k": OVERLAP,
+        "finished_items": study.finished_items(),
+        "ratings": sum(r["rated"] for r in rows),
+        "places_max": study.places_max,
+        "workers": len(people),
+        "joined": len(simulated),
+        "codes_without_work": sum(
+            1 for r in rows if r["code_kind"] == "completed" and r["rated"] < 1
+        ),
+        **{f"codes_{kind}": codes_of[kind] for kind in crowd.OUTCOMES},
+        "calibration_passed": study.calibration["passed"],
+        "calibration_stopped": study.calibration["stopped"],
+        "fail_checks_workers": len(failers),
+        "fail_checks_failed": sum(r["attention_failed"] for r in failers),
+        "fail_checks_stopped": sum(1 for r in failers if r["stop_reason"] == CHECKS_FAILED),
+        "careful_checks_failed": sum(r["attention_failed"] for r in careful),
+        "second_tab_submits": study.second_tab_submits,
+        "refusals": sum(study.refused.values()),
+        **{f"refused_{kind}": study.refused[kind] for kind in REFUSALS},
+        "stalled_minutes": study.stalled,
+        "full_minutes": study.full,
+        "median_completion_min": median,
+        "hourly_pay": REWARD / (median / 60),
+        "estimated_hourly_pay": estimated if estimated is not None else math.nan,
+        "browser_workers_done": in_browser,
+        "crashes": len(study.crashes),
+        "sim_minutes": study.minute,
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--places", type=int, default=20)
-    parser.add_argument("--workers", type=int, default=60)
-    parser.add_argument("--browser", type=int, default=3)
+    parser.add_argument("--places", type=int)
+    parser.add_argument("--workers", type=int)
+    parser.add_argument("--browser", type=int)
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--smoke", action="store_true", help="a small study, in seconds")
     args = parser.parse_args()
+    size = SMOKE if args.smoke else FULL
+    size = Size(
+        args.places if args.places is not None else size.places,
+        args.workers if args.workers is not None else size.workers,
+        args.browser if args.browser is not None else size.browser,
+        *(size.dialogues, size.batch, size.batches, size.arrive_over, size.max_minutes),
+    )
     began = time.perf_counter()
-    folder = Path(tempfile.mkdtemp(prefix="koed-study-bench-"))
-    store, invite, token = build(folder / "koed.db", args.places)
-    in_browser = browser_workers(folder / "koed.db", token, args.browser)
-    chooser = random.Random(args.seed)
-    names, weights = list(BEHAVIOURS), list(BEHAVIOURS.values())
-    people = [
-        Sim(n, chooser.choices(names, weights)[0], chooser.choice(["ko", "en"]),
-            arrives=int(chooser.uniform(0, 240)))
-        for n in range(args.workers)
-    ]  # fmt: skip
-    study = Study(store, invite, people, args.seed)
-    try:
-        study.run(max_minutes=24 * 60)
-    finally:
-        set_clock(None)
-    rows, _ = crowd.report_rows(store, invite)
-    without_work = sum(1 for r in rows if r["code_kind"] == "completed" and r["rated"] < 1)
-    print(f"items: {study.items()}")
-    print(f"k: {OVERLAP}")
-    print(f"finished_items: {study.finished_items()}")
-    print(f"ratings: {sum(r['rated'] for r in rows)}")
-    print(f"places_max: {study.places_max}")
-    print(f"codes_without_work: {without_work}")
-    print(f"stalled_minutes: {study.stalled}")
-    print(f"full_minutes: {study.full}")
-    print(f"refused_full: {study.refused_full}")
-    print(f"browser_workers_done: {in_browser}")
-    print(f"crashes: {len(study.crashes)}")
-    print(f"sim_minutes: {study.minute}")
+    with tempfile.TemporaryDirectory(prefix="koed-study-bench-") as folder:
+        store, invite, token = build(Path(folder) / "koed.db", size)
+        in_browser = browser_workers(Path(folder) / "koed.db", token, size)
+        people = people_for(size, args.seed, args.smoke)
+        study = Study(store, invite, people, args.seed)
+        try:
+            study.run(max_minutes=size.max_minutes)
+        finally:
+            set_clock(None)
+        measured = figures(study, people, in_browser)
+        store.db.close()
+    if args.smoke:
+        print("# smoke: a small study; the figures are not the benchmark's")
+    for name, value in measured.items():
+        print(f"{name}: {value:.2f}" if isinstance(value, float) else f"{name}: {value}")
     print(f"wall_s: {time.perf_counter() - began:.1f}")
+    for kind, message in study.refusal_examples.items():
+        print(f"refused_{kind}, e.g.: {message}", file=sys.stderr)
     for crash in study.crashes[:3]:
         print(crash, file=sys.stderr)
 
