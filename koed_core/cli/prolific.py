@@ -94,7 +94,7 @@ def cmd_publish(args: argparse.Namespace, settings: Settings) -> int:
     """Create the draft, print its cost, publish it when asked."""
     from koed_core.db.crowd import Crowd
     from koed_core.rating.crowd import Invite
-    from koed_core.rating.crowd.prolific import publish
+    from koed_core.rating.crowd.prolific import publish, source_name
     from koed_core.rating.server_key import server_key
 
     store, invite, api = _setup(args, settings)
@@ -142,7 +142,7 @@ def cmd_publish(args: argparse.Namespace, settings: Settings) -> int:
     print(f"Prolific study {draft.study_id}: {draft.status}")
     print(
         f"reward {invite.reward:.2f} {invite.currency} for {draft.minutes:.1f} minutes "
-        f"({draft.minutes_from}): {draft.hourly:.2f} {invite.currency} an hour"
+        f"({source_name(draft.minutes_from)}): {draft.hourly:.2f} {invite.currency} an hour"
     )
     print(f"places {invite.cap}; cost with Prolific's fees and VAT: {cost}")
     if not draft.published:

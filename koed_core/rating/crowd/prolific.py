@@ -136,14 +136,15 @@ def check_reward(invite: Invite, minutes: float, source: str) -> float:
                 "{currency} an hour, under Prolific's minimum of {floor} {currency} an hour; "
                 "raise the reward to at least {needed} {currency}",
                 currency=invite.currency,
-                source=_source(source),
+                source=source_name(source),
                 **figures,
             )
         )
     return hourly
 
 
-def _source(name: str) -> str:
+def source_name(name: str) -> str:
+    """Where a study's minutes come from, in words."""
     return {
         "pilot": _("the pilot's median"),
         "link": _("this link's median"),
