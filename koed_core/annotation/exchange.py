@@ -10,10 +10,12 @@ before anything is written: one bad line and nothing is stored.
 
 from __future__ import annotations
 
+import csv
 import hmac
+import io
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from hashlib import sha256
 from pathlib import Path
 from typing import Any
@@ -30,6 +32,7 @@ from koed_core.annotation.spans import span_from_dict, span_to_dict
 from koed_core.annotation.taxonomy import AnnotationError, fixed_category
 from koed_core.dialogues.dataset import Dataset
 from koed_core.i18n import _
+from koed_core.plain_text import has_control
 from koed_core.private_files import write_private
 
 MAX_LINES = 20_000
@@ -117,26 +120,33 @@ def file_safe(version: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]", "_", version).lstrip(".") or "version"
 
 
-def _unencodable(value: Any, where: str) -> str | None:
+def unencodable(value: Any, where: str = "") -> str | None:
     """The field (``spans[0].ko.text``) of the first string in ``value`` that cannot be
-    written as UTF-8 (JSON's ``\\ud800`` escapes decode to lone surrogates), else None."""
-    if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            return where
-        return None
-    if isinstance(value, dict):
-        for key, item in value.items():
-            found = _unencodable(key, where) or _unencodable(item, f"{where}.{key}".lstrip("."))
-            if found is not None:
-                return found
-    if isinstance(value, list):
-        for index, item in enumerate(value):
-            found = _unencodable(item, f"{where}[{index}]")
-            if found is not None:
-                return found
+    written as UTF-8 (JSON's ``\\ud800`` escapes decode to lone surrogates), else None
+    (a bad key: the field holding it). Walked with a stack of its own, not by recursion,
+    so a document nested as deeply as ``json`` reads is still walked to the end."""
+    stack: list[tuple[Any, str]] = [(value, where)]
+    while stack:
+        item, at = stack.pop()
+        if isinstance(item, str):
+            if not _utf8(item):
+                return at
+        elif isinstance(item, dict):
+            if any(isinstance(key, str) and not _utf8(key) for key in item):
+                return at
+            children = [(inner, f"{at}.{key}".lstrip(".")) for key, inner in item.items()]
+            stack.extend(reversed(children))
+        elif isinstance(item, list):
+            stack.extend(reversed([(inner, f"{at}[{i}]") for i, inner in enumerate(item)]))
     return None
+
+
+def _utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def read_jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:
@@ -165,7 +175,7 @@ def read_jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:
             ) from None
         if not isinstance(value, dict):
             raise AnnotationError(f"{path.name} line {number}: not a JSON object")
-        bad = _unencodable(value, "")
+        bad = unencodable(value, "")
         if bad is not None:
             raise AnnotationError(
                 f"{path.name} line {number}: {bad or 'a key'} holds an unpaired surrogate "
@@ -218,6 +228,11 @@ def import_lines(
                 name = entry.get("annotator")
                 if not isinstance(name, str) or not name.strip() or len(name) > 64:
                     raise AnnotationError(f"{at}: 'annotator' must be a name (1-64 characters)")
+                if has_control(name):  # shown on pages, written into exports and file names
+                    raise AnnotationError(
+                        f"{at}: 'annotator' holds a control character (a line break, tab or "
+                        f"escape): {ascii(name)}; give a plain name"
+                    )
                 category = entry.get("category")
                 if category is None and fixed_category(dialogue) is None:
                     raise AnnotationError(f"{at}: 'category' is missing")
@@ -255,16 +270,24 @@ def import_lines(
 
 
 def export_project(
-    annotations: AnnotationStore, project_id: int, dataset: Dataset, key: bytes, out: Path
+    annotations: AnnotationStore,
+    project_id: int,
+    dataset: Dataset,
+    key: bytes,
+    out: Path,
+    lines: bool = True,
 ) -> list[Path]:
-    """The files a linguist cites, for one project: the annotations (JSONL), the
-    agreement table (CSV) and the taxonomy they were made with (JSON)."""
+    """The files a linguist cites, for one project: the annotations (JSONL; left out with
+    ``lines`` off, when another format carries them), the agreement table (CSV) and the
+    taxonomy they were made with (JSON)."""
     from koed_core.annotation.agreement import agreement_table
     from koed_core.csv_safe import safe_frame
 
     project = annotations.project(project_id)
-    lines = export_lines(annotations, project_id, dataset, key)
-    files = [write_jsonl(lines, out / f"annotations-{project_id}.jsonl")]
+    files = []
+    if lines:
+        written = export_lines(annotations, project_id, dataset, key)
+        files.append(write_jsonl(written, out / f"annotations-{project_id}.jsonl"))
     table = agreement_table(annotations.annotations(project_id), project)
     agreement_file = out / f"annotation-agreement-{project_id}.csv"
     write_private(agreement_file, str(safe_frame(table).to_csv(index=False)))
@@ -283,6 +306,36 @@ def export_project(
     return files
 
 
+def _csv_records(reader: csv.DictReader[str], name: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(spreadsheet row, row) of each record, the header being row 1 (a record whose
+    quoted cells hold line breaks is one row, as a spreadsheet shows it).
+
+    Raises:
+        AnnotationError: a cell longer than the csv module reads, or a malformed record,
+            naming the file and row.
+    """
+    number = 1
+    while True:
+        number += 1
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as err:
+            raise _csv_error(name, number, err) from None
+        yield number, row
+
+
+def _csv_error(name: str, number: int, err: csv.Error) -> AnnotationError:
+    """What the csv module's refusal of a record means, naming the file and row."""
+    if "field larger than field limit" in str(err):
+        return AnnotationError(
+            f"{name} row {number}: a cell longer than {csv.field_size_limit():,} "
+            "characters; no field of an annotation is that long"
+        )
+    return AnnotationError(f"{name} row {number}: not CSV ({err})")
+
+
 CSV_COLUMNS = ("conv_id", "annotator", "category", "note", "turn", "ko", "type", "en", "occurrence")
 
 
@@ -296,25 +349,28 @@ def read_csv_rows(path: Path, dataset: Dataset) -> list[tuple[int, dict[str, Any
     Raises:
         AnnotationError: a missing column, or a span text the turn does not contain.
     """
-    import csv
-
     from koed_core.annotation.spans import find, turn_text
 
     try:
         text = path.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError:
         raise AnnotationError(f"{path.name}: not UTF-8 text") from None
-    reader = csv.DictReader(text.splitlines())
-    missing = [
-        c for c in ("conv_id", "annotator", "category") if c not in (reader.fieldnames or [])
-    ]
+    # The csv module over the whole text (newline=''): a quoted cell may hold line breaks
+    # (a note of several lines), which splitting the text into lines first would cut.
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    try:
+        columns = reader.fieldnames or []
+    except csv.Error as err:
+        raise _csv_error(path.name, 1, err) from None
+    rows = _csv_records(reader, path.name)
+    missing = [c for c in ("conv_id", "annotator", "category") if c not in columns]
     if missing:
         raise AnnotationError(
             f"{path.name}: no column {', '.join(missing)} (columns: {', '.join(CSV_COLUMNS)})"
         )
     grouped: dict[tuple[str, str], dict[str, Any]] = {}
     first_row: dict[tuple[str, str], int] = {}
-    for number, row in enumerate(reader, 2):
+    for number, row in rows:
         if len(grouped) >= MAX_LINES:
             raise AnnotationError(f"{path.name}: more than {MAX_LINES:,} annotations")
         key = (row.get("conv_id") or "", row.get("annotator") or "")
@@ -323,7 +379,8 @@ def read_csv_rows(path: Path, dataset: Dataset) -> list[tuple[int, dict[str, Any
             {
                 "annotator": key[1],
                 "category": row.get("category") or None,
-                "note": row.get("note") or "",
+                # a spreadsheet ends a cell's lines with \r\n or \n: the app's notes use \n
+                "note": re.sub(r"\r\n?", "\n", row.get("note") or ""),
                 "spans": [],
             },
         )

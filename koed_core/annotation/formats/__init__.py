@@ -30,18 +30,18 @@ def export(
 ) -> list[Path]:
     """Write a project in one format into ``out`` (a folder per project for the formats
     with a file per document: ``webanno-tsv-N/``, ``brat-N/``); the agreement table and the
-    taxonomy come with every format. Returns the files written."""
+    taxonomy come with every format. Each format writes only its own files (and the
+    shared two), so exports of several formats into one folder sit side by side and
+    nothing of another format is removed. Returns the files written."""
     from koed_core.annotation.exchange import export_lines, export_project
     from koed_core.annotation.formats import brat, labelstudio, webanno
     from koed_core.annotation.taxonomy import AnnotationError
 
     if fmt not in FORMATS:
         raise AnnotationError(f"unknown format {fmt!r} (one of {', '.join(FORMATS)})")
-    files = export_project(annotations, project_id, dataset, key, out)
+    extras = export_project(annotations, project_id, dataset, key, out, lines=fmt == JSONL)
     if fmt == JSONL:
-        return files
-    extras = [f for f in files if not f.name.startswith("annotations-")]
-    files[0].unlink()  # the JSONL was written for its lines' sake only
+        return extras
     lines = export_lines(annotations, project_id, dataset, key)
     types = list(annotations.taxonomy(annotations.project(project_id)).codes)
     if fmt == WEBANNO:

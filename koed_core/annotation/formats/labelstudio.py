@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 from xml.sax.saxutils import quoteattr
 
+from koed_core.annotation.exchange import unencodable
 from koed_core.annotation.formats import layout
 from koed_core.annotation.formats.layout import Document
 from koed_core.annotation.taxonomy import CATEGORIES, AnnotationError
@@ -241,6 +242,12 @@ def read(path: Path, dataset: Dataset) -> list[tuple[int, dict[str, Any]]]:
             raise AnnotationError(f"{file.name}: not a list of Label Studio tasks")
         for number, task in enumerate(tasks_read, 1):
             where = f"{file.name} task {number}"
+            bad = unencodable(task)
+            if bad is not None:  # JSON's \ud800 escapes decode to text UTF-8 cannot hold
+                raise AnnotationError(
+                    f"{where}: {bad or 'a key'} holds an unpaired surrogate (a \\ud800-\\udfff "
+                    "escape alone), which is not Unicode text"
+                )
             data = task.get("data") if isinstance(task, dict) else None
             if not isinstance(data, dict) or not isinstance(data.get(TEXT), str):
                 raise AnnotationError(f"{where}: no data.text")
