@@ -218,3 +218,26 @@ def test_koed_study_create_records_a_random_sample(tmp_path: Path) -> None:
     assert len(config.sampling.conv_ids) == 6 and config.seed == 3
     assert main(["study", "create", "--name", "too", "--runs", runs, "--sample", "99",
                  "--db", planted.store.path]) == 1  # fmt: skip
+
+
+def test_plan_build_adds_the_next_batch(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    planted = planted_store(tmp_path / "koed.db", dialogues=60, fraction=0.2)
+    before = RatingStore(planted.store).config(planted.study_id).sampling
+    args = ["study", "plan", "--study", str(planted.study_id), "--judge", planted.judge.model]
+    assert main([*args, "--width", "0.6", "--build", "--db", planted.store.path]) == 0
+    said = capsys.readouterr().out
+    batch = int(said.split("next batch with PPI++: ")[1].split()[0])
+    after = RatingStore(planted.store).config(planted.study_id).sampling
+    assert len(after.conv_ids) == len(before.conv_ids) + batch > len(before.conv_ids)
+    assert f"added {batch} dialogues" in said
+    items = planted.store.frame(
+        "select distinct conv_id from study_items where study_id = ?", [planted.study_id]
+    )
+    assert set(items["conv_id"]) == set(after.conv_ids)
+
+
+def test_everything_rated_makes_ppi_the_peoples_mean() -> None:
+    judged, human = simulated_draw(np.random.default_rng(3), dialogues=40, fraction=1.0)
+    rows = {r["estimator"]: r for r in ppi.estimate_cell(judged, human, Sampling(), "gap")}
+    assert rows["ppi"]["estimate"] == pytest.approx(rows["human"]["estimate"])
+    assert rows["ppi"]["n_people"] == rows["ppi"]["N_judge"] == 40
