@@ -15,6 +15,7 @@ import pytest
 
 from fixtures.fake_openai import FakeOpenAI
 from koed_core.db import Store
+from koed_core.db.claims import ItemClaims
 from koed_core.db.jobs import JobError, Jobs
 from koed_core.db.owners import this_process
 from koed_core.jobs.kinds import EpisodeJob, JudgeJob, RunJob, enqueue
@@ -93,10 +94,10 @@ def test_two_presses_at_the_same_moment_queue_one_job(tmp_path: Path) -> None:
 def test_a_claimed_item_is_not_asked_by_another_pass(tmp_path: Path) -> None:
     store = Store(tmp_path / "koed.db")
     mine, theirs = f"{this_process()}#a", f"{this_process()}#b"
-    assert store.claim_item("run", "item-1", mine)
-    assert not store.claim_item("run", "item-1", theirs)
-    store.release_item("item-1", mine)
-    assert store.claim_item("run", "item-1", theirs)
+    assert ItemClaims(store).claim_item("run", "item-1", mine)
+    assert not ItemClaims(store).claim_item("run", "item-1", theirs)
+    ItemClaims(store).release_item("item-1", mine)
+    assert ItemClaims(store).claim_item("run", "item-1", theirs)
 
 
 def test_a_dead_process_claim_is_taken_over(tmp_path: Path) -> None:
@@ -108,8 +109,8 @@ def test_a_dead_process_claim_is_taken_over(tmp_path: Path) -> None:
     ).stdout.strip()
     store = Store(tmp_path / "koed.db")
     host = this_process().rpartition(":")[0]
-    assert store.claim_item("run", "item-1", f"{host}:{gone}#x")
-    assert store.claim_item("run", "item-1", f"{this_process()}#y")
+    assert ItemClaims(store).claim_item("run", "item-1", f"{host}:{gone}#x")
+    assert ItemClaims(store).claim_item("run", "item-1", f"{this_process()}#y")
 
 
 @pytest.mark.slow

@@ -14,7 +14,6 @@ import logging
 import os
 import sqlite3
 import threading
-import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import asdict
@@ -25,20 +24,10 @@ import pandas as pd
 import sqlite_utils
 
 from koed_core.db import migrations
-from koed_core.db.owners import dead_here
 from koed_core.db.types import EmotionScore, ResponseRecord, RunConfig, now
 from koed_core.errors import KoedError
 
 BUSY_TIMEOUT_S = 30.0
-CLAIM_STALE_S = 1800.0
-"""After this long a claimed item whose answer never came may be taken by another process
-(one item takes at most its tries times the time-out, about 5 minutes, before it fails)."""
-
-
-def _clock() -> float:
-    return time.time()
-
-
 log = logging.getLogger(__name__)
 
 
@@ -258,46 +247,6 @@ class Store:
             [run_id],
         )
         return {(r["conv_id"], r["lang"], r["context_hash"]): r for r in rows}
-
-    def claim_item(self, run_id: str, response_id: str, owner: str) -> bool:
-        """Take one item of a run for ``owner`` before asking the model for it; False when
-        it is answered already or another live pass holds it (it asks, not us).
-
-        ``owner`` is ``host:pid#pass``: one pass of one process, so two jobs in one worker
-        process are told apart too.
-        A claim of a process that has died on this machine, or older than
-        ``CLAIM_STALE_S`` (a process elsewhere that went silent), is taken over.
-        """
-        with self.write():
-            if self.rows("select 1 from responses where id = ? and error is null", [response_id]):
-                return False
-            held = self.rows(
-                "select owner, claimed from response_claims where response_id = ?",
-                [response_id],
-            )
-            if held and held[0]["owner"] != owner:
-                stale = _clock() - float(held[0]["claimed"]) > CLAIM_STALE_S
-                if not stale and not dead_here(held[0]["owner"].partition("#")[0]):
-                    return False
-            self.db.execute(
-                "insert or replace into response_claims (response_id, run_id, owner, claimed) "
-                "values (?, ?, ?, ?)",
-                [response_id, run_id, owner, _clock()],
-            )
-            return True
-
-    def release_item(self, response_id: str, owner: str) -> None:
-        """Give up a claim without an answer (a cancelled request): a rerun asks it."""
-        with self.write():
-            self.db.execute(
-                "delete from response_claims where response_id = ? and owner = ?",
-                [response_id, owner],
-            )
-
-    def release_claims(self, owner: str) -> None:
-        """Give up every claim ``owner`` still holds (its pass has ended, however)."""
-        with self.write():
-            self.db.execute("delete from response_claims where owner = ?", [owner])
 
     def save_response(
         self, record: ResponseRecord, score: EmotionScore | None, gold: frozenset[str] | None

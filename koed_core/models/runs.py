@@ -17,6 +17,7 @@ from functools import cached_property
 from typing import Any
 
 from koed_core.db import ResponseRecord, RunConfig, Store, short_hash
+from koed_core.db.claims import ItemClaims
 from koed_core.db.owners import this_process
 from koed_core.dialogues.dialogue import Dialogue, Lang
 from koed_core.errors import KoedError
@@ -319,13 +320,14 @@ def run_benchmark(
     stored = store.raw_answers(reuse_from) if reuse_from else {}
 
     owner = f"{this_process()}#{uuid.uuid4().hex[:12]}"  # this pass of this process
+    claims = ItemClaims(store)
 
     def response_id(item: Item) -> str:
         return short_hash(run_id, item.dialogue.conv_id, item.task.lang, item.context_hash)
 
     def store_one(item: Item, result: Answer) -> Outcome:
         if isinstance(result[0], ModelError) and result[0].kind == "cancelled":
-            patiently(lambda: store.release_item(response_id(item), owner))
+            patiently(lambda: claims.release_item(response_id(item), owner))
             return Outcome("cancelled")
         record = save(store, run_id, item, result[0], result[1], scored, result[2])
         if record.error:
@@ -346,12 +348,12 @@ def run_benchmark(
             workers=workers_for(client, concurrency),
             progress=progress,
             run_id=run_id,
-            claim=lambda item: store.claim_item(run_id, response_id(item), owner),
+            claim=lambda item: claims.claim_item(run_id, response_id(item), owner),
             stop=stop,
             watch=watch,
         )
     finally:
-        patiently(lambda: store.release_claims(owner))  # an ended pass holds nothing
+        patiently(lambda: claims.release_claims(owner))  # an ended pass holds nothing
 
 
 def timed_stream(
