@@ -51,6 +51,7 @@ class Load:
     times: list[float] = field(default_factory=list)
     acknowledged: Counter[str] = field(default_factory=Counter)
     reconnects: int = 0
+    pages_without_form: int = 0
     spans: list[tuple[float, float]] = field(default_factory=list)
 
     def per_second(self) -> float:
@@ -191,8 +192,13 @@ async def rater(  # noqa: PLR0913 - a rater's whole description
                     if think_s:
                         await asyncio.sleep(think_s * random.uniform(0.5, 1.5))
                     submit = [b for b in page["button"] if b.is_form_submitter]
-                    if not submit:
-                        return  # nothing left to rate on this link
+                    if not submit:  # not the item yet (a page between): ask again, a few times
+                        load.pages_without_form += 1
+                        if load.pages_without_form > 20 * items:
+                            return
+                        await asyncio.sleep(0.2)
+                        page = await run(WidgetStates())
+                        continue
                     states = WidgetStates()
                     for radio in page["radio"]:
                         state = states.widgets.add()
@@ -273,11 +279,15 @@ def main() -> None:
             kill = kill_mid_load(served, killed, args.items)
         stored = stored_per_rater(db)
     lost = sum(max(0, count - stored[who]) for who, count in kill.acknowledged.items())
+    unfinished = sum(
+        len(group) * args.items - sum(load.acknowledged.values())
+        for group, load in ((alone, one), (fast, many), (readers, reading), (killed, kill))
+    )
     print(f"processes: {n}")
     print(f"raters_back_to_back: {args.raters}")
     print(f"submits_per_s_1: {one.per_second():.1f}")
     print(f"submits_per_s_N: {many.per_second():.1f}")
-    print(f"scale_ratio: {many.per_second() / one.per_second():.2f}")
+    print(f"scale_ratio: {many.per_second() / max(one.per_second(), 1e-9):.2f}")
     print(f"p95_1_s: {p95(one.times):.3f}")
     print(f"p95_N_s: {p95(many.times):.3f}")
     print(f"p95_{crowd_size}_raters_s: {p95(reading.times):.3f}")
@@ -285,6 +295,7 @@ def main() -> None:
     print(f"stored: {sum(stored[who] for who in kill.acknowledged)}")
     print(f"reconnects_after_kill: {kill.reconnects}")
     print(f"lost_after_kill: {lost}")
+    print(f"unfinished_submits: {unfinished}")
 
 
 if __name__ == "__main__":

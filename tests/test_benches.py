@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-LINE = re.compile(r"^(?P<name>[a-z][a-z0-9_]*): (?P<value>\S+)(?:\s+#.*)?$")
+LINE = re.compile(r"^(?P<name>[a-zA-Z][a-zA-Z0-9_]*): (?P<value>\S+)(?:\s+#.*)?$")
 
 SMOKE_PAGES = ("explorer", "chat")
 """bench/pages.py's SMOKE_PAGES, by file name."""
@@ -61,6 +61,11 @@ EXPECTED: dict[str, list[str]] = {
         "first_request_s", "requests_per_s", "ratio_to_ideal", "speedup_vs_sequential",
         "peak_rss_mb",
     ],
+    "serve": [
+        "processes", "raters_back_to_back", "submits_per_s_1", "submits_per_s_N", "scale_ratio",
+        "p95_1_s", "p95_N_s", "p95_4_raters_s", "acknowledged", "stored",
+        "reconnects_after_kill", "lost_after_kill", "unfinished_submits",
+    ],
     "study": [
         "items", "k", "finished_items", "ratings", "places_max", "workers", "joined",
         "codes_without_work", "codes_completed", "codes_screened_out", "codes_failed_checks",
@@ -78,7 +83,7 @@ EXPECTED: dict[str, list[str]] = {
 
 BENCHES = sorted(p.stem for p in (ROOT / "bench").glob("*.py") if p.stem != "__init__")
 IN_CHROMIUM = {"annotation", "pages", "study"}
-SLOW = {"chat", "jobs", "raters", "reproduce", "ppi"}
+SLOW = {"chat", "jobs", "raters", "reproduce", "ppi", "serve"}
 """Over about 3 s each on a quiet machine, a Python start and its imports included (a
 Streamlit server, the SDK's back-off, process starts); agreement, episodes, explorer and
 runs take about 2 s."""
@@ -135,5 +140,8 @@ def test_the_bench_runs_small_and_prints_its_lines(name: str) -> None:
         assert values["browser_workers_done"] == 1  # the whole visit in Chromium
         kinds = [n for n in values if n.startswith("refused_")]
         assert values["refusals"] == sum(values[n] for n in kinds)
+    if name == "serve":  # not timings: nothing acknowledged is lost, every rater finished
+        assert values["lost_after_kill"] == 0 and values["unfinished_submits"] == 0
+        assert values["stored"] >= values["acknowledged"] > 0
     if name == "ppi":  # not timings: the planner agrees with ppi-python, the judge is off
         assert values["planner_matches"] == 1 and values["judge_covered"] == 0
