@@ -241,3 +241,23 @@ def test_everything_rated_makes_ppi_the_peoples_mean() -> None:
     rows = {r["estimator"]: r for r in ppi.estimate_cell(judged, human, Sampling(), "gap")}
     assert rows["ppi"]["estimate"] == pytest.approx(rows["human"]["estimate"])
     assert rows["ppi"]["n_people"] == rows["ppi"]["N_judge"] == 40
+
+
+def test_the_artefact_is_the_judge_gap_minus_the_people_gap_on_the_same_dialogues() -> None:
+    # c1: judge gap +1, people -1; c2: judge 0, people 0; c3 judged only (not in the means)
+    judged = pd.DataFrame(
+        [("r", c, lang, "CA", v) for c, lang, v in [
+            ("c1", "en", 3), ("c1", "ko", 4), ("c2", "en", 3), ("c2", "ko", 3),
+            ("c3", "en", 1), ("c3", "ko", 5)]],
+        columns=["run_id", "conv_id", "lang", "metric", "judge"],
+    )  # fmt: skip
+    human = pd.DataFrame(
+        [("r", c, lang, "CA", v) for c, lang, v in [
+            ("c1", "en", 4), ("c1", "ko", 3), ("c2", "en", 2), ("c2", "ko", 2)]],
+        columns=["run_id", "conv_id", "lang", "metric", "human"],
+    )  # fmt: skip
+    row = ppi.artefact_frame(judged, {"all raters": human}, Sampling()).iloc[0]
+    assert row["judge_gap"] == pytest.approx(0.5) and row["people_gap"] == pytest.approx(-0.5)
+    assert row["judge_minus_people"] == pytest.approx(1.0)  # (2 + 0) / 2
+    assert 0 <= row["ci_low"] <= 1.0 <= row["ci_high"] <= 2
+    assert row["n_people"] == 2 and row["N_judge"] == 3

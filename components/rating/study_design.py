@@ -102,7 +102,8 @@ def render_planner(store: Store, studies: dict[int, str]) -> None:
     st.caption(md(sampling.describe(config.sampling)))
     table = ppi_plan.plan(store, int(study), uses[int(picked or 0)].config, float(width))
     labels = run_labels(store)
-    tables.show(table.assign(run_id=table["run_id"].map(labels)), hide_index=True)
+    shown = table.assign(run_id=table["run_id"].map(labels)).rename(columns={"run_id": "run"})
+    tables.show(shown.drop(columns=["width_goal"]), hide_index=True)
     with_ppi = ppi_plan.next_batch_size(table, with_ppi=True)
     alone = ppi_plan.next_batch_size(table, with_ppi=False)
     st.caption(

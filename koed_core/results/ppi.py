@@ -277,15 +277,24 @@ def estimate_frame(
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
+def _by_stratum(
+    values: pd.Series, u: Units, both: pd.Index, weights: Mapping[str, float]
+) -> dict[str, np.ndarray]:
+    """``values`` on the units ``both`` scored, split by stratum."""
+    where = u.stratum[both]
+    return {s: values[both][where == s].to_numpy(float) for s in weights}
+
+
 def artefact_frame(
     judged: pd.DataFrame,
     human_by_group: Mapping[str, pd.DataFrame],
     sampling: Sampling,
     seed: int = 0,
 ) -> pd.DataFrame:
-    """Is the gap a judge artefact? Per run, metric and rater group: the judge's gap
-    minus the people's, on the dialogues both scored (the judge's bias by language), with
-    a bootstrap 95% CI over those dialogues (strata weighted as for people-only).
+    """Is the gap a judge artefact? Per run, metric and rater group: the judge's gap and
+    the people's on the same dialogues (those both scored in both languages), and the
+    judge's minus the people's (the judge's bias by language) with a bootstrap 95% CI over
+    those dialogues (strata weighted as for people-only).
 
     A positive value: the judge puts Korean further above English than people do.
     """
@@ -295,27 +304,23 @@ def artefact_frame(
             j = judged[(judged["run_id"] == run_id) & (judged["metric"] == metric)]
             u = units(j, h, "gap", dict(sampling.strata))
             both = u.judge.index.intersection(u.human.index)
-            diff = Units(
-                u.judge[both] - u.human[both],
-                u.human[both],
-                u.stratum,
-            )
-            weights = _weights(Units(u.judge, u.human, u.stratum))
-            values = {s: diff.judge[diff.stratum[both] == s].to_numpy(float) for s in weights}
-            bias = _mean_ci(values, weights, seed) if len(both) else Estimate(None)
+            weights = _weights(u)
+            bias = _mean_ci(_by_stratum(u.judge - u.human, u, both, weights), weights, seed)
+            judge_gap = _mean_ci(_by_stratum(u.judge, u, both, weights), weights, seed).value
+            people_gap = _mean_ci(_by_stratum(u.human, u, both, weights), weights, seed).value
             rows.append(
                 {
                     "run_id": run_id,
                     "metric": metric,
                     "rater_group": group,
-                    "judge_gap": float(u.judge.mean()) if len(u.judge) else None,
-                    "people_gap": float(u.human.mean()) if len(u.human) else None,
+                    "judge_gap": judge_gap,
+                    "people_gap": people_gap,
                     "judge_minus_people": bias.value,
                     "ci_low": bias.low,
                     "ci_high": bias.high,
                     "n_people": len(both),
                     "N_judge": len(u.judge),
-                    "note": bias.note or ("" if len(both) else "no dialogue rated in both"),
+                    "note": bias.note if len(both) else "no dialogue rated in both",
                 }
             )
     return pd.DataFrame(rows, columns=ARTEFACT_COLUMNS)
