@@ -35,6 +35,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench._streamlit_ws import Session, connect  # noqa: E402
 from fixtures.rating import seeded_store, study  # noqa: E402
 from koed_core.paths import SAMPLE_FILE  # noqa: E402
 from koed_core.rating import crowd  # noqa: E402
@@ -100,52 +101,14 @@ async def _score(page) -> None:  # type: ignore[no-untyped-def]
 
 async def _ws_rater(port: int, link: str, times: list[float]) -> None:
     """One rater over the websocket: open the page, then submit ITEMS ratings."""
-    import websockets
-    from streamlit.proto.BackMsg_pb2 import BackMsg
-    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
-    from streamlit.proto.WidgetStates_pb2 import WidgetStates
-
-    query = link.split("?", 1)[1]
-    async with websockets.connect(
-        f"ws://127.0.0.1:{port}/_stcore/stream", subprotocols=["streamlit"], max_size=None
-    ) as ws:
-
-        async def run(states: WidgetStates) -> dict[str, list]:  # type: ignore[type-arg]
-            message = BackMsg()
-            message.rerun_script.query_string = query
-            message.rerun_script.page_name = "join"
-            message.rerun_script.widget_states.CopyFrom(states)
-            await ws.send(message.SerializeToString())
-            found: dict[str, list] = {"radio": [], "button": []}  # type: ignore[type-arg]
-            while True:
-                forward = ForwardMsg()
-                forward.ParseFromString(await ws.recv())
-                kind = forward.WhichOneof("type")
-                if kind == "delta" and forward.delta.WhichOneof("type") == "new_element":
-                    element = forward.delta.new_element
-                    which = element.WhichOneof("type")
-                    if which in found:
-                        found[which].append(getattr(element, which))
-                elif kind == "script_finished":
-                    if forward.script_finished != ForwardMsg.FINISHED_EARLY_FOR_RERUN:
-                        return found
-                    found = {"radio": [], "button": []}
-
-        page = await run(WidgetStates())
+    async with connect(port) as ws:
+        session = Session(ws, "join", link.split("?", 1)[1])
+        page = await session.run()
         for _ in range(ITEMS):
             if THINK_S:
                 await asyncio.sleep(THINK_S * random.uniform(0.5, 1.5))
-            states = WidgetStates()
-            for radio in page["radio"]:
-                state = states.widgets.add()
-                state.id = radio.id
-                state.string_value = "4"  # radios send the chosen option's text
-            submit = next(b for b in page["button"] if b.is_form_submitter)
-            trigger = states.widgets.add()
-            trigger.id = submit.id
-            trigger.trigger_value = True
             start = time.perf_counter()
-            page = await run(states)
+            page = await session.submit_scores(page, "4")
             times.append(time.perf_counter() - start)
 
 

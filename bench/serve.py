@@ -35,6 +35,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench._streamlit_ws import Session, connect  # noqa: E402
 from fixtures.rating import seeded_store, study  # noqa: E402
 from koed_core.cli.serving import free_ports  # noqa: E402
 from koed_core.paths import SAMPLE_FILE  # noqa: E402
@@ -153,60 +154,25 @@ async def rater(  # noqa: PLR0913 - a rater's whole description
     """One rater over the websocket, through the proxy; a dropped connection (its process
     killed) is opened again, as the browser does, and the visit goes on from the database."""
     import websockets
-    from streamlit.proto.BackMsg_pb2 import BackMsg
-    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
-    from streamlit.proto.WidgetStates_pb2 import WidgetStates
 
-    query = link.split("?", 1)[1]
     while load.acknowledged[who] < items and tries > 0:
         tries -= 1
         try:
-            async with websockets.connect(
-                f"ws://127.0.0.1:{port}/_stcore/stream", subprotocols=["streamlit"],
-                max_size=None, open_timeout=30,
-            ) as ws:  # fmt: skip
-
-                async def run(states: WidgetStates) -> dict[str, list]:  # type: ignore[type-arg]
-                    message = BackMsg()
-                    message.rerun_script.query_string = query
-                    message.rerun_script.page_name = "join"
-                    message.rerun_script.widget_states.CopyFrom(states)
-                    await ws.send(message.SerializeToString())
-                    found: dict[str, list] = {"radio": [], "button": []}  # type: ignore[type-arg]
-                    while True:
-                        forward = ForwardMsg()
-                        forward.ParseFromString(await asyncio.wait_for(ws.recv(), 60))
-                        kind = forward.WhichOneof("type")
-                        if kind == "delta" and forward.delta.WhichOneof("type") == "new_element":
-                            element = forward.delta.new_element
-                            which = element.WhichOneof("type")
-                            if which in found:
-                                found[which].append(getattr(element, which))
-                        elif kind == "script_finished":
-                            if forward.script_finished != ForwardMsg.FINISHED_EARLY_FOR_RERUN:
-                                return found
-                            found = {"radio": [], "button": []}
-
-                page = await run(WidgetStates())
+            async with connect(port) as ws:
+                session = Session(ws, "join", link.split("?", 1)[1])
+                page = await session.run()
                 while load.acknowledged[who] < items:
                     if think_s:
                         await asyncio.sleep(think_s * random.uniform(0.5, 1.5))
-                    submit = [b for b in page["button"] if b.is_form_submitter]
-                    if not submit:  # not the item yet (a page between): ask again, a few times
+                    if page.submitter() is None:  # not the item yet (a page between): again
                         load.pages_without_form += 1
                         if load.pages_without_form > 20 * items:
                             return
                         await asyncio.sleep(0.2)
-                        page = await run(WidgetStates())
+                        page = await session.run()
                         continue
-                    states = WidgetStates()
-                    for radio in page["radio"]:
-                        state = states.widgets.add()
-                        state.id, state.string_value = radio.id, "4"
-                    trigger = states.widgets.add()
-                    trigger.id, trigger.trigger_value = submit[0].id, True
                     start = time.perf_counter()
-                    page = await run(states)  # the script ran whole: the rating is saved
+                    page = await session.submit_scores(page, "4")  # ran whole: saved
                     load.times.append(time.perf_counter() - start)
                     load.spans.append((start, time.perf_counter()))
                     load.acknowledged[who] += 1

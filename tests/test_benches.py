@@ -81,7 +81,7 @@ EXPECTED: dict[str, list[str]] = {
 """Per bench, the lines its smoke run must print (bench/pages.py's pages are its
 ``SMOKE_PAGES``; bench/chat.py leaves the embedded model out)."""
 
-BENCHES = sorted(p.stem for p in (ROOT / "bench").glob("*.py") if p.stem != "__init__")
+BENCHES = sorted(p.stem for p in (ROOT / "bench").glob("*.py") if not p.stem.startswith("_"))
 IN_CHROMIUM = {"annotation", "pages", "study"}
 SLOW = {"chat", "jobs", "raters", "reproduce", "ppi", "serve"}
 """Over about 3 s each on a quiet machine, a Python start and its imports included (a
