@@ -5,8 +5,10 @@ Each draw plants 1,360 dialogues (KoED's count): a people's Korean-minus-English
 scores), a uniform random 20% of the dialogues rated in both languages. Over the draws
 it counts how often each estimator's 95% interval covers the planted gap (PPI++ should
 be near 95%, the judge alone near 0%) and their mean widths; then the planner on one
-pilot against ppi-python's power analysis recomputed here, and the whole pipeline on a
-planted database (120 dialogues, two runs, a study). Prints ``name: value`` lines.
+pilot against ppi-python's power analysis recomputed here, one run's whole table timed
+(``table_s_one_run``: five dimensions, en, ko and gap, three estimators), and the whole
+pipeline on a planted database (120 dialogues, two runs, a study). Prints ``name: value``
+lines.
 
     python bench/ppi.py [--smoke]
 
@@ -75,6 +77,22 @@ def planner_check(dialogues: int, width: float = 0.2) -> dict[str, float]:
     }
 
 
+def table_time(dialogues: int) -> dict[str, float]:
+    """One run's whole table (five dimensions; en, ko and gap; three estimators) at this
+    many dialogues: what the Gap page computes per run when the database changed."""
+    import pandas as pd
+
+    rng = np.random.default_rng(11)
+    judged, human = [], []
+    for metric in ("EX", "IP", "ER", "EEA", "CA"):
+        j, h = simulated_draw(rng, dialogues=dialogues)
+        judged.append(j.assign(run_id="r", metric=metric))
+        human.append(h.assign(run_id="r", metric=metric))
+    started = time.perf_counter()
+    ppi.estimate_frame(pd.concat(judged), pd.concat(human), Sampling("random"))
+    return {"table_s_one_run": time.perf_counter() - started}
+
+
 def pipeline() -> dict[str, float]:
     """The planted database end to end: build, then the three estimates' table."""
     from koed_core.results import ppi_table
@@ -95,6 +113,7 @@ def main() -> None:
     figures = coverage(draws, dialogues)
     figures["simulation_s"] = time.perf_counter() - started
     figures |= planner_check(dialogues, width=0.35 if smoke else 0.2)
+    figures |= table_time(dialogues)
     figures |= pipeline()
     for name, value in figures.items():
         print(f"{name}: {value:.4g}" if isinstance(value, float) else f"{name}: {value}")
