@@ -86,3 +86,14 @@ def test_the_studies_page_plans_and_builds_a_random_study(planted, accounts: Pat
     assert not at.exception, [e.value for e in at.exception]
     config = RatingStore(planted.store).config(2)
     assert config.sampling.method == "random" and len(config.sampling.conv_ids) == 10
+
+
+def test_the_gap_page_says_why_ppi_is_refused(tmp_path: Path) -> None:
+    manual = planted_store(tmp_path / "koed.db", dialogues=40, method="manual")
+    RatingStore(manual.store).close(manual.study_id)
+    at = _page("pages/results/gap.py")
+    assert not at.exception, [e.value for e in at.exception]
+    assert any("PPI refused" in w.value and "chosen by hand" in w.value for w in at.warning)
+    assert not any(t.startswith("PPI++") for t in _titles(at))  # no chart of a refused PPI
+    next(r for r in at.radio if r.label == "Estimate").set_value("human").run()
+    assert any(t.startswith("people only: Korean minus") for t in _titles(at))
