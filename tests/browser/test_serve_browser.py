@@ -1,6 +1,6 @@
 """A crowd worker through `koed serve --processes 2` (issue 53): the app process serving them
 is killed mid-item, and the visit goes on from the database where it stood, every rating
-stored once."""
+stored once; a rater's login survives the process that served it."""
 
 from __future__ import annotations
 
@@ -20,8 +20,9 @@ from typing import Any
 from fixtures.rating import seeded_store, study
 from koed_core.cli.serving import free_ports
 from koed_core.paths import SAMPLE_FILE
+from koed_core.rating import accounts as users
 from tests.browser import steps
-from tests.browser.conftest import ARTIFACTS
+from tests.browser.conftest import ARTIFACTS, COOKIE_KEY, RATER_PASSWORD
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -66,9 +67,16 @@ def test_a_crowd_worker_finishes_after_the_process_serving_them_is_killed(
         reward=1.0, **consent,
     )  # fmt: skip
     store.db.conn.close()
+    users.add_user(tmp_path / "accounts.yaml", "mina", "rater", "Mina", RATER_PASSWORD)
     port = free_ports(1)[0]
     run_dir = tmp_path / "run"
-    env = {**os.environ, "KOED_DATA": str(SAMPLE_FILE), "KOED_SECRET_KEY": key}
+    env = {
+        **os.environ,
+        "KOED_DATA": str(SAMPLE_FILE),
+        "KOED_SECRET_KEY": key,
+        "KOED_USERS": str(tmp_path / "accounts.yaml"),
+        "KOED_COOKIE_KEY": COOKIE_KEY,  # one key signs logins for every process
+    }
     serve = subprocess.Popen(
         [sys.executable, "-m", "koed_core.cli", "serve", "--processes", "2", "--port", str(port),
          "--db", str(db), "--run-dir", str(run_dir), "--backup-every", "0"],
@@ -136,6 +144,22 @@ def test_a_crowd_worker_finishes_after_the_process_serving_them_is_killed(
         assert len({item for item, _, _ in rows}) == 4  # four items, each rated
         assert all(count == 1 for _, _, count in rows)  # once
         assert len(rows) == 20
+
+        # a rater's login survives the process that served it: the cookie is signed with
+        # the shared key, and another process (or the restarted one) reads it
+        rater_context = browser.new_context(viewport={"width": 1366, "height": 768})
+        rater_page = rater_context.new_page()
+        rater_page.goto(url + "/login")
+        steps.log_in_settled(rater_page, "mina", RATER_PASSWORD, "Logged in as Mina")
+        route = next(c["value"] for c in rater_context.cookies() if c["name"] == "koed_route")
+        pids = _app_pids(run_dir)
+        os.kill(pids[next(p for p in pids if _caddy_route(f"127.0.0.1:{p}") == route)], 9)
+        rater_page.wait_for_timeout(1500)
+        rater_page.goto(url + "/login")  # a full load: a new session, on whichever process
+        expect(rater_page.get_by_text("Logged in as Mina")).to_be_visible(timeout=60_000)
+        rater_page.wait_for_timeout(3000)
+        expect(rater_page.get_by_text("Logged in as Mina")).to_be_visible()
+        rater_page.screenshot(path=str(ARTIFACTS / "serve_login_survives.png"))
     finally:
         serve.send_signal(signal.SIGTERM)
         serve.wait(60)
