@@ -88,9 +88,13 @@ def table_time(dialogues: int) -> dict[str, float]:
         j, h = simulated_draw(rng, dialogues=dialogues)
         judged.append(j.assign(run_id="r", metric=metric))
         human.append(h.assign(run_id="r", metric=metric))
+    judged_all, human_all = pd.concat(judged), pd.concat(human)
     started = time.perf_counter()
-    ppi.estimate_frame(pd.concat(judged), pd.concat(human), Sampling("random"))
-    return {"table_s_one_run": time.perf_counter() - started}
+    ppi.estimate_frame(judged_all, human_all, Sampling("random"))
+    whole = time.perf_counter() - started
+    started = time.perf_counter()  # as the Gap page asks: the means' intervals left out
+    ppi.estimate_frame(judged_all, human_all, Sampling("random"), mean_intervals=False)
+    return {"table_s_one_run": whole, "page_table_s_one_run": time.perf_counter() - started}
 
 
 def pipeline() -> dict[str, float]:

@@ -91,11 +91,15 @@ def gap_three_ways(
     shown = wide.drop(columns=["run_id"])  # the label names the run; the CSV keeps the id
     tables.show(shown, hide_index=True, column_config=_columns(shown))
     file = ppi_table.FILE_NAMES[estimator]
-    chosen = ppi_table.for_estimator(result, estimator)
+
+    def whole() -> str:  # every interval, the means' too: computed when asked for
+        full = ppi_table.gap_estimates(store, study, judge, hidden, mean_intervals=True)
+        return csv_safe.to_csv(ppi_table.for_estimator(full, estimator))
+
     left, right = st.columns(2)
     left.download_button(
         _("{estimator} (CSV)", estimator=words[estimator]),
-        csv_safe.to_csv(chosen),
+        whole,
         file_name=f"koed_gap_{file}.csv",
         mime="text/csv",
     )

@@ -123,17 +123,17 @@ def _diff(wide: pd.DataFrame) -> pd.Series:
     return (wide["ko"] - wide["en"]).dropna()
 
 
-def judge_only(u: Units, seed: int = 0) -> Estimate:
+def judge_only(u: Units, seed: int = 0, interval: bool = True) -> Estimate:
     """The judge's mean over every unit it scored, bootstrap 95% CI over units."""
-    return _mean_ci({"all": u.judge.to_numpy(float)}, {"all": 1.0}, seed)
+    return _mean_ci({"all": u.judge.to_numpy(float)}, {"all": 1.0}, seed, interval)
 
 
-def people_only(u: Units, seed: int = 0) -> Estimate:
+def people_only(u: Units, seed: int = 0, interval: bool = True) -> Estimate:
     """The people's mean over the rated units; a stratified sample is weighted by the
     strata's shares of the units the judge scored (each stratum's mean bootstrapped)."""
     weights = _weights(u)
     values = {s: u.human[u.stratum[u.human.index] == s].to_numpy(float) for s in weights}
-    return _mean_ci(values, weights, seed)
+    return _mean_ci(values, weights, seed, interval)
 
 
 def _weights(u: Units) -> dict[str, float]:
@@ -144,7 +144,12 @@ def _weights(u: Units) -> dict[str, float]:
     return {str(s): float(n) / float(counts.sum()) for s, n in counts.items()}
 
 
-def _mean_ci(values: Mapping[str, np.ndarray], weights: Mapping[str, float], seed: int) -> Estimate:
+def _mean_ci(
+    values: Mapping[str, np.ndarray],
+    weights: Mapping[str, float],
+    seed: int,
+    interval: bool = True,
+) -> Estimate:
     """Weighted mean of the strata's means, and a percentile CI from the same weights
     applied to each stratum's bootstrap means (``gaps.bootstrap_means``)."""
     if not values or any(len(v) == 0 for v in values.values()):
@@ -152,9 +157,11 @@ def _mean_ci(values: Mapping[str, np.ndarray], weights: Mapping[str, float], see
     value = float(sum(weights[s] * v.mean() for s, v in values.items()))
     if any(len(v) < 2 for v in values.values()):
         return Estimate(value, note="no CI: fewer than 2 units")
+    se = float(np.sqrt(sum(weights[s] ** 2 * v.var(ddof=1) / len(v) for s, v in values.items())))
+    if not interval:  # the point and its SE only: a page that draws no whisker for it
+        return Estimate(value, se=se)
     draws = sum(weights[s] * bootstrap_means(v, seed) for s, v in values.items())
     low, high = np.percentile(np.asarray(draws), [2.5, 97.5])
-    se = float(np.sqrt(sum(weights[s] ** 2 * v.var(ddof=1) / len(v) for s, v in values.items())))
     return Estimate(value, float(low), float(high), se)
 
 
@@ -209,13 +216,15 @@ def estimate_cell(
     quantity: str,
     seed: int = 0,
     refusal: str | None = None,
+    interval: bool = True,
 ) -> list[dict[str, object]]:
     """The three estimates of one (run, metric, quantity) cell, as rows of :data:`COLUMNS`
-    (without run_id and metric)."""
+    (without run_id and metric). ``interval`` False leaves out the judge-only and
+    people-only bootstrap intervals (PPI's costs nothing)."""
     u = units(judged, human, quantity, dict(sampling.strata))
     n_people, n_judge = len(u.human), len(u.judge)
-    people = people_only(u, seed)
-    found = {"judge": judge_only(u, seed), "human": people, "ppi": ppi(u, refusal)}
+    people = people_only(u, seed, interval)
+    found = {"judge": judge_only(u, seed, interval), "human": people, "ppi": ppi(u, refusal)}
     per_unit = ratings_per_unit(human, quantity)
     rows: list[dict[str, object]] = []
     for name, est in found.items():
@@ -255,8 +264,11 @@ def estimate_frame(
     sampling: Sampling,
     refusal: str | None = None,
     seed: int = 0,
+    mean_intervals: bool = True,
 ) -> pd.DataFrame:
-    """Every run x metric x quantity x estimator of long-form scores.
+    """Every run x metric x quantity x estimator of long-form scores (``mean_intervals``
+    False: the en and ko means' judge-only and people-only intervals left out, a third of
+    the cost; the gaps keep theirs).
 
     Args:
         judged: run_id, conv_id, lang, metric, judge (one judge score per response).
@@ -272,7 +284,8 @@ def estimate_frame(
         if j.empty or h.empty:
             continue
         for quantity in QUANTITIES:
-            for row in estimate_cell(j, h, sampling, quantity, seed, refusal):
+            whole = mean_intervals or quantity == "gap"
+            for row in estimate_cell(j, h, sampling, quantity, seed, refusal, whole):
                 rows.append({"run_id": run_id, "metric": metric, **row})
     return pd.DataFrame(rows, columns=COLUMNS)
 

@@ -114,6 +114,8 @@ def plan(store: Store, study_id: int, judge: JudgeConfig, width: float) -> pd.Da
         both = u.judge.index.intersection(u.human.index)
         y, yhat = u.human[both].to_numpy(float), u.judge[both].to_numpy(float)
         cell = plan_cell(y, yhat, len(u.judge), width, config.overlap, refused)
+        if config.sampling.method == "stratified" and not cell.get("note"):
+            cell["note"] = "planned as one stratum (a stratified sample's weights left out)"
         rows.append({"run_id": run_id, "metric": metric, **cell})
     return pd.DataFrame(rows, columns=COLUMNS)
 

@@ -79,12 +79,18 @@ def rater_groups(store: Store, long: pd.DataFrame) -> dict[str, pd.DataFrame]:
 
 
 def gap_estimates(
-    store: Store, study_id: int, judge: JudgeConfig, hidden: set[str] | None = None
+    store: Store,
+    study_id: int,
+    judge: JudgeConfig,
+    hidden: set[str] | None = None,
+    mean_intervals: bool = True,
 ) -> GapEstimates:
     """The gap three ways and the judge artefact for one study and judge configuration.
 
     Args:
         hidden: runs to leave out (a visitor's view of runs under an open study).
+        mean_intervals: False leaves out the en and ko means' judge-only and people-only
+            intervals (what a page that charts the gaps needs; a file has them all).
     """
     config = RatingStore(store).config(study_id)
     run_ids = [r for r in config.run_ids if r not in (hidden or set())]
@@ -93,7 +99,9 @@ def gap_estimates(
     long = long[long["run_id"].isin(run_ids)]
     groups = rater_groups(store, long)
     refused = refusal(config.sampling)
-    estimates = ppi.estimate_frame(judged, groups["all raters"], config.sampling, refused)
+    estimates = ppi.estimate_frame(
+        judged, groups["all raters"], config.sampling, refused, mean_intervals=mean_intervals
+    )
     artefact = ppi.artefact_frame(judged, groups, config.sampling)
     source = {"study_id": study_id, **judge.as_columns()}
     meta = _run_meta(store)
