@@ -11,6 +11,7 @@ from components.shared.model_choice import client_for
 from components.shared.source_banner import load_or_stop
 from koed_core import i18n
 from koed_core.db import Ratings
+from koed_core.dialogues.records import decode_ed_text
 from koed_core.errors import KoedError
 from koed_core.i18n import _
 from koed_core.models.client import GenerationSettings
@@ -63,13 +64,12 @@ live = admin and choices.toggle(
     _("Ask the models live (needs their servers or keys)"), key=state.DEMO_LIVE
 )
 dialogue = dataset.get(conv_id)
-note = choices if talk else st
 if live:
     go = st.button(_("Ask"), type="primary", key=state.DEMO_ASK)
-    note.caption(_("Live: each model answers now, pane by pane; nothing is replayed."))
+    st.caption(_("Live: each model answers now, pane by pane; nothing is replayed."))
 else:
     go = st.button(_("Play"), type="primary", key=state.DEMO_PLAY)
-    note.caption(
+    st.caption(  # on screen in talk mode too: the room must know it is no live answer
         _(
             "Replay of stored answers ({pace} words a second), not generated live. The "
             "answers appear when you press Play.",
@@ -83,10 +83,11 @@ for column, lang in ((ko, "ko"), (en, "en")):
     with column:
         st.subheader(i18n.NAMES[lang], anchor=False)
         speaker, listener = ROLE_NAMES[lang]
-        # the conversation the models answered, so their replies make sense; on a
-        # projector the turn they answer, the whole conversation a click away
+        # the conversation the models answered, so their replies make sense, as people
+        # read it (a raw run sent the file's _comma_); on a projector the turn they
+        # answer, the whole conversation a click away
         turns = [
-            f"{speaker if role == 'speaker' else listener}: {text}"
+            f"{speaker if role == 'speaker' else listener}: {decode_ed_text(text)}"
             for role, text in store.stored_context(first, conv_id, lang)
         ]
         if talk and turns:
@@ -112,7 +113,8 @@ if live and go and dialogue is not None:
             box.text(parsed.text)  # the reply without its "Emotion:" line
 elif go:
     answers = demo.stored_answers(store, [first, second], conv_id)
-    for texts in demo.replay([answers.get(key, "") for key, _box in panes]):
+    shown = [decode_ed_text(answers.get(key, "")) for key, _box in panes]
+    for texts in demo.replay(shown):
         for (_pane, box), text in zip(panes, texts, strict=True):
             box.text(text)
         time.sleep(1 / pace)

@@ -70,6 +70,11 @@ def test_talk_mode_fits_a_projector(fresh_site: str, browser: Any, width: int, h
     page.wait_for_timeout(1000)
     page.screenshot(path=str(ARTIFACTS / f"talk_demo_{width}.png"))
     assert steps.inside(answer.bounding_box(), width, height), answer.bounding_box()
+    for _read in (1, 2):  # settled, and 3 s later: the room reads that this is a replay
+        notice = page.get_by_text("Replay of stored answers").first
+        expect(notice).to_be_visible()
+        assert steps.inside(notice.bounding_box(), width, height), notice.bounding_box()
+        page.wait_for_timeout(3000)
     assert page.get_by_test_id("stException").count() == 0
     page.screenshot(path=str(ARTIFACTS / f"talk_demo_{width}.png"))
 
