@@ -97,15 +97,20 @@ class Estimate:
 
 
 def units(
-    judged: pd.DataFrame, human: pd.DataFrame, quantity: str, strata: Mapping[str, str]
+    judged: pd.DataFrame,
+    human: pd.DataFrame,
+    quantity: str,
+    strata: Mapping[str, str],
+    wide: tuple[pd.DataFrame, pd.DataFrame] | None = None,
 ) -> Units:
     """The per-unit scores of one (run, metric) cell for ``en``, ``ko`` or ``gap``.
 
     ``judged`` has conv_id, lang, judge; ``human`` has conv_id, lang, human (the item's
-    mean rating). For a gap a unit is a dialogue with both languages scored.
+    mean rating). For a gap a unit is a dialogue with both languages scored. ``wide``:
+    the two frames from :func:`by_language` already (one cell's three quantities share
+    them).
     """
-    judge = judged.pivot_table(index="conv_id", columns="lang", values="judge", aggfunc="mean")
-    people = human.pivot_table(index="conv_id", columns="lang", values="human", aggfunc="mean")
+    judge, people = wide or by_language(judged, human)
     if quantity == "gap":
         j = _diff(judge)
         h = _diff(people)
@@ -115,6 +120,14 @@ def units(
     index = j.index.union(h.index)
     stratum = pd.Series([strata.get(c, "all") for c in index], index=index, dtype=object)
     return Units(j, h, stratum)
+
+
+def by_language(judged: pd.DataFrame, human: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """conv_id x lang: the judge's score and the people's, each a column per language."""
+    return (
+        judged.groupby(["conv_id", "lang"])["judge"].mean().unstack("lang"),
+        human.groupby(["conv_id", "lang"])["human"].mean().unstack("lang"),
+    )
 
 
 def _diff(wide: pd.DataFrame) -> pd.Series:
@@ -217,11 +230,12 @@ def estimate_cell(
     seed: int = 0,
     refusal: str | None = None,
     interval: bool = True,
+    wide: tuple[pd.DataFrame, pd.DataFrame] | None = None,
 ) -> list[dict[str, object]]:
     """The three estimates of one (run, metric, quantity) cell, as rows of :data:`COLUMNS`
     (without run_id and metric). ``interval`` False leaves out the judge-only and
     people-only bootstrap intervals (PPI's costs nothing)."""
-    u = units(judged, human, quantity, dict(sampling.strata))
+    u = units(judged, human, quantity, dict(sampling.strata), wide)
     n_people, n_judge = len(u.human), len(u.judge)
     people = people_only(u, seed, interval)
     found = {"judge": judge_only(u, seed, interval), "human": people, "ppi": ppi(u, refusal)}
@@ -283,9 +297,10 @@ def estimate_frame(
         h = human[(human["run_id"] == run_id) & (human["metric"] == metric)]
         if j.empty or h.empty:
             continue
+        wide = by_language(j, h)
         for quantity in QUANTITIES:
             whole = mean_intervals or quantity == "gap"
-            for row in estimate_cell(j, h, sampling, quantity, seed, refusal, whole):
+            for row in estimate_cell(j, h, sampling, quantity, seed, refusal, whole, wide):
                 rows.append({"run_id": run_id, "metric": metric, **row})
     return pd.DataFrame(rows, columns=COLUMNS)
 
