@@ -76,6 +76,13 @@ def bilingual_input(where: Any) -> str:
     )
 
 
+def design_text(study: dict[str, Any]) -> str:
+    """How a listed study chose its dialogues, and its bilingual design, in one line."""
+    chosen = sampling.describe(Sampling.from_json(study.get("sampling")))
+    both = study.get("bilingual", "free")
+    return f"{chosen}; {_(BILINGUAL_WORDS.get(both, BILINGUAL_WORDS['free']))}"
+
+
 def render_planner(store: Store, studies: dict[int, str]) -> None:
     """The planner of one study and judge configuration; Add the next batch."""
     st.subheader(_("Plan the next batch"), anchor=False)

@@ -2,16 +2,14 @@
 
 import streamlit as st
 
+from components.rating import study_design
 from components.rating.crowd_admin import render_account_form, render_invite_form
-from components.rating.study_design import bilingual_input, render_planner, sampling_inputs
 from components.shared import auth, resources, tables
 from components.shared.literal import md
 from components.shared.source_banner import load_or_stop
-from koed_core.db import Sampling
 from koed_core.errors import KoedError
 from koed_core.i18n import _
 from koed_core.models.runs import run_labels
-from koed_core.rating import sampling
 from koed_core.rating.studies import StudyConfig
 
 st.title(_("Studies"))
@@ -37,8 +35,8 @@ with st.form("studies.create"):
     seed = right.number_input(_("Order seed"), 0, 1_000_000, 0)
     whole = st.checkbox(_("Episode runs: rate whole episodes (one item is one episode)"))
     with st.expander(_("Which dialogues (a random sample lets PPI++ use the judge)")):
-        design = sampling_inputs(st, int(seed))
-        both = bilingual_input(st)
+        design = study_design.sampling_inputs(st, int(seed))
+        both = study_design.bilingual_input(st)
     if st.form_submit_button(_("Create study"), type="primary"):
         config = StudyConfig(
             name.strip() or "study",
@@ -66,7 +64,7 @@ if studies:
     shown = [
         {
             **s,
-            "sampling": sampling.describe(Sampling.from_json(s.get("sampling"))),
+            "sampling": study_design.design_text(s),
             "run_ids": "; ".join(run_names.get(r, gone) for r in s["run_ids"]),
             "closed": s["closed"] or _("open"),
         }
@@ -86,6 +84,7 @@ if studies:
             "timeout_minutes": _("timeout_minutes"),
             "seed": _("seed"),
             "sampling": _("Which dialogues"),
+            "bilingual": None,  # said in the sampling column's words
             "created": _("created"),
             "closed": _("Closed"),
         },
@@ -114,6 +113,6 @@ else:
         )
     )
 
-render_planner(resources.store(), {s["id"]: s["name"] for s in studies})
+study_design.render_planner(resources.store(), {s["id"]: s["name"] for s in studies})
 render_invite_form({s["id"]: s["name"] for s in ratings.studies() if not s["closed"]})
 render_account_form(resources.settings().users_path)
