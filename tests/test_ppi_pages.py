@@ -86,6 +86,9 @@ def test_the_studies_page_plans_and_builds_a_random_study(planted, accounts: Pat
     assert not at.exception, [e.value for e in at.exception]
     config = RatingStore(planted.store).config(2)
     assert config.sampling.method == "random" and len(config.sampling.conv_ids) == 10
+    assert config.bilingual == "separate"  # a ko+en study's default: no rater sees both
+    listed = next(d.value for d in at.dataframe if "sampling" in d.value.columns)
+    assert listed["sampling"].str.contains("uniform random sample of 10").any()
 
 
 def test_the_gap_page_says_why_ppi_is_refused(tmp_path: Path) -> None:
