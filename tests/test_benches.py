@@ -50,7 +50,9 @@ EXPECTED: dict[str, list[str]] = {
         "draws", "dialogues", "judge_covered", "judge_coverage", "judge_width", "human_covered",
         "human_coverage", "human_width", "ppi_covered", "ppi_coverage", "ppi_width",
         "ppi_to_people_width", "effective_n_ratio", "simulation_s", "plan_people_needed",
-        "plan_ppi_needed", "ppi_python_needed", "planner_matches", "planted_build_s",
+        "plan_ppi_needed", "ppi_python_needed", "planner_matches", "table_s_one_run",
+        "page_table_s_one_run",
+        "planted_build_s",
         "planted_estimates_s",
     ],
     "raters": [
