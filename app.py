@@ -23,11 +23,11 @@ from koed_core.i18n import N_, _
 HERE = Path(__file__).resolve().parent  # page paths hold wherever the app is started from
 language.start()  # before any title below: the menu is in the reader's language too
 ICON = HERE / "data" / "icon.png"
-EXPLORER = st.Page(  # served at "/"; its own name is not "explorer", kept for old links
-    HERE / "pages/dialogues/explorer.py",
+EXPLORER = st.Page(  # served at "/"; its own name is neither of the addresses it answers
+    HERE / "pages/dialogues/explorer.py",  # (Streamlit serves a default page at "/" only)
     title=_("Explorer"),
     icon=":material/forum:",
-    url_path="dialogues",
+    url_path="explorer-home",
     default=True,
 )
 PUBLIC = {
@@ -145,10 +145,10 @@ CLOSED_PAGE = {RATE.url_path: "rater", ANNOTATE.url_path: "annotator"}
 ROLES = (N_("admin"), N_("rater"), N_("annotator"))
 # The menu's sections that pages_for adds, translated where the menu is drawn:
 SECTIONS = (N_("Rating"), N_("Annotation"), N_("Account"))
-# Addresses of pages that have moved: the Explorer is the default page at "/" now, and
-# links to /explorer?... from before still open it, with their filters. (No bare strings in
-# this script: Streamlit's magic would draw them on every page.)
-OLD_ADDRESSES = ("explorer",)
+# Other addresses of the Explorer, the default page at "/": links to /explorer?... from
+# before and /dialogues (its section's name) open it, with their filters. (No bare strings
+# in this script: Streamlit's magic would draw them on every page.)
+OLD_ADDRESSES = ("explorer", "dialogues")
 
 
 def _closed(page: st.Page) -> st.Page:
@@ -164,8 +164,9 @@ def _closed(page: st.Page) -> st.Page:
 
 
 def _moved(address: str) -> st.Page:
-    def to_explorer() -> None:
-        st.switch_page(EXPLORER, query_params=st.query_params.to_dict())
+    def to_explorer() -> None:  # every value of a repeated parameter (labels=a&labels=b)
+        query = {name: st.query_params.get_all(name) for name in st.query_params}
+        st.switch_page(EXPLORER, query_params=query)
 
     return st.Page(to_explorer, title=_("Explorer"), url_path=address, visibility="hidden")
 

@@ -70,3 +70,61 @@ def test_demo_shows_text_as_read_and_keeps_the_replay_notice_in_talk_mode(
             at.run()
             if _read == 1:
                 at.button(key="demo.play").click().run()
+
+
+def _notice(at: AppTest) -> str:
+    return "\n".join(w.value for w in at.warning if "was left out" in w.value)
+
+
+def test_every_dropped_link_value_is_named_and_the_notice_stays() -> None:
+    at = _app({"d": "nope:1", "labels": ["sad", "notalabel"], "turns": ["9", "1"], "mode": "most"})
+    for _read in (1, 2):  # settled, and again after a rerun (the address is rewritten)
+        assert not at.exception, [e.value for e in at.exception]
+        notice = _notice(at)
+        for name, value in (
+            ("d", "nope:1"),
+            ("labels", "notalabel"),
+            ("turns", "9-1"),
+            ("mode", "most"),
+        ):
+            assert f"{name}={value}" in notice.replace("\\", ""), notice
+        assert "labels=sad" not in notice
+        assert at.multiselect(key="labels").value == ["sad"]  # the good value is kept
+        assert "Filter: emotion has all of sad" in [t.value for t in at.text]  # bad ones go
+        at.run()
+    at.multiselect(key="labels").set_value(["afraid"]).run()  # the notice outlives a change
+    assert "notalabel" in _notice(at)
+
+
+def test_a_link_without_a_fault_has_no_notice() -> None:
+    at = _app({"labels": ["sad"], "mode": "exact"})
+    assert not _notice(at) and not at.exception
+
+
+def test_a_dialogue_the_filters_hide_is_named() -> None:
+    at = _app({"labels": ["han"], "mode": "exact", "d": "sample:1_conv:1"})
+    notice = _notice(at)
+    assert "d=sample:1_conv:1" in notice.replace("\\", "") and "filters leave" in notice, notice
+
+
+def test_chat_reads_d_and_dialogue_as_its_alias() -> None:
+    """The page alone: AppTest's switch_page drops the query a link brings."""
+    from koed_core.dialogues.dataset import load_dataset
+    from koed_core.paths import SAMPLE_FILE
+
+    conv = load_dataset(SAMPLE_FILE).dialogues[3].conv_id
+    for name in ("d", "dialogue"):
+        at = AppTest.from_file(str(ROOT / "pages/models/chat.py"), default_timeout=90)
+        at.query_params[name] = conv
+        at.run()
+        for _read in (1, 2):
+            assert not at.exception, [e.value for e in at.exception]
+            picked = [s.value for s in at.selectbox if s.key == "chat.dialogue"]
+            assert picked == [conv], picked
+            assert at.query_params.get("d") in (conv, [conv]), dict(at.query_params)
+            assert "dialogue" not in at.query_params
+            at.run()
+    at = AppTest.from_file(str(ROOT / "pages/models/chat.py"), default_timeout=90)
+    at.query_params["dialogue"] = "nope:1"
+    at.run()
+    assert "d=nope:1" in _notice(at).replace("\\", "")

@@ -239,3 +239,12 @@ def annotation_pending(project_id: int, conv_id: str) -> dict[str, Any]:
 
 
 BREAKDOWN_SOURCE = "adaptation.source"
+
+LINK_DROPPED = "links.dropped"
+
+
+def dropped_links(page: str) -> list[Any]:
+    """The link values this page could not use (issue 57): kept for the session, so the
+    notice naming them stays after the bound widgets have rewritten the address."""
+    found: dict[str, list[Any]] = st.session_state.setdefault(LINK_DROPPED, {})
+    return found.setdefault(page, [])

@@ -6,15 +6,20 @@ import streamlit as st
 from components.dialogues.dialogue_view import render_dialogue
 from components.dialogues.filter_form import BIND, filter_form
 from components.shared import resources, state, tables
+from components.shared.link_notice import check_link, note
 from components.shared.source_banner import load_or_stop, render_source_banner
 from koed_core import i18n
 from koed_core.dialogues.export import to_csv, to_jsonl
-from koed_core.i18n import _
+from koed_core.dialogues.links import DIALOGUE, Dropped
+from koed_core.i18n import N_, _
 
 st.title(_("Dialogue explorer"))
 source, dataset = load_or_stop()
 render_source_banner(source, dataset)
 index = resources.filter_index(dataset, dataset.sha256)
+turn_range = (min(index.n_turns, default=1), max(index.n_turns, default=1))
+conv_ids = {d.conv_id for d in dataset.dialogues}
+link = check_link("explorer", conv_ids, turn_range, {state.TURNS: turn_range})
 flt = filter_form(index)
 matches = index.filter(flt)
 
@@ -47,6 +52,9 @@ buttons.download_button(
     icon=":material/download:",
     disabled=not matches,
 )
+wanted = (link.get(DIALOGUE) or [""])[0]
+if wanted and dataset.get(wanted) and wanted not in {d.conv_id for d in matches}:
+    note("explorer", [Dropped(DIALOGUE, wanted, N_("not among the dialogues the filters leave"))])
 if not matches:
     st.info(_("No dialogue matches. Loosen a filter in the sidebar."))
     st.stop()
@@ -100,5 +108,5 @@ if conv_id:
             "pages/models/chat.py",
             label=_("Chat with models about this dialogue"),
             icon=":material/chat:",
-            query_params={"dialogue": conv_id},
+            query_params={DIALOGUE: conv_id},
         )

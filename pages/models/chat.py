@@ -4,6 +4,7 @@ import streamlit as st
 
 from components.models.chat_view import Pane, all_answered, render_context, stream_together
 from components.shared import state
+from components.shared.link_notice import check_link, set_param
 from components.shared.literal import md
 from components.shared.model_choice import (
     adhoc_model_input,
@@ -13,6 +14,7 @@ from components.shared.model_choice import (
 )
 from components.shared.source_banner import load_or_stop, render_source_banner
 from koed_core import i18n
+from koed_core.dialogues.links import DIALOGUE
 from koed_core.errors import KoedError
 from koed_core.i18n import _
 from koed_core.models.chat import detect_lang, live_task
@@ -22,6 +24,7 @@ from koed_core.models.protocol import PROTOCOLS
 st.title(_("Chat with models on KoED"))
 source, dataset = load_or_stop()
 render_source_banner(source, dataset)
+link = check_link("chat", {d.conv_id for d in dataset.dialogues})
 session_api_key_input()
 
 search = st.text_input(_("Search situations (ko or en)"), key=state.CHAT_SEARCH)
@@ -34,14 +37,14 @@ options = [
 if not options:
     st.info(_("No situation matches the search."))
     st.stop()
-wanted = st.query_params.get("dialogue")
+wanted = (link.get(DIALOGUE) or [""])[0]
 conv_id = st.selectbox(
     _("Dialogue ({n} match)", n=i18n.number(len(options))),
     options,
     key=state.CHAT_DIALOGUE,
     index=options.index(wanted) if wanted in options else 0,
 )
-st.query_params["dialogue"] = conv_id
+set_param(DIALOGUE, conv_id)  # the one name of a dialogue in a link
 dialogue = dataset.get(conv_id)
 assert dialogue is not None
 st.text(f"{dialogue.situation_ko}\n{dialogue.situation_en}")

@@ -83,9 +83,8 @@ for column, lang in ((ko, "ko"), (en, "en")):
     with column:
         st.subheader(i18n.NAMES[lang], anchor=False)
         speaker, listener = ROLE_NAMES[lang]
-        # the conversation the models answered, so their replies make sense, as people
-        # read it (a raw run sent the file's _comma_); on a projector the turn they
-        # answer, the whole conversation a click away
+        # what the models answered, as people read it (no _comma_ a raw run sent); on a
+        # projector the turn they answer, the whole conversation a click away
         turns = [
             f"{speaker if role == 'speaker' else listener}: {decode_ed_text(text)}"
             for role, text in store.stored_context(first, conv_id, lang)

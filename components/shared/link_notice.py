@@ -1,0 +1,77 @@
+"""Say which values of a link a page left out, on the page (not a toast) and for good."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from typing import Any
+
+import streamlit as st
+from streamlit.errors import StreamlitAPIException
+
+from components.shared import state
+from components.shared.literal import md
+from koed_core.dialogues.links import ALIASES, Dropped, canonical, dropped_values
+
+
+def link_params() -> dict[str, list[str]]:
+    """The link's parameters under their one name each; an alias in the address
+    (``?dialogue=``) is rewritten to the name (``?d=``) before a bound widget reads it."""
+    raw = {name: st.query_params.get_all(name) for name in st.query_params}
+    params = canonical(raw)
+    for alias, name in ALIASES.items():
+        if alias in st.query_params:
+            if name not in raw and params.get(name):
+                set_param(name, params[name])
+            set_param(alias, [])
+    return params
+
+
+def check_link(
+    page: str,
+    conv_ids: Collection[str],
+    turn_range: tuple[int, int] | None = None,
+    defaults: Mapping[str, Any] | None = None,
+) -> dict[str, list[str]]:
+    """Check the link's values before the widgets bound to it drop the unknown ones,
+    remember what was dropped and show it; returns the link's parameters.
+
+    ``defaults``: a bound widget's key (its parameter's name) and the value it takes
+    when its link value is left out (a slider keeps a range it cannot show, 9-1)."""
+    params = link_params()
+    found = dropped_values(params, conv_ids, turn_range)
+    again = False
+    for name in {d.name for d in found}:  # out of the address before a widget reads it
+        gone = {d.value for d in found if d.name == name}
+        kept = [v for v in params[name] if v not in gone and "-".join(params[name]) not in gone]
+        params[name] = kept
+        set_param(name, kept)
+        if not kept:
+            new = [d for d in found if d.name == name and d not in state.dropped_links(page)]
+            if name in (defaults or {}) and new:
+                st.session_state[name] = (defaults or {})[name]
+                again = True
+    note(page, found)
+    if again:  # a bound widget seeds from the address the run began with: begin again
+        st.rerun()
+    return params
+
+
+def note(page: str, found: list[Dropped]) -> None:
+    """Add values left out to the page's notice and draw it (every run: it stays)."""
+    kept = state.dropped_links(page)
+    kept += [d for d in found if d not in kept]
+    if kept:
+        st.warning("  \n".join(md(d.sentence()) for d in kept), icon=":material/link_off:")
+
+
+def set_param(name: str, value: str | list[str]) -> None:
+    """Write (or, empty, remove) a link parameter, unless a widget is bound to it: then
+    the widget writes it (the Explorer's ``d`` stays bound for the first run of the page
+    switched to)."""
+    try:
+        if value:
+            st.query_params[name] = value
+        elif name in st.query_params:
+            del st.query_params[name]
+    except StreamlitAPIException:
+        pass
