@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from fixtures.fake_openai import FakeOpenAI
 from koed_core.db import JudgeConfig
 from koed_core.results import claims
 
@@ -128,3 +129,44 @@ def test_reproduce_refuses_a_bad_claims_file_before_sending_anything(
     assert code != 0
     err = capsys.readouterr().err
     assert "test must be one of" in err and "Traceback" not in err
+
+
+@pytest.mark.slow
+def test_a_substitution_is_said_only_when_the_stored_run_says_one_ran(
+    tmp_path: Path, fake_openai: FakeOpenAI
+) -> None:
+    """Issue 55 #1: an entry that merely *has* substitutes ran as the paper's id, so no
+    claim may say it was substituted; the same entry run as its substitute is said."""
+    import subprocess
+    import sys
+
+    from tests.test_reproduce import _setup
+
+    plan, env = _setup(tmp_path, fake_openai)
+    fake_openai.served = ["m-one", "m-two", "m-two-2025", "judge-x"]
+    plan.write_text(
+        plan.read_text()
+        .replace('models = ["m-one", "m-two", "m-three", "m-four", "m-five"]', "")
+        .replace("sample = 3", 'sample = 2\nmodels = ["m-one", "m-two"]\nprotocols = ["single"]')
+    )
+    registry = Path(env["KOED_MODELS"])
+    registry.write_text(
+        registry.read_text().replace(
+            'model = "m-two"\n', 'model = "m-two"\nsubstitutes = ["m-two-2025"]\n'
+        )
+    )
+    out = tmp_path / "out"
+    command = [sys.executable, "-m", "koed_core.cli", "reproduce", str(plan), "--out", str(out)]
+    done = subprocess.run(
+        [*command, "--claims"], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    said = (out / "claims.md").read_text()
+    assert "substitut" not in said and "retired" not in said
+    registry.write_text(registry.read_text().replace('model = "m-two"\n', 'model = "m-two-2025"\n'))
+    again = subprocess.run(
+        [*command, "--claims"], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert again.returncode == 0, again.stderr
+    said = (out / "claims.md").read_text()
+    assert "m-two: substituted: ran m-two-2025" in said

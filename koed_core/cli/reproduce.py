@@ -152,13 +152,7 @@ def _claims(
     """The paper's claims checked on these runs, printed and returned (for the bundle)."""
     from koed_core.results import claims, gaps
 
-    notes = {}
-    for name, spec in specs.items():
-        if spec.substitutes:
-            instead = ", ".join(spec.substitutes)
-            notes[name] = f"the paper's {spec.model} is retired: substitute {instead}"
-        elif spec.family == "open":
-            notes[name] = "weights as its server runs them (the paper: 4-bit bitsandbytes)"
+    notes = claims.provenance_notes(store, runs, specs)
     frame = gaps.score_frame(store, judge=judge)
     verdicts = claims.check(stated, frame, runs, judge, notes)
     text = claims.to_markdown(verdicts, dataset_sha256)

@@ -124,6 +124,37 @@ def check(
     return out
 
 
+def provenance_notes(
+    store: Any, runs: Mapping[tuple[str, str], str], specs: Mapping[str, Any]
+) -> dict[str, str]:
+    """model -> what ran in place of the paper's setup, read from the stored runs (never
+    from the registry's ``substitutes``, which only say what *could* replace a model).
+
+    A run whose stored model id is one of its entry's substitutes, or not the id the
+    KoED authors ran (``differences.AUTHORS_DECODING``) for a paper model's family, is
+    a substitution; an open model on a server is said to run its server's weights.
+    """
+    from koed_core.results.differences import ALIASES, AUTHORS_DECODING
+
+    authored = {ALIASES.get(m, m) for m in AUTHORS_DECODING} | set(AUTHORS_DECODING)
+    notes: dict[str, str] = {}
+    for (name, _protocol), run_id in sorted(runs.items()):
+        stored = store.run_config(run_id)
+        if stored is None or name in notes:
+            continue
+        config, _spec = stored
+        ran = str(config.get("model_id") or "")
+        spec = specs.get(name)
+        subs = tuple(getattr(spec, "substitutes", ()) or ())
+        if ran in subs:
+            notes[name] = f"substituted: ran {ran} in place of the paper's retired model"
+        elif config.get("family") == "claude" and ran not in authored:
+            notes[name] = f"substituted: ran {ran}, not the paper's claude-3-5-sonnet-20240620"
+        elif config.get("family") == "open" and config.get("backend") == "openai":
+            notes[name] = "weights as its server runs them (the paper: 4-bit bitsandbytes)"
+    return notes
+
+
 def _per_dialogue(judged: pd.DataFrame, run_id: str, metric: str) -> pd.DataFrame:
     mine = judged[(judged["run_id"] == run_id) & (judged["metric"] == metric)]
     return mine.pivot_table(index="conv_id", columns="lang", values="value", aggfunc="mean")
@@ -213,5 +244,5 @@ def to_markdown(verdicts: Sequence[Verdict], dataset_sha256: str = "") -> str:
         lines += [f"  - {md(n)}" for n in v.numbers]
         runs = ", ".join(md(r) for r in v.runs) or "none"
         lines.append(f"  - judge: {md(v.judge)}; runs: {runs}")
-        lines += [f"  - substituted: {md(n)}" for n in v.notes]
+        lines += [f"  - what ran: {md(n)}" for n in v.notes]
     return "\n".join(lines) + "\n"
