@@ -81,14 +81,16 @@ def test_results_pages_reveal_nothing_of_an_open_study(site: Path) -> None:
         assert "study 1" not in str([s.options for s in gap.selectbox])
         assert not [b for b in gap.get("download_button") if "paper" in b.label]
     admin = _as("boss", "pages/results/agreement.py")
-    assert len(admin.dataframe) == 2  # the table and the disagreements, texts included
+    # the table, the judge's gap minus the people's (numbers), and the disagreements (texts)
+    assert len(admin.dataframe) == 3
     assert "note" in _everything(admin)  # raters' comments, for the admin only
 
 
 def test_closing_a_study_publishes_numbers_but_never_words(site: Path) -> None:
     RatingStore(Store(site)).close(1)
     rater = _as("mina", "pages/results/agreement.py")
-    assert not rater.exception and len(rater.dataframe) == 1  # the agreement table only
+    # the agreement table and the judge's gap minus the people's: numbers, no rater's words
+    assert not rater.exception and len(rater.dataframe) == 2
     assert "alice note" not in _everything(rater)
     assert RatingStore(Store(site)).next_item(1, "alice") is None  # no new items once closed
 
