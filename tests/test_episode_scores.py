@@ -312,3 +312,21 @@ def test_the_export_and_the_episodes_page_carry_the_whole_episode_scores(
     at.selectbox[0].set_value(oracle).run()
     captions = " ".join(c.value for c in at.caption)
     assert "This run is the oracle Listener" in captions and "No oracle run beside" not in captions
+
+
+def test_the_oracle_note_is_stored_in_the_prompt_as_it_was_sent(
+    fake_openai: FakeOpenAI, tmp_path: Path
+) -> None:
+    """Issue 55 #9: what is stored is what was sent, the oracle's note included."""
+    store = Store(tmp_path / "koed.db")
+    oracle = _play(fake_openai, store, oracle=True)
+    sent = [b["messages"] for b in fake_openai.requests if not is_speaker(b)]
+    stored = [
+        json.loads(row[0])
+        for row in store.db.execute(
+            "select prompt from responses where run_id = ? and turn is not null", [oracle]
+        )
+    ]
+    assert stored
+    for prompt in stored:
+        assert prompt[0]["role"] == "system" and prompt in sent  # the note, byte for byte

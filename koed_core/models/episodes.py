@@ -215,7 +215,9 @@ def _save_listener(
     with setup.store.write():
         if Episodes(setup.store).turn_taken(setup.run_id, conv_id, lang, turn, "listener"):
             return None
-        return save(setup.store, setup.run_id, item, outcome, parsed, True, emotion, turn)
+        told = getattr(setup.listener, "told", None)  # the oracle's note is stored as sent
+        sent = told(item.messages, item.task) if callable(told) else None
+        return save(setup.store, setup.run_id, item, outcome, parsed, True, emotion, turn, sent)
 
 
 def _speak(

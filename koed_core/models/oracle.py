@@ -49,7 +49,8 @@ class OracleListener:
         self.name = getattr(inner, "name", "oracle")
         self.max_concurrency = getattr(inner, "max_concurrency", 1)
 
-    def _told(self, messages: Sequence[Message], task: object) -> list[Message]:
+    def told(self, messages: Sequence[Message], task: object) -> list[Message]:
+        """The request as sent: the note first (unchanged for a dialogue it does not know)."""
         dialogue = self.dialogues.get(str(getattr(task, "conv_id", "")))
         if dialogue is None:
             return list(messages)
@@ -60,11 +61,11 @@ class OracleListener:
         self, messages: Sequence[Message], settings: GenerationSettings, task: Any
     ) -> Completion:
         """The inner client's answer to the request with the note first."""
-        return self.inner.complete(self._told(messages, task), settings, task)
+        return self.inner.complete(self.told(messages, task), settings, task)
 
     def stream(self, messages: Sequence[Message], settings: GenerationSettings, task: Any) -> Any:
         """Streaming, with the note first."""
-        return self.inner.stream(self._told(messages, task), settings, task)
+        return self.inner.stream(self.told(messages, task), settings, task)
 
     def close(self) -> None:
         """Close the inner client, if it holds anything."""

@@ -170,15 +170,18 @@ def to_record(
     parsed: ParsedReply | None,
     emotion_raw: str | None = None,
     turn: int | None = None,
+    sent: Sequence[Message] | None = None,
 ) -> ResponseRecord:
-    """A response row from an answer or a failure (``turn``: an episode's Listener turn)."""
+    """A response row from an answer or a failure (``turn``: an episode's Listener turn;
+    ``sent``: the first request as the client sent it, when a wrapper added to the item's
+    messages, such as the oracle's note: what is stored is what was sent)."""
     base: dict[str, Any] = {
         "turn": turn,
         "run_id": run_id,
         "conv_id": item.dialogue.conv_id,
         "lang": item.task.lang,
         "context_hash": item.context_hash,
-        "prompt": [dict(m) for m in item.messages],
+        "prompt": [dict(m) for m in (item.messages if sent is None else sent)],
         "emotion_raw": emotion_raw,
         "context": [[turn.role, turn.text] for turn in item.task.transcript],
     }
@@ -261,9 +264,10 @@ def save(
     scored: bool,
     emotion_raw: str | None = None,
     turn: int | None = None,
+    sent: Sequence[Message] | None = None,
 ) -> ResponseRecord:
     """Store one outcome with its emotion score (when the protocol names emotions)."""
-    record = to_record(run_id, item, outcome, parsed, emotion_raw, turn)
+    record = to_record(run_id, item, outcome, parsed, emotion_raw, turn, sent)
     score = None
     if scored and parsed is not None and item.protocol != "direct":
         score = score_emotions(parsed.labels, item.dialogue.label_set)
