@@ -166,3 +166,61 @@ def test_each_change_has_a_bootstrap_p_and_holm_adjusts_over_its_table() -> None
     expected = multipletests([0.01, 0.04], method="holm")[1]
     assert list(adjusted[:2]) == pytest.approx(list(expected))
     assert adjusted[2] is None and adjusted[3] == pytest.approx(0.04)  # its own family
+
+
+def _plan(
+    tmp_path: Path, server: FakeOpenAI, variants: str, sample: int = 2
+) -> tuple[list[str], dict[str, str]]:
+    """A one-model sensitivity plan on the scripted server: the command and environment."""
+    server.served = ["m-one", "judge-x"]
+    registry = tmp_path / "models.toml"
+    registry.write_text(
+        "".join(
+            f'[models.{n}]\nbackend = "openai"\nmodel = "{n}"\nbase_url = "{server.base_url}"\n'
+            for n in ("m-one", "judge-x")
+        )
+    )
+    plan = tmp_path / "moved.toml"
+    plan.write_text(
+        f'name = "moved"\nsubset = "full"\nsample = {sample}\nseed = 2\n'
+        'protocols = ["single"]\nmodels = ["m-one"]\njudge = "judge-x"\n' + variants
+    )
+    env = {
+        **os.environ,
+        "KOED_MODELS": str(registry),
+        "KOED_DATA": str(SAMPLE_FILE),
+        "KOED_DB": str(tmp_path / "k.db"),
+        "PYTHONPATH": str(ROOT),
+    }
+    return [sys.executable, "-m", "koed_core.cli", "reproduce", str(plan)], env
+
+
+def _run(command: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.slow
+def test_a_variant_with_every_verdict_unscored_keeps_its_rows(
+    tmp_path: Path, fake_openai: FakeOpenAI
+) -> None:
+    """Issue 55 #4: every variant x metric has a row; an empty one says why."""
+    fake_openai.reply_fn = lambda body: (
+        "I would rather not give a number."
+        if body["messages"][0]["content"].startswith("You evaluate")
+        else None
+    )
+    command, env = _plan(
+        tmp_path, fake_openai, '[variants."judge template: fenced"]\njudge_template = "fenced"\n'
+    )
+    out = tmp_path / "out"
+    done = _run([*command, "--out", str(out)], env)
+    assert done.returncode == 0, done.stderr
+    table = pd.read_csv(out / "sensitivity.csv")
+    fenced = table[table["variant"] == "judge template: fenced"]
+    rubric = fenced[fenced["metric"].isin(["EX", "IP", "ER", "EEA", "CA"])]
+    assert len(rubric) == 5 and (rubric["pairs"] == 0).all()
+    store = Store(tmp_path / "k.db")
+    answered = store.db.execute("select count(*) from responses").fetchone()[0]
+    assert set(rubric["note"]) == {f"no scored pairs ({answered} unscored)"}
+    said = (out / "sensitivity.md").read_text()
+    assert said.count(f"no scored pairs ({answered} unscored)") == 5

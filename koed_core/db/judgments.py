@@ -78,6 +78,19 @@ class Judgments:
             [run_id, *_params(config)],
         )
 
+    def unscored_tasks(self, run_id: str, config: JudgeConfig, dimension: str) -> int:
+        """A run's answers that this configuration judged on ``dimension`` with no score
+        at any attempt (unscored, or every attempt failed)."""
+        rows = self.store.rows(
+            f"""select count(distinct j.response_id) as n from judgments j
+                join responses r on r.id = j.response_id
+                where r.run_id = ? and j.dimension = ? and {_where("j")}
+                and not exists (select 1 from judgments k where k.response_id = j.response_id
+                    and k.dimension = j.dimension and k.score is not null and {_where("k")})""",
+            [run_id, dimension, *_params(config), *_params(config)],
+        )
+        return int(rows[0]["n"]) if rows else 0
+
     def done(self, config: JudgeConfig) -> set[str]:
         """Ids of judgments (their first attempt) that got an answer, scored or unscored,
         at any attempt; a task whose every attempt failed is retried."""

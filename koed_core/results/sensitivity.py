@@ -79,6 +79,7 @@ COLUMNS = [
     "change_p_holm",
     "run_id",
     *JudgeConfig("", "", "", "").as_columns(),
+    "note",
 ]
 
 
@@ -128,10 +129,13 @@ def table(
         frame = frame_of(source.judge)
         base_frame = frame_of(base_source.judge)
         for metric in metrics:
-            if metric in codes() and source.judge is None:
-                continue
-            mine = _per_dialogue_gap(frame, source.run_id, metric)
-            if mine.empty:
+            mine = (
+                pd.Series(dtype=float)
+                if metric in codes() and source.judge is None
+                else _per_dialogue_gap(frame, source.run_id, metric)
+            )
+            if mine.empty:  # said, never dropped: a variant all unscored is a result too
+                rows.append(_empty_row(store, source, name, metric, model, protocol))
                 continue
             zeros = np.zeros(len(mine))
             gap, low, high = gaps.paired_gap(zeros, mine.to_numpy())
@@ -161,6 +165,42 @@ def table(
         if column not in out:
             out[column] = None
     return out[COLUMNS]
+
+
+def _empty_row(
+    store: Store, source: Source, name: str, metric: str, model: str, protocol: str
+) -> dict[str, Any]:
+    """A variant x metric with no dialogue scored in both languages, saying why."""
+    if metric in codes() and source.judge is None:
+        note = "not judged"
+    else:
+        note = f"no scored pairs ({unscored(store, source, metric)} unscored)"
+    return {
+        "model": model,
+        "protocol": protocol,
+        "variant": name,
+        "metric": metric,
+        "pairs": 0,
+        "run_id": source.run_id,
+        "note": note,
+        **(source.judge.as_columns() if source.judge and metric in codes() else {}),
+    }
+
+
+def unscored(store: Store, source: Source, metric: str) -> int:
+    """How many of the source's answers have no number for ``metric``: rubric tasks whose
+    every attempt the judge left unscored, or answers with no emotion score (failed)."""
+    if metric in codes():
+        if source.judge is None:
+            return 0
+        return Judgments(store).unscored_tasks(source.run_id, source.judge, metric)
+    named = "and coalesce(e.given, 1) = 1" if metric == gaps.EMOTION_ANSWERED else ""
+    rows = store.rows(
+        f"""select count(*) as n from responses s where s.run_id = ? and not exists
+            (select 1 from emotion_scores e where e.response_id = s.id {named})""",
+        [source.run_id],
+    )
+    return int(rows[0]["n"]) if rows else 0
 
 
 def change_p(before: np.ndarray, after: np.ndarray, seed: int = 0) -> float | None:
@@ -297,6 +337,13 @@ def to_markdown(frame: pd.DataFrame, title: str) -> str:
         "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for r in frame.to_dict("records"):
+        if pd.isna(r["gap"]):  # a variant x metric with nothing to pair still has its row
+            lines.append(
+                f"| {md(r['model'])} | {md(r['protocol'])} | {md(r['variant'])} "
+                f"| {md(r['metric'])} | {r['pairs']} | {md(str(r.get('note') or ''))} "
+                "| | | | |"
+            )
+            continue
         change = "" if pd.isna(r["change"]) else f"{r['change']:+.2f}"
         holm = r.get("change_p_holm")
         adjusted = "" if holm is None or pd.isna(holm) else f"{holm:.3f}"
