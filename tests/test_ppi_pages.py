@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from components.shared.literal import md
 from fixtures.planted import planted_store
 from koed_core.rating.studies import RatingStore
 from tests.test_rating_pages import _as, accounts  # noqa: F401 - the fixture is used by name
@@ -45,7 +46,8 @@ def test_the_gap_page_offers_three_estimates_and_names_ppi(planted) -> None:
     ]
     assert any(t.startswith("PPI++ (judge corrected by people): Korean minus") for t in _titles(at))
     captions = " ".join(c.value for c in at.caption)
-    assert "Shown: PPI++" in captions and "mean of its k ratings" in captions
+    shown = "Shown: " + md("PPI++ (judge corrected by people)")  # literal on the page
+    assert shown in captions and "mean of its k ratings" in captions
     assert "uniform random sample of 24 of 60" in captions
     labels = [b.label for b in at.get("download_button")]
     assert "PPI++ (judge corrected by people) (CSV)" in labels

@@ -79,8 +79,8 @@ def bilingual_input(where: Any) -> str:
 def design_text(study: dict[str, Any]) -> str:
     """How a listed study chose its dialogues, and its bilingual design, in one line."""
     chosen = sampling.describe(Sampling.from_json(study.get("sampling")))
-    both = study.get("bilingual", "free")
-    return f"{chosen}; {_(BILINGUAL_WORDS.get(both, BILINGUAL_WORDS['free']))}"
+    both = _(BILINGUAL_WORDS.get(study.get("bilingual", "free"), BILINGUAL_WORDS["free"]))
+    return chosen + "; " + both
 
 
 def render_planner(store: Store, studies: dict[int, str]) -> None:

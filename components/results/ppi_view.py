@@ -33,7 +33,7 @@ def _design_caption(store: Store, result: ppi_table.GapEstimates, study: int) ->
             "judge minus people on the rated ones (a random sample is required).",
             study=md(score_sources.study_label(store, study)),
             design=md(result.provenance["study_sampling"]),
-            version=result.provenance["ppi_python"],
+            version=md(result.provenance["ppi_python"]),
         )
     )
 
@@ -84,7 +84,7 @@ def gap_three_ways(
             "Shown: {estimator}. n people: dialogues rated in both languages; N judge: "
             "dialogues the judge scored in both; effective n: how many rated dialogues "
             "people alone would need for PPI++'s interval.",
-            estimator=words[estimator],
+            estimator=md(words[estimator]),
         )
     )
     wide = ppi_table.side_by_side(result)
