@@ -10,11 +10,12 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
 
-from fixtures.fake_openai import FakeOpenAI
+from fixtures.fake_openai import AUTHORS_REPLY, HANGUL, FakeOpenAI
 from koed_core.paths import SAMPLE_FILE
 from koed_core.results.reproduce import PlanError, load_plan
 from tests.conftest import stored_responses
@@ -200,3 +201,45 @@ def test_an_unreachable_model_is_left_out_and_the_others_go_on(
     assert "left out: gone: server not reachable" in done.stderr
     table = pd.read_csv(tmp_path / "o" / "paper_table.csv")
     assert set(table["model"]) == set(MODELS)  # the five others were run and judged
+
+
+def _by_dimension(body: dict[str, Any]) -> str | None:
+    """The judge: Korean EX never scored, other Korean dimensions 2; English EX 5, the
+    rest 3. Matched by (dialogue, dimension) the gap is exactly 2 - 3 = -1."""
+    user = body["messages"][-1]["content"]
+    if AUTHORS_REPLY not in user:
+        return None
+    system = body["messages"][0]["content"]
+    korean = HANGUL.search(user.split(AUTHORS_REPLY)[0]) is not None
+    explorations = "(EX)" in system
+    if korean:
+        return "Feedback: none." if explorations else "Feedback: fine.\nScore: 2"
+    return f"Feedback: fine.\nScore: {5 if explorations else 3}"
+
+
+@pytest.mark.slow
+def test_the_tables_gap_pairs_by_dialogue_and_dimension(
+    tmp_path: Path, fake_openai: FakeOpenAI
+) -> None:
+    """Issue 55 #6: a dimension scored in one language only is left out of both."""
+    plan, env = _setup(tmp_path, fake_openai)
+    plan.write_text(
+        plan.read_text()
+        .replace('models = ["m-one", "m-two", "m-three", "m-four", "m-five"]', "")
+        .replace("sample = 3", 'sample = 2\nmodels = ["m-one"]\nprotocols = ["single"]')
+    )
+    fake_openai.reply_fn = _by_dimension
+    out = tmp_path / "out"
+    done = subprocess.run(
+        [sys.executable, "-m", "koed_core.cli", "reproduce", str(plan), "--out", str(out)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    table = pd.read_csv(out / "paper_table.csv")
+    assert table["gap"].tolist() == [-1.0]
+    assert table["pairs"].tolist() == [2] and table["dimension_pairs"].tolist() == [8]
+    said = (out / "paper_table.md").read_text()
+    assert "gap (KoED-ED, rubric mean, paired by dialogue x dimension)" in said

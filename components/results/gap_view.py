@@ -67,9 +67,10 @@ def paper_table(store: Store, dataset_sha256: str, judge: JudgeConfig, blind: bo
         st.caption(
             _(
                 "ED = English, KoED = Korean: means of the judge's scores and of emotion "
-                "recognition; gap = KoED minus ED (mean of the five dimensions per dialogue, "
-                "paired), bootstrap 95% CI. Judge: {judge}. `koed reproduce` writes the same "
-                "table as CSV, Markdown and LaTeX.",
+                "recognition; gap = KoED minus ED on the rubric, paired by dialogue and "
+                "dimension (a dimension scored in one language only counts in neither), "
+                "bootstrap 95% CI over dialogues. Judge: {judge}. `koed reproduce` writes the "
+                "same table as CSV, Markdown and LaTeX.",
                 judge=md(judge.label),
             )
         )

@@ -349,8 +349,9 @@ def _private(out: Path) -> None:
 
 PAPER_TABLE = {
     "paper_table.csv": "The paper's table: a row per model and protocol, ED (English) and "
-    "KoED (Korean) means of EX, IP, ER, EEA, CA and emotion recognition, the gap with its "
-    "bootstrap 95% CI, and the judge configuration.",
+    "KoED (Korean) means of EX, IP, ER, EEA, CA and emotion recognition, the gap (KoED minus "
+    "ED on the rubric, paired by dialogue and dimension: pairs counts dialogues, "
+    "dimension_pairs the pairs) with its bootstrap 95% CI, and the judge configuration.",
     "paper_table.md": "The same table in Markdown.",
     "paper_table.tex": "The same table as a LaTeX tabular (booktabs).",
 }

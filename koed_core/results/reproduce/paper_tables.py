@@ -20,8 +20,8 @@ def paper_table(
     store: Store, runs: Mapping[tuple[str, str], str], judge: JudgeConfig | None
 ) -> pd.DataFrame:
     """The paper's layout: a row per model and protocol; ED (English) and KoED (Korean)
-    means of EX, IP, ER, EEA, CA and emotion recognition; the gap (KoED minus ED, mean of
-    the five dimensions per dialogue, paired) with its bootstrap 95% CI."""
+    means of EX, IP, ER, EEA, CA and emotion recognition; the gap (KoED minus ED, paired
+    by dialogue and dimension, ``_rubric_gap``) with its bootstrap 95% CI."""
     from koed_core.results import gaps
 
     frame = gaps.score_frame(store, judge=judge)
@@ -33,20 +33,41 @@ def paper_table(
             for metric in [*codes(), gaps.EMOTION_METRIC, gaps.EMOTION_ANSWERED]:
                 values = mine[(mine["lang"] == lang) & (mine["metric"] == metric)]["value"]
                 row[f"{side} {metric}"] = float(values.mean()) if len(values) else np.nan
-        judged = mine[mine["source"] == "judge"]
-        per_dialogue = judged.pivot_table(
-            index="conv_id", columns="lang", values="value", aggfunc="mean"
-        )
-        if {"en", "ko"} <= set(per_dialogue.columns):
-            both = per_dialogue.dropna(subset=["en", "ko"])
-            if len(both):
-                gap, low, high = paired_gap(both["en"].to_numpy(), both["ko"].to_numpy())
-                row.update(gap=gap, ci_low=low, ci_high=high, pairs=len(both))
+        row.update(_rubric_gap(mine[mine["source"] == "judge"]))
         rows.append(row)
     table = pd.DataFrame(rows)
     if judge is not None and not table.empty:
         table = table.assign(**judge.as_columns())
     return table
+
+
+GAP_HEADER = "gap (KoED-ED, rubric mean, paired by dialogue x dimension)"
+"""What the ``gap`` column is, as the Markdown and LaTeX tables head it."""
+
+
+def _rubric_gap(judged: pd.DataFrame) -> dict[str, Any]:
+    """KoED minus ED over the rubric, paired by (dialogue, dimension): only a dimension
+    scored in both languages of a dialogue counts, so ko and en never average different
+    sets of dimensions; a dialogue's gap is the mean over its paired dimensions, and the
+    CI resamples dialogues. ``pairs``: dialogues; ``dimension_pairs``: (dialogue,
+    dimension) pairs."""
+    wide = judged.pivot_table(
+        index=["conv_id", "metric"], columns="lang", values="value", aggfunc="mean"
+    )
+    if not {"en", "ko"} <= set(wide.columns):
+        return {}
+    both = wide.dropna(subset=["en", "ko"])
+    if both.empty:
+        return {}
+    per_dialogue = (both["ko"] - both["en"]).groupby(level="conv_id").mean()
+    gap, low, high = paired_gap(np.zeros(len(per_dialogue)), per_dialogue.to_numpy())
+    return {
+        "gap": gap,
+        "ci_low": low,
+        "ci_high": high,
+        "pairs": len(per_dialogue),
+        "dimension_pairs": len(both),
+    }
 
 
 def stored_runs(store: Store, dataset_sha256: str | None = None) -> dict[tuple[str, str], str]:
@@ -110,7 +131,7 @@ def to_latex(table: pd.DataFrame, title: str) -> str:
 
 def _shown(table: pd.DataFrame) -> pd.DataFrame:
     keep = [c for c in table.columns if not c.startswith("judge_") and c != "run_id"]
-    shown = table[keep].copy()
+    shown = table[keep].rename(columns={"gap": GAP_HEADER})
     for column in shown.columns:
         if pd.api.types.is_float_dtype(shown[column]):
             shown[column] = shown[column].map(lambda v: "" if pd.isna(v) else f"{v:.2f}")
