@@ -203,8 +203,11 @@ def main() -> None:
     # becomes "Account"): one fixed title hid which tab is which
     st.set_page_config(page_title=f"{page.title} · KoED Studio")  # the product's name
     language.switch()
-    st.sidebar.caption(_("KoED Studio · the Korean Empathetic Dialogues benchmark, ko/en"))
+    # The sidebar holds a page's own controls, a signed-in person's name and the jobs
+    # panel; a visitor's page with none leaves it empty, and Streamlit gives the room
+    # back to the page (the tab already names the product).
     if state.account is not None:
+        st.sidebar.caption(_("KoED Studio · the Korean Empathetic Dialogues benchmark, ko/en"))
         st.sidebar.caption(
             _(
                 "Logged in: {name} ({role})",

@@ -128,3 +128,72 @@ def test_chat_reads_d_and_dialogue_as_its_alias() -> None:
     at.query_params["dialogue"] = "nope:1"
     at.run()
     assert "d=nope:1" in _notice(at).replace("\\", "")
+
+
+@pytest.fixture
+def admin_boss(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """An accounts file with an admin (boss) and a rater (mina), the database empty."""
+    from koed_core.rating import accounts
+
+    path = tmp_path / "accounts.yaml"
+    accounts.add_user(path, "boss", "admin", "Boss", "boss-password-1")
+    accounts.add_user(path, "mina", "rater", "Mina", "mina-password-1")
+    monkeypatch.setenv("KOED_USERS", str(path))
+    monkeypatch.setenv("KOED_COOKIE_KEY", "k" * 40)
+    return "boss"
+
+
+def _signed_in(username: str, page: str) -> AppTest:
+    at = AppTest.from_file(str(ROOT / page), default_timeout=90)
+    at.session_state["authentication_status"] = True
+    at.session_state["username"] = username
+    at.session_state["name"] = username
+    return at.run()
+
+
+def test_a_signed_in_admin_is_not_told_to_create_an_admin_account(admin_boss: str) -> None:
+    at = _signed_in(admin_boss, "pages/results/agreement.py")
+    for _read in (1, 2):
+        assert not at.exception, [e.value for e in at.exception]
+        said = " ".join(i.value for i in at.info)
+        assert "Build a study on the Studies page" in said
+        assert "admin account exists" not in said and "koed users add" not in said
+        at.run()
+
+
+def test_one_persons_app_is_told_how_to_make_an_admin_account() -> None:
+    alone = _page("pages/results/agreement.py")  # no accounts yet
+    assert "admin account exists" in " ".join(i.value for i in alone.info)
+
+
+def test_an_import_of_the_wrong_shape_says_what_a_line_is(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from koed_core.cli import main
+
+    assert main(["annotations", "project", "--name", "p", "--limit", "2"]) == 0
+    wrong = tmp_path / "wrong.jsonl"
+    wrong.write_text('{"text": "어젯밤", "id": 3}\n', encoding="utf-8")
+    assert main(["annotations", "import", str(wrong), "--project", "1"]) == 1
+    err = capsys.readouterr().err
+    assert "None" not in err, err
+    assert "wrong.jsonl line 1: no conv_id" in err and "keys: id, text" in err, err
+
+
+def test_the_records_choice_says_what_ed_is() -> None:
+    at = _app()
+    shown = list(at.radio(key="origin").options)
+    assert "adapted from EmpatheticDialogues" in shown and "ed" not in shown, shown
+    at.radio(key="origin").set_value("ed").run()  # the value (and the link's) stays "ed"
+    assert "Filter: EmpatheticDialogues-derived records only" in [t.value for t in at.text]
+
+
+@pytest.mark.parametrize(
+    "page", ["pages/dialogues/overview.py", "pages/results/gap.py", "pages/results/demo.py"]
+)
+def test_a_visitors_page_without_controls_leaves_the_sidebar_empty(page: str) -> None:
+    at = _page(page)
+    for _read in (1, 2):
+        assert not at.exception, [e.value for e in at.exception]
+        assert not at.sidebar.children, at.sidebar
+        at.run()

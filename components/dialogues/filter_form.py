@@ -23,7 +23,11 @@ from koed_core.i18n import N_, _
 KO_ONLY_CHOICES = {"any": None, "with": True, "without": False}
 KO_ONLY_WORDS = {"any": N_("any"), "with": N_("with"), "without": N_("without")}
 MODE_WORDS = {"all": N_("all"), "exact": N_("exact"), "any": N_("any")}
-ORIGIN_WORDS = {"any": N_("any"), "korean": N_("korean (jeong, han)"), "ed": N_("ed")}
+ORIGIN_WORDS = {  # the link keeps the short codes; a newcomer reads what they are
+    "any": N_("any"),
+    "korean": N_("written for KoED (jeong, han)"),
+    "ed": N_("adapted from EmpatheticDialogues"),
+}
 BIND = "query-params"
 
 
@@ -65,11 +69,10 @@ def filter_form(index: FilterIndex) -> DialogueFilter:
         list(ORIGIN_TEXT),
         key=state.ORIGIN,
         bind=BIND,
-        horizontal=True,
         format_func=i18n.choices(ORIGIN_WORDS).__getitem__,
         help=_(
-            "korean: the jeong and han records written for KoED. ed: the records adapted "
-            "from EmpatheticDialogues."
+            "Written for KoED: the 80 jeong and han dialogues, new in KoED. Adapted from "
+            "EmpatheticDialogues: the others, reconstructions of English dialogues."
         ),
     )
     text = bar.text_input(

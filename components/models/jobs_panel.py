@@ -123,6 +123,11 @@ def render_sidebar_panel() -> None:
     """The jobs panel in the sidebar, for admins (and for everyone with no accounts)."""
     if not auth.is_admin():
         return
+    try:  # no job yet: no panel, so a page without controls keeps the sidebar's room
+        if not Jobs(resources.store()).recent(1):
+            return
+    except KoedError:
+        return  # an unusable database: the page itself says so
     with st.sidebar:
         _panel()
 

@@ -187,6 +187,17 @@ def read_jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:
     return rows
 
 
+def _no_conv_id(line: dict[str, Any]) -> str:
+    keys = sorted(str(k) for k in line if not str(k).startswith("_"))
+    found = ", ".join(keys[:8]) + (" ..." if len(keys) > 8 else "") if keys else "none"
+    return (
+        "no conv_id, so this is not an annotation file: each line is one dialogue's "
+        'annotations ({"conv_id", "annotations": [...]}, as koed annotations export '
+        'writes) or one annotation ({"conv_id", "annotator", "category", "note", '
+        f'"spans"}}); this line has the keys: {found}'
+    )
+
+
 def import_lines(
     annotations: AnnotationStore,
     project_id: int,
@@ -213,7 +224,9 @@ def import_lines(
             # A document of another format names its own file instead of a line.
             here = str(line.get("_where") or f"{where} line {number}")
             conv_id = line.get("conv_id")
-            dialogue = dataset.get(conv_id) if isinstance(conv_id, str) else None
+            if not isinstance(conv_id, str):  # a file of another shape: say what a line is
+                raise AnnotationError(f"{here}: {_no_conv_id(line)}")
+            dialogue = dataset.get(conv_id)
             if dialogue is None:
                 raise AnnotationError(f"{here}: conv_id {conv_id!r} is not in this dataset")
             if conv_id not in project["conv_ids"]:

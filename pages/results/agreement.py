@@ -28,6 +28,11 @@ if study is None:
             "admin account exists: `koed users add NAME --role admin`), have raters rate, "
             "then come back: the table needs two or more raters on the same items."
         )
+        if not auth.username()  # one person's app, no accounts yet
+        else _(
+            "No human ratings yet. Build a study on the Studies page, have raters rate, "
+            "then come back: the table needs two or more raters on the same items."
+        )
     )
     st.stop()
 judge = judge_picker(
