@@ -142,3 +142,37 @@ def test_what_is_unknown_about_their_run_is_said_not_guessed() -> None:
     rows = {row.step: row for row in differences(plan, unpinned, judge)}
     assert rows["llama-3.1-8b: decoding"].authors == "temperature 0.6, top_p 0.9, top_k 50"
     assert rows["llama-3.1-8b: decoding"].plan == "temperature 0.6, top_p 0.9"
+
+
+def test_the_input_and_chain_differences_are_listed() -> None:
+    """Issue 55 #8: stripped turns, Claude's blank line, the chain assumed, gold labels
+    with trailing spaces; the counts are their sample's (../shared/data)."""
+    import json
+
+    plan, specs, judge = _shipped()
+    rows = {row.step: row for row in differences(plan, specs, judge)}
+    assert "stripped" in rows["turn text"].plan and "31 turns" in rows["turn text"].authors
+    assert (
+        "'Listener: ' then the blank line"
+        in rows["a reply that opens with a blank line (Claude)"].authors
+    )
+    assert rows["their scripts as one pipeline"].authors.startswith("assumed")
+    assert "23 labels in 21" in rows["gold labels"].authors
+    sample = ROOT.parent / "shared" / "data" / "KoED_sample_100.json"
+    if not sample.is_file():  # the count is checked wherever their sample is at hand
+        sample = Path("/work/shared/data/KoED_sample_100.json")
+    records = json.loads(sample.read_text(encoding="utf-8"))
+    spaced = [
+        label
+        for r in records
+        for label in ([r["emotion"]] if isinstance(r["emotion"], str) else r["emotion"])
+        if label != label.strip()
+    ]
+    turns = [
+        t[key]
+        for r in records
+        for t in r["dialogue"]
+        for key in ("ko_utter", "utter")
+        if isinstance(t.get(key), str) and t[key] != t[key].strip()
+    ]
+    assert len(spaced) == 23 and len(turns) == 31

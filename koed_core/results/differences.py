@@ -68,6 +68,26 @@ def differences(plan: Plan, specs: Mapping[str, ModelSpec], judge: ModelSpec) ->
                 f"the {prompts.name} set ({'two calls' if prompts.two_calls else 'one call'})",
             )
         )
+    out += [
+        Difference(
+            "their scripts as one pipeline",
+            "assumed: generation, post-processing and judging run one after another on one "
+            "output (as published they do not chain: the folders they write and read differ, "
+            "and the open models' post-processing is commented out in main)",
+            "one command runs, post-processes and judges each answer",
+        ),
+        Difference(
+            "turn text",
+            "sent as stored: 31 turns of their sample begin or end with spaces",
+            "stripped when the file is read (the spaces are not sent)",
+        ),
+        Difference(
+            "gold labels",
+            "their sample file: 23 labels in 21 of its 100 dialogues end in a space "
+            "('disappointed '); how their scoring matched them: unknown (no script published)",
+            "the official file's labels, exact names (none ends in a space)",
+        ),
+    ]
     out.append(
         Difference(
             "prompt wording",
@@ -138,6 +158,17 @@ def differences(plan: Plan, specs: Mapping[str, ModelSpec], judge: ModelSpec) ->
                 "a reply that opens with a blank line (open models)",
                 "judged empty: their cut at the first blank line comes before any text",
                 "the reply is stripped first, so its first paragraph is judged",
+            )
+        )
+    if any(
+        specs[m].family == "claude" and plan.steps(specs[m].family).postprocess == "authors"
+        for m in plan.models
+    ):
+        out.append(
+            Difference(
+                "a reply that opens with a blank line (Claude)",
+                "judged as stored: 'Listener: ' then the blank line, then the reply",
+                "the reply is stripped first: 'Listener: ' then its first words",
             )
         )
     judging = JudgeSteps.choose(plan.judge_mode, plan.judge_template, plan.judge_parse)
