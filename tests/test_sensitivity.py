@@ -15,6 +15,7 @@ from streamlit.testing.v1 import AppTest
 
 from fixtures.fake_openai import FakeOpenAI
 from koed_core.db import Store
+from koed_core.judge import judging
 from koed_core.paths import SAMPLE_FILE
 from koed_core.results import sensitivity
 
@@ -224,3 +225,40 @@ def test_a_variant_with_every_verdict_unscored_keeps_its_rows(
     assert set(rubric["note"]) == {f"no scored pairs ({answered} unscored)"}
     said = (out / "sensitivity.md").read_text()
     assert said.count(f"no scored pairs ({answered} unscored)") == 5
+
+
+def _off_scale_ex(body: dict[str, object]) -> str | None:
+    """The judge gives EX a 7 (off the scale) and the other dimensions a 3."""
+    messages = body["messages"]
+    assert isinstance(messages, list)
+    if "Empathetic response:\nListener: " not in messages[-1]["content"]:
+        return None
+    return f"Feedback: fine.\nScore: {7 if '(EX)' in messages[0]['content'] else 3}"
+
+
+@pytest.mark.slow
+def test_the_parser_variant_reads_again_and_never_asks(
+    tmp_path: Path, fake_openai: FakeOpenAI
+) -> None:
+    """Issue 55 #3: the authors' parser keeps a 7 unscored without asking again; the
+    lenient one would ask again. The variant re-reads only: no judge call, the task left
+    unscored and saying why; the dry run's 0 judge calls is then true."""
+    fake_openai.reply_fn = _off_scale_ex
+    command, env = _plan(
+        tmp_path, fake_openai, '[variants."judge parse: lenient"]\njudge_parse = "lenient"\n'
+    )
+    dry = _run([*command, "--dry-run"], env)
+    assert "judge parse: lenient: 0 listener, 0 judge" in dry.stdout
+    done = _run(command, env)
+    assert done.returncode == 0, done.stderr
+    store = Store(tmp_path / "k.db")
+    answered = store.db.execute("select count(*) from responses").fetchone()[0]
+    calls = sum(r["model"] == "judge-x" for r in fake_openai.requests)
+    assert calls == 5 * answered  # the base's one attempt per dimension, nothing more
+    reasons = {
+        r[0]
+        for r in store.db.execute(
+            "select unscored_reason from judgments where parse = 'lenient' and dimension = 'EX'"
+        )
+    }
+    assert reasons and all(r.endswith(judging.REREAD_ONLY) for r in reasons)

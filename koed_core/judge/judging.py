@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from koed_core.db import JudgeConfig, Judgments, Store, now, short_hash
@@ -260,6 +260,10 @@ def reuse_judgments(
     return tasks
 
 
+REREAD_ONLY = "not asked again: a parser variant re-reads the stored replies only"
+"""Said on a task a parser variant would have asked again (it makes no call)."""
+
+
 def reparse_judgments(
     store: Store,
     run_id: str,
@@ -278,7 +282,9 @@ def reparse_judgments(
     The attempts are read in the order they were asked, up to the first the new parser
     scores (the judge would have been asked no further); a task whose every stored
     attempt is unreadable under the new parser too is stored unscored, as judging would
-    have left it after the same replies."""
+    have left it after the same replies, and so is a task the new parser would have asked
+    again after its last stored reply (``REREAD_ONLY``): the variant changes the reading,
+    never the retry rule, and makes no call."""
     steps = JudgeSteps.choose(mode, template, base_parse)
     base = _config(judge.name, mode, steps)
     new_steps = JudgeSteps.choose(mode, template, parse)
@@ -305,7 +311,14 @@ def reparse_judgments(
                 break
         last = read[-1][1]
         if last.score is None and last.ask_again and len(read) < DEFAULT_ATTEMPTS:
-            continue  # the new parser would have asked again: that reply was never given
+            # the new parser would have asked again; that reply was never given, and asking
+            # now would change the retry rule too: the variant reads, it never asks
+            read[-1] = (
+                read[-1][0],
+                replace(
+                    last, unscored_reason=f"{last.unscored_reason}; {REREAD_ONLY}", ask_again=False
+                ),
+            )
         if new_steps.parse == "authors" and last.score is None:
             read[-1] = (read[-1][0], rescue_authors(last))
         for n, (attempt, verdict) in enumerate(read):

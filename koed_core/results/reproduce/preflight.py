@@ -144,7 +144,8 @@ def _calls_of(changes: Mapping[str, object]) -> tuple[bool, bool, str]:
             False,
             (
                 "reads the judge's stored replies to the base again with the new parser: no "
-                "call (a task the new parser would have asked again is asked)"
+                "call; a task the new parser would have asked again is left unscored (it "
+                "changes the reading, never the retry rule)"
             ),
         )
     if set(changes) == {"judge_replicate"}:
