@@ -197,3 +197,42 @@ def test_a_visitors_page_without_controls_leaves_the_sidebar_empty(page: str) ->
         assert not at.exception, [e.value for e in at.exception]
         assert not at.sidebar.children, at.sidebar
         at.run()
+
+
+def test_labels_carry_their_gloss_on_a_korean_page() -> None:
+    at = _page("pages/dialogues/overview.py", {"lang": "ko"})
+    for _read in (1, 2):
+        assert not at.exception, [e.value for e in at.exception]
+        spec = json.loads(at.get("plotly_chart")[0].proto.spec)
+        shown = spec["data"][0]["y"]
+        assert "sad · 슬픈" in shown and "sad" not in shown, shown[:5]
+        assert "%{customdata[1]}" in spec["data"][0]["hovertemplate"]  # the gloss
+        at.run()
+    explorer = _app({"lang": "ko"})
+    table = explorer.dataframe[0].value
+    labels = table[table.columns[1]]
+    assert labels.str.contains("·").all(), labels.head()
+    english = _app({"lang": "en"}).dataframe[0].value
+    assert not english[english.columns[1]].str.contains("·").any()
+
+
+def test_choice_values_and_judge_names_in_the_readers_words() -> None:
+    from components.shared.terms import judge_name, term
+    from koed_core import i18n
+    from koed_core.db import JudgeConfig
+
+    config = JudgeConfig("gpt-4o", "paper", "abcdef123456", "rubric12345", "authors", "authors")
+    with i18n.speaking("en"):
+        assert term("single") == "single"
+        assert judge_name(config).startswith("gpt-4o · paper mode · authors template")
+    with i18n.speaking("ko"):
+        assert term("single").endswith("(single)") and term("single") != "single"
+        assert "(paper)" in judge_name(config) and "(authors)" in judge_name(config)
+    for _read in (1, 2):  # (AppTest cannot rerun a radio whose options are formatted)
+        at = _page("pages/models/runs.py", {"lang": "ko"})
+        assert not at.exception, [e.value for e in at.exception]
+        options = [o for r in at.radio for o in r.options]
+        assert any(o.endswith("(single)") for o in options), options
+        assert "single" not in options and "paper" not in options, options
+    judge = _page("pages/models/judge.py", {"lang": "ko"})
+    assert not judge.exception, [e.value for e in judge.exception]

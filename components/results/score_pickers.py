@@ -11,6 +11,7 @@ from typing import Any
 import streamlit as st
 
 from components.shared import computed
+from components.shared.terms import judge_name
 from koed_core import i18n
 from koed_core.db import JudgeConfig, Ratings, Store
 from koed_core.i18n import _
@@ -24,7 +25,8 @@ def judge_picker(
     if not uses:
         return None
     labels = [
-        _("{judge} ({n} judgments)", judge=u.config.label, n=i18n.number(u.judgments)) for u in uses
+        _("{judge} ({n} judgments)", judge=judge_name(u.config), n=i18n.number(u.judgments))
+        for u in uses
     ]
     picked = where.selectbox(
         _("Judge configuration"),

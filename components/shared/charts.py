@@ -7,6 +7,7 @@ import pandas as pd
 import plotly.express as px
 import plotly.graph_objects as go
 
+from components.shared import terms
 from koed_core.dialogues.labels import gloss
 from koed_core.i18n import _
 from koed_core.results.figures import FONT
@@ -14,16 +15,24 @@ from koed_core.results.figures import FONT
 
 def label_frequency_chart(freq: pd.DataFrame) -> go.Figure:
     """Horizontal bars, one per label, most frequent on top, gloss in the hover."""
+    shown = freq.iloc[::-1].assign(shown=lambda f: f["label"].map(terms.label))
     fig = px.bar(
-        freq.iloc[::-1],
+        shown,
         x="dialogues",
-        y="label",
+        y="shown",  # with its Korean gloss on a Korean page, as every label chip
         orientation="h",
-        hover_data={"gloss": True, "share": ":.1%"},
+        custom_data=["label", "gloss", "share"],
         text="dialogues",
         title=_("How many dialogues carry each label"),
     )
-    fig.update_traces(marker_color="#c2410c", textangle=0, textposition="outside")
+    fig.update_traces(
+        marker_color="#c2410c",
+        textangle=0,
+        textposition="outside",
+        hovertemplate="%{customdata[0]} · %{customdata[1]}<br>"
+        + _("dialogues")
+        + ": %{x} (%{customdata[2]:.1%})<extra></extra>",
+    )
     fig.update_layout(
         height=820,
         font_family=FONT,
@@ -52,7 +61,7 @@ def cooccurrence_heatmap(matrix: pd.DataFrame) -> go.Figure:
             zmin=0,
             zmax=max(1, int(off_diagonal.max())) if off_diagonal.size else None,
             colorscale="Oranges",
-            hovertemplate="%{y} + %{x}: %{z} dialogues<extra></extra>",
+            hovertemplate="%{y} + %{x}: %{z} " + _("dialogues") + "<extra></extra>",
         )
     )
     fig.update_layout(

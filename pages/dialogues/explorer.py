@@ -5,7 +5,7 @@ import streamlit as st
 
 from components.dialogues.dialogue_view import render_dialogue
 from components.dialogues.filter_form import BIND, filter_form
-from components.shared import resources, state, tables
+from components.shared import resources, state, tables, terms
 from components.shared.link_notice import check_link, note
 from components.shared.source_banner import load_or_stop, render_source_banner
 from koed_core import i18n
@@ -62,7 +62,7 @@ if not matches:
 table = pd.DataFrame(
     {
         "conv_id": [d.conv_id for d in matches],
-        _("labels"): [" + ".join(d.labels) for d in matches],
+        _("labels"): [" + ".join(map(terms.label, d.labels)) for d in matches],
         _("situation (ko)"): [d.situation_ko for d in matches],
         _("situation (en)"): [d.situation_en for d in matches],
         _("turns"): [len(d.turns) for d in matches],

@@ -3,18 +3,17 @@
 import streamlit as st
 
 from components.models import jobs_panel
-from components.shared import auth, resources, state
+from components.shared import auth, resources, state, terms
 from components.shared.literal import md
 from components.shared.model_choice import adhoc_model_input, model_label, registry_or_stop
+from components.shared.terms import MODE_DEFAULT
 from koed_core import i18n
 from koed_core.errors import KoedError
-from koed_core.i18n import N_, _
+from koed_core.i18n import _
 from koed_core.jobs.kinds import JudgeJob
 from koed_core.judge.rubric import dimensions
 from koed_core.judge.verdicts import MODES, PARSES, TEMPLATES
 from koed_core.models.runs import run_labels
-
-MODE_DEFAULT = N_("the mode's (paper: authors)")
 
 st.title(_("LLM judge"))
 auth.require_admin_once_accounts_exist()
@@ -38,6 +37,7 @@ with st.form("judge.start"):
         _("Mode"),
         MODES,
         horizontal=True,
+        format_func=terms.term,
         help=_(
             "paper: one call per dimension, feedback then 'Score: n', temperature 0.7 (the "
             "KoED paper). strict: temperature 0, JSON with the rationale first."
@@ -48,7 +48,7 @@ with st.form("judge.start"):
         _("Template (paper mode)"),
         [MODE_DEFAULT, *TEMPLATES],
         key=state.JUDGE_TEMPLATE,
-        format_func=({t: t for t in TEMPLATES} | {MODE_DEFAULT: _(MODE_DEFAULT)}).__getitem__,
+        format_func=terms.term_or(MODE_DEFAULT),
         help=_(
             "authors: the KoED authors' structure (criterion in the system message, the "
             "response prefixed 'Listener: ', not fenced). fenced: the dialogue and reply quoted "
@@ -60,7 +60,7 @@ with st.form("judge.start"):
         _("Verdict parser (paper mode)"),
         [MODE_DEFAULT, *PARSES],
         key=state.JUDGE_PARSE,
-        format_func=({p: p for p in PARSES} | {MODE_DEFAULT: _(MODE_DEFAULT)}).__getitem__,
+        format_func=terms.term_or(MODE_DEFAULT),
         help=_(
             "authors: theirs (split on 'Score:', then a bare integer; anything else is asked "
             "again, up to 5 times, API errors too). lenient: a final Score line in any usual "
