@@ -74,11 +74,8 @@ def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
     """Write the paper bundle; its README says what each file is."""
     from koed_core.db import Store
     from koed_core.results.paper_export import export_bundle
-    from koed_core.results.ppi_export import write_ppi
 
     store = Store(args.db or settings.db_path)
-    files = export_bundle(store, args.out)
+    files = export_bundle(store, args.out)  # the gap three ways (judge, people, PPI++) too
     print(f"wrote {len(files)} files to {args.out} (see {args.out / 'README.md'})")
-    added = write_ppi(store, args.out)  # the gap three ways: judge, people, PPI++
-    print(f"wrote {len(added)} files of the gap three ways (judge, people, PPI++)")
     return 0

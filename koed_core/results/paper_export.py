@@ -214,8 +214,11 @@ def export_bundle(store: Store, out: Path) -> list[Path]:
     (out / "adaptation_gaps.csv").write_text(csv_safe.to_csv(gaps_by), encoding="utf-8")
     (out / "annotation_agreement.csv").write_text(csv_safe.to_csv(agreed), encoding="utf-8")
     (out / "README.md").write_text(_readme(), encoding="utf-8")
+    from koed_core.results.ppi_export import write_ppi
+
+    added = write_ppi(store, out)  # the gap three ways: judge, people, PPI++ (and the README)
     _private(out)
-    return [out / name for name in FILES]
+    return [out / name for name in FILES] + added
 
 
 def _episode_scores(store: Store) -> tuple[pd.DataFrame, pd.DataFrame]:
