@@ -85,16 +85,13 @@ EXPECTED: dict[str, list[str]] = {
 
 BENCHES = sorted(p.stem for p in (ROOT / "bench").glob("*.py") if not p.stem.startswith("_"))
 IN_CHROMIUM = {"annotation", "pages", "study"}
-SLOW = {"chat", "jobs", "raters", "reproduce", "ppi", "serve"}
-"""Over about 3 s each on a quiet machine, a Python start and its imports included (a
-Streamlit server, the SDK's back-off, process starts); agreement, episodes, explorer and
-runs take about 2 s."""
+"""Benches that drive Chromium (marked browser). Every other bench starts a Python process
+of its own, most a server too: marked slow, out of the fast lane like the other tests that
+start processes."""
 
 
-def _mark(name: str) -> pytest.MarkDecorator | tuple[()]:
-    if name in IN_CHROMIUM:
-        return pytest.mark.browser
-    return pytest.mark.slow if name in SLOW or name not in EXPECTED else ()
+def _mark(name: str) -> pytest.MarkDecorator:
+    return pytest.mark.browser if name in IN_CHROMIUM else pytest.mark.slow
 
 
 def smoke(name: str) -> dict[str, float]:
