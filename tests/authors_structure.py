@@ -79,6 +79,26 @@ def judged_text_open(reply: str) -> str:
     return kept.split("\n\n")[0].strip()
 
 
+def judged_text_open_repr(reply: str) -> str:
+    """postprocessing.py, ``process_file`` as it ran on open_source.py's output: the stored
+    value was ``"Listener: " + str(message_dict)``, so the regexes of
+    ``process_listener_response`` read the dict's repr (quotes, backslash-n) and
+    ``clean_listener_response`` cuts at a literal backslash-n backslash-n; the leading
+    ``Listener: `` is the judge prompt's to add."""
+    import re
+
+    stored = "Listener: " + str({"role": "assistant", "content": reply})
+    found = re.search(r"'content': (.*?Listener:\s*.*)}", stored)
+    if found:
+        kept = found.group(1).strip()
+    else:
+        rest = re.search(r"'content':\s*(.*)}", stored)
+        kept = "Listener: " + rest.group(1).strip() if rest else stored.strip()
+    cut = re.search(r"(Listener:.*?)(?:\\n\\n|$)", kept, re.DOTALL)
+    final = cut.group(1).strip() if cut else kept.strip()
+    return final[len("Listener:") :].lstrip() if final.startswith("Listener:") else final
+
+
 def judged_text_claude(reply: str) -> str:
     """postprocessing.py, ``claude_process_json`` (from line 126; the rule at line 155): the whole reply, or,
     when it names ``Listener:`` itself (any case), what follows the last one."""

@@ -84,16 +84,23 @@ def koed_file(tmp_path: Path) -> Path:
     return path
 
 
-def _spec(server: FakeOpenAI, family: str = "open") -> ModelSpec:
+def _spec(server: FakeOpenAI, family: str = "open", model: str = "m") -> ModelSpec:
     return ModelSpec(
-        name=f"m-{family}", backend="openai", model="m", base_url=server.base_url, family=family
+        name=f"m-{family}", backend="openai", model=model, base_url=server.base_url, family=family
     )
 
 
-def _run(store: Store, server: FakeOpenAI, path: Path, family: str = "open", **steps: str) -> str:
+def _run(
+    store: Store,
+    server: FakeOpenAI,
+    path: Path,
+    family: str = "open",
+    model: str = "m",
+    **steps: str,
+) -> str:
     dataset = load_dataset(path)
-    spec = _spec(server, family)
-    chosen = steps_for("paper", family, **steps) if steps else None
+    spec = _spec(server, family, model)
+    chosen = steps_for("paper", family, model=model, **steps) if steps else None
     report = run_benchmark(
         store,
         make_client(spec, None),
@@ -136,7 +143,7 @@ def test_the_paper_profile_sends_what_the_authors_sent(
         assert json.loads(row["predicted"]) == ["disappointed"]
     config = json.loads(store.db.execute("select config from runs").fetchone()[0])
     assert (config["postprocess"], config["commas"], config["emotion_reader"]) == (
-        "authors",
+        "authors",  # "m" is none of their four open models: the text itself is cut
         "raw",
         "authors",
     )
@@ -222,7 +229,10 @@ def test_claude_keeps_the_last_listener_segment_and_other_choices_are_other_runs
 )
 def test_post_processing_matches_the_restated_rule(reply: str, family: str) -> None:
     rule: Any = authors.judged_text_open if family == "open" else authors.judged_text_claude
-    assert postprocessed(reply, steps_for("paper", family)) == rule(reply)
+    assert postprocessed(reply, steps_for("paper", family, postprocess="authors")) == rule(reply)
+    literal: Any = authors.judged_text_open_repr if family == "open" else rule
+    exaone = "LGAI-EXAONE/EXAONE-3.0-7.8B-Instruct"
+    assert postprocessed(reply, steps_for("paper", family, model=exaone)) == literal(reply)
     assert postprocessed(reply, steps_for("paper", family, postprocess="none")) == reply.strip()
 
 
@@ -302,3 +312,31 @@ def test_a_reply_the_authors_cut_empties_is_kept_raw_and_never_judged(
     assert {r["raw"] for r in rows} == {"Listener:\n\nHi."} and {r["text"] for r in rows} == {""}
     assert all("post-processing kept no text" in r["parse_notes"] for r in rows)
     assert store.answered([run_id]) == []  # nothing for a judge or a rater to score
+
+
+@pytest.mark.parametrize(
+    ("reply", "judged"),
+    [
+        ("\n\nI am so sorry.", "'"),  # opens with a blank line: their cut keeps a quote
+        ("It's fine.\nReally.", '"It\'s fine.\\nReally."'),  # repr quotes, a literal \n
+        ("That hurts.\n\nTell me.", "'That hurts."),  # cut at the repr's \n\n
+        ("Sure. Listener: hi\n\nbye", "hi"),
+    ],
+)
+def test_the_open_models_literal_path_on_the_scripted_server(
+    fake_openai: FakeOpenAI, koed_file: Path, tmp_path: Path, reply: str, judged: str
+) -> None:
+    """Issue 55 #2: the paper profile for open models sends the emotion answer to the
+    reply call as the repr of its message dict, and judges the text cut from the repr of
+    the stored message, as their open_source.py and process_file did."""
+    store = Store(tmp_path / "r.db")
+    fake_openai.queue(*[Step(text=t) for _ in range(4) for t in (EMOTION, reply)])
+    run_id = _run(store, fake_openai, koed_file, model="LGAI-EXAONE/EXAONE-3.0-7.8B-Instruct")
+    sent = fake_openai.requests
+    for emotion_call, reply_call in zip(sent[::2], sent[1::2], strict=True):
+        added = reply_call["messages"][1]["content"][len(emotion_call["messages"][1]["content"]) :]
+        assert str({"role": "assistant", "content": EMOTION}) in added
+    texts = {
+        r[0] for r in store.db.execute("select text from responses where run_id = ?", [run_id])
+    }
+    assert texts == {judged} == {authors.judged_text_open_repr(reply)}

@@ -43,6 +43,10 @@ def test_the_shipped_plan_takes_the_authors_step_everywhere_it_can() -> None:
 
 def test_the_judged_text_is_said_per_family() -> None:
     plan, specs, judge = _shipped()
+    steps = {row.step for row in differences(plan, specs, judge)}
+    assert "judged text (open models)" not in steps  # the paper profile cuts the repr too
+    assert "reply call's emotion" not in steps  # ... and sends the emotion as a repr
+    plan = replace(plan, postprocess="authors")  # their cut on the text itself
     rows = {row.step: row for row in differences(plan, specs, judge)}
     # the open models' judged text came out of a Python repr; Claude's did not
     assert "repr" in rows["judged text (open models)"].authors
@@ -136,7 +140,9 @@ def test_what_is_unknown_about_their_run_is_said_not_guessed() -> None:
     assert rows["judge model and snapshot"].authors.endswith("unknown)")
     assert rows["scores to the paper's tables"].authors.startswith("unknown")
     assert rows["llama-3.1-8b: revision"].authors.startswith("unknown")
-    assert "judged empty" in rows["a reply that opens with a blank line (open models)"].authors
+    assert "a reply that opens with a blank line (open models)" not in rows  # repr: as theirs
+    textual = {r.step: r for r in differences(replace(plan, postprocess="authors"), specs, judge)}
+    assert "judged empty" in textual["a reply that opens with a blank line (open models)"].authors
     llama = specs["llama-3.1-8b"]
     unpinned = {**specs, "llama-3.1-8b": replace(llama, top_k=None)}
     rows = {row.step: row for row in differences(plan, unpinned, judge)}

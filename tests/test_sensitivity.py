@@ -48,6 +48,7 @@ def test_a_planted_post_processing_effect_is_recovered(
     plan.write_text(
         'name = "moved"\nsubset = "full"\nsample = 4\nseed = 2\nprotocols = ["single"]\n'
         'models = ["m-one"]\njudge = "judge-x"\n'
+        'postprocess = "authors"\n'  # their cut on the text: "none" then reads it again
         '[variants."post-processing: none"]\npostprocess = "none"\n'
         '[variants."emotion reader: extended"]\nemotion_reader = "extended"\n'
         '[variants."=HYPERLINK(lenient)"]\njudge_parse = "lenient"\n'
@@ -262,3 +263,21 @@ def test_the_parser_variant_reads_again_and_never_asks(
         )
     }
     assert reasons and all(r.endswith(judging.REREAD_ONLY) for r in reasons)
+
+
+def test_the_shipped_sensitivity_plan_shows_what_the_repr_moves() -> None:
+    """Issue 55 #2: EXAONE's base takes their literal path (authors-repr); one variant
+    changes it alone to their cut on the text, a run of its own (the reply call moves)."""
+    from koed_core.dialogues.dataset import load_dataset
+    from koed_core.models.registry import load_registry
+    from koed_core.paths import DEFAULT_REGISTRY
+    from koed_core.results.reproduce import load_plan, pinned, variant_calls
+
+    plan = load_plan(ROOT / "plans" / "sensitivity.toml")
+    registry = load_registry(DEFAULT_REGISTRY)
+    specs = {m: registry[m] for m in plan.models}
+    assert pinned(plan, specs).postprocess == "authors-repr"
+    [name] = [n for n, c in plan.variants.items() if c == {"postprocess": "authors"}]
+    dialogues = load_dataset(SAMPLE_FILE).dialogues[:3]
+    calls = {v.name: v for v in variant_calls(plan, specs, registry[plan.judge], dialogues)}
+    assert calls[name].listener_calls > 0 and "reply call changes" in calls[name].why

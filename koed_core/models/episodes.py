@@ -360,7 +360,7 @@ def run_episodes(
                 "needs a model that answers"
             )
     prompts = load_prompt_set(prompt_set or default_prompt_set(protocol))
-    steps = steps or steps_for(prompts.profile, spec.family)
+    steps = steps or steps_for(prompts.profile, spec.family, model=spec.model or "")
     voice = load_speaker_prompt(speaker_prompt or "speaker")
     config = episode_config(
         spec,

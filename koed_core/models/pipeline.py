@@ -11,6 +11,13 @@ numbers: ``authors`` reproduces their step, the other value is what KoED Studio 
   model family (``open``: from the reply's first ``Listener:`` to its first blank line;
   ``claude``: the whole reply, or what follows its last ``Listener:``); ``none`` judges the
   whole reply. The raw reply is stored either way.
+  ``authors-repr`` takes their open models' path literally (for Claude it is ``authors``):
+  the reply call is given the emotion answer as the Python repr of the message dict
+  (``{'role': 'assistant', 'content': ...}``), and the judged text is cut from the repr
+  of the stored message, as their ``process_file`` did: repr quotes and backslashes kept,
+  a line break as a literal backslash-n, cut at the first literal blank line (so a reply
+  opening with a blank line leaves a lone quote). The paper profile takes it for their
+  four open models (``AUTHORS_OPEN_MODELS``).
 - ``commas``: ``raw`` sends the English turns as the file has them; ``decoded`` turns
   ``_comma_`` back into commas. Korean text never holds the token.
 - ``emotion_reader``: ``authors`` finds the English label names (and 정, 한) as whole words
@@ -27,11 +34,11 @@ from typing import Literal
 from koed_core.dialogues.labels import all_labels
 from koed_core.errors import KoedError
 
-Postprocess = Literal["authors", "none"]
+Postprocess = Literal["authors", "authors-repr", "none"]
 Commas = Literal["raw", "decoded"]
 EmotionReader = Literal["authors", "extended"]
 Family = Literal["open", "claude"]
-POSTPROCESS: tuple[Postprocess, ...] = ("authors", "none")
+POSTPROCESS: tuple[Postprocess, ...] = ("authors", "authors-repr", "none")
 COMMAS: tuple[Commas, ...] = ("raw", "decoded")
 EMOTION_READERS: tuple[EmotionReader, ...] = ("authors", "extended")
 FAMILIES: tuple[Family, ...] = ("open", "claude")
@@ -80,22 +87,39 @@ AUTHORS = Steps(postprocess="authors", commas="raw", emotion_reader="authors")
 """The authors' pipeline, step for step (the family comes from the model)."""
 
 
+AUTHORS_OPEN_MODELS = frozenset(
+    {
+        "meta-llama/Llama-3.1-8B-Instruct",
+        "meta-llama/Meta-Llama-3.1-8B-Instruct",
+        "Qwen/Qwen2-7B-Instruct",
+        "LGAI-EXAONE/EXAONE-3.0-7.8B-Instruct",
+        "mistralai/Mistral-7B-Instruct-v0.3",
+    }
+)
+"""The four open models of their open_source.py (Llama under both its names): the paper
+profile takes their literal path (``authors-repr``) for these."""
+
+
 def steps_for(
     prompt_set: str,
     family: str = "open",
     *,
+    model: str = "",
     postprocess: str | None = None,
     commas: str | None = None,
     emotion_reader: str | None = None,
 ) -> Steps:
     """The steps of a run: the profile of its prompt set (``paper``: the authors' at every
-    step; any other set: as before), with each explicit choice overriding it.
+    step, ``authors-repr`` post-processing for their four open models by ``model`` id;
+    any other set: as before), with each explicit choice overriding it.
 
     Raises:
         StepError: an unknown value.
     """
     base = AUTHORS if prompt_set == "paper" else EARLIER
     chosen = replace(base, family=family)
+    if prompt_set == "paper" and family == "open" and model in AUTHORS_OPEN_MODELS:
+        chosen = replace(chosen, postprocess="authors-repr")  # their open models' path
     if postprocess is not None:
         chosen = replace(chosen, postprocess=postprocess)
     if commas is not None:
@@ -114,6 +138,8 @@ def postprocessed(reply: str, steps: Steps) -> str:
     follows the last one. The ``Listener: `` prefix they judged is the judge template's to
     add, so it is not part of the text kept here.
     """
+    if steps.postprocess == "authors-repr" and steps.family == "open":
+        return repr_cut(reply)
     text = reply.strip()
     if steps.postprocess == "none":
         return text
@@ -125,6 +151,47 @@ def postprocessed(reply: str, steps: Steps) -> str:
         text = text[at + len(LISTENER) :]
     cut = text.find(BLANK_LINE)
     return (text[:cut] if cut >= 0 else text).strip()
+
+
+def message_repr(content: str) -> str:
+    """``str()`` of the message dict a transformers chat pipeline returns, as their open
+    models' script stored it and put it in the reply call."""
+    return str({"role": "assistant", "content": content})
+
+
+def repr_cut(reply: str) -> str:
+    """The judged text their open-model post-processing kept, without the leading
+    ``Listener: `` the judge template adds.
+
+    They stored ``"Listener: " + str(message)``. From that string they took what follows
+    ``'content': `` up to the last ``}``: from the repr's opening quote when the content
+    names ``Listener:`` (then from its first ``Listener:``), else prefixed ``Listener: ``;
+    then up to the first literal backslash-n backslash-n (a blank line in the repr).
+    """
+    stored = "Listener: " + message_repr(reply)
+    named = re.search(r"'content': (.*?Listener:\s*.*)}", stored)
+    if named:
+        kept = named.group(1).strip()
+    else:
+        bare = re.search(r"'content':\s*(.*)}", stored)
+        kept = f"Listener: {bare.group(1).strip()}" if bare else stored.strip()
+    cut = re.search(r"(Listener:.*?)(?:\\n\\n|$)", kept, re.DOTALL)
+    text = (cut.group(1) if cut else kept).strip()
+    return re.sub(r"^Listener:\s*", "", text)
+
+
+def reply_emotion(emotion: str, steps: Steps) -> str:
+    """The emotion answer as the reply call is given it: the text, or (``authors-repr``,
+    open models) the repr of its message dict, as their script sent it."""
+    if steps.postprocess == "authors-repr" and steps.family == "open":
+        return message_repr(emotion)
+    return emotion
+
+
+def same_reply_call(a: Steps, b: Steps) -> bool:
+    """Whether two runs' steps send the same reply call (a post-processing change is then
+    a reading only: the raw answers can be read again)."""
+    return reply_emotion("", a) == reply_emotion("", b)
 
 
 AUTHORS_KOREAN_WORDS = {"jeong": "정", "han": "한"}

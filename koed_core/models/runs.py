@@ -38,7 +38,7 @@ from koed_core.models.client import (
     capped,
 )
 from koed_core.models.emotions import ParsedReply, parse_reply, parse_two_calls, score_emotions
-from koed_core.models.pipeline import EARLIER, Steps, postprocessed, steps_for
+from koed_core.models.pipeline import EARLIER, Steps, postprocessed, reply_emotion, steps_for
 from koed_core.models.prompts import (
     PROMPT_SETS,
     PromptPlan,
@@ -215,7 +215,11 @@ def answer(client: ChatClient, item: Item, settings: GenerationSettings) -> Answ
             kept = postprocessed(parsed.text, item.steps)
             return first, replace(parsed, text=kept) if kept != parsed.text else parsed, None
         reply = capped(
-            client.complete(item.plan.second(item.task, first.text), settings, item.task)
+            client.complete(
+                item.plan.second(item.task, reply_emotion(first.text, item.steps)),
+                settings,
+                item.task,
+            )
         )
     except ModelError as err:
         return err, None, None
@@ -307,7 +311,7 @@ def run_benchmark(
     rerun asks it).
     """
     prompts = load_prompt_set(prompt_set or default_prompt_set(protocol))
-    steps = steps or steps_for(prompts.profile, spec.family)
+    steps = steps or steps_for(prompts.profile, spec.family, model=spec.model or "")
     config = run_config(spec, protocol, settings, dataset_sha256, prompt_set=prompts, steps=steps)
     settings = replace(settings, stop=stop)  # a request in flight is given up on cancel
     run_id = store.ensure_run(config, spec.name, list(langs), public_spec(spec))

@@ -99,7 +99,7 @@ def differences(plan: Plan, specs: Mapping[str, ModelSpec], judge: ModelSpec) ->
     authored = {ALIASES.get(m, m) for m in AUTHORS_DECODING}
     for name in plan.models:
         spec = specs[name]
-        steps = plan.steps(spec.family)
+        steps = plan.steps(spec.family, spec.model or "")
         theirs_family = AUTHORS_FAMILY.get(spec.model, "open")
         if spec.model not in authored:
             out.append(Difference(f"{name}: model", "not among their five models", spec.model))
@@ -136,9 +136,18 @@ def differences(plan: Plan, specs: Mapping[str, ModelSpec], judge: ModelSpec) ->
                     f"{', '.join(spec.substitutes)} and report it",
                 )
             )
-        if steps.postprocess != "authors":
-            out.append(Difference(f"{name}: reply post-processing", "theirs, per family", "none"))
-    first = plan.steps(specs[plan.models[0]].family) if plan.models else None
+        theirs_step = "authors-repr" if spec.family == "open" else "authors"
+        if steps.postprocess not in (theirs_step, "authors-repr"):
+            out.append(
+                Difference(
+                    f"{name}: reply post-processing", "theirs, per family", steps.postprocess
+                )
+            )
+    first = (
+        plan.steps(specs[plan.models[0]].family, specs[plan.models[0]].model or "")
+        if plan.models
+        else None
+    )
     if first is not None and first.commas != "raw":
         out.append(Difference("_comma_ in English", "sent as the file has it", "decoded"))
     if first is not None and first.emotion_reader != "authors":
@@ -149,10 +158,12 @@ def differences(plan: Plan, specs: Mapping[str, ModelSpec], judge: ModelSpec) ->
                 "also Korean glosses and stems (extended)",
             )
         )
-    if any(
-        specs[m].family == "open" and plan.steps(specs[m].family).postprocess == "authors"
+    textual = any(  # an open model cut as text, not from the repr as theirs was
+        specs[m].family == "open"
+        and plan.steps(specs[m].family, specs[m].model or "").postprocess == "authors"
         for m in plan.models
-    ):
+    )
+    if textual:
         out.append(
             Difference(
                 "a reply that opens with a blank line (open models)",
@@ -161,7 +172,8 @@ def differences(plan: Plan, specs: Mapping[str, ModelSpec], judge: ModelSpec) ->
             )
         )
     if any(
-        specs[m].family == "claude" and plan.steps(specs[m].family).postprocess == "authors"
+        specs[m].family == "claude"
+        and plan.steps(specs[m].family, specs[m].model or "").postprocess.startswith("authors")
         for m in plan.models
     ):
         out.append(
@@ -193,12 +205,19 @@ def differences(plan: Plan, specs: Mapping[str, ModelSpec], judge: ModelSpec) ->
         out.append(Difference("judge template", "authors' structure", judging.template.name))
     if judging.parse != "authors":
         out.append(Difference("judge parse", "split on 'Score:', int, re-ask (5)", judging.parse))
+    if any(
+        specs[m].family == "open"
+        and plan.steps(specs[m].family, specs[m].model or "").postprocess != "authors-repr"
+        for m in plan.models
+    ):
+        out.append(
+            Difference(
+                "reply call's emotion",
+                "open models: the Python repr of the whole message ({'role': ..., 'content': ...})",
+                "the emotion answer's text (as their Claude script did)",
+            )
+        )
     out += [
-        Difference(
-            "reply call's emotion",
-            "open models: the Python repr of the whole message ({'role': ..., 'content': ...})",
-            "the emotion answer's text (as their Claude script did)",
-        ),
         Difference(
             "verdict off the 1-5 scale",
             "kept as given (their parser takes any integer)",
@@ -211,7 +230,7 @@ def differences(plan: Plan, specs: Mapping[str, ModelSpec], judge: ModelSpec) ->
         ),
     ]
     families = {specs[m].family for m in plan.models}
-    if "open" in families:
+    if textual:
         out.append(
             Difference(
                 "judged text (open models)",

@@ -55,6 +55,8 @@ AUTHORS_RUN = {
     "commas": "raw",
     "emotion_reader": "authors",
 }
+AUTHORS_ALSO = {"postprocess": "authors-repr"}
+"""The authors' step too: their open models' path taken literally (the repr)."""
 PROMPT_SET_VARIANTS = {
     "paper-ko": "instruction language: Korean",
     "native": (
@@ -300,7 +302,7 @@ def bases(store: Store) -> list[tuple[str, JudgeConfig]]:
     shipped = load_prompt_set("paper").version
     for row in reversed(runs.to_dict("records")):
         config = json.loads(row["config"])
-        if any(config.get(k) != v for k, v in AUTHORS_RUN.items()):
+        if any(config.get(k) not in (v, AUTHORS_ALSO.get(k)) for k, v in AUTHORS_RUN.items()):
             continue
         if config.get("temperature") is None:
             continue  # the authors always decoded as the model says: never the server's

@@ -50,6 +50,7 @@ def execute_episodes(params: EpisodeJob, store: Store, env: Environment, hooks: 
     steps = steps_for(
         load_prompt_set(prompts).profile,
         spec.family,
+        model=spec.model or "",
         postprocess=params.postprocess,
         commas=params.commas,
         emotion_reader=params.emotion_reader,

@@ -44,6 +44,7 @@ def execute_run(params: RunJob, store: Store, env: Environment, hooks: Hooks) ->
     steps = steps_for(
         load_prompt_set(prompts).profile,
         spec.family,
+        model=spec.model or "",
         postprocess=params.postprocess,
         commas=params.commas,
         emotion_reader=params.emotion_reader,

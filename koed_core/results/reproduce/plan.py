@@ -67,11 +67,13 @@ class Plan:
     """Named variants of the plan, each changing one step (a sensitivity plan): every
     variant is run and judged beside the plan itself, the base."""
 
-    def steps(self, family: str) -> Steps:
-        """The pipeline steps of one model's runs."""
+    def steps(self, family: str, model: str = "") -> Steps:
+        """The pipeline steps of one model's runs (``model``: its id, which decides the
+        paper profile's post-processing for the authors' open models)."""
         return steps_for(
             load_prompt_set(self.prompts).profile,
             family,
+            model=model,
             postprocess=self.postprocess,
             commas=self.commas,
             emotion_reader=self.emotion_reader,
@@ -234,11 +236,13 @@ def _check_types(plan: Plan, path: str) -> None:
         raise PlanError(f"{path}: wrong kind of value for {', '.join(wrong)}")
 
 
-def pinned(plan: Plan) -> Plan:
+def pinned(plan: Plan, specs: Mapping[str, ModelSpec] | None = None) -> Plan:
     """The plan with every step written out as its base resolves it, so that a variant
     changing one step leaves the others where the base has them (native prompts, say,
-    would otherwise bring the native set's own post-processing)."""
-    steps = plan.steps("open")
+    would otherwise bring the native set's own post-processing). With ``specs``, as the
+    first model resolves them (the authors' open models: their literal path)."""
+    first = (specs or {}).get(plan.models[0]) if plan.models else None
+    steps = plan.steps(first.family, first.model or "") if first else plan.steps("open")
     judging = plan.judge_config(plan.judge)
     return replace(
         plan,

@@ -12,6 +12,7 @@ from typing import Any
 from koed_core.dialogues.dialogue import Dialogue
 from koed_core.judge.rubric import codes
 from koed_core.models.client import GenerationSettings
+from koed_core.models.pipeline import same_reply_call
 from koed_core.models.prompts import plan_messages
 from koed_core.models.protocol import build_task
 from koed_core.models.registry import ModelSpec
@@ -102,10 +103,10 @@ def estimate(
     if plan.kind == "episodes":
         return _estimate_episodes(plan, specs, judge, dialogues)
     if plan.variants:
-        base = pinned(plan)
+        base = pinned(plan, specs)
         parts = [_estimate(base, specs, judge, dialogues)]
         for changes in plan.variants.values():
-            listeners, judges, _why = _calls_of(changes)
+            listeners, judges, _why = _calls_of(changes, _reply_moves(base, changes, specs))
             variant = replace(base, **changes)
             parts.append(_estimate(variant, specs, judge, dialogues, listeners, judges))
         merged: dict[str, Estimate] = {}
@@ -127,8 +128,29 @@ def estimate(
     return _estimate(plan, specs, judge, dialogues)
 
 
-def _calls_of(changes: Mapping[str, object]) -> tuple[bool, bool, str]:
+def _reply_moves(base: Plan, changes: Mapping[str, Any], specs: Mapping[str, ModelSpec]) -> bool:
+    """Whether a variant sends another reply call than the base to some model (the
+    emotion as its message's repr or as text): then it is no reading of stored answers."""
+    variant = replace(base, **changes)
+    return not all(
+        same_reply_call(
+            base.steps(specs[m].family, specs[m].model or ""),
+            variant.steps(specs[m].family, specs[m].model or ""),
+        )
+        for m in base.models
+        if m in specs
+    )
+
+
+def _calls_of(changes: Mapping[str, object], reply_moves: bool = False) -> tuple[bool, bool, str]:
     """Whether a variant calls the listeners and the judge, and why (for the dry run)."""
+    if reply_moves:
+        return (
+            True,
+            True,
+            "a run of its own: the reply call changes (the emotion sent as its message's "
+            "repr, or as text), so new answers, each judged",
+        )
     if set(changes) <= {"emotion_reader"}:
         return (
             False,
@@ -186,7 +208,7 @@ def variant_calls(
 ) -> list[VariantCalls]:
     """Per variant (the base first): how many listener and judge calls it makes, and why.
     A judge that shares a server with a listener is counted apart all the same."""
-    base = pinned(plan)
+    base = pinned(plan, specs)
 
     def count(variant: Plan, listeners: bool, judges: bool) -> tuple[int, int]:
         heard = _estimate(variant, specs, judge, dialogues, listeners, judges=False)
@@ -198,7 +220,7 @@ def variant_calls(
 
     rows = [VariantCalls(BASE, *count(base, True, True), "the plan as written: every call")]
     for name, changes in plan.variants.items():
-        listeners, judges, why = _calls_of(changes)
+        listeners, judges, why = _calls_of(changes, _reply_moves(base, changes, specs))
         rows.append(VariantCalls(name, *count(replace(base, **changes), listeners, judges), why))
     return rows
 

@@ -14,6 +14,7 @@ from koed_core.errors import KoedError
 from koed_core.judge.judging import judge_run, reparse_judgments, reuse_judgments
 from koed_core.models.batch import BatchReport
 from koed_core.models.client import ChatClient, GenerationSettings
+from koed_core.models.pipeline import same_reply_call
 from koed_core.models.registry import ModelSpec
 from koed_core.models.runs import READ_ONLY_STEPS
 from koed_core.results.reproduce.plan import Plan, pinned, plan_settings
@@ -52,7 +53,7 @@ def reproduce(
     step changed from the base each (a run or a judging pass the base already made is
     found stored and skipped)."""
     say = progress or (lambda _message: None)
-    base = pinned(plan) if plan.variants else plan
+    base = pinned(plan, {n: spec for n, (spec, _c) in listeners.items()}) if plan.variants else plan
     outcome = _reproduce_one(
         base,
         store,
@@ -72,7 +73,13 @@ def reproduce(
         if stop and stop():
             break
         variant = replace(base, **changes)
-        reads_only = set(changes) <= set(READ_ONLY_STEPS)
+        reads_only = set(changes) <= set(READ_ONLY_STEPS) and all(
+            same_reply_call(
+                base.steps(spec.family, spec.model or ""),
+                variant.steps(spec.family, spec.model or ""),
+            )
+            for spec, _client in listeners.values()
+        )
         parser_only = set(changes) == {"judge_parse"}
         got = _reproduce_one(
             variant,
@@ -277,7 +284,7 @@ def episodes_for(
         turns=plan.turns,
         concurrency=plan.concurrency,
         prompt_set=plan.prompts,
-        steps=plan.steps(spec.family),
+        steps=plan.steps(spec.family, spec.model or ""),
         stop=stop,
         watch=watch,
     )
@@ -311,7 +318,7 @@ def run_benchmark_for(
         settings=settings,
         concurrency=plan.concurrency,
         prompt_set=plan.prompts,
-        steps=plan.steps(spec.family),
+        steps=plan.steps(spec.family, spec.model or ""),
         reuse_from=reuse_from,
         stop=stop,
         watch=watch,
