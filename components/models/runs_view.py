@@ -40,6 +40,7 @@ KINDS = {
 
 STEP_WORDS = {
     "authors": N_("the authors' way"),
+    "authors-repr": N_("the authors' way, literally (their open models' repr)"),
     "none": N_("none"),
     "raw": N_("as in the file"),
     "decoded": N_("decoded"),
