@@ -236,3 +236,17 @@ def test_choice_values_and_judge_names_in_the_readers_words() -> None:
         assert "single" not in options and "paper" not in options, options
     judge = _page("pages/models/judge.py", {"lang": "ko"})
     assert not judge.exception, [e.value for e in judge.exception]
+
+
+def test_situation_previews_end_on_a_word() -> None:
+    from koed_core.dialogues.dialogue import preview
+
+    assert preview("short one", 20) == "short one"
+    assert preview("Last year a tree fell on my house while my family", 30) == (
+        "Last year a tree fell on my…"
+    )
+    assert preview("가" * 50, 10) == "가" * 9 + "…"  # one long word: cut at the limit
+    at = _app()
+    table = at.dataframe[0].value
+    for column, limit in ((table.columns[2], 40), (table.columns[3], 72)):
+        assert table[column].str.len().max() <= limit, column

@@ -78,3 +78,23 @@ def _render_turn(turn: Turn) -> None:
                 icon=":material/add_circle:",
                 color="red",
             )
+
+
+SCROLL_JS = """<script>
+(() => {{
+  const box = window.parent.document.querySelector(".st-key-{key}")
+    || document.querySelector(".st-key-{key}");
+  if (!box) return;
+  box.style.scrollMarginTop = "4.5rem";  // clear of the menu along the top
+  box.scrollIntoView({{block: "start", behavior: "instant"}});
+}})();
+</script><!-- {shown} -->"""
+"""Bring the opened dialogue into view (a row clicked lower down opens it above the
+table). A constant of ours; the key and conv_id it is filled with are our own."""
+
+
+def scroll_into_view(key: str, shown: str) -> None:
+    """Scroll the container ``key`` to the top of the screen, once each time ``shown``
+    (the dialogue opened) changes."""
+    safe = "".join(c for c in shown if c.isalnum() or c in ":_-")
+    st.html(SCROLL_JS.format(key=key, shown=safe), unsafe_allow_javascript=True)

@@ -105,3 +105,16 @@ class LoadWarning:
     def text(self) -> str:
         """The message in the language being spoken, its values filled in."""
         return _(self.message, **dict(self.values))
+
+
+def preview(text: str, limit: int) -> str:
+    """``text`` whole when it has ``limit`` characters or fewer, else its first words up
+    to ``limit`` - 1 characters and an ellipsis: a table cell of fixed height shows a
+    preview that ends where a word does, never a line cut through (the whole text is one
+    click away). A first word longer than the limit is cut at the limit."""
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1]
+    space = cut.rfind(" ")
+    return (cut[:space] if space > limit // 2 else cut).rstrip(" ,.;:") + "…"

@@ -3,12 +3,13 @@
 import pandas as pd
 import streamlit as st
 
-from components.dialogues.dialogue_view import render_dialogue
+from components.dialogues.dialogue_view import render_dialogue, scroll_into_view
 from components.dialogues.filter_form import BIND, filter_form
 from components.shared import resources, state, tables, terms
 from components.shared.link_notice import check_link, note
 from components.shared.source_banner import load_or_stop, render_source_banner
 from koed_core import i18n
+from koed_core.dialogues.dialogue import preview
 from koed_core.dialogues.export import to_csv, to_jsonl
 from koed_core.dialogues.links import DIALOGUE, Dropped
 from koed_core.i18n import N_, _
@@ -59,20 +60,22 @@ if not matches:
     st.info(_("No dialogue matches. Loosen a filter in the sidebar."))
     st.stop()
 
+# Situations as previews ending on a word, that fit three lines of their cell (the grid's
+# rows have one height: a longer text was cut mid-line; issue 57); the whole one opens.
+PREVIEW = {"ko": 40, "en": 72}
 table = pd.DataFrame(
     {
         "conv_id": [d.conv_id for d in matches],
         _("labels"): [" + ".join(map(terms.label, d.labels)) for d in matches],
-        _("situation (ko)"): [d.situation_ko for d in matches],
-        _("situation (en)"): [d.situation_en for d in matches],
+        _("situation (ko)"): [preview(d.situation_ko, PREVIEW["ko"]) for d in matches],
+        _("situation (en)"): [preview(d.situation_en, PREVIEW["en"]) for d in matches],
         _("turns"): [len(d.turns) for d in matches],
         _("ko-only"): [d.ko_only_turns for d in matches],
     }
 )
 # Widths that fit a laptop's 1366 px beside the filters, situations wrapped on three lines
-# (the grid wraps only in rows over 64 px): a last column as long as its text would run
-# off the screen (issue 34).
-WIDTHS = dict(zip(table.columns, (125, 125, 245, 245, 50, 56), strict=True))
+# (the grid wraps only in rows over 64 px), Korean headers whole (issue 34, 57).
+WIDTHS = dict(zip(table.columns, (125, 140, 230, 230, 64, 72), strict=True))
 ROW = 66
 
 
@@ -82,6 +85,7 @@ def _open_selected() -> None:
         state.open_dialogue(str(table["conv_id"].iloc[rows[0]]))
 
 
+opened = st.container(key="explorer_opened")  # above the table: in view at 1366x768
 tables.show(
     table,
     hide_index=True,
@@ -100,9 +104,9 @@ conv_id = st.selectbox(
     bind=BIND,
     placeholder=_("Pick a conv_id, or click a row above"),
 )
-if conv_id:
-    dialogue = dataset.get(conv_id)
-    if dialogue is not None:
+if conv_id and (dialogue := dataset.get(conv_id)) is not None:
+    with opened:
+        scroll_into_view("explorer_opened", conv_id)
         render_dialogue(dialogue, [w for w in dataset.warnings if w.conv_id == conv_id])
         st.page_link(
             "pages/models/chat.py",

@@ -195,6 +195,7 @@ def test_the_dialogue_picker_names_the_dialogue_shown(site: Any, browser: Any) -
     grid = page.get_by_test_id("stDataFrame")
     for row in (3, 1):  # a click on a row's checkbox opens that row's dialogue
         before = picker.input_value()
+        grid.scroll_into_view_if_needed()  # under the dialogue opened before (issue 57)
         box = grid.bounding_box()
         assert box is not None
         page.mouse.click(box["x"] + 20, box["y"] + 38 + 66 * row - 33)
