@@ -87,7 +87,10 @@ def test_a_planted_post_processing_effect_is_recovered(
     assert (cut["change_p_holm"] < 0.05).all()  # planted: real after Holm's adjustment
     lenient = table[table["variant"] == "'=HYPERLINK(lenient)"]
     assert not lenient.empty and (lenient["change"] == 0).all()
-    assert (lenient["change_p_holm"] == 1).all()  # nothing moved: nothing to report
+    rubric_rows = lenient["metric"].isin(["EX", "IP", "ER", "EEA", "CA"])
+    assert (lenient[rubric_rows]["change_p_holm"] == 1).all()  # nothing moved
+    # its emotion numbers are the base run's own: zero by construction, not in the family
+    assert lenient[~rubric_rows]["change_p_holm"].isna().all()
     assert "p (Holm)" in (out / "sensitivity.md").read_text()
     emotion = table[(table["metric"] == "emotion") & (table["variant"] != sensitivity.BASE)]
     assert (emotion["change"] == 0).all()  # the emotion answers did not change
@@ -281,3 +284,44 @@ def test_the_shipped_sensitivity_plan_shows_what_the_repr_moves() -> None:
     dialogues = load_dataset(SAMPLE_FILE).dialogues[:3]
     calls = {v.name: v for v in variant_calls(plan, specs, registry[plan.judge], dialogues)}
     assert calls[name].listener_calls > 0 and "reply call changes" in calls[name].why
+
+
+@pytest.mark.slow
+def test_byte_identical_requests_are_not_asked_again_and_the_base_runs_again(
+    tmp_path: Path, fake_openai: FakeOpenAI
+) -> None:
+    """Issue 55 #5: the instruction-language variant sends its English requests byte for
+    byte as the base did: they take the base's answers and verdicts, no call; "base, run
+    again" re-samples the listener and the judge; a change zero by construction is left
+    out of Holm's family."""
+    command, env = _plan(
+        tmp_path,
+        fake_openai,
+        '[variants."instruction language: Korean"]\nprompts = "paper-ko"\n'
+        '[variants."emotion reader: extended"]\nemotion_reader = "extended"\n'
+        f'[variants."{sensitivity.NOISE_FLOOR_RUN}"]\nrun_replicate = 1\n',
+    )
+    dry = _run([*command, "--dry-run"], env)
+    out = tmp_path / "out"
+    done = _run([*command, "--out", str(out)], env)
+    assert done.returncode == 0, done.stderr
+    store = Store(tmp_path / "k.db")
+    per_lang = dict(
+        store.db.execute(
+            "select lang, count(distinct conv_id) from responses group by lang"
+        ).fetchall()
+    )
+    listener = sum(r["model"] == "m-one" for r in fake_openai.requests)
+    # the base and its replicate ask everything (two calls an item); paper-ko the Korean only
+    items = per_lang["ko"] + per_lang["en"]
+    assert listener == 2 * items + 2 * items + 2 * per_lang["ko"]
+    assert f"instruction language: Korean: {2 * per_lang['ko']} listener" in dry.stdout
+    judge = sum(r["model"] == "judge-x" for r in fake_openai.requests)
+    assert judge == 5 * items + 5 * items + 5 * per_lang["ko"]
+    table = pd.read_csv(out / "sensitivity.csv")
+    assert sensitivity.NOISE_FLOOR_RUN in set(table["variant"])
+    reader = table[
+        (table["variant"] == "emotion reader: extended") & table["metric"].isin(["EX", "CA"])
+    ]
+    assert (reader["note"] == sensitivity.FIXED).all() and reader["change_p_holm"].isna().all()
+    assert table[table["variant"] == sensitivity.NOISE_FLOOR_RUN]["change_p_holm"].notna().any()

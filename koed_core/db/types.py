@@ -106,6 +106,9 @@ class RunConfig:
     oracle: str | None = None
     """Episodes: the Listener was told the situation and the emotion (the upper reference
     per dialogue), with this wording's version; None in every run under test."""
+    replicate: int = 0
+    """n > 0: the same run made again, nothing changed (a sensitivity plan's "base, run
+    again": the listener and the judge re-sampled), a run of its own."""
 
     @property
     def run_id(self) -> str:
@@ -135,6 +138,7 @@ EARLIER_VALUES: dict[str, object] = {
     "speaker_temperature": None,
     "speaker_max_tokens": None,
     "oracle": None,
+    "replicate": 0,
 }
 """A run field's value before the field existed (left out of the run's id when so)."""
 

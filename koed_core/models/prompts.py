@@ -326,6 +326,18 @@ def plan_messages(
     return PromptPlan(first, prompts.two_calls and protocol != "direct", prompts)
 
 
+def same_exchange(
+    task: ListenerTask, protocol: Protocol, sent: PromptPlan, prompts: str | PromptSet
+) -> bool:
+    """Whether ``prompts`` sends exactly ``sent``'s requests for this item: the first
+    request and, for two-call sets, the reply call after any one emotion answer."""
+    theirs = plan_messages(task, protocol, prompts)
+    if theirs.first != sent.first or theirs.two_calls != sent.two_calls:
+        return False
+    probe = "\u241e"  # any text: both reply calls wrap the same emotion answer
+    return not sent.two_calls or theirs.second(task, probe) == sent.second(task, probe)
+
+
 def prompt_set_version(prompt_set: str | PromptSet) -> str:
     """A short hash of a set's templates (``native`` keeps its 0.1.0 version hash)."""
     prompts = prompt_set if isinstance(prompt_set, PromptSet) else load_prompt_set(prompt_set)

@@ -46,6 +46,7 @@ from koed_core.models.prompts import (
     default_prompt_set,
     load_prompt_set,
     plan_messages,
+    same_exchange,
 )
 from koed_core.models.protocol import (
     ListenerTask,
@@ -95,6 +96,7 @@ def run_config(
     kind: str = "batch",
     prompt_set: str | PromptSet = "native",
     steps: Steps = EARLIER,
+    replicate: int = 0,
 ) -> RunConfig:
     """The configuration that identifies a run (and so what a rerun resumes)."""
     prompts = prompt_set if isinstance(prompt_set, PromptSet) else load_prompt_set(prompt_set)
@@ -118,6 +120,7 @@ def run_config(
         top_p=settings.top_p,
         top_k=settings.top_k,
         repetition_penalty=settings.repetition_penalty,
+        replicate=replicate,
     )
 
 
@@ -295,6 +298,8 @@ def run_benchmark(
     prompt_set: str | None = None,
     steps: Steps | None = None,
     reuse_from: str | None = None,
+    reuse_prompts: str | PromptSet | None = None,
+    replicate: int = 0,
     stop: Callable[[], bool] | None = None,
     watch: Callable[[BatchReport], None] | None = None,
 ) -> BatchReport:
@@ -305,14 +310,24 @@ def run_benchmark(
     ``steps`` to that set's profile (the authors' steps for ``paper``) with the model's
     post-processing family. ``reuse_from`` names a run whose raw answers to the same
     requests are read again instead of asked (a run differing from it only in
-    post-processing or emotion reader).
+    post-processing or emotion reader); with ``reuse_prompts`` (its prompt set), only
+    items whose requests are byte-identical to its, reply call too. ``replicate`` > 0:
+    the same run made again.
     ``stop`` cancels: nothing new starts, answers arriving within ``ABANDON_GRACE_S``
     are stored, and a request given up because of the cancel is not stored at all (a
     rerun asks it).
     """
     prompts = load_prompt_set(prompt_set or default_prompt_set(protocol))
     steps = steps or steps_for(prompts.profile, spec.family, model=spec.model or "")
-    config = run_config(spec, protocol, settings, dataset_sha256, prompt_set=prompts, steps=steps)
+    config = run_config(
+        spec,
+        protocol,
+        settings,
+        dataset_sha256,
+        prompt_set=prompts,
+        steps=steps,
+        replicate=replicate,
+    )
     settings = replace(settings, stop=stop)  # a request in flight is given up on cancel
     run_id = store.ensure_run(config, spec.name, list(langs), public_spec(spec))
     items = plan(
@@ -326,6 +341,13 @@ def run_benchmark(
     )
     scored = spec.backend != "human"
     stored = store.raw_answers(reuse_from) if reuse_from else {}
+    if stored and reuse_prompts is not None:  # the reply call byte-identical too
+        sent = {(i.dialogue.conv_id, i.task.lang, i.context_hash): i for i in items}
+        stored = {
+            k: row
+            for k, row in stored.items()
+            if k in sent and same_exchange(sent[k].task, protocol, sent[k].plan, reuse_prompts)
+        }
 
     owner = f"{this_process()}#{uuid.uuid4().hex[:12]}"  # this pass of this process
     claims = ItemClaims(store)

@@ -14,7 +14,7 @@ import plotly.graph_objects as go
 from koed_core import plain_text
 from koed_core.i18n import _
 from koed_core.models.registry import PROVENANCE
-from koed_core.results.sensitivity import NOISE_FLOOR
+from koed_core.results.sensitivity import NOISE_FLOOR, NOISE_FLOORS
 
 NOISE_GREY = "#6b7280"
 """The noise-floor bar and its band: not a step, the yardstick the steps are read against."""
@@ -179,7 +179,7 @@ def sensitivity_figure(
             y=[_plain(str(v)) for v in rows["variant"]],
             orientation="h",
             marker_color=[
-                NOISE_GREY if name == NOISE_FLOOR else "#c2410c" if v < 0 else "#1d4ed8"
+                NOISE_GREY if name in NOISE_FLOORS else "#c2410c" if v < 0 else "#1d4ed8"
                 for name, v in zip(rows["variant"], rows["change"], strict=True)
             ],
             error_x={

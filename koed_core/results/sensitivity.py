@@ -35,7 +35,12 @@ NOISE_FLOOR = "base, judged again"
 """The base's own answers judged a second time by the same judge configuration: the change
 every other row should be read against (at temperature 0.7 a judge does not give the same
 verdict twice; with a deterministic judge the row is exactly 0)."""
+NOISE_FLOOR_RUN = "base, run again"
+"""The base made again with nothing changed and judged: the listener's and the judge's
+sampling noise together, the yardstick for a variant that is a run of its own."""
+NOISE_FLOORS = (NOISE_FLOOR, NOISE_FLOOR_RUN)
 RUN_STEPS: dict[str, tuple[str, ...]] = {
+    "run again": ("replicate",),
     "prompt set": ("prompt_set", "prompt_version"),
     "post-processing": ("postprocess",),
     "commas": ("commas",),
@@ -43,6 +48,7 @@ RUN_STEPS: dict[str, tuple[str, ...]] = {
     "decoding": ("temperature", "top_p", "top_k", "repetition_penalty"),
 }
 EARLIER = {
+    "replicate": 0,
     "prompt_set": "native",
     "postprocess": "none",
     "commas": "decoded",
@@ -161,6 +167,8 @@ def table(
                     change, c_low, c_high = gaps.paired_gap(before, after)
                     row.update(change=change, change_ci_low=c_low, change_ci_high=c_high)
                     row["change_p"] = change_p(before, after)
+                    if _fixed(store, base_source, source, metric):
+                        row["note"] = FIXED  # out of Holm's family: it cannot move
             rows.append(row)
     out = _holm(pd.DataFrame(rows))
     for column in COLUMNS:
@@ -205,6 +213,25 @@ def unscored(store: Store, source: Source, metric: str) -> int:
     return int(rows[0]["n"]) if rows else 0
 
 
+FIXED = "zero by construction: the base's own numbers (left out of Holm's family)"
+
+
+def _fixed(store: Store, base: Source, source: Source, metric: str) -> bool:
+    """Whether a change is zero by construction: emotion recognition of the base's own
+    run (a variant of the judge alone), or a rubric score whose verdicts are the base's
+    own (a variant that reads the answers another way and judges the same texts: the
+    emotion reader)."""
+    if metric not in codes():
+        return source.run_id == base.run_id
+    if source.run_id == base.run_id or source.judge != base.judge:
+        return False
+    mine, theirs = store.run_config(source.run_id), store.run_config(base.run_id)
+    if mine is None or theirs is None:
+        return False
+    differ = {k for k in set(mine[0]) | set(theirs[0]) if mine[0].get(k) != theirs[0].get(k)}
+    return differ <= {"emotion_reader"}
+
+
 def change_p(before: np.ndarray, after: np.ndarray, seed: int = 0) -> float | None:
     """Two-sided bootstrap p-value of "no change", from the very resamples of the change's
     CI (``gaps.paired_gap``, same seed): twice the share of resampled means on the far
@@ -217,13 +244,15 @@ def change_p(before: np.ndarray, after: np.ndarray, seed: int = 0) -> float | No
 
 
 def _holm(frame: pd.DataFrame) -> pd.DataFrame:
-    """``change_p`` Holm-adjusted over every change of one model and protocol's table."""
+    """``change_p`` Holm-adjusted over the changes of one model and protocol's table that
+    can move (one zero by construction is left out: it would only inflate the family)."""
     from statsmodels.stats.multitest import multipletests
 
     if frame.empty or "change_p" not in frame:
         return frame
     frame = frame.assign(change_p_holm=None)
-    for _key, part in frame.groupby(["model", "protocol"], dropna=False):
+    fixed = frame["note"] == FIXED if "note" in frame else pd.Series(False, index=frame.index)
+    for _key, part in frame[~fixed].groupby(["model", "protocol"], dropna=False):
         tested = part["change_p"].dropna()
         if len(tested):
             adjusted = multipletests(tested.to_numpy(dtype=float), method="holm")[1]
@@ -236,6 +265,8 @@ def _steps(config: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _name(group: str, config: Mapping[str, Any]) -> str:
+    if group == "run again":
+        return NOISE_FLOOR_RUN
     if group == "decoding":
         temp = config.get("temperature")
         return "decoding: server default" if temp is None else f"decoding: T={temp:g}"
@@ -306,6 +337,8 @@ def bases(store: Store) -> list[tuple[str, JudgeConfig]]:
             continue
         if config.get("temperature") is None:
             continue  # the authors always decoded as the model says: never the server's
+        if config.get("replicate"):
+            continue  # a base made again is the noise floor, never a base
         if config.get("prompt_version") != shipped:
             continue  # own wording under the paper set's name is a variant, not the base
         for use in Judgments(store).configs([row["run_id"]]):
@@ -355,14 +388,22 @@ def to_markdown(frame: pd.DataFrame, title: str) -> str:
             f"| {r['gap']:+.2f} | {ci(r['ci_low'], r['ci_high'])} | {change} "
             f"| {ci(r['change_ci_low'], r['change_ci_high'])} | {adjusted} |"
         )
-    tested = int(frame["change_p"].notna().sum()) if "change_p" in frame else 0
+    tested = int(frame["change_p_holm"].notna().sum()) if "change_p_holm" in frame else 0
     lines += [
         "",
         f"{tested} changes are shown. Each 95% CI holds for its own change only; across "
         f"{tested} of them some exclude 0 by chance. p (Holm) is each change's bootstrap "
         "p-value adjusted by Holm's method over all of them: read a change as real where it "
-        "is below 0.05.",
+        "is below 0.05. A change zero by construction (the base's own numbers) is shown "
+        "without one and left out of the family.",
     ]
+    if NOISE_FLOOR_RUN in set(frame["variant"]):
+        lines += [
+            "",
+            f'"{NOISE_FLOOR_RUN}" changes nothing: the base made again and judged again. Its '
+            "change is the listener's and the judge's sampling noise together; read every "
+            "variant that is a run of its own against it.",
+        ]
     if NOISE_FLOOR in set(frame["variant"]):
         lines += [
             "",

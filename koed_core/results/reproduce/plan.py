@@ -57,6 +57,9 @@ class Plan:
     judge_replicate: int = 0
     """n > 0: the judge asked again about the same texts, a source of its own (the
     sensitivity table's "base, judged again" noise floor)."""
+    run_replicate: int = 0
+    """n > 0: every run made again, nothing changed, and judged (the sensitivity table's
+    "base, run again": the listener and the judge re-sampled)."""
     kind: str = "runs"
     """runs (one reply after each KoED context) or episodes (``koed episodes``: the
     models listen to a simulated Speaker for ``turns`` Listener turns)."""
@@ -146,6 +149,7 @@ VARIANT_KEYS = (
     "judge_template",
     "judge_parse",
     "judge_replicate",
+    "run_replicate",
 )
 
 
@@ -168,6 +172,7 @@ def _check(plan: Plan, path: str) -> None:
         (plan.judge_mode in ("paper", "strict"), "judge_mode must be paper or strict"),
         (plan.concurrency >= 1 and plan.judge_concurrency >= 1, "concurrency must be >= 1"),
         (plan.judge_replicate >= 0, "judge_replicate must be 0 (the first judging) or more"),
+        (plan.run_replicate >= 0, "run_replicate must be 0 (the first run) or more"),
         (plan.models, "models is empty"),
         (plan.kind in ("runs", "episodes"), "kind must be runs or episodes"),
         (plan.kind != "episodes" or bool(plan.speaker), "an episodes plan needs a speaker"),
@@ -198,7 +203,14 @@ def _check(plan: Plan, path: str) -> None:
 
 
 TEXTS = ("name", "judge", "subset", "prompts", "judge_mode", "kind")
-WHOLE_NUMBERS = ("concurrency", "judge_concurrency", "seed", "turns", "judge_replicate")
+WHOLE_NUMBERS = (
+    "concurrency",
+    "judge_concurrency",
+    "seed",
+    "turns",
+    "judge_replicate",
+    "run_replicate",
+)
 LISTS = ("models", "langs", "protocols")
 MAYBE_TEXTS = ("postprocess", "commas", "emotion_reader", "judge_template", "judge_parse")
 
@@ -253,6 +265,26 @@ def pinned(plan: Plan, specs: Mapping[str, ModelSpec] | None = None) -> Plan:
         judge_template=plan.judge_template or judging.template,
         judge_parse=judging.parse,
     )
+
+
+def reusable(base: Plan, variant: Plan, specs: Mapping[str, ModelSpec]) -> bool:
+    """Whether a variant that is a run of its own may take the base's answers to the
+    requests it sends byte for byte as the base did (the same decoding, reply-call rule
+    and model; not a replicate, which is there to ask again)."""
+    from koed_core.models.pipeline import same_reply_call
+
+    if variant.run_replicate != base.run_replicate:
+        return False
+    for name in base.models:
+        spec = specs.get(name)
+        if spec is None:
+            continue
+        if plan_settings(base, spec) != plan_settings(variant, spec):
+            return False
+        model = spec.model or ""
+        if not same_reply_call(base.steps(spec.family, model), variant.steps(spec.family, model)):
+            return False
+    return True
 
 
 def plan_settings(plan: Plan, spec: ModelSpec) -> GenerationSettings:

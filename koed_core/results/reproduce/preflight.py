@@ -13,11 +13,11 @@ from koed_core.dialogues.dialogue import Dialogue
 from koed_core.judge.rubric import codes
 from koed_core.models.client import GenerationSettings
 from koed_core.models.pipeline import same_reply_call
-from koed_core.models.prompts import plan_messages
+from koed_core.models.prompts import plan_messages, same_exchange
 from koed_core.models.protocol import build_task
 from koed_core.models.registry import ModelSpec
 from koed_core.models.runs import READ_ONLY_STEPS
-from koed_core.results.reproduce.plan import CHARS_PER_TOKEN, Plan, pinned
+from koed_core.results.reproduce.plan import CHARS_PER_TOKEN, Plan, pinned, reusable
 from koed_core.results.sensitivity import BASE
 
 
@@ -108,7 +108,8 @@ def estimate(
         for changes in plan.variants.values():
             listeners, judges, _why = _calls_of(changes, _reply_moves(base, changes, specs))
             variant = replace(base, **changes)
-            parts.append(_estimate(variant, specs, judge, dialogues, listeners, judges))
+            same = base if listeners and reusable(base, variant, specs) else None
+            parts.append(_estimate(variant, specs, judge, dialogues, listeners, judges, same))
         merged: dict[str, Estimate] = {}
         for part in parts:
             for row in part:
@@ -190,6 +191,13 @@ def _calls_of(changes: Mapping[str, object], reply_moves: bool = False) -> tuple
         )
     if set(changes) <= {"judge_template", "judge_parse", "judge_replicate", *READ_ONLY_STEPS}:
         return False, True, "the base's answers, judged again under the new configuration"
+    if set(changes) == {"run_replicate"}:
+        return (
+            True,
+            True,
+            "the base made again and judged, nothing changed: the noise floor of a run of "
+            "its own (the listener's and the judge's sampling together)",
+        )
     return True, True, "a run of its own: new answers, each judged"
 
 
@@ -211,8 +219,9 @@ def variant_calls(
     base = pinned(plan, specs)
 
     def count(variant: Plan, listeners: bool, judges: bool) -> tuple[int, int]:
-        heard = _estimate(variant, specs, judge, dialogues, listeners, judges=False)
-        judged = _estimate(variant, specs, judge, dialogues, listeners=False, judges=judges)
+        same = base if listeners and variant != base and reusable(base, variant, specs) else None
+        heard = _estimate(variant, specs, judge, dialogues, listeners, False, same)
+        judged = _estimate(variant, specs, judge, dialogues, False, judges, same)
         return (
             sum(r.requests for r in heard) if listeners else 0,
             sum(r.requests for r in judged) if judges else 0,
@@ -221,7 +230,10 @@ def variant_calls(
     rows = [VariantCalls(BASE, *count(base, True, True), "the plan as written: every call")]
     for name, changes in plan.variants.items():
         listeners, judges, why = _calls_of(changes, _reply_moves(base, changes, specs))
-        rows.append(VariantCalls(name, *count(replace(base, **changes), listeners, judges), why))
+        variant = replace(base, **changes)
+        if listeners and reusable(base, variant, specs):
+            why += "; a request byte for byte the base's takes its answer and verdicts (no call)"
+        rows.append(VariantCalls(name, *count(variant, listeners, judges), why))
     return rows
 
 
@@ -256,6 +268,14 @@ def _estimate_episodes(
     return [*rows, extra]
 
 
+def _same_as_base(
+    base: Plan, spec: ModelSpec, dialogue: Dialogue, lang: Any, protocol: Any, sent: Any
+) -> bool:
+    """Whether the base sends this item's requests byte for byte (first and reply call)."""
+    task = build_task(dialogue, lang, base.steps(spec.family, spec.model or "").commas)
+    return same_exchange(task, protocol, sent, base.prompts)
+
+
 def _estimate(
     plan: Plan,
     specs: Mapping[str, ModelSpec],
@@ -263,7 +283,11 @@ def _estimate(
     dialogues: Sequence[Dialogue],
     listeners: bool = True,
     judges: bool = True,
+    base: Plan | None = None,
 ) -> list[Estimate]:
+    """Requests and prompt characters per server; with ``base`` (a variant that may take
+    the base's answers), an item whose requests are byte for byte the base's is left out:
+    its answer and verdicts are the base's, no call."""
     from koed_core.judge.judging import JudgeSteps
     from koed_core.judge.rubric import dimensions
     from koed_core.judge.verdicts import JudgeMode, build_judge_messages
@@ -289,10 +313,15 @@ def _estimate(
         for protocol in plan.protocols:
             for lang in plan.langs:
                 for dialogue in dialogues:
-                    task = build_task(dialogue, lang)  # type: ignore[arg-type]
+                    commas = plan.steps(spec.family, spec.model or "").commas
+                    task = build_task(dialogue, lang, commas)  # type: ignore[arg-type]
                     if not task.turns:
                         continue
                     prompt = plan_messages(task, protocol, plan.prompts)  # type: ignore[arg-type]
+                    if base is not None and _same_as_base(
+                        base, spec, dialogue, lang, protocol, prompt
+                    ):
+                        continue
                     chars = sum(len(m["content"]) for m in prompt.first)
                     calls = 2 if prompt.two_calls else 1
                     if listeners:

@@ -17,7 +17,7 @@ from koed_core.models.client import ChatClient, GenerationSettings
 from koed_core.models.pipeline import same_reply_call
 from koed_core.models.registry import ModelSpec
 from koed_core.models.runs import READ_ONLY_STEPS
-from koed_core.results.reproduce.plan import Plan, pinned, plan_settings
+from koed_core.results.reproduce.plan import Plan, pinned, plan_settings, reusable
 from koed_core.results.sensitivity import BASE
 
 
@@ -81,6 +81,10 @@ def reproduce(
             for spec, _client in listeners.values()
         )
         parser_only = set(changes) == {"judge_parse"}
+        # a run of its own still takes the base's answers to byte-identical requests
+        again = not reads_only and reusable(
+            base, variant, {n: sp for n, (sp, _c) in listeners.items()}
+        )
         got = _reproduce_one(
             variant,
             store,
@@ -91,7 +95,8 @@ def reproduce(
             _tagged(say, name),
             stop=stop,
             watch=_prefixed(watch, name),
-            reuse=dict(outcome.runs) if reads_only else None,
+            reuse=dict(outcome.runs) if reads_only or again else None,
+            reuse_prompts=base.prompts if again else None,
             reparse_from=(base.judge_parse or "") if parser_only else None,
         )
         outcome.variants[name] = (got.runs, got.judge)
@@ -126,6 +131,7 @@ def _reproduce_one(
     reuse: Mapping[tuple[str, str], str] | None = None,
     speaker: tuple[ModelSpec, ChatClient] | None = None,
     reparse_from: str | None = None,
+    reuse_prompts: str | None = None,
 ) -> Outcome:
     """Run every model (in parallel, each at its own concurrency), judge each run as soon
     as it is done, and return the run ids. Everything stored is skipped on a rerun.
@@ -173,6 +179,7 @@ def _reproduce_one(
                     stop=stop,
                     watch=_named(watch, step),
                     reuse_from=(reuse or {}).get((name, protocol)),
+                    reuse_prompts=reuse_prompts,
                 )
             with lock:
                 outcome.runs[(name, protocol)] = report.run_id
@@ -303,6 +310,7 @@ def run_benchmark_for(
     stop: Callable[[], bool] | None = None,
     watch: Callable[[BatchReport], None] | None = None,
     reuse_from: str | None = None,
+    reuse_prompts: str | None = None,
 ) -> BatchReport:
     """One model x protocol, both languages, as ``koed run`` would do it."""
     from koed_core.models.runs import run_benchmark
@@ -320,6 +328,8 @@ def run_benchmark_for(
         prompt_set=plan.prompts,
         steps=plan.steps(spec.family, spec.model or ""),
         reuse_from=reuse_from,
+        reuse_prompts=reuse_prompts,
+        replicate=plan.run_replicate,
         stop=stop,
         watch=watch,
     )
