@@ -59,9 +59,11 @@ def test_the_shipped_claims_hold_on_a_reproduction_that_matches_the_paper() -> N
     )
     assert {v.claim.key: v.status for v in found} == {
         "lower-on-koed": claims.HOLDS,
+        "jeong-han": claims.UNDECIDED,  # no dialogue of the planted frame is jeong/han
         "exaone-ca": claims.HOLDS,
     }
     lower = found[0]
+    assert lower.claim.abstract == "models consistently underperform on KoED compared to ED"
     assert lower.runs == ("run-l", "run-x") and lower.judge == JUDGE.label
     assert lower.numbers[0] == "all 10 gaps lie below 0"
     assert lower.notes == ("llama: weights as its server runs them",)
@@ -72,18 +74,19 @@ def test_the_shipped_claims_hold_on_a_reproduction_that_matches_the_paper() -> N
 
 def test_each_claim_fails_where_the_planted_numbers_contradict_it() -> None:
     status = _status(_frame({"run-l": 0.5, "run-x": -0.4}, {"run-l": 3.0, "run-x": 2.0}))
-    assert status == {"lower-on-koed": claims.FAILS, "exaone-ca": claims.FAILS}
+    assert status == {
+        "lower-on-koed": claims.FAILS,
+        "jeong-han": claims.UNDECIDED,
+        "exaone-ca": claims.FAILS,
+    }
 
 
 def test_a_claim_the_runs_cannot_decide_is_undecided_never_assumed() -> None:
     noisy = _frame({"run-l": 0.0, "run-x": -0.5}, {"run-l": 2.5, "run-x": 2.5}, noise=0.5)
-    assert _status(noisy) == {"lower-on-koed": claims.UNDECIDED, "exaone-ca": claims.UNDECIDED}
+    assert set(_status(noisy).values()) == {claims.UNDECIDED}
     without = {("llama", "single"): "run-l"}
     assert _status(noisy, without)["exaone-ca"] == claims.UNDECIDED
-    assert _status(noisy.iloc[0:0]) == {
-        "lower-on-koed": claims.UNDECIDED,
-        "exaone-ca": claims.UNDECIDED,
-    }
+    assert set(_status(noisy.iloc[0:0]).values()) == {claims.UNDECIDED}
 
 
 def test_a_claims_file_with_an_unknown_test_is_refused(tmp_path: Path) -> None:
@@ -170,3 +173,46 @@ def test_a_substitution_is_said_only_when_the_stored_run_says_one_ran(
     assert again.returncode == 0, again.stderr
     said = (out / "claims.md").read_text()
     assert "m-two: substituted: ran m-two-2025" in said
+
+
+def test_one_interval_above_zero_by_chance_does_not_flip_a_true_claim() -> None:
+    """Issue 55 #7: 49 of 50 gaps below 0 and one interval above 0 whose one-sided p
+    (0.01) does not survive Holm over 50: undecided, not "does not hold"; a contradiction
+    that survives (p 0.0001) does flip it."""
+    numbers = [f"gap {n}" for n in range(50)]
+    chance = [1.0] * 49 + [0.01]
+    assert claims._decide(49, chance, numbers, "below", "above")[0] == claims.UNDECIDED
+    strong = [1.0] * 49 + [0.0001]
+    assert claims._decide(49, strong, numbers, "below", "above")[0] == claims.FAILS
+    assert claims._decide(50, strong, numbers, "below", "above")[0] == claims.HOLDS
+
+
+def test_the_jeong_han_claim_is_decided_and_the_abstract_quoted() -> None:
+    """Issue 55 #7: the abstract's "especially with uniquely Korean emotional expressions",
+    decided on a planted wider gap on jeong/han dialogues; the report quotes the abstract
+    beside our wording and states its decision rule."""
+    frame = _frame({"run-l": -0.6, "run-x": -0.4}, {"run-l": 2.0, "run-x": 2.6})
+    jeong = frame["conv_id"].isin([f"c{n}" for n in range(20)]) & (frame["lang"] == "ko")
+    frame.loc[jeong & (frame["metric"] != "CA"), "value"] -= 1.0
+    frame.loc[jeong & (frame["metric"] == "CA"), "value"] -= 1.0
+    groups = {f"c{n}": "jeong/han" if n < 20 else "other labels" for n in range(40)}
+    found = claims.check(claims.load_claims(), frame, RUNS, JUDGE, None, groups)
+    verdicts = {v.claim.key: v for v in found}
+    assert verdicts["jeong-han"].status == claims.HOLDS
+    text = claims.to_markdown(found)
+    assert "\u201cstruggling especially with uniquely Korean emotional expressions\u201d" in text
+    assert "Holm" in text and "intersection-union" in text
+
+
+def test_the_bundle_cites_the_paper_with_doi_and_pages_and_the_readme_its_full_title() -> None:
+    """Issue 55 #7: the export's citation and the README's title."""
+    from koed_core.results.paper_export import _readme
+
+    said = _readme()
+    assert "doi:10.18653/v1/2025.ijcnlp-long.44" in said and "pages 791-809" in said
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    title = (
+        "Multilingual, Not Multicultural: Uncovering the Cultural Empathy Gap in LLMs "
+        "through a Comparative Empathetic Dialogue Benchmark"
+    )
+    assert title in " ".join(readme.split())

@@ -311,7 +311,8 @@ def test_the_other_markdown_tables_keep_their_columns(tmp_path: Path) -> None:
     said = claims.to_markdown([verdict], "aa" * 32)
     assert not CONTROL.search(said) and not re.search(r"(?<!\\)<", said)
     assert len([line for line in said.split("\n") if line.startswith("- ")]) == 1
-    assert len([line for line in said.split("\n") if line.startswith("  - ")]) == 3
+    # the abstract's sentence, the number, the sources, what ran (issue 55 #7: the quote)
+    assert len([line for line in said.split("\n") if line.startswith("  - ")]) == 4
 
 
 def test_chart_titles_names_and_labels_are_text_not_html(tmp_path: Path) -> None:

@@ -112,7 +112,7 @@ def cmd_reproduce(args: argparse.Namespace, settings: Settings) -> int:
     moved = _sensitivity(store, result.data.get("variants"))
     checked = None
     if stated is not None:
-        checked = _claims(store, runs, judge, specs, dataset.sha256, stated)
+        checked = _claims(store, runs, judge, specs, dataset, stated)
     if args.out:
         from koed_core.results.paper_export import export_bundle, write_claims, write_paper_table
 
@@ -146,7 +146,7 @@ def _claims(
     runs: Any,
     judge: Any,
     specs: dict[str, ModelSpec],
-    dataset_sha256: str,
+    dataset: Any,
     stated: Any,
 ) -> str:
     """The paper's claims checked on these runs, printed and returned (for the bundle)."""
@@ -154,8 +154,9 @@ def _claims(
 
     notes = claims.provenance_notes(store, runs, specs)
     frame = gaps.score_frame(store, judge=judge)
-    verdicts = claims.check(stated, frame, runs, judge, notes)
-    text = claims.to_markdown(verdicts, dataset_sha256)
+    groups = {c: g[0] for c, g in gaps.korean_groups(dataset.dialogues).items()}
+    verdicts = claims.check(stated, frame, runs, judge, notes, groups)
+    text = claims.to_markdown(verdicts, dataset.sha256)
     print(text)
     return text
 

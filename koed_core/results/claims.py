@@ -17,17 +17,26 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from koed_core import plain_text
 from koed_core.db import JudgeConfig
 from koed_core.errors import KoedError
 from koed_core.paths import DATA_DIR
-from koed_core.results.gaps import paired_gap
+from koed_core.results.gaps import MIN_PAIRS_FOR_CI, bootstrap_means, paired_gap
 from koed_core.tomlfile import read_toml
 
 CLAIMS_FILE = DATA_DIR / "paper" / "claims.toml"
-TESTS = ("every_gap_below_zero", "model_ranks_first")
+TESTS = ("every_gap_below_zero", "model_ranks_first", "gap_larger_on_subset")
+ALPHA = 0.05
+RULE = (
+    "Decision rule: a claim holds when every one of its intervals is on its side of 0 (an "
+    "intersection-union test: each at 95%, no adjustment needed); it does not hold when at "
+    "least one interval contradicts it with a one-sided bootstrap p-value below 0.05 after "
+    "Holm's adjustment over all of its intervals (family-wise error at most 5%: one "
+    "interval on the wrong side of 0 by chance cannot flip a true claim); else undecided."
+)
 HOLDS, FAILS, UNDECIDED = "holds", "does not hold", "undecided"
 
 
@@ -43,6 +52,8 @@ class Claim:
     text: str
     test: str
     params: Mapping[str, Any] = field(default_factory=dict)
+    abstract: str = ""
+    """The paper's own sentence the claim restates, quoted beside it."""
 
 
 @dataclass(frozen=True)
@@ -73,9 +84,10 @@ def load_claims(path: Path = CLAIMS_FILE) -> list[Claim]:
             raise ClaimsError(f"{path}: claims.{key} needs a text")
         if body.get("test") not in TESTS:
             raise ClaimsError(f"{path}: claims.{key}: test must be one of {', '.join(TESTS)}")
-        params = {k: v for k, v in body.items() if k not in ("text", "test")}
+        params = {k: v for k, v in body.items() if k not in ("text", "test", "abstract")}
         _check_params(path, str(key), str(body["test"]), params)
-        claims.append(Claim(str(key), body["text"], str(body["test"]), params))
+        quoted = str(body.get("abstract", ""))
+        claims.append(Claim(str(key), body["text"], str(body["test"]), params, quoted))
     return claims
 
 
@@ -83,7 +95,7 @@ def _check_params(path: Path, key: str, test: str, params: Mapping[str, Any]) ->
     """Each test's settings of the right kind, so a bad file is one sentence, not a
     traceback in the middle of a reproduction's report."""
     where = f"{path}: claims.{key}"
-    if test == "every_gap_below_zero":
+    if test in ("every_gap_below_zero", "gap_larger_on_subset"):
         metrics = params.get("metrics")
         if (
             not isinstance(metrics, list)
@@ -105,10 +117,13 @@ def check(
     runs: Mapping[tuple[str, str], str],
     judge: JudgeConfig | None,
     notes: Mapping[str, str] | None = None,
+    groups: Mapping[str, str] | None = None,
 ) -> list[Verdict]:
     """Each claim decided on ``frame`` (``gaps.score_frame`` under ``judge``) for the runs
     ``(model, protocol) -> run_id``; ``notes``: model -> what was substituted (a retired
-    snapshot, full precision for 4-bit), said beside every verdict using that model."""
+    snapshot, full precision for 4-bit), said beside every verdict using that model;
+    ``groups``: conv_id -> "jeong/han" or "other labels" (for ``gap_larger_on_subset``).
+    Every test decides by ``RULE``."""
     judged = frame[frame["source"] == "judge"] if not frame.empty else frame
     said = judge.label if judge is not None else "no judge configuration"
     out = []
@@ -116,8 +131,11 @@ def check(
         if judge is None or judged.empty:
             out.append(Verdict(claim, UNDECIDED, ("no judged runs",), (), said))
             continue
-        test = _gaps_below_zero if claim.test == "every_gap_below_zero" else _ranks_first
-        status, numbers, used = test(claim, judged, runs)
+        if claim.test == "gap_larger_on_subset":
+            status, numbers, used = _subset_gaps(claim, judged, runs, groups or {})
+        else:
+            test = _gaps_below_zero if claim.test == "every_gap_below_zero" else _ranks_first
+            status, numbers, used = test(claim, judged, runs)
         models = sorted({m for (m, _p), r in runs.items() if r in used})
         extra = tuple(f"{m}: {notes[m]}" for m in models if notes and m in notes)
         out.append(Verdict(claim, status, numbers, tuple(sorted(used)), said, extra))
@@ -164,7 +182,10 @@ def _gaps_below_zero(
     claim: Claim, judged: pd.DataFrame, runs: Mapping[tuple[str, str], str]
 ) -> tuple[str, tuple[str, ...], set[str]]:
     metrics = list(claim.params.get("metrics", []))
-    numbers, used, below, above = [], set(), 0, 0
+    numbers: list[str] = []
+    used: set[str] = set()
+    below = 0
+    against: list[float | None] = []
     for (model, protocol), run_id in sorted(runs.items()):
         for metric in metrics:
             wide = _per_dialogue(judged, run_id, metric)
@@ -173,18 +194,15 @@ def _gaps_below_zero(
             both = wide.dropna(subset=["en", "ko"])
             if len(both) < 2:
                 continue
-            gap, low, high = paired_gap(both["en"].to_numpy(), both["ko"].to_numpy())
+            diffs = both["ko"].to_numpy() - both["en"].to_numpy()
+            gap, low, high = paired_gap(np.zeros(len(diffs)), diffs)
             used.add(run_id)
             below += high is not None and high < 0
-            above += low is not None and low > 0
+            against.append(_p_above(diffs))
             numbers.append(f"{model} {protocol} {metric}: {gap:+.2f} [{low:+.2f}, {high:+.2f}]")
     if not numbers:
         return UNDECIDED, ("no run has both languages judged",), used
-    if above:
-        return FAILS, (f"{above} of {len(numbers)} gaps lie above 0", *numbers), used
-    if below == len(numbers):
-        return HOLDS, (f"all {len(numbers)} gaps lie below 0", *numbers), used
-    return UNDECIDED, (f"{len(numbers) - below} of {len(numbers)} CIs include 0", *numbers), used
+    return (*_decide(below, against, numbers, "gaps lie below 0", "gaps lie above 0"), used)
 
 
 def _ranks_first(
@@ -195,6 +213,7 @@ def _ranks_first(
     numbers: list[str] = []
     used: set[str] = set()
     verdicts = []
+    against: list[float | None] = []
     for protocol in sorted({p for _m, p in runs}):
         mine = runs.get((target, protocol))
         others = {m: r for (m, p), r in runs.items() if p == protocol and m != target}
@@ -213,21 +232,82 @@ def _ranks_first(
             diff, low, high = paired_gap(both["theirs"].to_numpy(), both["ours"].to_numpy())
             used |= {mine, run_id}
             verdicts.append((low, high))
+            against.append(_p_above((both["theirs"] - both["ours"]).to_numpy()))
             numbers.append(
                 f"{target} - {model} ({protocol}, {metric}, {lang}): {diff:+.2f} "
                 f"[{low:+.2f}, {high:+.2f}]"
             )
     if not verdicts:
         return UNDECIDED, (f"{target} and another model are not both in these runs",), used
-    if any(high is not None and high < 0 for _low, high in verdicts):
-        return FAILS, ("another model scores significantly higher", *numbers), used
-    if all(low is not None and low > 0 for low, _high in verdicts):
-        return (
-            HOLDS,
-            (f"above every other model, {len(verdicts)} paired CIs above 0", *numbers),
-            used,
-        )
-    return UNDECIDED, ("some paired CIs include 0", *numbers), used
+    above = sum(low is not None and low > 0 for low, _high in verdicts)
+    said = _decide(above, against, numbers, "paired CIs above 0", "other models score higher")
+    return (*said, used)
+
+
+def _p_above(diffs: np.ndarray) -> float | None:
+    """One-sided bootstrap p-value against "the mean is above 0" being chance: the share
+    of resampled means at or below 0 (None with too few pairs)."""
+    if len(diffs) < MIN_PAIRS_FOR_CI:
+        return None
+    return float((bootstrap_means(diffs) <= 0).mean())
+
+
+def _decide(
+    agree: int, against: Sequence[float | None], numbers: Sequence[str], yes: str, no: str
+) -> tuple[str, tuple[str, ...]]:
+    """``RULE``: holds when all ``numbers`` agree (every CI on the claim's side of 0); does
+    not hold when a contradicting p-value survives Holm's adjustment over all of them."""
+    from statsmodels.stats.multitest import multipletests
+
+    total = len(numbers)
+    if agree == total:
+        return HOLDS, (f"all {total} {yes}", *numbers)
+    tested = [p for p in against if p is not None]
+    if tested:
+        rejected = multipletests(np.asarray(tested), alpha=ALPHA, method="holm")[0]
+        if rejected.any():
+            return FAILS, (f"{int(rejected.sum())} of {total}: {no} (Holm, 5%)", *numbers)
+    return UNDECIDED, (f"{total - agree} of {total} CIs include 0", *numbers)
+
+
+def _subset_gaps(
+    claim: Claim,
+    judged: pd.DataFrame,
+    runs: Mapping[tuple[str, str], str],
+    groups: Mapping[str, str],
+) -> tuple[str, tuple[str, ...], set[str]]:
+    """The gap on the subset's dialogues (jeong/han) minus the gap on the others, per run
+    and metric: the two groups resampled apart (different dialogues), a 95% CI below 0
+    where the subset's gap is the wider."""
+    subset = str(claim.params.get("subset", "jeong/han"))
+    numbers: list[str] = []
+    used: set[str] = set()
+    below = 0
+    against: list[float | None] = []
+    for (model, protocol), run_id in sorted(runs.items()):
+        for metric in claim.params.get("metrics", []):
+            wide = _per_dialogue(judged, run_id, str(metric))
+            if not {"en", "ko"} <= set(wide.columns):
+                continue
+            gap = (wide["ko"] - wide["en"]).dropna()
+            inside = gap[gap.index.map(lambda c: groups.get(str(c)) == subset)].to_numpy()
+            outside = gap[gap.index.map(lambda c: groups.get(str(c)) != subset)].to_numpy()
+            if len(inside) < MIN_PAIRS_FOR_CI or len(outside) < MIN_PAIRS_FOR_CI:
+                continue
+            draws = bootstrap_means(inside, 1) - bootstrap_means(outside, 2)
+            low, high = np.percentile(draws, [2.5, 97.5])
+            diff = float(inside.mean() - outside.mean())
+            used.add(run_id)
+            below += high < 0
+            against.append(float((draws <= 0).mean()))
+            numbers.append(
+                f"{model} {protocol} {metric}: {subset} gap minus the others' {diff:+.2f} "
+                f"[{low:+.2f}, {high:+.2f}]"
+            )
+    if not numbers:
+        return UNDECIDED, (f"no run has {subset} and other dialogues judged in both",), used
+    yes, no = f"{subset} gaps wider", f"{subset} gaps narrower"
+    return (*_decide(below, against, numbers, yes, no), used)
 
 
 def to_markdown(verdicts: Sequence[Verdict], dataset_sha256: str = "") -> str:
@@ -241,8 +321,12 @@ def to_markdown(verdicts: Sequence[Verdict], dataset_sha256: str = "") -> str:
         lines += [f"Dataset sha256: {md(dataset_sha256)}", ""]
     for v in verdicts:
         lines.append(f"- **{md(v.claim.text)}** {md(v.status.upper())}.")
+        if v.claim.abstract:
+            lines.append(f"  - the abstract: \u201c{md(v.claim.abstract)}\u201d")
         lines += [f"  - {md(n)}" for n in v.numbers]
         runs = ", ".join(md(r) for r in v.runs) or "none"
         lines.append(f"  - judge: {md(v.judge)}; runs: {runs}")
         lines += [f"  - what ran: {md(n)}" for n in v.notes]
+    if verdicts:
+        lines += ["", md(RULE)]
     return "\n".join(lines) + "\n"

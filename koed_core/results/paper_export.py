@@ -410,12 +410,23 @@ def _json(path: Path, data: Any) -> None:
     path.write_text(json.dumps(data, ensure_ascii=False, indent=1, default=str), encoding="utf-8")
 
 
+CITATION = (
+    "Woojin Lee, Yujin Sim, Hongjin Kim and Harksoo Kim. 2025. Multilingual, Not "
+    "Multicultural: Uncovering the Cultural Empathy Gap in LLMs through a Comparative "
+    "Empathetic Dialogue Benchmark. In Proceedings of IJCNLP-AACL 2025, pages 791-809. "
+    "doi:10.18653/v1/2025.ijcnlp-long.44"
+)
+"""The KoED paper, as the bundle's README cites it."""
+
+
 def _readme() -> str:
     lines = [
         "# KoED Studio export",
         "",
         "Results exported from KoED Studio for the Korean Empathetic Dialogues (KoED) "
-        "benchmark (Lee, Sim, Kim and Kim, IJCNLP-AACL 2025; data CC BY-NC 4.0).",
+        "benchmark (data CC BY-NC 4.0). Cite the benchmark as:",
+        "",
+        f"> {CITATION}",
         "",
         "Each number belongs to one source and nothing is averaged across sources: filter "
         "gaps.csv by source and, for the judge, by all four judge_* columns.",
