@@ -159,8 +159,9 @@ def test_reproduce_killed_and_resumed(tmp_path: Path, fake_openai: FakeOpenAI) -
     assert len(fake_openai.requests) == sent
     said = (out / "claims.md").read_text()
     assert said in claimed.stdout and said.startswith("## The paper's claims")
-    assert "Every model scores lower on KoED" in said and "judge: judge-x" in said
-    assert said.count("runs: ") == 2 and "Dataset sha256: " in said
+    assert "Models consistently underperform on KoED" in said and "judge: judge-x" in said
+    assert said.count("runs: ") == 3 and "Dataset sha256: " in said
+    assert "the abstract: " in said and "Decision rule" in said  # issue 55 #7
     # ... and the bundle's README lists claims.md and prints every verdict in it
     readme = (out / "README.md").read_text()
     assert "| claims.md |" in readme and said.strip() in readme
