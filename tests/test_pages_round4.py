@@ -250,3 +250,32 @@ def test_situation_previews_end_on_a_word() -> None:
     table = at.dataframe[0].value
     for column, limit in ((table.columns[2], 40), (table.columns[3], 72)):
         assert table[column].str.len().max() <= limit, column
+
+
+def test_a_category_and_a_note_are_kept_when_the_annotator_switches_dialogue() -> None:
+    import os
+
+    from koed_core.annotation.projects import AnnotationStore
+    from koed_core.db import Store
+    from koed_core.dialogues.dataset import load_dataset
+    from koed_core.paths import SAMPLE_FILE
+
+    dataset = load_dataset(SAMPLE_FILE)
+    second, first = dataset.dialogues[0].conv_id, dataset.dialogues[1].conv_id
+    store = Store(os.environ["KOED_DB"])
+    AnnotationStore(store).create_project("p", dataset, [first, second], per_item=2)
+    at = _page("pages/annotation/annotate.py")
+    assert not at.exception, [e.value for e in at.exception]
+    at.radio(key=f"annotate.category.{first}").set_value("context_modified").run()
+    at.text_area(key=f"annotate.note.{first}").set_value("호칭이 바뀜").run()
+    picker = next(s for s in at.selectbox if s.label == "Dialogue")
+    picker.set_value(second).run()  # no Save draft pressed
+    assert not at.exception, [e.value for e in at.exception]
+    for _read in (1, 2):  # stored, and still there after another run
+        own = AnnotationStore(store).own(1, first, "local")
+        assert own is not None and not own.submitted
+        assert (own.category, own.note) == ("context_modified", "호칭이 바뀜")
+        at.run()
+    next(s for s in at.selectbox if s.label == "Dialogue").set_value(first).run()
+    assert at.radio(key=f"annotate.category.{first}").value == "context_modified"
+    assert at.text_area(key=f"annotate.note.{first}").value == "호칭이 바뀜"

@@ -255,9 +255,13 @@ def _category_form(
     note: str,
     spans: list[Span],
 ) -> None:
+    """The category and the note, each saved as a draft the moment it changes (as spans
+    are), so switching dialogue loses nothing (issue 57); Submit hands the answer in."""
     fixed = fixed_category(dialogue)
+    keys = (f"{state.ANN_CATEGORY}.{dialogue.conv_id}", f"{state.ANN_NOTE}.{dialogue.conv_id}")
+    autosave = partial(_autosave, annotations, project, dialogue, who, fixed, keys)
     chosen: str | None
-    with st.form("annotate.category", border=True):
+    with st.container(border=True, key="annotate_answer"):
         if fixed is not None:
             st.info(
                 _(
@@ -274,22 +278,47 @@ def _category_form(
                 options,
                 index=options.index(category) if category in options else None,
                 format_func=i18n.choices(CATEGORIES).__getitem__,
-                key=f"{state.ANN_CATEGORY}.{dialogue.conv_id}",
+                key=keys[0],
+                on_change=autosave,
             )
         text = st.text_area(
             _("Note (what the reconstruction changed, doubts)"),
             value=note,
             max_chars=4000,
-            key=f"{state.ANN_NOTE}.{dialogue.conv_id}",
+            key=keys[1],
+            on_change=autosave,
         )
+        st.caption(_("The category and the note are saved as a draft as you change them."))
         draft, submit = st.columns(2)
-        saved = draft.form_submit_button(_("Save draft"))
-        handed = submit.form_submit_button(_("Submit"), type="primary")
+        saved = draft.button(_("Save draft"))
+        handed = submit.button(_("Submit"), type="primary")
     if (saved or handed) and _save(
         annotations, project, dialogue, who, chosen, text, spans, submit=handed
     ):
         st.toast(_("Submitted.") if handed else _("Draft saved."))
         st.rerun()
+
+
+def _autosave(
+    annotations: AnnotationStore,
+    project: dict[str, Any],
+    dialogue: Dialogue,
+    who: str,
+    fixed: str | None,
+    keys: tuple[str, str],
+) -> None:
+    """Store the category and note as they now read, with the spans as stored (a
+    submitted answer stays submitted); a refusal is said on the page."""
+    own = annotations.own(project["id"], dialogue.conv_id, who)
+    category = fixed or st.session_state.get(keys[0])
+    note = str(st.session_state.get(keys[1]) or "")
+    spans = list(own.spans) if own else []
+    try:
+        annotations.save(
+            project["id"], dialogue, who, category, note, spans, submit=bool(own and own.submitted)
+        )
+    except KoedError as err:
+        st.session_state[state.ANN_NOTICE] = without_paths(err)[:300]
 
 
 def _complete(

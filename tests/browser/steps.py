@@ -171,8 +171,10 @@ def submit(page, category: str) -> None:  # type: ignore[no-untyped-def]
         settled(page)
         if done.count():
             return  # the first click did submit, only late
-        form = page.get_by_test_id("stForm").filter(has_text="Adaptation category")
+        # the category and note's box (no form: they save as drafts as they change)
+        form = page.locator(".st-key-annotate_answer")
         form.get_by_text(category).click()
+        settled(page)  # the draft's save runs the page
         form.get_by_role("button", name="Submit").click()
         try:
             expect(done.first).to_be_visible(timeout=15_000 if attempt == 1 else 30_000)
