@@ -60,10 +60,15 @@ CSS = """
 """
 JS = (HERE / "span_select.js").read_text(encoding="utf-8")
 COLOURS = (
-    "#fde68a", "#bfdbfe", "#fbcfe8", "#bbf7d0", "#fed7aa",
-    "#ddd6fe", "#a5f3fc", "#fecaca", "#d9f99d", "#e5e7eb",
+    "#ffdb70", "#d08fff", "#ff8870", "#daff8f", "#e28dbf",
+    "#cbb4f9", "#f3ff70", "#f9b4c5", "#d4e28d", "#f47bd6",
 )  # fmt: skip
-"""One light colour per type, in the taxonomy's order (a legend names each)."""
+"""One light colour per type, in the taxonomy's order (a legend names each). Picked to
+stay apart from each other and from the states (a pending selection's green, an English
+counterpart's blue) for normal sight and the three colour blindnesses, no hue near those
+two states, dark text readable on each: tests/test_palette.py measures it (issue 57)."""
+STATES = {"pending": "#b8f0c0", "english": "#cde8ff"}
+"""The states' colours, as CSS below draws them (mark.pending, mark.en)."""
 EVENTS = ("selected", "add", "remove", "undo")
 """What the widget sends: a cross-turn notice, an add, a removal, an undo."""
 
