@@ -80,6 +80,33 @@ def paper_table(store: Store, dataset_sha256: str, judge: JudgeConfig, blind: bo
         )
 
 
+def perception_split(store: Store, judge: JudgeConfig, hidden: set[str]) -> None:
+    """The gap split into perception and response: the rubric where the emotion was
+    recognised and where it was missed, and the gap with perception held right."""
+    from koed_core.results.perception import perception_table
+
+    table = perception_table(store, judge)
+    table = table[~table["run_id"].isin(hidden)]
+    if table.empty:
+        return
+    with st.expander(_("Perception or response: the gap where the emotion was recognised")):
+        st.caption(
+            _(
+                "Per run and dimension: the judge's score where the model named a gold "
+                "emotion (recognised) and where it did not (missed), per language, with "
+                "recognised minus missed; and the gap (KoED minus ED, paired by dialogue) over "
+                "all dialogues, over those recognised in both languages (the response part: "
+                "perception held right) and over those missed in Korean only. Bootstrap 95% "
+                "CIs. Judge: {judge}.",
+                judge=md(judge.label),
+            )
+        )
+        tables.show(
+            table.drop(columns=[c for c in table.columns if c.startswith("judge_")]),
+            hide_index=True,
+        )
+
+
 def downloads(table: pd.DataFrame, source: str, title: str, subtitle: str, admin: bool) -> None:
     """The numbers under the chart, CSV, PNG and SVG; the paper export for admins.
 

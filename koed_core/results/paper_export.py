@@ -43,6 +43,12 @@ FILES = {
     "(base_run_id) and each stored run or judge configuration differing from it in one step "
     "(variant), the KoED-ED gap per metric with its bootstrap 95% CI, and the variant's paired "
     "change from the base (change, change_ci_low, change_ci_high); header only when none.",
+    "perception.csv": "The gap split into perception and response, under the most recent "
+    "judge configuration (judge_* columns): per run and rubric dimension, the score where "
+    "the emotion was recognised and where it was missed per language with their "
+    "difference, and the KoED-ED gap over all dialogues, over those recognised in both "
+    "languages (the response part) and over those missed in Korean only, each with a "
+    "bootstrap 95% CI; header only when nothing is judged.",
     "turn_gaps.csv": "The gap over turns of multi-turn episodes (koed episodes): per episode "
     "run, source (each judge configuration apart, and emotion recognition) and metric, the "
     "KoED-ED gap at each Listener turn over the dialogues that reached it in both languages "
@@ -199,6 +205,10 @@ def export_bundle(store: Store, out: Path) -> list[Path]:
             "rubric_versions": Ratings(store).rubric_versions(),
         },
     )
+    from koed_core.results.perception import perception_table
+
+    split = perception_table(store, choice.config if choice is not None else None)
+    (out / "perception.csv").write_text(csv_safe.to_csv(split), encoding="utf-8")
     moved = _sensitivity(store)
     (out / "sensitivity.csv").write_text(csv_safe.to_csv(moved), encoding="utf-8")
     (out / "turn_gaps.csv").write_text(csv_safe.to_csv(_turn_gaps(store)), encoding="utf-8")

@@ -102,6 +102,7 @@ else:
         column.plotly_chart(fig, width="stretch", theme=None)  # theme=None: our styling
 if not talk and judge is not None:
     gap_view.paper_table(store, dataset.sha256, judge, blind=not admin)
+    gap_view.perception_split(store, judge, hidden)  # perception or response
 if not talk:
     ppi_view.gap_three_ways(store, judge, study, hidden)  # judge, people, PPI++ side by side
     gap_view.what_moves_the_gap(store, hidden)

@@ -1,0 +1,128 @@
+"""The gap split into perception and response: how far a rubric gap follows from the model
+naming the wrong emotion, and how far it stays when the emotion was recognised.
+
+For one judge configuration, per run and rubric dimension:
+
+- per language, the mean score on the items whose emotion answer named a gold label
+  (*recognised*: a hit for ``single``, an F1 above 0 for ``multi``) and on the others
+  (*missed*), and recognised minus missed with a bootstrap 95% CI (the two groups are
+  different dialogues, resampled apart): what perceiving the emotion is worth in the
+  reply's score;
+- the KoED-ED gap paired by dialogue over every dialogue (``all``), over the dialogues
+  recognised in both languages (``both recognised``: the *response* gap, perception held
+  right on both sides) and over those recognised in English only (``missed in Korean``),
+  each with its bootstrap 95% CI over dialogues. ``all`` minus ``both recognised`` is the
+  part of the gap that comes with mis-perception.
+
+Every row names its run and judge configuration; nothing is averaged across sources.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from koed_core.db import JudgeConfig, Store
+from koed_core.judge.rubric import codes
+from koed_core.results import gaps
+
+COLUMNS = [
+    "run_id",
+    "model",
+    "protocol",
+    "metric",
+    "part",
+    "lang",
+    "n",
+    "value",
+    "ci_low",
+    "ci_high",
+    *JudgeConfig("", "", "", "").as_columns(),
+]
+"""``part``: recognised, missed, recognised minus missed (per ``lang``), or the gap over
+all, both recognised, missed in Korean (``lang`` "ko-en", ``n`` dialogues)."""
+
+
+def perception_table(store: Store, judge: JudgeConfig | None) -> pd.DataFrame:
+    """The perception/response split of every batch run this judge configuration scored
+    (empty, with its columns, when there is nothing to split)."""
+    if judge is None:
+        return pd.DataFrame(columns=COLUMNS)
+    frame = gaps.score_frame(store, judge=judge)
+    if frame.empty:
+        return pd.DataFrame(columns=COLUMNS)
+    emotion = frame[frame["metric"] == gaps.EMOTION_METRIC]
+    seen = emotion.set_index(["run_id", "conv_id", "lang"])["value"] > 0
+    judged = frame[(frame["source"] == "judge") & frame["metric"].isin(codes())]
+    rows: list[dict[str, object]] = []
+    for (run_id, metric), part in judged.groupby(["run_id", "metric"], sort=True):
+        keys = list(zip(part["run_id"], part["conv_id"], part["lang"], strict=True))
+        part = part.assign(recognised=[bool(seen.get(k, False)) for k in keys])
+        if not (part["conv_id"].isin(emotion["conv_id"])).any():
+            continue
+        meta = {
+            "run_id": run_id,
+            "model": part["model"].iloc[0],
+            "protocol": part["protocol"].iloc[0],
+            "metric": metric,
+            **judge.as_columns(),
+        }
+        rows += _per_language(part, meta)
+        rows += _gaps(part, meta)
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def _per_language(part: pd.DataFrame, meta: dict[str, object]) -> list[dict[str, object]]:
+    rows: list[dict[str, object]] = []
+    for lang, mine in part.groupby("lang", sort=True):
+        hit = mine[mine["recognised"]]["value"].to_numpy(dtype=float)
+        miss = mine[~mine["recognised"]]["value"].to_numpy(dtype=float)
+        for name, values in (("recognised", hit), ("missed", miss)):
+            rows.append({**meta, "part": name, "lang": lang, "n": len(values), **_mean(values)})
+        rows.append(
+            {
+                **meta,
+                "part": "recognised minus missed",
+                "lang": lang,
+                "n": len(hit) + len(miss),
+                **_difference(hit, miss),
+            }
+        )
+    return rows
+
+
+def _gaps(part: pd.DataFrame, meta: dict[str, object]) -> list[dict[str, object]]:
+    wide = part.pivot_table(index="conv_id", columns="lang", values="value", aggfunc="mean")
+    if not {"en", "ko"} <= set(wide.columns):
+        return []
+    seen = part.pivot_table(index="conv_id", columns="lang", values="recognised", aggfunc="max")
+    both = wide.dropna(subset=["en", "ko"])
+    seen = seen.reindex(both.index).fillna(False).astype(bool)
+    rows = []
+    for name, keep in (
+        ("gap: all", pd.Series(True, index=both.index)),
+        ("gap: both recognised", seen["en"] & seen["ko"]),
+        ("gap: missed in Korean", seen["en"] & ~seen["ko"]),
+    ):
+        chosen = both[keep]
+        diffs = (chosen["ko"] - chosen["en"]).to_numpy(dtype=float)
+        rows.append({**meta, "part": name, "lang": "ko-en", "n": len(diffs), **_mean(diffs)})
+    return rows
+
+
+def _mean(values: np.ndarray) -> dict[str, float | None]:
+    """Mean with a bootstrap 95% CI over its items (None without two of them)."""
+    if not len(values):
+        return {"value": None, "ci_low": None, "ci_high": None}
+    mean, low, high = gaps.paired_gap(np.zeros(len(values)), values)
+    return {"value": mean, "ci_low": low, "ci_high": high}
+
+
+def _difference(hit: np.ndarray, miss: np.ndarray) -> dict[str, float | None]:
+    """Recognised minus missed, the two groups resampled apart."""
+    if len(hit) < gaps.MIN_PAIRS_FOR_CI or len(miss) < gaps.MIN_PAIRS_FOR_CI:
+        value = float(hit.mean() - miss.mean()) if len(hit) and len(miss) else None
+        return {"value": value, "ci_low": None, "ci_high": None}
+    draws = gaps.bootstrap_means(hit, 1) - gaps.bootstrap_means(miss, 2)
+    low, high = np.percentile(draws, [2.5, 97.5])
+    return {"value": float(hit.mean() - miss.mean()), "ci_low": float(low), "ci_high": float(high)}
