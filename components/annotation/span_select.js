@@ -61,21 +61,41 @@ export default function (component) {
   table.appendChild(head);
   const cells = new Map(); // "lang:position" -> { node, text, marks }
   const fill = (cell, text, marks) => {
-    // marks: [{start, end, cls, title, color, key}] in code points; overlaps skipped
+    // marks: [{start, end, cls, title, color, key}] in code points. Nested spans are drawn
+    // inside each other (stacked, brat-like), each its own element, so each can be clicked;
+    // a span that crosses another's edge is drawn in pieces that carry the same key.
     const chars = Array.from(text);
-    let at = 0;
-    for (const m of marks) {
-      if (m.start < at) continue;
-      cell.appendChild(document.createTextNode(chars.slice(at, m.start).join("")));
-      const mark = el("mark", m.cls, chars.slice(m.start, m.end).join(""));
-      mark.title = m.title;
-      if (m.color) mark.style.background = m.color;
-      if (m.key) mark.dataset.key = m.key;
-      if (picked && m.key === picked.key) mark.classList.add("picked");
-      cell.appendChild(mark);
-      at = m.end;
-    }
-    cell.appendChild(document.createTextNode(chars.slice(at).join("")));
+    const put = (parent, from, to, list) => {
+      let at = from;
+      let rest = list.slice().sort((a, b) => a.start - b.start || b.end - a.end);
+      while (rest.length) {
+        const m = rest.shift();
+        if (m.end <= m.start) continue;
+        parent.appendChild(document.createTextNode(chars.slice(at, m.start).join("")));
+        const inside = [];
+        const after = [];
+        for (const o of rest) {
+          if (o.start >= m.end) after.push(o);
+          else if (o.end <= m.end) inside.push(o);
+          else {
+            inside.push({ ...o, end: m.end });
+            after.push({ ...o, start: m.end });
+          }
+        }
+        const mark = el("mark", m.cls, "");
+        mark.title = m.title;
+        if (m.color) mark.style.background = m.color;
+        if (m.key) mark.dataset.key = m.key;
+        if (picked && m.key === picked.key) mark.classList.add("picked");
+        if (inside.length) mark.classList.add("outer");
+        put(mark, m.start, m.end, inside);
+        parent.appendChild(mark);
+        at = m.end;
+        rest = after.sort((a, b) => a.start - b.start || b.end - a.end);
+      }
+      parent.appendChild(document.createTextNode(chars.slice(at, to).join("")));
+    };
+    put(cell, 0, chars.length, marks);
   };
   const draw = () => {
     for (const [id, cell] of cells) {

@@ -36,6 +36,8 @@ CSS = """
 .koed-spans mark.en { background: #cde8ff; }
 .koed-spans mark.pending { background: #b8f0c0; outline: 1px solid #2a8a3a; }
 .koed-spans mark.picked { outline: 2px solid #111827; }
+.koed-spans mark mark { box-shadow: 0 0 0 1px #374151; margin: 0 1px; }
+.koed-spans mark.outer { padding: 2px 3px; }
 .koed-spans tr.suggested td.ko { outline: 2px dashed #d9822b; outline-offset: -3px; }
 .koed-spans .hint { display: block; font-size: 0.75rem; color: #a65a10; }
 .koed-spans .legend { display: flex; flex-wrap: wrap; gap: 4px 12px; font-size: 0.78rem;
@@ -116,7 +118,7 @@ def _marks(
             marks[lang].append(
                 {"start": side["start"], "end": side["end"], "cls": "pending", "title": chosen}
             )
-    for lang in marks:  # sorted, overlaps dropped (the list below the table shows every span)
+    for lang in marks:  # sorted; the widget draws nested and crossing spans stacked
         marks[lang].sort(key=lambda m: (m["start"], -m["end"]))
     return marks
 

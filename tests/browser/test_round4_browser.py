@@ -84,3 +84,61 @@ def test_the_explorer_on_the_official_file_fits_a_laptop(
             page.screenshot(path=str(ARTIFACTS / f"round4_explorer_official_{lang}_table.png"))
     finally:
         server.close()
+
+
+def test_nested_spans_are_drawn_stacked_and_each_is_clicked(site: Any, browser: Any) -> None:
+    """Issue 57, item 1: a span inside another (편의 inside 편의점) was stored but never
+    drawn. Both are drawn, one inside the other, and a click on each picks that one."""
+    from playwright.sync_api import expect
+
+    from koed_core.annotation.projects import AnnotationStore
+    from koed_core.annotation.spans import Side, Span
+    from koed_core.db import Store
+    from koed_core.dialogues.dataset import load_dataset
+    from koed_core.paths import SAMPLE_FILE
+    from koed_core.rating import accounts as users
+
+    users.add_user(site.site.accounts, "ann_nest", "annotator", "Nester", "ann-nest-password")
+    dataset = load_dataset(SAMPLE_FILE)
+    dialogue = dataset.dialogues[0]
+    text = dialogue.turns[2].ko  # 응, 편의점으로 뛰어 들어가서 ...
+    at = text.index("편의점")
+    store = AnnotationStore(Store(site.site.db))
+    project = store.create_project(
+        "Nested", dataset, [dialogue.conv_id], per_item=1, annotators=["ann_nest"]
+    )
+    outer = Span(Side(3, at, at + 3, "편의점"), "places", no_counterpart=True)
+    inner = Span(Side(3, at, at + 2, "편의"), "other", no_counterpart=True)
+    crossing = Span(Side(3, at + 2, at + 5, "점으로"), "idioms", no_counterpart=True)
+    store.save(project, dialogue, "ann_nest", None, "", [outer, inner, crossing])
+    page = browser.new_context(viewport={"width": WIDTH, "height": HEIGHT}).new_page()
+    page.goto(site.url + "/login")
+    steps.log_in_settled(page, "ann_nest", "ann-nest-password", "Logged in as Nester")
+    page.goto(site.url + "/annotate")
+    expect(page.get_by_role("heading", name="Annotate the adaptation")).to_be_visible()
+    marks = page.locator("mark[data-key]")
+    for _read in (1, 2):  # settled, and 3 s later
+        steps.settled(page)
+        expect(marks.filter(has_text="편의점")).to_have_count(1)
+        keys = set(marks.evaluate_all("ms => ms.map(m => m.dataset.key)"))
+        assert {k.split(":")[-1] for k in keys} == {"places", "other", "idioms"}, keys
+        nested = page.locator("mark[data-key$=':places'] mark[data-key$=':other']")
+        expect(nested).to_have_count(1)  # drawn inside the outer one
+        page.wait_for_timeout(3000)
+    nested.scroll_into_view_if_needed()
+    page.screenshot(path=str(ARTIFACTS / "round4_nested_spans.png"))
+    for target, name in (
+        (page.locator("mark[data-key$=':other']").first, "Other"),
+        (page.locator("mark[data-key$=':places']").first, "Place"),
+    ):
+        box = target.bounding_box()
+        assert box is not None
+        # the outer one by its own edge (its padding), the inner one by its middle
+        x = box["x"] + (2 if name == "Place" else box["width"] / 2)
+        page.mouse.click(x, box["y"] + box["height"] / 2)
+        picked = page.locator("mark.picked")
+        expect(picked).to_have_count(1)
+        assert name.lower() in (picked.first.get_attribute("title") or "").lower(), name
+        page.keyboard.press("Escape")
+        steps.settled(page)
+    assert page.get_by_test_id("stException").count() == 0
