@@ -279,3 +279,38 @@ def test_a_category_and_a_note_are_kept_when_the_annotator_switches_dialogue() -
     next(s for s in at.selectbox if s.label == "Dialogue").set_value(first).run()
     assert at.radio(key=f"annotate.category.{first}").value == "context_modified"
     assert at.text_area(key=f"annotate.note.{first}").value == "호칭이 바뀜"
+
+
+def test_a_span_changes_type_and_edges_without_being_deleted() -> None:
+    import os
+
+    from koed_core.annotation.projects import AnnotationStore
+    from koed_core.annotation.spans import Side, Span
+    from koed_core.db import Store
+    from koed_core.dialogues.dataset import load_dataset
+    from koed_core.paths import SAMPLE_FILE
+
+    dataset = load_dataset(SAMPLE_FILE)
+    dialogue = dataset.dialogues[0]
+    text = dialogue.turns[2].ko
+    at_ = text.index("편의점")
+    store = AnnotationStore(Store(os.environ["KOED_DB"]))
+    project = store.create_project("p", dataset, [dialogue.conv_id], per_item=2)
+    en_at = dialogue.turns[2].en.index("convenience store")
+    english = Side(3, en_at, en_at + 17, "convenience store")
+    span = Span(Side(3, at_, at_ + 3, "편의점"), "places", en=english)
+    store.save(project, dialogue, "local", "context_modified", "", [span])
+    at = _page("pages/annotation/annotate.py")
+    assert not at.exception, [e.value for e in at.exception]
+    form = next(s for s in at.selectbox if s.label == "New type (empty: keep it)")
+    form.set_value("other")
+    next(t for t in at.text_input if t.label.startswith("Korean text it covers")).set_value("편의")
+    next(b for b in at.button if b.label == "Change the span").click().run()
+    for _read in (1, 2):
+        assert not at.exception and not at.error, [e.value for e in at.error]
+        own = store.own(project, dialogue.conv_id, "local")
+        assert own is not None and [(s.ko.text, s.type, s.en) for s in own.spans] == [
+            ("편의", "other", english)
+        ]
+        assert own.category == "context_modified"
+        at.run()

@@ -8,7 +8,7 @@ from typing import Any
 
 import streamlit as st
 
-from components.annotation import span_actions
+from components.annotation import span_actions, span_edit
 from components.shared import state
 from components.shared.literal import md
 from koed_core import i18n
@@ -133,6 +133,8 @@ def other_ways(
                 for i in sorted(set(gone)):
                     span_actions.remember(project["id"], dialogue.conv_id, who, "remove", spans[i])
                 st.rerun()
+    names = {kind.code: type_name(kind) for kind in taxonomy.types}
+    span_edit.change_form(annotations, project, dialogue, who, taxonomy, answer, spans, names)
 
 
 def widget_types(taxonomy: Taxonomy) -> list[dict[str, str]]:

@@ -1,0 +1,76 @@
+"""Change one of the annotator's spans in place: its type, or its edges (the Korean text
+it covers in the same turn), keeping its English counterpart; one save, no delete and
+re-add (issue 57, item 3)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import streamlit as st
+
+from components.annotation import span_actions
+from components.shared.literal import md
+from koed_core.annotation.projects import AnnotationStore
+from koed_core.annotation.spans import Span, find, side_at, turn_text
+from koed_core.annotation.taxonomy import AnnotationError, Taxonomy
+from koed_core.db.types import short_hash
+from koed_core.dialogues.dialogue import Dialogue
+from koed_core.i18n import _
+
+KEY = "annotate.change"
+
+
+def change_form(
+    annotations: AnnotationStore,
+    project: dict[str, Any],
+    dialogue: Dialogue,
+    who: str,
+    taxonomy: Taxonomy,
+    answer: tuple[str | None, str, bool],
+    spans: list[Span],
+    names: dict[str, str],
+) -> None:
+    """A span picked, its new type and the Korean text it should cover (found in its turn,
+    at the occurrence given); Change stores the edited span where the old one was."""
+    if not spans:
+        return
+    fresh = short_hash([s.key for s in spans])  # a choice never points at another span
+    with st.form(f"{KEY}.{fresh}", border=True):
+        st.markdown("**" + _("Change a span (type or edges)") + "**")
+        which = st.selectbox(
+            _("Span"),
+            range(len(spans)),
+            format_func=lambda i: _(
+                "turn {position}: {text} ({type})",
+                position=spans[i].ko.position,
+                text=spans[i].ko.text,
+                type=names.get(spans[i].type, spans[i].type),
+            ),
+            key=f"{KEY}.span.{fresh}",
+        )
+        codes = list(taxonomy.codes)
+        kind = st.selectbox(
+            _("New type (empty: keep it)"),
+            codes,
+            index=None,
+            format_func=lambda c: names.get(c, c),
+            key=f"{KEY}.type.{fresh}",
+        )
+        text = st.text_input(_("Korean text it covers (empty: keep it)"), key=f"{KEY}.ko.{fresh}")
+        occurrence = st.number_input(_("Occurrence in the turn"), 1, 20, 1, key=f"{KEY}.at.{fresh}")
+        if not st.form_submit_button(_("Change the span")):
+            return
+    old = spans[int(which or 0)]
+    try:
+        ko = old.ko
+        if text.strip():
+            position = old.ko.position
+            start, end = find(turn_text(dialogue, "ko", position), text.strip(), int(occurrence))
+            ko = side_at(dialogue, "ko", position, start, end)
+    except AnnotationError as err:
+        st.error(md(str(err)), icon=":material/error:")
+        return
+    new = Span(ko=ko, type=kind or old.type, en=old.en, no_counterpart=old.no_counterpart)
+    edited = [new if s is old else s for s in spans]
+    if span_actions.save_spans(annotations, project, dialogue, who, answer, edited):
+        st.rerun()
