@@ -43,6 +43,8 @@ EXPECTED: dict[str, list[str]] = {
     "pages": [
         *(f"page_{page}{ko}_s" for ko in ("", "_ko") for page in SMOKE_PAGES),
         "page_language_switch_s", "page_first_load_s",
+        *(f"first_{page}_s" for page in SMOKE_PAGES), "page_full_reload_s",
+        "page_full_reload_max_s",
         *(f"script_{page}{ko}_s" for ko in ("", "_ko") for page in SMOKE_PAGES),
         "adaptation_s", "adaptation_texts_per_s",
     ],
