@@ -314,3 +314,36 @@ def test_a_span_changes_type_and_edges_without_being_deleted() -> None:
         ]
         assert own.category == "context_modified"
         at.run()
+
+
+def test_search_over_a_projects_annotations() -> None:
+    import os
+
+    from koed_core.annotation.projects import AnnotationStore
+    from koed_core.annotation.spans import Side, Span
+    from koed_core.db import Store
+    from koed_core.dialogues.dataset import load_dataset
+    from koed_core.paths import SAMPLE_FILE
+
+    dataset = load_dataset(SAMPLE_FILE)
+    dialogue = dataset.dialogues[0]
+    text = dialogue.turns[2].ko
+    at_ = text.index("편의점")
+    store = AnnotationStore(Store(os.environ["KOED_DB"]))
+    project = store.create_project("p", dataset, [dialogue.conv_id], per_item=2)
+    place = Span(Side(3, at_, at_ + 3, "편의점"), "places", no_counterpart=True)
+    other = Span(Side(3, at_, at_ + 2, "편의"), "other", no_counterpart=True)
+    store.save(project, dialogue, "kim", "context_modified", "야간 편의점 문화", [place])
+    store.save(project, dialogue, "lee", "simply_transferred", "", [other])
+    at = _page("pages/annotation/projects.py")
+    assert not at.exception, [e.value for e in at.exception]
+    box = next(t for t in at.text_input if t.label.startswith("Search the annotations"))
+    for query, who in (("편의", {"kim", "lee"}), ("places", {"kim"}), ("LEE", {"lee"})):
+        box.set_value(query).run()
+        for _read in (1, 2):
+            assert not at.exception, [e.value for e in at.exception]
+            found = at.dataframe[-1].value
+            assert set(found[found.columns[1]]) == who, (query, found)
+            at.run()
+    box.set_value("야간").run()  # a note: found through kim's span row
+    assert list(at.dataframe[-1].value[at.dataframe[-1].value.columns[1]]) == ["kim"]

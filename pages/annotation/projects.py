@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from components.annotation import annotation_admin
+from components.annotation import annotation_admin, search
 from components.shared import auth, resources, state, tables
 from components.shared.literal import md
 from components.shared.source_banner import load_or_stop, render_source_banner
@@ -42,7 +42,9 @@ project_id = st.selectbox(
     _("Project"), list(names), format_func=names.__getitem__, key=state.REVIEW_PROJECT
 )
 project = next(p for p in projects if p["id"] == project_id)
-review, agreed = st.tabs([_("Adjudicate"), _("Agreement and export")])
+review, agreed, finding = st.tabs([_("Adjudicate"), _("Agreement and export"), _("Search")])
+with finding:
+    search.search_section(annotations, project)
 with review:
     annotation_admin.adjudicate(
         annotations, project, dataset, annotation_admin.reviewer_name(auth.username())

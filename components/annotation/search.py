@@ -1,0 +1,80 @@
+"""Search a project's annotations, every annotator's and the reviewer's (issue 57, item 3):
+one box over span texts (Korean and English), types (code and name), annotators and
+notes; a row per span, and a dialogue's note once when only the note matches. For the
+Annotation projects page (admins: blindness binds annotators, not the reviewer)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from components.annotation.span_form import type_name
+from components.shared import tables
+from koed_core import i18n
+from koed_core.annotation.projects import AnnotationStore
+from koed_core.annotation.taxonomy import Taxonomy
+from koed_core.i18n import _
+
+KEY = "projects.search"
+
+
+def matches(
+    annotations: AnnotationStore, project_id: int, taxonomy: Taxonomy, query: str
+) -> pd.DataFrame:
+    """Rows (dialogue, annotator, turn, Korean, English, type, note) of the project's
+    spans, and notes, whose texts hold ``query`` (case and spacing ignored)."""
+    needle = " ".join(query.split()).casefold()
+    names = {kind.code: type_name(kind) for kind in taxonomy.types}
+    rows: list[dict[str, Any]] = []
+    for answer in annotations.annotations(project_id):
+        who = _("reviewer") if answer.kind != "annotator" else answer.annotator
+        hit_note = bool(needle) and needle in answer.note.casefold()
+        found = False
+        for span in answer.spans:
+            fields = (
+                span.ko.text,
+                span.en.text if span.en else "",
+                span.type,
+                names.get(span.type, ""),
+                answer.annotator,
+                answer.note,
+            )
+            if needle and any(needle in f.casefold() for f in fields):
+                found = True
+                rows.append(_row(answer.conv_id, who, span.ko.position, span.ko.text,
+                                 span.en.text if span.en else "", names.get(span.type, span.type),
+                                 answer.note))  # fmt: skip
+        if hit_note and not found:
+            rows.append(_row(answer.conv_id, who, None, "", "", "", answer.note))
+    return pd.DataFrame(rows, columns=list(_row("", "", None, "", "", "", "")))
+
+
+def _row(
+    conv: str, who: str, turn: int | None, ko: str, en: str, kind: str, note: str
+) -> dict[str, Any]:
+    return {
+        _("dialogue"): conv,
+        _("annotator"): who,
+        _("turn"): turn,
+        _("Korean"): ko,
+        _("English"): en,
+        _("type"): kind,
+        _("note"): note,
+    }
+
+
+def search_section(annotations: AnnotationStore, project: dict[str, Any]) -> None:
+    """The search box and what it finds."""
+    query = st.text_input(
+        _("Search the annotations (span text, type, annotator, note)"),
+        key=f"{KEY}.{project['id']}",
+        placeholder=_("e.g. 편의점, places, an annotator's name"),
+    )
+    if not query.strip():
+        return
+    found = matches(annotations, int(project["id"]), annotations.taxonomy(project), query)
+    st.caption(_("{n} found", n=i18n.number(len(found))))
+    if not found.empty:
+        tables.show(found, hide_index=True)
