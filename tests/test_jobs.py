@@ -447,6 +447,8 @@ def test_the_dry_run_of_a_sensitivity_plan_says_each_variants_calls_and_why(
     assert "authors' pipeline: 136 listener, 340 judge" in out
     assert "emotion reader: extended: 0 listener, 0 judge: reads the base's answers" in out
     assert "post-processing: none: 0 listener, 340 judge" in out and "at most" in out
-    assert "commas: decoded: 136 listener, 340 judge: a run of its own" in out
+    # issue 55 #5: only the 9 English items with _comma_ in their context are new
+    # requests; the Korean half and the rest are byte-identical and take the base's answers
+    assert "commas: decoded: 18 listener, 45 judge: a run of its own" in out
     assert "judge parse: lenient: 0 listener, 0 judge: reads the judge's stored replies" in out
-    assert "api.openai.com: 1,020 requests" in out  # 340 x 3: reader and parser ask none
+    assert "api.openai.com: 725 requests" in out  # 340 + 340 + 45: reader and parser ask none
