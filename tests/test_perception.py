@@ -77,13 +77,24 @@ def test_the_gap_splits_into_perception_and_response(
     judge_run(store, make_client(judge, None), judge, report.run_id, "paper", concurrency=2)
     [use] = Judgments(store).configs()
     table = perception_table(store, use.config)
-    ex = table[table["metric"] == "EX"].set_index(["part", "lang"])
+    ex = table[(table["metric"] == "EX") & (table["emotion"] == "all")].set_index(["part", "lang"])
     assert ex.loc[("recognised minus missed", "ko"), "value"] == 3.0  # 5 - 2, planted
     assert ex.loc[("gap: both recognised", "ko-en"), "value"] == 0.0  # the response part
     assert ex.loc[("gap: missed in Korean", "ko-en"), "value"] == -3.0
     everything = ex.loc[("gap: all", "ko-en")]
     assert everything["value"] < 0 and everything["n"] == 8
     assert set(table["judge_model"]) == {"j"} and not pd.isna(everything["ci_low"])
+    # per gold emotion: each label's dialogues split the same way (recognised 5, missed 2)
+    per = table[(table["metric"] == "EX") & (table["emotion"] != "all")]
+    labels = {label for d in DIALOGUES for label in d.labels}
+    assert set(per["emotion"]) == labels
+    for label, rows in per.groupby("emotion"):
+        carrying = sum(label in d.labels for d in DIALOGUES)
+        assert rows.set_index("part").loc["gap: all", "n"] == carrying
+        both = rows[(rows["part"] == "recognised minus missed") & (rows["lang"] == "ko")]
+        split = rows[(rows["lang"] == "ko") & rows["part"].isin(["recognised", "missed"])]
+        if (split["n"] > 0).all():
+            assert both["value"].iloc[0] == 3.0, label
     # ... on the Gap page, under the judge configuration, and in the export bundle
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60).run()
     at = at.switch_page("pages/results/gap.py").run()

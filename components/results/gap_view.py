@@ -90,6 +90,11 @@ def perception_split(store: Store, judge: JudgeConfig, hidden: set[str]) -> None
     if table.empty:
         return
     with st.expander(_("Perception or response: the gap where the emotion was recognised")):
+        emotions = list(dict.fromkeys(["all", *sorted(set(table["emotion"]) - {"all"})]))
+        chosen = st.selectbox(
+            _("Gold emotion (all: every dialogue)"), emotions, key="gap.perception.emotion"
+        )
+        table = table[table["emotion"] == chosen]
         st.caption(
             _(
                 "Per run and dimension: the judge's score where the model named a gold "

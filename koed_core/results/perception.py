@@ -8,6 +8,8 @@ For one judge configuration, per run and rubric dimension:
   (*missed*), and recognised minus missed with a bootstrap 95% CI (the two groups are
   different dialogues, resampled apart): what perceiving the emotion is worth in the
   reply's score;
+- the same again per gold emotion label (``emotion``; ``all`` is every dialogue), since a
+  gap may be mis-perception for some emotions and reply style for others;
 - the KoED-ED gap paired by dialogue over every dialogue (``all``), over the dialogues
   recognised in both languages (``both recognised``: the *response* gap, perception held
   right on both sides) and over those recognised in English only (``missed in Korean``),
@@ -31,6 +33,7 @@ COLUMNS = [
     "model",
     "protocol",
     "metric",
+    "emotion",
     "part",
     "lang",
     "n",
@@ -43,9 +46,12 @@ COLUMNS = [
 all, both recognised, missed in Korean (``lang`` "ko-en", ``n`` dialogues)."""
 
 
-def perception_table(store: Store, judge: JudgeConfig | None) -> pd.DataFrame:
-    """The perception/response split of every batch run this judge configuration scored
-    (empty, with its columns, when there is nothing to split)."""
+def perception_table(
+    store: Store, judge: JudgeConfig | None, by_emotion: bool = True
+) -> pd.DataFrame:
+    """The perception/response split of every batch run this judge configuration scored,
+    over every dialogue and (``by_emotion``) per gold emotion label; empty, with its
+    columns, when there is nothing to split."""
     if judge is None:
         return pd.DataFrame(columns=COLUMNS)
     frame = gaps.score_frame(store, judge=judge)
@@ -54,6 +60,7 @@ def perception_table(store: Store, judge: JudgeConfig | None) -> pd.DataFrame:
     emotion = frame[frame["metric"] == gaps.EMOTION_METRIC]
     seen = emotion.set_index(["run_id", "conv_id", "lang"])["value"] > 0
     judged = frame[(frame["source"] == "judge") & frame["metric"].isin(codes())]
+    gold = store.gold_labels() if by_emotion else {}
     rows: list[dict[str, object]] = []
     for (run_id, metric), part in judged.groupby(["run_id", "metric"], sort=True):
         keys = list(zip(part["run_id"], part["conv_id"], part["lang"], strict=True))
@@ -67,9 +74,28 @@ def perception_table(store: Store, judge: JudgeConfig | None) -> pd.DataFrame:
             "metric": metric,
             **judge.as_columns(),
         }
-        rows += _per_language(part, meta)
-        rows += _gaps(part, meta)
+        rows += _split(part, {**meta, "emotion": ALL})
+        if by_emotion:
+            for label, convs in _by_label(gold, part["conv_id"]).items():
+                rows += _split(part[part["conv_id"].isin(convs)], {**meta, "emotion": label})
     return pd.DataFrame(rows, columns=COLUMNS)
+
+
+ALL = "all"
+"""The ``emotion`` of the rows over every dialogue."""
+
+
+def _split(part: pd.DataFrame, meta: dict[str, object]) -> list[dict[str, object]]:
+    return _per_language(part, meta) + _gaps(part, meta)
+
+
+def _by_label(gold: dict[str, list[str]], conv_ids: pd.Series) -> dict[str, set[str]]:
+    """Gold label -> the dialogues (of these) that carry it."""
+    found: dict[str, set[str]] = {}
+    for conv_id in set(conv_ids):
+        for label in gold.get(conv_id, []):
+            found.setdefault(label, set()).add(conv_id)
+    return dict(sorted(found.items()))
 
 
 def _per_language(part: pd.DataFrame, meta: dict[str, object]) -> list[dict[str, object]]:
