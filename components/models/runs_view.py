@@ -10,10 +10,9 @@ import pandas as pd
 import streamlit as st
 
 from components.models import jobs_panel
-from components.shared import episode_view, resources, state, tables
+from components.shared import episode_view, resources, state, tables, terms
 from components.shared.literal import md
 from components.shared.model_choice import model_label
-from components.shared.terms import term
 from koed_core import i18n
 from koed_core.dialogues.dataset import Dataset
 from koed_core.dialogues.subsets import SUBSETS, select
@@ -82,12 +81,14 @@ def start_run_form(registry: dict[str, ModelSpec], dataset: Dataset) -> None:
         langs = left.multiselect(
             _("Languages"), ["ko", "en"], default=["ko", "en"], format_func=i18n.NAMES.__getitem__
         )
-        protocol = left.radio(_("Protocol"), PROTOCOLS, horizontal=True, format_func=term)
+        protocol = left.radio(
+            _("Protocol"), PROTOCOLS, horizontal=True, format_func=terms.shown(PROTOCOLS)
+        )
         prompts = left.radio(
             _("Prompt set"),
             PROMPT_SETS,
             horizontal=True,
-            format_func=term,
+            format_func=terms.shown(PROMPT_SETS),
             help=_(
                 "paper: the KoED authors' setup (English instructions for both languages, "
                 "emotion then reply in two calls). native: instructions in the dialogue's "
@@ -212,7 +213,10 @@ def episodes_panel(registry: dict[str, ModelSpec], dataset: Dataset) -> None:
                 format_func=i18n.NAMES.__getitem__,
             )
             protocol = right.radio(
-                _("Listener protocol"), PROTOCOLS[:2], horizontal=True, format_func=term
+                _("Listener protocol"),
+                PROTOCOLS[:2],
+                horizontal=True,
+                format_func=terms.shown(PROTOCOLS[:2]),
             )
             subset = right.selectbox(
                 _("Episode dialogues"),

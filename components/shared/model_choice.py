@@ -17,7 +17,6 @@ from koed_core.config import api_key, merged_env
 from koed_core.errors import KoedError
 from koed_core.i18n import N_, _
 from koed_core.models.backends import make_client
-from koed_core.models.backends.openai_compat import served_models
 from koed_core.models.client import ChatClient, ModelError
 from koed_core.models.registry import ADHOC_PREFIX, DEFAULT_MODEL, ModelSpec, resolve_model
 from koed_core.redact import redact_url
@@ -153,6 +152,9 @@ def _served_model_list(env: dict[str, str]) -> None:
     if st.button(_("List the server's models"), key="models.list_served"):
         listed: list[str] | None = None
         try:
+            # imported on use: the openai SDK alone took 1.4 s of a cold Runs page (issue 57)
+            from koed_core.models.backends.openai_compat import served_models
+
             listed = served_models(env.get("OPENAI_BASE_URL") or None, env.get("OPENAI_API_KEY"))
         except ModelError as err:
             st.warning(md(str(err)), icon=":material/cloud_off:")

@@ -5,7 +5,7 @@ Korean reader is never left with English alone and a link or a command still mat
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from koed_core import i18n
 from koed_core.db import JudgeConfig
@@ -66,6 +66,13 @@ def judge_name(config: JudgeConfig) -> str:
     return name
 
 
-def term_or(default: str) -> Callable[[str], str]:
-    """``term`` for a choice list that starts with ``default`` (an ``N_`` message)."""
-    return lambda value: _(default) if value == default else term(value)
+def shown(values: Sequence[str]) -> Callable[[str], str]:
+    """A widget's ``format_func``: each value's ``term``, settled now, in this run's
+    language (a format function is also called outside the run, where the page's
+    language is not set: AppTest's reruns are)."""
+    return {value: term(value) for value in values}.__getitem__
+
+
+def term_or(default: str, values: Sequence[str]) -> Callable[[str], str]:
+    """``shown`` for a choice list that starts with ``default`` (an ``N_`` message)."""
+    return ({value: term(value) for value in values} | {default: _(default)}).__getitem__

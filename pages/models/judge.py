@@ -37,7 +37,7 @@ with st.form("judge.start"):
         _("Mode"),
         MODES,
         horizontal=True,
-        format_func=terms.term,
+        format_func=terms.shown(MODES),
         help=_(
             "paper: one call per dimension, feedback then 'Score: n', temperature 0.7 (the "
             "KoED paper). strict: temperature 0, JSON with the rationale first."
@@ -48,7 +48,7 @@ with st.form("judge.start"):
         _("Template (paper mode)"),
         [MODE_DEFAULT, *TEMPLATES],
         key=state.JUDGE_TEMPLATE,
-        format_func=terms.term_or(MODE_DEFAULT),
+        format_func=terms.term_or(MODE_DEFAULT, TEMPLATES),
         help=_(
             "authors: the KoED authors' structure (criterion in the system message, the "
             "response prefixed 'Listener: ', not fenced). fenced: the dialogue and reply quoted "
@@ -60,7 +60,7 @@ with st.form("judge.start"):
         _("Verdict parser (paper mode)"),
         [MODE_DEFAULT, *PARSES],
         key=state.JUDGE_PARSE,
-        format_func=terms.term_or(MODE_DEFAULT),
+        format_func=terms.term_or(MODE_DEFAULT, PARSES),
         help=_(
             "authors: theirs (split on 'Score:', then a bare integer; anything else is asked "
             "again, up to 5 times, API errors too). lenient: a final Score line in any usual "
