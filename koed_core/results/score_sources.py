@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from koed_core.db import JudgeConfig, JudgeConfigUse, Judgments, Ratings, Store
 from koed_core.errors import KoedError
+from koed_core.i18n import _
 
 
 class ChoiceError(KoedError):
@@ -110,4 +111,6 @@ def study_runs(store: Store, study_id: int) -> list[str]:
 def study_label(store: Store, study_id: int) -> str:
     """How a study is named next to its numbers."""
     row = Ratings(store).study(study_id)
-    return f"study {study_id}: {row['name']}" if row else f"study {study_id}"
+    if row:
+        return _("study {id}: {name}", id=study_id, name=row["name"])
+    return _("study {id}", id=study_id)
