@@ -92,7 +92,10 @@ def perception_split(store: Store, judge: JudgeConfig, hidden: set[str]) -> None
     with st.expander(_("Perception or response: the gap where the emotion was recognised")):
         emotions = list(dict.fromkeys(["all", *sorted(set(table["emotion"]) - {"all"})]))
         chosen = st.selectbox(
-            _("Gold emotion (all: every dialogue)"), emotions, key="gap.perception.emotion"
+            _("Gold emotion"),
+            emotions,
+            format_func=lambda e: _("every dialogue") if e == "all" else e,
+            key="gap.perception.emotion",
         )
         table = table[table["emotion"] == chosen]
         st.caption(

@@ -33,8 +33,8 @@ HEADERS = (
     N_("judge_kappa_reading"), N_("judge_spearman"), N_("judge_spearman_reading"),
     N_("judge_bias"), N_("judge_bias_reading"), N_("length_spearman"), N_("length_reading"),
     # what moves the gap (koed_core/results/sensitivity.py)
-    # the planner (koed_core/results/ppi_plan.py)
-    N_("judged"),
+    # the planner (koed_core/results/ppi_plan.py), perception or response (perception.py)
+    N_("judged"), N_("emotion"), N_("part"),
     N_("change"), N_("change_ci_low"), N_("change_ci_high"), N_("change_p"), N_("change_p_holm"),
 )  # fmt: skip
 """Column names the results' tables carry (the same names as in their CSV exports, which
