@@ -70,7 +70,7 @@ def search_section(annotations: AnnotationStore, project: dict[str, Any]) -> Non
     query = st.text_input(
         _("Search the annotations (span text, type, annotator, note)"),
         key=f"{KEY}.{project['id']}",
-        placeholder=_("e.g. 편의점, places, an annotator's name"),
+        placeholder=_("e.g. a Korean word, places, an annotator's name"),
     )
     if not query.strip():
         return
