@@ -61,7 +61,8 @@ def note(page: str, found: list[Dropped]) -> None:
     kept = state.dropped_links(page)
     kept += [d for d in found if d not in kept]
     if kept:
-        st.warning("  \n".join(md(d.sentence()) for d in kept), icon=":material/link_off:")
+        for dropped in kept:  # each value shown literally, one notice line each
+            st.warning(md(dropped.sentence()), icon=":material/link_off:")
 
 
 def set_param(name: str, value: str | list[str]) -> None:

@@ -34,7 +34,8 @@ def term(value: str) -> str:
     "Korean (value)" on a Korean one (a value with no entry: as it is)."""
     if i18n.language() != "ko" or value not in WORDS:
         return value
-    return f"{_(WORDS[value])} ({value})"
+    korean = _(WORDS[value])
+    return f"{korean} ({value})"
 
 
 def label(name: str) -> str:
