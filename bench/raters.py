@@ -36,10 +36,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench._streamlit_ws import Session, connect  # noqa: E402
-from fixtures.rating import seeded_store, study  # noqa: E402
+from fixtures.rating import ready_raters  # noqa: E402
 from koed_core.paths import SAMPLE_FILE  # noqa: E402
-from koed_core.rating import crowd  # noqa: E402
-from koed_core.rating.studies import RatingStore  # noqa: E402
 
 ITEMS = 5
 KEY = "b" * 40
@@ -136,24 +134,8 @@ async def _drive(url: str, links: list[str]) -> list[float]:
 
 def bench(raters: int, browser: bool = False) -> None:
     with tempfile.TemporaryDirectory() as work:
-        store, run_id = seeded_store(Path(work) / "koed.db", dialogues=34)
-        ratings, study_id = study(store, run_id, overlap=raters, attention_checks=0)
-        invite, token = crowd.create_invite(
-            store, KEY.encode(), study_id, platform="prolific", days=1, cap=raters,
-            batch_size=ITEMS + 1, consent_ko="동의", consent_en="agree",
-        )  # fmt: skip
-        links = []
-        for n in range(raters):
-            pid = f"{n + 1:024x}"  # a Prolific id: 24 hexadecimal characters
-            session = f"{n + 1:024x}"[::-1]  # and the session of this attempt
-            worker = crowd.join(
-                store, KEY.encode(), invite, {"PROLIFIC_PID": pid, "SESSION_ID": session}
-            )
-            crowd.consent(store, worker, invite)
-            langs = crowd.screen(store, worker, ("ko", "en"), "ko", 30, 0)
-            RatingStore(store).save_profile(crowd.profile_of(worker, "ko", 30, 0, langs))
-            ratings.mark_calibrated(worker.username)
-            links.append(f"/join?invite={token}&PROLIFIC_PID={pid}&SESSION_ID={session}")
+        store, people = ready_raters(Path(work) / "koed.db", KEY.encode(), raters, ITEMS)
+        links = [link for _, link in people]
         port = _free_port()
         env = {
             **os.environ,

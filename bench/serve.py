@@ -36,11 +36,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench._streamlit_ws import Session, connect  # noqa: E402
-from fixtures.rating import seeded_store, study  # noqa: E402
+from fixtures.rating import ready_raters  # noqa: E402
 from koed_core.cli.serving import free_ports  # noqa: E402
 from koed_core.paths import SAMPLE_FILE  # noqa: E402
-from koed_core.rating import crowd  # noqa: E402
-from koed_core.rating.studies import RatingStore  # noqa: E402
 
 KEY = "b" * 40
 
@@ -69,25 +67,7 @@ def prepare(
     """A study over the 34 sample dialogues and groups of workers ready to rate (every
     worker may rate every item); returns the database and each group's (username, link)."""
     db = folder / "koed.db"
-    store, run_id = seeded_store(db, dialogues=34)
-    total = sum(groups)
-    ratings, study_id = study(store, run_id, overlap=total, attention_checks=0)
-    invite, token = crowd.create_invite(
-        store, KEY.encode(), study_id, platform="prolific", days=1, cap=total,
-        batch_size=items + 1, consent_ko="동의", consent_en="agree",
-    )  # fmt: skip
-    people = []
-    for n in range(total):
-        pid, session = f"{n + 1:024x}", f"{n + 1:024x}"[::-1]
-        worker = crowd.join(
-            store, KEY.encode(), invite, {"PROLIFIC_PID": pid, "SESSION_ID": session}
-        )
-        crowd.consent(store, worker, invite)
-        langs = crowd.screen(store, worker, ("ko", "en"), "ko", 30, 0)
-        RatingStore(store).save_profile(crowd.profile_of(worker, "ko", 30, 0, langs))
-        ratings.mark_calibrated(worker.username)
-        link = f"/join?invite={token}&PROLIFIC_PID={pid}&SESSION_ID={session}"
-        people.append((worker.username, link))
+    store, people = ready_raters(db, KEY.encode(), sum(groups), items)
     store.db.conn.close()
     cut = [sum(groups[:i]) for i in range(len(groups) + 1)]
     return db, [people[a:b] for a, b in zip(cut, cut[1:], strict=False)]
