@@ -37,16 +37,17 @@ def change_form(
     fresh = short_hash([s.key for s in spans])  # a choice never points at another span
     with st.form(f"{KEY}.{fresh}", border=True):
         st.markdown("**" + _("Change a span (type or edges)") + "**")
-        which = st.selectbox(
-            _("Span"),
-            range(len(spans)),
-            format_func=lambda i: _(
+        shown = {  # named once, in this run's language (a later call may speak another)
+            i: _(
                 "turn {position}: {text} ({type})",
-                position=spans[i].ko.position,
-                text=spans[i].ko.text,
-                type=names.get(spans[i].type, spans[i].type),
-            ),
-            key=f"{KEY}.span.{fresh}",
+                position=span.ko.position,
+                text=span.ko.text,
+                type=names.get(span.type, span.type),
+            )
+            for i, span in enumerate(spans)
+        }
+        which = st.selectbox(
+            _("Span"), range(len(spans)), format_func=shown.__getitem__, key=f"{KEY}.span.{fresh}"
         )
         codes = list(taxonomy.codes)
         kind = st.selectbox(
