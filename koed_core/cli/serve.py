@@ -207,11 +207,9 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
 
 def _wait_ready(plan: ServePlan, supervisor: subprocess.Popen[bytes], stopping: list[int]) -> bool:
     """Wait until the proxy (or, for a domain, every app process) answers its health check."""
-    urls = (
-        [f"http://127.0.0.1:{p}{HEALTH_PATH}" for p in plan.app_ports]
-        if plan.domain
-        else [f"{plan.public_url}{HEALTH_PATH}"]
-    )
+    urls = [f"http://127.0.0.1:{p}{HEALTH_PATH}" for p in plan.app_ports]  # every process
+    if not plan.domain:
+        urls.append(f"{plan.public_url}{HEALTH_PATH}")  # and the proxy in front of them
     deadline = time.monotonic() + READY_WAIT_S
     while time.monotonic() < deadline and not stopping and supervisor.poll() is None:
         if all(_healthy(url) for url in urls):
