@@ -119,7 +119,7 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
         raise KoedError("--backup-every: minutes, 0 or more")
     db = (args.db or settings.db_path).resolve()
     store = Store(db)  # migrations run here, once, before any app process starts
-    applied = store.db.execute("pragma journal_mode").fetchone()[0]
+    applied = store.journal_mode()
     store.db.conn.close()
     run_dir = _private_dir((args.run_dir or db.with_name(db.name + ".serve")).resolve())
     _private_dir(run_dir / "logs")

@@ -462,19 +462,9 @@ class Store:
                join runs r on r.id = s.run_id"""
         )
 
-    def gold_labels(self) -> dict[str, list[str]]:
-        """conv_id -> its gold emotion labels, as the emotion scores stored them (the
-        per-emotion breakdowns read them from the database, not from a loaded file)."""
-        rows = self.rows(
-            "select distinct s.conv_id, e.gold from emotion_scores e "
-            "join responses s on s.id = e.response_id where e.gold is not null"
-        )
-        found: dict[str, list[str]] = {}
-        for row in rows:
-            found[row["conv_id"]] = sorted(
-                set(found.get(row["conv_id"], [])) | set(json.loads(row["gold"]))
-            )
-        return found
+    def journal_mode(self) -> str:
+        """The database's journal mode (``wal`` once opened here)."""
+        return str(self.db.execute("pragma journal_mode").fetchone()[0])
 
     def record_call(self, account: str, model: str, at: float) -> None:
         """Count one paid model call by an account (for its rate limit)."""

@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from koed_core.db import JudgeConfig, Store
+from koed_core.db.emotion_queries import gold_labels
 from koed_core.judge.rubric import codes
 from koed_core.results import gaps
 
@@ -60,7 +61,7 @@ def perception_table(
     emotion = frame[frame["metric"] == gaps.EMOTION_METRIC]
     seen = emotion.set_index(["run_id", "conv_id", "lang"])["value"] > 0
     judged = frame[(frame["source"] == "judge") & frame["metric"].isin(codes())]
-    gold = store.gold_labels() if by_emotion else {}
+    gold = gold_labels(store) if by_emotion else {}
     rows: list[dict[str, object]] = []
     for (run_id, metric), part in judged.groupby(["run_id", "metric"], sort=True):
         keys = list(zip(part["run_id"], part["conv_id"], part["lang"], strict=True))

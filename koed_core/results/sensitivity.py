@@ -26,6 +26,7 @@ import pandas as pd
 
 from koed_core import plain_text
 from koed_core.db import JudgeConfig, Judgments, Store
+from koed_core.db.emotion_queries import without_emotion_score
 from koed_core.judge.rubric import codes
 from koed_core.models.prompts import load_prompt_set
 from koed_core.results import gaps
@@ -204,13 +205,9 @@ def unscored(store: Store, source: Source, metric: str) -> int:
         if source.judge is None:
             return 0
         return Judgments(store).unscored_tasks(source.run_id, source.judge, metric)
-    named = "and coalesce(e.given, 1) = 1" if metric == gaps.EMOTION_ANSWERED else ""
-    rows = store.rows(
-        f"""select count(*) as n from responses s where s.run_id = ? and not exists
-            (select 1 from emotion_scores e where e.response_id = s.id {named})""",
-        [source.run_id],
+    return without_emotion_score(
+        store, source.run_id, answered_only=metric == gaps.EMOTION_ANSWERED
     )
-    return int(rows[0]["n"]) if rows else 0
 
 
 FIXED = "zero by construction: the base's own numbers (left out of Holm's family)"
