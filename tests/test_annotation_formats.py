@@ -4,6 +4,7 @@ them, and bad files refused whole with a sentence."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -25,6 +26,7 @@ KEY = b"k" * 32
 KO = "오늘 김치찌개🍲를 먹었어요. 👩‍👩‍👧 가족이랑 정을 느꼈어"  # emoji outside the BMP
 EN = "Today I had pizza 🍕 with my family."
 NOTE = "메모 | *x_y [1] -> a;b\\\n둘째 줄\t탭"  # every reserved character of TSV
+COMMENT = "음식? | *x_y [1] -> a;b\\\n**굵게** 아님\t<b>"  # a span's comment: the same, and markup
 
 
 def _record(n: int, ko: str, en: str) -> dict[str, object]:
@@ -76,8 +78,10 @@ def _annotated(dataset: Dataset, annotations: AnnotationStore) -> int:
     across = _span(dataset, one.conv_id, "찌개🍲를 먹었", "idioms", en="had pizza")
     family = _span(dataset, one.conv_id, "가족", "hierarchy", en="family")
     situation = Span(Side(0, 0, 2, "상황"), "places", Side(0, 0, 9, "Situation"))
+    commented = dataclasses.replace(food, comment=COMMENT)
+    across = dataclasses.replace(across, comment="한 줄 comment")
     annotations.save(
-        project, one, "alice", CONTEXT_MODIFIED, NOTE, [food, stacked, across, situation], True
+        project, one, "alice", CONTEXT_MODIFIED, NOTE, [commented, stacked, across, situation], True
     )
     annotations.save(project, one, "bob", CONTEXT_MODIFIED, "", [food, family], submit=True)
     annotations.adjudicate(project, one, "rev", CONTEXT_MODIFIED, "final", [food, family])
@@ -136,7 +140,7 @@ def test_webanno_tsv_is_written_as_inception_writes_it(
     lines = text.split("\n")
     assert lines[:6] == [
         "#FORMAT=WebAnno TSV 3.3",
-        "#T_SP=webanno.custom.CulturalSignal|type",
+        "#T_SP=webanno.custom.CulturalSignal|type|comment",
         "#T_SP=webanno.custom.Dialogue|category|note",
         "#T_RL=webanno.custom.Counterpart|value|BT_webanno.custom.CulturalSignal",
         "",
@@ -150,14 +154,19 @@ def test_webanno_tsv_is_written_as_inception_writes_it(
     # "김치찌개🍲" ends inside the token "김치찌개🍲를": a sub-token, two spans stacked on it
     assert rows["2-2.1"][1:3] == ["11-17", "김치찌개🍲"]
     assert re.fullmatch(r"food\[1\]\|places\[\d+\]", rows["2-2.1"][3])
+    # the food span's comment beside its type, escaped; the stacked places span has none
+    assert rows["2-2.1"][4] == webanno.escape_value(COMMENT) + "[1]|" + re.sub(
+        r"^places", "*", rows["2-2.1"][3].split("|")[1]
+    )
     # the span across two tokens carries one id on both units
     idiom = re.search(r"idioms\[(\d+)\]", rows["2-2.2"][3])
     assert idiom and f"idioms[{idiom.group(1)}]" in rows["2-3.1"][3]
-    assert rows["1-1"][4:6] == ["context\\_modified", webanno.escape_value(NOTE)]
-    assert rows["1-1"][5].count("\\n") == 1 and "\n" not in rows["1-1"][5]
+    assert rows["1-1"][5:7] == ["context\\_modified", webanno.escape_value(NOTE)]
+    assert rows["1-1"][6].count("\\n") == 1 and "\n" not in rows["1-1"][6]
     # the English "pizza 🍕" links back to the Korean food span (ids: governor_dependent)
     pizza = next(r for r in rows.values() if r[2] == "pizza")
-    assert pizza[6] == "*" and re.fullmatch(r"2-2\.1\[1_\d+\]", pizza[7])
+    assert all(v.startswith("*") for v in pizza[4].split("|"))  # comments: the Korean side's
+    assert pizza[7] == "*" and re.fullmatch(r"2-2\.1\[1_\d+\]", pizza[8])
     assert "#Text=응, 정말 좋았어." in lines  # a Korean-only turn is a sentence of its own
     # the final answer's food: its Korean sub-token and both tokens of "pizza 🍕"
     assert final.read_text(encoding="utf-8").count("\tfood") == 3
@@ -183,6 +192,11 @@ def test_brat_and_label_studio_files_follow_their_documentation(
             start, end = map(int, line.split("\t")[1].split()[1:])
             assert txt[start:end] == line.split("\t")[2]
     assert "A1\tCategory T1 context_modified" in ann
+    alice = exchange.annotator_pseudonym(KEY, project, "alice")
+    notes = (folder / f"hit%3A1_conv%3A1@{alice}.ann").read_text(encoding="utf-8").splitlines()
+    food = next(line.split("\t")[0] for line in notes if line.startswith("T2\tfood "))
+    escaped = COMMENT.replace("\\", "\\\\").replace("\n", "\\n").replace("\t", "\\t")
+    assert f"#2\tAnnotatorNotes {food}\t{escaped}" in notes  # a comment on its Korean span
     formats.export(annotations, project, dataset, KEY, tmp_path, formats.LABEL_STUDIO)
     tasks = json.loads((tmp_path / f"label-studio-{project}.json").read_text(encoding="utf-8"))
     assert [t["data"]["conv_id"] for t in tasks] == ["hit:1_conv:1", "hit:2_conv:2"]
@@ -196,9 +210,19 @@ def test_brat_and_label_studio_files_follow_their_documentation(
         assert first["data"]["text"][value["start"] : value["end"]] == value["text"]
     pizza = next(r["value"] for r in regions if r["value"]["text"] == "pizza 🍕")
     assert pizza["labels"] == ["food"]
-    assert '<Labels name="type" toName="text">' in (
-        tmp_path / f"label-studio-config-{project}.xml"
-    ).read_text(encoding="utf-8")
+    config = (tmp_path / f"label-studio-config-{project}.xml").read_text(encoding="utf-8")
+    assert '<Labels name="type" toName="text">' in config
+    assert '<TextArea name="comment" toName="text" perRegion="true"/>' in config
+    alice_ls = next(a for a in first["annotations"] if not a["ground_truth"])
+    comments = [r for r in alice_ls["result"] if r.get("from_name") == "comment"]
+    labelled = {r["id"]: r["value"] for r in alice_ls["result"] if r["type"] == "labels"}
+    assert {c["value"]["text"][0] for c in comments} == {COMMENT, "한 줄 comment"}
+    for c in comments:  # per region: the id and the extent of the Korean region it is on
+        assert c["type"] == "textarea" and c["id"].startswith("ko")
+        assert (c["value"]["start"], c["value"]["end"]) == (
+            labelled[c["id"]]["start"],
+            labelled[c["id"]]["end"],
+        )
 
 
 def test_a_text_that_is_not_the_datasets_is_refused_and_nothing_is_stored(

@@ -7,6 +7,7 @@ import dataclasses
 import shutil
 import sqlite3
 import stat
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -273,3 +274,63 @@ def test_responses_from_0_3_upgrade_to_the_reply_cap_as_whole_answers(tmp_path: 
     db.close()
     Store(path)
     assert _raw(path, "select id, cut_at, full_chars from responses") == [("old", None, None)]
+
+
+def test_spans_from_0_4_upgrade_with_an_empty_comment_and_take_one(tmp_path: Path) -> None:
+    """m018 on a database made by the migrations before it (0.4): a span stored then
+    reads back unchanged with no comment (''), and a comment saved after the upgrade
+    reads back."""
+    import json
+
+    import sqlite_utils
+
+    from koed_core.annotation.projects import AnnotationStore
+    from koed_core.annotation.taxonomy import load_taxonomy
+    from koed_core.db.annotations import annotation_id
+
+    dataset = load_dataset(SAMPLE_FILE)
+    dialogue = dataset.dialogues[0]
+    word = dialogue.turns[0].ko[:2]
+    taxonomy = load_taxonomy()
+    path = tmp_path / "0.4.db"
+    db = sqlite_utils.Database(path)
+    for name, fn in migrations.MIGRATIONS:
+        if name.startswith("m018"):
+            break
+        fn(db)
+        migrations.record(db, name)
+    assert "comment" not in db["annotation_spans"].columns_dict
+    db.execute(
+        "insert into annotation_taxonomies (version, name, types) values (?, ?, ?)",
+        [taxonomy.version, taxonomy.name, json.dumps(taxonomy.as_rows())],
+    )
+    db.execute(
+        "insert into annotation_projects (id, name, dataset_sha256, conv_ids, taxonomy_version) "
+        "values (1, 'p', ?, ?, ?)",
+        [dataset.sha256, json.dumps([dialogue.conv_id]), taxonomy.version],
+    )
+    db.execute(
+        "insert into annotations (id, project_id, conv_id, annotator, kind, status, "
+        "taxonomy_version) values (?, 1, ?, 'alice', 'annotator', 'draft', ?)",
+        [
+            annotation_id(1, dialogue.conv_id, "alice", "annotator"),
+            dialogue.conv_id,
+            taxonomy.version,
+        ],  # fmt: skip
+    )
+    db.execute(
+        "insert into annotation_spans (id, annotation_id, position, start, [end], text, type, "
+        "no_counterpart) values ('s1', ?, 1, 0, 2, ?, ?, 1)",
+        [annotation_id(1, dialogue.conv_id, "alice", "annotator"), word, taxonomy.codes[0]],
+    )
+    db.conn.commit()
+    db.close()
+
+    upgraded = AnnotationStore(Store(path))
+    own = upgraded.own(1, dialogue.conv_id, "alice")
+    assert own is not None
+    (span,) = own.spans
+    assert (span.ko.text, span.type, span.comment) == (word, taxonomy.codes[0], "")
+    upgraded.save(1, dialogue, "alice", None, "", [replace(span, comment="왜 이 유형?")])
+    again = upgraded.own(1, dialogue.conv_id, "alice")
+    assert again is not None and again.spans[0].comment == "왜 이 유형?"

@@ -2,7 +2,7 @@
 
 A line carries the dialogue id, the dataset's sha256, the project, the taxonomy version,
 the final answer (if any) and every annotation: category, note and spans with their
-code-point offsets and texts in both languages. Annotators appear under a keyed
+code-point offsets, texts in both languages and comments. Annotators appear under a keyed
 pseudonym, never their login. An import reads the same form (or a flat line with one
 annotation: ``conv_id``, ``annotator``, ``category``, ``spans``) and is checked whole
 before anything is written: one bad line and nothing is stored.
@@ -349,7 +349,10 @@ def _csv_error(name: str, number: int, err: csv.Error) -> AnnotationError:
     return AnnotationError(f"{name} row {number}: not CSV ({err})")
 
 
-CSV_COLUMNS = ("conv_id", "annotator", "category", "note", "turn", "ko", "type", "en", "occurrence")
+CSV_COLUMNS = (
+    "conv_id", "annotator", "category", "note", "turn", "ko", "type", "en", "occurrence",
+    "comment",
+)  # fmt: skip
 
 
 def read_csv_rows(path: Path, dataset: Dataset) -> list[tuple[int, dict[str, Any]]]:
@@ -357,7 +360,8 @@ def read_csv_rows(path: Path, dataset: Dataset) -> list[tuple[int, dict[str, Any
     a dialogue's category alone), spans given by their text, offsets found here.
 
     Columns: conv_id, annotator, category, note, turn, ko, type, en (optional),
-    occurrence (optional, 1 = the first appearance of ``ko`` in the turn).
+    occurrence (optional, 1 = the first appearance of ``ko`` in the turn), comment
+    (optional: the span's comment).
 
     Raises:
         AnnotationError: a missing column, or a span text the turn does not contain.
@@ -422,6 +426,7 @@ def read_csv_rows(path: Path, dataset: Dataset) -> list[tuple[int, dict[str, Any
                 "type": (row.get("type") or "").strip(),
                 "ko": {"position": position, "start": start, "end": end, "text": ko},
                 "no_counterpart": not (row.get("en") or "").strip(),
+                "comment": re.sub(r"\r\n?", "\n", row.get("comment") or ""),
             }
             en = (row.get("en") or "").strip()
             if en:

@@ -20,6 +20,8 @@ from koed_core.i18n import _
 SITUATION = 0
 PERSON = "person"
 """The origin of a span a person marked; accepted suggestions say where they came from."""
+MAX_COMMENT = 2000
+"""The longest comment a span takes, in characters."""
 
 
 @dataclass(frozen=True)
@@ -44,6 +46,8 @@ class Span:
     en: Side | None = None
     no_counterpart: bool = False
     origin: str = PERSON
+    comment: str = ""
+    """The annotator's comment on this span (a doubt, a reading); never part of its key."""
 
     @property
     def key(self) -> tuple[int, int, int, str]:
@@ -248,6 +252,13 @@ def check_span(dialogue: Dialogue, span: Span, taxonomy: Taxonomy) -> Span:
             )
         )
     en = check_side(dialogue, "en", span.en) if span.en is not None else None
+    if len(span.comment) > MAX_COMMENT:
+        raise AnnotationError(
+            _(
+                "a span's comment is longer than {n} characters",
+                n=f"{MAX_COMMENT:,}",
+            )
+        )
     return replace(span, ko=ko, en=en)
 
 
@@ -279,6 +290,9 @@ def span_from_dict(raw: Any, where: str) -> Span:
         raise AnnotationError(f"{where}: 'type' must be a signal type code")
     en_raw = raw.get("en")
     origin = raw.get("origin", PERSON)
+    comment = raw.get("comment") or ""
+    if not isinstance(comment, str):
+        raise AnnotationError(f"{where}: 'comment' must be text")
     none_there = raw.get("no_counterpart", False)
     if not isinstance(none_there, bool):  # "false" is a non-empty string: truthy
         raise AnnotationError(
@@ -292,6 +306,7 @@ def span_from_dict(raw: Any, where: str) -> Span:
         en=side(en_raw, "en") if en_raw is not None else None,
         no_counterpart=none_there,
         origin=origin if isinstance(origin, str) and origin else PERSON,
+        comment=comment,
     )
 
 
@@ -310,6 +325,7 @@ def span_to_row(span: Span) -> dict[str, Any]:
         "en_text": en.text if en else None,
         "no_counterpart": span.no_counterpart,
         "origin": span.origin,
+        "comment": span.comment,
     }
 
 
@@ -324,6 +340,7 @@ def span_from_row(row: dict[str, Any]) -> Span:
         en=en,
         no_counterpart=bool(row["no_counterpart"]),
         origin=row["origin"],
+        comment=row.get("comment") or "",
     )
 
 
@@ -335,4 +352,5 @@ def span_to_dict(span: Span) -> dict[str, Any]:
         "en": span.en.as_dict() if span.en else None,
         "no_counterpart": span.no_counterpart,
         "origin": span.origin,
+        "comment": span.comment,
     }

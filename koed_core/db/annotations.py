@@ -29,6 +29,7 @@ SPAN_COLUMNS = (
     "en_text",
     "no_counterpart",
     "origin",
+    "comment",
 )
 
 
@@ -156,13 +157,15 @@ class Annotations:
                 self.store.db.execute(
                     "insert into annotation_spans (id, annotation_id, position, start, [end], "
                     "text, type, en_position, en_start, en_end, en_text, no_counterpart, "
-                    "origin, created) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    "origin, comment, created) "
+                    "values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     [
                         short_hash(key, i),
                         key,
                         *(span[c] for c in SPAN_COLUMNS[:9]),
                         int(bool(span["no_counterpart"])),
                         span["origin"],
+                        span.get("comment") or "",
                         stamp,
                     ],
                 )

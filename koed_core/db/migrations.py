@@ -437,6 +437,13 @@ def m017_prolific(db: sqlite_utils.Database) -> None:
     )
 
 
+@migration
+def m018_span_comment(db: sqlite_utils.Database) -> None:
+    """A comment per span, as INCEpTION keeps one: what the annotator wants to say about
+    this signal (a doubt, a reading); the spans stored before it have none ('')."""
+    db.execute("alter table annotation_spans add column comment text not null default ''")
+
+
 def _script(db: sqlite_utils.Database, script: str) -> None:
     """Run statements one by one: ``executescript`` would commit the caller's transaction,
     and a migration must apply whole or not at all. (No statement here contains ';'.)"""

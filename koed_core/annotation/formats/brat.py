@@ -2,13 +2,15 @@
 
 Each signal is a text-bound annotation (``T2\\tfood 3 8\\t김치찌개🍲``) on the Korean span,
 and its English counterpart another of the same type, joined by a ``Counterpart``
-relation (``R1\\tCounterpart Arg1:T2 Arg2:T3``). The dialogue's category and note sit on
-a ``Dialogue`` annotation over the first word: an attribute ``Category`` and an
-``AnnotatorNotes`` comment (brat has no place for a document's own values; the note's
-line breaks, tabs and backslashes are written ``\\n``, ``\\t``, ``\\\\`` as brat keeps a note
-on one line). Type codes are already valid brat type names (``[a-z][a-z0-9_]*``), so they
-are written as they are. Offsets are character offsets into the ``.txt``: code points,
-as brat (Python) counts them, so nothing is converted.
+relation (``R1\\tCounterpart Arg1:T2 Arg2:T3``); a span's comment is an ``AnnotatorNotes``
+line on its Korean annotation (``#2\\tAnnotatorNotes T2\\t...``), as brat keeps a note on
+any annotation. The dialogue's category and note sit on a ``Dialogue`` annotation over
+the first word: an attribute ``Category`` and an ``AnnotatorNotes`` comment (brat has no
+place for a document's own values; a note's line breaks, tabs and backslashes are
+written ``\\n``, ``\\t``, ``\\\\`` as brat keeps a note on one line). Type codes are
+already valid brat type names (``[a-z][a-z0-9_]*``), so they are written as they are.
+Offsets are character offsets into the ``.txt``: code points, as brat (Python) counts
+them, so nothing is converted.
 """
 
 from __future__ import annotations
@@ -62,11 +64,14 @@ def write_ann(document: Document, entry: dict[str, Any]) -> str:
             lines.append(f"A1\t{CATEGORY} T1 {entry['category']}\n")
         if entry["note"]:
             lines.append(f"#1\t{NOTES} T1\t{_escape_note(entry['note'])}\n")
-    relations = 0
+    relations, notes = 0, 1
     for span in entry["spans"]:
         count += 1
         ko = f"T{count}"
         lines.append(_bound(ko, span["type"], text, *document.place(span["ko"], "ko")))
+        if span.get("comment"):
+            notes += 1
+            lines.append(f"#{notes}\t{NOTES} {ko}\t{_escape_note(span['comment'])}\n")
         if span.get("en"):
             count += 1
             relations += 1
@@ -126,6 +131,7 @@ def read_file(path: Path, dataset: Dataset) -> tuple[str, dict[str, Any]]:
     layout.check_text(document, layout.read_text(txt), txt.name)
     bounds: dict[str, tuple[str, int, int]] = {}
     links: list[tuple[str, str, str]] = []
+    comments: dict[str, str] = {}
     category, note = None, ""
     for number, line in enumerate(layout.read_text(path).splitlines(), 1):
         where = f"{path.name} line {number}"
@@ -150,12 +156,15 @@ def read_file(path: Path, dataset: Dataset) -> tuple[str, dict[str, Any]]:
         elif line[0] == "#" and len(fields) >= 3 and head[:1] == [NOTES]:
             if bounds.get(head[1], ("",))[0] == DIALOGUE:
                 note = _unescape_note(fields[2])
+            elif head[1] in bounds:  # a span's comment, on its Korean annotation
+                comments[head[1]] = _unescape_note(fields[2])
         else:
             raise AnnotationError(
                 f"{where}: not a line KoED Studio reads (T text-bound, R {COUNTERPART}, "
                 f"A {CATEGORY}, # {NOTES})"
             )
-    return conv_id, _entry(document, annotator, adjudicated, category, note, bounds, links)
+    entry = _entry(document, annotator, adjudicated, category, note, bounds, links, comments)
+    return conv_id, entry
 
 
 def _entry(
@@ -166,8 +175,10 @@ def _entry(
     note: str,
     bounds: dict[str, tuple[str, int, int]],
     links: list[tuple[str, str, str]],
+    comments: dict[str, str],
 ) -> dict[str, Any]:
-    """The annotation entry: each Korean span with the English span its relation names."""
+    """The annotation entry: each Korean span with the English span its relation names
+    and the comment its note holds."""
     where = f"{layout.doc_name(document.conv_id, annotator, adjudicated)}.ann"
     counterpart: dict[str, str] = {}
     for ko, en, at in links:
@@ -189,11 +200,10 @@ def _entry(
                 )
             continue
         target = bounds[counterpart[ident]] if ident in counterpart else None
-        spans.append(
-            layout.span(
-                document, (start, end), kind, (target[1], target[2]) if target else None, where
-            )
+        span = layout.span(
+            document, (start, end), kind, (target[1], target[2]) if target else None, where
         )
+        spans.append({**span, "comment": comments.get(ident, "")})
     return layout.entry(annotator, adjudicated, category, note, spans)
 
 

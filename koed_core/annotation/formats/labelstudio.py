@@ -4,9 +4,11 @@ A task's ``data.text`` is the dialogue laid out as one text (``layout``), ``data
 names it and ``data.annotators`` maps each ``completed_by`` number to the annotator's
 pseudonym (Label Studio numbers its users; ours have none). Each signal is a ``labels``
 region (``from_name`` ``type``, ``to_name`` ``text``) on the Korean span and one on its
-English counterpart, joined by a ``relation`` result; the category is a ``choices``
-result (``category``) and the note a ``textarea`` result (``note``); a final answer is
-the annotation marked ``ground_truth``. Offsets are code points: Label Studio has stored
+English counterpart, joined by a ``relation`` result; a span's comment is a per-region
+``textarea`` result (``comment``) carrying its Korean region's id, as Label Studio
+stores a ``perRegion`` text area; the category is a ``choices`` result (``category``)
+and the note a ``textarea`` result (``note``); a final answer is the annotation marked
+``ground_truth``. Offsets are code points: Label Studio has stored
 code points, not JavaScript's UTF-16 indexes, since its fix for texts with emoji
 (label-studio #1559), so nothing is converted; a region whose offsets read as UTF-16
 units is refused with a sentence saying so. ``label-studio-config-N.xml`` is the
@@ -27,7 +29,7 @@ from koed_core.annotation.taxonomy import CATEGORIES, AnnotationError
 from koed_core.dialogues.dataset import Dataset
 from koed_core.private_files import write_private
 
-TEXT, TYPE, CATEGORY, NOTE = "text", "type", "category", "note"
+TEXT, TYPE, CATEGORY, NOTE, COMMENT = "text", "type", "category", "note", "comment"
 
 
 def _region(ident: str, document: Document, start: int, end: int, kind: str) -> dict[str, Any]:
@@ -44,7 +46,18 @@ def _result(document: Document, entry: dict[str, Any]) -> list[dict[str, Any]]:
     """One annotation's results: regions, relations, category and note."""
     result: list[dict[str, Any]] = []
     for n, span in enumerate(entry["spans"], 1):
-        result.append(_region(f"ko{n}", document, *document.place(span["ko"], "ko"), span["type"]))
+        start, end = document.place(span["ko"], "ko")
+        result.append(_region(f"ko{n}", document, start, end, span["type"]))
+        if span.get("comment"):
+            result.append(
+                {
+                    "id": f"ko{n}",
+                    "from_name": COMMENT,
+                    "to_name": TEXT,
+                    "type": "textarea",
+                    "value": {"start": start, "end": end, "text": [span["comment"]]},
+                }
+            )
         if span.get("en"):
             start, end = document.place(span["en"], "en")
             result.append(_region(f"en{n}", document, start, end, span["type"]))
@@ -112,6 +125,7 @@ def configuration(types: list[str]) -> str:
         f'  <Text name="{TEXT}" value="${TEXT}"/>\n'
         f'  <Choices name="{CATEGORY}" toName="{TEXT}" choice="single">\n{choices}  </Choices>\n'
         f'  <TextArea name="{NOTE}" toName="{TEXT}"/>\n'
+        f'  <TextArea name="{COMMENT}" toName="{TEXT}" perRegion="true"/>\n'
         "</View>\n"
     )
 
@@ -176,6 +190,7 @@ def _entry(
         raise AnnotationError(f"{where}: 'result' must be a list")
     regions: dict[str, tuple[int, int, list[str]]] = {}
     links: dict[str, str] = {}
+    comments: dict[str, str] = {}
     category, note = None, ""
     for item in result:
         if not isinstance(item, dict):
@@ -191,6 +206,8 @@ def _entry(
         elif kind == "choices":
             chosen = (item.get("value") or {}).get("choices") or [None]
             category = chosen[0]
+        elif kind == "textarea" and item.get("from_name") == COMMENT:
+            comments[str(item.get("id"))] = "\n".join((item.get("value") or {}).get("text") or [])
         elif kind == "textarea":
             note = "\n".join((item.get("value") or {}).get("text") or [])
     linked = set(links.values())
@@ -207,9 +224,8 @@ def _entry(
         if ident in links and target is None:
             raise AnnotationError(f"{where}: a relation names region {links[ident]!r}, not there")
         for label in labels:
-            spans.append(
-                layout.span(document, (start, end), label, target[:2] if target else None, where)
-            )
+            span = layout.span(document, (start, end), label, target[:2] if target else None, where)
+            spans.append({**span, "comment": comments.get(ident, "")})
     return layout.entry(
         _annotator(annotation, task.get("data") or {}),
         bool(annotation.get("ground_truth")),

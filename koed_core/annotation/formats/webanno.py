@@ -1,10 +1,11 @@
 """WebAnno TSV 3.3, as INCEpTION reads and writes it: one ``.tsv`` per dialogue and annotator.
 
 Each document declares three layers: ``webanno.custom.CulturalSignal`` (a span layer,
-feature ``type``: the signal type code) on the Korean span and on its English
-counterpart, ``webanno.custom.Counterpart`` (a relation from the Korean span to the
-English one; its feature ``value`` is unused, ``*``) and ``webanno.custom.Dialogue``
-(a span on the document's first token, features ``category`` and ``note``: TSV has no
+features ``type``: the signal type code, and ``comment``: the span's comment, on the
+Korean side) on the Korean span and on its English counterpart,
+``webanno.custom.Counterpart`` (a relation from the Korean span to the English one; its
+feature ``value`` is unused, ``*``) and ``webanno.custom.Dialogue`` (a span on the
+document's first token, features ``category`` and ``note``: TSV has no
 place for a document's own values). A sentence is one segment of the layout (a turn in
 one language); tokens are runs of non-space characters; a span edge inside a token is a
 sub-token row (``1-3.1``), as INCEpTION writes character-level spans. Offsets are UTF-16
@@ -32,7 +33,7 @@ DIALOGUE = "webanno.custom.Dialogue"
 COUNTERPART = "webanno.custom.Counterpart"
 HEADER = (
     "#FORMAT=WebAnno TSV 3.3\n"
-    f"#T_SP={SIGNAL}|type\n"
+    f"#T_SP={SIGNAL}|type|comment\n"
     f"#T_SP={DIALOGUE}|category|note\n"
     f"#T_RL={COUNTERPART}|value|BT_{SIGNAL}\n\n\n"
 )
@@ -105,10 +106,11 @@ def _annotations(
         values = (_feature(entry["category"]), _feature(entry["note"]))
         anns.append(_Ann(DIALOGUE, *first, values))
     for s in entry["spans"]:
-        ko = _Ann(SIGNAL, *document.place(s["ko"], "ko"), (_feature(s["type"]),))
+        values = (_feature(s["type"]), _feature(s.get("comment")))
+        ko = _Ann(SIGNAL, *document.place(s["ko"], "ko"), values)
         anns.append(ko)
         if s.get("en"):
-            en = _Ann(SIGNAL, *document.place(s["en"], "en"), (_feature(s["type"]),))
+            en = _Ann(SIGNAL, *document.place(s["en"], "en"), (_feature(s["type"]), "*"))
             anns.append(en)
             relations.append((ko, en))
     return anns, relations
@@ -156,7 +158,7 @@ def write_document(document: Document, entry: dict[str, Any]) -> str:
                 f"{layout.to_utf16(text, unit[0])}-{layout.to_utf16(text, unit[1])}",
                 _escape_text(text[unit[0] : unit[1]]),
             ]
-            for layer, width in ((SIGNAL, 1), (DIALOGUE, 2)):
+            for layer, width in ((SIGNAL, 2), (DIALOGUE, 2)):
                 mine = [a for a in here if a.layer == layer]
                 cells += [
                     "|".join(a.values[k] + (f"[{a.ident}]" if a.ident else "") for a in mine) or "_"
@@ -315,7 +317,10 @@ def read_file(path: Path, dataset: Dataset) -> tuple[str, dict[str, Any]]:
             if governors < len(cells) and cells[governors] not in ("_", ""):
                 links += [(ref, cells[0], where) for ref in _split(cells[governors])]
     pairs = [_resolve(ref, unit, where, found, on_unit) for ref, unit, where in links]
-    return conv_id, _entry(document, annotator, adjudicated, found, pairs, path.name)
+    features = columns[SIGNAL][1]  # a file written before comments declares type alone
+    at = features.index("comment") if "comment" in features else None
+    entry = _entry(document, annotator, adjudicated, found, pairs, path.name, at)
+    return conv_id, entry
 
 
 _REF = re.compile(r"^(\d+-\d+(?:\.\d+)?)(?:\[(\d+)_(\d+)\])?$")
@@ -362,8 +367,10 @@ def _entry(
     found: dict[tuple[str, str], _Read],
     pairs: list[tuple[_Read, _Read]],
     where: str,
+    comment_at: int | None = None,
 ) -> dict[str, Any]:
-    """The annotation entry: Korean spans with the English each relation links them to."""
+    """The annotation entry: Korean spans with the English each relation links them to
+    and their comments (the ``comment_at``-th feature, where the layer has one)."""
 
     def lang(a: _Read) -> str:
         return document.locate(a.begin, a.end, where)[0].lang
@@ -399,15 +406,15 @@ def _entry(
                 )
             continue
         linked_en = counterpart.get(id(ann))
-        spans.append(
-            layout.span(
-                document,
-                (ann.begin, ann.end),
-                ann.values[0],
-                (linked_en.begin, linked_en.end) if linked_en else None,
-                where,
-            )
+        span = layout.span(
+            document,
+            (ann.begin, ann.end),
+            ann.values[0],
+            (linked_en.begin, linked_en.end) if linked_en else None,
+            where,
         )
+        comment = ann.values[comment_at] if comment_at is not None else ""
+        spans.append({**span, "comment": comment})
     return layout.entry(annotator, adjudicated, category, note, spans)
 
 
