@@ -123,6 +123,7 @@ def _describe(span: Span, taxonomy: Taxonomy) -> dict[str, Any]:
         _("type"): type_name(kind) if kind else span.type,
         _("English"): span.en.text if span.en else none,
         _("origin"): _origin(span.origin),
+        _("comment"): span.comment,
     }
 
 

@@ -1,6 +1,6 @@
 """Search a project's annotations, every annotator's and the reviewer's (issue 57, item 3):
-one box over span texts (Korean and English), types (code and name), annotators and
-notes; a row per span, and a dialogue's note once when only the note matches. For the
+one box over span texts (Korean and English), types (code and name), span comments,
+annotators and notes; a row per span, and a dialogue's note once when only the note matches. For the
 Annotation projects page (admins: blindness binds annotators, not the reviewer)."""
 
 from __future__ import annotations
@@ -23,14 +23,14 @@ KEY = "projects.search"
 def matches(
     annotations: AnnotationStore, project_id: int, taxonomy: Taxonomy, query: str
 ) -> pd.DataFrame:
-    """Rows (dialogue, annotator, turn, Korean, English, type, note) of the project's
-    spans, and notes, whose texts hold ``query`` (case and spacing ignored)."""
+    """Rows (dialogue, annotator, turn, Korean, English, type, comment, note) of the
+    project's spans, and notes, whose texts hold ``query`` (case and spacing ignored)."""
     needle = " ".join(query.split()).casefold()
     names = {kind.code: type_name(kind) for kind in taxonomy.types}
     rows: list[dict[str, Any]] = []
     for answer in annotations.annotations(project_id):
         who = _("reviewer") if answer.kind != "annotator" else answer.annotator
-        hit_note = bool(needle) and needle in answer.note.casefold()
+        hit_note = bool(needle) and needle in _plain(answer.note)
         found = False
         for span in answer.spans:
             fields = (
@@ -39,20 +39,34 @@ def matches(
                 span.type,
                 names.get(span.type, ""),
                 answer.annotator,
+                span.comment,
                 answer.note,
             )
-            if needle and any(needle in f.casefold() for f in fields):
+            if needle and any(needle in _plain(f) for f in fields):
                 found = True
                 rows.append(_row(answer.conv_id, who, span.ko.position, span.ko.text,
                                  span.en.text if span.en else "", names.get(span.type, span.type),
-                                 answer.note))  # fmt: skip
+                                 answer.note, span.comment))  # fmt: skip
         if hit_note and not found:
             rows.append(_row(answer.conv_id, who, None, "", "", "", answer.note))
     return pd.DataFrame(rows, columns=list(_row("", "", None, "", "", "", "")))
 
 
+def _plain(text: str) -> str:
+    """A text as the search compares it: runs of spaces and line breaks as one space,
+    case folded."""
+    return " ".join(text.split()).casefold()
+
+
 def _row(
-    conv: str, who: str, turn: int | None, ko: str, en: str, kind: str, note: str
+    conv: str,
+    who: str,
+    turn: int | None,
+    ko: str,
+    en: str,
+    kind: str,
+    note: str,
+    comment: str = "",
 ) -> dict[str, Any]:
     return {
         _("dialogue"): conv,
@@ -61,6 +75,7 @@ def _row(
         _("Korean"): ko,
         _("English"): en,
         _("type"): kind,
+        _("comment"): comment,
         _("note"): note,
     }
 
@@ -68,7 +83,7 @@ def _row(
 def search_section(annotations: AnnotationStore, project: dict[str, Any]) -> None:
     """The search box and what it finds."""
     query = st.text_input(
-        _("Search the annotations (span text, type, annotator, note)"),
+        _("Search the annotations (span text, type, comment, annotator, note)"),
         key=f"{KEY}.{project['id']}",
         placeholder=_("e.g. a Korean word, places, an annotator's name"),
     )

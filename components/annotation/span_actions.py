@@ -1,16 +1,18 @@
-"""What the span widget sends, checked and applied: an add, a removal, an undo, in the
-widget's callback, before the page's script runs (one run per action).
+"""What the span widget sends, checked and applied: an add, a removal, an undo, a
+comment, in the widget's callback, before the page's script runs (one run per action).
 
 The widget runs in the annotator's browser, so every message is read as a forged one
 would be: each side's language, turn and offsets inside that turn (the text taken from
-the dialogue itself), a type the project's taxonomy knows, a removal naming a span the
-annotator has. Anything else is one sentence on the page and changes nothing. Adds and
-removals (from the widget or the form below it) go on a per-dialogue undo list in the
-session, so Ctrl+Z takes back the last of them, one at a time.
+the dialogue itself), a type the project's taxonomy knows, a removal or a comment naming
+a span the annotator has (a comment is text of at most 2,000 characters). Anything else
+is one sentence on the page and changes nothing. Adds and removals (from the widget or
+the form below it) go on a per-dialogue undo list in the session, so Ctrl+Z takes back
+the last of them, one at a time.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import streamlit as st
@@ -19,7 +21,14 @@ from components.annotation.span_select import span_key
 from components.shared import language, state
 from components.shared.literal import md, without_paths
 from koed_core.annotation.projects import AnnotationStore
-from koed_core.annotation.spans import Side, Span, side_at, span_from_dict, span_to_dict
+from koed_core.annotation.spans import (
+    MAX_COMMENT,
+    Side,
+    Span,
+    side_at,
+    span_from_dict,
+    span_to_dict,
+)
 from koed_core.annotation.taxonomy import AnnotationError, Taxonomy
 from koed_core.dialogues.dialogue import Dialogue
 from koed_core.errors import KoedError
@@ -94,7 +103,7 @@ def on_widget(
     reader's language: a callback runs before the page has settled it)."""
     language.start()
     result = st.session_state.get(key)
-    events = {e: _event(result, e) for e in ("selected", "add", "remove", "undo")}
+    events = {e: _event(result, e) for e in ("selected", "add", "remove", "undo", "comment")}
     events = {e: v for e, v in events.items() if isinstance(v, dict)}
     if not events:
         return
@@ -209,7 +218,29 @@ def apply(
         return refused
     if "undo" in events:
         return _undo(annotations, project, dialogue, who, answer, spans)
+    if "comment" in events:
+        return _comment(events["comment"], annotations, project, dialogue, who, answer, spans)
     return None
+
+
+def _comment(
+    message: dict[str, Any],
+    annotations: AnnotationStore,
+    project: dict[str, Any],
+    dialogue: Dialogue,
+    who: str,
+    answer: tuple[str | None, str, bool],
+    spans: list[Span],
+) -> str | None:
+    """A span's new comment (empty: none), stored in place; the span stays as it was."""
+    key, text = message.get("key"), message.get("comment")
+    if not isinstance(text, str) or len(text) > MAX_COMMENT:
+        return _("The comment could not be read; write it again (at most 2,000 characters).")
+    if not any(span_key(s) == key for s in spans):
+        return _("That span is no longer there; the comment was not saved.")
+    text = text.replace("\r\n", "\n").strip()
+    edited = [replace(s, comment=text) if span_key(s) == key else s for s in spans]
+    return _stored(annotations, project, dialogue, who, answer, edited)
 
 
 def _undo(

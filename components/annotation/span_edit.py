@@ -1,6 +1,7 @@
-"""Change one of the annotator's spans in place: its type, or its edges (the Korean text
-it covers in the same turn), keeping its English counterpart; one save, no delete and
-re-add (issue 57, item 3)."""
+"""Change one of the annotator's spans in place: its type, its edges (the Korean text it
+covers in the same turn) or its comment, keeping its English counterpart; one save, no
+delete and re-add (issue 57, item 3). The span widget's panel edits a comment too; this
+form is the keyboard's way."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import streamlit as st
 from components.annotation import span_actions
 from components.shared.literal import md
 from koed_core.annotation.projects import AnnotationStore
-from koed_core.annotation.spans import Span, find, side_at, turn_text
+from koed_core.annotation.spans import MAX_COMMENT, Span, find, side_at, turn_text
 from koed_core.annotation.taxonomy import AnnotationError, Taxonomy
 from koed_core.db.types import short_hash
 from koed_core.dialogues.dialogue import Dialogue
@@ -36,7 +37,7 @@ def change_form(
         return
     fresh = short_hash([s.key for s in spans])  # a choice never points at another span
     with st.form(f"{KEY}.{fresh}", border=True):
-        st.markdown("**" + _("Change a span (type or edges)") + "**")
+        st.markdown("**" + _("Change a span (type, edges or comment)") + "**")
         shown = {  # named once, in this run's language (a later call may speak another)
             i: _(
                 "turn {position}: {text} ({type})",
@@ -59,6 +60,10 @@ def change_form(
         )
         text = st.text_input(_("Korean text it covers (empty: keep it)"), key=f"{KEY}.ko.{fresh}")
         occurrence = st.number_input(_("Occurrence in the turn"), 1, 20, 1, key=f"{KEY}.at.{fresh}")
+        comment = st.text_area(
+            _("New comment (empty: keep it)"), max_chars=MAX_COMMENT, key=f"{KEY}.note.{fresh}"
+        )
+        drop = st.checkbox(_("Remove its comment"), key=f"{KEY}.drop.{fresh}")
         if not st.form_submit_button(_("Change the span")):
             return
     old = spans[int(which or 0)]
@@ -71,7 +76,10 @@ def change_form(
     except AnnotationError as err:
         st.error(md(str(err)), icon=":material/error:")
         return
-    new = Span(ko=ko, type=kind or old.type, en=old.en, no_counterpart=old.no_counterpart)
+    kept = "" if drop else (comment.strip() or old.comment)
+    new = Span(
+        ko=ko, type=kind or old.type, en=old.en, no_counterpart=old.no_counterpart, comment=kept
+    )
     edited = [new if s is old else s for s in spans]
     if span_actions.save_spans(annotations, project, dialogue, who, answer, edited):
         st.rerun()

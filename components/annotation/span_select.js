@@ -2,7 +2,8 @@
 // span, and a small panel beside the selection takes its type (number keys 1-9), its
 // English counterpart (a drag in the English turn of the same row, or "no counterpart")
 // and Add (Enter). A click on a span selects it: Delete or Backspace removes it. Ctrl+Z
-// (Cmd+Z) undoes the last add or removal. Every action goes to the server, which checks
+// (Cmd+Z) undoes the last add or removal. A picked span's panel shows its comment and
+// takes a new one (Save comment). Every action goes to the server, which checks
 // it (offsets inside one turn, a known type) before anything is stored. Texts are placed
 // with textContent, never as HTML: dialogue text is data, not markup.
 export default function (component) {
@@ -17,7 +18,7 @@ export default function (component) {
   const types = data.types;
   let chosen = Math.max(0, types.findIndex((t) => t.code === data.last));
   const pend = { ko: null, en: null, none: false };
-  let picked = null; // a stored span selected by a click: { key, text, label }
+  let picked = null; // a stored span selected by a click: { key, text, label, comment }
   let sent = 0;
   const segmenter = typeof Intl.Segmenter === "function"
     ? new Intl.Segmenter("ko", { granularity: "grapheme" }) : null;
@@ -61,7 +62,7 @@ export default function (component) {
   table.appendChild(head);
   const cells = new Map(); // "lang:position" -> { node, text, marks }
   const fill = (cell, text, marks) => {
-    // marks: [{start, end, cls, title, color, key}] in code points. Nested spans are drawn
+    // marks: [{start, end, cls, title, label, comment, color, key}] in code points. Nested spans are drawn
     // inside each other (stacked, brat-like), each its own element, so each can be clicked;
     // a span that crosses another's edge is drawn in pieces that carry the same key.
     const chars = Array.from(text);
@@ -86,6 +87,11 @@ export default function (component) {
         mark.title = m.title;
         if (m.color) mark.style.background = m.color;
         if (m.key) mark.dataset.key = m.key;
+        if (m.label) mark.dataset.label = m.label;
+        if (m.comment) {
+          mark.dataset.comment = m.comment;
+          mark.classList.add("commented");
+        }
         if (picked && m.key === picked.key) mark.classList.add("picked");
         if (inside.length) mark.classList.add("outer");
         put(mark, m.start, m.end, inside);
@@ -193,6 +199,12 @@ export default function (component) {
     send("remove", { key: picked.key });
     status(T.removing);
   };
+  const saveComment = () => {
+    const box = panel.querySelector("textarea.comment");
+    if (!picked || !box) return;
+    send("comment", { key: picked.key, comment: box.value });
+    status(T.savingComment);
+  };
   const button = (label, cls, action, disabled) => {
     const b = el("button", cls, label);
     b.type = "button";
@@ -205,7 +217,17 @@ export default function (component) {
     panel.textContent = "";
     if (picked) {
       panel.appendChild(el("div", "line", `${picked.text} · ${picked.label}`));
+      const label = el("label", "guide", T.comment);
+      const box = el("textarea", "comment");
+      box.value = picked.comment;
+      box.rows = 2;
+      box.maxLength = 2000;
+      box.setAttribute("aria-label", T.comment);
+      box.placeholder = T.commentHint;
+      label.appendChild(box);
+      panel.appendChild(label);
       const row = el("div", "actions");
+      row.appendChild(button(T.saveComment, "", saveComment));
       row.appendChild(button(T.remove, "primary", remove));
       row.appendChild(button(T.cancel, "", close));
       panel.appendChild(row);
@@ -271,7 +293,12 @@ export default function (component) {
       if (!mark) return;
       pend.ko = null;
       pend.en = null;
-      picked = { key: mark.dataset.key, text: mark.textContent, label: mark.title };
+      picked = {
+        key: mark.dataset.key,
+        text: mark.textContent,
+        label: mark.dataset.label || mark.title,
+        comment: mark.dataset.comment || "",
+      };
       const at = mark.getBoundingClientRect(); // draw() replaces the mark
       draw();
       render();
@@ -330,8 +357,17 @@ export default function (component) {
     if (!target || !target.closest || panel.contains(target)) return false;
     return Boolean(target.closest("input, textarea, select, [contenteditable='true']"));
   };
+  const inComment = (ev) => {
+    const target = ev.composedPath ? ev.composedPath()[0] : ev.target;
+    return Boolean(target && target.closest && target.closest("textarea.comment"));
+  };
   const onKey = (ev) => {
     if (typing(ev)) return;
+    if (inComment(ev)) {
+      // typing a comment: Backspace edits it and Ctrl+Z undoes typing, never the span
+      if (ev.key === "Escape") close();
+      return;
+    }
     const undo = (ev.ctrlKey || ev.metaKey) && !ev.shiftKey && ev.key.toLowerCase() === "z";
     if (undo) {
       ev.preventDefault();

@@ -59,6 +59,10 @@ CSS = """
 .koed-spans .panel .guide { color: #4b5563; font-size: 0.78rem; margin: 0 0 4px 0; }
 .koed-spans .panel .actions { display: flex; gap: 6px; margin-top: 6px; }
 .koed-spans .panel .status { color: #a65a10; font-size: 0.8rem; margin-top: 4px; }
+.koed-spans .panel label.guide { display: block; }
+.koed-spans .panel textarea.comment { display: block; width: 100%; box-sizing: border-box;
+  font: inherit; font-size: 0.85rem; margin-top: 2px; white-space: pre-wrap; }
+.koed-spans mark.commented { border-bottom: 2px dotted #374151; }
 """
 JS = (HERE / "span_select.js").read_text(encoding="utf-8")
 COLOURS = (
@@ -71,8 +75,9 @@ counterpart's blue) for normal sight and the three colour blindnesses, no hue ne
 two states, dark text readable on each: tests/test_palette.py measures it (issue 57)."""
 STATES = {"pending": "#b8f0c0", "english": "#cde8ff"}
 """The states' colours, as CSS below draws them (mark.pending, mark.en)."""
-EVENTS = ("selected", "add", "remove", "undo")
-"""What the widget sends: a cross-turn notice, an add, a removal, an undo."""
+EVENTS = ("selected", "add", "remove", "undo", "comment")
+"""What the widget sends: a cross-turn notice, an add, a removal, an undo, a span's new
+comment."""
 
 ROLES = {"speaker": N_("speaker"), "listener": N_("listener")}
 """A turn's role as the first column says it."""
@@ -99,19 +104,23 @@ def _marks(
     names: Mapping[str, str] | None = None,
 ) -> dict[str, list[dict[str, Any]]]:
     """The marks on one turn; ``chosen`` is the tooltip of the pending selection. A span
-    is drawn in its type's colour and carries its key, so a click can pick it."""
+    is drawn in its type's colour and carries its key, so a click can pick it, and its
+    comment (in its tooltip, under its type's name, and in the panel a click opens)."""
     marks: dict[str, list[dict[str, Any]]] = {"ko": [], "en": []}
     colours, names = colours or {}, names or {}
     for span in spans:
-        title = names.get(span.type, span.type)
+        label = names.get(span.type, span.type)
+        title = f"{label}\n{span.comment}" if span.comment else label
         colour = colours.get(span.type)
         if span.ko.position == position:
             mark = {"start": span.ko.start, "end": span.ko.end, "cls": "ko", "title": title}
-            mark["key"] = span_key(span)
+            mark |= {"key": span_key(span), "label": label, "comment": span.comment}
             marks["ko"].append({**mark, "color": colour} if colour else mark)
         if span.en is not None and span.en.position == position:
             mark = {"start": span.en.start, "end": span.en.end, "cls": "en", "title": title}
-            marks["en"].append({**mark, "key": span_key(span)})
+            marks["en"].append(
+                {**mark, "key": span_key(span), "label": label, "comment": span.comment}
+            )
     for lang in ("ko", "en"):  # the pending sides only: a notice waits beside them
         side = (pending or {}).get(lang)
         if isinstance(side, dict) and side.get("position") == position:
@@ -139,9 +148,10 @@ def span_selector(
 ) -> dict[str, dict[str, Any]]:
     """Draw the dialogue with its spans, the legend and the span panel; return what the
     widget just sent, by event (``EVENTS``): ``selected`` (a notice), ``add`` (ko, en,
-    none, type), ``remove`` (key) or ``undo``. Nothing in it is trusted: the caller checks
-    every offset and type. ``types``: code, label, guide per signal type, in order;
-    ``suggested``: position -> why it is suggested (shown dashed, never stored)."""
+    none, type), ``remove`` (key), ``undo`` or ``comment`` (key, comment). Nothing in it
+    is trusted: the caller checks every offset and type. ``types``: code, label, guide
+    per signal type, in order; ``suggested``: position -> why it is suggested (shown
+    dashed, never stored)."""
     rows = [(0, _("situation"), dialogue.situation_ko, dialogue.situation_en)]
     roles = i18n.choices(ROLES)
     rows += [(t.position, f"{t.position}. {roles[t.role]}", t.ko, t.en) for t in dialogue.turns]
@@ -181,6 +191,10 @@ def span_selector(
                 "counterpart."
             ),
             "removing": _("Removing..."),
+            "comment": _("Comment on this span"),
+            "commentHint": _("A doubt, a reading, a question for the reviewer"),
+            "saveComment": _("Save comment"),
+            "savingComment": _("Saving the comment..."),
         },
         "turns": [
             {

@@ -143,3 +143,66 @@ def test_nested_spans_are_drawn_stacked_and_each_is_clicked(site: Any, browser: 
         page.keyboard.press("Escape")
         steps.settled(page)
     assert page.get_by_test_id("stException").count() == 0
+
+
+def test_a_span_comment_is_written_in_its_panel_and_shown_with_the_span(
+    site: Any, browser: Any
+) -> None:
+    """Issue 57, item 3: a click on a span opens its panel with a comment box; Backspace
+    and Ctrl+Z there edit the comment (never remove the span or undo); Save comment
+    stores it, and the span then carries it in its tooltip, as typed (no markup read),
+    and in its panel again."""
+    from playwright.sync_api import expect
+
+    from koed_core.annotation.projects import AnnotationStore
+    from koed_core.annotation.spans import Side, Span
+    from koed_core.db import Store
+    from koed_core.dialogues.dataset import load_dataset
+    from koed_core.paths import SAMPLE_FILE
+    from koed_core.rating import accounts as users
+
+    users.add_user(site.site.accounts, "ann_note", "annotator", "Noter", "ann-note-password")
+    dataset = load_dataset(SAMPLE_FILE)
+    dialogue = dataset.dialogues[0]
+    at = dialogue.turns[2].ko.index("편의점")
+    store = AnnotationStore(Store(site.site.db))
+    project = store.create_project(
+        "Comments", dataset, [dialogue.conv_id], per_item=1, annotators=["ann_note"]
+    )
+    place = Span(Side(3, at, at + 3, "편의점"), "places", no_counterpart=True)
+    store.save(project, dialogue, "ann_note", None, "", [place])
+    page = browser.new_context(viewport={"width": WIDTH, "height": HEIGHT}).new_page()
+    page.goto(site.url + "/login")
+    steps.log_in_settled(page, "ann_note", "ann-note-password", "Logged in as Noter")
+    page.goto(site.url + "/annotate")
+    expect(page.get_by_role("heading", name="Annotate the adaptation")).to_be_visible()
+    steps.settled(page)
+    mark = page.locator("mark[data-key$=':places']").first
+    mark.click()
+    box = page.get_by_role("textbox", name="Comment on this span")
+    expect(box).to_be_visible()
+    box.fill("**굵게** <b>x</b> 야간 편의점x")
+    box.press("Backspace")  # edits the comment: the span stays
+    box.press("Control+z")  # the browser's own undo of typing, not the span's
+    box.fill("**굵게** <b>x</b> 야간 편의점")
+    page.screenshot(path=str(ARTIFACTS / "round4_span_comment_panel.png"))
+    page.get_by_role("button", name="Save comment").click()
+    comment = "**굵게** <b>x</b> 야간 편의점"
+
+    def stored() -> list[tuple[str, str]]:
+        own = AnnotationStore(Store(site.site.db)).own(project, dialogue.conv_id, "ann_note")
+        return [(s.ko.text, s.comment) for s in own.spans] if own else []
+
+    for _read in (1, 2):  # settled, and 3 s later
+        steps.settled(page)
+        mark = page.locator("mark[data-key$=':places']").first
+        expect(mark).to_have_attribute("title", f"Places (장소)\n{comment}")
+        assert stored() == [("편의점", comment)]
+        assert mark.locator("b").count() == 0  # the comment is never markup
+        assert page.get_by_test_id("stException").count() == 0
+        page.wait_for_timeout(3000)
+    mark.click()
+    expect(page.get_by_role("textbox", name="Comment on this span")).to_have_value(comment)
+    page.screenshot(path=str(ARTIFACTS / "round4_span_comment_shown.png"))
+    page.keyboard.press("Escape")
+    page.context.close()
