@@ -18,6 +18,7 @@ from koed_core.results.figures import (
     sensitivity_figure,
     turn_gap_figure,
 )
+from koed_core.results.viewer import Viewer
 
 SOURCE_WORDS = {
     "judge": N_("judge"),
@@ -60,10 +61,10 @@ def source_names(store: Store, judge: JudgeConfig | None, study: int | None) -> 
     }
 
 
-def paper_table(store: Store, dataset_sha256: str, judge: JudgeConfig, blind: bool) -> None:
+def paper_table(store: Store, dataset_sha256: str, judge: JudgeConfig, viewer: Viewer) -> None:
     """The paper's table (a row per model and protocol) for one judge configuration."""
     with st.expander(_("The paper's table: a row per model and protocol"), expanded=False):
-        paper = computed.paper_table(store, dataset_sha256, judge, blind)
+        paper = computed.paper_table(store, dataset_sha256, judge, viewer)
         st.caption(
             _(
                 "ED = English, KoED = Korean: means of the judge's scores and of emotion "
@@ -80,13 +81,12 @@ def paper_table(store: Store, dataset_sha256: str, judge: JudgeConfig, blind: bo
         )
 
 
-def perception_split(store: Store, judge: JudgeConfig, hidden: set[str]) -> None:
+def perception_split(store: Store, judge: JudgeConfig, viewer: Viewer) -> None:
     """The gap split into perception and response: the rubric where the emotion was
     recognised and where it was missed, and the gap with perception held right."""
     from koed_core.results.perception import perception_table
 
-    table = perception_table(store, judge)
-    table = table[~table["run_id"].isin(hidden)]
+    table = viewer.shown(perception_table(store, judge))
     if table.empty:
         return
     with st.expander(_("Perception or response: the gap where the emotion was recognised")):
@@ -153,10 +153,10 @@ def downloads(table: pd.DataFrame, source: str, title: str, subtitle: str, admin
         )
 
 
-def what_moves_the_gap(store: Store, hidden: set[str]) -> None:
+def what_moves_the_gap(store: Store, viewer: Viewer) -> None:
     """The sensitivity chart: for a run with the authors' steps, how much each one-step
     variant stored beside it moves the gap (``plans/sensitivity.toml`` makes them)."""
-    bases = [(run, judge) for run, judge in computed.sensitivity_bases(store) if run not in hidden]
+    bases = computed.sensitivity_bases(store, viewer)
     if not bases:
         return
     with st.expander(_("What moves the gap: each step of the pipeline changed alone")):
@@ -172,8 +172,7 @@ def what_moves_the_gap(store: Store, hidden: set[str]) -> None:
             key=state.GAP_SENSITIVITY_BASE,
         )
         run_id, judge = bases[pick]
-        table = computed.sensitivity_table(store, run_id, judge)
-        table = table[~table["run_id"].isin(hidden)]
+        table = computed.sensitivity_table(store, run_id, judge, viewer)
         metrics = [m for m in METRIC_ORDER if m in set(table["metric"])]
         metric = (
             st.segmented_control(
@@ -215,10 +214,12 @@ def what_moves_the_gap(store: Store, hidden: set[str]) -> None:
 TURN_SOURCES = {"judge": N_("judge"), "raters": N_("raters"), "emotion": N_("emotion recognition")}
 
 
-def gap_over_turns(store: Store, judge: JudgeConfig | None, study: int | None, blind: bool) -> None:
+def gap_over_turns(
+    store: Store, judge: JudgeConfig | None, study: int | None, viewer: Viewer
+) -> None:
     """The gap at each Listener turn of the episode runs, per model: does it close as
     the Speaker reveals more, or widen? (Only when episodes are stored.)"""
-    table = computed.turn_gap_table(store, judge, study, blind)
+    table = computed.turn_gap_table(store, judge, study, viewer)
     if table.empty:
         return
     with st.expander(_("The gap over turns (multi-turn episodes)"), expanded=False):

@@ -14,14 +14,15 @@ from koed_core.db import JudgeConfig, Store
 from koed_core.i18n import _
 from koed_core.results import ppi, ppi_table, score_sources
 from koed_core.results.figures import gap_figure
+from koed_core.results.viewer import Viewer
 
 NUMBER = st.column_config.NumberColumn(format="%.3f")
 
 
 def _estimates(
-    store: Store, judge: JudgeConfig, study: int, hidden: set[str]
+    store: Store, judge: JudgeConfig, study: int, viewer: Viewer
 ) -> ppi_table.GapEstimates:
-    return computed.gap_estimates(store, study, judge, frozenset(hidden))
+    return computed.gap_estimates(store, study, judge, viewer)
 
 
 def _design_caption(store: Store, result: ppi_table.GapEstimates, study: int) -> None:
@@ -39,7 +40,7 @@ def _design_caption(store: Store, result: ppi_table.GapEstimates, study: int) ->
 
 
 def gap_three_ways(
-    store: Store, judge: JudgeConfig | None, study: int | None, hidden: set[str]
+    store: Store, judge: JudgeConfig | None, study: int | None, viewer: Viewer
 ) -> None:
     """Judge only, people only and PPI++ of the gap, side by side; a chart of the chosen one."""
     st.subheader(_("The gap anchored in people: judge only, people only, PPI++"), anchor=False)
@@ -51,7 +52,7 @@ def gap_three_ways(
             )
         )
         return
-    result = _estimates(store, judge, study, hidden)
+    result = _estimates(store, judge, study, viewer)
     if result.estimates.empty:
         st.caption(_("No run of this study has both judge scores and ratings yet."))
         return
@@ -93,7 +94,7 @@ def gap_three_ways(
     file = ppi_table.FILE_NAMES[estimator]
 
     def whole() -> str:  # every interval, the means' too: computed when asked for
-        full = ppi_table.gap_estimates(store, study, judge, hidden, mean_intervals=True)
+        full = computed.gap_estimates(store, study, judge, viewer, mean_intervals=True)
         return csv_safe.to_csv(ppi_table.for_estimator(full, estimator))
 
     left, right = st.columns(2)
@@ -115,13 +116,13 @@ def _columns(frame: pd.DataFrame) -> dict[str, object]:
     return {c: NUMBER for c in frame.columns if frame[c].dtype.kind == "f"}
 
 
-def judge_artefact(store: Store, judge: JudgeConfig | None, study: int, hidden: set[str]) -> None:
+def judge_artefact(store: Store, judge: JudgeConfig | None, study: int, viewer: Viewer) -> None:
     """The judge's gap minus the people's per run, dimension and rater group."""
     st.subheader(_("Is the gap a judge artefact?"), anchor=False)
     if judge is None:
         st.caption(_("Needs a judge configuration that scored this study's runs."))
         return
-    result = _estimates(store, judge, study, hidden)
+    result = _estimates(store, judge, study, viewer)
     table = result.artefact
     if table.empty:
         st.caption(_("No dialogue has both judge scores and ratings in both languages yet."))

@@ -20,6 +20,7 @@ from koed_core.dialogues.dataset import Dataset
 from koed_core.i18n import N_, _
 from koed_core.results import adaptation_gaps, score_sources
 from koed_core.results.figures import METRIC_ORDER, breakdown_figure
+from koed_core.results.viewer import Viewer
 
 
 def category_name(code: str | None) -> str:
@@ -78,13 +79,11 @@ def adaptation_section(dataset: Dataset, departures: pd.DataFrame) -> None:
             )
     store = resources.store()
     choice = score_sources.choose_judge(store)
-    gap_by_adaptation(
-        store, choice.config if choice else None, None, dataset, blind=not auth.is_admin()
-    )
+    gap_by_adaptation(store, choice.config if choice else None, None, dataset, auth.viewer())
 
 
 def gap_by_adaptation(
-    store: Store, judge: JudgeConfig | None, study: int | None, dataset: Dataset, blind: bool
+    store: Store, judge: JudgeConfig | None, study: int | None, dataset: Dataset, viewer: Viewer
 ) -> None:
     """The gap per adaptation category and per cultural-signal type, from one annotation
     project's final answers (only when a project on this dataset has some)."""
@@ -111,7 +110,7 @@ def gap_by_adaptation(
             key=state.BREAKDOWN_BY,
             horizontal=True,
         )
-        scores = computed.score_frame(store, judge, study, blind=blind)
+        scores = computed.score_frame(store, judge, study, viewer)
         scores = scores[scores["dataset_sha256"] == dataset.sha256]
         table = adaptation_gaps.breakdown(scores, finals[project_id], by, project)
         final = finals[project_id]

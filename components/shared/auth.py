@@ -24,6 +24,7 @@ from components.shared import resources, state
 from koed_core.i18n import N_, _
 from koed_core.rating import accounts
 from koed_core.rating.accounts import Account
+from koed_core.results.viewer import Viewer, viewer_for
 
 COOKIE_NAME = "koed_studio_auth"
 EXAMPLE_KEYS = {"replace-with-a-long-random-string", "change-me", "secret", "some_key"}
@@ -112,6 +113,22 @@ def is_admin() -> bool:
     if not current.accounts_exist:
         return True
     return current.account is not None and current.account.role == "admin"
+
+
+def viewer() -> Viewer:
+    """Who is looking at results in this run, built once per run from the login: an admin
+    (or anyone while no accounts exist) sees everything, anyone else what a visitor sees
+    (no run or rating of a study still being rated). Results pages pass it to every
+    ``computed`` function and ask it before showing anything else."""
+    marker = _this_run()
+    if marker is not None and getattr(_run, "viewer_marker", None) is marker:
+        found: Viewer = _run.viewer
+        return found
+    account = start_state().account
+    role = "admin" if is_admin() else account.role if account is not None else "visitor"
+    _run.viewer = viewer_for(role, resources.store())
+    _run.viewer_marker = marker
+    return _run.viewer
 
 
 def username() -> str | None:

@@ -13,7 +13,8 @@ from koed_core.results.reliability import NUMBERS
 
 st.title(_("Judge-human agreement"))
 store = resources.store()
-admin = auth.is_admin()
+viewer = auth.viewer()  # what this person may see: every number below asks it
+admin = viewer.sees_all
 left, right = st.columns(2)
 study = study_picker(store, key=state.AGREEMENT_STUDY, where=left, include_open=admin)
 if study is None:
@@ -45,8 +46,8 @@ if judge is None:
             "use the Judge page. Human-human agreement is below."
         )
     )
-inputs = computed.agreement_inputs(store, study, judge)
-table = computed.agreement_table(store, study, judge)
+inputs = computed.agreement_inputs(store, study, judge, viewer)
+table = computed.agreement_table(store, study, judge, viewer=viewer)
 if table.empty:
     st.info(_("This study has no ratings of model responses yet."))
     st.stop()
@@ -71,7 +72,9 @@ columns = judge.as_columns() if judge else {}
 st.download_button(
     _("Agreement table (CSV)"),
     csv_safe.to_csv(
-        computed.agreement_table(store, study, judge, "en").assign(study_id=study, **columns)
+        computed.agreement_table(store, study, judge, "en", viewer).assign(
+            study_id=study, **columns
+        )
     ),
     file_name="koed_agreement.csv",
     mime="text/csv",
@@ -84,7 +87,7 @@ present = [c for c in codes() if c in set(pairs["dimension"])]
 dimension = st.segmented_control(_("Dimension"), present, default=present[0]) or present[0]
 shown = pairs[pairs["dimension"] == dimension]
 st.plotly_chart(charts.confusion_heatmap(agreement.confusion(shown), dimension), width="stretch")
-if admin:  # response texts, the judge's rationale and raters' comments: admins only
+if viewer.allowed("see-words"):  # response texts, rationales, raters' comments
     st.subheader(_("Where the judge and people differ most"), anchor=False)
-    tables.show(computed.disagreements(store, study, judge, dimension), hide_index=True)
-ppi_view.judge_artefact(store, judge, study, set() if admin else computed.blind_runs(store))
+    tables.show(computed.disagreements(store, study, judge, dimension, viewer), hide_index=True)
+ppi_view.judge_artefact(store, judge, study, viewer)

@@ -10,7 +10,6 @@ from components.shared.literal import md
 from components.shared.model_choice import client_for
 from components.shared.source_banner import load_or_stop
 from koed_core import i18n
-from koed_core.db import Ratings
 from koed_core.dialogues.records import decode_ed_text
 from koed_core.errors import KoedError
 from koed_core.i18n import _
@@ -24,10 +23,10 @@ st.title(_("Same situation, two languages"))
 talk = talk_toggle()
 source, dataset = load_or_stop()
 store = resources.store()
-admin = auth.is_admin()
-runs = demo.demo_runs(store)
-if not admin:  # answers under a study still being rated stay blind: no model names on them
-    runs = runs[~runs["run_id"].isin(Ratings(store).runs_under_open_studies())]
+viewer = auth.viewer()
+admin = viewer.sees_all
+# answers under a study still being rated stay blind: no model names on them
+runs = viewer.shown(demo.demo_runs(store))
 pairs = demo.partners(store, list(runs["run_id"]))
 with_partner = [run_id for run_id, others in pairs.items() if others]
 if not with_partner:

@@ -8,7 +8,6 @@ from components.results.talk import talk_toggle
 from components.shared import auth, episode_view, resources, state
 from components.shared.literal import md
 from components.shared.source_banner import load_or_stop
-from koed_core.db import Ratings
 from koed_core.db.episodes import Episodes
 from koed_core.i18n import _
 from koed_core.models.runs import run_labels
@@ -17,9 +16,8 @@ st.title(_("Episodes, turn by turn"))
 talk = talk_toggle()
 source, dataset = load_or_stop()
 store = resources.store()
-runs = Episodes(store).runs()
-if not auth.is_admin():  # turns under a study still being rated stay blind
-    runs = runs[~runs["run_id"].isin(Ratings(store).runs_under_open_studies())]
+# turns under a study still being rated stay blind
+runs = auth.viewer().shown(Episodes(store).runs())
 if runs.empty:
     st.info(
         _(

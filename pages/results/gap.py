@@ -19,12 +19,12 @@ store = resources.store()
 # In talk mode the choices fold away so that the chart fits a 1280x720 projector.
 choices = st.expander(_("Choices"), expanded=False) if talk else st.container()
 left, mid, right = choices.columns([3, 3, 2])
-admin = auth.is_admin()
+viewer = auth.viewer()  # what this person may see: every number below asks it
+admin = viewer.sees_all
 judge = judge_picker(store, None, key=state.GAP_JUDGE, where=mid)
 study = study_picker(store, key=state.GAP_STUDY, where=mid, include_open=admin)
-hidden = set() if admin else computed.blind_runs(store)
-frame = computed.score_frame(store, judge, study, blind=not admin)
-if hidden:
+frame = computed.score_frame(store, judge, study, viewer)
+if hidden := viewer.hidden_runs:
     st.caption(
         _(
             "{n} run(s) in a study still being rated are left out until it closes.",
@@ -34,8 +34,8 @@ if hidden:
 if frame.empty:
     gap_view.no_scores_yet()
     if not talk:  # episodes have their own gap, over turns; annotations their breakdown
-        gap_view.gap_over_turns(store, judge, study, blind=not admin)
-        adaptation_gap.gap_by_adaptation(store, judge, study, dataset, blind=not admin)
+        gap_view.gap_over_turns(store, judge, study, viewer)
+        adaptation_gap.gap_by_adaptation(store, judge, study, dataset, viewer)
     st.stop()
 
 sources = [s for s in ("judge", "raters", "emotion") if s in set(frame["source"])]
@@ -63,7 +63,7 @@ split = right.selectbox(
 )
 by = breakdowns[split]
 shown = ["judge", "raters"] if chosen == "judge + raters" else [chosen]
-table = computed.gap_table(store, judge, study, shown, sha, by, dataset, blind=not admin)
+table = computed.gap_table(store, judge, study, shown, sha, by, dataset, viewer)
 if table.empty:
     st.info(
         _(
@@ -72,7 +72,7 @@ if table.empty:
         )
     )
     if not talk:  # episodes have their own gap, over turns
-        gap_view.gap_over_turns(store, judge, study, blind=not admin)
+        gap_view.gap_over_turns(store, judge, study, viewer)
     st.stop()
 
 suffix = ""
@@ -101,12 +101,12 @@ else:
     for column, fig in zip(st.columns(len(figures)), figures, strict=True):
         column.plotly_chart(fig, width="stretch", theme=None)  # theme=None: our styling
 if not talk and judge is not None:
-    gap_view.paper_table(store, dataset.sha256, judge, blind=not admin)
-    gap_view.perception_split(store, judge, hidden)  # perception or response
+    gap_view.paper_table(store, dataset.sha256, judge, viewer)
+    gap_view.perception_split(store, judge, viewer)  # perception or response
 if not talk:
-    ppi_view.gap_three_ways(store, judge, study, hidden)  # judge, people, PPI++ side by side
-    gap_view.what_moves_the_gap(store, hidden)
-    gap_view.gap_over_turns(store, judge, study, blind=not admin)
-    adaptation_gap.gap_by_adaptation(store, judge, study, dataset, blind=not admin)
+    ppi_view.gap_three_ways(store, judge, study, viewer)  # judge, people, PPI++ side by side
+    gap_view.what_moves_the_gap(store, viewer)
+    gap_view.gap_over_turns(store, judge, study, viewer)
+    adaptation_gap.gap_by_adaptation(store, judge, study, dataset, viewer)
 if not talk:  # PNG and SVG in the talk style, for slides (drawn when asked for)
     gap_view.downloads(table, shown[0], title, names[shown[0]], admin)
