@@ -1,4 +1,5 @@
-"""The one place that caches: settings, the dataset, its filter index and adaptation scores.
+"""The cached resources: settings, the database, the rules layers, the dataset, its filter
+index and adaptation scores (the cached result tables are in ``computed``).
 
 Objects cached here are shared by every session, so they hold only data that is the same
 for everybody (the dataset is immutable) and never anything about one user.

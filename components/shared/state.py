@@ -1,4 +1,10 @@
-"""Every session-state key the pages use, defined once.
+"""Session-state keys, each named once, and typed accessors for the values read in
+several places (the login, the crowd session, the chat).
+
+Most keys are named here; a few that one module keeps to itself are named in that module
+beside the code that reads them. Modules read and write ``st.session_state`` themselves
+with these names (there is no accessor per key); what this module guarantees is that two
+modules never spell one key differently.
 
 The explorer's filter widgets are bound to URL query parameters (``bind="query-params"``),
 so their keys are also the parameter names of a shared link: keep them short and stable.
@@ -53,9 +59,6 @@ RUNS_MODEL = "runs.model"
 RUNS_SELECTED = "runs.selected"
 RUNS_PLAN = "runs.plan"
 RUNS_REPRODUCE = "runs.reproduce"
-RUNS_POSTPROCESS = "runs.postprocess"
-RUNS_COMMAS = "runs.commas"
-RUNS_READER = "runs.emotion_reader"
 JUDGE_TEMPLATE = "judge.template"
 JUDGE_PARSE = "judge.parse"
 
@@ -248,3 +251,8 @@ def dropped_links(page: str) -> list[Any]:
     notice naming them stays after the bound widgets have rewritten the address."""
     found: dict[str, list[Any]] = st.session_state.setdefault(LINK_DROPPED, {})
     return found.setdefault(page, [])
+
+
+def runs_step(name: str) -> str:
+    """The Runs form's picker of pipeline step ``name`` (one per step ``Steps`` declares)."""
+    return f"runs.{name}"
