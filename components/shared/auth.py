@@ -1,4 +1,5 @@
-"""Login: our own form and server-side session checks, streamlit-authenticator's cookie.
+"""Login (our own form and server-side session checks, streamlit-authenticator's cookie)
+and the results viewer built from it once per run.
 
 app.py calls :func:`start` once per run. A session is logged in by the form (password
 checked and failures counted atomically in the accounts file, the same answer for every
