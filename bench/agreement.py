@@ -24,7 +24,7 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from koed_core.results import reliability  # noqa: E402
+from koed_core import bootstrap  # noqa: E402
 from koed_core.results.reliability import agreement_table  # noqa: E402
 
 DIMENSIONS = ("EX", "IP", "ER", "EEA", "CA")
@@ -59,7 +59,7 @@ def synthetic(
 def main() -> None:
     smoke = "--smoke" in sys.argv[1:]
     if smoke:
-        reliability.BOOTSTRAP = 100  # read at each call: the smoke's small bootstrap
+        bootstrap.RESAMPLES = 100  # read at each call: the smoke's small bootstrap
     ratings, judged, lengths, groups = synthetic(size=272 if smoke else 2720)
     start = time.perf_counter()
     table = agreement_table(ratings, judged, lengths, groups)

@@ -30,9 +30,9 @@ from statsmodels.stats.inter_rater import aggregate_raters, fleiss_kappa
 from koed_core.annotation.projects import ANNOTATOR, Annotation
 from koed_core.annotation.spans import Span
 from koed_core.annotation.taxonomy import HANDCRAFTED
+from koed_core.bootstrap import percentile_interval, resample_indices
 from koed_core.i18n import _
 
-BOOTSTRAP = 2000
 ALL_TYPES = "all types"
 CATEGORY_COLUMNS = [
     "method",
@@ -131,10 +131,9 @@ def category_agreement(
     if np.isnan(kappa):
         result["note"] = _("kappa undefined: every answer is the same category")
         return result
-    draws = np.random.default_rng(seed).integers(0, len(matrix), size=(BOOTSTRAP, len(matrix)))
-    boot = _boot_kappa(matrix, draws, len(codes), cohen=same_two)
-    boot = boot[~np.isnan(boot)]
-    low, high = np.percentile(boot, [2.5, 97.5]) if len(boot) else (np.nan, np.nan)
+    draws = resample_indices(len(matrix), seed)
+    interval = percentile_interval(_boot_kappa(matrix, draws, len(codes), cohen=same_two))
+    low, high = interval if interval is not None else (np.nan, np.nan)
     result.update(kappa=round(kappa, 4), ci_low=round(float(low), 4), ci_high=round(float(high), 4))
     return result
 

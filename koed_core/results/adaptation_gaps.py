@@ -16,7 +16,8 @@ from scipy.stats import rankdata
 from sklearn.metrics import roc_auc_score
 
 from koed_core.annotation.taxonomy import CONTEXT_MODIFIED, SIMPLY_TRANSFERRED
-from koed_core.results.gaps import BOOTSTRAP, gap_table
+from koed_core.bootstrap import percentile_interval, resample_indices
+from koed_core.results.gaps import gap_table
 
 NO_SIGNAL = "no signal marked"
 BY_CATEGORY = "category"
@@ -84,12 +85,10 @@ def drift_predicts(
     if len(set(y)) < 2:
         return out
     out["auc"] = round(float(roc_auc_score(y, drift)), 4)
-    draws = np.random.default_rng(seed).integers(0, len(y), size=(BOOTSTRAP, len(y)))
-    boot = _boot_auc(y[draws], drift[draws])
-    boot = boot[~np.isnan(boot)]
-    if len(boot):
-        low, high = np.percentile(boot, [2.5, 97.5])
-        out.update(ci_low=round(float(low), 4), ci_high=round(float(high), 4))
+    draws = resample_indices(len(y), seed)
+    interval = percentile_interval(_boot_auc(y[draws], drift[draws]))
+    if interval is not None:
+        out.update(ci_low=round(interval[0], 4), ci_high=round(interval[1], 4))
     return out
 
 

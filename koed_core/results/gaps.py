@@ -15,11 +15,11 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from koed_core.bootstrap import bootstrap_means
 from koed_core.db import JudgeConfig, Judgments, Ratings, Store
 from koed_core.dialogues.dialogue import Dialogue
 from koed_core.models.runs import run_labels
 
-BOOTSTRAP = 2000
 SOURCE_COLUMNS = [
     "judge_model",
     "judge_mode",
@@ -126,17 +126,6 @@ def paired_gap(
         return float(diffs.mean()), None, None
     low, high = np.percentile(bootstrap_means(diffs, seed), [2.5, 97.5])
     return float(diffs.mean()), float(low), float(high)
-
-
-def bootstrap_means(diffs: np.ndarray, seed: int = 0) -> np.ndarray:
-    """The mean of ``diffs`` in each of ``BOOTSTRAP`` resamples of its dialogues: the
-    draws behind every paired CI here, and behind a change's p-value (``sensitivity``),
-    so a CI and its p-value always come from the same resamples."""
-    values = np.asarray(diffs, dtype=float)
-    rng = np.random.default_rng(seed)
-    draws = rng.integers(0, len(values), size=(BOOTSTRAP, len(values)))
-    means: np.ndarray = values[draws].mean(axis=1)
-    return means
 
 
 def gap_table(

@@ -24,6 +24,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from koed_core.bootstrap import bootstrap_means
 from koed_core.db import JudgeConfig, Store
 from koed_core.db.emotion_queries import gold_labels
 from koed_core.judge.rubric import codes
@@ -150,6 +151,6 @@ def _difference(hit: np.ndarray, miss: np.ndarray) -> dict[str, float | None]:
     if len(hit) < gaps.MIN_PAIRS_FOR_CI or len(miss) < gaps.MIN_PAIRS_FOR_CI:
         value = float(hit.mean() - miss.mean()) if len(hit) and len(miss) else None
         return {"value": value, "ci_low": None, "ci_high": None}
-    draws = gaps.bootstrap_means(hit, 1) - gaps.bootstrap_means(miss, 2)
+    draws = bootstrap_means(hit, 1) - bootstrap_means(miss, 2)
     low, high = np.percentile(draws, [2.5, 97.5])
     return {"value": float(hit.mean() - miss.mean()), "ci_low": float(low), "ci_high": float(high)}

@@ -33,8 +33,8 @@ from importlib import metadata
 import numpy as np
 import pandas as pd
 
+from koed_core.bootstrap import bootstrap_means
 from koed_core.db import Sampling
-from koed_core.results.gaps import bootstrap_means
 
 ESTIMATORS = ("judge", "human", "ppi")
 QUANTITIES = ("en", "ko", "gap")
@@ -164,7 +164,7 @@ def _mean_ci(
     interval: bool = True,
 ) -> Estimate:
     """Weighted mean of the strata's means, and a percentile CI from the same weights
-    applied to each stratum's bootstrap means (``gaps.bootstrap_means``)."""
+    applied to each stratum's bootstrap means (``koed_core.bootstrap.bootstrap_means``)."""
     if not values or any(len(v) == 0 for v in values.values()):
         return Estimate(None, note="no scored unit")
     value = float(sum(weights[s] * v.mean() for s, v in values.items()))

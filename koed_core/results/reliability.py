@@ -24,15 +24,14 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass
-from functools import lru_cache
 
 import numpy as np
 import pandas as pd
 
+from koed_core import bootstrap
 from koed_core.i18n import N_, _
 from koed_core.judge.rubric import SCALE, codes
 
-BOOTSTRAP = 1000
 MIN_ITEMS = 3
 NUMBERS = (
     "alpha",
@@ -167,7 +166,7 @@ def alpha_with_ci(matrix: np.ndarray, seed: int = 0) -> tuple[Stat, float | None
         m - 1
     )[:, None, None]
     items = len(pairable)
-    weights = _resample_counts(items, seed)
+    weights = bootstrap.resample_counts(items, seed)
     boot = _alpha_from_coincidences((weights @ per_item.reshape(items, 25)).reshape(-1, 5, 5))
     finite = boot[np.isfinite(boot)]
     lo, hi = (
@@ -176,31 +175,17 @@ def alpha_with_ci(matrix: np.ndarray, seed: int = 0) -> tuple[Stat, float | None
         else (None, None)
     )
     reading = read_alpha(value)
-    dropped = BOOTSTRAP - len(finite)
+    dropped = len(boot) - len(finite)
     if dropped:
         # a resample where every rating agrees has no alpha; say how many, never hide it
         reading = _(
             "{reading}; CI from {kept} of {total} resamples ({dropped} undefined)",
             reading=reading,
             kept=len(finite),
-            total=BOOTSTRAP,
+            total=len(boot),
             dropped=dropped,
         )
     return Stat(value, reading), lo, hi
-
-
-@lru_cache(maxsize=4)
-def _resample_counts(items: int, seed: int) -> np.ndarray:
-    """How often each of ``items`` items is drawn in each bootstrap resample (float, so the
-    product with the per-item coincidences runs in BLAS). The draws depend only on the
-    item count and the seed, so cells of the same size share them (as they always drew
-    the same ones): kept, read-only, for the next cell."""
-    drawn = np.random.default_rng(seed).integers(0, items, size=(BOOTSTRAP, items))
-    offsets = (np.arange(BOOTSTRAP)[:, None] * items + drawn).ravel()
-    counts = np.bincount(offsets, minlength=BOOTSTRAP * items).reshape(BOOTSTRAP, items)
-    weights = counts.astype(float)
-    weights.flags.writeable = False
-    return weights
 
 
 def kappa(judge: np.ndarray, human: np.ndarray) -> Stat:

@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from koed_core import plain_text
+from koed_core.bootstrap import bootstrap_means
 from koed_core.db import JudgeConfig, Judgments, Store
 from koed_core.db.emotion_queries import without_emotion_score
 from koed_core.judge.rubric import codes
@@ -236,7 +237,7 @@ def change_p(before: np.ndarray, after: np.ndarray, seed: int = 0) -> float | No
     diffs = np.asarray(after, dtype=float) - np.asarray(before, dtype=float)
     if len(diffs) < gaps.MIN_PAIRS_FOR_CI:
         return None
-    means = gaps.bootstrap_means(diffs, seed)
+    means = bootstrap_means(diffs, seed)
     return float(min(1.0, 2 * min((means <= 0).mean(), (means >= 0).mean())))
 
 
