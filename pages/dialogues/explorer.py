@@ -62,13 +62,17 @@ if not matches:
 
 # Situations as previews ending on a word, that fit three lines of their cell (the grid's
 # rows have one height: a longer text was cut mid-line; issue 57); the whole one opens.
-PREVIEW = {"ko": 40, "en": 72}
+# English comes before Korean: the grid wraps a line by its guess of a character's width,
+# the mean of the texts it has drawn so far, column by column; after a column of Korean
+# (twice as wide a character) it took an English line for one that fits and cut it at
+# the cell's edge. Drawn first, English is measured right, and Korean wraps either way.
+PREVIEW = {"ko": 40, "en": 80}
 table = pd.DataFrame(
     {
         "conv_id": [d.conv_id for d in matches],
         _("labels"): [" + ".join(map(terms.label, d.labels)) for d in matches],
-        _("situation (ko)"): [preview(d.situation_ko, PREVIEW["ko"]) for d in matches],
         _("situation (en)"): [preview(d.situation_en, PREVIEW["en"]) for d in matches],
+        _("situation (ko)"): [preview(d.situation_ko, PREVIEW["ko"]) for d in matches],
         _("turns"): [len(d.turns) for d in matches],
         _("ko-only"): [d.ko_only_turns for d in matches],
     }

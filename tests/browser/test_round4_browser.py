@@ -87,6 +87,87 @@ def test_the_explorer_on_the_official_file_fits_a_laptop(
         server.close()
 
 
+COLUMN_WIDTHS = (125, 140, 230, 230, 64, 72)
+"""The Explorer's columns, in pixels (pages/dialogues/explorer.py; both situations 230)."""
+HEADER, ROW = 38, 66
+
+
+def _situation_cells(grid: Any, path: Path) -> list[tuple[str, list[str]]]:
+    """Each visible row's English situation cell as the grid drew it: its text (from the
+    grid's accessible table) and what is wrong with its pixels: text that reaches the
+    cell's right edge (cut mid-line) or a long preview drawn on one line only."""
+    from PIL import Image
+
+    headers = grid.locator("th").evaluate_all("ths => ths.map(t => t.textContent)")
+    cells = grid.locator("tr").evaluate_all(
+        "rows => rows.slice(1).map(r => [...r.querySelectorAll('td')].map(c => c.textContent))"
+    )
+    column = next(i for i, h in enumerate(headers) if h in ("situation (en)", "상황 (영어)"))
+    grid.screenshot(path=str(path))
+    image = Image.open(path).convert("L")
+    marker = image.width - sum(COLUMN_WIDTHS) - 1  # the row-selection column
+    assert 30 <= marker <= 60, marker
+    left = marker + sum(COLUMN_WIDTHS[:column])
+    right = left + COLUMN_WIDTHS[column]
+    found = []
+    for row, texts in enumerate(cells):
+        top = HEADER + row * ROW
+        if top + ROW > image.height:
+            break
+        ink = [
+            [image.getpixel((x, y)) < 140 for x in range(left + 3, right - 2)]
+            for y in range(top + 4, top + ROW - 3)
+        ]
+        wrong = []
+        if any(line[-6:].count(True) for line in ink):
+            wrong.append("text reaches the cell's right edge")
+        inked = [any(line) for line in ink]
+        lines = sum(1 for i, on in enumerate(inked) if on and (i == 0 or not inked[i - 1]))
+        if len(texts[column]) > 45 and lines < 2:
+            wrong.append(f"{len(texts[column])} characters drawn on {lines} line")
+        found.append((texts[column], wrong))
+    return found
+
+
+def test_english_situations_wrap_inside_their_cells_on_the_official_file(
+    tmp_path: Path, official_file: Path, browser: Any
+) -> None:
+    """Issue 57, item 6: on the official file the grid wrapped Korean situations but drew
+    English ones on one line cut at the cell's edge (it guesses a line's width from the
+    mean width of the characters it drew before, and Korean came first). Every visible
+    English situation is inside its cell, a long one on two or three lines, in both
+    languages of the page, at the top and further down the table, settled and 3 s later
+    (read from the grid's pixels)."""
+    from playwright.sync_api import expect
+
+    server = serve(tmp_path, {"KOED_DATA": str(official_file)})
+    url = next(server)
+    try:
+        page = browser.new_context(viewport={"width": WIDTH, "height": HEIGHT}).new_page()
+        for lang, heading in (("en", "Dialogue explorer"), ("ko", "대화 탐색")):
+            page.goto(f"{url}/?lang={lang}")
+            expect(page.get_by_role("heading", name=heading)).to_be_visible(timeout=120_000)
+            grid = page.locator("[data-testid=stDataFrame]:visible").first
+            expect(grid).to_be_visible()
+            for where in ("top", "lower"):
+                if where == "lower":  # rows the grid draws after a scroll
+                    box = grid.bounding_box()
+                    assert box is not None
+                    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+                    page.mouse.wheel(0, ROW * 300)
+                for _read in (1, 2):  # settled, and 3 s later
+                    steps.settled(page)
+                    page.wait_for_timeout(500)  # the grid draws on its next frames
+                    shot = ARTIFACTS / f"round4_explorer_situations_{lang}_{where}.png"
+                    cells = _situation_cells(grid, shot)
+                    assert len(cells) >= 4, cells
+                    assert not [c for c in cells if c[1]], cells
+                    assert page.get_by_test_id("stException").count() == 0
+                    page.wait_for_timeout(3000)
+    finally:
+        server.close()
+
+
 def test_nested_spans_are_drawn_stacked_and_each_is_clicked(site: Any, browser: Any) -> None:
     """Issue 57, item 1: a span inside another (편의 inside 편의점) was stored but never
     drawn. Both are drawn, one inside the other, and a click on each picks that one."""
