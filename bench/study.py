@@ -184,9 +184,10 @@ def build(db: Path, size: Size) -> tuple[Store, crowd.Invite, str]:
     )  # fmt: skip
     study_id = RatingStore(store).create_study(config, dataset)
     invite, token = crowd.create_invite(
-        store, KEY.encode(), study_id, platform="prolific", days=30.0, cap=size.places,
+        store, KEY.encode(), study_id,
+        crowd.InviteRequest(platform="prolific", days=30.0, cap=size.places,
         batch_size=size.batch, batches=size.batches, consent_ko="동의합니다.",
-        consent_en="I agree.", reward=REWARD, prolific_study_id=STUDY_ID,
+        consent_en="I agree.", reward=REWARD, prolific_study_id=STUDY_ID),
     )  # fmt: skip
     return store, invite, token
 

@@ -39,7 +39,7 @@ def _invite(store: Store, study_id: int, **changes: object) -> tuple[crowd.Invit
         "reward": 2.0,
     }
     options.update(changes)
-    return crowd.create_invite(store, KEY, study_id, **options)  # type: ignore[arg-type]
+    return crowd.create_invite(store, KEY, study_id, crowd.InviteRequest(**options))  # type: ignore[arg-type]
 
 
 @pytest.fixture

@@ -39,7 +39,7 @@ def _link(store: Store, langs: tuple[str, ...], **options: object) -> tuple[crow
         "consent_ko": "동의합니다.", "consent_en": "I agree.", "reward": 2.0,
     }  # fmt: skip
     settings.update(options)
-    return crowd.create_invite(store, KEY, study_id, **settings)  # type: ignore[arg-type]
+    return crowd.create_invite(store, KEY, study_id, crowd.InviteRequest(**settings))  # type: ignore[arg-type]
 
 
 def _english_browser(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -103,15 +103,17 @@ class CrowdStudy(RuleBasedStateMachine):
             self.store,
             KEY,
             1,
-            platform="prolific",
-            days=30.0,
-            cap=CAP,
-            batch_size=2,
-            batches=2,
-            consent_ko="동의합니다.",
-            consent_en="I agree.",
-            reward=2.0,
-            prolific_study_id=STUDY_ID,
+            crowd.InviteRequest(
+                platform="prolific",
+                days=30.0,
+                cap=CAP,
+                batch_size=2,
+                batches=2,
+                consent_ko="동의합니다.",
+                consent_en="I agree.",
+                reward=2.0,
+                prolific_study_id=STUDY_ID,
+            ),
         )
         self.ratings = RatingStore(self.store)
         self.count = 0

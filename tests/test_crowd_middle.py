@@ -280,9 +280,14 @@ def test_the_command_line_sets_what_the_form_sets(
     drawn = iter(["-IaH2VUyuMJy", "_xH2VUyuMJyA", "Q1aH2VUyuMJy"])
     with monkeypatch.context() as patched:
         patched.setattr(crowd.links.secrets, "token_urlsafe", lambda n: next(drawn))
-        made_id = crowd.create_invite(store, KEY, study_id, platform="none", days=1.0,
-                                      cap=1, batch_size=1, consent_ko="가",
-                                      consent_en="a")[0].id  # fmt: skip
+        made_id = crowd.create_invite(
+            store,
+            KEY,
+            study_id,
+            crowd.InviteRequest(
+                platform="none", days=1.0, cap=1, batch_size=1, consent_ko="가", consent_en="a"
+            ),
+        )[0].id
     assert made_id == "Q1aH2VUyuMJy"
     assert main(["invite", "cap", "--invite", made["invite"], "7", "--db", db]) == 0
     assert "places: 0 / 7" in capsys.readouterr().out

@@ -44,6 +44,7 @@ def _code_messages() -> dict[str, str]:
     """Every message id in the code (the singular of a plural), with where it is."""
     found: dict[str, str] = {}
     method_map = [(f"{s}/**.py" if s != "app.py" else s, "python") for s in SOURCES]
+    method_map.append(("models.toml", "koed_core.toml_messages:extract_notes"))  # babel.cfg
     for filename, _lineno, message, _comments, _context in extract_from_dir(
         str(ROOT), method_map=method_map, keywords=KEYWORDS
     ):
@@ -236,8 +237,8 @@ check asks), as the review board approved them."""
 
 
 def _english_words(texts: list[str], allowed: set[str], data: set[str] = frozenset()) -> list[str]:  # type: ignore[assignment]
-    """Latin words in the app's own texts; ``data`` are texts a file wrote (a model's note
-    in models.toml), shown as they are."""
+    """Latin words in the app's own texts; ``data`` are texts a file wrote, shown as they
+    are."""
     left = []
     for text in texts:
         if text.replace("\\", "") in BILINGUAL_DATA | set(data):
@@ -294,9 +295,19 @@ def test_a_korean_workers_whole_visit_is_in_korean(korean_study: tuple[Store, in
     calibration's feedback table and the end of the visit."""
     store, study_id = korean_study
     invite, token = crowd.create_invite(
-        store, KEY, study_id, platform="prolific", days=7.0, cap=3, batch_size=2,
-        consent_ko="동의합니다.", consent_en="I agree.", reward=2.0,
-    )  # fmt: skip
+        store,
+        KEY,
+        study_id,
+        crowd.InviteRequest(
+            platform="prolific",
+            days=7.0,
+            cap=3,
+            batch_size=2,
+            consent_ko="동의합니다.",
+            consent_en="I agree.",
+            reward=2.0,
+        ),
+    )
     seen: list[str] = []
     at = _visit(token, None)
     assert not at.exception, [e.value for e in at.exception]
@@ -347,9 +358,19 @@ def test_a_korean_workers_whole_visit_is_in_korean(korean_study: tuple[Store, in
 def test_a_refusal_is_in_korean(korean_study: tuple[Store, int], why: str) -> None:
     store, study_id = korean_study
     invite, token = crowd.create_invite(
-        store, KEY, study_id, platform="prolific", days=7.0, cap=1, batch_size=2,
-        consent_ko="동의합니다.", consent_en="I agree.", reward=2.0,
-    )  # fmt: skip
+        store,
+        KEY,
+        study_id,
+        crowd.InviteRequest(
+            platform="prolific",
+            days=7.0,
+            cap=1,
+            batch_size=2,
+            consent_ko="동의합니다.",
+            consent_en="I agree.",
+            reward=2.0,
+        ),
+    )
     if why == "full":  # someone else holds the only place
         other = {**PROLIFIC, "PROLIFIC_PID": "6f1a2b3c4d5e6f7a8b9c0d1f", "SESSION_ID": "7" * 24}
         crowd.join(store, KEY, invite, crowd.platform_ids(invite, other, KEY))
@@ -367,9 +388,19 @@ def test_the_language_switch_and_the_url_agree(korean_study: tuple[Store, int]) 
     turns the page Korean and writes ?lang=ko back, so a reload keeps it."""
     store, study_id = korean_study
     _, token = crowd.create_invite(
-        store, KEY, study_id, platform="prolific", days=7.0, cap=3, batch_size=2,
-        consent_ko="동의합니다.", consent_en="I agree.", reward=2.0,
-    )  # fmt: skip
+        store,
+        KEY,
+        study_id,
+        crowd.InviteRequest(
+            platform="prolific",
+            days=7.0,
+            cap=3,
+            batch_size=2,
+            consent_ko="동의합니다.",
+            consent_en="I agree.",
+            reward=2.0,
+        ),
+    )
     at = _visit(token, "en")
     assert at.title[0].value == "KoED rating study"
     switch = at.get("button_group")[0]
@@ -455,9 +486,6 @@ VISITOR_PAGES = [
 def test_a_visitors_page_is_in_korean(page: str) -> None:
     """Each public page on a fresh database, for a visitor with ?lang=ko: what it says
     (and, with no results yet, how to get some) is Korean; commands stay as typed."""
-    from koed_core.models.registry import load_registry
-    from koed_core.paths import DEFAULT_REGISTRY
-
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
     at.query_params["lang"] = "ko"
     at.run().switch_page(page).run()
@@ -468,8 +496,7 @@ def test_a_visitors_page_is_in_korean(page: str) -> None:
     allowed |= {"single", "multi", "direct", "SmolLM", "smollm", "OPENAI_API_KEY", "human"}
     allowed |= {"bench", "chat", "py", "embedded_answer_s", "OpenAI", "vLLM", "Ollama"}
     allowed |= {"models", "toml", "secrets", "openai", "embedded", "transformers"}
-    notes = {spec.notes for spec in load_registry(DEFAULT_REGISTRY).values() if spec.notes}
-    left = _english_words(seen, allowed, notes)
+    left = _english_words(seen, allowed)  # the models' notes too (koed_core/toml_messages.py)
     assert not left, f"English on the Korean {page}:\n" + "\n".join(left)
 
 
@@ -535,8 +562,7 @@ def test_an_admins_page_is_in_korean(site: Path, page: str) -> None:
     allowed |= {"Fleiss", "Krippendorff", "Spearman", "Prolific", "MTurk", "F1", "Markdown"}
     allowed |= {"LaTeX", "undefined"}  # the statistics' readings stay English (cached, exported)
     allowed |= {"PPI", "ppi", "python", "repr"}  # a method's and a package's names; Python's repr
-    notes = {spec.notes for spec in registry.values() if spec.notes}
-    left = _english_words(seen, allowed, notes)
+    left = _english_words(seen, allowed)  # the models' notes too (koed_core/toml_messages.py)
     assert not left, f"English on an admin's Korean {page}:\n" + "\n".join(left)
 
 

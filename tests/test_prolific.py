@@ -64,13 +64,15 @@ def world(tmp_path: Path, fake: FakeProlific, clock: Clock) -> tuple[Store, crow
         store,
         KEY,
         study_id,
-        platform="prolific",
-        days=7.0,
-        cap=2,
-        batch_size=2,
-        consent_ko="동의합니다.",
-        consent_en="I agree.",
-        reward=2.0,
+        crowd.InviteRequest(
+            platform="prolific",
+            days=7.0,
+            cap=2,
+            batch_size=2,
+            consent_ko="동의합니다.",
+            consent_en="I agree.",
+            reward=2.0,
+        ),
     )
     return store, invite
 
@@ -219,7 +221,7 @@ def test_the_draft_carries_the_link_codes_and_filters_and_publishes_only_when_as
         invite,
         KEY,
         "https://koed.example",
-        actions={"completed": "MANUALLY_REVIEW"},
+        listing=prolific.StudyListing(actions={"completed": "MANUALLY_REVIEW"}),
     )
     (study_row,) = fake.studies.values()
     assert draft.status == "UNPUBLISHED" and not draft.published

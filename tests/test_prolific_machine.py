@@ -67,9 +67,19 @@ class ProlificStudy(RuleBasedStateMachine):
         set_clock(lambda: self.now)
         self.fake = FakeProlific(token=TOKEN, page_size=3).start()
         invite, _ = crowd.create_invite(
-            self.store, KEY, 1, platform="prolific", days=30.0, cap=CAP, batch_size=2,
-            consent_ko="동의합니다.", consent_en="I agree.", reward=3.0,
-        )  # fmt: skip
+            self.store,
+            KEY,
+            1,
+            crowd.InviteRequest(
+                platform="prolific",
+                days=30.0,
+                cap=CAP,
+                batch_size=2,
+                consent_ko="동의합니다.",
+                consent_en="I agree.",
+                reward=3.0,
+            ),
+        )
         prolific.publish(self.store, self.client(), invite, KEY, "https://x.example", go_live=True)
         self.invite = crowd.Invite.from_row(Crowd(self.store).invite(invite.id) or {})
         self.leaked: set[str] = set()

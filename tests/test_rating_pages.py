@@ -277,9 +277,19 @@ def test_the_dashboard_draws_a_crowd_study_in_the_middle(
     store, run_id = seeded_store(tmp_path / "koed.db")
     ratings, study_id = study(store, run_id, overlap=3, attention_checks=0)
     invite, _ = crowd.create_invite(
-        store, key, study_id, platform="prolific", days=7, cap=5, batch_size=1,
-        reward=1.0, consent_ko="동의합니다.", consent_en="I agree.",
-    )  # fmt: skip
+        store,
+        key,
+        study_id,
+        crowd.InviteRequest(
+            platform="prolific",
+            days=7,
+            cap=5,
+            batch_size=1,
+            reward=1.0,
+            consent_ko="동의합니다.",
+            consent_en="I agree.",
+        ),
+    )
     done = crowd.join(store, key, invite, {"PROLIFIC_PID": "a1" * 12, "SESSION_ID": "s1"})
     crowd.screen(store, done, ("ko", "en"), "ko", 30, 0)
     ratings.save_profile(crowd.profile_of(done, "ko", 30, 0, ("ko",)))

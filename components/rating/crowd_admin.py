@@ -167,10 +167,7 @@ def render_invite_form(open_studies: dict[int, str]) -> None:
         made = st.form_submit_button(_("Create the link"), type="primary")
     if made:
         try:
-            invite, token = crowd.create_invite(
-                resources.store(),
-                resources.server_key(),
-                int(study_id),
+            request = crowd.InviteRequest(
                 platform=platform,
                 days=float(days),
                 cap=int(cap),
@@ -188,8 +185,10 @@ def render_invite_form(open_studies: dict[int, str]) -> None:
                 currency=currency.strip() or "GBP",
                 created_by=auth.username(),
             )
+            store, key = resources.store(), resources.server_key()
+            invite, token = crowd.create_invite(store, key, int(study_id), request)
             links = (
-                crowd.personal_links(resources.server_key(), invite, token, people.splitlines())
+                crowd.personal_links(key, invite, token, people.splitlines())
                 if platform == "none"
                 else {}
             )

@@ -94,7 +94,7 @@ def cmd_publish(args: argparse.Namespace, settings: Settings) -> int:
     """Create the draft, print its cost, publish it when asked."""
     from koed_core.db.crowd import Crowd
     from koed_core.rating.crowd import Invite
-    from koed_core.rating.crowd.prolific import publish, source_name
+    from koed_core.rating.crowd.prolific import StudyListing, publish, source_name
     from koed_core.rating.server_key import server_key
 
     store, invite, api = _setup(args, settings)
@@ -118,12 +118,14 @@ def cmd_publish(args: argparse.Namespace, settings: Settings) -> int:
         invite,
         server_key(settings.secret_key, Path(store.path)),
         url,
+        listing=StudyListing(
+            name=args.name,
+            description=args.description,
+            actions={k: v for k, v in chosen.items() if v},
+            devices=tuple(d.strip() for d in args.devices.split(",") if d.strip()),
+        ),
         go_live=args.publish,
         pilot=pilot,
-        name=args.name,
-        description=args.description,
-        actions={k: v for k, v in chosen.items() if v},
-        devices=tuple(d.strip() for d in args.devices.split(",") if d.strip()),
     )
     cost = f"{draft.cost_cents / 100:.2f} {invite.currency}" if draft.cost_cents else "unknown"
     if args.json:

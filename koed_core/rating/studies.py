@@ -41,6 +41,7 @@ from koed_core.rating.attention_rules import (  # the rule's home; imported from
     check_verdicts,
     instructed_score,
 )
+from koed_core.rating.item_content import ItemContent
 from koed_core.rating.sampling import sampled
 
 __all__ = [
@@ -128,9 +129,8 @@ class RatingStore:
     def add_response_item(self, study_id: int, row: dict[str, Any]) -> None:
         """One stored response as an item of the study (inside the caller's transaction)."""
         context = json.loads(row["context"] or "[]")
-        self._add_item(
-            study_id, row["id"], "response", row["conv_id"], row["lang"], context, row["text"]
-        )
+        content = ItemContent("response", row["conv_id"], row["lang"], context, row["text"])
+        self._add_item(study_id, row["id"], content)
 
     def _create_episode_study(self, config: StudyConfig, dataset: Dataset) -> int:
         """A study of whole episodes: one item per episode, the whole conversation as
@@ -142,33 +142,23 @@ class RatingStore:
             study_id = self.q.insert_study(config.name, asdict(config), rubric_version(), now())
             for episode in found:
                 context = [list(line) for line in episode.lines]
-                self._add_item(
-                    study_id, episode.key, "episode", episode.conv_id, episode.lang, context, ""
-                )
+                content = ItemContent("episode", episode.conv_id, episode.lang, context, "")
+                self._add_item(study_id, episode.key, content)
             self._add_attention(study_id, config, dataset)
         return study_id
 
     def _add_attention(self, study_id: int, config: StudyConfig, dataset: Dataset) -> None:
         for n, (kind, conv_id, lang, context, text) in enumerate(_attention_items(config, dataset)):
             score = check_score(config.seed, n)
-            self._add_item(
-                study_id, None, kind, conv_id, lang, context, text,
-                attention_instruction(score), score=score,
-            )  # fmt: skip
+            instruction = attention_instruction(score)
+            content = ItemContent(kind, conv_id, lang, context, text, instruction, score)
+            self._add_item(study_id, None, content)
 
     def _add_item(
-        self,
-        study_id: int,
-        response_id: str | None,
-        kind: str,
-        conv_id: str,
-        lang: str,
-        context: list[list[str]],
-        text: str,
-        instruction: str | None = None,
-        copy: int = 0,
-        score: int | None = None,
+        self, study_id: int, response_id: str | None, content: ItemContent, copy: int = 0
     ) -> None:
+        kind, conv_id, lang, text = content.kind, content.conv_id, content.lang, content.text
+        instruction, score = content.instruction, content.score
         key = response_id or (
             (kind, conv_id, lang, text, copy) if copy else (kind, conv_id, lang, text)
         )
@@ -180,7 +170,7 @@ class RatingStore:
                 "kind": kind,
                 "conv_id": conv_id,
                 "lang": lang,
-                "context": json.dumps([list(t) for t in context], ensure_ascii=False),
+                "context": json.dumps([list(t) for t in content.context], ensure_ascii=False),
                 "response": text,
                 "created": now(),
                 "instruction": instruction,
@@ -316,11 +306,11 @@ class RatingStore:
                     src = items[n % len(items)]
                     told = src["instruction"] is not None  # a study from before stays untold
                     score = check_score(seed, n) if told else None
-                    self._add_item(
-                        study_id, None, "attention", src["conv_id"], lang,
-                        json.loads(src["context"]), src["response"],
-                        attention_instruction(score) if score else None, copy=n, score=score,
+                    content = ItemContent(
+                        "attention", src["conv_id"], lang, json.loads(src["context"]),
+                        src["response"], attention_instruction(score) if score else None, score,
                     )  # fmt: skip
+                    self._add_item(study_id, None, content, copy=n)
 
     def room_for_newcomer(self, study_id: int, langs: tuple[str, ...] | None = None) -> bool:
         """Whether someone new could be given a response in ``langs`` (default: any of the

@@ -27,26 +27,38 @@ def test_a_crowd_worker_comes_from_prolific_and_goes_back_with_the_code(
     _, study_id = study(store, run_id, overlap=3, attention_checks=0)
     consent = {"consent_ko": "연구 참여에 동의합니다.", "consent_en": "I agree to take part."}
     invite, token = crowd.create_invite(
-        store, key.encode(), study_id, platform="prolific", days=7, cap=5, batch_size=2,
-        reward=1.0, **consent,
-    )  # fmt: skip
+        store,
+        key.encode(),
+        study_id,
+        crowd.InviteRequest(
+            platform="prolific", days=7, cap=5, batch_size=2, reward=1.0, **consent
+        ),
+    )
     expired, old_token = crowd.create_invite(
-        store, key.encode(), study_id, platform="prolific", days=0.00001, cap=5,
-        batch_size=2, **consent,
-    )  # fmt: skip
+        store,
+        key.encode(),
+        study_id,
+        crowd.InviteRequest(platform="prolific", days=0.00001, cap=5, batch_size=2, **consent),
+    )
     full, full_token = crowd.create_invite(
-        store, key.encode(), study_id, platform="prolific", days=7, cap=1, batch_size=2,
-        **consent,
-    )  # fmt: skip
+        store,
+        key.encode(),
+        study_id,
+        crowd.InviteRequest(platform="prolific", days=7, cap=1, batch_size=2, **consent),
+    )
     crowd.join(store, key.encode(), full, {"PROLIFIC_PID": "ef" * 12, "SESSION_ID": "e0" * 12})
     tight, tight_token = crowd.create_invite(
-        store, key.encode(), study_id, platform="prolific", days=7, cap=1, batch_size=1,
-        **consent,
-    )  # fmt: skip
+        store,
+        key.encode(),
+        study_id,
+        crowd.InviteRequest(platform="prolific", days=7, cap=1, batch_size=1, **consent),
+    )
     mturk, mturk_token = crowd.create_invite(
-        store, key.encode(), study_id, platform="mturk", days=7, cap=5, batch_size=1,
-        **consent,
-    )  # fmt: skip
+        store,
+        key.encode(),
+        study_id,
+        crowd.InviteRequest(platform="mturk", days=7, cap=5, batch_size=1, **consent),
+    )
     pid, prolific_study, session = "5f1a2b3c4d5e6f7a8b9c0d1e", "60" * 12, "70" * 12
     link = (
         f"/join?invite={token}&PROLIFIC_PID={pid}&STUDY_ID={prolific_study}&SESSION_ID={session}"
@@ -250,9 +262,19 @@ def test_a_korean_worker_reads_every_step_in_korean(tmp_path: Path, browser: Any
     store, run_id = seeded_store(tmp_path / "koed.db")
     _, study_id = study(store, run_id, overlap=3, attention_checks=0, langs=("ko",))
     invite, token = crowd.create_invite(
-        store, key.encode(), study_id, platform="prolific", days=7, cap=5, batch_size=2,
-        reward=1.0, consent_ko="연구 참여에 동의합니다.", consent_en="I agree to take part.",
-    )  # fmt: skip
+        store,
+        key.encode(),
+        study_id,
+        crowd.InviteRequest(
+            platform="prolific",
+            days=7,
+            cap=5,
+            batch_size=2,
+            reward=1.0,
+            consent_ko="연구 참여에 동의합니다.",
+            consent_en="I agree to take part.",
+        ),
+    )
     ids = f"PROLIFIC_PID={'5a' * 12}&STUDY_ID={'60' * 12}&SESSION_ID={'7b' * 12}"
     server = serve(tmp_path, {"KOED_DATA": str(SAMPLE_FILE), "KOED_SECRET_KEY": key})
     url = next(server)

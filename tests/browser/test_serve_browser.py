@@ -63,9 +63,13 @@ def test_a_crowd_worker_finishes_after_the_process_serving_them_is_killed(
     _, study_id = study(store, run_id, overlap=3, attention_checks=0)
     consent = {"consent_ko": "연구 참여에 동의합니다.", "consent_en": "I agree to take part."}
     invite, token = crowd.create_invite(
-        store, key.encode(), study_id, platform="prolific", days=7, cap=5, batch_size=4,
-        reward=1.0, **consent,
-    )  # fmt: skip
+        store,
+        key.encode(),
+        study_id,
+        crowd.InviteRequest(
+            platform="prolific", days=7, cap=5, batch_size=4, reward=1.0, **consent
+        ),
+    )
     store.db.conn.close()
     users.add_user(tmp_path / "accounts.yaml", "mina", "rater", "Mina", RATER_PASSWORD)
     port = free_ports(1)[0]

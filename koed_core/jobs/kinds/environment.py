@@ -86,17 +86,10 @@ def client_for(
 
     if not batch:
         return make_client(spec, env.key(spec))
-    from koed_core.models.backends.openai_batch import BatchClient
+    from koed_core.models.backends.openai_batch import BatchClient, BatchOptions
 
-    client = BatchClient(
-        spec,
-        env.key(spec),
-        Jobs(store),
-        poll_s=env.settings.batch_poll_s,
-        batch_size=batch_size,
-        stop=stop,
-        say=say,
-    )
+    options = BatchOptions(poll_s=env.settings.batch_poll_s, batch_size=batch_size)
+    client = BatchClient(spec, env.key(spec), Jobs(store), options, stop=stop, say=say)
     client.check()
     return client
 

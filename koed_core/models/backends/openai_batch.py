@@ -57,6 +57,24 @@ class _Line:
     event: threading.Event = field(default_factory=threading.Event)
 
 
+@dataclass(frozen=True)
+class BatchOptions:
+    """How a batch client paces itself: polling, batch sizes and retries."""
+
+    poll_s: float = 30.0
+    """Seconds between looks at a batch in flight."""
+    quiet_s: float = 0.5
+    """Seconds without a new request before the requests waiting are sent as a batch."""
+    line_retries: int = 2
+    """Times a request answered with a server or rate-limit error goes in a new batch."""
+    max_lines: int = MAX_LINES
+    """Requests in one batch at most (never above the provider's ``MAX_LINES``)."""
+    batch_size: int = 1000
+    """Requests the engine puts in flight (each waits in the batch)."""
+    read_attempts: int = 3
+    """Tries at reading a finished batch's output files over a failing connection."""
+
+
 class BatchClient:
     """A chat client whose ``complete`` calls are answered through provider batches."""
 
@@ -67,15 +85,10 @@ class BatchClient:
         spec: ModelSpec,
         api_key: str | None,
         ledger: Jobs,
+        options: BatchOptions | None = None,
         *,
-        poll_s: float = 30.0,
-        quiet_s: float = 0.5,
-        line_retries: int = 2,
-        max_lines: int = MAX_LINES,
-        batch_size: int = 1000,
         stop: Callable[[], bool] | None = None,
         say: Callable[[str], None] | None = None,
-        read_attempts: int = 3,
     ) -> None:
         if spec.backend != "openai":
             raise ModelError(
@@ -94,15 +107,16 @@ class BatchClient:
         self._sdk = openai.OpenAI(
             api_key=api_key or NO_KEY_NEEDED, base_url=spec.base_url, timeout=120, max_retries=5
         )
-        self._poll_s = poll_s
-        self._quiet_s = quiet_s
-        self._line_retries = line_retries
-        self._max_lines = min(max_lines, MAX_LINES)
-        self.batch_size = min(batch_size, self._max_lines)
+        options = options or BatchOptions()
+        self._poll_s = options.poll_s
+        self._quiet_s = options.quiet_s
+        self._line_retries = options.line_retries
+        self._max_lines = min(options.max_lines, MAX_LINES)
+        self.batch_size = min(options.batch_size, self._max_lines)
         """How many requests the engine puts in flight (each waits in the batch)."""
         self._stop = stop or (lambda: False)
         self._say = say or (lambda _message: None)
-        self._read_attempts = read_attempts
+        self._read_attempts = options.read_attempts
         self._read_failures: Counter[str] = Counter()
         self._owner = f"{socket.gethostname()}:{os.getpid()}"
         self._cond = threading.Condition()

@@ -179,33 +179,60 @@ def token_for(invite_id: str, key: bytes) -> str:
     return f"{invite_id}.{_signature(invite_id, key)}"
 
 
+@dataclass(frozen=True)
+class InviteRequest:
+    """What an admin asks of a new invite link: its platform, life and places, batches,
+    consent, pay, codes and calibration (checked by :func:`create_invite`)."""
+
+    platform: str
+    """prolific, mturk, none (a plain link) or account (an account's own link)."""
+    days: float
+    """How long the link lets people in."""
+    cap: int
+    """Places: workers under way or finished."""
+    batch_size: int
+    """Responses in one batch."""
+    consent_ko: str
+    """The consent text in Korean."""
+    consent_en: str
+    """The consent text in English."""
+    batches: int = 1
+    """Batches one worker may do."""
+    completion_code: str | None = None
+    """The completion code (drawn when None)."""
+    redirect_url: str | None = None
+    """Where a finished worker goes (Prolific's completion URL by default)."""
+    reward: float | None = None
+    """Pay per submission, in ``currency``."""
+    currency: str = "GBP"
+    """The reward's currency."""
+    created_by: str | None = None
+    """The admin who made the link."""
+    screenout_code: str | None = None
+    """The screen-out code (drawn when None)."""
+    failed_code: str | None = None
+    """The failed-attention-checks code (drawn when None)."""
+    prolific_study_id: str | None = None
+    """The Prolific study the link belongs to, when it exists already."""
+    calibration_attempts: int = 1
+    """Tries at the calibration items, 1 to 5."""
+
+
 def create_invite(
-    store: Store,
-    key: bytes,
-    study_id: int,
-    *,
-    platform: str,
-    days: float,
-    cap: int,
-    batch_size: int,
-    batches: int = 1,
-    completion_code: str | None = None,
-    redirect_url: str | None = None,
-    consent_ko: str,
-    consent_en: str,
-    reward: float | None = None,
-    currency: str = "GBP",
-    created_by: str | None = None,
-    screenout_code: str | None = None,
-    failed_code: str | None = None,
-    prolific_study_id: str | None = None,
-    calibration_attempts: int = 1,
+    store: Store, key: bytes, study_id: int, request: InviteRequest
 ) -> tuple[Invite, str]:
     """A new invite link for a study; returns it and its token.
 
     Raises:
         CrowdError: no such study, a setting out of range, or an unknown platform.
     """
+    platform, days, cap = request.platform, request.days, request.cap
+    batch_size, batches = request.batch_size, request.batches
+    consent_ko, consent_en = request.consent_ko, request.consent_en
+    reward, calibration_attempts = request.reward, request.calibration_attempts
+    prolific_study_id, redirect_url = request.prolific_study_id, request.redirect_url
+    completion_code, screenout_code = request.completion_code, request.screenout_code
+    failed_code = request.failed_code
     if RatingStore(store).q.study(study_id) is None:
         raise CrowdError(_("no study {study} (`koed study create` makes one)", study=study_id))
     problems = []
@@ -256,9 +283,9 @@ def create_invite(
         "consent_ko": consent_ko.strip(),
         "consent_en": consent_en.strip(),
         "reward": reward,
-        "currency": currency,
+        "currency": request.currency,
         "revoked": 0,
-        "created_by": created_by,
+        "created_by": request.created_by,
         "created": now(),
         "prolific_study_id": prolific_study_id or None,
         "screenout_code": codes[1],

@@ -27,7 +27,8 @@ completion time to work out your study's average reward per hour").
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -152,19 +153,33 @@ def source_name(name: str) -> str:
     }[name]
 
 
+@dataclass(frozen=True)
+class StudyListing:
+    """How a link's study is listed on Prolific: what participants read and which
+    devices they may use, and what each outcome's code does."""
+
+    name: str = "Rate empathetic replies (KoED)"
+    """The study's title on Prolific."""
+    description: str = ""
+    """What participants read ("" for one written from the study's languages and time)."""
+    actions: Mapping[str, str] = field(default_factory=dict)
+    """Outcome (completed, screened_out, failed_checks) to its code's action; the rest
+    take ``DEFAULT_ACTIONS``."""
+    devices: tuple[str, ...] = ("desktop",)
+    """Prolific's device compatibility list."""
+
+
 def study_body(
     invite: Invite,
     key: bytes,
     url: str,
     minutes: float,
-    *,
-    name: str,
-    description: str,
-    actions: dict[str, str],
-    devices: tuple[str, ...],
+    listing: StudyListing,
     filters: list[dict[str, Any]],
 ) -> dict[str, Any]:
-    """The draft study's fields, from the link."""
+    """The draft study's fields, from the link (``listing``'s actions and description
+    used as they are: :func:`publish` fills them in)."""
+    actions, devices = listing.actions, listing.devices
     link = f"{url.rstrip('/')}/join?invite={token_for(invite.id, key)}{PLACEHOLDERS['prolific']}"
     codes = [
         {
@@ -175,9 +190,9 @@ def study_body(
         for outcome in CODE_TYPES
     ]
     return {
-        "name": name,
+        "name": listing.name,
         "internal_name": f"koed-{invite.id}",
-        "description": description,
+        "description": listing.description,
         "external_study_url": link,
         "prolific_id_option": "url_parameters",
         "completion_codes": codes,
@@ -222,12 +237,9 @@ def publish(
     key: bytes,
     url: str,
     *,
+    listing: StudyListing | None = None,
     go_live: bool = False,
     pilot: Invite | None = None,
-    name: str = "Rate empathetic replies (KoED)",
-    description: str = "",
-    actions: dict[str, str] | None = None,
-    devices: tuple[str, ...] = ("desktop",),
 ) -> Draft:
     """Create the link's study on Prolific as a draft (once: a link already published
     reuses its study), show its cost, and publish it only when ``go_live``.
@@ -238,24 +250,17 @@ def publish(
     """
     if invite.platform != "prolific":
         raise CrowdError(_("only a Prolific link can be published on Prolific"))
-    chosen = {**DEFAULT_ACTIONS, **(actions or {})}
+    listing = listing or StudyListing()
+    chosen = {**DEFAULT_ACTIONS, **listing.actions}
     bad = [a for a in chosen.values() if a not in ACTIONS]
     if bad:
         raise CrowdError(_("a code's action is one of {choices}", choices=", ".join(ACTIONS)))
     minutes, source = study_minutes(store, invite, pilot)
     hourly = check_reward(invite, minutes, source)
     langs = tuple(RatingStore(store).config(invite.study_id).langs)
-    text = description or _default_description(langs, minutes)
+    text = listing.description or _default_description(langs, minutes)
     body = study_body(
-        invite,
-        key,
-        url,
-        minutes,
-        name=name,
-        description=text,
-        actions=chosen,
-        devices=devices,
-        filters=[],
+        invite, key, url, minutes, replace(listing, description=text, actions=chosen), []
     )
     if invite.prolific_study_id:
         study = (
