@@ -29,9 +29,9 @@ from fixtures.serve import free_port  # noqa: E402
 from koed_core.db import Store  # noqa: E402
 from koed_core.dialogues.dataset import load_dataset  # noqa: E402
 from koed_core.models.backends import make_client  # noqa: E402
-from koed_core.models.client import GenerationSettings  # noqa: E402
 from koed_core.models.episodes import run_episodes  # noqa: E402
 from koed_core.models.registry import ModelSpec  # noqa: E402
+from koed_core.models.request import EpisodeRequest  # noqa: E402
 from koed_core.paths import SAMPLE_FILE  # noqa: E402
 
 LATENCY_S = 0.2
@@ -71,7 +71,7 @@ def main() -> None:
         dialogues = list(dataset.dialogues[:DIALOGUES])
         listener = ModelSpec(name="bench", backend="openai", model="fake", base_url=base)
         speaker = ModelSpec(name="bench-speaker", backend="openai", model="fake", base_url=base)
-        settings = GenerationSettings(max_retries=0)
+
         with tempfile.TemporaryDirectory() as tmp:
 
             def play(db: str, chosen: list, sha: str) -> tuple[float, int]:  # type: ignore[type-arg]
@@ -79,19 +79,19 @@ def main() -> None:
                 start = time.perf_counter()
                 report = run_episodes(
                     store,
-                    make_client(listener, None),
-                    listener,
-                    make_client(speaker, None),
-                    speaker,
+                    (listener, make_client(listener, None)),
+                    (speaker, make_client(speaker, None)),
                     chosen,
                     sha,
-                    langs=["ko", "en"],
-                    settings=settings,
-                    speaker_settings=settings,
-                    protocol="direct",
-                    prompt_set="native",
-                    turns=TURNS,
-                    concurrency=CONCURRENCY,
+                    EpisodeRequest(
+                        listener.name,
+                        speaker=speaker.name,
+                        protocol="direct",
+                        prompts="native",
+                        turns=TURNS,
+                        concurrency=CONCURRENCY,
+                        max_retries=0,
+                    ),
                 )
                 assert report.failed == 0, report
                 return time.perf_counter() - start, report.succeeded

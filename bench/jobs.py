@@ -29,8 +29,9 @@ sys.path.insert(0, str(ROOT))
 from fixtures.serve import free_port  # noqa: E402
 from koed_core.db import Store  # noqa: E402
 from koed_core.db.jobs import Jobs  # noqa: E402
-from koed_core.jobs.kinds import RunJob, enqueue  # noqa: E402
+from koed_core.jobs.kinds import enqueue  # noqa: E402
 from koed_core.jobs.worker import ensure_worker  # noqa: E402
+from koed_core.models.request import RunRequest  # noqa: E402
 from koed_core.paths import SAMPLE_FILE  # noqa: E402
 
 LATENCY_S = 0.5
@@ -69,7 +70,7 @@ def main() -> None:
             start = time.perf_counter()
             job_id = enqueue(
                 store,
-                RunJob(
+                RunRequest(
                     model="openai:fake",
                     data=str(SAMPLE_FILE),
                     concurrency=CONCURRENCY,

@@ -42,6 +42,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from koed_core import i18n  # noqa: E402  (after the path: the bench runs from anywhere)
+from koed_core.judge.request import JudgeRequest  # noqa: E402
+from koed_core.models.request import EpisodeRequest, RunRequest  # noqa: E402
 from koed_core.paths import SAMPLE_FILE  # noqa: E402
 
 OFFICIAL = ROOT.parent / "shared" / "data" / "KoED.json"
@@ -67,7 +69,6 @@ def seed(data: Path, work: Path) -> dict[str, str]:
     from koed_core.dialogues.dataset import load_dataset
     from koed_core.judge.judging import judge_run
     from koed_core.models.backends import make_client
-    from koed_core.models.client import GenerationSettings
     from koed_core.models.registry import ModelSpec
     from koed_core.models.runs import run_benchmark
     from koed_core.rating.accounts import add_user
@@ -95,12 +96,19 @@ def seed(data: Path, work: Path) -> dict[str, str]:
                 spec,
                 dialogues,
                 dataset.sha256,
-                langs=["ko", "en"],
-                protocol="direct" if spec.backend == "human" else "single",
-                settings=GenerationSettings(),
-                concurrency=8,
+                RunRequest(
+                    spec.name,
+                    langs=("ko", "en"),
+                    protocol="direct" if spec.backend == "human" else "single",
+                    concurrency=8,
+                ),
             )
-            judge_run(store, make_client(judge), judge, report.run_id, "paper", concurrency=8)
+            judge_run(
+                store,
+                make_client(judge),
+                judge,
+                JudgeRequest(report.run_id, judge=judge.name, mode="paper", concurrency=8),
+            )
             run_ids.append(report.run_id)
         # episodes of one model on a fifth of the dialogues, judged: the Episodes page and
         # the gap over turns have something to draw
@@ -109,18 +117,18 @@ def seed(data: Path, work: Path) -> dict[str, str]:
         listener = specs[1]
         played = run_episodes(
             store,
-            make_client(listener),
-            listener,
-            make_client(specs[0]),
-            specs[0],
+            (listener, make_client(listener)),
+            (specs[0], make_client(specs[0])),
             dialogues[: max(2, DIALOGUES // 5)],
             dataset.sha256,
-            langs=["ko", "en"],
-            settings=GenerationSettings(),
-            speaker_settings=GenerationSettings(),
-            concurrency=8,
+            EpisodeRequest(listener.name, speaker=specs[0].name, temperature=0.7),
         )
-        judge_run(store, make_client(judge), judge, played.run_id, "paper", concurrency=8)
+        judge_run(
+            store,
+            make_client(judge),
+            judge,
+            JudgeRequest(played.run_id, judge=judge.name, mode="paper", concurrency=8),
+        )
     finally:
         server.stop()
     ratings = RatingStore(store)

@@ -33,7 +33,7 @@ from koed_core.dialogues.subsets import select  # noqa: E402
 from koed_core.models.backends import make_client  # noqa: E402
 from koed_core.models.registry import ModelSpec  # noqa: E402
 from koed_core.paths import SAMPLE_FILE  # noqa: E402
-from koed_core.results.reproduce import Plan, reproduce  # noqa: E402
+from koed_core.results.reproduce import Plan, Reached, reproduce  # noqa: E402
 
 LATENCIES = {"m-200": 0.2, "m-300": 0.3, "m-400": 0.4, "m-500": 0.5, "m-800": 0.8}
 JUDGE_LATENCY = 0.15
@@ -81,7 +81,7 @@ def timed(models: list[str], ports: dict[str, int], db: Path) -> float:
     listeners = {name: (spec(name), make_client(spec(name))) for name in models}
     judge = (spec("judge"), make_client(spec("judge")))
     start_at = time.perf_counter()
-    reproduce(plan, Store(db), dialogues, dataset.sha256, listeners, judge)
+    reproduce(plan, Store(db), dialogues, dataset.sha256, Reached(listeners, judge))
     return time.perf_counter() - start_at
 
 

@@ -31,8 +31,9 @@ from fixtures.serve import free_port  # noqa: E402
 from koed_core.db import Store  # noqa: E402
 from koed_core.dialogues.dataset import load_dataset  # noqa: E402
 from koed_core.models.backends import make_client  # noqa: E402
-from koed_core.models.client import ChatClient, GenerationSettings  # noqa: E402
+from koed_core.models.client import ChatClient  # noqa: E402
 from koed_core.models.registry import ModelSpec  # noqa: E402
+from koed_core.models.request import RunRequest  # noqa: E402
 from koed_core.models.runs import run_benchmark  # noqa: E402
 from koed_core.paths import SAMPLE_FILE  # noqa: E402
 
@@ -60,11 +61,14 @@ def timed_run(
         spec,
         dialogues,
         sha,
-        langs=["ko"],
-        protocol="single",
-        settings=GenerationSettings(max_retries=0),
-        concurrency=concurrency,
-        prompt_set="native",  # one request per item, so per-request figures stay comparable
+        RunRequest(
+            spec.name,
+            langs=("ko",),
+            protocol="single",
+            max_retries=0,
+            concurrency=concurrency,
+            prompts="native",
+        ),
     )
     elapsed = time.perf_counter() - start
     assert report.succeeded == len(dialogues), report

@@ -89,8 +89,8 @@ from koed_core.dialogues.dataset import load_dataset  # noqa: E402
 from koed_core.errors import KoedError  # noqa: E402
 from koed_core.judge.rubric import codes  # noqa: E402
 from koed_core.models.backends import make_client  # noqa: E402
-from koed_core.models.client import GenerationSettings  # noqa: E402
 from koed_core.models.registry import ModelSpec  # noqa: E402
+from koed_core.models.request import RunRequest  # noqa: E402
 from koed_core.models.runs import run_benchmark  # noqa: E402
 from koed_core.paths import DATA_DIR, SAMPLE_FILE  # noqa: E402
 from koed_core.rating import crowd  # noqa: E402
@@ -173,10 +173,13 @@ def build(db: Path, size: Size) -> tuple[Store, crowd.Invite, str]:
     for name in ("human", "human-again"):
         spec = ModelSpec(name=name, backend="human")
         report = run_benchmark(
-            store, make_client(spec), spec, dataset.dialogues[: size.dialogues],
-            dataset.sha256, langs=["ko", "en"], protocol="direct",
-            settings=GenerationSettings(),
-        )  # fmt: skip
+            store,
+            make_client(spec),
+            spec,
+            dataset.dialogues[: size.dialogues],
+            dataset.sha256,
+            RunRequest(spec.name, langs=("ko", "en"), protocol="direct"),
+        )
         runs.append(report.run_id)
     config = StudyConfig(
         name="bench", run_ids=tuple(runs), overlap=OVERLAP, attention_checks=1,

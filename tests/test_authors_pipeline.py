@@ -17,10 +17,12 @@ from fixtures.fake_openai import FakeOpenAI, Step
 from koed_core.db import Store
 from koed_core.dialogues.dataset import load_dataset
 from koed_core.judge.judging import judge_run
+from koed_core.judge.request import JudgeRequest
 from koed_core.models.backends import make_client
 from koed_core.models.pipeline import postprocessed, read_emotions_authors, steps_for
 from koed_core.models.registry import ModelSpec
-from koed_core.models.runs import run_benchmark, settings_for
+from koed_core.models.request import RunRequest
+from koed_core.models.runs import run_benchmark
 from tests import authors_structure as authors
 
 RECORDS = [
@@ -100,18 +102,13 @@ def _run(
 ) -> str:
     dataset = load_dataset(path)
     spec = _spec(server, family, model)
-    chosen = steps_for("paper", family, model=model, **steps) if steps else None
     report = run_benchmark(
         store,
         make_client(spec, None),
         spec,
         dataset.dialogues,
         dataset.sha256,
-        langs=["en", "ko"],
-        protocol="single",
-        settings=settings_for(spec),
-        concurrency=1,
-        steps=chosen,
+        RunRequest(spec.name, langs=("en", "ko"), protocol="single", concurrency=1, **steps),
     )
     assert report.failed == 0
     return report.run_id
@@ -157,7 +154,12 @@ def test_the_paper_profile_sends_what_the_authors_sent(
     judge = ModelSpec(
         name="gpt-4o", backend="openai", model="gpt-4o", base_url=fake_openai.base_url
     )
-    report = judge_run(store, make_client(judge, None), judge, run_id, "paper", concurrency=1)
+    report = judge_run(
+        store,
+        make_client(judge, None),
+        judge,
+        JudgeRequest(run_id, judge=judge.name, mode="paper", concurrency=1),
+    )
     assert report.failed == 0 and report.unscored == 0
     calls = fake_openai.requests
     order = [(r["id"], r["conv_id"], r["lang"]) for r in rows]

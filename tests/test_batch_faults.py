@@ -22,8 +22,9 @@ from fixtures.fake_openai import FakeOpenAI
 from koed_core.config import Settings
 from koed_core.db import Store
 from koed_core.db.jobs import Jobs
-from koed_core.jobs.kinds import Environment, Hooks, RunJob, enqueue, execute
+from koed_core.jobs.kinds import Environment, Hooks, enqueue, execute
 from koed_core.jobs.worker import Worker
+from koed_core.models.request import RunRequest
 from koed_core.paths import SAMPLE_FILE
 from tests.conftest import stored_responses
 
@@ -35,8 +36,8 @@ def _env(server: FakeOpenAI, tmp_path: Path) -> Environment:
     return Environment(settings, env={"OPENAI_BASE_URL": server.base_url}, secrets={})
 
 
-def _params(**changes: object) -> RunJob:
-    base = RunJob(model="openai:fake", data=str(SAMPLE_FILE), limit=4, batch=True)
+def _params(**changes: object) -> RunRequest:
+    base = RunRequest(model="openai:fake", data=str(SAMPLE_FILE), limit=4, batch=True)
     return replace(base, **changes)  # type: ignore[arg-type]
 
 

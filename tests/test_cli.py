@@ -98,7 +98,7 @@ def test_bad_arguments_are_refused_before_anything_runs(
         (("run", "--model", "human", "--concurrency", "0"), "--concurrency: must be at least 1"),
         (("run", "--model", "human", "--temperature", "9"), "between 0 and 2"),
         (("judge", "--run", "x", "--samples", "0"), "--samples: must be at least 1"),
-        (("run", "--model", "human", "--family", "claude"), "--family is for openai:MODEL_ID"),
+        (("run", "--model", "human", "--family", "claude"), "family is for openai:MODEL_ID"),
         (("judge", "--run", "x", "--parse", "nosuch"), "invalid choice: 'nosuch'"),
     ):
         code, err = _koed_here(capsys, *args, "--db", str(db))

@@ -46,7 +46,7 @@ def test_the_judged_text_is_said_per_family() -> None:
     steps = {row.step for row in differences(plan, specs, judge)}
     assert "judged text (open models)" not in steps  # the paper profile cuts the repr too
     assert "reply call's emotion" not in steps  # ... and sends the emotion as a repr
-    plan = replace(plan, postprocess="authors")  # their cut on the text itself
+    plan = plan.varied({"postprocess": "authors"})  # their cut on the text itself
     rows = {row.step: row for row in differences(plan, specs, judge)}
     # the open models' judged text came out of a Python repr; Claude's did not
     assert "repr" in rows["judged text (open models)"].authors
@@ -72,7 +72,7 @@ def test_the_judged_text_is_said_per_family() -> None:
 )
 def test_each_flipped_choice_is_named(change: dict[str, str], step: str) -> None:
     plan, specs, judge = _shipped()
-    rows = {row.step: row for row in differences(replace(plan, **change), specs, judge)}
+    rows = {row.step: row for row in differences(plan.varied(change), specs, judge)}
     assert step in rows
     if step.endswith("decoding"):
         assert rows[step].authors == "temperature 0.6, top_p 0.9, top_k 50"
@@ -141,7 +141,9 @@ def test_what_is_unknown_about_their_run_is_said_not_guessed() -> None:
     assert rows["scores to the paper's tables"].authors.startswith("unknown")
     assert rows["llama-3.1-8b: revision"].authors.startswith("unknown")
     assert "a reply that opens with a blank line (open models)" not in rows  # repr: as theirs
-    textual = {r.step: r for r in differences(replace(plan, postprocess="authors"), specs, judge)}
+    textual = {
+        r.step: r for r in differences(plan.varied({"postprocess": "authors"}), specs, judge)
+    }
     assert "judged empty" in textual["a reply that opens with a blank line (open models)"].authors
     llama = specs["llama-3.1-8b"]
     unpinned = {**specs, "llama-3.1-8b": replace(llama, top_k=None)}

@@ -18,7 +18,9 @@ from koed_core.db import Store
 from koed_core.db.claims import ItemClaims
 from koed_core.db.jobs import JobError, Jobs
 from koed_core.db.owners import this_process
-from koed_core.jobs.kinds import EpisodeJob, JudgeJob, RunJob, enqueue
+from koed_core.jobs.kinds import enqueue
+from koed_core.judge.request import JudgeRequest
+from koed_core.models.request import EpisodeRequest, RunRequest
 from koed_core.paths import SAMPLE_FILE
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -26,15 +28,15 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_the_same_run_job_twice_is_refused_naming_the_first(tmp_path: Path) -> None:
     store = Store(tmp_path / "koed.db")
-    first = enqueue(store, RunJob(model="openai:m", limit=3), "ana")
+    first = enqueue(store, RunRequest(model="openai:m", limit=3), "ana")
     with pytest.raises(JobError) as refused:
-        enqueue(store, RunJob(model="openai:m", limit=3), "ana")
+        enqueue(store, RunRequest(model="openai:m", limit=3), "ana")
     assert f"job {first}" in str(refused.value) and "already queued" in str(refused.value)
     # resolved the way the engine resolves it: the default prompt set, and a speed setting
     # that changes nothing stored, make no other job
     for twin in (
-        RunJob(model="openai:m", limit=3, prompts="paper"),
-        RunJob(model="openai:m", limit=3, concurrency=2),
+        RunRequest(model="openai:m", limit=3, prompts="paper"),
+        RunRequest(model="openai:m", limit=3, concurrency=2),
     ):
         with pytest.raises(JobError):
             enqueue(store, twin, "ben")
@@ -44,17 +46,17 @@ def test_the_same_run_job_twice_is_refused_naming_the_first(tmp_path: Path) -> N
 @pytest.mark.parametrize(
     "other",
     [
-        RunJob(model="openai:m", limit=4),
-        RunJob(model="openai:m", limit=3, langs=("ko",)),
-        RunJob(model="openai:m", limit=3, prompts="native"),
-        RunJob(model="openai:other", limit=3),
-        EpisodeJob(model="openai:m", limit=3),
+        RunRequest(model="openai:m", limit=4),
+        RunRequest(model="openai:m", limit=3, langs=("ko",)),
+        RunRequest(model="openai:m", limit=3, prompts="native"),
+        RunRequest(model="openai:other", limit=3),
+        EpisodeRequest(model="openai:m", limit=3),
     ],
     ids=["limit", "langs", "prompts", "model", "other-kind"],
 )
 def test_a_job_asking_other_work_is_queued(tmp_path: Path, other: object) -> None:
     store = Store(tmp_path / "koed.db")
-    enqueue(store, RunJob(model="openai:m", limit=3), "ana")
+    enqueue(store, RunRequest(model="openai:m", limit=3), "ana")
     enqueue(store, other, "ana")  # type: ignore[arg-type]
     assert len(Jobs(store).recent()) == 2
 
@@ -62,9 +64,9 @@ def test_a_job_asking_other_work_is_queued(tmp_path: Path, other: object) -> Non
 def test_a_job_like_an_ended_or_cancelled_one_is_queued(tmp_path: Path) -> None:
     store = Store(tmp_path / "koed.db")
     jobs = Jobs(store)
-    first = enqueue(store, JudgeJob(run_id="r1", judge="openai:j"), "ana")
+    first = enqueue(store, JudgeRequest(run_id="r1", judge="openai:j"), "ana")
     jobs.request_cancel(first)
-    second = enqueue(store, JudgeJob(run_id="r1", judge="openai:j"), "ana")
+    second = enqueue(store, JudgeRequest(run_id="r1", judge="openai:j"), "ana")
     assert second != first
 
 
@@ -78,7 +80,7 @@ def test_two_presses_at_the_same_moment_queue_one_job(tmp_path: Path) -> None:
         store = Store(db)  # each press its own connection, as two sessions have
         barrier.wait()
         try:
-            enqueue(store, RunJob(model="openai:m", limit=2), "ana")
+            enqueue(store, RunRequest(model="openai:m", limit=2), "ana")
             outcomes.append("queued")
         except JobError:
             outcomes.append("refused")
@@ -167,7 +169,6 @@ def test_a_stored_answer_is_never_replaced(tmp_path: Path) -> None:
     from koed_core.db import ResponseRecord
     from koed_core.dialogues.dataset import load_dataset
     from koed_core.models.backends import make_client
-    from koed_core.models.client import GenerationSettings
     from koed_core.models.registry import ModelSpec
     from koed_core.models.runs import run_benchmark
 
@@ -182,9 +183,7 @@ def test_a_stored_answer_is_never_replaced(tmp_path: Path) -> None:
             spec,
             dataset.dialogues[:1],
             dataset.sha256,
-            langs=["en"],
-            protocol="single",
-            settings=GenerationSettings(max_retries=0),
+            RunRequest(spec.name, langs=("en",), protocol="single", max_retries=0),
         )
         first = store.responses(report.run_id).iloc[0]
         # a late second answer to the same item (another process's), and a late failure

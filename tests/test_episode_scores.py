@@ -16,16 +16,17 @@ from koed_core.cli import main
 from koed_core.db import Judgments, Store
 from koed_core.dialogues.dataset import load_dataset
 from koed_core.judge import episodes as whole
+from koed_core.judge.request import JudgeRequest
 from koed_core.judge.rubric import rubric_version
 from koed_core.models.backends import make_client
-from koed_core.models.client import GenerationSettings
 from koed_core.models.episodes import run_episodes
 from koed_core.models.registry import ModelSpec
+from koed_core.models.request import EpisodeRequest
 from koed_core.models.runs import run_labels
 from koed_core.paths import SAMPLE_FILE
 from koed_core.results import episode_scores
 
-SETTINGS = GenerationSettings(max_retries=1)
+SETTINGS = {"max_retries": 1}  # a failing fake answers fast
 WHOLE = {"en": 4, "ko": 2}
 """Planted whole-episode scores: every rubric dimension; UND one point higher."""
 SPEAKER = {"en": {"SIT": 5, "HID": 4, "NAT": 5}, "ko": {"SIT": 3, "HID": 4, "NAT": 2}}
@@ -54,18 +55,19 @@ def _play(server: FakeOpenAI, store: Store, **options: Any) -> str:
     listener, speaker = _spec(server, "fake"), _spec(server, "fake-speaker")
     report = run_episodes(
         store,
-        make_client(listener, "k"),
-        listener,
-        make_client(speaker, "k"),
-        speaker,
+        (listener, make_client(listener, "k")),
+        (speaker, make_client(speaker, "k")),
         dataset.dialogues,
         dataset.sha256,
-        langs=["ko", "en"],
-        turns=2,
-        limit=3,
-        settings=SETTINGS,
-        speaker_settings=SETTINGS,
-        **options,
+        EpisodeRequest(
+            listener.name,
+            speaker=speaker.name,
+            langs=("ko", "en"),
+            turns=2,
+            limit=3,
+            **SETTINGS,
+            **options,
+        ),
     )
     assert report.failed == 0
     return report.run_id
@@ -83,7 +85,9 @@ def test_an_episode_judged_whole_recovers_the_planted_gap(
     run_id = _play(fake_openai, store)
     judge = _spec(fake_openai, "fake-judge")
     before = len(fake_openai.requests)
-    report = whole.judge_whole_episodes(store, make_client(judge, "k"), judge, run_id, _dialogues())
+    report = whole.judge_whole_episodes(
+        store, make_client(judge, "k"), judge, JudgeRequest(run_id, judge=judge.name), _dialogues()
+    )
     # 3 dialogues x 2 languages, one call per dimension and one for UND
     assert report.scored == 6 * 6 and report.unscored == report.failed == 0
     asked = fake_openai.requests[before:]
@@ -118,7 +122,9 @@ def test_an_episode_judged_whole_recovers_the_planted_gap(
     assert episode_scores.configs(store, "episode") == [config]
     # resumable: asked again, nothing is sent
     sent = len(fake_openai.requests)
-    again = whole.judge_whole_episodes(store, make_client(judge, "k"), judge, run_id, _dialogues())
+    again = whole.judge_whole_episodes(
+        store, make_client(judge, "k"), judge, JudgeRequest(run_id, judge=judge.name), _dialogues()
+    )
     assert again.skipped == 36 and len(fake_openai.requests) == sent
 
 
@@ -128,7 +134,9 @@ def test_the_speaker_is_checked_per_language(fake_openai: FakeOpenAI, tmp_path: 
     run_id = _play(fake_openai, store)
     judge = _spec(fake_openai, "fake-judge")
     before = len(fake_openai.requests)
-    report = whole.check_speakers(store, make_client(judge, "k"), judge, run_id, _dialogues())
+    report = whole.check_speakers(
+        store, make_client(judge, "k"), judge, JudgeRequest(run_id, judge=judge.name), _dialogues()
+    )
     kept = store.db.execute(
         "select count(*) from episode_turns where run_id = ? and kept = 1", [run_id]
     ).fetchone()[0]
@@ -154,7 +162,9 @@ def test_the_speaker_is_checked_per_language(fake_openai: FakeOpenAI, tmp_path: 
     other = tmp_path / "other.db"
     store2 = Store(other)
     run2 = _play(fake_openai, store2)
-    bad = whole.check_speakers(store2, make_client(judge, "k"), judge, run2, _dialogues())
+    bad = whole.check_speakers(
+        store2, make_client(judge, "k"), judge, JudgeRequest(run2, judge=judge.name), _dialogues()
+    )
     assert bad.unscored == 6 and bad.scored == 0
     reasons = {
         r[0] for r in store2.db.execute("select unscored_reason from judgments where score is null")
@@ -277,8 +287,12 @@ def test_the_export_and_the_episodes_page_carry_the_whole_episode_scores(
     oracle = _play(fake_openai, store, oracle=True)
     judge = _spec(fake_openai, "fake-judge")
     for run in (run_id, oracle):
-        whole.judge_whole_episodes(store, make_client(judge, "k"), judge, run, _dialogues())
-    whole.check_speakers(store, make_client(judge, "k"), judge, run_id, _dialogues())
+        whole.judge_whole_episodes(
+            store, make_client(judge, "k"), judge, JudgeRequest(run, judge=judge.name), _dialogues()
+        )
+    whole.check_speakers(
+        store, make_client(judge, "k"), judge, JudgeRequest(run_id, judge=judge.name), _dialogues()
+    )
     out = tmp_path / "bundle"
     export_bundle(store, out)
     assert {"episode_scores.csv", "speaker_checks.csv"} <= set(FILES)

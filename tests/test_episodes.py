@@ -25,10 +25,11 @@ from koed_core.db.episodes import Episodes
 from koed_core.dialogues.dataset import load_dataset
 from koed_core.dialogues.labels import by_name
 from koed_core.judge.judging import judge_run
+from koed_core.judge.request import JudgeRequest
 from koed_core.models.backends import make_client
-from koed_core.models.client import GenerationSettings
 from koed_core.models.episodes import read_states, run_episodes
 from koed_core.models.registry import ModelSpec
+from koed_core.models.request import EpisodeRequest
 from koed_core.models.speaker import check_turn, load_speaker_prompt
 from koed_core.paths import SAMPLE_FILE
 from koed_core.results.score_sources import choose_judge
@@ -36,7 +37,7 @@ from koed_core.results.turn_gaps import turn_frame, turn_gap_table
 from tests.conftest import stop_workers, wait_for_job
 
 ROOT = Path(__file__).resolve().parents[1]
-SETTINGS = GenerationSettings(max_retries=1)
+SETTINGS = {"max_retries": 1}  # a failing fake answers fast
 HANGUL = re.compile(r"[\uac00-\ud7a3]")
 
 
@@ -48,18 +49,16 @@ def _play(server: FakeOpenAI, store: Store, **options: Any):  # type: ignore[no-
     dataset = load_dataset(SAMPLE_FILE)
     listener, speaker = _spec(server), _spec(server, "fake-speaker")
     dialogues = options.pop("dialogues", dataset.dialogues)
-    chosen = {"langs": ["ko", "en"], "turns": 3, "limit": 3, **options}
+    if "prompt_set" in options:
+        options["prompts"] = options.pop("prompt_set")
+    chosen = {"langs": ("ko", "en"), "turns": 3, "limit": 3, **SETTINGS, **options}
     return run_episodes(
         store,
-        make_client(listener, "k"),
-        listener,
-        make_client(speaker, "k"),
-        speaker,
+        (listener, make_client(listener, "k")),
+        (speaker, make_client(speaker, "k")),
         dialogues,
         dataset.sha256,
-        settings=SETTINGS,
-        speaker_settings=SETTINGS,
-        **chosen,
+        EpisodeRequest(listener.name, speaker=speaker.name, **chosen),
     )
 
 
@@ -257,7 +256,12 @@ def test_a_planted_per_turn_gap_is_recovered(fake_openai: FakeOpenAI, tmp_path: 
     store = Store(tmp_path / "koed.db")
     report = _play(fake_openai, store, limit=6, turns=3)
     judge = _spec(fake_openai, "fake-judge")
-    judge_run(store, make_client(judge, "k"), judge, report.run_id, "paper", dims=["IP", "CA"])
+    judge_run(
+        store,
+        make_client(judge, "k"),
+        judge,
+        JudgeRequest(report.run_id, judge=judge.name, mode="paper", dims=["IP", "CA"]),
+    )
     config = choose_judge(store, [report.run_id])
     assert config is not None
     table = turn_gap_table(turn_frame(store, config.config))
@@ -346,38 +350,39 @@ def _count(db: Path, sql: str) -> int:
         return 0
 
 
-def test_command_line_refuses_bad_episodes(tmp_path: Path) -> None:
+def test_command_line_refuses_bad_episodes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     from koed_core.cli import main
 
-    assert (
-        main(["episodes", "--model", "smollm2", "--lang", "fr", "--db", str(tmp_path / "x.db")])
-        == 2
-    )
-    with pytest.raises(SystemExit):
-        main(["episodes", "--model", "smollm2", "--turns", "11"])
+    def koed(*args: str) -> int:
+        try:
+            return main(["episodes", "--model", "smollm2", *args, "--db", str(tmp_path / "x.db")])
+        except SystemExit as stop:  # argparse's own refusal
+            return int(stop.code or 0)
+
     bad = tmp_path / "speaker.toml"
     bad.write_text("name = 'x'\n")
-    assert (
-        main(
-            [
-                "episodes",
-                "--model",
-                "smollm2",
-                "--speaker-prompts",
-                str(bad),
-                "--db",
-                str(tmp_path / "x.db"),
-            ]
-        )
-        == 1
-    )
+    for args, said in (
+        (("--lang", "fr"), "--lang: takes ko, en or ko,en"),
+        (("--turns", "11"), "turns must be between 1 and 10"),
+        (("--speaker-prompts", str(bad)), "speaker prompts:"),
+    ):
+        assert koed(*args) == 2, args  # a usage error, before anything runs
+        assert said in capsys.readouterr().err
+    assert not (tmp_path / "x.db").exists()
 
 
 def _episode_db(server: FakeOpenAI, db: Path) -> str:
     store = Store(db)
     report = _play(server, store, limit=2, turns=2)
     judge = _spec(server, "fake-judge")
-    judge_run(store, make_client(judge, "k"), judge, report.run_id, "paper", dims=["EX"])
+    judge_run(
+        store,
+        make_client(judge, "k"),
+        judge,
+        JudgeRequest(report.run_id, judge=judge.name, mode="paper", dims=["EX"]),
+    )
     return report.run_id
 
 

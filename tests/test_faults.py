@@ -20,8 +20,10 @@ from fixtures.fake_openai import FakeOpenAI
 from koed_core.config import Settings, SettingsError
 from koed_core.db import Store
 from koed_core.db.jobs import Jobs
-from koed_core.jobs.kinds import Environment, RunJob, enqueue
+from koed_core.jobs.kinds import Environment, enqueue
 from koed_core.jobs.worker import Worker
+from koed_core.models.batch import PassHooks
+from koed_core.models.request import RunRequest
 from koed_core.paths import SAMPLE_FILE
 from koed_core.rating.server_key import ServerKeyError, key_file, server_key
 
@@ -183,7 +185,7 @@ def test_a_job_that_fills_the_disk_ends_failed_with_the_reason(small_disk: Path)
         store = Store(db)
         settings = Settings(db_path=db, cache_dir=small_disk)
         env = Environment(settings, env={"OPENAI_BASE_URL": server.base_url}, secrets={})
-        job_id = enqueue(store, RunJob(model="openai:fake", data=str(SAMPLE_FILE)), "tester")
+        job_id = enqueue(store, RunRequest(model="openai:fake", data=str(SAMPLE_FILE)), "tester")
         worker = Worker(
             store, env, idle_exit_s=0.5, tick_s=0.05, record_for_s=60, record_retry_s=0.1
         )
@@ -228,7 +230,7 @@ def test_the_app_starts_a_worker_for_a_database_whose_name_starts_with_a_dash(
 
     monkeypatch.chdir(tmp_path)
     store = Store("-koed.db")
-    job_id = enqueue(store, RunJob(model="human", data=str(SAMPLE_FILE), limit=1), "tester")
+    job_id = enqueue(store, RunRequest(model="human", data=str(SAMPLE_FILE), limit=1), "tester")
     assert ensure_worker(store, cwd=tmp_path)
     deadline = time.monotonic() + 90
     while Jobs(store).get(job_id).state != "finished" and time.monotonic() < deadline:
@@ -286,7 +288,6 @@ def test_a_run_waits_out_a_long_lock_and_stores_every_answer(
     (up to SAVE_PATIENCE_S) and the run goes on."""
     from koed_core.dialogues.dataset import load_dataset
     from koed_core.models.backends import make_client
-    from koed_core.models.client import GenerationSettings
     from koed_core.models.registry import ModelSpec
     from koed_core.models.runs import run_benchmark
 
@@ -307,12 +308,10 @@ def test_a_run_waits_out_a_long_lock_and_stores_every_answer(
         spec,
         dataset.dialogues,
         dataset.sha256,
-        langs=["ko"],
-        protocol="single",
-        settings=GenerationSettings(max_retries=0),
-        limit=6,
-        concurrency=1,
-        progress=progress,
+        RunRequest(
+            spec.name, langs=("ko",), protocol="single", max_retries=0, limit=6, concurrency=1
+        ),
+        hooks=PassHooks(progress=progress),
     )
     assert held, "the lock was never taken"
     assert (report.succeeded, report.failed) == (6, 0), report.errors

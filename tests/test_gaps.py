@@ -16,9 +16,10 @@ from fixtures.fake_openai import FakeOpenAI
 from koed_core.db import Store
 from koed_core.dialogues.dataset import load_dataset
 from koed_core.judge.judging import judge_run
+from koed_core.judge.request import JudgeRequest
 from koed_core.models.backends import make_client
-from koed_core.models.client import GenerationSettings
 from koed_core.models.registry import ModelSpec
+from koed_core.models.request import RunRequest
 from koed_core.models.runs import run_benchmark
 from koed_core.paths import SAMPLE_FILE
 from koed_core.results import gaps, score_sources
@@ -118,13 +119,13 @@ def _store_with_runs(db: Path, server: FakeOpenAI) -> Store:
             spec,
             dataset.dialogues[:6],
             dataset.sha256,
-            langs=["ko", "en"],
-            protocol="single",
-            settings=GenerationSettings(),
+            RunRequest(spec.name, langs=("ko", "en"), protocol="single"),
         )
     judge = ModelSpec(name="fake-judge", backend="openai", model="j", base_url=server.base_url)
     for run_id in [r["id"] for r in store.db.query("select id from runs")]:
-        judge_run(store, make_client(judge), judge, run_id, "paper")
+        judge_run(
+            store, make_client(judge), judge, JudgeRequest(run_id, judge=judge.name, mode="paper")
+        )
     return store
 
 

@@ -20,9 +20,11 @@ from koed_core.config import Settings
 from koed_core.db import Store
 from koed_core.db.jobs import JobError, Jobs
 from koed_core.errors import KoedError
-from koed_core.jobs.kinds import Environment, Hooks, JudgeJob, RunJob, enqueue, execute
+from koed_core.jobs.kinds import Environment, Hooks, enqueue, execute
 from koed_core.jobs.worker import Worker
+from koed_core.judge.request import JudgeRequest
 from koed_core.models.client import ModelError
+from koed_core.models.request import RunRequest
 from koed_core.paths import SAMPLE_FILE
 from tests.conftest import stored_responses
 
@@ -35,8 +37,8 @@ def _env(server: FakeOpenAI, tmp_path: Path, poll_s: float = 0.05) -> Environmen
     return Environment(settings, env={"OPENAI_BASE_URL": server.base_url}, secrets={})
 
 
-def _params(**changes: object) -> RunJob:
-    base = RunJob(model="openai:fake", data=str(SAMPLE_FILE), limit=4, concurrency=4)
+def _params(**changes: object) -> RunRequest:
+    base = RunRequest(model="openai:fake", data=str(SAMPLE_FILE), limit=4, concurrency=4)
     return replace(base, **changes)  # type: ignore[arg-type]
 
 
@@ -92,7 +94,7 @@ def test_bad_parameters_are_refused_before_they_are_queued(tmp_path: Path) -> No
     with pytest.raises(JobError, match="langs must be ko and/or en"):
         enqueue(store, _params(langs=("fr",)), None)
     with pytest.raises(JobError, match="dimensions must be among"):
-        enqueue(store, JudgeJob(run_id="r", dims=("XX",)), None)
+        enqueue(store, JudgeRequest(run_id="r", dims=("XX",)), None)
     assert store.count("jobs") == 0
 
 
@@ -215,7 +217,9 @@ def test_a_batch_job_stores_every_result_once_and_retries_only_the_failed_line(
         a[:4] for a in _answers(live, result.data["run_id"])
     ]
 
-    judged = execute(JudgeJob(run_id=run_id, judge="openai:fake", batch=True), store, env, Hooks())
+    judged = execute(
+        JudgeRequest(run_id=run_id, judge="openai:fake", batch=True), store, env, Hooks()
+    )
     assert judged.failed == 0
     rows = store.rows("select response_id, dimension, count(*) as n from judgments group by 1, 2")
     assert len(rows) == 30 and all(r["n"] == 1 for r in rows)
@@ -414,7 +418,7 @@ def test_a_judging_that_leaves_verdicts_unscored_says_why_and_what_to_try(
     run = execute(_params(limit=1), store, env, Hooks())
     fake_openai.queue(*[Step(text="A fine reply. I would give it a four.")] * 5)
     judged = execute(
-        JudgeJob(run_id=run.data["run_id"], judge="openai:fake", dims=("ER",), concurrency=1),
+        JudgeRequest(run_id=run.data["run_id"], judge="openai:fake", dims=("ER",), concurrency=1),
         store,
         env,
         Hooks(),

@@ -15,6 +15,7 @@ from fixtures.fake_openai import FakeOpenAI, Step
 from fixtures.rating import SCORES, rater, seeded_store, study
 from koed_core.db import Judgments
 from koed_core.judge.judging import current_config, judge_run
+from koed_core.judge.request import JudgeRequest
 from koed_core.judge.rubric import dimensions
 from koed_core.judge.verdicts import FENCE_CLOSE, FENCE_OPEN, build_judge_messages, parse_verdict
 from koed_core.models.backends import make_client
@@ -118,7 +119,12 @@ def test_judge_a_run_end_to_end(fake_openai: FakeOpenAI, tmp_path: Path) -> None
     # the first call gets no verdict twice, then a score: asked again, every attempt kept
     fake_openai.queue(Step(text="No verdict here."), Step(text="Still none."))
     fenced = {"template": "fenced", "parse": "lenient"}
-    report = judge_run(store, make_client(spec), spec, run_id, "paper", concurrency=1, **fenced)
+    report = judge_run(
+        store,
+        make_client(spec),
+        spec,
+        JudgeRequest(run_id, judge=spec.name, mode="paper", concurrency=1, **fenced),
+    )
     responses = store.db.execute("select count(*) from responses where error is null").fetchone()[0]
     assert report.planned == responses * 5 and report.unscored == 0 and report.failed == 0
     assert report.scored == responses * 5
@@ -148,7 +154,12 @@ def test_judge_a_run_end_to_end(fake_openai: FakeOpenAI, tmp_path: Path) -> None
     assert all(
         r["raw_prompt"] and r["prompt_version"] and r["judge_model"] == "fake-judge" for r in rows
     )
-    again = judge_run(store, make_client(spec), spec, run_id, "paper", **fenced)
+    again = judge_run(
+        store,
+        make_client(spec),
+        spec,
+        JudgeRequest(run_id, judge=spec.name, mode="paper", **fenced),
+    )
     assert (again.skipped, again.scored) == (report.planned, 0)
 
 
@@ -159,18 +170,31 @@ def test_strict_mode_averages_samples_and_records_failures(
     spec = _judge(fake_openai)
     fake_openai.queue(*[Step(500, headers={"retry-after-ms": "5"})] * 5)
     report = judge_run(
-        store, make_client(spec), spec, run_id, "strict", dims=["ER"], samples=3, concurrency=1
+        store,
+        make_client(spec),
+        spec,
+        JudgeRequest(run_id, judge=spec.name, mode="strict", dims=["ER"], samples=3, concurrency=1),
     )
     answered = store.db.execute("select count(*) from responses where error is null").fetchone()[0]
     assert report.planned == answered * 3 and report.failed == 1
     assert report.errors == {"server": 1}
     assert all(r["temperature"] == 0.0 for r in fake_openai.requests)
-    retry = judge_run(store, make_client(spec), spec, run_id, "strict", dims=["ER"], samples=3)
+    retry = judge_run(
+        store,
+        make_client(spec),
+        spec,
+        JudgeRequest(run_id, judge=spec.name, mode="strict", dims=["ER"], samples=3),
+    )
     assert retry.scored == 1 and retry.skipped == report.planned - 1
     scores = Judgments(store).scores(current_config("fake-judge", "strict"), [run_id])
     assert set(scores["samples_scored"]) == {3} and scores["score"].between(1, 5).all()
     with pytest.raises(ValueError, match="unknown dimension"):
-        judge_run(store, make_client(spec), spec, run_id, "strict", dims=["XX"])
+        judge_run(
+            store,
+            make_client(spec),
+            spec,
+            JudgeRequest(run_id, judge=spec.name, mode="strict", dims=["XX"]),
+        )
 
 
 def _rated_and_judged(db: Path, server: FakeOpenAI) -> str:
@@ -183,7 +207,9 @@ def _rated_and_judged(db: Path, server: FakeOpenAI) -> str:
             base = 1 + len(item.response) % 5
             scores = {k: min(5, base + (name == "c")) for k in SCORES}
             ratings.save_rating(item.assignment_id, name, scores, f"{name} says ok")
-    judge_run(store, make_client(_judge(server)), _judge(server), run_id, "paper")
+    judge_run(
+        store, make_client(_judge(server)), _judge(server), JudgeRequest(run_id, mode="paper")
+    )
     return run_id
 
 
@@ -289,12 +315,22 @@ def test_an_unparseable_verdict_is_asked_up_to_five_times(
     store, run_id = seeded_store(tmp_path / "j.db", dialogues=1)
     spec = _judge(fake_openai)
     fake_openai.queue(*[Step(text="Nothing to parse.")] * 5)
-    report = judge_run(store, make_client(spec), spec, run_id, "paper", dims=["ER"], concurrency=1)
+    report = judge_run(
+        store,
+        make_client(spec),
+        spec,
+        JudgeRequest(run_id, judge=spec.name, mode="paper", dims=["ER"], concurrency=1),
+    )
     answered = store.db.execute("select count(*) from responses where error is null").fetchone()[0]
     assert report.unscored == 1 and report.scored == answered - 1
     attempts = store.db.execute("select count(*) from judgments where score is null").fetchone()[0]
     assert attempts == 5  # all five kept, none scored
-    again = judge_run(store, make_client(spec), spec, run_id, "paper", dims=["ER"])
+    again = judge_run(
+        store,
+        make_client(spec),
+        spec,
+        JudgeRequest(run_id, judge=spec.name, mode="paper", dims=["ER"]),
+    )
     assert again.skipped == report.planned  # an exhausted task is not asked a sixth time
 
 
@@ -332,7 +368,12 @@ def test_a_parser_variant_reads_the_stored_replies_again_without_a_call(
     spec = _judge(fake_openai)
     fake_openai.queue(Step(text="Kind and warm.\n**Score:** 4"), Step(text="Fine.\nScore: 3"))
     judge_run(
-        store, make_client(spec), spec, run_id, "paper", dims=["ER"], concurrency=1, parse="authors"
+        store,
+        make_client(spec),
+        spec,
+        JudgeRequest(
+            run_id, judge=spec.name, mode="paper", dims=["ER"], concurrency=1, parse="authors"
+        ),
     )
     asked = len(fake_openai.requests)
     read = reparse_judgments(
@@ -349,5 +390,10 @@ def test_a_parser_variant_reads_the_stored_replies_again_without_a_call(
     lenient = [r[0] for r in store.db.execute(rows, [twice, "lenient"])]
     assert authors == [None, 3.0]  # theirs: bold rejected, asked again, 3
     assert lenient == [4.0]  # read leniently, the first reply already says 4: no more
-    again = judge_run(store, make_client(spec), spec, run_id, "paper", dims=["ER"], parse="lenient")
+    again = judge_run(
+        store,
+        make_client(spec),
+        spec,
+        JudgeRequest(run_id, judge=spec.name, mode="paper", dims=["ER"], parse="lenient"),
+    )
     assert again.skipped == again.planned and len(fake_openai.requests) == asked

@@ -15,6 +15,7 @@ import pytest
 from koed_core.db import JudgeConfig, Judgments, Store, StoreError, migrations
 from koed_core.dialogues.dataset import load_dataset
 from koed_core.judge.judging import judge_run
+from koed_core.judge.request import JudgeRequest
 from koed_core.judge.rubric import rubric_version
 from koed_core.models.client import Completion
 from koed_core.models.registry import ModelSpec
@@ -113,12 +114,9 @@ def test_judging_resumes_across_the_upgrade(old_db: Path, monkeypatch: pytest.Mo
     # the template and the parser 0.1.0 used (today's paper default is the authors')
     report = judge_run(
         store,
-        _Never(),  # type: ignore[arg-type]
+        _Never(),
         spec,
-        run_id,
-        "paper",
-        template="fenced",
-        parse="lenient",
+        JudgeRequest(run_id, judge=spec.name, mode="paper", template="fenced", parse="lenient"),
     )
     assert report.planned == report.skipped == 40 and report.failed == 0
     from koed_core.db import Judgments

@@ -14,9 +14,11 @@ from fixtures.fake_openai import AUTHORS_REPLY, FakeOpenAI
 from koed_core.db import Judgments, Store
 from koed_core.dialogues.dataset import load_dataset
 from koed_core.judge.judging import judge_run
+from koed_core.judge.request import JudgeRequest
 from koed_core.models.backends import make_client
 from koed_core.models.registry import ModelSpec
-from koed_core.models.runs import run_benchmark, settings_for
+from koed_core.models.request import RunRequest
+from koed_core.models.runs import run_benchmark
 from koed_core.paths import SAMPLE_FILE
 from koed_core.results.perception import perception_table
 
@@ -68,13 +70,15 @@ def test_the_gap_splits_into_perception_and_response(
         spec,
         DIALOGUES,
         dataset.sha256,
-        langs=["en", "ko"],
-        protocol="single",
-        settings=settings_for(spec),
-        concurrency=2,
+        RunRequest(spec.name, langs=("en", "ko"), protocol="single", concurrency=2),
     )
     judge = ModelSpec(name="j", backend="openai", model="j", base_url=fake_openai.base_url)
-    judge_run(store, make_client(judge, None), judge, report.run_id, "paper", concurrency=2)
+    judge_run(
+        store,
+        make_client(judge, None),
+        judge,
+        JudgeRequest(report.run_id, judge=judge.name, mode="paper", concurrency=2),
+    )
     [use] = Judgments(store).configs()
     table = perception_table(store, use.config)
     ex = table[(table["metric"] == "EX") & (table["emotion"] == "all")].set_index(["part", "lang"])

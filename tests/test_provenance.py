@@ -20,8 +20,9 @@ from koed_core.config import Settings, read_secrets
 from koed_core.db import Judgments, RaterProfile, Store
 from koed_core.dialogues.dataset import load_dataset
 from koed_core.judge.judging import JudgeError, judge_run
-from koed_core.models.client import GenerationSettings
+from koed_core.judge.request import JudgeRequest
 from koed_core.models.registry import ModelSpec
+from koed_core.models.request import RunRequest
 from koed_core.models.runs import run_benchmark
 from koed_core.paths import SAMPLE_FILE
 from koed_core.rating.studies import RatingStore, StudyConfig
@@ -118,8 +119,18 @@ def test_agreement_mode_strict_without_judge_uses_strict(
     )
     from koed_core.models.backends import make_client
 
-    judge_run(store, make_client(spec), spec, LISTENER_RUN, "strict", dims=["ER"])
-    judge_run(store, make_client(spec), spec, LISTENER_RUN, "paper", dims=["ER"])  # newer
+    judge_run(
+        store,
+        make_client(spec),
+        spec,
+        JudgeRequest(LISTENER_RUN, judge=spec.name, mode="strict", dims=["ER"]),
+    )
+    judge_run(
+        store,
+        make_client(spec),
+        spec,
+        JudgeRequest(LISTENER_RUN, judge=spec.name, mode="paper", dims=["ER"]),
+    )  # newer
     result = koed("agreement", "--mode", "strict", KOED_DB=str(old))
     assert result.returncode == 0, result.stderr
     assert "judge: strict-judge · strict" in result.stdout
@@ -140,9 +151,7 @@ def test_provenance_comes_from_the_runs(tmp_path: Path, fake_openai: FakeOpenAI)
         spec,
         dataset.dialogues[:2],
         official_sha,
-        langs=["ko", "en"],
-        protocol="single",
-        settings=GenerationSettings(),
+        RunRequest(spec.name, langs=("ko", "en"), protocol="single"),
     )
     result = koed("export", "--out", str(tmp_path / "out"), KOED_DB=str(db))  # KOED_DATA unset
     assert result.returncode == 0, result.stderr
@@ -165,9 +174,7 @@ def test_provenance_comes_from_the_runs(tmp_path: Path, fake_openai: FakeOpenAI)
         spec,
         dataset.dialogues[:2],
         dataset.sha256,
-        langs=["ko"],
-        protocol="single",
-        settings=GenerationSettings(),
+        RunRequest(spec.name, langs=("ko",), protocol="single"),
     )
     koed("export", "--out", str(tmp_path / "out2"), KOED_DB=str(db))
     provenance = json.loads((tmp_path / "out2" / "provenance.json").read_text())
@@ -224,7 +231,12 @@ def test_no_dimension_judges_nothing(old: Path, monkeypatch: pytest.MonkeyPatch)
     from koed_core.models.backends import make_client
 
     with pytest.raises(JudgeError, match="at least one dimension"):
-        judge_run(store, make_client(spec), spec, LISTENER_RUN, "paper", dims=[])
+        judge_run(
+            store,
+            make_client(spec),
+            spec,
+            JudgeRequest(LISTENER_RUN, judge=spec.name, mode="paper", dims=[]),
+        )
     monkeypatch.setenv("KOED_DB", str(old))
     before = store.count("judgments")
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60).run()
@@ -256,9 +268,7 @@ def test_demo_live_asks_with_the_runs_own_key(
         spec,
         dataset.dialogues[:1],
         dataset.sha256,
-        langs=["ko", "en"],
-        protocol="single",
-        settings=GenerationSettings(),
+        RunRequest(spec.name, langs=("ko", "en"), protocol="single"),
     )
     rebuilt = demo.run_spec(store, report.run_id, {})
     assert rebuilt.api_key_env == "ANTHROPIC_API_KEY"

@@ -17,6 +17,7 @@ from koed_core.dialogues.dataset import load_dataset
 from koed_core.models.backends import make_client
 from koed_core.models.client import GenerationSettings
 from koed_core.models.registry import ModelSpec
+from koed_core.models.request import RunRequest
 from koed_core.models.runs import run_benchmark, run_labels
 from koed_core.paths import SAMPLE_FILE
 from koed_core.rating.accounts import add_user
@@ -41,9 +42,7 @@ def four_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Store, l
                 spec,
                 dataset.dialogues[:count],
                 dataset.sha256,
-                langs=["ko", "en"],
-                protocol=protocol,  # type: ignore[arg-type]
-                settings=GenerationSettings(),
+                RunRequest(spec.name, langs=("ko", "en"), protocol=protocol),
             )
             run_ids.append(report.run_id)
     return store, run_ids

@@ -16,18 +16,20 @@ import pytest
 from fixtures.fake_openai import FakeOpenAI, Step
 from koed_core.db import Store
 from koed_core.dialogues.dataset import load_dataset
+from koed_core.judge.request import JudgeRequest
 from koed_core.models.backends import make_client
-from koed_core.models.client import GenerationSettings
+from koed_core.models.batch import PassHooks
 from koed_core.models.registry import ModelSpec
+from koed_core.models.request import RunRequest
 from koed_core.models.runs import run_benchmark
 from koed_core.paths import SAMPLE_FILE
 from tests.conftest import stored_responses
 
 ROOT = Path(__file__).resolve().parents[1]
-SETTINGS = GenerationSettings(max_retries=1)
+SETTINGS = {"max_retries": 1}  # a failing fake answers fast
 
 
-def _run(server: FakeOpenAI, store: Store, **kwargs):  # type: ignore[no-untyped-def]
+def _run(server: FakeOpenAI, store: Store, progress=None, stop=None, **kwargs):  # type: ignore[no-untyped-def]
     dataset = load_dataset(SAMPLE_FILE)
     spec = ModelSpec(
         name="fake",
@@ -36,9 +38,16 @@ def _run(server: FakeOpenAI, store: Store, **kwargs):  # type: ignore[no-untyped
         base_url=server.base_url,
         provenance="korean-centric",
     )
-    options = {"langs": ["ko", "en"], "protocol": "single", "settings": SETTINGS, **kwargs}
+    options = {"langs": ("ko", "en"), "protocol": "single", **SETTINGS, **kwargs}
+    request = RunRequest(spec.name, **options)
     return run_benchmark(
-        store, make_client(spec, None), spec, dataset.dialogues, dataset.sha256, **options
+        store,
+        make_client(spec, None),
+        spec,
+        dataset.dialogues,
+        dataset.sha256,
+        request,
+        hooks=PassHooks(progress=progress, stop=stop),
     )
 
 
@@ -76,9 +85,7 @@ def test_emotion_accuracy_counts_hits(fake_openai: FakeOpenAI, tmp_path: Path) -
         spec,
         dataset.dialogues[10:12],
         dataset.sha256,
-        langs=["ko", "en"],
-        protocol="multi",
-        settings=SETTINGS,
+        RunRequest(spec.name, langs=("ko", "en"), protocol="multi", **SETTINGS),
     )
     summary = store.runs()
     assert report.succeeded == 4
@@ -123,9 +130,7 @@ def test_human_reference_run_is_not_scored(tmp_path: Path) -> None:
         spec,
         dataset.dialogues[:4],
         dataset.sha256,
-        langs=["ko", "en"],
-        protocol="single",
-        settings=SETTINGS,
+        RunRequest(spec.name, langs=("ko", "en"), protocol="single", **SETTINGS),
     )
     rows = store.responses(report.run_id)
     # dialogue 1 has 6 Korean turns but 4 English ones; both end on a Listener turn
@@ -201,7 +206,7 @@ def test_a_reply_that_is_not_utf8_fails_one_item_not_the_run(
         Step(body=b'{"choices": [{"message": {"content": "\xff\xfe broken"}}]}'),
         Step(body=b'{"choices": [{"mess'),  # cut off mid-JSON
     )
-    report = _run(fake_openai, store, limit=3, concurrency=1, settings=GenerationSettings())
+    report = _run(fake_openai, store, limit=3, concurrency=1, max_retries=4)
     assert (report.succeeded, report.failed) == (4, 2), report.errors
     assert report.errors == {"response": 2}
     rows = store.responses(report.run_id)
@@ -217,8 +222,7 @@ def test_a_trickled_reply_is_cut_off_at_the_total_deadline(
     the trickled item fails as a time-out (the client hangs up), the others are stored."""
     store = Store(tmp_path / "runs.db")
     fake_openai.queue(Step(trickle_s=0.25))  # about 400 bytes: some 100 s to the end
-    settings = GenerationSettings(timeout_s=2.0, max_retries=0)
-    report = _run(fake_openai, store, limit=2, concurrency=1, settings=settings)
+    report = _run(fake_openai, store, limit=2, concurrency=1, timeout_s=2.0, max_retries=0)
     assert (report.succeeded, report.failed) == (3, 1), report.errors
     assert report.errors == {"timeout": 1}
     failed = store.responses(report.run_id).dropna(subset=["error"])
@@ -249,7 +253,8 @@ def test_a_cancelled_run_gives_up_a_request_the_server_never_answers(
             limit=1,
             langs=["ko"],
             concurrency=1,
-            settings=GenerationSettings(timeout_s=900, max_retries=0),
+            timeout_s=900,
+            max_retries=0,
             stop=lambda: fake_openai.in_flight > 0,  # cancelled once the request is out
         )
 
@@ -275,13 +280,18 @@ def test_a_ten_megabyte_reply_is_cut_at_the_cap_and_says_so(
     huge = "That must be hard. " + "정" * 10_000_000
     fake_openai.queue(Step(text=huge))
     report = _run(fake_openai, store, limit=1, langs=["ko"], concurrency=1,
-                  protocol="direct", settings=GenerationSettings(max_retries=0))  # fmt: skip
+                  protocol="direct", max_retries=0)  # fmt: skip
     assert report.succeeded == 1, report.errors
     row = store.rows("select raw, text, cut_at, full_chars from responses")[0]
     assert row["cut_at"] == MAX_REPLY_CHARS and row["full_chars"] == len(huge)
     assert len(row["raw"]) == MAX_REPLY_CHARS and len(row["text"]) <= MAX_REPLY_CHARS
     judge = ModelSpec(name="judge", backend="openai", model="j", base_url=fake_openai.base_url)
     before = len(fake_openai.requests)
-    judge_run(store, make_client(judge, "k"), judge, report.run_id, "strict", dims=("EX",))
+    judge_run(
+        store,
+        make_client(judge, "k"),
+        judge,
+        JudgeRequest(report.run_id, judge=judge.name, mode="strict", dims=("EX",)),
+    )
     sent = fake_openai.requests[before]["messages"][-1]["content"]
     assert len(sent) < MAX_REPLY_CHARS + 10_000  # the cut reply, not ten megabytes

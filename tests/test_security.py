@@ -22,6 +22,7 @@ from koed_core.models.backends import make_client
 from koed_core.models.client import GenerationSettings
 from koed_core.models.emotions import parse_reply
 from koed_core.models.registry import ModelSpec
+from koed_core.models.request import RunRequest
 from koed_core.models.runs import run_benchmark
 from koed_core.paths import SAMPLE_FILE
 from koed_core.rating import accounts
@@ -126,7 +127,7 @@ def _call_paid_model(url: str) -> None:
     import streamlit as st
 
     from components.shared.model_choice import client_for
-    from koed_core.models.client import GenerationSettings, ModelError
+    from koed_core.models.client import ModelError
     from koed_core.models.registry import ModelSpec
 
     spec = ModelSpec(name="paid", backend="openai", model="m", base_url=url)
@@ -217,9 +218,7 @@ def test_credentials_in_a_base_url_never_leave(tmp_path: Path, fake_openai: Fake
         spec,
         dataset.dialogues[:1],
         dataset.sha256,
-        langs=["en"],
-        protocol="direct",
-        settings=GenerationSettings(max_retries=0, timeout_s=2),
+        RunRequest(spec.name, langs=("en",), protocol="direct", max_retries=0, timeout_s=2),
     )
     stored = str(store.run_config(report.run_id)) + store.responses(report.run_id).to_csv()
     assert "hunter2" not in stored and "SECRETKEY" not in stored and "sk-test" not in stored

@@ -279,7 +279,7 @@ def test_the_shipped_sensitivity_plan_shows_what_the_repr_moves() -> None:
     plan = load_plan(ROOT / "plans" / "sensitivity.toml")
     registry = load_registry(DEFAULT_REGISTRY)
     specs = {m: registry[m] for m in plan.models}
-    assert pinned(plan, specs).postprocess == "authors-repr"
+    assert pinned(plan, specs).pipeline["postprocess"] == "authors-repr"
     [name] = [n for n, c in plan.variants.items() if c == {"postprocess": "authors"}]
     dialogues = load_dataset(SAMPLE_FILE).dialogues[:3]
     calls = {v.name: v for v in variant_calls(plan, specs, registry[plan.judge], dialogues)}

@@ -18,14 +18,16 @@ from fixtures.fake_openai import FakeOpenAI, Step
 from koed_core.db import Store
 from koed_core.db.jobs import Jobs
 from koed_core.dialogues.dataset import load_dataset
-from koed_core.jobs.kinds import Environment, RunJob, enqueue
+from koed_core.jobs.kinds import Environment, enqueue
 from koed_core.jobs.worker import Worker
 from koed_core.judge.judging import judge_run
+from koed_core.judge.request import JudgeRequest
 from koed_core.models import batch
 from koed_core.models.backends import make_client
 from koed_core.models.batch import ServerUnusable
 from koed_core.models.client import GenerationSettings, ModelError
 from koed_core.models.registry import ModelSpec
+from koed_core.models.request import RunRequest
 from koed_core.models.runs import run_benchmark
 from koed_core.paths import SAMPLE_FILE
 
@@ -48,13 +50,18 @@ def _run(server: FakeOpenAI, store: Store, **kwargs):  # type: ignore[no-untyped
     dataset = load_dataset(SAMPLE_FILE)
     spec = _spec(server)
     options = {
-        "langs": ["ko", "en"],
+        "langs": ("ko", "en"),
         "protocol": "single",
-        "settings": GenerationSettings(max_retries=0),
+        "max_retries": 0,
         **kwargs,
     }
     return run_benchmark(
-        store, make_client(spec, None), spec, dataset.dialogues, dataset.sha256, **options
+        store,
+        make_client(spec, None),
+        spec,
+        dataset.dialogues,
+        dataset.sha256,
+        RunRequest(spec.name, **options),
     )
 
 
@@ -127,7 +134,12 @@ def test_a_judge_on_an_html_server_stops_early(fake_openai: FakeOpenAI, tmp_path
     fake_openai.queue(*[html() for _ in range(100)])
     spec = _spec(fake_openai, "judge")
     with pytest.raises(ServerUnusable) as stopped:
-        judge_run(store, make_client(spec, None), spec, run_id, "strict", concurrency=1)
+        judge_run(
+            store,
+            make_client(spec, None),
+            spec,
+            JudgeRequest(run_id, judge=spec.name, mode="strict", concurrency=1),
+        )
     assert "text/html" in str(stopped.value)
     assert len(fake_openai.requests) - asked <= batch.NOT_AN_API_IN_A_ROW + 1
 
@@ -145,7 +157,7 @@ def test_a_run_job_on_an_html_server_ends_failed_with_the_sentence(
         env={"OPENAI_BASE_URL": fake_openai.base_url},
         secrets={},
     )
-    job_id = enqueue(store, RunJob(model="openai:fake", data=str(SAMPLE_FILE)), "tester")
+    job_id = enqueue(store, RunRequest(model="openai:fake", data=str(SAMPLE_FILE)), "tester")
     worker = Worker(store, env, idle_exit_s=0.5, tick_s=0.05)
     thread = threading.Thread(target=worker.serve, daemon=True)
     thread.start()

@@ -145,8 +145,7 @@ class Pane:
                 store,
                 run_id,
                 self.item(index),
-                completion,
-                parsed,
+                (completion, parsed, None),
                 scored=self.spec.backend != "human",
             )
             answer["saved"] = record.response_id

@@ -4,7 +4,9 @@ reproduction, and the stored runs with their responses."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from dataclasses import Field
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import streamlit as st
@@ -15,16 +17,22 @@ from components.shared.literal import md
 from components.shared.model_choice import model_label
 from koed_core import i18n
 from koed_core.dialogues.dataset import Dataset
-from koed_core.dialogues.subsets import SUBSETS, select
+from koed_core.dialogues.subsets import SUBSETS
 from koed_core.errors import KoedError
 from koed_core.i18n import N_, _
-from koed_core.jobs.kinds import EpisodeJob, ReproduceJob, RunJob
-from koed_core.models.episodes import DEFAULT_TURNS, MAX_TURNS
-from koed_core.models.pipeline import COMMAS, EMOTION_READERS, POSTPROCESS
+from koed_core.jobs.kinds import ReproduceJob
+from koed_core.models.pipeline import STEP_FIELDS
 from koed_core.models.prompts import PROMPT_SETS
 from koed_core.models.protocol import PROTOCOLS
 from koed_core.models.registry import ModelSpec
-from koed_core.models.runs import DEFAULT_CONCURRENCY, run_labels
+from koed_core.models.request import (
+    DEFAULT_CONCURRENCY,
+    DEFAULT_TURNS,
+    MAX_TURNS,
+    EpisodeRequest,
+    RunRequest,
+)
+from koed_core.models.runs import run_labels
 from koed_core.results.reproduce import parse_plan
 
 PLANS = Path(__file__).resolve().parents[2] / "plans"
@@ -37,24 +45,35 @@ KINDS = {
 }
 
 
-STEP_WORDS = {
-    "authors": N_("the authors' way"),
-    "authors-repr": N_("the authors' way, literally (their open models' repr)"),
-    "none": N_("none"),
-    "raw": N_("as in the file"),
-    "decoded": N_("decoded"),
-    "extended": N_("extended"),
-}
-"""A pipeline step's values in words; the code (what `koed run` takes) follows in
-parentheses, as the stored run and the CLI name it."""
 SUBSET_WORDS = {"full": N_("all dialogues")}
 """Subsets with a word for a name; paper-100 and jeong-han-80 are names of their own."""
 
 
-def _steps(codes: tuple[str, ...]) -> dict[str, str]:
+def _step_options(step: Field[Any]) -> dict[str, str]:
     """A pipeline step's options as the picker shows them: the prompt set's choice, then
-    each value in the reader's words with its code."""
-    return {PROFILE: _(PROFILE), **{code: _(STEP_WORDS[code]) + f"({code})" for code in codes}}
+    each value in the reader's words with its code (what `koed run` takes, as the stored
+    run names it) in parentheses. The words are the step's own (``Steps``)."""
+    words = step.metadata["words"]
+    return {
+        PROFILE: _(PROFILE),
+        **{code: _(words[code]) + f"({code})" for code in step.metadata["choices"]},
+    }
+
+
+def _step_pickers() -> dict[str, str | None]:
+    """One picker per pipeline step, each as ``Steps`` declares it; what each is set to
+    (None: the prompt set's profile), by step name."""
+    chosen: dict[str, str | None] = {}
+    for step in STEP_FIELDS:
+        options = _step_options(step)
+        value = st.selectbox(
+            _(step.metadata["label"]),
+            list(options),
+            key=state.runs_step(step.name),
+            format_func=options.__getitem__,
+        )
+        chosen[step.name] = None if value == PROFILE else value
+    return chosen
 
 
 def _subsets() -> Callable[[str], str]:
@@ -102,24 +121,7 @@ def start_run_form(registry: dict[str, ModelSpec], dataset: Dataset) -> None:
                     "the whole reply, decoded commas and the extended reader."
                 )
             )
-            postprocess = st.selectbox(
-                _("Post-processing"),
-                [PROFILE, *POSTPROCESS],
-                key=state.RUNS_POSTPROCESS,
-                format_func=_steps(POSTPROCESS).__getitem__,
-            )
-            commas = st.selectbox(
-                _("Commas"),
-                [PROFILE, *COMMAS],
-                key=state.RUNS_COMMAS,
-                format_func=_steps(COMMAS).__getitem__,
-            )
-            reader = st.selectbox(
-                _("Emotion reader"),
-                [PROFILE, *EMOTION_READERS],
-                key=state.RUNS_READER,
-                format_func=_steps(EMOTION_READERS).__getitem__,
-            )
+            steps = _step_pickers()
         subset = left.selectbox(
             _("Dialogues"),
             SUBSETS,
@@ -156,7 +158,7 @@ def start_run_form(registry: dict[str, ModelSpec], dataset: Dataset) -> None:
         if not langs:
             st.warning(_("Pick at least one language."))
         else:
-            params = RunJob(
+            params = RunRequest(
                 model=name,
                 langs=tuple(langs),
                 protocol=protocol,
@@ -170,12 +172,10 @@ def start_run_form(registry: dict[str, ModelSpec], dataset: Dataset) -> None:
                 max_tokens=None if own else int(max_tokens),
                 batch=batch,
                 dataset_sha256=dataset.sha256,
-                postprocess=None if postprocess == PROFILE else postprocess,
-                commas=None if commas == PROFILE else commas,
-                emotion_reader=None if reader == PROFILE else reader,
+                **steps,
             )
             try:
-                select(dataset.dialogues, subset, sample=params.sample, seed=params.seed)
+                params.dialogues(dataset.dialogues)
                 jobs_panel.check_may_queue(spec)
                 job_id = jobs_panel.queue(params)
             except KoedError as err:
@@ -243,7 +243,7 @@ def episodes_panel(registry: dict[str, ModelSpec], dataset: Dataset) -> None:
             if not langs:
                 st.warning(_("Pick at least one language."))
                 return
-            params = EpisodeJob(
+            params = EpisodeRequest(
                 model=listener,
                 speaker=speaker,
                 turns=int(turns),
@@ -254,7 +254,7 @@ def episodes_panel(registry: dict[str, ModelSpec], dataset: Dataset) -> None:
                 dataset_sha256=dataset.sha256,
             )
             try:
-                select(dataset.dialogues, subset)
+                params.dialogues(dataset.dialogues)
                 jobs_panel.check_may_queue(registry[listener])
                 jobs_panel.check_may_queue(registry[speaker])
                 job_id = jobs_panel.queue(params)

@@ -59,9 +59,6 @@ RUNS_MODEL = "runs.model"
 RUNS_SELECTED = "runs.selected"
 RUNS_PLAN = "runs.plan"
 RUNS_REPRODUCE = "runs.reproduce"
-RUNS_POSTPROCESS = "runs.postprocess"
-RUNS_COMMAS = "runs.commas"
-RUNS_READER = "runs.emotion_reader"
 JUDGE_TEMPLATE = "judge.template"
 JUDGE_PARSE = "judge.parse"
 
@@ -254,3 +251,8 @@ def dropped_links(page: str) -> list[Any]:
     notice naming them stays after the bound widgets have rewritten the address."""
     found: dict[str, list[Any]] = st.session_state.setdefault(LINK_DROPPED, {})
     return found.setdefault(page, [])
+
+
+def runs_step(name: str) -> str:
+    """The Runs form's picker of pipeline step ``name`` (one per step ``Steps`` declares)."""
+    return f"runs.{name}"

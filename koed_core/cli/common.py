@@ -7,42 +7,18 @@ import sys
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import MISSING, fields
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from koed_core.config import Settings
 from koed_core.judge.verdicts import MODES
+from koed_core.models.request import positive_int as positive_int  # every command's counts
 
 if TYPE_CHECKING:
     from koed_core.jobs.kinds import JobParams
 
-
-def languages(text: str) -> tuple[str, ...] | None:
-    """``--lang`` as a tuple (ko, en or both), or None after printing why it is wrong."""
-    langs = tuple(lang.strip() for lang in text.split(",") if lang.strip())
-    if not langs or set(langs) - {"ko", "en"}:
-        print(f"error: --lang takes ko, en or ko,en, not {text!r}", file=sys.stderr)
-        return None
-    return langs
-
-
-def prompt_source(value: str | None, shipped: Sequence[str]) -> str | None:
-    """``--prompts``: a shipped set's name as it is, a file as its absolute path (a job
-    may run in another folder)."""
-    if value and value not in shipped:
-        return str(Path(value).resolve())
-    return value
-
-
-def positive_int(text: str) -> int:
-    """An argparse type: a whole number of at least 1 (0 never means "all")."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
-    return value
+R = TypeVar("R")
 
 
 def seconds(text: str) -> float:
@@ -53,17 +29,6 @@ def seconds(text: str) -> float:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
     if not 0 < value < float("inf"):
         raise argparse.ArgumentTypeError(f"must be a number of seconds above 0, not {text}")
-    return value
-
-
-def temperature(text: str) -> float:
-    """An argparse type: a sampling temperature from 0 to 2."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not 0 <= value <= 2:
-        raise argparse.ArgumentTypeError(f"must be between 0 and 2, not {value}")
     return value
 
 
@@ -104,22 +69,6 @@ def foreground(params: JobParams, db: Path | None, settings: Settings, unit: str
     return 1 if result.failed else 0
 
 
-def add_batch_choice(parser: argparse.ArgumentParser) -> None:
-    """--batch and --batch-size: send the requests through the provider's Batch API."""
-    parser.add_argument(
-        "--batch",
-        action="store_true",
-        help="send the requests through the provider's Batch API (OpenAI: half the price, "
-        "answers within 24 h); resumable like a live run",
-    )
-    parser.add_argument(
-        "--batch-size",
-        type=positive_int,
-        default=1000,
-        help="with --batch: requests per provider batch (default 1000)",
-    )
-
-
 def add_judge_choice(parser: argparse.ArgumentParser) -> None:
     """--judge, --mode, --template, --parse and --prompt-version: together they name one
     judge configuration."""
@@ -130,3 +79,45 @@ def add_judge_choice(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--prompt-version", help="judge prompt version, or its first characters")
     parser.add_argument("--template", help="judge template name (authors, fenced, or yours)")
     parser.add_argument("--parse", help="verdict parser (authors, lenient, json)")
+
+
+def add_request_flags(
+    parser: argparse.ArgumentParser, request: type[Any], leave_out: Sequence[str] = ()
+) -> None:
+    """One flag per setting of a request class (``RunRequest``, ``EpisodeRequest``,
+    ``JudgeRequest``), spelled and explained as the request's fields declare: a setting
+    added there is on the command line with nothing written here."""
+    for f in fields(request):
+        meta = f.metadata
+        if meta.get("flag") is None or f.name in leave_out:
+            continue
+        flag = meta["flag"] or "--" + f.name.replace("_", "-")
+        options: dict[str, Any] = {"dest": f.name, "help": meta["help"]}
+        if isinstance(f.default, bool):
+            options["action"] = "store_true"
+        else:
+            options["default"] = None
+            for key in ("type", "choices", "nargs"):
+                if meta.get(key) is not None:
+                    options[key] = meta[key]
+            if f.default is MISSING:
+                options["required"] = True
+            if meta.get("type") is not None and meta.get("choices") is None:
+                options["metavar"] = f.name.upper()
+        parser.add_argument(flag, *meta.get("aliases", ()), **options)
+
+
+def request_from(args: argparse.Namespace, request: type[R]) -> R | None:
+    """The request the flags ask for (a flag left out: the field's default), or None
+    after printing what is wrong with it (exit 2, like argparse's own refusals)."""
+    given = {
+        f.name: tuple(v) if isinstance(v, list) else v
+        for f in fields(request)  # type: ignore[arg-type]
+        if (v := getattr(args, f.name, None)) is not None
+    }
+    made = request(**given)
+    problems = made.problems()  # type: ignore[attr-defined]
+    if problems:
+        print(f"error: {'; '.join(problems)}", file=sys.stderr)
+        return None
+    return made

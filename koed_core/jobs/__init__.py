@@ -4,7 +4,7 @@ CLI runs in a terminal), and the worker process that carries them out.
 
 from __future__ import annotations
 
-from koed_core.jobs.kinds import JudgeJob, ReproduceJob, RunJob, enqueue, execute
+from koed_core.jobs.kinds import ReproduceJob, enqueue, execute
 from koed_core.jobs.worker import Worker, ensure_worker
 
-__all__ = ["JudgeJob", "ReproduceJob", "RunJob", "Worker", "enqueue", "ensure_worker", "execute"]
+__all__ = ["ReproduceJob", "Worker", "enqueue", "ensure_worker", "execute"]

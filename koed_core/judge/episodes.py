@@ -18,16 +18,17 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
 from koed_core.db import JudgeConfig, Judgments, Store, now, short_hash
 from koed_core.dialogues.dialogue import Dialogue
+from koed_core.judge.request import JudgeRequest
 from koed_core.judge.rubric import SCALE, codes, dimensions, rubric_version
 from koed_core.judge.verdicts import FENCE_CLOSE, FENCE_OPEN, LANGUAGE, fenced
-from koed_core.models.batch import BatchReport, Outcome, ProgressFn, run_batch, workers_for
+from koed_core.models.batch import NO_HOOKS, BatchReport, Outcome, PassHooks, run_batch, workers_for
 from koed_core.models.client import ChatClient, GenerationSettings, ModelError, capped
 from koed_core.models.protocol import Message
 from koed_core.models.registry import ModelSpec
@@ -298,14 +299,12 @@ def _judge(
     config: JudgeConfig,
     calls: Sequence[Call],
     concurrency: int,
-    progress: ProgressFn | None,
-    stop: Callable[[], bool] | None,
-    watch: Callable[[BatchReport], None] | None,
+    hooks: PassHooks,
 ) -> BatchReport:
     """Every call not answered yet under ``config``; each answer stored as it comes (a
     failed call is stored with its error and asked again next time)."""
     judgments = Judgments(store)
-    settings = GenerationSettings(temperature=TEMPERATURE, max_tokens=MAX_TOKENS, stop=stop)
+    settings = GenerationSettings(temperature=TEMPERATURE, max_tokens=MAX_TOKENS, stop=hooks.stop)
     answered = {
         (r["response_id"], r["dimension"])
         for r in store.rows(
@@ -335,14 +334,11 @@ def _judge(
 
     return run_batch(
         list(calls),
-        key=lambda call: call.key,
-        done=done,
+        done=lambda call: call.key in done,
         work=ask,
         save=save,
         workers=workers_for(client, concurrency),
-        progress=progress,
-        stop=stop,
-        watch=watch,
+        hooks=hooks,
     )
 
 
@@ -350,18 +346,15 @@ def judge_whole_episodes(
     store: Store,
     client: ChatClient,
     judge: ModelSpec,
-    run_id: str,
+    request: JudgeRequest,
     dialogues: Mapping[str, Dialogue],
     *,
-    concurrency: int = 8,
-    replicate: int = 0,
-    progress: ProgressFn | None = None,
-    stop: Callable[[], bool] | None = None,
-    watch: Callable[[BatchReport], None] | None = None,
+    hooks: PassHooks = NO_HOOKS,
 ) -> BatchReport:
-    """Score every episode of the run whole: the five dimensions and UND, one call each,
-    stored under :func:`whole_config`."""
-    config = whole_config(judge.name, replicate)
+    """Score every episode of the request's run whole: the five dimensions and UND, one
+    call each, stored under :func:`whole_config` (its replicate the request's)."""
+    run_id = request.run_id
+    config = whole_config(judge.name, request.replicate)
     calls = [
         Call(
             episode.key,
@@ -372,23 +365,21 @@ def judge_whole_episodes(
         if episode.conv_id in dialogues
         for dimension in whole_dimensions()
     ]
-    return _judge(store, client, judge, config, calls, concurrency, progress, stop, watch)
+    return _judge(store, client, judge, config, calls, request.concurrency, hooks)
 
 
 def check_speakers(
     store: Store,
     client: ChatClient,
     judge: ModelSpec,
-    run_id: str,
+    request: JudgeRequest,
     dialogues: Mapping[str, Dialogue],
     *,
-    concurrency: int = 8,
-    progress: ProgressFn | None = None,
-    stop: Callable[[], bool] | None = None,
-    watch: Callable[[BatchReport], None] | None = None,
+    hooks: PassHooks = NO_HOOKS,
 ) -> BatchReport:
-    """Check every Speaker turn the run's episodes kept (SIT, HID, NAT in one call),
-    stored under :func:`speaker_config`."""
+    """Check every Speaker turn the request's run's episodes kept (SIT, HID, NAT in one
+    call), stored under :func:`speaker_config`."""
+    run_id = request.run_id
     config = speaker_config(judge.name)
     calls = [
         Call(
@@ -399,4 +390,4 @@ def check_speakers(
         for turn in speaker_turns_of(store, run_id)
         if turn.conv_id in dialogues
     ]
-    return _judge(store, client, judge, config, calls, concurrency, progress, stop, watch)
+    return _judge(store, client, judge, config, calls, request.concurrency, hooks)

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from koed_core.db import JudgeConfig, Judgments, Store, now, short_hash
 from koed_core.errors import KoedError
@@ -31,10 +31,13 @@ from koed_core.judge.verdicts import (
     parse_verdict,
     rescue_authors,
 )
-from koed_core.models.batch import BatchReport, Outcome, ProgressFn, run_batch, workers_for
+from koed_core.models.batch import NO_HOOKS, BatchReport, Outcome, PassHooks, run_batch, workers_for
 from koed_core.models.client import ChatClient, GenerationSettings, ModelError, capped
 from koed_core.models.protocol import Message
 from koed_core.models.registry import ModelSpec
+
+if TYPE_CHECKING:
+    from koed_core.judge.request import JudgeRequest
 
 
 class JudgeError(KoedError, ValueError):
@@ -343,47 +346,38 @@ def judge_run(
     store: Store,
     client: ChatClient,
     judge: ModelSpec,
-    run_id: str,
-    mode: JudgeMode,
+    request: JudgeRequest,
     *,
-    dims: Sequence[str] | None = None,
-    samples: int = 1,
-    concurrency: int = 8,
-    max_tokens: int | None = None,
-    attempts: int = DEFAULT_ATTEMPTS,
-    template: str | None = None,
-    parse: str | None = None,
-    replicate: int = 0,
-    progress: ProgressFn | None = None,
-    stop: Callable[[], bool] | None = None,
-    watch: Callable[[BatchReport], None] | None = None,
+    hooks: PassHooks = NO_HOOKS,
 ) -> BatchReport:
-    """Judge what is not judged yet under today's configuration; store answers as they come.
+    """Judge what is not judged yet of the request's run under its configuration; store
+    answers as they come.
 
-    An unparseable verdict is asked again, up to ``attempts`` times in all, and every
-    attempt is stored (attempt 0, 1, ...); the task counts as unscored only when none
-    parsed. ``max_tokens`` defaults to 256 in paper mode (the authors' limit), 400 strict.
-    ``template`` (a shipped name or a TOML file) and ``parse`` default to the mode's (see
-    :meth:`JudgeSteps.choose`). ``replicate`` n > 0 asks the judge again about texts it
-    already judged, as a source of its own (the noise floor: how far a second asking moves
-    a number when nothing else changed). ``stop`` cancels as in ``run_benchmark``: a task
-    given up for it stores nothing.
+    An unparseable verdict is asked again, up to ``request.attempts`` times in all, and
+    every attempt is stored (attempt 0, 1, ...); the task counts as unscored only when
+    none parsed. The request resolves the template, the parser and the token limit
+    (:class:`~koed_core.judge.request.JudgeRequest`). A replicate n > 0 asks the judge
+    again about texts it already judged, as a source of its own (the noise floor: how far
+    a second asking moves a number when nothing else changed). ``hooks.stop`` cancels as
+    in ``run_benchmark``: a task given up for it stores nothing.
 
     Raises:
         JudgeError: no dimension chosen, an unknown one, fewer than one sample/attempt,
             or a parser that does not fit the mode.
         TemplateError: the template cannot be read or has no form for the mode.
     """
-    chosen = chosen_dimensions(dims)
-    if samples < 1 or attempts < 1:
+    chosen = request.dimensions()
+    if request.samples < 1 or request.attempts < 1:
         raise JudgeError("samples and attempts must be at least 1")
-    max_tokens = max_tokens or (256 if mode == "paper" else 400)
-    if replicate < 0:
+    if request.replicate < 0:
         raise JudgeError("replicate must be 0 (the first judging) or more")
-    steps = JudgeSteps.choose(mode, template, parse)
-    config = _config(judge.name, mode, steps, replicate)
+    mode: JudgeMode = request.mode  # type: ignore[assignment]
+    steps = request.steps()
+    config = _config(judge.name, mode, steps, request.replicate)
     judgments = Judgments(store)
-    settings = GenerationSettings(temperature=TEMPERATURE[mode], max_tokens=max_tokens, stop=stop)
+    settings = GenerationSettings(
+        temperature=TEMPERATURE[mode], max_tokens=request.token_limit(), stop=hooks.stop
+    )
 
     def store_one(task: JudgeTask, tried: list[Attempt]) -> Outcome:
         last = tried[-1][1]
@@ -402,16 +396,14 @@ def judge_run(
             return Outcome("ok")
         return Outcome("unscored", reason_kind(verdict.unscored_reason if verdict else None))
 
+    done = judgments.done(config)
     return run_batch(
-        tasks_for(store, run_id, chosen, samples if mode == "strict" else 1),
-        key=lambda task: judgment_key(task, config),
-        done=judgments.done(config),
-        work=lambda task: _ask(client, task, mode, settings, attempts, steps),
+        tasks_for(store, request.run_id, chosen, request.samples_asked()),
+        done=lambda task: judgment_key(task, config) in done,
+        work=lambda task: _ask(client, task, mode, settings, request.attempts, steps),
         save=store_one,
-        workers=workers_for(client, concurrency),
-        progress=progress,
-        stop=stop,
-        watch=watch,
+        workers=workers_for(client, request.concurrency),
+        hooks=hooks,
     )
 
 

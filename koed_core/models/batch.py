@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Literal, TypeVar
@@ -183,34 +183,44 @@ class Breaker:
             )
 
 
+@dataclass
+class PassHooks:
+    """How a pass over items shows its progress and learns it should stop: a terminal's
+    progress bar, a worker writing to a job's row, a test's list."""
+
+    progress: ProgressFn | None = None
+    """Called with (finished, planned) at the start and as results arrive."""
+    stop: Callable[[], bool] | None = None
+    """Once true, no further task starts (a cancelled job); see ``run_bounded``."""
+    watch: Callable[[BatchReport], None] | None = None
+    """Given the whole report whenever ``progress`` is called (a job's failures and error
+    kinds are shown while it runs)."""
+
+
+NO_HOOKS = PassHooks()
+
+
 def run_batch(
     tasks: Sequence[T],
-    key: Callable[[T], Hashable],
-    done: set[Hashable] | set[str] | set[tuple[str, str, str]],
+    done: Callable[[T], bool],
     work: Callable[[T], R],
     save: Callable[[T, R], Outcome],
     *,
     workers: int,
-    progress: ProgressFn | None = None,
+    hooks: PassHooks = NO_HOOKS,
     run_id: str = "",
-    stop: Callable[[], bool] | None = None,
-    watch: Callable[[BatchReport], None] | None = None,
     claim: Callable[[T], bool] | None = None,
 ) -> BatchReport:
-    """Do every task whose key is not in ``done``; report what happened.
+    """Do every task not ``done`` already; report what happened.
 
     Args:
         tasks: the whole plan, in order (the report counts skipped tasks too).
-        key: a task's stored identity.
-        done: keys already stored; those tasks are skipped.
+        done: whether a task is stored already (it is skipped).
         work: the slow call, run in a worker thread; must return failures as values.
         save: stores one result in this thread and says how the task ended.
         workers: at most this many calls in flight.
-        progress: called with (finished, planned) at the start and as results arrive.
+        hooks: progress, cancel and the running report.
         run_id: copied into the report.
-        stop: once true, no further task starts (a cancelled job); see ``run_bounded``.
-        watch: given the whole report whenever ``progress`` is called (a job's failures
-            and error kinds are shown while it runs).
         claim: called in this thread just before a task is sent; False means another
             process holds it (or has answered it since ``done`` was read): it is not
             sent, and counts as skipped.
@@ -219,7 +229,8 @@ def run_batch(
         ServerUnusable: the pass was stopped by its :class:`Breaker` (every reply so far
             not the API's, a refused key, or a server silent for ``SERVER_SILENCE_S``).
     """
-    pending = [t for t in tasks if key(t) not in done]
+    progress, stop, watch = hooks.progress, hooks.stop, hooks.watch
+    pending = [t for t in tasks if not done(t)]
     report = BatchReport(planned=len(tasks), skipped=len(tasks) - len(pending), run_id=run_id)
     if progress:
         progress(report.finished, report.planned)

@@ -17,7 +17,7 @@ ends there, its flagged turns kept for people to see and no Listener turn after 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Literal
@@ -27,34 +27,29 @@ from koed_core.db.episodes import Episodes, SpeakerRecord
 from koed_core.dialogues.dialogue import Dialogue, Lang
 from koed_core.errors import KoedError
 from koed_core.models.batch import (
+    NO_HOOKS,
     BatchReport,
     Outcome,
-    ProgressFn,
+    PassHooks,
     patiently,
     run_batch,
     workers_for,
 )
 from koed_core.models.client import (
     ChatClient,
-    Completion,
     GenerationSettings,
     ModelError,
     capped,
 )
-from koed_core.models.emotions import ParsedReply
 from koed_core.models.oracle import OracleListener, oracle_version
-from koed_core.models.pipeline import Steps, steps_for
-from koed_core.models.prompts import PromptSet, default_prompt_set, load_prompt_set
+from koed_core.models.pipeline import Steps
+from koed_core.models.prompts import PromptSet
 from koed_core.models.protocol import ContextTurn, ListenerTask, Protocol, build_task
 from koed_core.models.registry import ModelSpec
-from koed_core.models.runs import Item, answer, public_spec, run_config, save
+from koed_core.models.request import MAX_TURNS, EpisodeRequest
+from koed_core.models.runs import Answer, Item, answer, public_spec, run_config, save
 from koed_core.models.speaker import SpeakerPrompt, check_turn, load_speaker_prompt
 
-DEFAULT_TURNS = 3
-MAX_TURNS = 10
-SPEAKER_MAX_TOKENS = 128
-"""The Speaker says one to three sentences: a shorter limit than a reply's 256 (and on
-the offline model, half the wait)."""
 SPEAKER_ATTEMPTS = 2
 """A Speaker turn that breaks character is asked once more, then the episode ends."""
 Status = Literal["complete", "ended", "broke", "failed", "open"]
@@ -178,10 +173,10 @@ def play(setup: EpisodeSetup, episode: Episode, state: EpisodeState) -> Outcome:
             turn += 1
             task = ListenerTask(conv_id, lang, episode.base.turns, None, tuple(history))
             item = Item(episode.dialogue, task, setup.protocol, setup.prompts, setup.steps)
-            outcome, parsed, emotion = answer(setup.listener, item, setup.settings)
-            if isinstance(outcome, ModelError) and outcome.kind == "cancelled":
+            result = answer(setup.listener, item, setup.settings)
+            if isinstance(result[0], ModelError) and result[0].kind == "cancelled":
                 return Outcome("cancelled")
-            record = patiently(partial(_save_listener, setup, item, turn, outcome, parsed, emotion))
+            record = patiently(partial(_save_listener, setup, item, turn, result))
             if record is None:
                 return Outcome("ok")  # another job playing this run got here first
             if record.error:
@@ -202,12 +197,7 @@ def play(setup: EpisodeSetup, episode: Episode, state: EpisodeState) -> Outcome:
 
 
 def _save_listener(
-    setup: EpisodeSetup,
-    item: Item,
-    turn: int,
-    outcome: Completion | ModelError,
-    parsed: ParsedReply | None,
-    emotion: str | None,
+    setup: EpisodeSetup, item: Item, turn: int, result: Answer
 ) -> ResponseRecord | None:
     """Store a Listener turn in one transaction, unless another job playing the same run
     stored this turn first (then None: the first one stored is the episode's)."""
@@ -217,7 +207,7 @@ def _save_listener(
             return None
         told = getattr(setup.listener, "told", None)  # the oracle's note is stored as sent
         sent = told(item.messages, item.task) if callable(told) else None
-        return save(setup.store, setup.run_id, item, outcome, parsed, True, emotion, turn, sent)
+        return save(setup.store, setup.run_id, item, result, True, turn, sent)
 
 
 def _speak(
@@ -289,124 +279,95 @@ def plan_episodes(
 
 
 def episode_config(
-    spec: ModelSpec,
-    speaker: ModelSpec,
-    protocol: Protocol,
-    settings: GenerationSettings,
-    speaker_settings: GenerationSettings,
-    dataset_sha256: str,
-    prompts: PromptSet,
-    steps: Steps,
-    speaker_prompt: SpeakerPrompt,
-    turns: int,
-    oracle: bool = False,
+    spec: ModelSpec, speaker: ModelSpec, request: EpisodeRequest, dataset_sha256: str
 ) -> RunConfig:
     """An episode run's identity: the Listener's run configuration, plus the Speaker's
     model, wording and temperature, the number of turns and whether the Listener was
     told the situation (an oracle run)."""
+    speaker_settings = request.speaker_settings(speaker)
     base = run_config(
-        spec, protocol, settings, dataset_sha256, "episodes", prompt_set=prompts, steps=steps
+        spec,
+        request.protocol,  # type: ignore[arg-type]
+        request.settings(spec),
+        dataset_sha256,
+        "episodes",
+        prompt_set=request.prompt_set(),
+        steps=request.steps(spec),
     )
     return replace(
         base,
-        turns=turns,
+        turns=request.turns,
         speaker=speaker.name,
         speaker_model_id=speaker.model,
-        speaker_prompt_version=speaker_prompt.version,
+        speaker_prompt_version=load_speaker_prompt(request.speaker_prompts or "speaker").version,
         speaker_temperature=speaker_settings.temperature,
         speaker_max_tokens=speaker_settings.max_tokens,
-        oracle=oracle_version() if oracle else None,
+        oracle=oracle_version() if request.oracle else None,
     )
 
 
 def run_episodes(
     store: Store,
-    listener: ChatClient,
-    spec: ModelSpec,
-    speaker: ChatClient,
-    speaker_spec: ModelSpec,
+    listener: tuple[ModelSpec, ChatClient],
+    speaker: tuple[ModelSpec, ChatClient],
     dialogues: Sequence[Dialogue],
     dataset_sha256: str,
+    request: EpisodeRequest,
     *,
-    langs: Sequence[Lang],
-    settings: GenerationSettings,
-    speaker_settings: GenerationSettings,
-    protocol: Protocol = "single",
-    turns: int = DEFAULT_TURNS,
-    limit: int | None = None,
-    concurrency: int = 8,
-    prompt_set: str | None = None,
-    steps: Steps | None = None,
-    speaker_prompt: str | None = None,
-    oracle: bool = False,
-    progress: ProgressFn | None = None,
-    stop: Callable[[], bool] | None = None,
-    watch: Callable[[BatchReport], None] | None = None,
+    hooks: PassHooks = NO_HOOKS,
 ) -> BatchReport:
     """Play every planned episode not finished yet; the report counts episodes.
 
-    ``oracle``: the Listener is told each dialogue's situation and emotion (the upper
-    reference per dialogue), a run of its own.
+    ``dialogues`` are the ones chosen (``request.dialogues``); the request resolves the
+    Listener's prompt set, steps and decoding and the Speaker's. ``request.oracle``: the
+    Listener is told each dialogue's situation and emotion (the upper reference per
+    dialogue), a run of its own.
 
     Raises:
         EpisodeError: turns out of range, or a model that only replays (human).
     """
-    if not 1 <= turns <= MAX_TURNS:
-        raise EpisodeError(f"turns must be between 1 and {MAX_TURNS}, not {turns}")
+    (spec, listening), (speaker_spec, speaking) = listener, speaker
+    if not 1 <= request.turns <= MAX_TURNS:
+        raise EpisodeError(f"turns must be between 1 and {MAX_TURNS}, not {request.turns}")
     for role, who in (("listener", spec), ("speaker", speaker_spec)):
         if who.backend == "human":
             raise EpisodeError(
                 f"the {role} {who.name!r} only replays the dataset's own turns; an episode "
                 "needs a model that answers"
             )
-    prompts = load_prompt_set(prompt_set or default_prompt_set(protocol))
-    steps = steps or steps_for(prompts.profile, spec.family, model=spec.model or "")
-    voice = load_speaker_prompt(speaker_prompt or "speaker")
-    config = episode_config(
-        spec,
-        speaker_spec,
-        protocol,
-        settings,
-        speaker_settings,
-        dataset_sha256,
-        prompts,
-        steps,
-        voice,
-        turns,
-        oracle,
-    )
-    if oracle:
-        listener = OracleListener(listener, {d.conv_id: d for d in dialogues})
+    steps = request.steps(spec)
+    config = episode_config(spec, speaker_spec, request, dataset_sha256)
+    if request.oracle:
+        listening = OracleListener(listening, {d.conv_id: d for d in dialogues})
+    langs: list[Lang] = list(request.langs)  # type: ignore[arg-type]
     run_id = store.ensure_run(config, spec.name, list(langs), public_spec(spec))
-    settings = replace(settings, stop=stop)  # requests in flight are given up on cancel
-    speaker_settings = replace(speaker_settings, stop=stop)
-    episodes = plan_episodes(dialogues, langs, limit, steps.commas)
-    states = read_states(store, run_id, turns)
-    done: set[Hashable] = {key for key, state in states.items() if state.status in FINISHED}
+    stop = hooks.stop
+    episodes = plan_episodes(dialogues, langs, request.limit, steps.commas)
+    states = read_states(store, run_id, request.turns)
+    done = {key for key, state in states.items() if state.status in FINISHED}
     setup = EpisodeSetup(
         store,
         run_id,
-        listener,
-        speaker,
-        protocol,
-        prompts,
+        listening,
+        speaking,
+        request.protocol,  # type: ignore[arg-type]
+        request.prompt_set(),
         steps,
-        settings,
-        speaker_settings,
-        voice,
-        turns,
+        replace(request.settings(spec), stop=stop),  # requests in flight given up on cancel
+        replace(request.speaker_settings(speaker_spec), stop=stop),
+        load_speaker_prompt(request.speaker_prompts or "speaker"),
+        request.turns,
         stop,
     )
-    workers = min(workers_for(listener, concurrency), workers_for(speaker, concurrency))
+    workers = min(
+        workers_for(listening, request.concurrency), workers_for(speaking, request.concurrency)
+    )
     return run_batch(
         episodes,
-        key=lambda episode: episode.key,
-        done=done,
+        done=lambda episode: episode.key in done,
         work=lambda episode: play(setup, episode, states.get(episode.key, EpisodeState())),
         save=lambda _episode, outcome: outcome,
         workers=workers,
-        progress=progress,
+        hooks=hooks,
         run_id=run_id,
-        stop=stop,
-        watch=watch,
     )

@@ -28,11 +28,13 @@ numbers: ``authors`` reproduces their step, the other value is what KoED Studio 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
-from typing import Literal
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
+from typing import Any, Literal
 
 from koed_core.dialogues.labels import all_labels
 from koed_core.errors import KoedError
+from koed_core.i18n import N_
 
 Postprocess = Literal["authors", "authors-repr", "none"]
 Commas = Literal["raw", "decoded"]
@@ -50,17 +52,53 @@ class StepError(KoedError, ValueError):
     """A step set to a value it does not have; names the step and its values."""
 
 
+def step(
+    default: str, choices: tuple[str, ...], label: str, words: Mapping[str, str], help: str
+) -> Any:
+    """A pipeline step's field: its value before it was a choice (the default), its
+    values, and what a form or ``--help`` says of it (``label`` and ``words`` marked for
+    translation, ``help`` in the command line's English). Declared here once: the run
+    request, the command line, the Runs form and a plan's keys all read it."""
+    return field(
+        default=default,
+        metadata={"choices": choices, "label": label, "words": dict(words), "help": help},
+    )
+
+
 @dataclass(frozen=True)
 class Steps:
     """How one run turns dataset text into a prompt and a raw reply into what is scored.
 
     The defaults are what KoED Studio did before these were choices, so a run made then
-    keeps its identity (see :class:`~koed_core.db.types.RunConfig`).
+    keeps its identity (see :class:`~koed_core.db.types.RunConfig`). A field made with
+    :func:`step` is a choice of the run; ``family`` belongs to the model.
     """
 
-    postprocess: str = "none"
-    commas: str = "decoded"
-    emotion_reader: str = "extended"
+    postprocess: str = step(
+        "none",
+        POSTPROCESS,
+        N_("Post-processing"),
+        {
+            "authors": N_("the authors' way"),
+            "authors-repr": N_("the authors' way, literally (their open models' repr)"),
+            "none": N_("none"),
+        },
+        "authors: judge what their post-processing kept (per model family); none: all",
+    )
+    commas: str = step(
+        "decoded",
+        COMMAS,
+        N_("Commas"),
+        {"raw": N_("as in the file"), "decoded": N_("decoded")},
+        "raw: English with _comma_ as the file has it",
+    )
+    emotion_reader: str = step(
+        "extended",
+        EMOTION_READERS,
+        N_("Emotion reader"),
+        {"authors": N_("the authors' way"), "extended": N_("extended")},
+        "authors: English label names and 정/한 only; extended: Korean glosses too",
+    )
     family: str = "open"
     """Which of the authors' post-processing rules applies (their open models', Claude's)."""
 
@@ -70,15 +108,26 @@ class Steps:
         Raises:
             StepError: a value outside the step's choices.
         """
-        for name, value, allowed in (
-            ("postprocess", self.postprocess, POSTPROCESS),
-            ("commas", self.commas, COMMAS),
-            ("emotion_reader", self.emotion_reader, EMOTION_READERS),
-            ("family", self.family, FAMILIES),
+        for name, allowed in (
+            *((f.name, f.metadata["choices"]) for f in STEP_FIELDS),
+            (
+                "family",
+                FAMILIES,
+            ),
         ):
+            value = getattr(self, name)
             if value not in allowed:
                 raise StepError(f"{name} must be one of {', '.join(allowed)}, not {value!r}")
         return self
+
+    def chosen(self) -> dict[str, str]:
+        """The run's choices (every step but the model's family), by name."""
+        return {f.name: getattr(self, f.name) for f in STEP_FIELDS}
+
+
+STEP_FIELDS = tuple(f for f in fields(Steps) if "choices" in f.metadata)
+"""The choices a run makes, in the order forms and ``--help`` show them."""
+STEP_NAMES = tuple(f.name for f in STEP_FIELDS)
 
 
 EARLIER = Steps()
@@ -101,32 +150,26 @@ profile takes their literal path (``authors-repr``) for these."""
 
 
 def steps_for(
-    prompt_set: str,
-    family: str = "open",
-    *,
-    model: str = "",
-    postprocess: str | None = None,
-    commas: str | None = None,
-    emotion_reader: str | None = None,
+    prompt_set: str, family: str = "open", *, model: str = "", **chosen: str | None
 ) -> Steps:
     """The steps of a run: the profile of its prompt set (``paper``: the authors' at every
     step, ``authors-repr`` post-processing for their four open models by ``model`` id;
-    any other set: as before), with each explicit choice overriding it.
+    any other set: as before), with each explicit choice (a step's name, None: the
+    profile's) overriding it.
 
     Raises:
-        StepError: an unknown value.
+        StepError: an unknown step or value.
     """
+    unknown = set(chosen) - set(STEP_NAMES)
+    if unknown:
+        raise StepError(
+            f"no pipeline step {', '.join(sorted(unknown))}; steps: {', '.join(STEP_NAMES)}"
+        )
     base = AUTHORS if prompt_set == "paper" else EARLIER
-    chosen = replace(base, family=family)
+    picked = replace(base, family=family)
     if prompt_set == "paper" and family == "open" and model in AUTHORS_OPEN_MODELS:
-        chosen = replace(chosen, postprocess="authors-repr")  # their open models' path
-    if postprocess is not None:
-        chosen = replace(chosen, postprocess=postprocess)
-    if commas is not None:
-        chosen = replace(chosen, commas=commas)
-    if emotion_reader is not None:
-        chosen = replace(chosen, emotion_reader=emotion_reader)
-    return chosen.check()
+        picked = replace(picked, postprocess="authors-repr")  # their open models' path
+    return replace(picked, **{k: v for k, v in chosen.items() if v is not None}).check()
 
 
 def postprocessed(reply: str, steps: Steps) -> str:

@@ -22,9 +22,10 @@ from koed_core.db.owners import this_process
 from koed_core.dialogues.dialogue import Dialogue, Lang
 from koed_core.errors import KoedError
 from koed_core.models.batch import (
+    NO_HOOKS,
     BatchReport,
     Outcome,
-    ProgressFn,
+    PassHooks,
     patiently,
     run_batch,
     workers_for,
@@ -38,12 +39,11 @@ from koed_core.models.client import (
     capped,
 )
 from koed_core.models.emotions import ParsedReply, parse_reply, parse_two_calls, score_emotions
-from koed_core.models.pipeline import EARLIER, Steps, postprocessed, reply_emotion, steps_for
+from koed_core.models.pipeline import EARLIER, Steps, postprocessed, reply_emotion
 from koed_core.models.prompts import (
     PROMPT_SETS,
     PromptPlan,
     PromptSet,
-    default_prompt_set,
     load_prompt_set,
     plan_messages,
     same_exchange,
@@ -54,10 +54,10 @@ from koed_core.models.protocol import (
     Protocol,
     build_task,
 )
-from koed_core.models.registry import ModelSpec, decoding, sampling
+from koed_core.models.registry import ModelSpec
+from koed_core.models.request import RunRequest
 from koed_core.redact import redact_url
 
-DEFAULT_CONCURRENCY = 8
 Answer = tuple[Completion | ModelError, ParsedReply | None, str | None]
 """The outcome, the parsed reply, and the paper set's emotion answer (else None)."""
 
@@ -122,15 +122,6 @@ def run_config(
         repetition_penalty=settings.repetition_penalty,
         replicate=replicate,
     )
-
-
-def settings_for(
-    spec: ModelSpec, temperature: float | None = None, max_tokens: int | None = None
-) -> GenerationSettings:
-    """A run's decoding: what the caller asks, else the model's own from models.toml
-    (its generation config written out: temperature, top_p, top_k, repetition penalty)."""
-    temp, tokens = decoding(spec, temperature, max_tokens)
-    return GenerationSettings(temperature=temp, max_tokens=tokens, **sampling(spec, temp))
 
 
 def public_spec(spec: ModelSpec) -> dict[str, Any]:
@@ -266,14 +257,13 @@ def save(
     store: Store,
     run_id: str,
     item: Item,
-    outcome: Completion | ModelError,
-    parsed: ParsedReply | None,
+    result: Answer,
     scored: bool,
-    emotion_raw: str | None = None,
     turn: int | None = None,
     sent: Sequence[Message] | None = None,
 ) -> ResponseRecord:
     """Store one outcome with its emotion score (when the protocol names emotions)."""
+    outcome, parsed, emotion_raw = result
     record = to_record(run_id, item, outcome, parsed, emotion_raw, turn, sent)
     score = None
     if scored and parsed is not None and item.protocol != "direct":
@@ -282,43 +272,40 @@ def save(
     return record
 
 
+@dataclass(frozen=True)
+class Reuse:
+    """A run whose raw answers are read again instead of asked (a run differing from it
+    only in post-processing or emotion reader); with ``prompts`` (its prompt set), only
+    answers to requests byte-identical to its, reply call too."""
+
+    run_id: str
+    prompts: str | PromptSet | None = None
+
+
 def run_benchmark(
     store: Store,
     client: ChatClient,
     spec: ModelSpec,
     dialogues: Sequence[Dialogue],
     dataset_sha256: str,
+    request: RunRequest,
     *,
-    langs: Sequence[Lang],
-    protocol: Protocol,
-    settings: GenerationSettings,
-    limit: int | None = None,
-    concurrency: int = DEFAULT_CONCURRENCY,
-    progress: ProgressFn | None = None,
-    prompt_set: str | None = None,
-    steps: Steps | None = None,
-    reuse_from: str | None = None,
-    reuse_prompts: str | PromptSet | None = None,
-    replicate: int = 0,
-    stop: Callable[[], bool] | None = None,
-    watch: Callable[[BatchReport], None] | None = None,
+    hooks: PassHooks = NO_HOOKS,
+    reuse: Reuse | None = None,
 ) -> BatchReport:
     """Answer every planned item not already stored; store each answer as it arrives.
 
-    ``prompt_set`` (a shipped name or a TOML file) defaults to ``paper`` for single and
-    multi, ``native`` for direct;
-    ``steps`` to that set's profile (the authors' steps for ``paper``) with the model's
-    post-processing family. ``reuse_from`` names a run whose raw answers to the same
-    requests are read again instead of asked (a run differing from it only in
-    post-processing or emotion reader); with ``reuse_prompts`` (its prompt set), only
-    items whose requests are byte-identical to its, reply call too. ``replicate`` > 0:
-    the same run made again.
-    ``stop`` cancels: nothing new starts, answers arriving within ``ABANDON_GRACE_S``
-    are stored, and a request given up because of the cancel is not stored at all (a
-    rerun asks it).
+    ``dialogues`` are the ones chosen (``request.dialogues``); the request's ``limit``
+    takes the first of them. Its prompt set, steps and decoding are resolved by the
+    request (:class:`~koed_core.models.request.RunRequest`). ``reuse``: see :class:`Reuse`.
+    ``hooks.stop`` cancels: nothing new starts, answers arriving within
+    ``ABANDON_GRACE_S`` are stored, and a request given up because of the cancel is not
+    stored at all (a rerun asks it).
     """
-    prompts = load_prompt_set(prompt_set or default_prompt_set(protocol))
-    steps = steps or steps_for(prompts.profile, spec.family, model=spec.model or "")
+    prompts = request.prompt_set()
+    steps = request.steps(spec)
+    protocol: Protocol = request.protocol  # type: ignore[assignment]
+    settings = request.settings(spec)
     config = run_config(
         spec,
         protocol,
@@ -326,40 +313,45 @@ def run_benchmark(
         dataset_sha256,
         prompt_set=prompts,
         steps=steps,
-        replicate=replicate,
+        replicate=request.replicate,
     )
-    settings = replace(settings, stop=stop)  # a request in flight is given up on cancel
+    settings = replace(settings, stop=hooks.stop)  # a request in flight is given up on cancel
+    langs: list[Lang] = list(request.langs)  # type: ignore[arg-type]
     run_id = store.ensure_run(config, spec.name, list(langs), public_spec(spec))
     items = plan(
         dialogues,
         langs,
         protocol,
-        limit,
+        request.limit,
         needs_reference=spec.backend == "human",
         prompt_set=prompts,
         steps=steps,
     )
     scored = spec.backend != "human"
-    stored = store.raw_answers(reuse_from) if reuse_from else {}
-    if stored and reuse_prompts is not None:  # the reply call byte-identical too
+    stored = store.raw_answers(reuse.run_id) if reuse else {}
+    if stored and reuse and reuse.prompts is not None:  # the reply call byte-identical too
         sent = {(i.dialogue.conv_id, i.task.lang, i.context_hash): i for i in items}
         stored = {
             k: row
             for k, row in stored.items()
-            if k in sent and same_exchange(sent[k].task, protocol, sent[k].plan, reuse_prompts)
+            if k in sent and same_exchange(sent[k].task, protocol, sent[k].plan, reuse.prompts)
         }
 
     owner = f"{this_process()}#{uuid.uuid4().hex[:12]}"  # this pass of this process
     claims = ItemClaims(store)
+    finished = store.finished(run_id)
+
+    def key(item: Item) -> tuple[str, str, str]:
+        return item.dialogue.conv_id, item.task.lang, item.context_hash
 
     def response_id(item: Item) -> str:
-        return short_hash(run_id, item.dialogue.conv_id, item.task.lang, item.context_hash)
+        return short_hash(run_id, *key(item))
 
     def store_one(item: Item, result: Answer) -> Outcome:
         if isinstance(result[0], ModelError) and result[0].kind == "cancelled":
             patiently(lambda: claims.release_item(response_id(item), owner))
             return Outcome("cancelled")
-        record = save(store, run_id, item, result[0], result[1], scored, result[2])
+        record = save(store, run_id, item, result, scored)
         if record.error:
             return Outcome("failed", record.error_kind, record.error)
         return Outcome("ok")
@@ -367,20 +359,17 @@ def run_benchmark(
     try:
         return run_batch(
             items,
-            key=lambda item: (item.dialogue.conv_id, item.task.lang, item.context_hash),
-            done=store.finished(run_id),
+            done=lambda item: key(item) in finished,
             work=lambda item: (
-                replayed(stored[found], item)
-                if (found := (item.dialogue.conv_id, item.task.lang, item.context_hash)) in stored
+                replayed(stored[key(item)], item)
+                if key(item) in stored
                 else answer(client, item, settings)
             ),
             save=store_one,
-            workers=workers_for(client, concurrency),
-            progress=progress,
+            workers=workers_for(client, request.concurrency),
+            hooks=hooks,
             run_id=run_id,
             claim=lambda item: claims.claim_item(run_id, response_id(item), owner),
-            stop=stop,
-            watch=watch,
         )
     finally:
         patiently(lambda: claims.release_claims(owner))  # an ended pass holds nothing

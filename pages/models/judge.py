@@ -10,7 +10,7 @@ from components.shared.terms import MODE_DEFAULT
 from koed_core import i18n
 from koed_core.errors import KoedError
 from koed_core.i18n import _
-from koed_core.jobs.kinds import JudgeJob
+from koed_core.judge.request import JudgeRequest
 from koed_core.judge.rubric import dimensions
 from koed_core.judge.verdicts import MODES, PARSES, TEMPLATES
 from koed_core.models.runs import run_labels
@@ -97,7 +97,7 @@ elif started and mode == "strict" and (template != MODE_DEFAULT or parse != MODE
         )
     )
 elif started:
-    params = JudgeJob(
+    params = JudgeRequest(
         run_id=run_id,
         judge=judge_name,
         mode=mode,

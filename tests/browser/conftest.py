@@ -31,8 +31,8 @@ from fixtures.serve import free_port, wait_healthy
 from koed_core.db import Store
 from koed_core.dialogues.dataset import load_dataset
 from koed_core.models.backends import make_client
-from koed_core.models.client import GenerationSettings
 from koed_core.models.registry import ModelSpec
+from koed_core.models.request import RunRequest
 from koed_core.models.runs import run_benchmark
 from koed_core.paths import SAMPLE_FILE
 from koed_core.rating import accounts as users
@@ -129,9 +129,7 @@ def seed_site(folder: Path, fake: FakeOpenAI) -> dict[str, str]:
         listener,
         dataset.dialogues[:6],
         dataset.sha256,
-        langs=["ko", "en"],
-        protocol="single",
-        settings=GenerationSettings(),
+        RunRequest(listener.name, langs=("ko", "en"), protocol="single"),
     )
     return {
         "KOED_DATA": str(SAMPLE_FILE),  # dialogues we wrote: no ../shared needed

@@ -8,8 +8,8 @@ import pytest
 
 from koed_core.dialogues.dataset import load_dataset
 from koed_core.models.backends import make_client
-from koed_core.models.client import GenerationSettings
 from koed_core.models.registry import ModelSpec
+from koed_core.models.request import EpisodeRequest
 from koed_core.paths import SAMPLE_FILE
 from tests.browser import steps
 from tests.browser.conftest import (
@@ -93,16 +93,11 @@ def test_an_episode_on_the_runs_page_and_replayed_in_talk_mode(site: Visit, brow
     dataset = load_dataset(SAMPLE_FILE)
     run_episodes(  # stored by "another process" while the app runs, as koed episodes does
         Store(site.site.db),
-        make_client(listener),
-        listener,
-        make_client(listener),
-        listener,
+        (listener, make_client(listener)),
+        (listener, make_client(listener)),
         dataset.dialogues[:2],
         dataset.sha256,
-        langs=["ko", "en"],
-        settings=GenerationSettings(),
-        speaker_settings=GenerationSettings(),
-        turns=2,
+        EpisodeRequest(listener.name, speaker=listener.name, turns=2, temperature=0.7),
     )
     context = browser.new_context(viewport={"width": 1280, "height": 720})
     context.add_cookies([site.cookie()])  # type: ignore[list-item]

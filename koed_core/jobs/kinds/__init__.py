@@ -24,13 +24,9 @@ from koed_core.jobs.kinds.environment import (
 from koed_core.jobs.kinds.episode_job import execute_episodes
 from koed_core.jobs.kinds.judge_job import execute_judge
 from koed_core.jobs.kinds.params import (
-    DEFAULT_BATCH_SIZE,
     KINDS,
-    EpisodeJob,
     JobParams,
-    JudgeJob,
     ReproduceJob,
-    RunJob,
     check,
     describe,
     enqueue,
@@ -40,16 +36,12 @@ from koed_core.jobs.kinds.reproduce_job import execute_reproduce
 from koed_core.jobs.kinds.run_job import execute_run
 
 __all__ = [
-    "DEFAULT_BATCH_SIZE",
     "Environment",
-    "EpisodeJob",
     "Hooks",
     "JobParams",
-    "JudgeJob",
     "KINDS",
     "ReproduceJob",
     "Result",
-    "RunJob",
     "check",
     "client_for",
     "close_client",

@@ -12,9 +12,11 @@ from koed_core.jobs.kinds import episode_job, judge_job, reproduce_job, run_job
 from koed_core.jobs.kinds.environment import Environment, Hooks, Result
 from koed_core.jobs.kinds.episode_job import execute_episodes
 from koed_core.jobs.kinds.judge_job import execute_judge
-from koed_core.jobs.kinds.params import EpisodeJob, JobParams, JudgeJob, RunJob
+from koed_core.jobs.kinds.params import JobParams
 from koed_core.jobs.kinds.reproduce_job import execute_reproduce
 from koed_core.jobs.kinds.run_job import execute_run
+from koed_core.judge.request import JudgeRequest
+from koed_core.models.request import EpisodeRequest, RunRequest
 
 
 def execute(params: JobParams, store: Store, env: Environment, hooks: Hooks) -> Result:
@@ -23,11 +25,11 @@ def execute(params: JobParams, store: Store, env: Environment, hooks: Hooks) -> 
     Raises:
         KoedError: what stops the whole job (unknown model, missing data, no key...).
     """
-    if isinstance(params, RunJob):
-        return execute_run(params, store, env, hooks)
-    if isinstance(params, EpisodeJob):
+    if isinstance(params, EpisodeRequest):  # a run request of its own kind: asked first
         return execute_episodes(params, store, env, hooks)
-    if isinstance(params, JudgeJob):
+    if isinstance(params, RunRequest):
+        return execute_run(params, store, env, hooks)
+    if isinstance(params, JudgeRequest):
         return execute_judge(params, store, env, hooks)
     return execute_reproduce(params, store, env, hooks)
 

@@ -12,23 +12,20 @@ from typing import Any
 from koed_core.config import Settings, api_key, merged_env, read_secrets
 from koed_core.db import Store
 from koed_core.db.jobs import JobError, Jobs
-from koed_core.jobs.kinds.params import DEFAULT_BATCH_SIZE
-from koed_core.models.batch import BatchReport, ProgressFn
+from koed_core.models.batch import BatchReport, PassHooks
 from koed_core.models.client import ChatClient
 from koed_core.models.registry import ModelSpec, load_registry, resolve_model
+from koed_core.models.request import DEFAULT_BATCH_SIZE
 
 
 @dataclass
-class Hooks:
-    """How a job shows progress and learns it should stop: a terminal's progress bar, or
-    a worker writing to the job's row."""
+class Hooks(PassHooks):
+    """How a job shows progress and learns it should stop (a terminal's progress bar, or
+    a worker writing to the job's row), and says what it is doing."""
 
-    progress: ProgressFn | None = None
-    watch: Callable[[BatchReport], None] | None = None
     step: Callable[[str, BatchReport], None] | None = None
     """A reproduction's per-step reports."""
     say: Callable[[str], None] = field(default=lambda _message: None)
-    stop: Callable[[], bool] | None = None
 
 
 @dataclass

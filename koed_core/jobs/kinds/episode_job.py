@@ -17,12 +17,7 @@ from koed_core.jobs.kinds.environment import (
     job_dataset,
     told,
 )
-from koed_core.jobs.kinds.params import EpisodeJob
-from koed_core.models.pipeline import steps_for
-from koed_core.models.prompts import (
-    default_prompt_set,
-    load_prompt_set,
-)
+from koed_core.models.request import EpisodeRequest
 
 SUMMARY = N_(
     "episode run {run}: {played} episodes played, {skipped} already done, {failed} stopped "
@@ -30,11 +25,11 @@ SUMMARY = N_(
 )
 
 
-def execute_episodes(params: EpisodeJob, store: Store, env: Environment, hooks: Hooks) -> Result:
+def execute_episodes(
+    params: EpisodeRequest, store: Store, env: Environment, hooks: Hooks
+) -> Result:
     """What `koed episodes` does: the Listener and the Speaker, turn by turn, resumed."""
-    from koed_core.dialogues.subsets import select
-    from koed_core.models.episodes import SPEAKER_MAX_TOKENS, run_episodes
-    from koed_core.models.runs import settings_for
+    from koed_core.models.episodes import run_episodes
 
     spec = env.resolve(params.model, params.family)
     try:
@@ -42,24 +37,12 @@ def execute_episodes(params: EpisodeJob, store: Store, env: Environment, hooks: 
     except KoedError as err:
         raise JobError(f"speaker (--speaker {params.speaker}): {err}") from None
     dataset = job_dataset(env, params.data, params.dataset_sha256)
-    dialogues = select(dataset.dialogues, params.subset, sample=params.sample, seed=params.seed)
-    settings = settings_for(spec, params.temperature, params.max_tokens)
-    speaker_settings = settings_for(speaker, params.speaker_temperature, SPEAKER_MAX_TOKENS)
-    prompts = "native" if params.protocol == "direct" else params.prompts
-    prompts = prompts or default_prompt_set(params.protocol)  # type: ignore[arg-type]
-    steps = steps_for(
-        load_prompt_set(prompts).profile,
-        spec.family,
-        model=spec.model or "",
-        postprocess=params.postprocess,
-        commas=params.commas,
-        emotion_reader=params.emotion_reader,
-    )
+    dialogues = params.dialogues(dataset.dialogues)
     hooks.say(
         f"episodes: {spec.name} listens, {speaker.name} plays the Speaker; up to "
         f"{params.turns} Listener turns; {Path(dataset.path).name} ({params.subset}: "
         f"{len(dialogues)} dialogues{f', the first {params.limit}' if params.limit else ''}), "
-        f"{params.protocol}, {prompts} prompts, "
+        f"{params.protocol}, {params.prompt_name()} prompts, "
         f"{','.join(params.langs)}"
     )
     listener = client_for(env, spec, store, stop=hooks.stop)
@@ -67,26 +50,12 @@ def execute_episodes(params: EpisodeJob, store: Store, env: Environment, hooks: 
     try:
         report = run_episodes(
             store,
-            listener,
-            spec,
-            voice,
-            speaker,
+            (spec, listener),
+            (speaker, voice),
             dialogues,
             dataset.sha256,
-            langs=list(params.langs),  # type: ignore[arg-type]
-            settings=settings,
-            speaker_settings=speaker_settings,
-            protocol=params.protocol,  # type: ignore[arg-type]
-            turns=params.turns,
-            limit=params.limit,
-            concurrency=params.concurrency,
-            prompt_set=prompts,
-            steps=steps,
-            speaker_prompt=params.speaker_prompts,
-            oracle=params.oracle,
-            progress=hooks.progress,
-            stop=hooks.stop,
-            watch=hooks.watch,
+            params,
+            hooks=hooks,
         )
     finally:
         close_client(listener)

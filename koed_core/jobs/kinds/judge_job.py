@@ -14,7 +14,7 @@ from koed_core.jobs.kinds.environment import (
     job_dataset,
     told,
 )
-from koed_core.jobs.kinds.params import JudgeJob
+from koed_core.judge.request import JudgeRequest
 
 SUMMARY = N_(
     "judged run {run} with {judge} ({mode}): {scored} scored, {unscored} unscored, "
@@ -40,7 +40,7 @@ SPEAKER_TURNS = N_(
 )
 
 
-def execute_judge(params: JudgeJob, store: Store, env: Environment, hooks: Hooks) -> Result:
+def execute_judge(params: JudgeRequest, store: Store, env: Environment, hooks: Hooks) -> Result:
     """What `koed judge` does: one judge configuration over a run, kept verdicts reused."""
     from koed_core.judge.judging import judge_run
 
@@ -59,22 +59,7 @@ def execute_judge(params: JudgeJob, store: Store, env: Environment, hooks: Hooks
         say=hooks.say,
     )
     try:
-        report = judge_run(
-            store,
-            client,
-            spec,
-            params.run_id,
-            params.mode,  # type: ignore[arg-type]
-            dims=list(params.dims) if params.dims else None,
-            samples=params.samples,
-            concurrency=params.concurrency,
-            template=params.template,
-            parse=params.parse,
-            replicate=params.replicate,
-            progress=hooks.progress,
-            stop=hooks.stop,
-            watch=hooks.watch,
-        )
+        report = judge_run(store, client, spec, params, hooks=hooks)
     finally:
         close_client(client)
     counts: dict[str, str | int] = {
@@ -99,7 +84,7 @@ def execute_judge(params: JudgeJob, store: Store, env: Environment, hooks: Hooks
     )
 
 
-def _judge_episodes(params: JudgeJob, store: Store, env: Environment, hooks: Hooks) -> Result:
+def _judge_episodes(params: JudgeRequest, store: Store, env: Environment, hooks: Hooks) -> Result:
     """An episode run judged whole, or its Speaker turns checked."""
     from koed_core.judge.episodes import check_speakers, judge_whole_episodes
 
@@ -116,30 +101,9 @@ def _judge_episodes(params: JudgeJob, store: Store, env: Environment, hooks: Hoo
     client = client_for(env, spec, store, stop=hooks.stop, say=hooks.say)
     try:
         if params.whole_episode:
-            report = judge_whole_episodes(
-                store,
-                client,
-                spec,
-                params.run_id,
-                dialogues,
-                concurrency=params.concurrency,
-                replicate=params.replicate,
-                progress=hooks.progress,
-                stop=hooks.stop,
-                watch=hooks.watch,
-            )
+            report = judge_whole_episodes(store, client, spec, params, dialogues, hooks=hooks)
         else:
-            report = check_speakers(
-                store,
-                client,
-                spec,
-                params.run_id,
-                dialogues,
-                concurrency=params.concurrency,
-                progress=hooks.progress,
-                stop=hooks.stop,
-                watch=hooks.watch,
-            )
+            report = check_speakers(store, client, spec, params, dialogues, hooks=hooks)
     finally:
         close_client(client)
     summary, said = told(

@@ -94,12 +94,8 @@ def execute_reproduce(params: ReproduceJob, store: Store, env: Environment, hook
             store,
             dialogues,
             dataset.sha256,
-            listeners,
-            judge,
-            progress=hooks.say,
-            stop=hooks.stop,
-            watch=hooks.step,
-            speaker=voice,
+            reproduce.Reached(listeners, judge, voice),
+            reproduce.StepHooks(hooks.say, hooks.stop, hooks.step),
         )
     finally:
         for made in clients:

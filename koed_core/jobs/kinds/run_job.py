@@ -15,12 +15,7 @@ from koed_core.jobs.kinds.environment import (
     job_dataset,
     told,
 )
-from koed_core.jobs.kinds.params import RunJob
-from koed_core.models.pipeline import steps_for
-from koed_core.models.prompts import (
-    default_prompt_set,
-    load_prompt_set,
-)
+from koed_core.models.request import RunRequest
 
 SUMMARY = N_("run {run}: {answered} answered, {skipped} already done, {failed} failed")
 SUMMARY_SHARED = N_(
@@ -29,32 +24,21 @@ SUMMARY_SHARED = N_(
 )
 
 
-def execute_run(params: RunJob, store: Store, env: Environment, hooks: Hooks) -> Result:
-    """What `koed run` does with the same parameters: the stored answers resume a run."""
-    from koed_core.dialogues.subsets import select
-    from koed_core.models.runs import run_benchmark, settings_for
+def execute_run(params: RunRequest, store: Store, env: Environment, hooks: Hooks) -> Result:
+    """What `koed run` does with the same request: the stored answers resume a run."""
+    from koed_core.models.runs import run_benchmark
 
     spec = env.resolve(params.model, params.family)
     dataset = job_dataset(env, params.data, params.dataset_sha256)
-    dialogues = select(dataset.dialogues, params.subset, sample=params.sample, seed=params.seed)
-    settings = settings_for(spec, params.temperature, params.max_tokens)
-    prompts = params.prompts or default_prompt_set(params.protocol)  # type: ignore[arg-type]
-    if params.protocol == "direct":
-        prompts = "native"
-    steps = steps_for(
-        load_prompt_set(prompts).profile,
-        spec.family,
-        model=spec.model or "",
-        postprocess=params.postprocess,
-        commas=params.commas,
-        emotion_reader=params.emotion_reader,
-    )
+    dialogues = params.dialogues(dataset.dialogues)
+    settings = params.settings(spec)
+    steps = params.steps(spec)
     temp = settings.temperature
     hooks.say(
         f"{spec.name} on {Path(dataset.path).name} ({params.subset}: {len(dialogues)} dialogues), "
-        f"{params.protocol}, {prompts} prompts, {','.join(params.langs)}, temperature "
-        f"{'model default' if temp is None else temp}, {settings.max_tokens} tokens; "
-        f"post-processing {steps.postprocess} ({steps.family}), commas {steps.commas}, "
+        f"{params.protocol}, {params.prompt_name()} prompts, {','.join(params.langs)}, "
+        f"temperature {'model default' if temp is None else temp}, {settings.max_tokens} "
+        f"tokens; post-processing {steps.postprocess} ({steps.family}), commas {steps.commas}, "
         f"emotion reader {steps.emotion_reader}"
         + (", through the Batch API" if params.batch else "")
     )
@@ -68,23 +52,7 @@ def execute_run(params: RunJob, store: Store, env: Environment, hooks: Hooks) ->
         say=hooks.say,
     )
     try:
-        report = run_benchmark(
-            store,
-            client,
-            spec,
-            dialogues,
-            dataset.sha256,
-            langs=list(params.langs),  # type: ignore[arg-type]
-            protocol=params.protocol,  # type: ignore[arg-type]
-            settings=settings,
-            limit=params.limit,
-            concurrency=params.concurrency,
-            progress=hooks.progress,
-            prompt_set=prompts,
-            steps=steps,
-            stop=hooks.stop,
-            watch=hooks.watch,
-        )
+        report = run_benchmark(store, client, spec, dialogues, dataset.sha256, params, hooks=hooks)
     finally:
         close_client(client)
     summary, said = told(

@@ -32,19 +32,21 @@ from koed_core.results.reproduce.preflight import (
     estimate,
     variant_calls,
 )
-from koed_core.results.reproduce.running import Outcome, episodes_for, reproduce, run_benchmark_for
+from koed_core.results.reproduce.running import FromBase, Outcome, Reached, StepHooks, reproduce
 
 __all__ = [
     "CHARS_PER_TOKEN",
     "Estimate",
+    "FromBase",
     "Outcome",
+    "Reached",
+    "StepHooks",
     "Plan",
     "PlanError",
     "Problem",
     "VARIANT_KEYS",
     "check_reachable",
     "check_served",
-    "episodes_for",
     "estimate",
     "load_plan",
     "paper_table",
@@ -52,7 +54,6 @@ __all__ = [
     "pinned",
     "plan_settings",
     "reproduce",
-    "run_benchmark_for",
     "stored_runs",
     "to_latex",
     "to_markdown",

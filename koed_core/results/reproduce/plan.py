@@ -11,12 +11,13 @@ from typing import Any
 from koed_core.db import JudgeConfig
 from koed_core.dialogues.subsets import SUBSETS
 from koed_core.errors import KoedError
-from koed_core.judge.judging import current_config
+from koed_core.judge.request import JudgeRequest
 from koed_core.models.client import GenerationSettings
-from koed_core.models.pipeline import Steps, steps_for
+from koed_core.models.pipeline import STEP_NAMES, Steps
 from koed_core.models.prompts import PROMPT_SETS, load_prompt_set
 from koed_core.models.protocol import PROTOCOLS
-from koed_core.models.registry import ModelSpec, decoding
+from koed_core.models.registry import ModelSpec
+from koed_core.models.request import EpisodeRequest, RunRequest
 from koed_core.tomlfile import parse_toml
 
 CHARS_PER_TOKEN = 4
@@ -45,10 +46,10 @@ class Plan:
     seed: int = 0
     batch: bool = False
     """Send the requests of OpenAI-compatible models through the provider's Batch API."""
-    postprocess: str | None = None
-    commas: str | None = None
-    emotion_reader: str | None = None
-    """The pipeline's steps; None: the prompt set's profile (the authors' for paper)."""
+    pipeline: Mapping[str, str] = field(default_factory=dict)
+    """The pipeline steps chosen, each under its own key in the file (``commas = "raw"``;
+    see ``STEP_NAMES``); a step left out takes the prompt set's profile (the authors'
+    for paper)."""
     temperature: float | str | None = None
     """Every model's temperature, or "default" (the server's own); None: each model's."""
     judge_template: str | None = None
@@ -70,23 +71,51 @@ class Plan:
     """Named variants of the plan, each changing one step (a sensitivity plan): every
     variant is run and judged beside the plan itself, the base."""
 
+    def run_request(self, model: str, protocol: str) -> RunRequest:
+        """What the plan asks of one model under one protocol: a run, or (an episodes
+        plan) episodes with the plan's Speaker."""
+        asked: dict[str, Any] = {
+            "model": model,
+            "langs": self.langs,
+            "protocol": protocol,
+            "prompts": self.prompts,
+            "subset": self.subset,
+            "sample": self.sample,
+            "seed": self.seed,
+            "concurrency": self.concurrency,
+            "temperature": self.temperature,
+            **self.pipeline,
+        }
+        if self.kind == "episodes":
+            return EpisodeRequest(**asked, speaker=self.speaker or "", turns=self.turns)
+        return RunRequest(**asked, batch=self.batch, replicate=self.run_replicate)
+
+    def judge_request(self, run_id: str) -> JudgeRequest:
+        """What the plan asks of its judge about one run."""
+        return JudgeRequest(
+            run_id,
+            judge=self.judge,
+            mode=self.judge_mode,
+            concurrency=self.judge_concurrency,
+            template=self.judge_template,
+            parse=self.judge_parse,
+            replicate=self.judge_replicate,
+        )
+
     def steps(self, family: str, model: str = "") -> Steps:
         """The pipeline steps of one model's runs (``model``: its id, which decides the
         paper profile's post-processing for the authors' open models)."""
-        return steps_for(
-            load_prompt_set(self.prompts).profile,
-            family,
-            model=model,
-            postprocess=self.postprocess,
-            commas=self.commas,
-            emotion_reader=self.emotion_reader,
-        )
+        return self.run_request(model, self.protocols[0]).steps_of(family, model)
 
     def judge_config(self, judge: str) -> JudgeConfig:
         """The judge configuration this plan's judging produces."""
-        return current_config(
-            judge, self.judge_mode, self.judge_template, self.judge_parse, self.judge_replicate
-        )
+        return self.judge_request("").config(judge)
+
+    def varied(self, changes: Mapping[str, Any]) -> Plan:
+        """The plan with a variant's changes (a pipeline step's name changes that step)."""
+        steps = {k: v for k, v in changes.items() if k in STEP_NAMES}
+        rest = {k: v for k, v in changes.items() if k not in STEP_NAMES}
+        return replace(self, variants={}, pipeline={**self.pipeline, **steps}, **rest)
 
 
 def load_plan(path: Path) -> Plan:
@@ -111,7 +140,7 @@ def parse_plan(text: str, path: str = "plan") -> Plan:
         PlanError: not TOML, an unknown key, or a value outside its choices.
     """
     raw = parse_toml(text, path, PlanError)
-    allowed = {f.name for f in fields(Plan)}
+    allowed = ({f.name for f in fields(Plan)} - {"pipeline"}) | set(STEP_NAMES)
     unknown = set(raw) - allowed
     if unknown:
         raise PlanError(f"{path}: unknown key(s) {', '.join(sorted(unknown))}")
@@ -133,18 +162,17 @@ def parse_plan(text: str, path: str = "plan") -> Plan:
                 f"{path}: variant {name!r} may change {', '.join(VARIANT_KEYS)} "
                 f"(found {', '.join(sorted(wrong)) or 'nothing'})"
             )
+    raw["pipeline"] = {k: raw.pop(k) for k in STEP_NAMES if k in raw}
     plan = Plan(**raw)
     _check(plan, path)
     for name, changes in plan.variants.items():
-        _check(replace(plan, variants={}, **changes), f"{path}: variant {name!r}")
+        _check(plan.varied(changes), f"{path}: variant {name!r}")
     return plan
 
 
 VARIANT_KEYS = (
     "prompts",
-    "postprocess",
-    "commas",
-    "emotion_reader",
+    *STEP_NAMES,
     "temperature",
     "judge_template",
     "judge_parse",
@@ -212,7 +240,7 @@ WHOLE_NUMBERS = (
     "run_replicate",
 )
 LISTS = ("models", "langs", "protocols")
-MAYBE_TEXTS = ("postprocess", "commas", "emotion_reader", "judge_template", "judge_parse")
+MAYBE_TEXTS = ("judge_template", "judge_parse")
 
 
 def _check_types(plan: Plan, path: str) -> None:
@@ -238,6 +266,7 @@ def _check_types(plan: Plan, path: str) -> None:
         for k in MAYBE_TEXTS
         if getattr(plan, k) is not None and not isinstance(getattr(plan, k), str)
     ]
+    wrong += [k for k, v in plan.pipeline.items() if not isinstance(v, str)]
     if plan.sample is not None and not whole(plan.sample):
         wrong.append("sample (a whole number)")
     if plan.speaker is not None and not isinstance(plan.speaker, str):
@@ -259,9 +288,7 @@ def pinned(plan: Plan, specs: Mapping[str, ModelSpec] | None = None) -> Plan:
     return replace(
         plan,
         variants={},
-        postprocess=steps.postprocess,
-        commas=steps.commas,
-        emotion_reader=steps.emotion_reader,
+        pipeline=steps.chosen(),
         judge_template=plan.judge_template or judging.template,
         judge_parse=judging.parse,
     )
@@ -290,10 +317,4 @@ def reusable(base: Plan, variant: Plan, specs: Mapping[str, ModelSpec]) -> bool:
 def plan_settings(plan: Plan, spec: ModelSpec) -> GenerationSettings:
     """One model's decoding in a plan: the plan's temperature when it sets one ("default":
     the server's own, nothing sent), else the model's own from models.toml."""
-    from koed_core.models.runs import settings_for
-
-    if plan.temperature == "default":
-        _, tokens = decoding(spec)
-        return GenerationSettings(temperature=None, max_tokens=tokens)
-    temperature = None if plan.temperature is None else float(plan.temperature)
-    return settings_for(spec, temperature)
+    return plan.run_request(spec.name, plan.protocols[0]).settings(spec)

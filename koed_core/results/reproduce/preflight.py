@@ -107,7 +107,7 @@ def estimate(
         parts = [_estimate(base, specs, judge, dialogues)]
         for changes in plan.variants.values():
             listeners, judges, _why = _calls_of(changes, _reply_moves(base, changes, specs))
-            variant = replace(base, **changes)
+            variant = base.varied(changes)
             same = base if listeners and reusable(base, variant, specs) else None
             parts.append(_estimate(variant, specs, judge, dialogues, listeners, judges, same))
         merged: dict[str, Estimate] = {}
@@ -132,7 +132,7 @@ def estimate(
 def _reply_moves(base: Plan, changes: Mapping[str, Any], specs: Mapping[str, ModelSpec]) -> bool:
     """Whether a variant sends another reply call than the base to some model (the
     emotion as its message's repr or as text): then it is no reading of stored answers."""
-    variant = replace(base, **changes)
+    variant = base.varied(changes)
     return not all(
         same_reply_call(
             base.steps(specs[m].family, specs[m].model or ""),
@@ -230,7 +230,7 @@ def variant_calls(
     rows = [VariantCalls(BASE, *count(base, True, True), "the plan as written: every call")]
     for name, changes in plan.variants.items():
         listeners, judges, why = _calls_of(changes, _reply_moves(base, changes, specs))
-        variant = replace(base, **changes)
+        variant = base.varied(changes)
         if listeners and reusable(base, variant, specs):
             why += "; a request byte for byte the base's takes its answer and verdicts (no call)"
         rows.append(VariantCalls(name, *count(variant, listeners, judges), why))
