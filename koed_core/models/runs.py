@@ -113,9 +113,7 @@ def run_config(
         dataset_sha256=dataset_sha256,
         kind=kind,
         prompt_set=prompts.name,
-        postprocess=steps.postprocess,
-        commas=steps.commas,
-        emotion_reader=steps.emotion_reader,
+        **steps.chosen(),  # type: ignore[arg-type]  # every step is part of a run's identity
         family=steps.family,
         top_p=settings.top_p,
         top_k=settings.top_k,
