@@ -16,6 +16,7 @@ from components.rating.crowd_admin import bound_study
 from components.rating.crowd_visit import no_link, resume_visit
 from components.shared import auth, language, resources
 from components.shared.literal import md, without_paths
+from components.shared.not_found import not_found_page
 from components.shared.state import crowd_session
 from koed_core.errors import KoedError
 from koed_core.i18n import N_, _
@@ -196,6 +197,11 @@ def main() -> None:
     menu = {_(section): pages for section, pages in allowed.items()}
     last = list(menu)[-1]
     menu[last] = [*menu[last], *hidden_pages(allowed)]  # in no menu: hidden
+    # an address no page has: our page says so in the reader's language (not Streamlit's
+    # English dialog over the Explorer)
+    missing = not_found_page({p.url_path for pages in menu.values() for p in pages}, EXPLORER)
+    if missing is not None:
+        menu[last] = [*menu[last], missing]
     # Along the top: the sidebar is left to the page's own controls (the Explorer's
     # filters stay in view at 1366x768 for an admin with fifteen pages).
     page = st.navigation(menu, position="top")

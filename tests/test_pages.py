@@ -174,7 +174,7 @@ def test_adaptation_computes_on_request_then_reads_the_cache(isolated_env: Path)
     assert not at.exception
     cached = list((isolated_env / "adaptation").glob("*.csv"))
     assert cached
-    at.selectbox(key="ad").set_value("sample:1_conv:34").run()
+    at.selectbox(key="adaptation.dialogue").set_value("sample:1_conv:34").run()
     assert not at.info and len(at.dataframe) == 3  # dialogues, turns, the chosen dialogue
     assert at.dataframe[2].value["role"].tolist()[0] == "situation"
     turns = at.dataframe[1].value

@@ -239,6 +239,17 @@ def test_choice_values_and_judge_names_in_the_readers_words() -> None:
     assert not judge.exception, [e.value for e in judge.exception]
 
 
+def test_a_pages_own_choices_are_checked_and_ad_is_read_as_d() -> None:
+    """Issue 57, item 8 (the Adaptation page, in Chromium in test_round4_browser.py): a
+    page's own parameter (its order) is checked against its choices; ?ad= is d."""
+    from koed_core.dialogues.links import canonical, dropped_values
+
+    params = canonical({"ad": ["x:1"], "order": ["sideways", "closest first"]})
+    assert params == {"d": ["x:1"], "order": ["sideways", "closest first"]}
+    found = dropped_values(params, {"x:1"}, choices={"order": ("closest first", "most")})
+    assert [(d.name, d.value) for d in found] == [("order", "sideways")]
+
+
 def test_situation_previews_end_on_a_word() -> None:
     from koed_core.dialogues.dialogue import preview
 

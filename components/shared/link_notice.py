@@ -31,14 +31,16 @@ def check_link(
     conv_ids: Collection[str],
     turn_range: tuple[int, int] | None = None,
     defaults: Mapping[str, Any] | None = None,
+    choices: Mapping[str, Collection[str]] | None = None,
 ) -> dict[str, list[str]]:
     """Check the link's values before the widgets bound to it drop the unknown ones,
     remember what was dropped and show it; returns the link's parameters.
 
     ``defaults``: a bound widget's key (its parameter's name) and the value it takes
-    when its link value is left out (a slider keeps a range it cannot show, 9-1)."""
+    when its link value is left out (a slider keeps a range it cannot show, 9-1);
+    ``choices``: a page's own parameters and the values each may take."""
     params = link_params()
-    found = dropped_values(params, conv_ids, turn_range)
+    found = dropped_values(params, conv_ids, turn_range, choices)
     again = False
     for name in {d.name for d in found}:  # out of the address before a widget reads it
         gone = {d.value for d in found if d.name == name}

@@ -197,9 +197,11 @@ def model_picker(label: str, key: str, max_selections: int = 2) -> list[ModelSpe
 
 
 def render_model_note(spec: ModelSpec) -> None:
-    """The registry's note, so the small offline model says it is small."""
+    """The registry's note, so the small offline model says it is small: in the reader's
+    language when the shipped registry has it (its notes are in the catalog through
+    koed_core/toml_messages.py), a note of one's own as written."""
     if spec.notes:
-        st.caption(md(spec.notes))
+        st.caption(md(_(spec.notes)))
 
 
 EMBEDDED_NOTE = N_(

@@ -29,7 +29,7 @@ DIALOGUE = "d"
 TALK = "talk"
 
 # Adaptation page: its own dialogue picker, also linkable.
-ADAPT_DIALOGUE = "ad"
+ADAPT_DIALOGUE = "adaptation.dialogue"  # not in the URL: the link's dialogue is ``d``
 ADAPT_ORDER = "order"
 
 # Not in the URL.

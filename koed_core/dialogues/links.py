@@ -5,8 +5,9 @@ does not exist, a conv_id of another file, turns ``9-1``) and rewrite the addres
 a word. The pages check the link's values first with :func:`dropped_values` and say which
 were left out, and why.
 
-One name per idea across the pages: ``d`` is the dialogue (the Explorer's, Chat's);
-``dialogue`` is read as an alias of it, for links made before.
+One name per idea across the pages: ``d`` is the dialogue (the Explorer's, Chat's, the
+Adaptation page's); ``dialogue`` (Chat's) and ``ad`` (the Adaptation page's) are read as
+aliases of it, for links made before.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from koed_core.i18n import N_, _
 
 DIALOGUE = "d"
 """The dialogue's parameter on every page."""
-ALIASES: dict[str, str] = {"dialogue": DIALOGUE}
+ALIASES: dict[str, str] = {"dialogue": DIALOGUE, "ad": DIALOGUE}
 """Older names still read, each mapped to the one name of its idea."""
 KO_ONLY = ("any", "with", "without")
 
@@ -80,8 +81,10 @@ def dropped_values(
     params: Mapping[str, Sequence[str]],
     conv_ids: Collection[str],
     turn_range: tuple[int, int] | None = None,
+    choices: Mapping[str, Collection[str]] | None = None,
 ) -> list[Dropped]:
-    """The Explorer's (and Chat's) link values that name nothing in the loaded file.
+    """The Explorer's (and Chat's, the Adaptation page's) link values that name nothing in
+    the loaded file or among a page's choices.
 
     Args:
         params: the URL's query parameters, each name with its values (repeated ones
@@ -89,6 +92,8 @@ def dropped_values(
         conv_ids: the dialogues of the loaded file (a sample id on the official file is
             not one of them).
         turn_range: the file's fewest and most turns; None where turns are no filter.
+        choices: a page's own parameters and the values each may take (the Adaptation
+            page's ``order``).
 
     Returns:
         One :class:`Dropped` per value left out, in the link's order of names.
@@ -108,6 +113,8 @@ def dropped_values(
             dropped += _choice(name, values, KO_ONLY)
         elif name == "turns" and turn_range is not None:
             dropped += _turns(values, turn_range)
+        elif name in (choices or {}):
+            dropped += _choice(name, values, (choices or {})[name])
         elif name == DIALOGUE:
             dropped += [
                 Dropped(name, v, N_("no dialogue of that id in the loaded file"))

