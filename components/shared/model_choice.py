@@ -190,7 +190,10 @@ def model_picker(label: str, key: str, max_selections: int = 2) -> list[ModelSpe
         default=[DEFAULT_MODEL] if DEFAULT_MODEL in registry else None,
         max_selections=max_selections,
         key=key,
-        format_func=model_label,
+        # named now, in this run's language: Streamlit formats the options again outside
+        # the run (a rerun reads the widget's state), where a lazy label spoke English and
+        # a Korean page lost the chosen model on its next run
+        format_func={name: model_label(name) for name in registry}.__getitem__,
         wrap=True,  # long model names wrap inside the box instead of running out of it
     )
     return [registry[name] for name in chosen]
