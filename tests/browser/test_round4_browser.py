@@ -173,7 +173,7 @@ def test_nested_spans_are_drawn_stacked_and_each_is_clicked(site: Any, browser: 
     drawn. Both are drawn, one inside the other, and a click on each picks that one."""
     from playwright.sync_api import expect
 
-    from koed_core.annotation.projects import AnnotationStore
+    from koed_core.annotation.projects import AnnotationRules
     from koed_core.annotation.spans import Side, Span
     from koed_core.db import Store
     from koed_core.dialogues.dataset import load_dataset
@@ -185,7 +185,7 @@ def test_nested_spans_are_drawn_stacked_and_each_is_clicked(site: Any, browser: 
     dialogue = dataset.dialogues[0]
     text = dialogue.turns[2].ko  # 응, 편의점으로 뛰어 들어가서 ...
     at = text.index("편의점")
-    store = AnnotationStore(Store(site.site.db))
+    store = AnnotationRules(Store(site.site.db))
     project = store.create_project(
         "Nested", dataset, [dialogue.conv_id], per_item=1, annotators=["ann_nest"]
     )
@@ -235,7 +235,7 @@ def test_a_span_comment_is_written_in_its_panel_and_shown_with_the_span(
     and in its panel again."""
     from playwright.sync_api import expect
 
-    from koed_core.annotation.projects import AnnotationStore
+    from koed_core.annotation.projects import AnnotationRules
     from koed_core.annotation.spans import Side, Span
     from koed_core.db import Store
     from koed_core.dialogues.dataset import load_dataset
@@ -246,7 +246,7 @@ def test_a_span_comment_is_written_in_its_panel_and_shown_with_the_span(
     dataset = load_dataset(SAMPLE_FILE)
     dialogue = dataset.dialogues[0]
     at = dialogue.turns[2].ko.index("편의점")
-    store = AnnotationStore(Store(site.site.db))
+    store = AnnotationRules(Store(site.site.db))
     project = store.create_project(
         "Comments", dataset, [dialogue.conv_id], per_item=1, annotators=["ann_note"]
     )
@@ -271,7 +271,7 @@ def test_a_span_comment_is_written_in_its_panel_and_shown_with_the_span(
     comment = "**굵게** <b>x</b> 야간 편의점"
 
     def stored() -> list[tuple[str, str]]:
-        own = AnnotationStore(Store(site.site.db)).own(project, dialogue.conv_id, "ann_note")
+        own = AnnotationRules(Store(site.site.db)).own(project, dialogue.conv_id, "ann_note")
         return [(s.ko.text, s.comment) for s in own.spans] if own else []
 
     for _read in (1, 2):  # settled, and 3 s later
@@ -379,8 +379,8 @@ def test_the_adaptation_page_reads_d_and_names_what_it_left_out(
             assert page.get_by_test_id("stException").count() == 0
             page.wait_for_timeout(3000)
         page.screenshot(path=str(ARTIFACTS / "round4_adaptation_link_notice.png"))
-        page.get_by_text("closest first").click()  # the notice outlives a change
+        page.get_by_test_id("stRadioGroup").get_by_text("closest first").click()  # a change;
         steps.settled(page)
-        expect(notice).to_have_count(2)
+        expect(notice).to_have_count(2)  # the notice outlives it
     finally:
         server.close()
