@@ -60,12 +60,9 @@ if not matches:
     st.info(_("No dialogue matches. Loosen a filter in the sidebar."))
     st.stop()
 
-# Situations as previews ending on a word, that fit three lines of their cell (the grid's
-# rows have one height: a longer text was cut mid-line; issue 57); the whole one opens.
-# English comes before Korean: the grid wraps a line by its guess of a character's width,
-# the mean of the texts it has drawn so far, column by column; after a column of Korean
-# (twice as wide a character) it took an English line for one that fits and cut it at
-# the cell's edge. Drawn first, English is measured right, and Korean wraps either way.
+# Situations as previews ending on a word, on three lines of their cell; the whole one
+# opens. English before Korean: the grid guesses a line's width from the characters it
+# drew before, column by column, and after Korean it cut English lines (issue 57).
 PREVIEW = {"ko": 40, "en": 80}
 table = pd.DataFrame(
     {
