@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT))
 
 from koed_core.annotation.agreement import agreement_table  # noqa: E402
 from koed_core.annotation.exchange import export_lines  # noqa: E402
-from koed_core.annotation.projects import AnnotationStore  # noqa: E402
+from koed_core.annotation.projects import AnnotationRules  # noqa: E402
 from koed_core.annotation.spans import Span, side_at  # noqa: E402
 from koed_core.db import Store  # noqa: E402
 from koed_core.dialogues.dataset import load_dataset  # noqa: E402
@@ -56,7 +56,7 @@ def _spans(dialogue, shift: int) -> list[Span]:  # type: ignore[no-untyped-def]
 def main(smoke: bool = False) -> None:
     dataset = load_dataset(OFFICIAL if OFFICIAL.is_file() and not smoke else SAMPLE_FILE)
     with tempfile.TemporaryDirectory() as work:
-        annotations = AnnotationStore(Store(Path(work) / "koed.db"))
+        annotations = AnnotationRules(Store(Path(work) / "koed.db"))
         ids = [d.conv_id for d in dataset.dialogues]
         project = annotations.create_project("bench", dataset, ids, annotators=["a", "b"])
         saves = []
@@ -138,7 +138,7 @@ def panel_times(work: Path) -> dict[str, float]:
 
     dataset = load_dataset(SAMPLE_FILE)
     add_user(work / "users.yaml", "ann", "annotator", "Ann", "bench-password")
-    store = AnnotationStore(Store(work / "panel.db"))
+    store = AnnotationRules(Store(work / "panel.db"))
     project = store.create_project("panel", dataset, [dataset.dialogues[0].conv_id], 1, ["ann"])
     env = {
         "KOED_DATA": str(SAMPLE_FILE),

@@ -72,7 +72,7 @@ def seed(data: Path, work: Path) -> dict[str, str]:
     from koed_core.models.registry import ModelSpec
     from koed_core.models.runs import run_benchmark
     from koed_core.rating.accounts import add_user
-    from koed_core.rating.studies import RaterProfile, RatingStore, StudyConfig
+    from koed_core.rating.studies import RaterProfile, StudyConfig, StudyRules
 
     add_user(work / "users.yaml", "boss", "admin", "Boss", PASSWORD)
     store = Store(work / "k.db")
@@ -131,7 +131,7 @@ def seed(data: Path, work: Path) -> dict[str, str]:
         )
     finally:
         server.stop()
-    ratings = RatingStore(store)
+    ratings = StudyRules(store)
     study_id = ratings.create_study(
         StudyConfig(name="bench", run_ids=tuple(run_ids), attention_checks=0), dataset
     )

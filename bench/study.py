@@ -96,8 +96,8 @@ from koed_core.paths import DATA_DIR, SAMPLE_FILE  # noqa: E402
 from koed_core.rating import crowd  # noqa: E402
 from koed_core.rating.studies import (  # noqa: E402
     RatingError,
-    RatingStore,
     StudyConfig,
+    StudyRules,
     calibration_items,
 )
 
@@ -185,7 +185,7 @@ def build(db: Path, size: Size) -> tuple[Store, crowd.Invite, str]:
         name="bench", run_ids=tuple(runs), overlap=OVERLAP, attention_checks=1,
         timeout_minutes=TIMEOUT,
     )  # fmt: skip
-    study_id = RatingStore(store).create_study(config, dataset)
+    study_id = StudyRules(store).create_study(config, dataset)
     invite, token = crowd.create_invite(
         store, KEY.encode(), study_id,
         crowd.InviteRequest(platform="prolific", days=30.0, cap=size.places,
@@ -295,7 +295,7 @@ class Study:
 
     def __init__(self, store: Store, invite: crowd.Invite, people: list[Sim], seed: int) -> None:
         self.store, self.invite, self.people = store, invite, people
-        self.ratings = RatingStore(store)
+        self.ratings = StudyRules(store)
         self.random = random.Random(seed)
         self.minute = 0
         self.start = datetime.now(UTC) + timedelta(minutes=5)

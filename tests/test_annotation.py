@@ -13,7 +13,7 @@ from sklearn.metrics import cohen_kappa_score, f1_score
 from statsmodels.stats.inter_rater import cohens_kappa, fleiss_kappa
 
 from koed_core.annotation import agreement, exchange
-from koed_core.annotation.projects import ADJUDICATED, Annotation, AnnotationStore
+from koed_core.annotation.projects import ADJUDICATED, Annotation, AnnotationRules
 from koed_core.annotation.spans import Side, Span, find, side_at, span_from_dict, span_to_dict
 from koed_core.annotation.taxonomy import (
     CONTEXT_MODIFIED,
@@ -52,8 +52,8 @@ def dataset() -> Dataset:
 
 
 @pytest.fixture
-def annotations(tmp_path: Path) -> AnnotationStore:
-    return AnnotationStore(Store(tmp_path / "koed.db"))
+def annotations(tmp_path: Path) -> AnnotationRules:
+    return AnnotationRules(Store(tmp_path / "koed.db"))
 
 
 def _span(dataset: Dataset, conv_id: str, needle: str, kind: str, en: str | None = None) -> Span:
@@ -73,7 +73,7 @@ def _span(dataset: Dataset, conv_id: str, needle: str, kind: str, en: str | None
 
 
 def test_spans_round_trip_in_code_points_on_hangul_jamo_and_emoji(
-    dataset: Dataset, annotations: AnnotationStore, tmp_path: Path
+    dataset: Dataset, annotations: AnnotationRules, tmp_path: Path
 ) -> None:
     dialogue = dataset.get("t:1")
     assert dialogue is not None and dialogue.turns[0].ko == EMOJI_KO  # never normalised
@@ -86,7 +86,7 @@ def test_spans_round_trip_in_code_points_on_hangul_jamo_and_emoji(
     assert spans[0].ko.start == 3 and spans[0].ko.end == 8  # the emoji is one code point
     annotations.save(project, dialogue, "ann1", CONTEXT_MODIFIED, "메모 📝", spans)
     # A fresh store on the same file: what a reload sees.
-    again = AnnotationStore(Store(tmp_path / "koed.db")).own(project, "t:1", "ann1")
+    again = AnnotationRules(Store(tmp_path / "koed.db")).own(project, "t:1", "ann1")
     assert again is not None and again.spans == tuple(spans) and again.note == "메모 📝"
     for span in again.spans:
         assert EMOJI_KO[span.ko.start : span.ko.end] == span.ko.text
@@ -96,7 +96,7 @@ def test_spans_round_trip_in_code_points_on_hangul_jamo_and_emoji(
 
 
 def test_offsets_counted_in_utf16_are_refused_with_a_hint(
-    dataset: Dataset, annotations: AnnotationStore
+    dataset: Dataset, annotations: AnnotationRules
 ) -> None:
     dialogue = dataset.get("t:1")
     assert dialogue is not None
@@ -119,7 +119,7 @@ def test_offsets_counted_in_utf16_are_refused_with_a_hint(
 
 
 def test_categories_follow_the_file_for_jeong_and_han(
-    dataset: Dataset, annotations: AnnotationStore
+    dataset: Dataset, annotations: AnnotationRules
 ) -> None:
     project = annotations.create_project("p", dataset, ["t:2", "t:9"], per_item=1)
     jeong, ed = dataset.get("t:9"), dataset.get("t:2")
@@ -133,7 +133,7 @@ def test_categories_follow_the_file_for_jeong_and_han(
 
 
 def test_annotators_are_blind_until_both_submitted_then_frozen(
-    dataset: Dataset, annotations: AnnotationStore
+    dataset: Dataset, annotations: AnnotationRules
 ) -> None:
     project = annotations.create_project(
         "p", dataset, ["t:1", "t:2"], annotators=["alice", "bob", "carol"]
@@ -160,7 +160,7 @@ def test_annotators_are_blind_until_both_submitted_then_frozen(
 
 
 def test_adjudication_becomes_the_final_answer(
-    dataset: Dataset, annotations: AnnotationStore
+    dataset: Dataset, annotations: AnnotationRules
 ) -> None:
     project = annotations.create_project("p", dataset, ["t:1", "t:2", "t:3"])
     one = dataset.get("t:1")
@@ -319,7 +319,7 @@ def test_drift_predicts_adaptation_when_adapted_dialogues_drift() -> None:
 
 
 def test_jsonl_round_trip_names_pseudonyms_and_refuses_a_bad_file_whole(
-    dataset: Dataset, annotations: AnnotationStore, tmp_path: Path
+    dataset: Dataset, annotations: AnnotationRules, tmp_path: Path
 ) -> None:
     project = annotations.create_project("p", dataset, ["t:1", "t:2"])
     one = dataset.get("t:1")
@@ -433,27 +433,27 @@ def test_three_sessions_saving_one_fresh_dialogue_at_once_leave_two(
     import threading
 
     db = tmp_path / "koed.db"
-    project = AnnotationStore(Store(db)).create_project(
+    project = AnnotationRules(Store(db)).create_project(
         "p", dataset, ["t:2"], annotators=["alice", "bob", "carol"]
     )
     dialogue = dataset.get("t:2")
     assert dialogue is not None
     everyone_read = threading.Barrier(3)
-    items = AnnotationStore.items
+    items = AnnotationRules.items
 
-    def read_then_wait(self: AnnotationStore, *args: object) -> pd.DataFrame:
+    def read_then_wait(self: AnnotationRules, *args: object) -> pd.DataFrame:
         frame = items(self, *args)  # type: ignore[arg-type]
         # taken one by one, nobody else can read meanwhile: the wait breaks after a second
         with contextlib.suppress(threading.BrokenBarrierError):
             everyone_read.wait(timeout=1.0)
         return frame
 
-    monkeypatch.setattr(AnnotationStore, "items", read_then_wait)
+    monkeypatch.setattr(AnnotationRules, "items", read_then_wait)
     refused: list[str] = []
 
     def annotate(name: str) -> None:
         try:
-            AnnotationStore(Store(db)).save(project, dialogue, name, CONTEXT_MODIFIED, "", [])
+            AnnotationRules(Store(db)).save(project, dialogue, name, CONTEXT_MODIFIED, "", [])
         except AnnotationError as err:
             refused.append(f"{name}: {err}")
 

@@ -14,7 +14,7 @@ import pytest
 
 from koed_core.annotation import exchange, formats
 from koed_core.annotation.formats import layout, webanno
-from koed_core.annotation.projects import Annotation, AnnotationStore
+from koed_core.annotation.projects import Annotation, AnnotationRules
 from koed_core.annotation.spans import Side, Span, find, side_at
 from koed_core.annotation.taxonomy import CONTEXT_MODIFIED, SIMPLY_TRANSFERRED, AnnotationError
 from koed_core.cli import main
@@ -50,8 +50,8 @@ def dataset() -> Dataset:
 
 
 @pytest.fixture
-def annotations(tmp_path: Path) -> AnnotationStore:
-    return AnnotationStore(Store(tmp_path / "koed.db"))
+def annotations(tmp_path: Path) -> AnnotationRules:
+    return AnnotationRules(Store(tmp_path / "koed.db"))
 
 
 def _span(dataset: Dataset, conv_id: str, needle: str, kind: str, en: str | None = None) -> Span:
@@ -66,7 +66,7 @@ def _span(dataset: Dataset, conv_id: str, needle: str, kind: str, en: str | None
     return Span(ko=ko, type=kind, en=en_side, no_counterpart=en is None)
 
 
-def _annotated(dataset: Dataset, annotations: AnnotationStore) -> int:
+def _annotated(dataset: Dataset, annotations: AnnotationRules) -> int:
     """A project with two annotators on each dialogue and a final answer on the first:
     spans ending inside a word, stacked on the same words, across two words, after an
     emoji, with and without an English counterpart, on the situation too."""
@@ -98,7 +98,7 @@ def _view(found: list[Annotation]) -> list[tuple[object, ...]]:
 
 @pytest.mark.parametrize("fmt", formats.FORMATS)
 def test_every_format_round_trips_to_identical_annotations(
-    fmt: str, dataset: Dataset, annotations: AnnotationStore, tmp_path: Path
+    fmt: str, dataset: Dataset, annotations: AnnotationRules, tmp_path: Path
 ) -> None:
     project = _annotated(dataset, annotations)
     written = formats.export(annotations, project, dataset, KEY, tmp_path / "out", fmt)
@@ -125,7 +125,7 @@ def test_every_format_round_trips_to_identical_annotations(
 
 
 def test_webanno_tsv_is_written_as_inception_writes_it(
-    dataset: Dataset, annotations: AnnotationStore, tmp_path: Path
+    dataset: Dataset, annotations: AnnotationRules, tmp_path: Path
 ) -> None:
     project = _annotated(dataset, annotations)
     formats.export(annotations, project, dataset, KEY, tmp_path, formats.WEBANNO)
@@ -173,7 +173,7 @@ def test_webanno_tsv_is_written_as_inception_writes_it(
 
 
 def test_brat_and_label_studio_files_follow_their_documentation(
-    dataset: Dataset, annotations: AnnotationStore, tmp_path: Path
+    dataset: Dataset, annotations: AnnotationRules, tmp_path: Path
 ) -> None:
     project = _annotated(dataset, annotations)
     formats.export(annotations, project, dataset, KEY, tmp_path, formats.BRAT)
@@ -226,7 +226,7 @@ def test_brat_and_label_studio_files_follow_their_documentation(
 
 
 def test_a_text_that_is_not_the_datasets_is_refused_and_nothing_is_stored(
-    dataset: Dataset, annotations: AnnotationStore, tmp_path: Path
+    dataset: Dataset, annotations: AnnotationRules, tmp_path: Path
 ) -> None:
     project = _annotated(dataset, annotations)
     formats.export(annotations, project, dataset, KEY, tmp_path, formats.BRAT)
@@ -343,7 +343,7 @@ def test_the_command_line_exports_and_imports_each_format(
     source = tmp_path / "in.jsonl"
     source.write_text(json.dumps(line, ensure_ascii=False) + "\n", encoding="utf-8")
     assert main(["annotations", "import", str(source), "--project", "1"]) == 0
-    store = AnnotationStore(Store(Path(os.environ["KOED_DB"])))
+    store = AnnotationRules(Store(Path(os.environ["KOED_DB"])))
     want = _view(store.annotations(1))
     for number, (fmt, name) in enumerate(
         [
@@ -380,7 +380,7 @@ def test_the_projects_page_exports_in_the_chosen_format() -> None:
     dataset = load_dataset(SAMPLE_FILE)
     dialogue = dataset.dialogues[0]
     start = dialogue.turns[2].ko.index("편의점")
-    annotations = AnnotationStore(Store(Path(os.environ["KOED_DB"])))
+    annotations = AnnotationRules(Store(Path(os.environ["KOED_DB"])))
     project = annotations.create_project("page", dataset, [dialogue.conv_id], per_item=1)
     span = Span(side_at(dialogue, "ko", 3, start, start + 3), "places", no_counterpart=True)
     annotations.save(project, dialogue, "alice", CONTEXT_MODIFIED, "", [span], submit=True)

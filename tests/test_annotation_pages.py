@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from koed_core.annotation.projects import AnnotationStore
+from koed_core.annotation.projects import AnnotationRules
 from koed_core.cli import main
 from koed_core.db import Store
 from koed_core.dialogues.dataset import load_dataset
@@ -54,7 +54,7 @@ def test_a_span_typed_added_and_submitted_on_the_page() -> None:
     dataset = load_dataset(SAMPLE_FILE)
     dialogue = dataset.dialogues[0]
     store = Store(os.environ["KOED_DB"])  # the app's database (conftest)
-    AnnotationStore(store).create_project("p", dataset, [dialogue.conv_id], per_item=2)
+    AnnotationRules(store).create_project("p", dataset, [dialogue.conv_id], per_item=2)
     at = _as(None).run().switch_page("pages/annotation/annotate.py").run()
     assert not at.exception, [e.value for e in at.exception]
     at.selectbox(key="annotate.typed.turn").set_value(3)
@@ -68,7 +68,7 @@ def test_a_span_typed_added_and_submitted_on_the_page() -> None:
     at.radio(key=f"annotate.category.{dialogue.conv_id}").set_value("context_modified")
     at.text_area(key=f"annotate.note.{dialogue.conv_id}").set_value("**bold** <b>x</b>")
     next(b for b in at.button if b.label == "Submit").click().run()
-    own = AnnotationStore(store).own(1, dialogue.conv_id, "local")
+    own = AnnotationRules(store).own(1, dialogue.conv_id, "local")
     assert own is not None and own.submitted and own.note == "**bold** <b>x</b>"
     assert [(s.ko.text, s.en.text if s.en else None, s.type) for s in own.spans] == [
         ("편의점", "convenience store", "places")
@@ -81,7 +81,7 @@ def test_a_span_typed_added_and_submitted_on_the_page() -> None:
     assert "(none selected)" in [t.value for t in at.text]  # no English carried over
     at.checkbox(key="annotate.no_counterpart").check()
     next(b for b in at.button if b.label == "Add span").click().run()
-    own = AnnotationStore(store).own(1, dialogue.conv_id, "local")
+    own = AnnotationRules(store).own(1, dialogue.conv_id, "local")
     assert own is not None and own.submitted and len(own.spans) == 2
 
 
@@ -137,7 +137,7 @@ def test_an_old_database_takes_annotations(tmp_path: Path) -> None:
     store = Store(db)
     before = store.stamp()
     dataset = load_dataset(SAMPLE_FILE)
-    annotations = AnnotationStore(store)
+    annotations = AnnotationRules(store)
     project = annotations.create_project("old", dataset, [dataset.dialogues[0].conv_id], per_item=1)
     annotations.save(
         project, dataset.dialogues[0], "lin", "simply_transferred", "", [], submit=True
@@ -169,15 +169,15 @@ def test_a_models_candidates_are_suggestions_until_one_is_accepted(
 
     fake_openai.reply_fn = lambda body: reply  # type: ignore[attr-defined]
     store = Store(os.environ["KOED_DB"])
-    AnnotationStore(store).create_project("p", dataset, [dialogue.conv_id], per_item=1)
+    AnnotationRules(store).create_project("p", dataset, [dialogue.conv_id], per_item=1)
     at = _as(None).run().switch_page("pages/annotation/annotate.py").run()
     at.selectbox(key="annotate.suggest.model").set_value("fake-listener")
     at.button(key="annotate.suggest.ask").click().run()
     assert not at.exception, [e.value for e in at.exception]
     assert any(t.value.startswith("suggested · turn 3: 편의점") for t in at.text)
-    assert AnnotationStore(store).own(1, dialogue.conv_id, "local") is None  # nothing stored
+    assert AnnotationRules(store).own(1, dialogue.conv_id, "local") is None  # nothing stored
     at.button(key="annotate.accept.0").click().run()
-    own = AnnotationStore(store).own(1, dialogue.conv_id, "local")
+    own = AnnotationRules(store).own(1, dialogue.conv_id, "local")
     assert own is not None and [s.origin for s in own.spans] == ["suggestion:fake-listener"]
 
 
@@ -198,7 +198,7 @@ def test_a_spreadsheet_of_spans_by_their_text_comes_in(
     assert main(["annotations", "import", str(sheet), "--project", "1"]) == 0, (
         capsys.readouterr().err
     )
-    stored = {a.annotator: a for a in AnnotationStore(Store(os.environ["KOED_DB"])).annotations(1)}
+    stored = {a.annotator: a for a in AnnotationRules(Store(os.environ["KOED_DB"])).annotations(1)}
     assert [s.ko.text for s in stored["import:kim"].spans] == ["편의점", "야근"]
     assert (
         stored["import:kim"].spans[0].en is not None
@@ -297,7 +297,7 @@ def test_a_long_lock_on_add_span_is_one_sentence_and_the_span_is_kept_for_later(
     monkeypatch.setattr(store_module, "BUSY_TIMEOUT_S", 0.2)  # the app's store opens here
     dialogue = load_dataset(SAMPLE_FILE).dialogues[0]
     store = Store(os.environ["KOED_DB"])
-    AnnotationStore(store).create_project("p", load_dataset(SAMPLE_FILE), [dialogue.conv_id])
+    AnnotationRules(store).create_project("p", load_dataset(SAMPLE_FILE), [dialogue.conv_id])
     at = _as(None).run().switch_page("pages/annotation/annotate.py").run()
     at.selectbox(key="annotate.typed.turn").set_value(3)
     at.text_input(key="annotate.typed.ko").set_value("편의점")
@@ -313,11 +313,11 @@ def test_a_long_lock_on_add_span_is_one_sentence_and_the_span_is_kept_for_later(
         other.close()
     assert not at.exception, [e.value for e in at.exception]
     assert any("the database is busy" in e.value for e in at.error), [e.value for e in at.error]
-    assert AnnotationStore(store).own(1, dialogue.conv_id, "local") is None
+    assert AnnotationRules(store).own(1, dialogue.conv_id, "local") is None
     at.run()  # the lock is gone: the page is back, with the selection
     next(b for b in at.button if b.label == "Add span").click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
-    own = AnnotationStore(store).own(1, dialogue.conv_id, "local")
+    own = AnnotationRules(store).own(1, dialogue.conv_id, "local")
     assert own is not None and [s.ko.text for s in own.spans] == ["편의점"]
 
 
@@ -335,7 +335,7 @@ def test_the_reviewer_keeps_the_second_of_two_spans_with_the_same_words() -> Non
     first = text.index("다.")
     second = text.index("다.", first + 1)
     store = Store(os.environ["KOED_DB"])
-    annotations = AnnotationStore(store)
+    annotations = AnnotationRules(store)
     project = annotations.create_project(
         "twice", dataset, [dialogue.conv_id], annotators=["alice", "bob"]
     )
@@ -410,7 +410,7 @@ def test_a_hostile_import_names_its_line_and_field_and_leaves_no_project(
         err = capsys.readouterr().err
         assert f"error: hostile.jsonl {message}" in err, err
         assert "Error:" not in err and "KOED_DEBUG" not in err
-    assert AnnotationStore(Store(os.environ["KOED_DB"])).projects() == []
+    assert AnnotationRules(Store(os.environ["KOED_DB"])).projects() == []
 
 
 def test_an_import_counts_distinct_dialogues_and_a_sheet_gives_one_category(
@@ -461,7 +461,7 @@ def test_the_new_project_form_offers_annotators_and_makes_a_project_once(site: P
     next(t for t in at.text_input if t.label == "Project name").set_value("Pilot")
     next(b for b in at.button if b.label == "Create the project").click().run()
     assert any("exists already" in e.value for e in at.error)
-    names = [p["name"] for p in AnnotationStore(Store(site)).projects()]
+    names = [p["name"] for p in AnnotationRules(Store(site)).projects()]
     assert names.count("Pilot") == 1
     # a double press: the second sends the emptied form; the first's result is said again
     next(t for t in at.text_input if t.label == "Project name").set_value("Second")
@@ -470,7 +470,7 @@ def test_the_new_project_form_offers_annotators_and_makes_a_project_once(site: P
     next(b for b in at.button if b.label == "Create the project").click().run()
     assert not at.error, [e.value for e in at.error]
     assert [s.value for s in at.success] == ["Project 2 created with 20 dialogues."]
-    assert len(AnnotationStore(Store(site)).projects()) == 2
+    assert len(AnnotationRules(Store(site)).projects()) == 2
 
 
 def test_the_projects_page_shows_which_types_met_on_the_same_words() -> None:
@@ -482,7 +482,7 @@ def test_the_projects_page_shows_which_types_met_on_the_same_words() -> None:
     dataset = load_dataset(SAMPLE_FILE)
     dialogue = dataset.dialogues[0]
     start = dialogue.turns[2].ko.index("편의점")
-    annotations = AnnotationStore(Store(os.environ["KOED_DB"]))
+    annotations = AnnotationRules(Store(os.environ["KOED_DB"]))
     project = annotations.create_project(
         "types", dataset, [dialogue.conv_id], annotators=["alice", "bob"]
     )
@@ -528,7 +528,7 @@ def test_the_agreement_table_speaks_korean_on_the_page_and_english_in_the_csv(
     dataset = load_dataset(SAMPLE_FILE)
     dialogue = dataset.dialogues[0]
     start = dialogue.turns[2].ko.index("편의점")
-    annotations = AnnotationStore(Store(os.environ["KOED_DB"]))
+    annotations = AnnotationRules(Store(os.environ["KOED_DB"]))
     project = annotations.create_project("ko", dataset, [dialogue.conv_id], annotators=["a", "b"])
     for name in ("a", "b"):
         span = Span(side_at(dialogue, "ko", 3, start, start + 3), "places", no_counterpart=True)

@@ -12,7 +12,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from components.shared.literal import md
-from koed_core.annotation.projects import AnnotationStore
+from koed_core.annotation.projects import AnnotationRules
 from koed_core.annotation.spans import Span, side_at
 from koed_core.annotation.taxonomy import CONTEXT_MODIFIED, SIMPLY_TRANSFERRED
 from koed_core.annotation.worklist import (
@@ -53,7 +53,7 @@ def dataset() -> Dataset:
     return load_dataset(SAMPLE_FILE)
 
 
-def _partnered(annotations: AnnotationStore, dataset: Dataset, me: str) -> int:
+def _partnered(annotations: AnnotationRules, dataset: Dataset, me: str) -> int:
     """Four dialogues, two annotators each: ``me`` submitted the first (a place, with its
     English), drafts the second (food); bob drafts the first (another category, a name
     span, a note) and submitted the second; the third and fourth are new to both."""
@@ -75,7 +75,7 @@ def _partnered(annotations: AnnotationStore, dataset: Dataset, me: str) -> int:
 def test_the_worklist_counts_partners_and_never_reads_their_answers(
     tmp_path: Path, dataset: Dataset
 ) -> None:
-    annotations = AnnotationStore(Store(tmp_path / "koed.db"))
+    annotations = AnnotationRules(Store(tmp_path / "koed.db"))
     project = _partnered(annotations, dataset, "alice")
     work = worklist(annotations, project, "alice").set_index("conv_id")
     assert list(work.reset_index().columns) == COLUMNS
@@ -105,7 +105,7 @@ def test_the_worklist_counts_partners_and_never_reads_their_answers(
 
 
 def test_filters_narrow_by_own_status_category_and_type(tmp_path: Path, dataset: Dataset) -> None:
-    annotations = AnnotationStore(Store(tmp_path / "koed.db"))
+    annotations = AnnotationRules(Store(tmp_path / "koed.db"))
     project = _partnered(annotations, dataset, "alice")
     work = worklist(annotations, project, "alice")
     one, two, three, four = (d.conv_id for d in dataset.dialogues[:4])
@@ -156,7 +156,7 @@ def test_missing_cells_read_as_missing_not_as_nan(tmp_path: Path, dataset: Datas
     three = item_label(frame, dataset, 3)[two]
     assert three.endswith("others: 1 of 2 submitted, 0 drafting")
     assert " · partner" not in item_label(frame, dataset, 1)[two]  # alone: nobody to wait on
-    annotations = AnnotationStore(Store(tmp_path / "koed.db"))
+    annotations = AnnotationRules(Store(tmp_path / "koed.db"))
     project = annotations.create_project("p", dataset, [one], per_item=1)
     dialogue = dataset.dialogues[0]
     annotations.save(project, dialogue, "a", None, "", [_span(dialogue, 3, "편의점", "places")])
@@ -181,9 +181,9 @@ def _heading(at: AppTest) -> str:
     return str(at.subheader[0].value)
 
 
-def _seed_page(dataset: Dataset) -> tuple[AnnotationStore, int]:
+def _seed_page(dataset: Dataset) -> tuple[AnnotationRules, int]:
     """The one person's app ("local") beside a partner, bob, on four dialogues."""
-    annotations = AnnotationStore(Store(os.environ["KOED_DB"]))
+    annotations = AnnotationRules(Store(os.environ["KOED_DB"]))
     project = _partnered(annotations, dataset, "local")
     three = dataset.dialogues[2]
     annotations.save(project, three, "local", None, "", [_span(three, 1, "의자", "customs")])

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from fixtures.fake_openai import FakeOpenAI, Step
-from koed_core.db import Store
+from koed_core.db import Runs, Store
 from koed_core.dialogues.dataset import load_dataset
 from koed_core.judge.judging import judge_run
 from koed_core.judge.request import JudgeRequest
@@ -313,7 +313,7 @@ def test_a_reply_the_authors_cut_empties_is_kept_raw_and_never_judged(
     rows = list(store.db.query("select raw, text, parse_notes from responses"))
     assert {r["raw"] for r in rows} == {"Listener:\n\nHi."} and {r["text"] for r in rows} == {""}
     assert all("post-processing kept no text" in r["parse_notes"] for r in rows)
-    assert store.answered([run_id]) == []  # nothing for a judge or a rater to score
+    assert Runs(store).answered([run_id]) == []  # nothing for a judge or a rater to score
 
 
 @pytest.mark.parametrize(

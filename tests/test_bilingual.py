@@ -14,12 +14,12 @@ from fixtures.rating import rater, seeded_store, study
 from koed_core.db import Store
 from koed_core.judge.rubric import codes
 from koed_core.rating.bilingual import first_language
-from koed_core.rating.studies import RatingStore
+from koed_core.rating.studies import StudyRules
 
 OLD_DB = Path(__file__).parent / "data" / "koed-0.1.0.db"
 
 
-def _rate_all(ratings: RatingStore, study_id: int, names: list[str]) -> None:
+def _rate_all(ratings: StudyRules, study_id: int, names: list[str]) -> None:
     busy = True
     while busy:
         busy = False
@@ -89,5 +89,5 @@ def test_an_old_database_gains_the_order_column_unknown(tmp_path: Path) -> None:
         columns = {r[1] for r in conn.execute("pragma table_info(ratings)")}
         positions = {r[0] for r in conn.execute("select lang_position from ratings")}
     assert "lang_position" in columns and positions == {None}
-    studies = RatingStore(store).studies()
-    assert studies and RatingStore(store).config(int(studies[0]["id"])).bilingual == "free"
+    studies = StudyRules(store).studies()
+    assert studies and StudyRules(store).config(int(studies[0]["id"])).bilingual == "free"

@@ -11,13 +11,13 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from fixtures.rating import crowd_work, seeded_store, study
-from koed_core.db import Store
+from koed_core.db import Runs, Store
 from koed_core.db.crowd import Crowd
 from koed_core.errors import KoedError
 from koed_core.judge.rubric import codes
 from koed_core.rating import crowd
 from koed_core.rating.report import export_rows, rows_csv
-from koed_core.rating.studies import RatingStore
+from koed_core.rating.studies import StudyRules
 
 ROOT = Path(__file__).resolve().parents[1]
 KEY = b"k" * 32
@@ -72,7 +72,7 @@ def test_a_link_is_checked_signed_expiring_capped_and_revocable(
     Crowd(store).revoke(invite.id)
     with pytest.raises(crowd.CrowdError, match="withdrawn"):
         crowd.check_invite(store, KEY, token)
-    RatingStore(store).close(study_id)
+    StudyRules(store).close(study_id)
     _, fresh = _invite(store, study_id)
     with pytest.raises(crowd.CrowdError, match="study has ended"):
         crowd.check_invite(store, KEY, fresh)
@@ -154,7 +154,7 @@ def test_batches_pay_and_the_platform_file_match_the_ratings(
 ) -> None:
     store, study_id = crowd_study
     invite, _ = _invite(store, study_id, cap=5, batch_size=3, reward=1.5)
-    ratings = RatingStore(store)
+    ratings = StudyRules(store)
     done = crowd.join(store, KEY, invite, {"PROLIFIC_PID": "good1", "SESSION_ID": "s-good"})
     crowd.screen(store, done, ("ko", "en"), "ko", 30, 0)
     ratings.save_profile(crowd.profile_of(done, "ko", 30, 0, ("ko",)))
@@ -254,7 +254,7 @@ def test_the_join_page_takes_a_worker_from_consent_to_the_completion_code(
         crowd.worker_name(KEY, study_id, "prolific", PROLIFIC["PROLIFIC_PID"])
     )
     assert row is not None and row["languages"] == "ko" and row["consent_version"]
-    RatingStore(store).mark_calibrated(row["username"])  # (calibration has its own tests)
+    StudyRules(store).mark_calibrated(row["username"])  # (calibration has its own tests)
     at.run()
     kinds = []
     for n in range(3):  # two responses and, between them, the batch's attention check
@@ -353,8 +353,8 @@ def test_an_account_rater_sees_only_the_rating_page_for_their_study(
     from koed_core.rating import accounts
 
     store, study_id = crowd_study
-    other = RatingStore(store).create_study(
-        StudyConfig(name="other study", run_ids=(store.runs()["run_id"].iloc[0],)), sample()
+    other = StudyRules(store).create_study(
+        StudyConfig(name="other study", run_ids=(Runs(store).runs()["run_id"].iloc[0],)), sample()
     )
     users_file = tmp_path / "accounts.yaml"
     accounts.add_user(users_file, "boss", "admin", "Boss", "boss-password-1")
@@ -373,7 +373,7 @@ def test_an_account_rater_sees_only_the_rating_page_for_their_study(
     at.button[0].click().run()
     assert not at.exception, [e.value for e in at.exception]
     assert "Account jiwoo created" in at.success[0].value
-    RatingStore(store).mark_calibrated("jiwoo")
+    StudyRules(store).mark_calibrated("jiwoo")
     rater = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
     rater.session_state["authentication_status"] = True
     rater.session_state["username"] = "jiwoo"
@@ -395,10 +395,10 @@ def test_no_export_names_a_crowd_worker(crowd_study: tuple[Store, int], tmp_path
     invite, _ = _invite(store, study_id, cap=2, batch_size=3)
     worker = crowd.join(store, KEY, invite, {**PROLIFIC, "PROLIFIC_PID": "pid4export"})
     langs = crowd.screen(store, worker, ("ko", "en"), "ko", 30, 0)
-    RatingStore(store).save_profile(crowd.profile_of(worker, "ko", 30, 0, langs))
+    StudyRules(store).save_profile(crowd.profile_of(worker, "ko", 30, 0, langs))
     _rate_batch(store, worker, invite, 3)
     files = export_bundle(store, tmp_path / "bundle")
-    ratings = RatingStore(store)
+    ratings = StudyRules(store)
     texts = [f.read_text(encoding="utf-8") for f in files if f.suffix in (".csv", ".json", ".md")]
     texts.append(rows_csv(export_rows(ratings, study_id, KEY)))
     for secret in ("pid4export", PROLIFIC["SESSION_ID"], PROLIFIC["STUDY_ID"], worker.username):
@@ -446,7 +446,7 @@ def test_the_dashboard_builds_while_a_worker_is_under_way(
     dashboard's figures and every bulk file still build, and the one under way waits."""
     store, study_id = crowd_study
     invite, _ = _invite(store, study_id, cap=5, batch_size=3, reward=1.5)
-    ratings = RatingStore(store)
+    ratings = StudyRules(store)
     done = crowd.join(store, KEY, invite, {"PROLIFIC_PID": "done1", "SESSION_ID": "s-done"})
     crowd.screen(store, done, ("ko", "en"), "ko", 30, 0)
     ratings.save_profile(crowd.profile_of(done, "ko", 30, 0, ("ko",)))

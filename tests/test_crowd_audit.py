@@ -16,7 +16,7 @@ from fixtures.rating import crowd_work, seeded_store, study
 from koed_core.cli import main
 from koed_core.db import Store, set_clock
 from koed_core.rating import crowd
-from koed_core.rating.studies import RatingStore
+from koed_core.rating.studies import StudyRules
 
 ROOT = Path(__file__).resolve().parents[1]
 KEY = b"k" * 32
@@ -77,12 +77,12 @@ def test_welcome_back_is_in_the_items_language_and_never_for_someone_finished(
     worker = crowd.join(korean, KEY, invite, PID)
     crowd.consent(korean, worker, invite)
     langs = crowd.screen(korean, worker, ("ko",), "ko", 0, 0)
-    RatingStore(korean).save_profile(crowd.profile_of(worker, "ko", 0, 0, langs))
+    StudyRules(korean).save_profile(crowd.profile_of(worker, "ko", 0, 0, langs))
     back = _visit(token, PID)
     assert not back.exception, [e.value for e in back.exception]
     (toast,) = [t.value for t in back.toast]
     assert HANGUL.search(toast), toast  # a Korean page, a Korean welcome
-    RatingStore(korean).mark_calibrated(worker.username)
+    StudyRules(korean).mark_calibrated(worker.username)
     worker = crowd.worker_of(korean, worker.username) or worker
     crowd_work(korean, worker, invite, responses=2)
     crowd.finish(korean, worker)

@@ -41,7 +41,7 @@ from koed_core.db import Store, set_clock
 from koed_core.db.crowd import Crowd
 from koed_core.judge.rubric import codes
 from koed_core.rating import crowd
-from koed_core.rating.studies import RatingStore
+from koed_core.rating.studies import StudyRules
 
 KEY = b"m" * 32
 TIMEOUT = 30
@@ -115,7 +115,7 @@ class CrowdStudy(RuleBasedStateMachine):
                 prolific_study_id=STUDY_ID,
             ),
         )
-        self.ratings = RatingStore(self.store)
+        self.ratings = StudyRules(self.store)
         self.count = 0
 
     def teardown(self) -> None:

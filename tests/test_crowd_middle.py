@@ -21,7 +21,7 @@ from koed_core.db.crowd import Crowd
 from koed_core.judge.rubric import codes
 from koed_core.rating import crowd
 from koed_core.rating.report import rater_report
-from koed_core.rating.studies import RatingStore
+from koed_core.rating.studies import StudyRules
 from tests.test_crowd import KEY, PROLIFIC, _invite
 
 START = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
@@ -64,8 +64,8 @@ def _in(
     crowd.consent(store, worker, invite)
     langs = crowd.screen(store, worker, ("ko", "en"), native, 0, 0)
     if langs:
-        RatingStore(store).save_profile(crowd.profile_of(worker, native, 0, 0, langs))
-        RatingStore(store).mark_calibrated(worker.username)
+        StudyRules(store).save_profile(crowd.profile_of(worker, native, 0, 0, langs))
+        StudyRules(store).mark_calibrated(worker.username)
     return crowd.worker_of(store, worker.username) or worker
 
 
@@ -83,8 +83,8 @@ def test_no_code_for_attention_checks_alone(crowd_study: tuple[Store, int]) -> N
     invite, _ = _invite(store, study_id, cap=9, batch_size=4)
     first = _in(store, invite, 1)  # a Korean speaker takes every Korean response
     assert crowd_work(store, first, invite, responses=10).count("response") >= 2
-    assert not RatingStore(store).room_for_newcomer(study_id, ("ko",))
-    assert RatingStore(store).room_for_newcomer(study_id, ("en",))
+    assert not StudyRules(store).room_for_newcomer(study_id, ("ko",))
+    assert StudyRules(store).room_for_newcomer(study_id, ("en",))
     late = _in(store, invite, 2)  # Korean too: the English items are not theirs
     assert late.status == "stopped" and late.stop_reason == crowd.NO_ITEMS
     assert crowd.give_code(store, late, invite) == ("screened_out", invite.screenout_code)
@@ -99,7 +99,7 @@ def test_checks_are_not_work_anywhere(crowd_study: tuple[Store, int]) -> None:
     store, study_id = crowd_study
     invite, _ = _invite(store, study_id, cap=9, batch_size=4)
     worker = _in(store, invite, 1, native="en")
-    ratings = RatingStore(store)
+    ratings = StudyRules(store)
     check = ratings.next_item(study_id, worker.username, want="attention")  # as before
     assert check is not None and check.instructed_score is not None
     ratings.save_rating(
@@ -227,7 +227,7 @@ def test_a_straight_liner_fails_the_checks_and_is_flagged(tmp_path: Path) -> Non
     assert bad["straight_lined"] and bad["suggested"] in ("review", "reject")
     assert bad["attention_failed"] >= 1
     assert not good["straight_lined"] and good["attention_failed"] == 0
-    report = rater_report(RatingStore(store), study_id).set_index("username")
+    report = rater_report(StudyRules(store), study_id).set_index("username")
     checks = store.rows(
         "select count(distinct a.item_id) as n from assignments a join study_items i on "
         "i.id = a.item_id where a.username = ? and i.kind = 'attention' and a.status = 'done'",
@@ -300,7 +300,7 @@ def test_the_command_line_sets_what_the_form_sets(
     assert main(["study", "create", "--name", "timed", "--runs", run_id, "--timeout-minutes",
                  "90", "--json", "--db", db]) == 0  # fmt: skip
     made_study = json.loads(capsys.readouterr().out)["study"]
-    assert RatingStore(store).config(made_study).timeout_minutes == 90
+    assert StudyRules(store).config(made_study).timeout_minutes == 90
 
 
 def _page_worker(
@@ -311,9 +311,9 @@ def _page_worker(
     worker = crowd.join(store, KEY, invite, crowd.platform_ids(invite, PROLIFIC))
     crowd.consent(store, worker, invite)
     langs = crowd.screen(store, worker, ("ko", "en"), "ko", 0, 0)
-    RatingStore(store).save_profile(crowd.profile_of(worker, "ko", 0, 0, langs))
+    StudyRules(store).save_profile(crowd.profile_of(worker, "ko", 0, 0, langs))
     if calibrated:
-        RatingStore(store).mark_calibrated(worker.username)
+        StudyRules(store).mark_calibrated(worker.username)
     return invite, token, worker
 
 

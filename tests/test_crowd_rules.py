@@ -16,11 +16,11 @@ import pytest
 
 from fixtures.rating import crowd_work, seeded_store, study
 from koed_core.cli import main
-from koed_core.db import Store
+from koed_core.db import Runs, Store
 from koed_core.db.crowd import Crowd
 from koed_core.judge.rubric import codes
 from koed_core.rating import crowd
-from koed_core.rating.studies import RatingStore
+from koed_core.rating.studies import StudyRules
 from tests.test_crowd import KEY, PROLIFIC, _invite, _rate_batch
 
 CODES = codes()
@@ -116,7 +116,7 @@ def test_a_researchers_own_list_gives_each_person_their_own_link(
 def test_nothing_is_paid_for_nothing(crowd_study: tuple[Store, int]) -> None:
     store, study_id = crowd_study
     invite, _ = _invite(store, study_id, cap=9, batch_size=2)
-    ratings = RatingStore(store)
+    ratings = StudyRules(store)
     flagger = crowd.join(store, KEY, invite, _pid(1))
     crowd.consent(store, flagger, invite)
     langs = crowd.screen(store, flagger, ("ko", "en"), "ko", 30, 0)
@@ -159,7 +159,7 @@ def test_each_outcome_has_its_own_code(crowd_study: tuple[Store, int]) -> None:
     crowd.check_calibration(store, far, [3.0, 3.0])
     done = crowd.join(store, KEY, invite, _pid(3))
     langs = crowd.screen(store, done, ("ko", "en"), "ko", 30, 0)
-    RatingStore(store).save_profile(crowd.profile_of(done, "ko", 30, 0, langs))
+    StudyRules(store).save_profile(crowd.profile_of(done, "ko", 30, 0, langs))
     _rate_batch(store, done, invite, 1)
     crowd.finish(store, done)
     shown = {
@@ -187,7 +187,7 @@ def test_decisions_in_each_platforms_bulk_format(crowd_study: tuple[Store, int])
     good, bad, gone = (crowd.join(store, KEY, invite, _pid(n)) for n in (1, 2, 3))
     for worker in (good, bad):
         langs = crowd.screen(store, worker, ("ko", "en"), "ko", 30, 0)
-        RatingStore(store).save_profile(crowd.profile_of(worker, "ko", 30, 0, langs))
+        StudyRules(store).save_profile(crowd.profile_of(worker, "ko", 30, 0, langs))
         _rate_batch(store, worker, invite, 1)
         crowd.finish(store, worker)
     crowd.screen(store, gone, ("ko", "en"), "other", 0, 0)
@@ -220,13 +220,13 @@ def test_a_crowd_study_from_the_command_line(
     crowd_study: tuple[Store, int], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     store, _ = crowd_study
-    run_id = store.runs()["run_id"].iloc[0]
+    run_id = Runs(store).runs()["run_id"].iloc[0]
     db = ["--db", store.path]
     assert main(["study", "create", "--name", "cli", "--runs", run_id, "--json", *db]) == 0, (
         capsys.readouterr().err
     )
     study_id = json.loads(capsys.readouterr().out)["study"]
-    assert RatingStore(store).config(study_id).name == "cli"
+    assert StudyRules(store).config(study_id).name == "cli"
     assert main(["study", "create", "--name", "x", "--runs", "nope", *db]) == 1
     assert "no stored run 'nope'" in capsys.readouterr().err
     made = [
@@ -306,7 +306,7 @@ def test_only_a_check_that_said_what_to_do_can_reject(crowd_study: tuple[Store, 
     it is a failure; an older check that said nothing is a reason to review at most."""
     store, study_id = crowd_study
     invite, _ = _invite(store, study_id, cap=5, batch_size=14)
-    ratings = RatingStore(store)
+    ratings = StudyRules(store)
     worker = crowd.join(store, KEY, invite, _pid(1))
     langs = crowd.screen(store, worker, ("ko", "en"), "ko", 30, 30)  # both languages
     ratings.save_profile(crowd.profile_of(worker, "ko", 30, 30, langs))
@@ -368,7 +368,7 @@ def test_every_batch_holds_its_attention_checks(tmp_path: Path) -> None:
     _, study_id = study(store, run_id, overlap=3, attention_checks=1, langs=("en",))
     invite, _ = _invite(store, study_id, cap=3, batch_size=2, batches=3)
     assert store.count("study_items") == 6 + 3  # six answers, a check per batch
-    ratings = RatingStore(store)
+    ratings = StudyRules(store)
     worker = crowd.join(store, KEY, invite, _pid(1))
     langs = crowd.screen(store, worker, ("en",), "en", 0, 30)
     ratings.save_profile(crowd.profile_of(worker, "en", 0, 30, langs))
@@ -391,7 +391,7 @@ def test_a_batch_larger_than_the_study_ends_with_what_there_is(
     code) after the last."""
     store, study_id = crowd_study
     invite, _ = _invite(store, study_id, batch_size=20)
-    ratings = RatingStore(store)
+    ratings = StudyRules(store)
     worker = crowd.join(store, KEY, invite, _pid(1))
     langs = crowd.screen(store, worker, ("ko", "en"), "ko", 30, 0)  # Korean items only
     ratings.save_profile(crowd.profile_of(worker, "ko", 30, 0, langs))

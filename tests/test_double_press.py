@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from fixtures.fake_openai import FakeOpenAI
-from koed_core.db import Store
+from koed_core.db import Runs, Store
 from koed_core.db.claims import ItemClaims
 from koed_core.db.jobs import JobError, Jobs
 from koed_core.db.owners import this_process
@@ -185,7 +185,7 @@ def test_a_stored_answer_is_never_replaced(tmp_path: Path) -> None:
             dataset.sha256,
             RunRequest(spec.name, langs=("en",), protocol="single", max_retries=0),
         )
-        first = store.responses(report.run_id).iloc[0]
+        first = Runs(store).responses(report.run_id).iloc[0]
         # a late second answer to the same item (another process's), and a late failure
         for raw, error in (("a late answer", None), (None, "a late failure")):
             late = ResponseRecord(
@@ -201,8 +201,8 @@ def test_a_stored_answer_is_never_replaced(tmp_path: Path) -> None:
                 error_kind="server" if error else None,
             )
             assert late.response_id == first["id"]
-            store.save_response(late, None, None)
-        after = store.responses(report.run_id)
+            Runs(store).save_response(late, None, None)
+        after = Runs(store).responses(report.run_id)
         assert len(after) == 1 and after["raw"].iloc[0] == first["raw"]
         assert after["error"].isna().all()
     finally:

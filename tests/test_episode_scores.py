@@ -13,7 +13,7 @@ import pytest
 
 from fixtures.fake_openai import FakeOpenAI, is_speaker
 from koed_core.cli import main
-from koed_core.db import Judgments, Store
+from koed_core.db import Judgments, Runs, Store
 from koed_core.dialogues.dataset import load_dataset
 from koed_core.judge import episodes as whole
 from koed_core.judge.request import JudgeRequest
@@ -227,7 +227,7 @@ def test_the_command_line_judges_episodes_whole_and_refuses_a_plain_run(
     assert (
         main(["run", "--model", "fake-judge", "--limit", "1", "--lang", "en", "--db", str(db)]) == 0
     )
-    [plain] = [r for r in Store(db).run_table()["run_id"] if r != run_id]
+    [plain] = [r for r in Runs(Store(db)).run_table()["run_id"] if r != run_id]
     capsys.readouterr()
     sent = len(fake_openai.requests)
     code = main(

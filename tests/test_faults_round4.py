@@ -28,7 +28,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from koed_core.annotation import exchange, formats
-from koed_core.annotation.projects import AnnotationStore
+from koed_core.annotation.projects import AnnotationRules
 from koed_core.annotation.spans import Span, side_at
 from koed_core.annotation.taxonomy import (
     CONTEXT_MODIFIED,
@@ -79,7 +79,7 @@ def test_only_annotator_accounts_take_a_slot_and_names_that_are_no_account_are_r
     tmp_path: Path, dataset: Dataset
 ) -> None:
     people = _people(tmp_path)
-    annotations = AnnotationStore(Store(tmp_path / "koed.db"), accounts_file=people)
+    annotations = AnnotationRules(Store(tmp_path / "koed.db"), accounts_file=people)
     dialogue, span = _place(dataset)
     project = annotations.create_project("any", dataset, [dialogue.conv_id], per_item=2)
     for who, said in (
@@ -105,11 +105,11 @@ def test_with_no_accounts_the_one_person_app_still_annotates(
     tmp_path: Path, dataset: Dataset
 ) -> None:
     absent = tmp_path / "nobody.yaml"
-    annotations = AnnotationStore(Store(tmp_path / "koed.db"), accounts_file=absent)
+    annotations = AnnotationRules(Store(tmp_path / "koed.db"), accounts_file=absent)
     dialogue, span = _place(dataset)
     project = annotations.create_project("mine", dataset, [dialogue.conv_id], per_item=1)
     annotations.save(project, dialogue, "local", CONTEXT_MODIFIED, "", [span], submit=True)
-    required = AnnotationStore(
+    required = AnnotationRules(
         Store(tmp_path / "koed.db"), accounts_file=absent, accounts_required=True
     )
     with pytest.raises(accounts.AccountsError, match="does not exist"):
@@ -122,7 +122,7 @@ def test_an_admin_on_the_annotate_page_gets_a_sentence_not_a_slot(
 ) -> None:
     accounts.add_user(site.parent / "accounts.yaml", "lin", "annotator", "Lin", "lin-password")
     dialogue, _span = _place(dataset)
-    AnnotationStore(Store(site)).create_project("any", dataset, [dialogue.conv_id], per_item=2)
+    AnnotationRules(Store(site)).create_project("any", dataset, [dialogue.conv_id], per_item=2)
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
     at.session_state["authentication_status"] = True
     at.session_state["username"] = "boss"
@@ -132,7 +132,7 @@ def test_an_admin_on_the_annotate_page_gets_a_sentence_not_a_slot(
     said = [m.value for m in (*at.info, *at.warning, *at.error)]
     assert any("Admins do not annotate" in s for s in said), said
     assert not at.selectbox and [b.key for b in at.button] == ["sidebar.logout"]
-    assert AnnotationStore(Store(site)).q.states(1) == []
+    assert AnnotationRules(Store(site)).q.states(1) == []
 
 
 # 3. Exports: no live LaTeX, Markdown, HTML or control characters -----------------------
@@ -428,7 +428,7 @@ def test_deeply_nested_claims_plans_and_json_are_one_sentence_naming_the_file(
 
 
 def _exported_label_studio(tmp_path: Path, dataset: Dataset) -> Path:
-    annotations = AnnotationStore(Store(os.environ["KOED_DB"]))
+    annotations = AnnotationRules(Store(os.environ["KOED_DB"]))
     dialogue, span = _place(dataset)
     project = annotations.create_project("ls", dataset, [dialogue.conv_id], per_item=1)
     annotations.save(project, dialogue, "alice", CONTEXT_MODIFIED, "a note", [span], True)
@@ -447,12 +447,12 @@ def test_an_unpaired_surrogate_in_label_studio_json_is_one_sentence(
             item["value"]["text"] = ["half \ud800 a pair"]
     bad = tmp_path / "surrogate.json"
     bad.write_text(json.dumps(tasks), encoding="utf-8")  # ASCII: the lone \ud800 escaped
-    before = len(AnnotationStore(Store(os.environ["KOED_DB"])).projects())
+    before = len(AnnotationRules(Store(os.environ["KOED_DB"])).projects())
     code = main(["annotations", "import", str(bad), "--format", "label-studio", "--name", "s"])
     err = capsys.readouterr().err
     assert code == 1 and "surrogate.json task 1" in err and "unpaired surrogate" in err, err
     assert "UnicodeEncodeError" not in err
-    assert len(AnnotationStore(Store(os.environ["KOED_DB"])).projects()) == before
+    assert len(AnnotationRules(Store(os.environ["KOED_DB"])).projects()) == before
 
 
 def _sheet(path: Path, rows: list[list[str]]) -> Path:
@@ -495,7 +495,7 @@ def test_an_oversized_csv_cell_names_the_file_and_row(tmp_path: Path, dataset: D
 def test_control_characters_in_an_annotator_name_are_refused(
     tmp_path: Path, dataset: Dataset, name: str
 ) -> None:
-    annotations = AnnotationStore(Store(tmp_path / "koed.db"))
+    annotations = AnnotationRules(Store(tmp_path / "koed.db"))
     dialogue, _span = _place(dataset)
     project = annotations.create_project("p", dataset, [dialogue.conv_id], per_item=1)
     line = {"conv_id": dialogue.conv_id, "annotator": name, "category": CONTEXT_MODIFIED}
@@ -511,7 +511,7 @@ def test_control_characters_in_an_annotator_name_are_refused(
 def test_a_second_export_format_in_the_same_folder_keeps_the_first(
     tmp_path: Path, dataset: Dataset
 ) -> None:
-    annotations = AnnotationStore(Store(tmp_path / "koed.db"))
+    annotations = AnnotationRules(Store(tmp_path / "koed.db"))
     dialogue, span = _place(dataset)
     project = annotations.create_project("p", dataset, [dialogue.conv_id], per_item=1)
     annotations.save(project, dialogue, "alice", CONTEXT_MODIFIED, "", [span], submit=True)

@@ -309,7 +309,7 @@ def test_a_study_being_rated_keeps_its_models_from_visitors(
     neither its name nor its scores; the admin sees both; once the study closes, all do."""
     from koed_core.db import StudyConfig
     from koed_core.rating import accounts
-    from koed_core.rating.studies import RatingStore
+    from koed_core.rating.studies import StudyRules
 
     store = _store_with_runs(tmp_path / "koed.db", fake_openai)
     users = tmp_path / "accounts.yaml"
@@ -317,7 +317,7 @@ def test_a_study_being_rated_keeps_its_models_from_visitors(
     monkeypatch.setenv("KOED_USERS", str(users))
     monkeypatch.setenv("KOED_COOKIE_KEY", "k" * 40)
     west = store.rows("select id from runs where name = 'fake-west'")[0]["id"]
-    study_id = RatingStore(store).create_study(
+    study_id = StudyRules(store).create_study(
         StudyConfig(name="open", run_ids=(west,)), load_dataset(SAMPLE_FILE)
     )
     visitor = _page("pages/results/gap.py")
@@ -333,6 +333,6 @@ def test_a_study_being_rated_keeps_its_models_from_visitors(
     admin.run()
     admin.switch_page("pages/results/gap.py").run()
     assert set(admin.dataframe[-1].value["model"]) == {"fake-west", "human"}
-    RatingStore(store).close(study_id)
+    StudyRules(store).close(study_id)
     visitor.run()
     assert set(visitor.dataframe[-1].value["model"]) == {"fake-west", "human"}

@@ -569,7 +569,7 @@ def test_an_admins_page_is_in_korean(site: Path, page: str) -> None:
 def test_an_annotators_page_is_in_korean(site: Path) -> None:
     """An annotator on a project of two dialogues, with ?lang=ko: the picker, the
     category, the span form and the guidelines are Korean; the dialogue is the data's."""
-    from koed_core.annotation.projects import AnnotationStore
+    from koed_core.annotation.projects import AnnotationRules
     from koed_core.dialogues.dataset import load_dataset
     from koed_core.paths import SAMPLE_FILE
     from koed_core.rating import accounts
@@ -577,7 +577,7 @@ def test_an_annotators_page_is_in_korean(site: Path) -> None:
     accounts.add_user(site.parent / "accounts.yaml", "lin", "annotator", "Lin", "lin-password")
     dataset = load_dataset(SAMPLE_FILE)
     chosen = [d.conv_id for d in dataset.dialogues[:2]]
-    AnnotationStore(Store(site)).create_project(
+    AnnotationRules(Store(site)).create_project(
         "pilot", dataset, chosen, per_item=1, annotators=["lin"]
     )
     at = _as_user("lin").run()

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from koed_core.db import JudgeConfig, Judgments, Store, StoreError, migrations
+from koed_core.db import JudgeConfig, Judgments, Runs, Store, StoreError, migrations
 from koed_core.dialogues.dataset import load_dataset
 from koed_core.judge.judging import judge_run
 from koed_core.judge.request import JudgeRequest
@@ -197,7 +197,7 @@ def test_an_old_database_takes_episodes(old_db: Path) -> None:
     )
     assert store.stamp() > before
     assert Episodes(store).speaker_rows(run_id)[0]["text"] == "응."
-    config, _ = store.run_config(run_id)  # type: ignore[misc]
+    config, _ = Runs(store).run_config(run_id)  # type: ignore[misc]
     from koed_core.db import RunConfig
 
     fields = {k: v for k, v in config.items() if k in RunConfig.__dataclass_fields__}
@@ -282,7 +282,7 @@ def test_spans_from_0_4_upgrade_with_an_empty_comment_and_take_one(tmp_path: Pat
 
     import sqlite_utils
 
-    from koed_core.annotation.projects import AnnotationStore
+    from koed_core.annotation.projects import AnnotationRules
     from koed_core.annotation.taxonomy import load_taxonomy
     from koed_core.db.annotations import annotation_id
 
@@ -324,7 +324,7 @@ def test_spans_from_0_4_upgrade_with_an_empty_comment_and_take_one(tmp_path: Pat
     db.conn.commit()
     db.close()
 
-    upgraded = AnnotationStore(Store(path))
+    upgraded = AnnotationRules(Store(path))
     own = upgraded.own(1, dialogue.conv_id, "alice")
     assert own is not None
     (span,) = own.spans

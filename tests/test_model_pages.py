@@ -8,7 +8,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from fixtures.fake_openai import FakeOpenAI, Step
-from koed_core.db import Store
+from koed_core.db import Runs, Store
 from koed_core.db.jobs import Jobs
 from koed_core.models.runs import run_labels
 from tests.conftest import stop_workers, wait_for_job
@@ -55,7 +55,7 @@ def test_chat_both_languages_then_go_on_as_speaker(
     assert len(save) == 3
     save[0].click().run()
     store = Store(tmp_path / "koed.db")
-    runs = store.runs()
+    runs = Runs(store).runs()
     assert list(runs["kind"]) == ["live"] and list(runs["responses"]) == [1]
     assert "Saved for rating." in [c.value for c in at.caption]
 

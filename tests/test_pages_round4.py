@@ -269,7 +269,7 @@ def test_situation_previews_end_on_a_word() -> None:
 def test_a_category_and_a_note_are_kept_when_the_annotator_switches_dialogue() -> None:
     import os
 
-    from koed_core.annotation.projects import AnnotationStore
+    from koed_core.annotation.projects import AnnotationRules
     from koed_core.db import Store
     from koed_core.dialogues.dataset import load_dataset
     from koed_core.paths import SAMPLE_FILE
@@ -277,7 +277,7 @@ def test_a_category_and_a_note_are_kept_when_the_annotator_switches_dialogue() -
     dataset = load_dataset(SAMPLE_FILE)
     second, first = dataset.dialogues[0].conv_id, dataset.dialogues[1].conv_id
     store = Store(os.environ["KOED_DB"])
-    AnnotationStore(store).create_project("p", dataset, [first, second], per_item=2)
+    AnnotationRules(store).create_project("p", dataset, [first, second], per_item=2)
     at = _page("pages/annotation/annotate.py")
     assert not at.exception, [e.value for e in at.exception]
     at.radio(key=f"annotate.category.{first}").set_value("context_modified").run()
@@ -286,7 +286,7 @@ def test_a_category_and_a_note_are_kept_when_the_annotator_switches_dialogue() -
     picker.set_value(second).run()  # no Save draft pressed
     assert not at.exception, [e.value for e in at.exception]
     for _read in (1, 2):  # stored, and still there after another run
-        own = AnnotationStore(store).own(1, first, "local")
+        own = AnnotationRules(store).own(1, first, "local")
         assert own is not None and not own.submitted
         assert (own.category, own.note) == ("context_modified", "호칭이 바뀜")
         at.run()
@@ -298,7 +298,7 @@ def test_a_category_and_a_note_are_kept_when_the_annotator_switches_dialogue() -
 def test_a_span_changes_type_and_edges_without_being_deleted() -> None:
     import os
 
-    from koed_core.annotation.projects import AnnotationStore
+    from koed_core.annotation.projects import AnnotationRules
     from koed_core.annotation.spans import Side, Span
     from koed_core.db import Store
     from koed_core.dialogues.dataset import load_dataset
@@ -308,7 +308,7 @@ def test_a_span_changes_type_and_edges_without_being_deleted() -> None:
     dialogue = dataset.dialogues[0]
     text = dialogue.turns[2].ko
     at_ = text.index("편의점")
-    store = AnnotationStore(Store(os.environ["KOED_DB"]))
+    store = AnnotationRules(Store(os.environ["KOED_DB"]))
     project = store.create_project("p", dataset, [dialogue.conv_id], per_item=2)
     en_at = dialogue.turns[2].en.index("convenience store")
     english = Side(3, en_at, en_at + 17, "convenience store")
@@ -333,7 +333,7 @@ def test_a_span_changes_type_and_edges_without_being_deleted() -> None:
 def test_search_over_a_projects_annotations() -> None:
     import os
 
-    from koed_core.annotation.projects import AnnotationStore
+    from koed_core.annotation.projects import AnnotationRules
     from koed_core.annotation.spans import Side, Span
     from koed_core.db import Store
     from koed_core.dialogues.dataset import load_dataset
@@ -343,7 +343,7 @@ def test_search_over_a_projects_annotations() -> None:
     dialogue = dataset.dialogues[0]
     text = dialogue.turns[2].ko
     at_ = text.index("편의점")
-    store = AnnotationStore(Store(os.environ["KOED_DB"]))
+    store = AnnotationRules(Store(os.environ["KOED_DB"]))
     project = store.create_project("p", dataset, [dialogue.conv_id], per_item=2)
     place = Span(Side(3, at_, at_ + 3, "편의점"), "places", no_counterpart=True)
     other = Span(Side(3, at_, at_ + 2, "편의"), "other", no_counterpart=True)

@@ -24,7 +24,7 @@ from fixtures.planted import (
 from koed_core.cli import main
 from koed_core.db import Sampling
 from koed_core.rating import sampling as design
-from koed_core.rating.studies import RatingStore
+from koed_core.rating.studies import StudyRules
 from koed_core.results import ppi, ppi_plan, ppi_table
 
 DRAWS = 200
@@ -123,8 +123,8 @@ def test_the_planner_matches_ppi_python(planted) -> None:
     width = 0.4
     table = ppi_plan.plan(planted.store, planted.study_id, planted.judge, width)
     assert len(table) == 2 * 5
-    human = ppi_table.human_scores(RatingStore(planted.store).q.long_scores(planted.study_id))
-    config = RatingStore(planted.store).config(planted.study_id)
+    human = ppi_table.human_scores(StudyRules(planted.store).q.long_scores(planted.study_id))
+    config = StudyRules(planted.store).config(planted.study_id)
     judged = ppi_table.judged_scores(
         planted.store, planted.judge, list(config.run_ids), ("ko", "en")
     )
@@ -151,7 +151,7 @@ def test_the_planner_matches_ppi_python(planted) -> None:
 
 def test_a_random_study_records_its_draw_and_grows_by_the_same_permutation(tmp_path: Path) -> None:
     planted = planted_store(tmp_path / "koed.db", dialogues=40, fraction=0.25)
-    ratings = RatingStore(planted.store)
+    ratings = StudyRules(planted.store)
     first = ratings.config(planted.study_id).sampling
     assert first.method == "random" and len(first.conv_ids) == 10 and first.population == 40
     items = set(planted.store.frame(
@@ -222,7 +222,7 @@ def test_koed_study_create_records_a_random_sample(tmp_path: Path) -> None:
     runs = ",".join(planted.run_ids)
     args = ["study", "create", "--name", "sampled", "--runs", runs, "--sample", "6"]
     assert main([*args, "--seed", "3", "--attention", "0", "--db", planted.store.path]) == 0
-    config = RatingStore(planted.store).config(2)
+    config = StudyRules(planted.store).config(2)
     assert config.sampling.method == "random" and config.sampling.seed == 3
     assert len(config.sampling.conv_ids) == 6 and config.seed == 3
     assert main(["study", "create", "--name", "too", "--runs", runs, "--sample", "99",
@@ -231,12 +231,12 @@ def test_koed_study_create_records_a_random_sample(tmp_path: Path) -> None:
 
 def test_plan_build_adds_the_next_batch(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     planted = planted_store(tmp_path / "koed.db", dialogues=60, fraction=0.2)
-    before = RatingStore(planted.store).config(planted.study_id).sampling
+    before = StudyRules(planted.store).config(planted.study_id).sampling
     args = ["study", "plan", "--study", str(planted.study_id), "--judge", planted.judge.model]
     assert main([*args, "--width", "0.6", "--build", "--db", planted.store.path]) == 0
     said = capsys.readouterr().out
     batch = int(said.split("next batch with PPI++: ")[1].split()[0])
-    after = RatingStore(planted.store).config(planted.study_id).sampling
+    after = StudyRules(planted.store).config(planted.study_id).sampling
     assert len(after.conv_ids) == len(before.conv_ids) + batch > len(before.conv_ids)
     assert f"added {batch} dialogues" in said
     items = planted.store.frame(

@@ -13,7 +13,7 @@ from streamlit.testing.v1 import AppTest
 
 from components.shared.literal import md
 from fixtures.planted import planted_store
-from koed_core.rating.studies import RatingStore
+from koed_core.rating.studies import StudyRules
 from tests.test_rating_pages import _as, accounts  # noqa: F401 - the fixture is used by name
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.fixture
 def planted(tmp_path: Path):
     found = planted_store(tmp_path / "koed.db", dialogues=60, fraction=0.4)  # KOED_DB (conftest)
-    RatingStore(found.store).close(found.study_id)  # published: visitors see it
+    StudyRules(found.store).close(found.study_id)  # published: visitors see it
     return found
 
 
@@ -86,7 +86,7 @@ def test_the_studies_page_plans_and_builds_a_random_study(planted, accounts: Pat
     next(n for n in at.number_input if n.label.startswith("Dialogues in the sample")).set_value(10)
     next(b for b in at.button if b.label == "Create study").click().run()
     assert not at.exception, [e.value for e in at.exception]
-    config = RatingStore(planted.store).config(2)
+    config = StudyRules(planted.store).config(2)
     assert config.sampling.method == "random" and len(config.sampling.conv_ids) == 10
     assert config.bilingual == "separate"  # a ko+en study's default: no rater sees both
     listed = next(d.value for d in at.dataframe if "sampling" in d.value.columns)
@@ -95,7 +95,7 @@ def test_the_studies_page_plans_and_builds_a_random_study(planted, accounts: Pat
 
 def test_the_gap_page_says_why_ppi_is_refused(tmp_path: Path) -> None:
     manual = planted_store(tmp_path / "koed.db", dialogues=40, method="manual")
-    RatingStore(manual.store).close(manual.study_id)
+    StudyRules(manual.store).close(manual.study_id)
     at = _page("pages/results/gap.py")
     assert not at.exception, [e.value for e in at.exception]
     assert any("PPI refused" in w.value and "chosen by hand" in w.value for w in at.warning)

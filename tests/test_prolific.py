@@ -23,7 +23,7 @@ from koed_core.rating import crowd
 from koed_core.rating import report as rating_report
 from koed_core.rating.crowd import prolific, prolific_pay
 from koed_core.rating.crowd.prolific_client import ProlificAnswerLost, ProlificClient, ProlificError
-from koed_core.rating.studies import RatingStore
+from koed_core.rating.studies import StudyRules
 
 KEY = b"k" * 32
 TOKEN = "pk-SECRET-7f3a9c1e55d04b2a"
@@ -117,8 +117,8 @@ def _finish(
     sub, worker = _arrive(store, fake, invite)
     crowd.consent(store, worker, invite)
     langs = crowd.screen(store, worker, ("ko",), "ko", 0, 0)
-    RatingStore(store).save_profile(crowd.profile_of(worker, "ko", 0, 0, langs))
-    RatingStore(store).mark_calibrated(worker.username)
+    StudyRules(store).save_profile(crowd.profile_of(worker, "ko", 0, 0, langs))
+    StudyRules(store).mark_calibrated(worker.username)
     worker = crowd.worker_of(store, worker.username) or worker
     clock.now += timedelta(minutes=minutes)
     crowd_work(store, worker, invite, responses=2)
@@ -481,7 +481,7 @@ def test_the_whole_life_from_the_command_line_leaves_no_token_behind(
         )
         == 0
     )
-    rows = rating_report.export_rows(RatingStore(store), invite.study_id, KEY)
+    rows = rating_report.export_rows(StudyRules(store), invite.study_id, KEY)
     leaks = [printed.out, printed.err, caplog.text, repr(rows)]
     leaks += [p.read_text() for p in export.iterdir()]
     for path in Path(store.path).parent.glob("koed.db*"):

@@ -25,7 +25,7 @@ from koed_core.db.prolific import ProlificLog
 from koed_core.rating import crowd
 from koed_core.rating.crowd import prolific
 from koed_core.rating.crowd.prolific_client import ProlificClient
-from koed_core.rating.studies import RatingStore
+from koed_core.rating.studies import StudyRules
 
 KEY = b"p" * 32
 TOKEN = "machine-token"
@@ -134,9 +134,9 @@ class ProlificStudy(RuleBasedStateMachine):
             worker = self.worker(person) or worker
         if worker.status == "screening":
             langs = crowd.screen(self.store, worker, ("ko", "en"), "ko", 0, 0)
-            RatingStore(self.store).save_profile(crowd.profile_of(worker, "ko", 0, 0, langs))
+            StudyRules(self.store).save_profile(crowd.profile_of(worker, "ko", 0, 0, langs))
             worker = self.worker(person) or worker
-        RatingStore(self.store).mark_calibrated(worker.username)
+        StudyRules(self.store).mark_calibrated(worker.username)
         crowd_work(self.store, worker, self.invite, responses=2)
         crowd.finish(self.store, worker)
         worker = self.worker(person) or worker

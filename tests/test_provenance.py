@@ -25,7 +25,7 @@ from koed_core.models.registry import ModelSpec
 from koed_core.models.request import RunRequest
 from koed_core.models.runs import run_benchmark
 from koed_core.paths import SAMPLE_FILE
-from koed_core.rating.studies import RatingStore, StudyConfig
+from koed_core.rating.studies import StudyConfig, StudyRules
 from koed_core.results import demo, gaps, score_sources
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -192,7 +192,7 @@ def test_export_of_an_empty_database(tmp_path: Path) -> None:
 
 def test_a_second_study_never_overwrites_the_first(old: Path) -> None:
     store = Store(old)
-    ratings = RatingStore(store)
+    ratings = StudyRules(store)
     before = store.rows("select * from ratings where study_id = 1 order by id")
     second = ratings.create_study(
         StudyConfig("again", (LISTENER_RUN, "aaf4aab98055d3fe0f7d"), attention_checks=0),
@@ -211,7 +211,7 @@ def test_a_second_study_never_overwrites_the_first(old: Path) -> None:
 
 def test_n_of_m_counts_only_what_the_rater_can_get(old: Path) -> None:
     store = Store(old)
-    ratings = RatingStore(store)
+    ratings = StudyRules(store)
     study = ratings.create_study(
         StudyConfig("k1", (LISTENER_RUN,), langs=("ko",), overlap=1, attention_checks=0),
         load_dataset(SAMPLE_FILE),

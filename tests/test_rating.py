@@ -13,10 +13,10 @@ import pytest
 from fixtures.rating import SCORES, rater, seeded_store, study
 from koed_core.db import Store
 from koed_core.rating.report import export_rows, item_progress, rater_report
-from koed_core.rating.studies import RatingError, RatingItem, RatingStore
+from koed_core.rating.studies import RatingError, RatingItem, StudyRules
 
 
-def _rate_all(ratings: RatingStore, study_id: int, names: list[str]) -> None:
+def _rate_all(ratings: StudyRules, study_id: int, names: list[str]) -> None:
     """Raters take turns until nobody gets an item."""
     active = True
     while active:
@@ -169,7 +169,7 @@ def test_thirty_raters_saving_at_once_lose_nothing(tmp_path: Path) -> None:
 
     def work(name: str) -> None:
         try:
-            own = RatingStore(Store(db))  # its own connection, as a separate session would have
+            own = StudyRules(Store(db))  # its own connection, as a separate session would have
             barrier.wait()
             for _ in range(4):
                 item = own.next_item(study_id, name)

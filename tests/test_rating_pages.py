@@ -11,7 +11,7 @@ from streamlit.testing.v1 import AppTest
 from fixtures.rating import rater, seeded_store, study
 from koed_core.db import Store
 from koed_core.rating import accounts as users
-from koed_core.rating.studies import RatingStore
+from koed_core.rating.studies import StudyRules
 
 ROOT = Path(__file__).resolve().parents[1]
 PASSWORDS = {"boss": "boss-password-1", "mina": "mina-password-1"}
@@ -174,7 +174,7 @@ def test_onboarding_calibration_then_a_full_rating(accounts: Path, tmp_path: Pat
     at.multiselect[0].set_value(["en"])
     at.number_input[0].set_value(3.0)
     at.button[0].click().run()  # save onboarding
-    profile = RatingStore(Store(tmp_path / "koed.db")).profile("mina")
+    profile = StudyRules(Store(tmp_path / "koed.db")).profile("mina")
     assert profile is not None and profile.languages == ("en",) and profile.years_korea == 3.0
     for _ in range(2):  # two English calibration items, each with feedback
         assert at.subheader[0].value.startswith("Calibration")

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from koed_core.db import Store
+from koed_core.db import Runs, Store
 from koed_core.db.jobs import Jobs
 from koed_core.dialogues.dataset import load_dataset
 from koed_core.models.backends import make_client
@@ -108,5 +108,5 @@ def test_a_run_with_no_answer_yet_names_the_languages_it_asked_for(tmp_path: Pat
     store = Store(tmp_path / "koed.db")
     spec = ModelSpec(name="waiting", backend="human")
     config = run_config(spec, "direct", GenerationSettings(), "sha")
-    run_id = store.ensure_run(config, spec.name, ["ko", "en"])
+    run_id = Runs(store).ensure_run(config, spec.name, ["ko", "en"])
     assert "waiting · direct · native prompts · en+ko · 0 dialogues" in run_labels(store)[run_id]

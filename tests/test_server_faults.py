@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from fixtures.fake_openai import FakeOpenAI, Step
-from koed_core.db import Store
+from koed_core.db import Runs, Store
 from koed_core.db.jobs import Jobs
 from koed_core.dialogues.dataset import load_dataset
 from koed_core.jobs.kinds import Environment, enqueue
@@ -73,7 +73,7 @@ def test_one_html_page_fails_one_item_with_what_came_back(
     report = _run(fake_openai, store, limit=3, concurrency=1)
     assert (report.succeeded, report.failed) == (5, 1), report.errors
     assert report.errors == {"not_api": 1}
-    failed = store.responses(report.run_id).dropna(subset=["error"])["error"].iloc[0]
+    failed = Runs(store).responses(report.run_id).dropna(subset=["error"])["error"].iloc[0]
     assert "text/html" in failed and "Guest Wi-Fi" in failed
     assert fake_openai.base_url in failed and "base URL" in failed
 

@@ -11,7 +11,7 @@ import pytest
 
 from components.annotation import span_actions
 from components.annotation.span_select import span_key
-from koed_core.annotation.projects import AnnotationStore
+from koed_core.annotation.projects import AnnotationRules
 from koed_core.annotation.taxonomy import AnnotationError, load_taxonomy
 from koed_core.db import Store
 from koed_core.dialogues.dataset import load_dataset
@@ -60,7 +60,7 @@ def test_a_forged_add_is_one_sentence(message: dict[str, Any], said: str) -> Non
 
 def test_a_counterpart_in_another_turn_is_refused_when_stored(tmp_path: Path) -> None:
     dataset = load_dataset(SAMPLE_FILE)
-    store = AnnotationStore(Store(tmp_path / "k.db"))
+    store = AnnotationRules(Store(tmp_path / "k.db"))
     project = store.create_project("p", dataset, [DIALOGUE.conv_id], per_item=1)
     other = DIALOGUE.turns[1].en
     message = {
@@ -76,7 +76,7 @@ def test_a_counterpart_in_another_turn_is_refused_when_stored(tmp_path: Path) ->
 
 def test_removing_a_span_that_is_not_there_changes_nothing(tmp_path: Path) -> None:
     dataset = load_dataset(SAMPLE_FILE)
-    store = AnnotationStore(Store(tmp_path / "k.db"))
+    store = AnnotationRules(Store(tmp_path / "k.db"))
     project_id = store.create_project("p", dataset, [DIALOGUE.conv_id], per_item=1)
     project = store.project(project_id)
     kept = span_actions.read_add(

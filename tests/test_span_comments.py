@@ -14,7 +14,7 @@ from streamlit.testing.v1 import AppTest
 
 from components.annotation import span_actions
 from components.annotation.span_select import _marks, span_key
-from koed_core.annotation.projects import AnnotationStore
+from koed_core.annotation.projects import AnnotationRules
 from koed_core.annotation.spans import Side, Span
 from koed_core.annotation.taxonomy import load_taxonomy
 from koed_core.db import Store
@@ -30,14 +30,14 @@ COMMENT = "**굵게** 아님 <b>x</b> [링크](http://example.com) 야간"
 """Markdown and HTML that must be shown as typed."""
 
 
-def _project(db: Path | str, spans: list[Span], who: str = "local") -> AnnotationStore:
-    store = AnnotationStore(Store(db))
+def _project(db: Path | str, spans: list[Span], who: str = "local") -> AnnotationRules:
+    store = AnnotationRules(Store(db))
     project = store.create_project("p", DATASET, [DIALOGUE.conv_id], per_item=2)
     store.save(project, DIALOGUE, who, "context_modified", "", spans)
     return store
 
 
-def _apply(store: AnnotationStore, message: dict[str, Any]) -> str | None:
+def _apply(store: AnnotationRules, message: dict[str, Any]) -> str | None:
     own = store.own(1, DIALOGUE.conv_id, "local")
     assert own is not None
     return span_actions.apply(

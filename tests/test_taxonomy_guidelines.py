@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from koed_core.annotation.projects import AnnotationStore
+from koed_core.annotation.projects import AnnotationRules
 from koed_core.annotation.revision import revise_taxonomy
 from koed_core.annotation.spans import Span, side_at
 from koed_core.annotation.taxonomy import (
@@ -65,7 +65,7 @@ def test_a_revised_taxonomy_keeps_every_code_and_old_answers_their_version(
 ) -> None:
     dataset = load_dataset(SAMPLE_FILE)
     dialogue = dataset.dialogues[0]
-    store = AnnotationStore(Store(tmp_path / "k.db"))
+    store = AnnotationRules(Store(tmp_path / "k.db"))
     first = parse_taxonomy(BASE, "t")
     project = store.create_project("p", dataset, [dialogue.conv_id], 2, [], first)
     text = dialogue.turns[2].ko

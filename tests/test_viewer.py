@@ -12,7 +12,7 @@ import pandas as pd
 from streamlit.testing.v1 import AppTest
 
 from koed_core.db import Store
-from koed_core.rating.studies import RatingStore
+from koed_core.rating.studies import StudyRules
 from koed_core.results.viewer import Viewer, blind_viewer, viewer_for
 
 RUNS = {"9d350d301481ea01a307", "aaf4aab98055d3fe0f7d"}
@@ -34,7 +34,7 @@ def test_the_viewer_says_no_to_what_it_was_not_told_about(site: Path) -> None:
     assert len(admin.shown(frame)) == 4
     # a rater and a visitor see the same, so they share what the pages keep
     assert viewer_for("rater", store).key() == visitor.key() != admin.key()
-    RatingStore(store).close(1)
+    StudyRules(store).close(1)
     published = blind_viewer(store)
     assert published.hidden_runs == frozenset() and published.allowed("see-study", 1)
     assert not published.allowed("see-words")  # closing publishes numbers, never words
@@ -82,7 +82,7 @@ def test_a_results_page_that_never_mentions_the_rule_shows_nothing_of_an_open_st
     assert shown["score_frame"].empty and shown["agreement_table"].empty
     assert shown["disagreements"].empty
     # the same page once the study is closed: the numbers were there, and are published
-    RatingStore(Store(site)).close(1)
+    StudyRules(Store(site)).close(1)
     after = _shown(AppTest.from_function(_forgetful_results_page, default_timeout=60).run())
     assert set(after["score_frame"]["run_id"]) >= RUNS
     assert not after["agreement_table"].empty

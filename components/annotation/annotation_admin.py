@@ -25,7 +25,7 @@ from components.shared import resources, state, tables
 from components.shared.literal import md
 from koed_core import csv_safe, i18n
 from koed_core.annotation import agreement, formats
-from koed_core.annotation.projects import Annotation, AnnotationStore
+from koed_core.annotation.projects import Annotation, AnnotationRules
 from koed_core.annotation.spans import Span
 from koed_core.annotation.taxonomy import (
     CATEGORIES,
@@ -95,7 +95,7 @@ def _taxonomy_upload(upload: Any) -> Taxonomy:
     return taxonomy_from_bytes(upload.getvalue(), upload.name)
 
 
-def create_form(annotations: AnnotationStore, dataset: Dataset, slot: Any = st) -> None:
+def create_form(annotations: AnnotationRules, dataset: Dataset, slot: Any = st) -> None:
     """A new project: dialogues, annotators per dialogue, who, which taxonomy. What came
     of a press is said in ``slot`` (above the form's expander, which closes once a project
     exists: a message inside it would be hidden)."""
@@ -156,7 +156,7 @@ def _say_created(slot: Any, project_id: int, n: int) -> None:
     slot.success(_("Project {id} created with {n} dialogues.", id=md(project_id), n=i18n.number(n)))
 
 
-def progress(annotations: AnnotationStore) -> pd.DataFrame:
+def progress(annotations: AnnotationRules) -> pd.DataFrame:
     """One row per project: dialogues, complete, adjudicated, taxonomy (to show: the
     headers in the page's language)."""
     frame = pd.DataFrame(annotations.progress())
@@ -223,7 +223,7 @@ def _label_of(labels: dict[str, str], key: str) -> str:
 
 
 def adjudicate(
-    annotations: AnnotationStore, project: dict[str, Any], dataset: Dataset, reviewer: str
+    annotations: AnnotationRules, project: dict[str, Any], dataset: Dataset, reviewer: str
 ) -> None:
     """The reviewer's view of one complete dialogue and the final-answer form."""
     items = annotations.items(project["id"])
@@ -322,7 +322,7 @@ def adjudicate(
 
 
 def agreement_section(
-    annotations: AnnotationStore, project: dict[str, Any], dataset: Dataset
+    annotations: AnnotationRules, project: dict[str, Any], dataset: Dataset
 ) -> None:
     """Kappa on the category and span F1, with the export of the project."""
     answers = annotations.annotations(project["id"])
@@ -418,7 +418,7 @@ def _shown_agreement(table: pd.DataFrame, taxonomy: Taxonomy) -> pd.DataFrame:
     return shown.rename(columns=i18n.choices(AGREEMENT_COLUMNS))
 
 
-def revise_form(annotations: AnnotationStore, project: dict[str, Any]) -> None:
+def revise_form(annotations: AnnotationRules, project: dict[str, Any]) -> None:
     """Upload a revised taxonomy for an open project (guidelines rewritten, types added;
     every code kept): new annotations take it, earlier ones keep their version."""
     from koed_core.annotation.revision import revise_taxonomy

@@ -2,7 +2,7 @@
 
 Every span added is saved at once as a draft (nothing is lost on a reload or a crash);
 "Submit" hands the annotation in. Only the annotator's own work is ever read here, until
-the dialogue is complete (the blindness is in ``AnnotationStore``, not in what this page
+the dialogue is complete (the blindness is in ``AnnotationRules``, not in what this page
 chooses to draw).
 """
 
@@ -27,7 +27,7 @@ from components.shared import auth, language, resources, state, tables
 from components.shared.adaptation_gap import category_name
 from components.shared.literal import md, without_paths
 from koed_core import i18n
-from koed_core.annotation.projects import DRAFT, SUBMITTED, Annotation, AnnotationStore
+from koed_core.annotation.projects import DRAFT, SUBMITTED, Annotation, AnnotationRules
 from koed_core.annotation.spans import PERSON, Span
 from koed_core.annotation.taxonomy import (
     CATEGORIES,
@@ -136,7 +136,7 @@ def span_table(spans: tuple[Span, ...], taxonomy: Taxonomy) -> None:
 
 
 def _save(
-    annotations: AnnotationStore,
+    annotations: AnnotationRules,
     project: dict[str, Any],
     dialogue: Dialogue,
     who: str,
@@ -151,7 +151,7 @@ def _save(
 
 
 def annotate(
-    annotations: AnnotationStore, project: dict[str, Any], dataset: Dataset, dialogue: Dialogue
+    annotations: AnnotationRules, project: dict[str, Any], dataset: Dataset, dialogue: Dialogue
 ) -> None:
     """The annotation of one dialogue by the current annotator."""
     who = annotator()
@@ -189,7 +189,7 @@ def annotate(
 
 @st.fragment
 def _span_work(
-    annotations: AnnotationStore,
+    annotations: AnnotationRules,
     project: dict[str, Any],
     dataset: Dataset,
     dialogue: Dialogue,
@@ -215,7 +215,7 @@ def _span_work(
 
 
 def _spans_part(
-    annotations: AnnotationStore,
+    annotations: AnnotationRules,
     project: dict[str, Any],
     dialogue: Dialogue,
     who: str,
@@ -248,7 +248,7 @@ def _spans_part(
 
 
 def _category_form(
-    annotations: AnnotationStore,
+    annotations: AnnotationRules,
     project: dict[str, Any],
     dialogue: Dialogue,
     who: str,
@@ -301,7 +301,7 @@ def _category_form(
 
 
 def _autosave(
-    annotations: AnnotationStore,
+    annotations: AnnotationRules,
     project: dict[str, Any],
     dialogue: Dialogue,
     who: str,
@@ -323,7 +323,7 @@ def _autosave(
 
 
 def _complete(
-    annotations: AnnotationStore,
+    annotations: AnnotationRules,
     project: dict[str, Any],
     dialogue: Dialogue,
     own: Annotation,
@@ -358,7 +358,7 @@ def answer_block(title: str, answer: Annotation, taxonomy: Taxonomy) -> None:
 
 
 def _model_suggestions(
-    annotations: AnnotationStore,
+    annotations: AnnotationRules,
     project: dict[str, Any],
     dialogue: Dialogue,
     who: str,

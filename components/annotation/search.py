@@ -13,7 +13,7 @@ import streamlit as st
 from components.annotation.span_form import type_name
 from components.shared import tables
 from koed_core import i18n
-from koed_core.annotation.projects import AnnotationStore
+from koed_core.annotation.projects import AnnotationRules
 from koed_core.annotation.taxonomy import Taxonomy
 from koed_core.i18n import _
 
@@ -21,7 +21,7 @@ KEY = "projects.search"
 
 
 def matches(
-    annotations: AnnotationStore, project_id: int, taxonomy: Taxonomy, query: str
+    annotations: AnnotationRules, project_id: int, taxonomy: Taxonomy, query: str
 ) -> pd.DataFrame:
     """Rows (dialogue, annotator, turn, Korean, English, type, comment, note) of the
     project's spans, and notes, whose texts hold ``query`` (case and spacing ignored)."""
@@ -80,7 +80,7 @@ def _row(
     }
 
 
-def search_section(annotations: AnnotationStore, project: dict[str, Any]) -> None:
+def search_section(annotations: AnnotationRules, project: dict[str, Any]) -> None:
     """The search box and what it finds."""
     query = st.text_input(
         _("Search the annotations (span text, type, comment, annotator, note)"),

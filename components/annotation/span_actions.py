@@ -20,7 +20,7 @@ import streamlit as st
 from components.annotation.span_select import span_key
 from components.shared import language, state
 from components.shared.literal import md, without_paths
-from koed_core.annotation.projects import AnnotationStore
+from koed_core.annotation.projects import AnnotationRules
 from koed_core.annotation.spans import (
     MAX_COMMENT,
     Side,
@@ -53,7 +53,7 @@ def remember(project_id: int, conv_id: str, who: str, action: str, span: Span) -
 
 
 def save_spans(
-    annotations: AnnotationStore,
+    annotations: AnnotationRules,
     project: dict[str, Any],
     dialogue: Dialogue,
     who: str,
@@ -72,7 +72,7 @@ def save_spans(
 
 
 def _stored(
-    annotations: AnnotationStore,
+    annotations: AnnotationRules,
     project: dict[str, Any],
     dialogue: Dialogue,
     who: str,
@@ -89,7 +89,7 @@ def _stored(
 
 
 def on_widget(
-    annotations: AnnotationStore,
+    annotations: AnnotationRules,
     project: dict[str, Any],
     dialogue: Dialogue,
     who: str,
@@ -185,7 +185,7 @@ def read_add(message: dict[str, Any], dialogue: Dialogue, taxonomy: Taxonomy) ->
 
 def apply(
     events: dict[str, dict[str, Any]],
-    annotations: AnnotationStore,
+    annotations: AnnotationRules,
     project: dict[str, Any],
     dialogue: Dialogue,
     who: str,
@@ -225,7 +225,7 @@ def apply(
 
 def _comment(
     message: dict[str, Any],
-    annotations: AnnotationStore,
+    annotations: AnnotationRules,
     project: dict[str, Any],
     dialogue: Dialogue,
     who: str,
@@ -244,7 +244,7 @@ def _comment(
 
 
 def _undo(
-    annotations: AnnotationStore,
+    annotations: AnnotationRules,
     project: dict[str, Any],
     dialogue: Dialogue,
     who: str,

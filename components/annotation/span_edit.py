@@ -11,7 +11,7 @@ import streamlit as st
 
 from components.annotation import span_actions
 from components.shared.literal import md
-from koed_core.annotation.projects import AnnotationStore
+from koed_core.annotation.projects import AnnotationRules
 from koed_core.annotation.spans import MAX_COMMENT, Span, find, side_at, turn_text
 from koed_core.annotation.taxonomy import AnnotationError, Taxonomy
 from koed_core.db.types import short_hash
@@ -22,7 +22,7 @@ KEY = "annotate.change"
 
 
 def change_form(
-    annotations: AnnotationStore,
+    annotations: AnnotationRules,
     project: dict[str, Any],
     dialogue: Dialogue,
     who: str,

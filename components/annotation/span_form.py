@@ -12,7 +12,7 @@ from components.annotation import span_actions, span_edit
 from components.shared import state
 from components.shared.literal import md
 from koed_core import i18n
-from koed_core.annotation.projects import AnnotationStore
+from koed_core.annotation.projects import AnnotationRules
 from koed_core.annotation.spans import Side, Span, find, side_at, turn_text
 from koed_core.annotation.taxonomy import AnnotationError, SignalType, Taxonomy
 from koed_core.db.types import short_hash
@@ -60,7 +60,7 @@ def _side(raw: dict[str, Any] | None) -> Side | None:
 
 
 def other_ways(
-    annotations: AnnotationStore,
+    annotations: AnnotationRules,
     project: dict[str, Any],
     dialogue: Dialogue,
     who: str,

@@ -18,7 +18,7 @@ from components.shared import state, tables
 from components.shared.adaptation_gap import category_name
 from components.shared.literal import md
 from koed_core import i18n
-from koed_core.annotation.projects import DRAFT, SUBMITTED, AnnotationStore
+from koed_core.annotation.projects import DRAFT, SUBMITTED, AnnotationRules
 from koed_core.annotation.taxonomy import CATEGORIES, Taxonomy
 from koed_core.annotation.worklist import (
     NEW,
@@ -128,7 +128,7 @@ def _say_dropped(slot: Any, picked: str, filters: Filters) -> None:
 
 
 def find_work(
-    annotations: AnnotationStore, project: dict[str, Any], dataset: Dataset, who: str
+    annotations: AnnotationRules, project: dict[str, Any], dataset: Dataset, who: str
 ) -> str | None:
     """The filters, the picker and "My spans"; returns the dialogue to show, or None when
     nothing is left (or nothing matches), having said so."""
@@ -170,7 +170,7 @@ def _span_key(r: Any) -> str:
 
 
 def spans_panel(
-    annotations: AnnotationStore, project: dict[str, Any], dataset: Dataset, who: str
+    annotations: AnnotationRules, project: dict[str, Any], dataset: Dataset, who: str
 ) -> None:
     """ "My spans" beside an open dialogue: drawn in the span part of the page, so an add
     there counts at once; opening another dialogue runs the whole page."""
@@ -179,7 +179,7 @@ def spans_panel(
 
 
 def _spans_panel(
-    annotations: AnnotationStore,
+    annotations: AnnotationRules,
     project: dict[str, Any],
     dataset: Dataset,
     who: str,

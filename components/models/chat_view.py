@@ -12,6 +12,7 @@ from components.shared import auth, resources
 from components.shared.literal import md
 from components.shared.model_choice import client_for, render_model_note
 from koed_core import i18n
+from koed_core.db import Runs
 from koed_core.dialogues.dialogue import Dialogue, Lang
 from koed_core.dialogues.labels import by_name
 from koed_core.i18n import _
@@ -137,7 +138,7 @@ class Pane:
                 self.spec, self.protocol, self.settings, self.dataset_sha256, "live"
             )
             store = resources.store()
-            run_id = store.ensure_run(
+            run_id = Runs(store).ensure_run(
                 config, f"{self.spec.name} (live chat)", [self.lang], public_spec(self.spec)
             )
             completion, parsed = from_answer(answer)

@@ -16,6 +16,7 @@ from components.shared import episode_view, resources, state, tables, terms
 from components.shared.literal import md
 from components.shared.model_choice import model_label
 from koed_core import i18n
+from koed_core.db import Runs
 from koed_core.dialogues.dataset import Dataset
 from koed_core.dialogues.subsets import SUBSETS
 from koed_core.errors import KoedError
@@ -305,7 +306,7 @@ def stored_runs(dataset: Dataset) -> None:
     """Every stored run, and the responses of the one picked (an episode run's episodes
     too, ko and en side by side)."""
     st.subheader(_("Stored runs"), anchor=False)
-    runs = resources.store().runs()
+    runs = Runs(resources.store()).runs()
     if runs.empty:
         st.info(
             _(
@@ -382,7 +383,7 @@ def stored_runs(dataset: Dataset) -> None:
     run_id = st.selectbox(
         _("Responses of run"), newest_first, format_func=labels.get, key=state.RUNS_SELECTED
     )
-    responses = resources.store().responses(run_id)
+    responses = Runs(resources.store()).responses(run_id)
     episodes = bool(responses["turn"].notna().any()) if "turn" in responses else False
     if episodes:
         with st.expander(_("Episodes of this run, ko and en side by side"), expanded=True):

@@ -21,7 +21,7 @@ from koed_core.db.crowd import Crowd
 from koed_core.errors import KoedError
 from koed_core.i18n import N_, _, ngettext
 from koed_core.rating import crowd
-from koed_core.rating.studies import RatingStore, StudyConfig
+from koed_core.rating.studies import StudyConfig, StudyRules
 
 
 def account_signup(store: Store, invite: crowd.Invite) -> None:
@@ -307,7 +307,7 @@ def consent_step(store: Store, worker: crowd.Worker, invite: crowd.Invite) -> No
 
 
 def screening_step(
-    store: Store, ratings: RatingStore, worker: crowd.Worker, langs: tuple[str, ...]
+    store: Store, ratings: StudyRules, worker: crowd.Worker, langs: tuple[str, ...]
 ) -> None:
     """Native language and years abroad: who may rate which language."""
     st.subheader(_("About you"), anchor=False)
@@ -342,7 +342,7 @@ FLAG_REASONS = {"broken": N_("broken (the text is garbled or cut)"), "offensive"
 
 
 def batch_step(
-    store: Store, ratings: RatingStore, worker: crowd.Worker, invite: crowd.Invite
+    store: Store, ratings: StudyRules, worker: crowd.Worker, invite: crowd.Invite
 ) -> None:
     """The next item of the worker's batch, with the batch's progress (responses only:
     attention checks come on top) and a flag for real responses."""

@@ -19,7 +19,7 @@ from koed_core.dialogues.dialogue import Lang
 from koed_core.i18n import N_, _
 from koed_core.judge.rubric import SCALE, dimensions
 from koed_core.models.protocol import ROLE_NAMES
-from koed_core.rating.studies import RaterProfile, RatingError, RatingStore, calibration_items
+from koed_core.rating.studies import RaterProfile, RatingError, StudyRules, calibration_items
 
 OTHER = N_("Other")
 
@@ -205,7 +205,7 @@ def _changed_elsewhere(item: RatingItem, prefix: str) -> None:
     st.session_state[showing_key(prefix)] = item.assignment_id
 
 
-def rate_item(ratings: RatingStore, item: RatingItem, username: str, prefix: str) -> bool:
+def rate_item(ratings: StudyRules, item: RatingItem, username: str, prefix: str) -> bool:
     """The rubric, the item and its form; True once the rating is saved (the Rate page and
     a crowd worker's page both rate this way). The time on the item is stored with it."""
     _changed_elsewhere(item, prefix)

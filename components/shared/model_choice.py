@@ -14,6 +14,7 @@ import streamlit as st
 from components.shared import auth, resources, state
 from components.shared.literal import md
 from koed_core.config import api_key, merged_env
+from koed_core.db import ModelCalls
 from koed_core.errors import KoedError
 from koed_core.i18n import N_, _
 from koed_core.models.backends import make_client
@@ -87,7 +88,7 @@ def count_call(spec: ModelSpec) -> None:
     limit = resources.settings().calls_per_hour
     now = time.time()
     store = resources.store()
-    if store.calls_since(account, now - 3600) >= limit:
+    if ModelCalls(store).calls_since(account, now - 3600) >= limit:
         raise ModelError(
             "rate_limit",
             _(
@@ -97,7 +98,7 @@ def count_call(spec: ModelSpec) -> None:
                 limit=limit,
             ),
         )
-    store.record_call(account, spec.name, now)
+    ModelCalls(store).record_call(account, spec.name, now)
 
 
 def allowed_models(registry: dict[str, ModelSpec]) -> dict[str, ModelSpec]:

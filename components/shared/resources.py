@@ -15,7 +15,7 @@ import pandas as pd
 import streamlit as st
 
 from koed_core import i18n
-from koed_core.annotation.projects import AnnotationStore
+from koed_core.annotation.projects import AnnotationRules
 from koed_core.config import Settings
 from koed_core.db import Store
 from koed_core.dialogues import adaptation
@@ -25,7 +25,7 @@ from koed_core.dialogues.sources import DataSource, resolve_source
 from koed_core.i18n import _
 from koed_core.models.registry import ModelSpec, load_registry
 from koed_core.rating.server_key import server_key as server_key_of
-from koed_core.rating.studies import RatingStore
+from koed_core.rating.studies import StudyRules
 
 
 def secrets() -> dict[str, Any]:
@@ -72,21 +72,21 @@ def store_at(path: str) -> Store:
 
 
 @st.cache_resource(max_entries=2)
-def _ratings(path: str) -> RatingStore:
-    return RatingStore(_store(path))
+def _ratings(path: str) -> StudyRules:
+    return StudyRules(_store(path))
 
 
-def ratings() -> RatingStore:
+def ratings() -> StudyRules:
     """Studies, assignments and ratings on the shared database."""
     return _ratings(str(settings().db_path))
 
 
 @st.cache_resource(max_entries=2)
-def _annotations(path: str, users: str, required: bool) -> AnnotationStore:
-    return AnnotationStore(_store(path), Path(users), required)
+def _annotations(path: str, users: str, required: bool) -> AnnotationRules:
+    return AnnotationRules(_store(path), Path(users), required)
 
 
-def annotations() -> AnnotationStore:
+def annotations() -> AnnotationRules:
     """Annotation projects and annotations on the shared database; only the accounts
     file's annotators take an annotator's place (checked by the store on every save)."""
     config = settings()

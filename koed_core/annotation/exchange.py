@@ -26,7 +26,7 @@ from koed_core.annotation.projects import (
     ADJUDICATED,
     ANNOTATOR,
     Annotation,
-    AnnotationStore,
+    AnnotationRules,
 )
 from koed_core.annotation.spans import span_from_dict, span_to_dict
 from koed_core.annotation.taxonomy import AnnotationError, fixed_category
@@ -72,7 +72,7 @@ def _entry(a: Annotation, key: bytes) -> dict[str, Any]:
 
 
 def export_lines(
-    annotations: AnnotationStore, project_id: int, dataset: Dataset, key: bytes
+    annotations: AnnotationRules, project_id: int, dataset: Dataset, key: bytes
 ) -> list[dict[str, Any]]:
     """One JSON object per dialogue of the project that has any annotation."""
     project = annotations.project(project_id)
@@ -199,7 +199,7 @@ def _no_conv_id(line: dict[str, Any]) -> str:
 
 
 def import_lines(
-    annotations: AnnotationStore,
+    annotations: AnnotationRules,
     project_id: int,
     dataset: Dataset,
     rows: list[tuple[int, dict[str, Any]]],
@@ -283,7 +283,7 @@ def import_lines(
 
 
 def export_project(
-    annotations: AnnotationStore,
+    annotations: AnnotationRules,
     project_id: int,
     dataset: Dataset,
     key: bytes,

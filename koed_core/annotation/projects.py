@@ -85,7 +85,7 @@ def _order_key(project_id: int, username: str, conv_id: str) -> str:
     return hashlib.sha256(f"{project_id}:{username}:{conv_id}".encode()).hexdigest()
 
 
-class AnnotationStore:
+class AnnotationRules:
     """Projects, blind annotation and adjudication: the rules; the SQL is in ``koed_core.db``.
 
     Who may take an annotator's place is decided here, not by the page: with

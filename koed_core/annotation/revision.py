@@ -3,12 +3,12 @@ annotation goes on; the annotators' earlier answers keep the version they were m
 
 from __future__ import annotations
 
-from koed_core.annotation.projects import AnnotationStore
+from koed_core.annotation.projects import AnnotationRules
 from koed_core.annotation.taxonomy import AnnotationError, Taxonomy
 from koed_core.i18n import _
 
 
-def revise_taxonomy(annotations: AnnotationStore, project_id: int, revised: Taxonomy) -> str:
+def revise_taxonomy(annotations: AnnotationRules, project_id: int, revised: Taxonomy) -> str:
     """Give an open project a revised taxonomy and return its version. Every code of the
     current one stays: an annotation already made names its types by code, and a code's
     meaning is the annotators' contract. New annotations take the revised version.

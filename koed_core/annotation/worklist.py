@@ -16,7 +16,7 @@ from typing import Any
 
 import pandas as pd
 
-from koed_core.annotation.projects import ANNOTATOR, DRAFT, SUBMITTED, AnnotationStore
+from koed_core.annotation.projects import ANNOTATOR, DRAFT, SUBMITTED, AnnotationRules
 from koed_core.dialogues.dataset import Dataset
 
 NEW = "new"
@@ -93,11 +93,11 @@ class Filters:
         return tuple(tuple(sorted(s)) for s in (self.statuses, self.categories, self.types))
 
 
-def _own(annotations: AnnotationStore, project_id: int, username: str) -> dict[str, Any]:
+def _own(annotations: AnnotationRules, project_id: int, username: str) -> dict[str, Any]:
     return {r["conv_id"]: r for r in annotations.q.of_annotator(project_id, username, ANNOTATOR)}
 
 
-def worklist(annotations: AnnotationStore, project_id: int, username: str) -> pd.DataFrame:
+def worklist(annotations: AnnotationRules, project_id: int, username: str) -> pd.DataFrame:
     """One row per dialogue of the project, in the project's order: the annotator's own
     status (``yours``: new, draft, submitted), own category (missing before one is
     chosen: NaN in pandas 3, read it with :func:`text_or_none`) and the types of their own
@@ -169,7 +169,7 @@ def matching(work: pd.DataFrame, filters: Filters) -> list[str]:
 
 
 def my_spans(
-    annotations: AnnotationStore,
+    annotations: AnnotationRules,
     project_id: int,
     username: str,
     dataset: Dataset | None = None,

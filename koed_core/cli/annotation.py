@@ -61,7 +61,7 @@ def register(groups: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
 
 
 def _open(args: argparse.Namespace, settings: Settings) -> tuple[Any, Any]:
-    from koed_core.annotation.projects import AnnotationStore
+    from koed_core.annotation.projects import AnnotationRules
     from koed_core.db import Store
     from koed_core.dialogues.dataset import load_dataset
     from koed_core.dialogues.sources import resolve_source
@@ -69,7 +69,7 @@ def _open(args: argparse.Namespace, settings: Settings) -> tuple[Any, Any]:
     store = Store(args.db or settings.db_path)
     dataset = load_dataset(resolve_source(settings.data_path, settings.cache_dir).path)
     # the accounts file decides who may be named an annotator, as in the app
-    return AnnotationStore(store, settings.users_path, settings.users_configured), dataset
+    return AnnotationRules(store, settings.users_path, settings.users_configured), dataset
 
 
 def cmd_project(args: argparse.Namespace, settings: Settings) -> int:

@@ -129,7 +129,7 @@ def cmd_study_create(args: argparse.Namespace, settings: Settings) -> int:
     from koed_core.db import Sampling, StudyConfig
     from koed_core.dialogues.dataset import load_dataset
     from koed_core.dialogues.sources import resolve_source
-    from koed_core.rating.studies import RatingStore
+    from koed_core.rating.studies import StudyRules
 
     store = _store(args, settings)
     runs = tuple(r.strip() for r in args.runs.split(",") if r.strip())
@@ -157,7 +157,7 @@ def cmd_study_create(args: argparse.Namespace, settings: Settings) -> int:
         if args.sample
         else Sampling(seed=args.seed),
     )
-    study_id = RatingStore(store).create_study(config, dataset)
+    study_id = StudyRules(store).create_study(config, dataset)
     print(json.dumps({"study": study_id}) if args.json else f"study {study_id} created")
     return 0
 

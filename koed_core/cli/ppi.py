@@ -109,7 +109,7 @@ def cmd_plan(args: argparse.Namespace, settings: Settings) -> int:
     """Print the plan per gap; with --build, add the next batch of dialogues."""
     from koed_core.models.runs import run_labels
     from koed_core.rating import sampling
-    from koed_core.rating.studies import RatingStore
+    from koed_core.rating.studies import StudyRules
     from koed_core.results import ppi_plan
 
     store, study, choice = _choose(args, settings)
@@ -123,7 +123,7 @@ def cmd_plan(args: argparse.Namespace, settings: Settings) -> int:
     print(shown[columns].to_string(index=False, float_format=lambda v: f"{v:.2f}", na_rep="-"))
     with_ppi = ppi_plan.next_batch_size(table, with_ppi=True)
     alone = ppi_plan.next_batch_size(table, with_ppi=False)
-    overlap = RatingStore(store).config(study).overlap
+    overlap = StudyRules(store).config(study).overlap
     print(f"next batch with PPI++: {with_ppi} dialogues ({with_ppi * 2 * overlap} ratings)")
     print(f"next batch for people alone: {alone} dialogues ({alone * 2 * overlap} ratings)")
     if args.build:
@@ -131,6 +131,6 @@ def cmd_plan(args: argparse.Namespace, settings: Settings) -> int:
         if more == 0:
             print("nothing to add: every gap reaches the width already")
             return 0
-        config, added = sampling.add_batch(RatingStore(store), study, more)
+        config, added = sampling.add_batch(StudyRules(store), study, more)
         print(f"added {len(added)} dialogues; {sampling.describe(config.sampling)}")
     return 0

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from koed_core.db import JudgeConfig, Judgments, Store, now, short_hash
+from koed_core.db import JudgeConfig, Judgments, Runs, Store, now, short_hash
 from koed_core.errors import KoedError
 from koed_core.judge.rubric import codes, dimensions, rubric_version
 from koed_core.judge.verdicts import (
@@ -137,7 +137,7 @@ def tasks_for(store: Store, run_id: str, dims: Sequence[str], samples: int) -> l
             dim,
             n,
         )
-        for row in store.answered([run_id])
+        for row in Runs(store).answered([run_id])
         for dim in dims
         for n in range(samples)
     ]
@@ -237,7 +237,8 @@ def reuse_judgments(
     config = _config(judge.name, mode, steps)
     judgments = Judgments(store)
     by_input = {
-        (r["lang"], r["context"] or "[]", r["text"]): r["id"] for r in store.answered([base_run])
+        (r["lang"], r["context"] or "[]", r["text"]): r["id"]
+        for r in Runs(store).answered([base_run])
     }
     stored: dict[str, dict[tuple[str, int], list[dict[str, Any]]]] = {}
     for row in judgments.of_run(base_run, config):
@@ -245,7 +246,7 @@ def reuse_judgments(
         stored.setdefault(str(row["response_id"]), {}).setdefault(place, []).append(row)
     copies: list[dict[str, object]] = []
     tasks = 0
-    for row in store.answered([run_id]):
+    for row in Runs(store).answered([run_id]):
         source = by_input.get((row["lang"], row["context"] or "[]", row["text"]))
         if source is None or source == row["id"]:
             continue

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Literal
 
-from koed_core.db import ResponseRecord, RunConfig, Store
+from koed_core.db import ResponseRecord, RunConfig, Runs, Store
 from koed_core.db.episodes import Episodes, SpeakerRecord
 from koed_core.dialogues.dialogue import Dialogue, Lang
 from koed_core.errors import KoedError
@@ -340,7 +340,7 @@ def run_episodes(
     if request.oracle:
         listening = OracleListener(listening, {d.conv_id: d for d in dialogues})
     langs: list[Lang] = list(request.langs)  # type: ignore[arg-type]
-    run_id = store.ensure_run(config, spec.name, list(langs), public_spec(spec))
+    run_id = Runs(store).ensure_run(config, spec.name, list(langs), public_spec(spec))
     stop = hooks.stop
     episodes = plan_episodes(dialogues, langs, request.limit, steps.commas)
     states = read_states(store, run_id, request.turns)

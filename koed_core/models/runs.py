@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, replace
 from functools import cached_property
 from typing import Any
 
-from koed_core.db import ResponseRecord, RunConfig, Store, short_hash
+from koed_core.db import ResponseRecord, RunConfig, Runs, Store, short_hash
 from koed_core.db.claims import ItemClaims
 from koed_core.db.owners import this_process
 from koed_core.dialogues.dialogue import Dialogue, Lang
@@ -266,7 +266,7 @@ def save(
     score = None
     if scored and parsed is not None and item.protocol != "direct":
         score = score_emotions(parsed.labels, item.dialogue.label_set)
-    store.save_response(record, score, item.dialogue.label_set if score else None)
+    Runs(store).save_response(record, score, item.dialogue.label_set if score else None)
     return record
 
 
@@ -315,7 +315,7 @@ def run_benchmark(
     )
     settings = replace(settings, stop=hooks.stop)  # a request in flight is given up on cancel
     langs: list[Lang] = list(request.langs)  # type: ignore[arg-type]
-    run_id = store.ensure_run(config, spec.name, list(langs), public_spec(spec))
+    run_id = Runs(store).ensure_run(config, spec.name, list(langs), public_spec(spec))
     items = plan(
         dialogues,
         langs,
@@ -326,7 +326,7 @@ def run_benchmark(
         steps=steps,
     )
     scored = spec.backend != "human"
-    stored = store.raw_answers(reuse.run_id) if reuse else {}
+    stored = Runs(store).raw_answers(reuse.run_id) if reuse else {}
     if stored and reuse and reuse.prompts is not None:  # the reply call byte-identical too
         sent = {(i.dialogue.conv_id, i.task.lang, i.context_hash): i for i in items}
         stored = {
@@ -337,7 +337,7 @@ def run_benchmark(
 
     owner = f"{this_process()}#{uuid.uuid4().hex[:12]}"  # this pass of this process
     claims = ItemClaims(store)
-    finished = store.finished(run_id)
+    finished = Runs(store).finished(run_id)
 
     def key(item: Item) -> tuple[str, str, str]:
         return item.dialogue.conv_id, item.task.lang, item.context_hash
@@ -405,7 +405,7 @@ def run_labels(store: Store) -> dict[str, str]:
     ("post-processing none, commas decoded"), then their temperature, then "(2)", "(3)"
     in age order.
     """
-    facts = store.run_facts()
+    facts = Runs(store).run_facts()
     labels: dict[str, str] = {}
     for row in facts:
         # the languages answered; a run with no answer yet: the languages it was asked for

@@ -5,6 +5,6 @@ pseudonyms and signed links.
 
 from __future__ import annotations
 
-from koed_core.rating.studies import RaterProfile, RatingError, RatingStore, StudyConfig
+from koed_core.rating.studies import RaterProfile, RatingError, StudyConfig, StudyRules
 
-__all__ = ["RaterProfile", "RatingError", "RatingStore", "StudyConfig"]
+__all__ = ["RaterProfile", "RatingError", "StudyRules", "StudyConfig"]

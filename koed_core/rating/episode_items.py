@@ -3,7 +3,7 @@ item per episode, as the whole-episode judge does (koed_core.judge.episodes)."""
 
 from __future__ import annotations
 
-from koed_core.db import Store
+from koed_core.db import Runs, Store
 from koed_core.db.types import StudyConfig
 from koed_core.i18n import _
 from koed_core.judge.episodes import EpisodeText, episodes_of
@@ -16,7 +16,7 @@ def episode_items(store: Store, config: StudyConfig) -> list[EpisodeText]:
     Raises:
         RatingError: a chosen run is not an episode run, or no episode is there.
     """
-    plain = [r for r in config.run_ids if not (store.run_config(r) or [{}])[0].get("turns")]
+    plain = [r for r in config.run_ids if not (Runs(store).run_config(r) or [{}])[0].get("turns")]
     if plain:
         raise RatingError(
             _(

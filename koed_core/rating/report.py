@@ -16,17 +16,17 @@ from scipy.stats import spearmanr
 from koed_core import csv_safe
 from koed_core.i18n import _
 from koed_core.rating.server_key import pseudonym
-from koed_core.rating.studies import RatingStore, check_verdicts
+from koed_core.rating.studies import StudyRules, check_verdicts
 
 MIN_PAIRS = 5
 
 
-def ratings_frame(ratings: RatingStore, study_id: int) -> pd.DataFrame:
+def ratings_frame(ratings: StudyRules, study_id: int) -> pd.DataFrame:
     """One row per (item, rater, dimension) with the item's kind and language."""
     return ratings.q.ratings_frame(study_id)
 
 
-def item_progress(ratings: RatingStore, study_id: int) -> pd.DataFrame:
+def item_progress(ratings: StudyRules, study_id: int) -> pd.DataFrame:
     """Per item: raters done and in progress, against the overlap target."""
     overlap = ratings.config(study_id).overlap
     frame = ratings.q.item_progress(study_id)
@@ -49,7 +49,7 @@ def study_totals(items: pd.DataFrame, raters: pd.DataFrame) -> dict[str, Any]:
     }
 
 
-def rater_report(ratings: RatingStore, study_id: int) -> pd.DataFrame:
+def rater_report(ratings: StudyRules, study_id: int) -> pd.DataFrame:
     """Per rater: items done, median seconds per item, attention pass rate, LOO agreement."""
     frame = ratings.q.rater_counts(study_id)
     if frame.empty:
@@ -110,7 +110,7 @@ def _leave_one_out(data: pd.DataFrame, username: str) -> dict[str, Any]:
     return {"loo_spearman": round(rho, 3), "loo_pairs": pairs, "loo_note": reading}
 
 
-def export_rows(ratings: RatingStore, study_id: int, key: bytes) -> list[dict[str, Any]]:
+def export_rows(ratings: StudyRules, study_id: int, key: bytes) -> list[dict[str, Any]]:
     """Every rating with its provenance; raters pseudonymous, no profile data."""
     out = []
     for row in ratings.q.export_rows(study_id):
@@ -151,7 +151,7 @@ def rows_jsonl(rows: list[dict[str, Any]]) -> str:
     return "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
 
 
-def rater_summary(ratings: RatingStore) -> dict[str, Any]:
+def rater_summary(ratings: StudyRules) -> dict[str, Any]:
     """Rater profiles in aggregate only (counts and medians), for exports and papers."""
     frame = ratings.q.raters()
     if frame.empty:

@@ -15,13 +15,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, replace
 from typing import TYPE_CHECKING, Any
 
-from koed_core.db import Sampling, StudyConfig
+from koed_core.db import Runs, Sampling, StudyConfig
 from koed_core.dialogues.dataset import Dataset
 from koed_core.errors import KoedError
 from koed_core.i18n import _
 
 if TYPE_CHECKING:
-    from koed_core.rating.studies import RatingStore
+    from koed_core.rating.studies import StudyRules
 
 METHODS = ("all", "random", "stratified", "manual")
 RANDOM_METHODS = ("all", "random", "stratified")
@@ -166,7 +166,7 @@ def describe(sampling: Sampling) -> str:
     return _("every answered dialogue, reached by raters in the study's seeded random order")
 
 
-def add_batch(ratings: RatingStore, study_id: int, more: int) -> tuple[StudyConfig, list[str]]:
+def add_batch(ratings: StudyRules, study_id: int, more: int) -> tuple[StudyConfig, list[str]]:
     """Add the next ``more`` dialogues of a study's random design to the study: their
     responses become items, and the study's recorded design grows with them.
 
@@ -174,7 +174,7 @@ def add_batch(ratings: RatingStore, study_id: int, more: int) -> tuple[StudyConf
         The new configuration and the conv_ids added.
     """
     config = ratings.config(study_id)
-    rows = ratings.store.answered(config.run_ids, config.langs)
+    rows = Runs(ratings.store).answered(config.run_ids, config.langs)
     grown = next_batch(config.sampling, [r["conv_id"] for r in rows], more)
     added = sorted(set(grown.conv_ids) - set(config.sampling.conv_ids))
     new_config = replace(config, sampling=grown)

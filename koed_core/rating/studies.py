@@ -21,6 +21,7 @@ from koed_core.db import (
     RaterProfile,
     RatingItem,
     Ratings,
+    Runs,
     Store,
     StudyConfig,
     now,
@@ -48,7 +49,7 @@ __all__ = [
     "RaterProfile",
     "RatingError",
     "RatingItem",
-    "RatingStore",
+    "StudyRules",
     "StudyConfig",
     "attention_limits",
     "check_verdicts",
@@ -76,8 +77,9 @@ def _open_to(candidate: CandidateItem, overlap: int) -> bool:
     return candidate.kind == "attention" or candidate.taken < overlap
 
 
-class RatingStore:
-    """Studies, assignments and ratings: the rules; the queries are in ``koed_core.db``."""
+class StudyRules:
+    """Studies, assignments and ratings: the rules (who rates what, how often, in which
+    order, and when a study may close); the queries are ``Ratings`` in ``koed_core.db``."""
 
     def __init__(self, store: Store) -> None:
         self.store = store
@@ -115,7 +117,7 @@ class RatingStore:
             raise RatingError(_("overlap must be at least 1"))
         if config.whole_episodes:
             return self._create_episode_study(config, dataset)
-        rows = self.store.answered(config.run_ids, config.langs)
+        rows = Runs(self.store).answered(config.run_ids, config.langs)
         if not rows:
             raise RatingError(_("the chosen runs have no successful responses in these languages"))
         config, rows = sampled(config, rows, dataset)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from koed_core.db import JudgeConfig, Judgments, Ratings, Store
+from koed_core.db import JudgeConfig, Judgments, Ratings, Runs, Store
 from koed_core.judge.rubric import SCALE
 from koed_core.models.runs import run_labels
 from koed_core.results.reliability import agreement_table, round_half_up
@@ -47,7 +47,7 @@ def load_inputs(store: Store, study_id: int | None, judge: JudgeConfig | None) -
     return AgreementInputs(
         long[["item", "rater", "dimension", "lang", "score"]],
         judged,
-        store.response_lengths(),
+        Runs(store).response_lengths(),
         groups,
         study_id,
         judge,
@@ -90,8 +90,8 @@ def disagreements(
     if pairs.empty or inputs.judge_config is None or inputs.study_id is None:
         return pairs
     worst = pairs.reindex(pairs["gap"].abs().sort_values(ascending=False).index).head(limit)
-    texts = store.response_texts(list(worst["item"]))
-    places = store.response_places(list(worst["item"]))
+    texts = Runs(store).response_texts(list(worst["item"]))
+    places = Runs(store).response_places(list(worst["item"]))
     labels = run_labels(store)
     judgments, ratings = Judgments(store), Ratings(store)
     rows = []

@@ -22,7 +22,7 @@ import pandas as pd
 
 from koed_core import plain_text
 from koed_core.bootstrap import bootstrap_means
-from koed_core.db import JudgeConfig
+from koed_core.db import JudgeConfig, Runs
 from koed_core.errors import KoedError
 from koed_core.paths import DATA_DIR
 from koed_core.results.gaps import MIN_PAIRS_FOR_CI, paired_gap
@@ -158,7 +158,7 @@ def provenance_notes(
     authored = {ALIASES.get(m, m) for m in AUTHORS_DECODING} | set(AUTHORS_DECODING)
     notes: dict[str, str] = {}
     for (name, _protocol), run_id in sorted(runs.items()):
-        stored = store.run_config(run_id)
+        stored = Runs(store).run_config(run_id)
         if stored is None or name in notes:
             continue
         config, _spec = stored

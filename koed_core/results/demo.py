@@ -12,7 +12,7 @@ from dataclasses import fields
 
 import pandas as pd
 
-from koed_core.db import Store
+from koed_core.db import Runs, Store
 from koed_core.errors import KoedError
 from koed_core.models.registry import ModelSpec
 from koed_core.redact import redact_url
@@ -22,28 +22,31 @@ WORD = re.compile(r"\S+\s*")
 
 def demo_runs(store: Store) -> pd.DataFrame:
     """Runs with at least one stored answer: id, model, provenance, protocol, updated."""
-    frame = store.demo_runs()
+    frame = Runs(store).demo_runs()
     columns = ["run_id", "model", "provenance", "protocol", "reference", "updated"]
     return frame if not frame.empty else pd.DataFrame(columns=columns)
 
 
 def shared_dialogues(store: Store, run_ids: Sequence[str]) -> list[str]:
     """conv_ids every run answered in both languages."""
-    return store.shared_dialogues(run_ids)
+    return Runs(store).shared_dialogues(run_ids)
 
 
 def stored_answers(
     store: Store, run_ids: Sequence[str], conv_id: str
 ) -> dict[tuple[str, str], str]:
     """(run_id, lang) -> the stored reply text."""
-    return store.stored_answers(run_ids, conv_id)
+    return Runs(store).stored_answers(run_ids, conv_id)
 
 
 def partners(store: Store, run_ids: Sequence[str]) -> dict[str, list[str]]:
     """For each run, the other runs it shares at least one dialogue with (in both
     languages), best partner first: the demo never offers a pair with nothing to show."""
     counts = {
-        (a, b): len(store.shared_dialogues([a, b])) for a in run_ids for b in run_ids if a != b
+        (a, b): len(Runs(store).shared_dialogues([a, b]))
+        for a in run_ids
+        for b in run_ids
+        if a != b
     }
     return {
         a: sorted((b for b in run_ids if counts.get((a, b))), key=lambda b: -counts[(a, b)])
@@ -62,7 +65,7 @@ def run_spec(store: Store, run_id: str, registry: Mapping[str, ModelSpec]) -> Mo
     Raises:
         KoedError: no such run, or a 0.1.0 run whose key name cannot be known.
     """
-    stored = store.run_config(run_id)
+    stored = Runs(store).run_config(run_id)
     if stored is None:
         raise KoedError(f"no run {run_id!r}")
     config, spec = stored

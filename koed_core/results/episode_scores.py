@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from koed_core.db import JudgeConfig, Store
+from koed_core.db import JudgeConfig, Runs, Store
 from koed_core.db.episodes import Episodes
 from koed_core.db.judgments import _params, _where
 from koed_core.models.runs import run_labels
@@ -127,7 +127,7 @@ def rated_whole_table(store: Store, study_id: int) -> pd.DataFrame:
 def is_oracle(store: Store, run_id: str) -> bool:
     """Whether this episode run's Listener was told the situation (an oracle run is the
     upper reference for another run, never given one of its own)."""
-    stored = store.run_config(run_id)
+    stored = Runs(store).run_config(run_id)
     return bool(stored is not None and stored[0].get("oracle"))
 
 
@@ -136,7 +136,7 @@ def oracle_for(store: Store, run_id: str) -> str | None:
     prompts, decoding and data; only the oracle differs), the most recent; None if none."""
     import json
 
-    stored = store.run_config(run_id)
+    stored = Runs(store).run_config(run_id)
     if stored is None or stored[0].get("oracle"):
         return None
     mine = {k: v for k, v in stored[0].items() if k != "oracle"}

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from koed_core.bootstrap import bootstrap_means
-from koed_core.db import JudgeConfig, Judgments, Ratings, Store
+from koed_core.db import JudgeConfig, Judgments, Ratings, Runs, Store
 from koed_core.dialogues.dialogue import Dialogue
 from koed_core.models.runs import run_labels
 
@@ -64,7 +64,7 @@ def score_frame(
     rows from study ``study_id`` alone (the mean of its raters), and emotion recognition
     from the runs themselves. Leave ``judge`` or ``study_id`` out to leave that source out.
     """
-    runs = store.run_table(kind="batch")
+    runs = Runs(store).run_table(kind="batch")
     if runs.empty:
         return _empty()
     parts = []
@@ -80,7 +80,7 @@ def score_frame(
             ].mean()
             means = means.rename(columns={"dimension": "metric", "score": "value"})
             parts.append(means.assign(source="raters", study_id=study_id))
-    parts += emotion_parts(store.emotion_values())
+    parts += emotion_parts(Runs(store).emotion_values())
     parts = [p for p in parts if not p.empty]
     if not parts:
         return _empty()

@@ -17,9 +17,9 @@ from typing import Any
 import pandas as pd
 
 from koed_core import __version__, csv_safe
-from koed_core.db import JudgeConfig, Judgments, Ratings, Store
+from koed_core.db import JudgeConfig, Judgments, Ratings, Runs, Store
 from koed_core.rating.report import rater_summary
-from koed_core.rating.studies import RatingStore
+from koed_core.rating.studies import StudyRules
 from koed_core.redact import redact_url
 from koed_core.results import agreement, gaps, score_sources
 from koed_core.results.figures import gap_figure
@@ -123,7 +123,7 @@ def agreement_rows(store: Store) -> pd.DataFrame:
 
 def provenance(store: Store, gap_table: pd.DataFrame) -> dict[str, Any]:
     """Versions taken from what is exported, not from today's settings."""
-    runs = store.run_table()
+    runs = Runs(store).run_table()
     configs = [json.loads(c) for c in runs["config"]] if not runs.empty else []
     shas = sorted({sha for sha in runs.get("dataset_sha256", []) if sha})
     judges = Judgments(store).summary()
@@ -194,14 +194,14 @@ def export_bundle(store: Store, out: Path) -> list[Path]:
     pio.write_images(
         [fig, fig], [out / "gap_judge.svg", out / "gap_judge.png"], width=1200, height=700
     )
-    runs = store.run_table()
+    runs = Runs(store).run_table()
     _json(out / "runs.json", [_run_entry(r) for r in runs.to_dict("records")] if len(runs) else [])
     _json(out / "judges.json", Judgments(store).summary())
     _json(out / "provenance.json", provenance(store, table))
     _json(
         out / "raters.json",
         {
-            **rater_summary(RatingStore(store)),
+            **rater_summary(StudyRules(store)),
             "rubric_versions": Ratings(store).rubric_versions(),
         },
     )
@@ -238,7 +238,7 @@ def _episode_scores(store: Store) -> tuple[pd.DataFrame, pd.DataFrame]:
     from koed_core.results import episode_scores
 
     whole = [episode_scores.whole_table(store, c) for c in episode_scores.configs(store, WHOLE)]
-    for study in RatingStore(store).studies():
+    for study in StudyRules(store).studies():
         if study["closed"]:
             whole.append(episode_scores.rated_whole_table(store, int(study["id"])))
     checks = [
@@ -270,10 +270,10 @@ def _annotation_tables(store: Store) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The gap by adaptation category and signal type, and the annotators' agreement, for
     every annotation project (each its own rows)."""
     from koed_core.annotation.agreement import agreement_table
-    from koed_core.annotation.projects import AnnotationStore
+    from koed_core.annotation.projects import AnnotationRules
     from koed_core.results import adaptation_gaps
 
-    annotations = AnnotationStore(store)
+    annotations = AnnotationRules(store)
     projects = annotations.projects()
     sources = [gaps.score_frame(store)]
     sources += [gaps.score_frame(store, judge=use.config) for use in Judgments(store).configs()]

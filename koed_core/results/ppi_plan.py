@@ -23,7 +23,7 @@ import pandas as pd
 
 from koed_core.db import JudgeConfig, Ratings, Store
 from koed_core.rating.sampling import refusal
-from koed_core.rating.studies import RatingStore
+from koed_core.rating.studies import StudyRules
 from koed_core.results import ppi
 from koed_core.results.ppi_table import human_scores, judged_scores
 
@@ -103,7 +103,7 @@ def plan(store: Store, study_id: int, judge: JudgeConfig, width: float) -> pd.Da
     """The plan of every run and dimension's gap in one study, for interval width W."""
     if width <= 0:
         raise ValueError("the interval width must be positive")
-    config = RatingStore(store).config(study_id)
+    config = StudyRules(store).config(study_id)
     judged = judged_scores(store, judge, list(config.run_ids), config.langs)
     human = human_scores(Ratings(store).long_scores(study_id))
     refused = refusal(config.sampling) is not None

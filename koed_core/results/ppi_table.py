@@ -13,12 +13,12 @@ from typing import Any
 
 import pandas as pd
 
-from koed_core.db import JudgeConfig, Judgments, Ratings, Sampling, Store
+from koed_core.db import JudgeConfig, Judgments, Ratings, Runs, Sampling, Store
 from koed_core.i18n import N_
 from koed_core.judge.rubric import codes
 from koed_core.models.runs import run_labels
 from koed_core.rating.sampling import describe, refusal
-from koed_core.rating.studies import RatingStore
+from koed_core.rating.studies import StudyRules
 from koed_core.results import ppi
 
 ESTIMATOR_WORDS = {
@@ -92,7 +92,7 @@ def gap_estimates(
         mean_intervals: False leaves out the en and ko means' judge-only and people-only
             intervals (what a page that charts the gaps needs; a file has them all).
     """
-    config = RatingStore(store).config(study_id)
+    config = StudyRules(store).config(study_id)
     run_ids = [r for r in config.run_ids if r not in (hidden or set())]
     judged = judged_scores(store, judge, run_ids, config.langs)
     long = Ratings(store).long_scores(study_id)
@@ -118,7 +118,7 @@ def gap_estimates(
 
 
 def _run_meta(store: Store) -> pd.DataFrame:
-    runs = store.run_table(kind=None)
+    runs = Runs(store).run_table(kind=None)
     if runs.empty:
         return pd.DataFrame(columns=["run_id", *RUN_COLUMNS, "dataset_sha256"])
     labels = run_labels(store)

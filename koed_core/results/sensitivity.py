@@ -26,7 +26,7 @@ import pandas as pd
 
 from koed_core import plain_text
 from koed_core.bootstrap import bootstrap_means
-from koed_core.db import JudgeConfig, Judgments, Store
+from koed_core.db import JudgeConfig, Judgments, Runs, Store
 from koed_core.db.emotion_queries import without_emotion_score
 from koed_core.judge.rubric import codes
 from koed_core.models.prompts import load_prompt_set
@@ -120,7 +120,7 @@ def table(
     """One row per variant and metric: the gap (KoED minus ED) with its CI, and for each
     variant its paired change from the base with the change's CI. ``model`` and
     ``protocol`` default to the base run's."""
-    stored = store.run_config(variants[base].run_id) if base in variants else None
+    stored = Runs(store).run_config(variants[base].run_id) if base in variants else None
     if stored and not model:
         model = str(stored[0].get("model_name", ""))
     if stored and not protocol:
@@ -223,7 +223,7 @@ def _fixed(store: Store, base: Source, source: Source, metric: str) -> bool:
         return source.run_id == base.run_id
     if source.run_id == base.run_id or source.judge != base.judge:
         return False
-    mine, theirs = store.run_config(source.run_id), store.run_config(base.run_id)
+    mine, theirs = Runs(store).run_config(source.run_id), Runs(store).run_config(base.run_id)
     if mine is None or theirs is None:
         return False
     differ = {k for k in set(mine[0]) | set(theirs[0]) if mine[0].get(k) != theirs[0].get(k)}
@@ -280,7 +280,7 @@ def find_variants(store: Store, run_id: str, judge: JudgeConfig) -> dict[str, So
     exactly one step: runs of the same model, protocol and data changing one run setting
     and judged by the same configuration, and judge configurations of the same model and
     mode that judged this run with one other template or parser."""
-    runs = store.run_table(kind="batch")
+    runs = Runs(store).run_table(kind="batch")
     configs = {r["run_id"]: json.loads(r["config"]) for r in runs.to_dict("records")}
     if run_id not in configs:
         return {}
@@ -326,7 +326,7 @@ def find_variants(store: Store, run_id: str, judge: JudgeConfig) -> dict[str, So
 def bases(store: Store) -> list[tuple[str, JudgeConfig]]:
     """(run, judge configuration) pairs with the authors' steps and at least one variant
     stored: what the Gap page offers as a base, most recent run first."""
-    runs = store.run_table(kind="batch")
+    runs = Runs(store).run_table(kind="batch")
     out: list[tuple[int, str, JudgeConfig]] = []
     shipped = load_prompt_set("paper").version
     for row in reversed(runs.to_dict("records")):

@@ -10,6 +10,7 @@ from components.shared.literal import md
 from components.shared.model_choice import client_for
 from components.shared.source_banner import load_or_stop
 from koed_core import i18n
+from koed_core.db import Runs
 from koed_core.dialogues.records import decode_ed_text
 from koed_core.errors import KoedError
 from koed_core.i18n import _
@@ -86,7 +87,7 @@ for column, lang in ((ko, "ko"), (en, "en")):
         # projector the turn they answer, the whole conversation a click away
         turns = [
             f"{speaker if role == 'speaker' else listener}: {decode_ed_text(text)}"
-            for role, text in store.stored_context(first, conv_id, lang)
+            for role, text in Runs(store).stored_context(first, conv_id, lang)
         ]
         if talk and turns:
             st.text(turns[-1])

@@ -36,7 +36,7 @@ from koed_core.models.request import RunRequest
 from koed_core.models.runs import run_benchmark
 from koed_core.paths import SAMPLE_FILE
 from koed_core.rating import accounts as users
-from koed_core.rating.studies import RatingStore
+from koed_core.rating.studies import StudyRules
 from tests.conftest import registry_file
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -248,5 +248,5 @@ def site(shared_site: Site) -> Visit:
     admin, rating = f"boss{n}", f"mina{n}"
     users.add_user(shared_site.accounts, admin, "admin", "Boss", ADMIN_PASSWORD)
     users.add_user(shared_site.accounts, rating, "rater", "Mina", RATER_PASSWORD)
-    rater(RatingStore(Store(shared_site.db)), rating)
+    rater(StudyRules(Store(shared_site.db)), rating)
     return Visit(shared_site, admin, rating)

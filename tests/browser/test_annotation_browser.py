@@ -19,7 +19,7 @@ from tests.browser.conftest import (
 def test_two_annotators_disagree_and_the_reviewer_adjudicates(site: Visit, browser: Any) -> None:
     from playwright.sync_api import expect
 
-    from koed_core.annotation.projects import AnnotationStore
+    from koed_core.annotation.projects import AnnotationRules
     from koed_core.db import Store
 
     server = site.url
@@ -27,7 +27,7 @@ def test_two_annotators_disagree_and_the_reviewer_adjudicates(site: Visit, brows
         users.add_user(site.site.accounts, name, "annotator", name.upper(), f"{name}-password")
     dataset = load_dataset(SAMPLE_FILE)
     conv_id = dataset.dialogues[0].conv_id  # 편의점 / convenience store in turn 3
-    project = AnnotationStore(Store(site.site.db)).create_project(
+    project = AnnotationRules(Store(site.site.db)).create_project(
         "Convenience", dataset, [conv_id], per_item=2, annotators=["ann1", "ann2"]
     )
     for who, category in (("ann1", "context modified"), ("ann2", "simply transferred")):
@@ -62,7 +62,7 @@ def test_two_annotators_disagree_and_the_reviewer_adjudicates(site: Visit, brows
                 page.locator(".koed-curation mark.agreed", has_text="편의점").first
             ).to_be_visible()
         page.context.close()
-    stored = AnnotationStore(Store(site.site.db)).submitted(project, conv_id)
+    stored = AnnotationRules(Store(site.site.db)).submitted(project, conv_id)
     assert {a.annotator: a.category for a in stored} == {
         "ann1": "context_modified",
         "ann2": "simply_transferred",
@@ -101,7 +101,7 @@ def test_two_annotators_disagree_and_the_reviewer_adjudicates(site: Visit, brows
     steps.settled(page)
     review.get_by_role("button", name="Record the final answer").click()
     expect(review.get_by_text("(recorded; saving replaces it)")).to_be_visible()
-    final = AnnotationStore(Store(site.site.db)).adjudication(project, conv_id)
+    final = AnnotationRules(Store(site.site.db)).adjudication(project, conv_id)
     assert final is not None and sorted(s.ko.text for s in final.spans) == ["야근", "편의점"]
     page.get_by_role("tab", name="Agreement and export").click()
     expect(page.get_by_text("span F1 exact").first).to_be_attached()  # a grid cell
@@ -122,13 +122,13 @@ def test_a_drag_across_turns_says_so_and_changes_nothing(site: Visit, browser: A
     exception, once settled, after a reload and 2 s later; the next span still goes in."""
     from playwright.sync_api import expect
 
-    from koed_core.annotation.projects import AnnotationStore
+    from koed_core.annotation.projects import AnnotationRules
     from koed_core.db import Store
 
     users.add_user(site.site.accounts, "ann_drag", "annotator", "Dragger", "ann-drag-password")
     dataset = load_dataset(SAMPLE_FILE)
     conv_id = dataset.dialogues[1].conv_id  # 택배 / the delivery in the rain
-    AnnotationStore(Store(site.site.db)).create_project(
+    AnnotationRules(Store(site.site.db)).create_project(
         "Drag", dataset, [conv_id], per_item=1, annotators=["ann_drag"]
     )
     page = browser.new_context(viewport={"width": 1366, "height": 768}).new_page()
@@ -187,14 +187,14 @@ def test_the_span_panel_takes_keys_removes_and_undoes(site: Visit, browser: Any)
     from playwright.sync_api import expect
 
     from components.annotation.span_select import colour_of
-    from koed_core.annotation.projects import AnnotationStore
+    from koed_core.annotation.projects import AnnotationRules
     from koed_core.annotation.taxonomy import load_taxonomy
     from koed_core.db import Store
 
     users.add_user(site.site.accounts, "ann_keys", "annotator", "Keys", "ann-keys-password")
     dataset = load_dataset(SAMPLE_FILE)
     conv_id = dataset.dialogues[0].conv_id  # 편의점 / convenience store in turn 3
-    store = AnnotationStore(Store(site.site.db))
+    store = AnnotationRules(Store(site.site.db))
     project = store.create_project("Keys", dataset, [conv_id], per_item=1, annotators=["ann_keys"])
     codes = list(load_taxonomy().codes)
     page = browser.new_context(viewport={"width": 1366, "height": 768}).new_page()
@@ -205,7 +205,7 @@ def test_the_span_panel_takes_keys_removes_and_undoes(site: Visit, browser: Any)
     expect(page.get_by_text("Your spans (0)")).to_be_visible()
 
     def spans() -> list[tuple[str, str | None, str]]:
-        own = AnnotationStore(Store(site.site.db)).own(project, conv_id, "ann_keys")
+        own = AnnotationRules(Store(site.site.db)).own(project, conv_id, "ann_keys")
         return [(s.ko.text, s.en.text if s.en else None, s.type) for s in own.spans] if own else []
 
     def holds(count: int, stored: list[tuple[str, str | None, str]]) -> None:
@@ -256,14 +256,14 @@ def test_a_korean_annotator_reads_korean_after_every_span_action(site: Visit, br
     spans" counts an add at once. Checked settled and again 2 s later."""
     from playwright.sync_api import expect
 
-    from koed_core.annotation.projects import AnnotationStore
+    from koed_core.annotation.projects import AnnotationRules
     from koed_core.db import Store
 
     users.add_user(site.site.accounts, "ann_ko", "annotator", "Hana", "ann-ko-password")
     dataset = load_dataset(SAMPLE_FILE)
     dialogue = dataset.dialogues[0]  # 편의점 in turn 3; turn 5 has no English text
     assert not dialogue.turns[4].en.strip() and "엄마" in dialogue.turns[4].ko
-    AnnotationStore(Store(site.site.db)).create_project(
+    AnnotationRules(Store(site.site.db)).create_project(
         "Korean", dataset, [dialogue.conv_id], per_item=1, annotators=["ann_ko"]
     )
     page = browser.new_context(viewport={"width": 1366, "height": 768}).new_page()

@@ -18,7 +18,7 @@ from fixtures.planted import planted_store
 from koed_core.db import Store
 from koed_core.paths import SAMPLE_FILE
 from koed_core.rating import accounts as users
-from koed_core.rating.studies import RatingStore
+from koed_core.rating.studies import StudyRules
 from tests.browser.conftest import ADMIN_PASSWORD, ARTIFACTS, COOKIE_KEY, login_cookie, serve
 from tests.browser.steps import download, settled
 
@@ -26,7 +26,7 @@ from tests.browser.steps import download, settled
 @pytest.fixture
 def planted_server(tmp_path: Path) -> Iterator[str]:
     planted = planted_store(tmp_path / "koed.db", dialogues=80, fraction=0.3)
-    RatingStore(planted.store).close(planted.study_id)  # published: a visitor sees it
+    StudyRules(planted.store).close(planted.study_id)  # published: a visitor sees it
     yield from serve(tmp_path, {"KOED_DATA": str(SAMPLE_FILE)})
 
 
@@ -105,11 +105,11 @@ def test_an_admin_reads_the_artefact_and_adds_the_next_batch(
     page.wait_for_timeout(300)
     page.screenshot(path=str(ARTIFACTS / "study_plan.png"))
     store = Store(db)
-    before = len(RatingStore(store).config(1).sampling.conv_ids)
+    before = len(StudyRules(store).config(1).sampling.conv_ids)
     add = page.get_by_role("button", name=re.compile(r"Add the next \d+ dialogues"))
     batch = int(re.findall(r"\d+", add.inner_text())[0])
     add.click()
     expect(page.get_by_text(f"Added {batch} dialogues.")).to_be_visible()
-    assert len(RatingStore(store).config(1).sampling.conv_ids) == before + batch
+    assert len(StudyRules(store).config(1).sampling.conv_ids) == before + batch
     assert page.get_by_test_id("stException").count() == 0
     context.close()

@@ -19,7 +19,7 @@ def test_my_spans_opens_its_dialogue_and_a_filter_drops_the_open_one(
 ) -> None:
     from playwright.sync_api import expect
 
-    from koed_core.annotation.projects import AnnotationStore
+    from koed_core.annotation.projects import AnnotationRules
     from koed_core.annotation.spans import Span, side_at
     from koed_core.annotation.taxonomy import CONTEXT_MODIFIED
     from koed_core.db import Store
@@ -27,7 +27,7 @@ def test_my_spans_opens_its_dialogue_and_a_filter_drops_the_open_one(
     users.add_user(site.site.accounts, "ann_work", "annotator", "Worker", "ann-work-password")
     dataset = load_dataset(SAMPLE_FILE)
     first, second, third, _fourth = dataset.dialogues[:4]
-    annotations = AnnotationStore(Store(site.site.db))
+    annotations = AnnotationRules(Store(site.site.db))
     project = annotations.create_project(
         "Worklist",
         dataset,

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the command line reads FORMATS without loading the readers
-    from koed_core.annotation.projects import AnnotationStore
+    from koed_core.annotation.projects import AnnotationRules
     from koed_core.dialogues.dataset import Dataset
 
 JSONL, WEBANNO, BRAT, LABEL_STUDIO = "jsonl", "webanno-tsv", "brat", "label-studio"
@@ -21,7 +21,7 @@ FORMATS = (JSONL, WEBANNO, BRAT, LABEL_STUDIO)
 
 
 def export(
-    annotations: AnnotationStore,
+    annotations: AnnotationRules,
     project_id: int,
     dataset: Dataset,
     key: bytes,

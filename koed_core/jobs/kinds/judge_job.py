@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from koed_core.db import Store
+from koed_core.db import Runs, Store
 from koed_core.db.jobs import JobError
 from koed_core.i18n import N_
 from koed_core.jobs.kinds.environment import (
@@ -44,7 +44,7 @@ def execute_judge(params: JudgeRequest, store: Store, env: Environment, hooks: H
     """What `koed judge` does: one judge configuration over a run, kept verdicts reused."""
     from koed_core.judge.judging import judge_run
 
-    if not store.has_run(params.run_id):
+    if not Runs(store).has_run(params.run_id):
         raise JobError(f"no run {params.run_id!r} in {store.path}")
     if params.whole_episode or params.speaker_check:
         return _judge_episodes(params, store, env, hooks)
@@ -88,7 +88,7 @@ def _judge_episodes(params: JudgeRequest, store: Store, env: Environment, hooks:
     """An episode run judged whole, or its Speaker turns checked."""
     from koed_core.judge.episodes import check_speakers, judge_whole_episodes
 
-    stored = store.run_config(params.run_id)
+    stored = Runs(store).run_config(params.run_id)
     config = stored[0] if stored else {}
     if not config.get("turns"):
         raise JobError(

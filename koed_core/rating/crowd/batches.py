@@ -11,7 +11,7 @@ from koed_core.db.crowd import Crowd
 from koed_core.i18n import _
 from koed_core.rating.crowd.identities import Worker, mturk_submit
 from koed_core.rating.crowd.links import FLAGGED_ALL, NO_ITEMS, CrowdError, Invite
-from koed_core.rating.studies import RatingStore
+from koed_core.rating.studies import StudyRules
 
 
 @dataclass(frozen=True)
@@ -41,12 +41,12 @@ def batch_state(
     session)."""
     done = work_done(store, worker)
     total = invite.batch_size * invite.batches
-    if RatingStore(store).profile(worker.username) is not None:
+    if StudyRules(store).profile(worker.username) is not None:
         # what the worker can still be given: asked once per item done (``known`` keeps
         # it for the browser session), not on every click
         key = (worker.username, done)
         if known is None or key not in known:
-            can = RatingStore(store).workload(worker.study_id, worker.username, kind="response")
+            can = StudyRules(store).workload(worker.study_id, worker.username, kind="response")
             if known is None:
                 known = {}
             known.clear()
@@ -93,7 +93,7 @@ checks are unpaid reading for the worker and fatigue for the study."""
 def check_share(store: Store, invite: Invite) -> float:
     """The share of the items a worker is shown that are attention checks: the study's
     checks per batch over the batch's responses plus those checks."""
-    checks = RatingStore(store).config(invite.study_id).attention_checks
+    checks = StudyRules(store).config(invite.study_id).attention_checks
     return checks / (invite.batch_size + checks) if checks else 0.0
 
 
@@ -102,7 +102,7 @@ def batch_wants(store: Store, worker: Worker, invite: Invite) -> str:
     hold the study's number of them per batch, else ``"response"``. The checks come on
     top of the batch's ``batch_size`` responses, new ones in each batch. Either falls back
     to whatever is left."""
-    needed = RatingStore(store).config(invite.study_id).attention_checks
+    needed = StudyRules(store).config(invite.study_id).attention_checks
     if not needed:
         return "response"
     rated, checked = Crowd(store).work_done(worker.study_id, worker.username)
@@ -118,9 +118,9 @@ def next_item(
     is due one, else a response. None when no response is left for them (nothing they
     hold, nothing open in their languages): their visit then ends, and never on a batch
     of checks alone."""
-    if RatingStore(store).profile(worker.username) is None:
+    if StudyRules(store).profile(worker.username) is None:
         return None  # stopped at screening: never a rater of this study
-    return RatingStore(store).next_item(
+    return StudyRules(store).next_item(
         worker.study_id,
         worker.username,
         at=at,
@@ -138,7 +138,7 @@ def flag(store: Store, worker: Worker, item: RatingItem, reason: str) -> None:
     """
     if item.instructed_score is not None:
         raise CrowdError(_("This item is an attention check: choose what it asks for."))
-    RatingStore(store).set_aside(item.assignment_id, worker.username, "flagged", reason)
+    StudyRules(store).set_aside(item.assignment_id, worker.username, "flagged", reason)
 
 
 def finish(store: Store, worker: Worker) -> None:

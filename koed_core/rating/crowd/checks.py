@@ -14,7 +14,7 @@ from koed_core.rating.crowd.links import (
     NO_ITEMS,
     Invite,
 )
-from koed_core.rating.studies import RatingStore, check_verdicts
+from koed_core.rating.studies import StudyRules, check_verdicts
 
 
 def consent(store: Store, worker: Worker, invite: Invite) -> None:
@@ -65,7 +65,7 @@ def screen(
             stop_reason="screening: not a native-level speaker of the study's languages",
         )
         return ()
-    if not RatingStore(store).room_for_newcomer(worker.study_id, tuple(may)):
+    if not StudyRules(store).room_for_newcomer(worker.study_id, tuple(may)):
         crowd.step(
             worker.username,
             stamp,

@@ -24,7 +24,7 @@ from koed_core.rating.crowd.links import (
     CrowdError,
     Invite,
 )
-from koed_core.rating.studies import RatingStore
+from koed_core.rating.studies import StudyRules
 
 
 def decide(store: Store, username: str, decision: str, by: str | None, reason: str = "") -> None:
@@ -101,7 +101,7 @@ def estimate(store: Store, invite: Invite) -> dict[str, float | None]:
     if not per_item:
         return {"minutes": None, "hourly_pay": None}
     item = statistics.mean(per_item)
-    langs = RatingStore(store).config(invite.study_id).langs
+    langs = StudyRules(store).config(invite.study_id).langs
     calibration = sum(
         _item_minutes(c["lang"], [t for _who, t in c["context"]] + [c["response"]]) + 0.5
         for c in calibration_items(langs)
@@ -159,7 +159,7 @@ def report_rows(
     flags = crowd.flag_counts(invite.study_id)
     activity = crowd.activities(invite.study_id)
     moment = at or utcnow()
-    timeout = RatingStore(store).config(invite.study_id).timeout_minutes
+    timeout = StudyRules(store).config(invite.study_id).timeout_minutes
     rows = []
     completions: list[float] = []
     screen_outs: list[float] = []

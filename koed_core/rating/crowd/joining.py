@@ -15,7 +15,7 @@ from koed_core.errors import KoedError
 from koed_core.i18n import N_, _
 from koed_core.rating.crowd.identities import SESSION_ID, UNDER_WAY, Worker, worker_name
 from koed_core.rating.crowd.links import PLATFORMS, CrowdError, Invite
-from koed_core.rating.studies import RatingStore
+from koed_core.rating.studies import StudyRules
 
 
 def _stamp(at: datetime | None) -> str:
@@ -25,7 +25,7 @@ def _stamp(at: datetime | None) -> str:
 def timeout_minutes(store: Store, invite: Invite) -> int:
     """Minutes of inactivity after which a worker under way loses their place (the study's
     own timeout, which also hands their open item back)."""
-    return int(RatingStore(store).config(invite.study_id).timeout_minutes)
+    return int(StudyRules(store).config(invite.study_id).timeout_minutes)
 
 
 def _place_cutoff(store: Store, invite: Invite, at: datetime | None = None) -> str:
@@ -168,7 +168,7 @@ def join(
     again = returning(store, invite, ids, at)
     if again is not None:
         return again
-    if not RatingStore(store).room_for_newcomer(invite.study_id):
+    if not StudyRules(store).room_for_newcomer(invite.study_id):
         raise CrowdError(
             _(
                 "Every item of this study has all the ratings it needs, so there is nothing "

@@ -18,7 +18,7 @@ from koed_core.db.crowd import Crowd
 from koed_core.errors import KoedError
 from koed_core.i18n import _
 from koed_core.paths import DATA_DIR
-from koed_core.rating.studies import RatingStore
+from koed_core.rating.studies import StudyRules
 
 PLATFORMS: dict[str, tuple[str, ...]] = {
     "prolific": ("PROLIFIC_PID", "STUDY_ID", "SESSION_ID"),
@@ -233,7 +233,7 @@ def create_invite(
     prolific_study_id, redirect_url = request.prolific_study_id, request.redirect_url
     completion_code, screenout_code = request.completion_code, request.screenout_code
     failed_code = request.failed_code
-    if RatingStore(store).q.study(study_id) is None:
+    if StudyRules(store).q.study(study_id) is None:
         raise CrowdError(_("no study {study} (`koed study create` makes one)", study=study_id))
     problems = []
     if platform not in (*PLATFORMS, "none", "account"):
@@ -293,9 +293,9 @@ def create_invite(
         "calibration_attempts": calibration_attempts,
     }
     Crowd(store).add_invite(row)
-    checks = RatingStore(store).config(study_id).attention_checks
+    checks = StudyRules(store).config(study_id).attention_checks
     if checks and batches > 1:  # each batch holds its share of checks: new ones in each
-        RatingStore(store).ensure_attention(study_id, checks * batches)
+        StudyRules(store).ensure_attention(study_id, checks * batches)
     return Invite.from_row(row), token_for(invite_id, key)
 
 

@@ -41,7 +41,7 @@ from koed_core.rating.crowd.identities import UNDER_WAY
 from koed_core.rating.crowd.joining import _place_cutoff
 from koed_core.rating.crowd.links import PLACEHOLDERS, CrowdError, Invite, token_for
 from koed_core.rating.crowd.prolific_client import ProlificClient
-from koed_core.rating.studies import RatingStore
+from koed_core.rating.studies import StudyRules
 
 MIN_HOURLY = {"GBP": 6.00, "USD": 8.00}
 """Prolific's minimum reward per hour, per account currency."""
@@ -257,7 +257,7 @@ def publish(
         raise CrowdError(_("a code's action is one of {choices}", choices=", ".join(ACTIONS)))
     minutes, source = study_minutes(store, invite, pilot)
     hourly = check_reward(invite, minutes, source)
-    langs = tuple(RatingStore(store).config(invite.study_id).langs)
+    langs = tuple(StudyRules(store).config(invite.study_id).langs)
     text = listing.description or _default_description(langs, minutes)
     body = study_body(
         invite, key, url, minutes, replace(listing, description=text, actions=chosen), []

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from koed_core import plain_text
-from koed_core.db import JudgeConfig, Store
+from koed_core.db import JudgeConfig, Runs, Store
 from koed_core.judge.rubric import codes
 from koed_core.models.pipeline import EARLIER, steps_for
 from koed_core.models.prompts import PROMPT_SETS
@@ -75,7 +75,7 @@ def stored_runs(store: Store, dataset_sha256: str | None = None) -> dict[tuple[s
     prompt set"); the most recent run wins when one configuration was run twice."""
     import json
 
-    runs = store.run_table(kind="batch")
+    runs = Runs(store).run_table(kind="batch")
     out: dict[tuple[str, str], str] = {}
     for row in runs.to_dict("records"):
         if dataset_sha256 and row["dataset_sha256"] != dataset_sha256:
