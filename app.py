@@ -11,13 +11,13 @@ from pathlib import Path
 import streamlit as st
 
 from components.account import login_form
+from components.core import auth, language, resources
+from components.core.literal import md, without_paths
+from components.core.not_found import not_found_page
+from components.core.state import crowd_session
 from components.models import jobs_panel
 from components.rating.crowd_admin import bound_study
 from components.rating.crowd_visit import no_link, resume_visit
-from components.shared import auth, language, resources
-from components.shared.literal import md, without_paths
-from components.shared.not_found import not_found_page
-from components.shared.state import crowd_session
 from koed_core.errors import KoedError
 from koed_core.i18n import N_, _
 

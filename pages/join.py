@@ -1,6 +1,6 @@
 """First visit after a server start to /join (a crowd worker's invite link): hands over
-to app.py, which opens pages/rating/join.py (see components/shared/first_visit.py)."""
+to app.py, which opens pages/rating/join.py (see components/core/first_visit.py)."""
 
-from components.shared.first_visit import hand_over_to_app
+from components.core.first_visit import hand_over_to_app
 
 hand_over_to_app()

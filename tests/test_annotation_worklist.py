@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from components.shared.literal import md
+from components.core.literal import md
 from koed_core.annotation.projects import AnnotationRules
 from koed_core.annotation.spans import Span, side_at
 from koed_core.annotation.taxonomy import CONTEXT_MODIFIED, SIMPLY_TRANSFERRED

@@ -43,7 +43,7 @@ def _link(store: Store, langs: tuple[str, ...], **options: object) -> tuple[crow
 
 
 def _english_browser(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("components.shared.language.browser_language", lambda: "en")
+    monkeypatch.setattr("components.core.language.browser_language", lambda: "en")
 
 
 def _visit(token: str, params: dict[str, str]) -> AppTest:

@@ -35,7 +35,7 @@ def _session(script: Path, username: str | None) -> AppTest:
 
 def test_pages_live_in_section_folders_with_a_stand_in_each() -> None:
     # Directly in pages/ only stand-ins that hand over to app.py: the first deep link
-    # after a server start then opens the real page (components/shared/first_visit.py).
+    # after a server start then opens the real page (components/core/first_visit.py).
     source = (ROOT / "app.py").read_text()
     assert PAGE_FILES and all(f'"{page}"' in source for page in PAGE_FILES)
     assert sorted(Path(page).name for page in PAGE_FILES) == STAND_INS

@@ -217,7 +217,7 @@ def test_labels_carry_their_gloss_on_a_korean_page() -> None:
 
 
 def test_choice_values_and_judge_names_in_the_readers_words() -> None:
-    from components.shared.terms import judge_name, term
+    from components.core.terms import judge_name, term
     from koed_core import i18n
     from koed_core.db import JudgeConfig
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from components.shared.literal import md
+from components.core.literal import md
 from fixtures.planted import planted_store
 from koed_core.rating.studies import StudyRules
 from tests.test_rating_pages import _as, accounts  # noqa: F401 - the fixture is used by name

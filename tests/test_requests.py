@@ -154,7 +154,7 @@ def test_the_runs_form_has_a_picker_per_step_and_queues_what_it_shows(
     queued request, as the command line's flag would put it."""
     from streamlit.testing.v1 import AppTest
 
-    from components.shared import state
+    from components.core import state
     from tests.conftest import stop_workers
 
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60).run()

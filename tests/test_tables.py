@@ -9,7 +9,7 @@ import pandas as pd
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
-from components.shared.tables import MISSING, readable
+from components.core.tables import MISSING, readable
 from tests.test_run_labels import four_runs  # noqa: F401  (the fixture)
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -50,7 +50,7 @@ def test_the_runs_table_has_no_empty_cell(four_runs: object) -> None:  # noqa: F
 
 
 def test_consent_text_keeps_a_safe_markdown_subset_only() -> None:
-    from components.shared.literal import consent_markdown
+    from components.core.literal import consent_markdown
 
     text = (
         "**Voluntary.** See [the IRB page](https://irb.example.org/koed_1).\n"

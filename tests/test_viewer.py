@@ -46,7 +46,7 @@ def _forgetful_results_page() -> None:
     cached computation with what it has and shows all it gets."""
     import streamlit as st
 
-    from components.shared import computed, resources
+    from components.core import computed, resources
 
     store = resources.store()
     judge = computed.judge_uses(store, None)[0].config

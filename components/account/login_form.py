@@ -1,5 +1,5 @@
 """The Log in page's form and the Log out button (sidebar and Account page): the
-session checks behind them live in components.shared.auth."""
+session checks behind them live in components.core.auth."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from typing import Literal
 
 import streamlit as st
 
-from components.shared import auth, resources, state
-from components.shared.literal import md
+from components.core import auth, resources, state
+from components.core.literal import md
 from koed_core.i18n import N_, _
 from koed_core.rating import accounts
 

@@ -21,8 +21,8 @@ import streamlit as st
 from components.annotation.annotation_view import LOCAL, answer_block
 from components.annotation.curation import curation_view, pool_key
 from components.annotation.span_form import type_name
-from components.shared import resources, state, tables
-from components.shared.literal import md
+from components.core import resources, state, tables
+from components.core.literal import md
 from koed_core import csv_safe, i18n
 from koed_core.annotation import agreement, formats
 from koed_core.annotation.projects import Annotation, AnnotationRules

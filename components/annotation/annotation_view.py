@@ -23,9 +23,9 @@ from components.annotation.span_form import (
     widget_types,
 )
 from components.annotation.span_select import span_selector
-from components.shared import auth, language, resources, state, tables
+from components.core import auth, language, resources, state, tables
+from components.core.literal import md, without_paths
 from components.shared.adaptation_gap import category_name
-from components.shared.literal import md, without_paths
 from koed_core import i18n
 from koed_core.annotation.projects import DRAFT, SUBMITTED, Annotation, AnnotationRules
 from koed_core.annotation.spans import PERSON, Span

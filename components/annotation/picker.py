@@ -10,7 +10,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from components.shared import state
+from components.core import state
 from koed_core.annotation.projects import DRAFT, SUBMITTED
 from koed_core.annotation.worklist import NEW, first_words, partner_status, text_or_none
 from koed_core.db.types import short_hash

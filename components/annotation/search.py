@@ -11,7 +11,7 @@ import pandas as pd
 import streamlit as st
 
 from components.annotation.span_form import type_name
-from components.shared import tables
+from components.core import tables
 from koed_core import i18n
 from koed_core.annotation.projects import AnnotationRules
 from koed_core.annotation.taxonomy import Taxonomy

@@ -18,8 +18,8 @@ from typing import Any
 import streamlit as st
 
 from components.annotation.span_select import span_key
-from components.shared import language, state
-from components.shared.literal import md, without_paths
+from components.core import language, state
+from components.core.literal import md, without_paths
 from koed_core.annotation.projects import AnnotationRules
 from koed_core.annotation.spans import (
     MAX_COMMENT,

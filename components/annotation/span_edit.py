@@ -10,7 +10,7 @@ from typing import Any
 import streamlit as st
 
 from components.annotation import span_actions
-from components.shared.literal import md
+from components.core.literal import md
 from koed_core.annotation.projects import AnnotationRules
 from koed_core.annotation.spans import MAX_COMMENT, Span, find, side_at, turn_text
 from koed_core.annotation.taxonomy import AnnotationError, Taxonomy

@@ -9,8 +9,8 @@ from typing import Any
 import streamlit as st
 
 from components.annotation import span_actions, span_edit
-from components.shared import state
-from components.shared.literal import md
+from components.core import state
+from components.core.literal import md
 from koed_core import i18n
 from koed_core.annotation.projects import AnnotationRules
 from koed_core.annotation.spans import Side, Span, find, side_at, turn_text

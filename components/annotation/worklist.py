@@ -14,9 +14,9 @@ import streamlit as st
 
 from components.annotation import picker
 from components.annotation.span_form import type_name
-from components.shared import state, tables
+from components.core import state, tables
+from components.core.literal import md
 from components.shared.adaptation_gap import category_name
-from components.shared.literal import md
 from koed_core import i18n
 from koed_core.annotation.projects import DRAFT, SUBMITTED, AnnotationRules
 from koed_core.annotation.taxonomy import CATEGORIES, Taxonomy

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from components.shared.literal import md
+from components.core.literal import md
 from koed_core import i18n
 from koed_core.dialogues.dialogue import Dialogue, LoadWarning, Turn
 from koed_core.dialogues.labels import by_name

@@ -6,8 +6,8 @@ from typing import cast
 
 import streamlit as st
 
-from components.shared import state
-from components.shared.literal import md
+from components.core import state
+from components.core.literal import md
 from koed_core import i18n
 from koed_core.dialogues.filters import (
     MODE_TEXT,

@@ -8,8 +8,8 @@ from typing import Any
 
 import streamlit as st
 
-from components.shared import auth, resources
-from components.shared.literal import md
+from components.core import auth, resources
+from components.core.literal import md
 from components.shared.model_choice import client_for, render_model_note
 from koed_core import i18n
 from koed_core.db import Runs

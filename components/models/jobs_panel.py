@@ -15,8 +15,8 @@ from dataclasses import asdict
 
 import streamlit as st
 
-from components.shared import auth, language, resources, state
-from components.shared.literal import md
+from components.core import auth, language, resources, state
+from components.core.literal import md
 from components.shared.model_choice import count_call
 from koed_core import i18n
 from koed_core.config import api_key

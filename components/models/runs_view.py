@@ -11,9 +11,10 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
+from components.core import resources, state, tables, terms
+from components.core.literal import md
 from components.models import jobs_panel
-from components.shared import episode_view, resources, state, tables, terms
-from components.shared.literal import md
+from components.shared import episode_view
 from components.shared.model_choice import model_label
 from koed_core import i18n
 from koed_core.db import Runs

@@ -9,8 +9,8 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from components.shared import auth, resources, tables
-from components.shared.literal import md
+from components.core import auth, resources, tables
+from components.core.literal import md
 from koed_core import csv_safe, i18n
 from koed_core.db.crowd import Crowd
 from koed_core.errors import KoedError

@@ -11,10 +11,10 @@ import html
 
 import streamlit as st
 
+from components.core import resources, state
+from components.core.literal import consent_markdown, md
 from components.rating.crowd_admin import app_url
 from components.rating.rating_view import finished_here, rate_item
-from components.shared import resources, state
-from components.shared.literal import consent_markdown, md
 from koed_core import i18n
 from koed_core.db import Store
 from koed_core.db.crowd import Crowd

@@ -10,8 +10,8 @@ import time
 import pandas as pd
 import streamlit as st
 
-from components.shared import auth, language, resources, tables
-from components.shared.literal import md
+from components.core import auth, language, resources, tables
+from components.core.literal import md
 from koed_core import i18n
 from koed_core.config import merged_env
 from koed_core.db.crowd import Crowd

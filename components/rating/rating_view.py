@@ -11,8 +11,8 @@ from typing import Any, NamedTuple
 
 import streamlit as st
 
-from components.shared import state, tables
-from components.shared.literal import md
+from components.core import state, tables
+from components.core.literal import md
 from koed_core import i18n
 from koed_core.db import RatingItem
 from koed_core.dialogues.dialogue import Lang

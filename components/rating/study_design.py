@@ -7,8 +7,8 @@ from typing import Any
 
 import streamlit as st
 
-from components.shared import computed, resources, state, tables
-from components.shared.literal import md
+from components.core import computed, resources, state, tables
+from components.core.literal import md
 from koed_core import i18n
 from koed_core.db import Sampling, Store
 from koed_core.errors import KoedError

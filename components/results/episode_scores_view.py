@@ -7,8 +7,8 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from components.shared import tables
-from components.shared.literal import md
+from components.core import tables
+from components.core.literal import md
 from koed_core.db import Store
 from koed_core.i18n import _
 from koed_core.judge.episodes import SPEAKER, WHOLE

@@ -10,8 +10,8 @@ from typing import Any
 
 import streamlit as st
 
-from components.shared import computed
-from components.shared.terms import judge_name
+from components.core import computed
+from components.core.terms import judge_name
 from koed_core import i18n
 from koed_core.db import JudgeConfig, Ratings, Store
 from koed_core.i18n import _

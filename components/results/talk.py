@@ -5,7 +5,7 @@ from __future__ import annotations
 import plotly.graph_objects as go
 import streamlit as st
 
-from components.shared import state
+from components.core import state
 from koed_core.i18n import _
 
 TALK_CSS = """

@@ -1,4 +1,3 @@
-"""What several sections' pages use: literal text, session keys, tables, charts, the
-cached resources, the login check and the results viewer, the data banner, model choice,
-the episode view, the cached result tables and the gap by adaptation. It never imports
-a section."""
+"""Features two or more sections show: the data-source banner, model choice, the
+episode view and the gap by adaptation. Built on ``components.core``; never imports a
+section."""

@@ -11,8 +11,8 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from components.shared import auth, computed, resources, state, tables
-from components.shared.literal import md
+from components.core import auth, computed, resources, state, tables
+from components.core.literal import md
 from koed_core import csv_safe, i18n
 from koed_core.annotation.taxonomy import CATEGORIES
 from koed_core.db import JudgeConfig, Store

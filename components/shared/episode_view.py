@@ -8,8 +8,8 @@ from typing import Any
 
 import streamlit as st
 
-from components.shared import tables
-from components.shared.literal import md
+from components.core import tables
+from components.core.literal import md
 from koed_core import i18n
 from koed_core.db import Store
 from koed_core.db.episodes import Episodes

@@ -11,8 +11,8 @@ import time
 
 import streamlit as st
 
-from components.shared import auth, resources, state
-from components.shared.literal import md
+from components.core import auth, resources, state
+from components.core.literal import md
 from koed_core.config import api_key, merged_env
 from koed_core.db import ModelCalls
 from koed_core.errors import KoedError

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import streamlit as st
 
-from components.shared import auth, resources, state, tables
-from components.shared.literal import md, without_paths
+from components.core import auth, resources, state, tables
+from components.core.literal import md, without_paths
 from koed_core import i18n
 from koed_core.dialogues.dataset import Dataset
 from koed_core.dialogues.records import WARNING_KINDS

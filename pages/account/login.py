@@ -3,8 +3,8 @@
 import streamlit as st
 
 from components.account import login_form
-from components.shared import auth
-from components.shared.literal import md, without_paths
+from components.core import auth
+from components.core.literal import md, without_paths
 from koed_core.i18n import N_, _
 
 WHERE = {

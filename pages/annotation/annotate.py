@@ -3,8 +3,8 @@
 import streamlit as st
 
 from components.annotation import annotation_view, worklist
-from components.shared import resources, state
-from components.shared.literal import md
+from components.core import resources, state
+from components.core.literal import md
 from components.shared.source_banner import load_or_stop, render_source_banner
 from koed_core import i18n
 from koed_core.dialogues.labels import display as label_display

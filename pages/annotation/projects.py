@@ -3,8 +3,8 @@
 import streamlit as st
 
 from components.annotation import annotation_admin, search
-from components.shared import auth, resources, state, tables
-from components.shared.literal import md
+from components.core import auth, resources, state, tables
+from components.core.literal import md
 from components.shared.source_banner import load_or_stop, render_source_banner
 from koed_core.i18n import _
 

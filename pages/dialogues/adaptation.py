@@ -2,8 +2,9 @@
 
 import streamlit as st
 
-from components.shared import adaptation_gap, charts, resources, state, tables
-from components.shared.link_notice import check_link, set_param
+from components.core import charts, resources, state, tables
+from components.core.link_notice import check_link, set_param
+from components.shared import adaptation_gap
 from components.shared.source_banner import load_or_stop, render_source_banner
 from koed_core import i18n
 from koed_core.dialogues import adaptation

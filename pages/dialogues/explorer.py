@@ -3,10 +3,10 @@
 import pandas as pd
 import streamlit as st
 
+from components.core import resources, state, tables, terms
+from components.core.link_notice import check_link, note
 from components.dialogues.dialogue_view import render_dialogue, scroll_into_view
 from components.dialogues.filter_form import BIND, filter_form
-from components.shared import resources, state, tables, terms
-from components.shared.link_notice import check_link, note
 from components.shared.source_banner import load_or_stop, render_source_banner
 from koed_core import i18n
 from koed_core.dialogues.dialogue import preview

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from components.shared import charts, state, tables
+from components.core import charts, state, tables
 from components.shared.source_banner import load_or_stop, render_source_banner
 from koed_core import i18n
 from koed_core.dialogues import overview

@@ -2,10 +2,10 @@
 
 import streamlit as st
 
+from components.core import state
+from components.core.link_notice import check_link, set_param
+from components.core.literal import md
 from components.models.chat_view import Pane, all_answered, render_context, stream_together
-from components.shared import state
-from components.shared.link_notice import check_link, set_param
-from components.shared.literal import md
 from components.shared.model_choice import (
     adhoc_model_input,
     model_picker,

@@ -2,11 +2,11 @@
 
 import streamlit as st
 
+from components.core import auth, resources, state, terms
+from components.core.literal import md
+from components.core.terms import MODE_DEFAULT
 from components.models import jobs_panel
-from components.shared import auth, resources, state, terms
-from components.shared.literal import md
 from components.shared.model_choice import adhoc_model_input, model_label, registry_or_stop
-from components.shared.terms import MODE_DEFAULT
 from koed_core import i18n
 from koed_core.errors import KoedError
 from koed_core.i18n import _

@@ -2,8 +2,8 @@
 
 import streamlit as st
 
+from components.core import auth
 from components.models import jobs_panel, runs_view
-from components.shared import auth
 from components.shared.model_choice import adhoc_model_input, registry_or_stop
 from components.shared.source_banner import load_or_stop, render_source_banner
 from koed_core.i18n import _

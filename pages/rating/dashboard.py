@@ -2,8 +2,8 @@
 
 import streamlit as st
 
+from components.core import auth, resources, tables
 from components.rating import crowd_admin, prolific_panel
-from components.shared import auth, resources, tables
 from koed_core import i18n
 from koed_core.i18n import N_, _
 from koed_core.rating import report as rating_report

@@ -3,9 +3,9 @@ screening, onboarding, calibration, a batch of items, the completion code."""
 
 import streamlit as st
 
+from components.core import language, resources, state
 from components.rating import crowd_visit
 from components.rating.rating_view import calibration
-from components.shared import language, resources, state
 from koed_core.i18n import _
 from koed_core.rating import crowd
 

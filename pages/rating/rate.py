@@ -2,6 +2,8 @@
 
 import streamlit as st
 
+from components.core import auth, resources, state
+from components.core.literal import md
 from components.rating.crowd_admin import bound_study
 from components.rating.crowd_visit import FLAG_REASONS
 from components.rating.rating_view import (
@@ -12,8 +14,6 @@ from components.rating.rating_view import (
     render_item,
     rubric_form,
 )
-from components.shared import auth, resources, state
-from components.shared.literal import md
 from koed_core import i18n
 from koed_core.i18n import _
 from koed_core.rating.studies import RatingError

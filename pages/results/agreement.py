@@ -2,9 +2,9 @@
 
 import streamlit as st
 
+from components.core import auth, charts, computed, resources, state, tables
 from components.results import ppi_view
 from components.results.score_pickers import judge_picker, study_picker
-from components.shared import auth, charts, computed, resources, state, tables
 from koed_core import csv_safe
 from koed_core.i18n import _
 from koed_core.judge.rubric import codes

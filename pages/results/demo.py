@@ -4,9 +4,9 @@ import time
 
 import streamlit as st
 
+from components.core import auth, resources, state
+from components.core.literal import md
 from components.results.talk import talk_toggle
-from components.shared import auth, resources, state
-from components.shared.literal import md
 from components.shared.model_choice import client_for
 from components.shared.source_banner import load_or_stop
 from koed_core import i18n

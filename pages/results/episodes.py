@@ -3,10 +3,11 @@ simulated Speaker, ko and en side by side, replayed turn by turn."""
 
 import streamlit as st
 
+from components.core import auth, resources, state
+from components.core.literal import md
 from components.results import episode_scores_view
 from components.results.talk import talk_toggle
-from components.shared import auth, episode_view, resources, state
-from components.shared.literal import md
+from components.shared import episode_view
 from components.shared.source_banner import load_or_stop
 from koed_core.db.episodes import Episodes
 from koed_core.i18n import _

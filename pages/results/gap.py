@@ -2,10 +2,11 @@
 
 import streamlit as st
 
+from components.core import auth, computed, resources, state
 from components.results import gap_view, ppi_view
 from components.results.score_pickers import judge_picker, study_picker
 from components.results.talk import screen_charts, talk_toggle
-from components.shared import adaptation_gap, auth, computed, resources, state
+from components.shared import adaptation_gap
 from components.shared.source_banner import load_or_stop
 from koed_core import i18n
 from koed_core.i18n import _

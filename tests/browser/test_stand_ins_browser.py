@@ -4,7 +4,7 @@ as its very first request, with the stand-ins and, in a copy of the app, without
 DESIGN.md (Layout) names the trap: until ``st.navigation`` has run once in the process,
 Streamlit 1.x treats the files directly inside ``pages/`` beside the entry script as pages
 of its old multipage mode, so the first deep link after a start met "Page not found" (the
-real pages live in section folders) and the stand-ins (components/shared/first_visit.py)
+real pages live in section folders) and the stand-ins (components/core/first_visit.py)
 hand such a link over to app.py. With Streamlit 1.67 the trap is still there: without
 the stand-ins the first deep link draws its page under "Page not found". So they stay
 (docs/development.md says so), and this test tells the day a Streamlit upgrade fixes it.

@@ -21,7 +21,7 @@ from typing import Any
 import streamlit as st
 from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
 
-from components.shared import resources, state
+from components.core import resources, state
 from koed_core.i18n import N_, _
 from koed_core.rating import accounts
 from koed_core.rating.accounts import Account

@@ -7,7 +7,7 @@ import pandas as pd
 import plotly.express as px
 import plotly.graph_objects as go
 
-from components.shared import terms
+from components.core import terms
 from koed_core.dialogues.labels import gloss
 from koed_core.i18n import _
 from koed_core.results.figures import FONT

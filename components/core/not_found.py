@@ -14,7 +14,7 @@ from collections.abc import Collection
 import streamlit as st
 from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
 
-from components.shared.literal import md
+from components.core.literal import md
 from koed_core.i18n import _
 
 

@@ -8,8 +8,8 @@ from typing import Any
 import streamlit as st
 from streamlit.errors import StreamlitAPIException
 
-from components.shared import state
-from components.shared.literal import md
+from components.core import state
+from components.core.literal import md
 from koed_core.dialogues.links import ALIASES, Dropped, canonical, dropped_values
 
 
