@@ -296,7 +296,7 @@ def test_app_and_cli_agree_on_settings_given_only_in_secrets(tmp_path: Path) -> 
     names = ("KOED_DB", "KOED_DATA_URL", "KOED_COOKIE_KEY")
     env = {k: v for k, v in os.environ.items() if k not in names}
     env["PYTHONPATH"] = str(ROOT)
-    probe = "from components.shared import resources; s = resources.settings(); print(repr(s))"
+    probe = "from components.core import resources; s = resources.settings(); print(repr(s))"
     app = subprocess.run(
         [sys.executable, "-c", probe],
         capture_output=True,
