@@ -14,8 +14,8 @@ import pytest
 from fixtures.fake_openai import FakeOpenAI, Step
 from fixtures.rating import SCORES, rater, seeded_store, study
 from koed_core.db import Judgments
-from koed_core.judge.judging import current_config, judge_run
-from koed_core.judge.request import JudgeRequest
+from koed_core.judge.judging import judge_run
+from koed_core.judge.request import JudgeRequest, current_config
 from koed_core.judge.rubric import dimensions
 from koed_core.judge.verdicts import FENCE_CLOSE, FENCE_OPEN, build_judge_messages, parse_verdict
 from koed_core.models.backends import make_client

@@ -19,8 +19,8 @@ from fixtures.rating import SCORES
 from koed_core.config import Settings, read_secrets
 from koed_core.db import Judgments, RaterProfile, Store
 from koed_core.dialogues.dataset import load_dataset
-from koed_core.judge.judging import JudgeError, judge_run
-from koed_core.judge.request import JudgeRequest
+from koed_core.judge.judging import judge_run
+from koed_core.judge.request import JudgeError, JudgeRequest
 from koed_core.models.registry import ModelSpec
 from koed_core.models.request import RunRequest
 from koed_core.models.runs import run_benchmark

@@ -4,11 +4,13 @@ judging a whole run into stored judge configurations.
 
 from __future__ import annotations
 
-from koed_core.judge.judging import current_config, judge_run
+from koed_core.judge.judging import judge_run
+from koed_core.judge.request import JudgeRequest, current_config
 from koed_core.judge.rubric import codes, dimensions, rubric_version
 from koed_core.judge.verdicts import MODES, parse_verdict
 
 __all__ = [
+    "JudgeRequest",
     "MODES",
     "codes",
     "current_config",

@@ -12,22 +12,22 @@ import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from koed_core.db import JudgeConfig, Judgments, Runs, Store, now, short_hash
-from koed_core.errors import KoedError
-from koed_core.judge.rubric import codes, dimensions, rubric_version
+from koed_core.judge.request import (
+    DEFAULT_ATTEMPTS,
+    JudgeError,
+    JudgeRequest,
+    JudgeSteps,
+    config_of,
+)
+from koed_core.judge.rubric import dimensions
 from koed_core.judge.verdicts import (
-    PARSES,
     TEMPERATURE,
     JudgeMode,
-    JudgeTemplate,
     Verdict,
     build_judge_messages,
-    default_parse,
-    default_template,
-    judge_prompt_version,
-    load_template,
     parse_verdict,
     rescue_authors,
 )
@@ -35,13 +35,6 @@ from koed_core.models.batch import NO_HOOKS, BatchReport, Outcome, PassHooks, ru
 from koed_core.models.client import ChatClient, GenerationSettings, ModelError, capped
 from koed_core.models.protocol import Message
 from koed_core.models.registry import ModelSpec
-
-if TYPE_CHECKING:
-    from koed_core.judge.request import JudgeRequest
-
-
-class JudgeError(KoedError, ValueError):
-    """A judging request that cannot be done as asked (no dimension, bad sample count)."""
 
 
 @dataclass(frozen=True)
@@ -54,54 +47,6 @@ class JudgeTask:
     response: str
     dimension: str
     sample: int
-
-
-@dataclass(frozen=True)
-class JudgeSteps:
-    """How a judging pass words its prompt and reads the verdict (both are part of the
-    judge configuration: two passes differing in either are two sources)."""
-
-    template: JudgeTemplate
-    parse: str
-
-    @classmethod
-    def choose(cls, mode: str, template: str | None = None, parse: str | None = None) -> JudgeSteps:
-        """The mode's defaults (paper: the authors' template and parser; strict: the
-        fenced JSON template), with each explicit choice overriding them.
-
-        Raises:
-            JudgeError: a parser that does not fit the mode.
-            TemplateError: no such template, or one without a form for the mode.
-        """
-        chosen = load_template(template or default_template(mode))
-        how = parse or default_parse(mode)
-        if mode == "strict" and how != "json":
-            raise JudgeError("strict mode reads its JSON verdict: leave --parse out")
-        if mode == "paper" and how not in PARSES:
-            raise JudgeError(f"parse must be one of {', '.join(PARSES)}, not {how!r}")
-        if mode not in chosen.tasks:
-            raise JudgeError(f"the {chosen.name!r} judge template has no {mode} form")
-        return cls(chosen, how)
-
-
-def current_config(
-    judge: str,
-    mode: str,
-    template: str | None = None,
-    parse: str | None = None,
-    replicate: int = 0,
-) -> JudgeConfig:
-    """The configuration a judging pass with these steps, today's wording and rubric
-    produces."""
-    steps = JudgeSteps.choose(mode, template, parse)
-    return _config(judge, mode, steps, replicate)
-
-
-def _config(judge: str, mode: str, steps: JudgeSteps, replicate: int = 0) -> JudgeConfig:
-    version = judge_prompt_version(steps.template)
-    return JudgeConfig(
-        judge, mode, version, rubric_version(), steps.template.name, steps.parse, replicate
-    )
 
 
 EARLIER_PARSE = {"paper": "lenient", "strict": "json"}
@@ -143,27 +88,6 @@ def tasks_for(store: Store, run_id: str, dims: Sequence[str], samples: int) -> l
     ]
 
 
-def chosen_dimensions(dims: Sequence[str] | None) -> list[str]:
-    """None means all five; an empty choice is a mistake, not "all".
-
-    Raises:
-        JudgeError: no dimension, or an unknown one.
-    """
-    if dims is None:
-        return list(codes())
-    chosen = list(dims)
-    if not chosen:
-        raise JudgeError(f"choose at least one dimension ({', '.join(codes())})")
-    unknown = set(chosen) - set(codes())
-    if unknown:
-        raise JudgeError(
-            f"unknown dimension(s) {', '.join(sorted(unknown))}; use {', '.join(codes())}"
-        )
-    return chosen
-
-
-DEFAULT_ATTEMPTS = 5
-"""How often an unparseable verdict is asked again (the authors retried up to 5 times)."""
 Attempt = tuple[list[Message], str | ModelError, Verdict | None]
 
 
@@ -234,7 +158,7 @@ def reuse_judgments(
     copied, its id recomputed for the new response, so the copy is what judging it would
     have stored had the judge answered the same."""
     steps = JudgeSteps.choose(mode, template, parse)
-    config = _config(judge.name, mode, steps)
+    config = config_of(judge.name, mode, steps)
     judgments = Judgments(store)
     by_input = {
         (r["lang"], r["context"] or "[]", r["text"]): r["id"]
@@ -290,9 +214,9 @@ def reparse_judgments(
     again after its last stored reply (``REREAD_ONLY``): the variant changes the reading,
     never the retry rule, and makes no call."""
     steps = JudgeSteps.choose(mode, template, base_parse)
-    base = _config(judge.name, mode, steps)
+    base = config_of(judge.name, mode, steps)
     new_steps = JudgeSteps.choose(mode, template, parse)
-    config = _config(judge.name, mode, new_steps)
+    config = config_of(judge.name, mode, new_steps)
     if config == base:
         return 0
     judgments = Judgments(store)
@@ -374,7 +298,7 @@ def judge_run(
         raise JudgeError("replicate must be 0 (the first judging) or more")
     mode: JudgeMode = request.mode  # type: ignore[assignment]
     steps = request.steps()
-    config = _config(judge.name, mode, steps, request.replicate)
+    config = config_of(judge.name, mode, steps, request.replicate)
     judgments = Judgments(store)
     settings = GenerationSettings(
         temperature=TEMPERATURE[mode], max_tokens=request.token_limit(), stop=hooks.stop

@@ -8,15 +8,24 @@ token limit, samples only in strict mode) are the methods below.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, fields
 from typing import Any, ClassVar
 
 from koed_core.db import JudgeConfig
 from koed_core.errors import KoedError
 from koed_core.i18n import _
-from koed_core.judge.judging import DEFAULT_ATTEMPTS, JudgeSteps, chosen_dimensions, current_config
-from koed_core.judge.rubric import codes
-from koed_core.judge.verdicts import MODES, PARSES, TEMPLATES
+from koed_core.judge.rubric import codes, rubric_version
+from koed_core.judge.verdicts import (
+    MODES,
+    PARSES,
+    TEMPLATES,
+    JudgeTemplate,
+    default_parse,
+    default_template,
+    judge_prompt_version,
+    load_template,
+)
 from koed_core.models.request import (
     DEFAULT_BATCH_SIZE,
     DEFAULT_CONCURRENCY,
@@ -24,6 +33,83 @@ from koed_core.models.request import (
     setting,
     source_arg,
 )
+
+
+class JudgeError(KoedError, ValueError):
+    """A judging request that cannot be done as asked (no dimension, bad sample count)."""
+
+
+@dataclass(frozen=True)
+class JudgeSteps:
+    """How a judging pass words its prompt and reads the verdict (both are part of the
+    judge configuration: two passes differing in either are two sources)."""
+
+    template: JudgeTemplate
+    parse: str
+
+    @classmethod
+    def choose(cls, mode: str, template: str | None = None, parse: str | None = None) -> JudgeSteps:
+        """The mode's defaults (paper: the authors' template and parser; strict: the
+        fenced JSON template), with each explicit choice overriding them.
+
+        Raises:
+            JudgeError: a parser that does not fit the mode.
+            TemplateError: no such template, or one without a form for the mode.
+        """
+        chosen = load_template(template or default_template(mode))
+        how = parse or default_parse(mode)
+        if mode == "strict" and how != "json":
+            raise JudgeError("strict mode reads its JSON verdict: leave --parse out")
+        if mode == "paper" and how not in PARSES:
+            raise JudgeError(f"parse must be one of {', '.join(PARSES)}, not {how!r}")
+        if mode not in chosen.tasks:
+            raise JudgeError(f"the {chosen.name!r} judge template has no {mode} form")
+        return cls(chosen, how)
+
+
+def current_config(
+    judge: str,
+    mode: str,
+    template: str | None = None,
+    parse: str | None = None,
+    replicate: int = 0,
+) -> JudgeConfig:
+    """The configuration a judging pass with these steps, today's wording and rubric
+    produces."""
+    steps = JudgeSteps.choose(mode, template, parse)
+    return config_of(judge, mode, steps, replicate)
+
+
+def config_of(judge: str, mode: str, steps: JudgeSteps, replicate: int = 0) -> JudgeConfig:
+    """The configuration a pass of ``judge`` in ``mode`` with ``steps`` produces."""
+    version = judge_prompt_version(steps.template)
+    return JudgeConfig(
+        judge, mode, version, rubric_version(), steps.template.name, steps.parse, replicate
+    )
+
+
+def chosen_dimensions(dims: Sequence[str] | None) -> list[str]:
+    """None means all five; an empty choice is a mistake, not "all".
+
+    Raises:
+        JudgeError: no dimension, or an unknown one.
+    """
+    if dims is None:
+        return list(codes())
+    chosen = list(dims)
+    if not chosen:
+        raise JudgeError(f"choose at least one dimension ({', '.join(codes())})")
+    unknown = set(chosen) - set(codes())
+    if unknown:
+        raise JudgeError(
+            f"unknown dimension(s) {', '.join(sorted(unknown))}; use {', '.join(codes())}"
+        )
+    return chosen
+
+
+DEFAULT_ATTEMPTS = 5
+"""How often an unparseable verdict is asked again (the authors retried up to 5 times)."""
+
 
 PAPER_MAX_TOKENS = 256
 """The authors' limit for a verdict."""

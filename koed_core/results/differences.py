@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from koed_core.judge.judging import JudgeSteps
+from koed_core.judge.request import JudgeSteps
 from koed_core.models.prompts import load_prompt_set
 from koed_core.models.registry import ModelSpec
 from koed_core.plain_text import one_line

@@ -288,7 +288,7 @@ def _estimate(
     """Requests and prompt characters per server; with ``base`` (a variant that may take
     the base's answers), an item whose requests are byte for byte the base's is left out:
     its answer and verdicts are the base's, no call."""
-    from koed_core.judge.judging import JudgeSteps
+    from koed_core.judge.request import JudgeSteps
     from koed_core.judge.rubric import dimensions
     from koed_core.judge.verdicts import JudgeMode, build_judge_messages
 
