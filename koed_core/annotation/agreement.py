@@ -24,8 +24,6 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 import pandas as pd
-from sklearn.metrics import cohen_kappa_score
-from statsmodels.stats.inter_rater import aggregate_raters, fleiss_kappa
 
 from koed_core.annotation.projects import ANNOTATOR, Annotation
 from koed_core.annotation.spans import Span
@@ -68,10 +66,14 @@ def _quiet(fn: Callable[[], float]) -> float:
 
 
 def _cohen(matrix: np.ndarray) -> float:
+    from sklearn.metrics import cohen_kappa_score  # here: pages without agreement start faster
+
     return _quiet(lambda: cohen_kappa_score(matrix[:, 0], matrix[:, 1]))
 
 
 def _fleiss(matrix: np.ndarray) -> float:
+    from statsmodels.stats.inter_rater import aggregate_raters, fleiss_kappa  # as above
+
     return _quiet(lambda: fleiss_kappa(aggregate_raters(matrix)[0], method="fleiss"))
 
 

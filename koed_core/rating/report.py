@@ -11,7 +11,6 @@ import json
 from typing import Any
 
 import pandas as pd
-from scipy.stats import spearmanr
 
 from koed_core import csv_safe
 from koed_core.i18n import _
@@ -105,6 +104,8 @@ def _leave_one_out(data: pd.DataFrame, username: str) -> dict[str, Any]:
             "loo_pairs": pairs,
             "loo_note": _("undefined: the scores do not vary"),
         }
+    from scipy.stats import spearmanr  # here: scipy.stats takes most of a second to import
+
     rho = float(spearmanr(joined["own"], joined["others"]).statistic)
     reading = _("agrees with the others") if rho >= 0.4 else _("check this rater's work")
     return {"loo_spearman": round(rho, 3), "loo_pairs": pairs, "loo_note": reading}

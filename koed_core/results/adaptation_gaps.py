@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from scipy.stats import rankdata
-from sklearn.metrics import roc_auc_score
 
 from koed_core.annotation.taxonomy import CONTEXT_MODIFIED, SIMPLY_TRANSFERRED
 from koed_core.bootstrap import percentile_interval, resample_indices
@@ -84,6 +82,8 @@ def drift_predicts(
     }
     if len(set(y)) < 2:
         return out
+    from sklearn.metrics import roc_auc_score  # here: a page that draws no AUC starts faster
+
     out["auc"] = round(float(roc_auc_score(y, drift)), 4)
     draws = resample_indices(len(y), seed)
     interval = percentile_interval(_boot_auc(y[draws], drift[draws]))
@@ -95,6 +95,8 @@ def drift_predicts(
 def _boot_auc(y: np.ndarray, score: np.ndarray) -> np.ndarray:
     """The ROC AUC of every bootstrap draw at once, from ranks (ties averaged, as
     scikit-learn counts them); NaN for a draw with one class only."""
+    from scipy.stats import rankdata  # here: scipy.stats takes most of a second to import
+
     ranks = rankdata(score, axis=1)
     positives = y.sum(axis=1)
     negatives = y.shape[1] - positives
