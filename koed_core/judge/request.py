@@ -9,8 +9,8 @@ token limit, samples only in strict mode) are the methods below.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, fields
-from typing import Any, ClassVar
+from dataclasses import dataclass
+from typing import ClassVar
 
 from koed_core.db import JudgeConfig
 from koed_core.errors import KoedError
@@ -29,6 +29,7 @@ from koed_core.judge.verdicts import (
 from koed_core.models.request import (
     DEFAULT_BATCH_SIZE,
     DEFAULT_CONCURRENCY,
+    Request,
     positive_int,
     setting,
     source_arg,
@@ -118,7 +119,7 @@ STRICT_MAX_TOKENS = 400
 
 
 @dataclass(frozen=True, eq=False)
-class JudgeRequest:
+class JudgeRequest(Request):
     """``koed judge`` as data: one judge configuration over one run."""
 
     kind: ClassVar[str] = "judge"
@@ -238,24 +239,6 @@ class JudgeRequest:
             except KoedError as err:
                 found.append(str(err))
         return found
-
-    def identity(self) -> tuple[str, tuple[tuple[str, Any], ...]]:
-        """What the pass would ask and store (concurrency and batch size aside)."""
-        data = {f.name: getattr(self, f.name) for f in fields(self) if not f.metadata.get("how")}
-        data["dims"] = tuple(self.dims) if self.dims is not None else None
-        return self.kind, tuple(sorted(data.items()))
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, JudgeRequest):
-            return NotImplemented
-        return self.identity() == other.identity()
-
-    def __hash__(self) -> int:
-        return hash(self.identity())
-
-    def stored(self) -> dict[str, Any]:
-        """The request as a job's row keeps it (JSON: tuples as lists)."""
-        return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
 
     def label(self, run: str | None = None) -> str:
         """The pass as people read it, in the page's language (English in a worker);

@@ -120,8 +120,43 @@ def file_arg(text: str) -> str:
     return str(Path(text).resolve())
 
 
+class Request:
+    """What every request shares: two requests that ask the same work compare equal
+    (a second press of Start is refused by that), and a job's row keeps its fields."""
+
+    kind: ClassVar[str]
+
+    def resolved(self) -> dict[str, Any]:
+        """The settings that decide what is asked and stored (those marked ``how``,
+        concurrency and batch size, only change how fast)."""
+        return {
+            f.name: _frozen(getattr(self, f.name))
+            for f in fields(self)  # type: ignore[arg-type]
+            if not f.metadata.get("how")
+        }
+
+    def identity(self) -> tuple[str, tuple[tuple[str, Any], ...]]:
+        """The kind and the resolved settings: equal identities do the same work."""
+        return self.kind, tuple(sorted(self.resolved().items()))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Request):
+            return NotImplemented
+        return self.identity() == other.identity()
+
+    def __hash__(self) -> int:
+        return hash(self.identity())
+
+    def stored(self) -> dict[str, Any]:
+        """The request as a job's row keeps it (JSON: tuples as lists)."""
+        return {
+            k: list(v) if isinstance(v, tuple) else v
+            for k, v in asdict(self).items()  # type: ignore[call-overload]
+        }
+
+
 @dataclass(frozen=True, eq=False)
-class RunRequest:
+class RunRequest(Request):
     """``koed run`` as data: one model answering the chosen dialogues.
 
     Two requests asking the same work compare equal (see :meth:`identity`): a second
@@ -276,26 +311,10 @@ class RunRequest:
             )
         return found
 
-    def identity(self) -> tuple[str, tuple[tuple[str, Any], ...]]:
-        """What the request would ask and store, each default resolved the way the engine
-        resolves it: equal identities do the same work (concurrency and batch size
-        change only how fast; the data is named by its sha256)."""
-        data = {f.name: getattr(self, f.name) for f in fields(self) if not f.metadata.get("how")}
-        data["prompts"] = self.prompt_name()
-        data["data"] = None
-        return self.kind, tuple(sorted((k, _frozen(v)) for k, v in data.items()))
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, RunRequest):
-            return NotImplemented
-        return self.identity() == other.identity()
-
-    def __hash__(self) -> int:
-        return hash(self.identity())
-
-    def stored(self) -> dict[str, Any]:
-        """The request as a job's row keeps it (JSON: tuples as lists)."""
-        return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
+    def resolved(self) -> dict[str, Any]:
+        """As :meth:`Request.resolved`, with the prompt set resolved the way the engine
+        resolves it and the data named by its sha256 alone (not its path)."""
+        return {**super().resolved(), "prompts": self.prompt_name(), "data": None}
 
     def label(self) -> str:
         """The request as people read it, in the page's language (English in a worker)."""
@@ -419,6 +438,7 @@ __all__ = [
     "SPEAKER_MAX_TOKENS",
     "EpisodeRequest",
     "Protocol",
+    "Request",
     "RunRequest",
     "StepError",
     "request_fields",
