@@ -36,10 +36,28 @@ def resample_indices(units: int, seed: int = 0) -> np.ndarray:
         seed: the generator's seed; equal seeds give equal draws.
 
     Returns:
-        An integer array of shape (``RESAMPLES``, ``units``).
+        An integer array of shape (``RESAMPLES``, ``units``), read-only: the draws of a
+        small size are kept, since a table of many small groups (a gap per label)
+        asks for the same ones again and again.
     """
-    drawn: np.ndarray = np.random.default_rng(seed).integers(0, units, size=(RESAMPLES, units))
+    if units <= KEPT_UNITS:
+        return _kept_indices(units, seed, RESAMPLES)
+    return _draw(units, seed, RESAMPLES)
+
+
+KEPT_UNITS = 200
+"""Draws of up to this many units are kept (at most 16 sizes: 26 MB)."""
+
+
+def _draw(units: int, seed: int, resamples: int) -> np.ndarray:
+    drawn: np.ndarray = np.random.default_rng(seed).integers(0, units, size=(resamples, units))
+    drawn.flags.writeable = False
     return drawn
+
+
+@lru_cache(maxsize=16)
+def _kept_indices(units: int, seed: int, resamples: int) -> np.ndarray:
+    return _draw(units, seed, resamples)
 
 
 def resample_counts(units: int, seed: int = 0) -> np.ndarray:

@@ -182,3 +182,13 @@ def gap_estimates(
     bootstrap intervals only when asked (a download: a third of the cost)."""
     seen = _seen_by(viewer, store)
     return ppi_table.gap_estimates(store, study_id, judge, set(seen.hidden_runs), mean_intervals)
+
+
+@kept
+def perception(store: Store, judge: JudgeConfig, viewer: Viewer | None = None) -> pd.DataFrame:
+    """``perception.perception_table`` (the gap where the emotion was recognised and
+    where it was missed, bootstrapped: seconds on an admin's database), as the viewer may
+    see it."""
+    from koed_core.results.perception import perception_table
+
+    return _seen_by(viewer, store).shown(perception_table(store, judge))

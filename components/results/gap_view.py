@@ -84,9 +84,7 @@ def paper_table(store: Store, dataset_sha256: str, judge: JudgeConfig, viewer: V
 def perception_split(store: Store, judge: JudgeConfig, viewer: Viewer) -> None:
     """The gap split into perception and response: the rubric where the emotion was
     recognised and where it was missed, and the gap with perception held right."""
-    from koed_core.results.perception import perception_table
-
-    table = viewer.shown(perception_table(store, judge))
+    table = computed.perception(store, judge, viewer)
     if table.empty:
         return
     with st.expander(_("Perception or response: the gap where the emotion was recognised")):
@@ -94,7 +92,7 @@ def perception_split(store: Store, judge: JudgeConfig, viewer: Viewer) -> None:
         chosen = st.selectbox(
             _("Gold emotion"),
             emotions,
-            format_func=lambda e: _("every dialogue") if e == "all" else e,
+            format_func={e: _("every dialogue") if e == "all" else e for e in emotions}.get,
             key="gap.perception.emotion",
         )
         table = table[table["emotion"] == chosen]
