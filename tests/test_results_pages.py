@@ -131,3 +131,26 @@ def test_agreement_readings_are_in_the_readers_language_and_the_csv_in_english(
     table_csv = next(d for d in downloads if b"alpha_reading" in d)  # not the artefact CSV
     exported = pd.read_csv(io.BytesIO(table_csv))
     assert exported["alpha_reading"].tolist() == english["alpha_reading"].tolist()
+
+
+def test_the_gap_page_computes_its_perception_table_once(
+    fake_openai: FakeOpenAI, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 57, item 10: the perception table (seconds on an admin's database) is kept
+    between runs of the Gap page like its other tables, not computed on every click."""
+    from koed_core.results import perception
+
+    _rated_and_judged(tmp_path / "koed.db", fake_openai)
+    calls: list[object] = []
+    real = perception.perception_table
+
+    def counted(*args: object, **kwargs: object) -> pd.DataFrame:
+        calls.append(args)
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(perception, "perception_table", counted)
+    at = _page("pages/results/gap.py")
+    at.run()
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert len(calls) == 1
