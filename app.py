@@ -25,7 +25,7 @@ HERE = Path(__file__).resolve().parent  # page paths hold wherever the app is st
 language.start()  # before any title below: the menu is in the reader's language too
 ICON = HERE / "data" / "icon.png"
 EXPLORER = st.Page(  # served at "/"; its own name is neither of the addresses it answers
-    HERE / "pages/dialogues/explorer.py",  # (Streamlit serves a default page at "/" only)
+    HERE / "app_pages/dialogues/explorer.py",  # (Streamlit serves a default page at "/" only)
     title=_("Explorer"),
     icon=":material/forum:",
     url_path="explorer-home",
@@ -35,58 +35,64 @@ PUBLIC = {
     N_("Dialogues"): [
         EXPLORER,
         st.Page(
-            HERE / "pages/dialogues/overview.py",
+            HERE / "app_pages/dialogues/overview.py",
             title=_("Label overview"),
             icon=":material/grid_on:",
         ),
         st.Page(
-            HERE / "pages/dialogues/adaptation.py",
+            HERE / "app_pages/dialogues/adaptation.py",
             title=_("Adaptation"),
             icon=":material/translate:",
         ),
     ],
-    N_("Models"): [st.Page(HERE / "pages/models/chat.py", title=_("Chat"), icon=":material/chat:")],
+    N_("Models"): [
+        st.Page(HERE / "app_pages/models/chat.py", title=_("Chat"), icon=":material/chat:")
+    ],
     N_("Results"): [
-        st.Page(HERE / "pages/results/gap.py", title=_("Empathy gap"), icon=":material/bar_chart:"),
         st.Page(
-            HERE / "pages/results/demo.py", title=_("Demo (talk)"), icon=":material/co_present:"
+            HERE / "app_pages/results/gap.py", title=_("Empathy gap"), icon=":material/bar_chart:"
         ),
-        st.Page(HERE / "pages/results/episodes.py", title=_("Episodes"), icon=":material/repeat:"),
         st.Page(
-            HERE / "pages/results/agreement.py",
+            HERE / "app_pages/results/demo.py", title=_("Demo (talk)"), icon=":material/co_present:"
+        ),
+        st.Page(
+            HERE / "app_pages/results/episodes.py", title=_("Episodes"), icon=":material/repeat:"
+        ),
+        st.Page(
+            HERE / "app_pages/results/agreement.py",
             title=_("Judge-human agreement"),
             icon=":material/balance:",
         ),
     ],
 }
-RUNS = st.Page(HERE / "pages/models/runs.py", title=_("Runs"), icon=":material/playlist_play:")
-JUDGE = st.Page(HERE / "pages/models/judge.py", title=_("Judge"), icon=":material/gavel:")
-LOGIN = st.Page(HERE / "pages/account/login.py", title=_("Log in"), icon=":material/login:")
+RUNS = st.Page(HERE / "app_pages/models/runs.py", title=_("Runs"), icon=":material/playlist_play:")
+JUDGE = st.Page(HERE / "app_pages/models/judge.py", title=_("Judge"), icon=":material/gavel:")
+LOGIN = st.Page(HERE / "app_pages/account/login.py", title=_("Log in"), icon=":material/login:")
 ACCOUNT = st.Page(
-    HERE / "pages/account/login.py", title=_("Account"), icon=":material/account_circle:"
+    HERE / "app_pages/account/login.py", title=_("Account"), icon=":material/account_circle:"
 )
 RATE = st.Page(
-    HERE / "pages/rating/rate.py", title=_("Rate responses"), icon=":material/star_rate:"
+    HERE / "app_pages/rating/rate.py", title=_("Rate responses"), icon=":material/star_rate:"
 )
 STUDIES = st.Page(
-    HERE / "pages/rating/studies.py", title=_("Studies"), icon=":material/assignment:"
+    HERE / "app_pages/rating/studies.py", title=_("Studies"), icon=":material/assignment:"
 )
 JOIN = st.Page(
-    HERE / "pages/rating/join.py",
+    HERE / "app_pages/rating/join.py",
     title=_("Rating study"),
     icon=":material/how_to_reg:",
     url_path="join",
 )
 ANNOTATE = st.Page(
-    HERE / "pages/annotation/annotate.py", title=_("Annotate"), icon=":material/edit_note:"
+    HERE / "app_pages/annotation/annotate.py", title=_("Annotate"), icon=":material/edit_note:"
 )
 PROJECTS = st.Page(
-    HERE / "pages/annotation/projects.py",
+    HERE / "app_pages/annotation/projects.py",
     title=_("Annotation projects"),
     icon=":material/fact_check:",
 )
 DASHBOARD = st.Page(
-    HERE / "pages/rating/dashboard.py", title=_("Study dashboard"), icon=":material/monitoring:"
+    HERE / "app_pages/rating/dashboard.py", title=_("Study dashboard"), icon=":material/monitoring:"
 )
 
 

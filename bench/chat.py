@@ -41,7 +41,7 @@ def panes_s(server: FakeOpenAI, work: Path, latency_s: float = 1.0) -> float:
     )
     os.environ.update(KOED_MODELS=str(registry), KOED_DB=str(work / "k.db"))
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60).run()
-    at.switch_page("pages/models/chat.py").run()
+    at.switch_page("app_pages/models/chat.py").run()
     at.multiselect(key="chat.models").set_value(["fake"]).run()
     server.latency_s = latency_s
     start = time.perf_counter()

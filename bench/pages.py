@@ -47,7 +47,7 @@ from koed_core.models.request import EpisodeRequest, RunRequest  # noqa: E402
 from koed_core.paths import SAMPLE_FILE  # noqa: E402
 
 OFFICIAL = ROOT.parent / "shared" / "data" / "KoED.json"
-CROWD_ONLY = {"pages/rating/join.py"}
+CROWD_ONLY = {"app_pages/rating/join.py"}
 """Opened only through an invite link: no admin's navigation holds it."""
 PASSWORD = "bench-password"
 ROUNDS = 3

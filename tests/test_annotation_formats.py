@@ -386,7 +386,7 @@ def test_the_projects_page_exports_in_the_chosen_format() -> None:
     annotations.save(project, dialogue, "alice", CONTEXT_MODIFIED, "", [span], submit=True)
     root = Path(__file__).resolve().parents[1]
     at = AppTest.from_file(str(root / "app.py"), default_timeout=60).run()
-    at.switch_page("pages/annotation/projects.py").run()
+    at.switch_page("app_pages/annotation/projects.py").run()
     assert not at.exception, [e.value for e in at.exception]
     chooser = at.selectbox(key=f"projects.format.{project}")
     assert chooser.options == [

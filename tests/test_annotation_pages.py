@@ -35,18 +35,22 @@ def _as(username: str | None, page: str | None = None) -> AppTest:
 def test_an_annotator_gets_the_annotate_page_and_nothing_of_an_admins(site: Path) -> None:
     accounts.add_user(site.parent / "accounts.yaml", "lin", "annotator", "Lin", "lin-password")
     at = _as("lin").run()
-    at.switch_page("pages/annotation/annotate.py").run()
+    at.switch_page("app_pages/annotation/annotate.py").run()
     assert not at.exception, [e.value for e in at.exception]
     assert at.title[0].value == "Annotate the adaptation"
-    for page in ("pages/annotation/projects.py", "pages/models/runs.py", "pages/rating/rate.py"):
+    for page in (
+        "app_pages/annotation/projects.py",
+        "app_pages/models/runs.py",
+        "app_pages/rating/rate.py",
+    ):
         with pytest.raises(ValueError, match="Could not find a navigation page"):
             _as("lin").run().switch_page(page)
-    alone = _as("lin", "pages/annotation/projects.py").run()
+    alone = _as("lin", "app_pages/annotation/projects.py").run()
     assert any("admins only" in e.value for e in alone.error) and not alone.button
-    rater = _as("mina", "pages/annotation/annotate.py").run()  # a rater, by file: refused
+    rater = _as("mina", "app_pages/annotation/annotate.py").run()  # a rater, by file: refused
     assert any("annotators only" in e.value for e in rater.error)
     assert not rater.selectbox
-    visitor = _as(None, "pages/annotation/annotate.py").run()
+    visitor = _as(None, "app_pages/annotation/annotate.py").run()
     assert any("Log in first" in i.value for i in visitor.info) and not visitor.selectbox
 
 
@@ -55,7 +59,7 @@ def test_a_span_typed_added_and_submitted_on_the_page() -> None:
     dialogue = dataset.dialogues[0]
     store = Store(os.environ["KOED_DB"])  # the app's database (conftest)
     AnnotationRules(store).create_project("p", dataset, [dialogue.conv_id], per_item=2)
-    at = _as(None).run().switch_page("pages/annotation/annotate.py").run()
+    at = _as(None).run().switch_page("app_pages/annotation/annotate.py").run()
     assert not at.exception, [e.value for e in at.exception]
     at.selectbox(key="annotate.typed.turn").set_value(3)
     at.text_input(key="annotate.typed.ko").set_value("편의점")
@@ -170,7 +174,7 @@ def test_a_models_candidates_are_suggestions_until_one_is_accepted(
     fake_openai.reply_fn = lambda body: reply  # type: ignore[attr-defined]
     store = Store(os.environ["KOED_DB"])
     AnnotationRules(store).create_project("p", dataset, [dialogue.conv_id], per_item=1)
-    at = _as(None).run().switch_page("pages/annotation/annotate.py").run()
+    at = _as(None).run().switch_page("app_pages/annotation/annotate.py").run()
     at.selectbox(key="annotate.suggest.model").set_value("fake-listener")
     at.button(key="annotate.suggest.ask").click().run()
     assert not at.exception, [e.value for e in at.exception]
@@ -298,7 +302,7 @@ def test_a_long_lock_on_add_span_is_one_sentence_and_the_span_is_kept_for_later(
     dialogue = load_dataset(SAMPLE_FILE).dialogues[0]
     store = Store(os.environ["KOED_DB"])
     AnnotationRules(store).create_project("p", load_dataset(SAMPLE_FILE), [dialogue.conv_id])
-    at = _as(None).run().switch_page("pages/annotation/annotate.py").run()
+    at = _as(None).run().switch_page("app_pages/annotation/annotate.py").run()
     at.selectbox(key="annotate.typed.turn").set_value(3)
     at.text_input(key="annotate.typed.ko").set_value("편의점")
     at.text_input(key="annotate.typed.en").set_value("convenience store")
@@ -345,7 +349,7 @@ def test_the_reviewer_keeps_the_second_of_two_spans_with_the_same_words() -> Non
     ]
     for name, span in zip(("alice", "bob"), spans, strict=True):
         annotations.save(project, dialogue, name, CONTEXT_MODIFIED, "", [span], submit=True)
-    at = _as(None).run().switch_page("pages/annotation/projects.py").run()
+    at = _as(None).run().switch_page("app_pages/annotation/projects.py").run()
     assert not at.exception, [e.value for e in at.exception]
     keep = at.multiselect(key=f"review.spans.{dialogue.conv_id}")
     assert len(keep.options) == 2, keep.options  # two places, two choices, told apart
@@ -447,7 +451,7 @@ def test_the_new_project_form_offers_annotators_and_makes_a_project_once(site: P
     and it offered the admin (who sees every answer) as a blind annotator."""
     accounts.add_user(site.parent / "accounts.yaml", "lin", "annotator", "Lin", "lin-password")
     at = _as("boss", "app.py").run()
-    at.switch_page("pages/annotation/projects.py").run()
+    at.switch_page("app_pages/annotation/projects.py").run()
     assert not at.exception, [e.value for e in at.exception]
     who = next(m for m in at.multiselect if m.label.startswith("Annotators"))
     assert who.options == ["lin"]
@@ -489,7 +493,7 @@ def test_the_projects_page_shows_which_types_met_on_the_same_words() -> None:
     for name, kind in (("alice", "places"), ("bob", "names")):
         span = Span(side_at(dialogue, "ko", 3, start, start + 3), kind, no_counterpart=True)
         annotations.save(project, dialogue, name, CONTEXT_MODIFIED, "", [span], submit=True)
-    at = _as(None).run().switch_page("pages/annotation/projects.py").run()
+    at = _as(None).run().switch_page("app_pages/annotation/projects.py").run()
     assert not at.exception, [e.value for e in at.exception]
     assert any(m.value == "**Types chosen for the same words**" for m in at.markdown)
     agreement_rows = next(d.value for d in at.dataframe if "measure" in d.value.columns)
@@ -544,7 +548,7 @@ def test_the_agreement_table_speaks_korean_on_the_page_and_english_in_the_csv(
     monkeypatch.setattr(st, "download_button", spy)
     at = _as(None)
     at.query_params["lang"] = "ko"
-    at.run().switch_page("pages/annotation/projects.py").run()
+    at.run().switch_page("app_pages/annotation/projects.py").run()
     assert not at.exception, [e.value for e in at.exception]
     text = next(t for t in (d.value.to_string() for d in at.dataframe) if "F1" in t)
     assert "주석자 쌍 1개" in text and "annotator pair" not in text

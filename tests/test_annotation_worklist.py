@@ -170,7 +170,7 @@ def _page(lang: str | None = None) -> AppTest:
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
     if lang:
         at.query_params["lang"] = lang
-    return at.run().switch_page("pages/annotation/annotate.py").run()
+    return at.run().switch_page("app_pages/annotation/annotate.py").run()
 
 
 def _picker(at: AppTest):  # type: ignore[no-untyped-def]

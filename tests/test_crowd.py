@@ -381,8 +381,8 @@ def test_an_account_rater_sees_only_the_rating_page_for_their_study(
     rater.run()
     assert not rater.exception, [e.value for e in rater.exception]
     with pytest.raises(ValueError, match="Could not find a navigation page"):
-        rater.switch_page("pages/dialogues/explorer.py")  # rating only
-    rater.switch_page("pages/rating/rate.py").run()
+        rater.switch_page("app_pages/dialogues/explorer.py")  # rating only
+    rater.switch_page("app_pages/rating/rate.py").run()
     offered = rater.selectbox(key="rate.study").options
     assert offered == ["test"] and other  # the other open study is not offered
 

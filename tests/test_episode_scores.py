@@ -310,7 +310,7 @@ def test_the_export_and_the_episodes_page_carry_the_whole_episode_scores(
     assert episode_scores.oracle_for(store, run_id) == oracle
     root = Path(__file__).resolve().parents[1]
     at = AppTest.from_file(str(root / "app.py"), default_timeout=60).run()
-    at = at.switch_page("pages/results/episodes.py").run()
+    at = at.switch_page("app_pages/results/episodes.py").run()
     assert not at.exception, [e.value for e in at.exception]
     at.selectbox[0].set_value(run_id).run()
     labels = [e.label for e in at.expander]

@@ -396,7 +396,7 @@ def _page(page: str, query: dict[str, str] | None = None) -> AppTest:
 @pytest.mark.slow
 def test_episode_pages(fake_openai: FakeOpenAI, fake_registry: Path, tmp_path: Path) -> None:
     run_id = _episode_db(fake_openai, tmp_path / "koed.db")  # KOED_DB points here (conftest)
-    at = _page("pages/results/episodes.py")
+    at = _page("app_pages/results/episodes.py")
     assert not at.exception, [e.value for e in at.exception]
     assert at.selectbox[0].value == run_id
     assert at.caption[1].value.startswith("Turn 0 of 2")  # a replay starts before turn 1
@@ -414,7 +414,7 @@ def test_episode_pages(fake_openai: FakeOpenAI, fake_registry: Path, tmp_path: P
     at.button[0].click().run()  # next turn: the first Listener turn and the Speaker's answer
     assert [t.value for t in at.text].count(SPEAKER_REPLY["en"]) == 1
     # the Runs page shows the episode run's turns; the Gap page the gap over turns
-    runs = _page("pages/models/runs.py")
+    runs = _page("app_pages/models/runs.py")
     assert not runs.exception, [e.value for e in runs.exception]
     assert any("Episodes of this run" in e.label for e in runs.expander)
     assert "turn" in runs.dataframe[-1].value.columns
@@ -442,7 +442,7 @@ def test_episode_pages(fake_openai: FakeOpenAI, fake_registry: Path, tmp_path: P
         assert len(states) == 2 and {s.status for s in states.values()} == {"complete"}
     finally:
         stop_workers(tmp_path / "koed.db")
-    gap = _page("pages/results/gap.py")
+    gap = _page("app_pages/results/gap.py")
     assert not gap.exception, [e.value for e in gap.exception]
     assert any("gap over turns" in e.label for e in gap.expander)
 

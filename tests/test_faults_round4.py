@@ -127,7 +127,7 @@ def test_an_admin_on_the_annotate_page_gets_a_sentence_not_a_slot(
     at.session_state["authentication_status"] = True
     at.session_state["username"] = "boss"
     at.session_state["name"] = "Boss"
-    at.run().switch_page("pages/annotation/annotate.py").run()
+    at.run().switch_page("app_pages/annotation/annotate.py").run()
     assert not at.exception, [e.value for e in at.exception]
     said = [m.value for m in (*at.info, *at.warning, *at.error)]
     assert any("Admins do not annotate" in s for s in said), said

@@ -197,9 +197,9 @@ def _page(page: str) -> AppTest:
 
 
 def test_gap_and_demo_pages_explain_empty_states() -> None:
-    gap = _page("pages/results/gap.py")
+    gap = _page("app_pages/results/gap.py")
     assert "koed run --model smollm2 --lang ko,en" in gap.info[0].value
-    demo = _page("pages/results/demo.py")
+    demo = _page("app_pages/results/demo.py")
     assert "Store two runs in both languages" in demo.info[0].value
     assert not gap.exception and not demo.exception
 
@@ -207,7 +207,7 @@ def test_gap_and_demo_pages_explain_empty_states() -> None:
 @pytest.mark.slow
 def test_gap_page_with_runs(fake_openai: FakeOpenAI, tmp_path: Path) -> None:
     _store_with_runs(tmp_path / "koed.db", fake_openai)  # KOED_DB (conftest)
-    at = _page("pages/results/gap.py")
+    at = _page("app_pages/results/gap.py")
     assert not at.exception, [e.value for e in at.exception]
     assert at.get("plotly_chart")
     judged = at.dataframe[-1].value  # the numbers behind the chart: the judge first
@@ -229,7 +229,7 @@ def test_gap_page_with_runs(fake_openai: FakeOpenAI, tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_demo_page_replays_stored_answers(fake_openai: FakeOpenAI, tmp_path: Path) -> None:
     _store_with_runs(tmp_path / "koed.db", fake_openai)
-    at = _page("pages/results/demo.py")
+    at = _page("app_pages/results/demo.py")
     at.slider(key="demo.pace").set_value(40)
     at.button(key="demo.play").click().run()
     assert not at.exception, [e.value for e in at.exception]
@@ -243,7 +243,7 @@ def test_demo_page_replays_stored_answers(fake_openai: FakeOpenAI, tmp_path: Pat
 def test_demo_live_mode_asks_the_runs_models(fake_openai: FakeOpenAI, tmp_path: Path) -> None:
     _store_with_runs(tmp_path / "koed.db", fake_openai)
     requests_before = len(fake_openai.requests)
-    at = _page("pages/results/demo.py")
+    at = _page("app_pages/results/demo.py")
     at.toggle(key="demo.live").set_value(True).run()
     at.button(key="demo.ask").click().run()
     assert not at.exception, [e.value for e in at.exception]
@@ -320,7 +320,7 @@ def test_a_study_being_rated_keeps_its_models_from_visitors(
     study_id = StudyRules(store).create_study(
         StudyConfig(name="open", run_ids=(west,)), load_dataset(SAMPLE_FILE)
     )
-    visitor = _page("pages/results/gap.py")
+    visitor = _page("app_pages/results/gap.py")
     assert not visitor.exception, [e.value for e in visitor.exception]
     shown = visitor.dataframe[-1].value
     assert set(shown["model"]) == {"human"}
@@ -331,7 +331,7 @@ def test_a_study_being_rated_keeps_its_models_from_visitors(
     admin.session_state["authentication_status"] = True
     admin.session_state["username"] = "boss"
     admin.run()
-    admin.switch_page("pages/results/gap.py").run()
+    admin.switch_page("app_pages/results/gap.py").run()
     assert set(admin.dataframe[-1].value["model"]) == {"fake-west", "human"}
     StudyRules(store).close(study_id)
     visitor.run()

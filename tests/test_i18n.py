@@ -36,7 +36,7 @@ from koed_core.rating.studies import attention_instruction, calibration_items
 
 ROOT = Path(__file__).resolve().parents[1]
 KEYWORDS = {"_": None, "N_": None, "ngettext": (1, 2)}
-SOURCES = ("app.py", "pages", "components", "koed_core")
+SOURCES = ("app.py", "app_pages", "components", "koed_core")
 HANGUL = re.compile(r"[\uac00-\ud7a3\u3131-\u318e]")
 
 
@@ -96,7 +96,11 @@ def test_the_template_for_translators_is_the_codes() -> None:
 
 def _ui_literals() -> Iterator[tuple[str, int, str]]:
     """String constants of the page code that are not docstrings."""
-    files = [ROOT / "app.py", *(ROOT / "pages").rglob("*.py"), *(ROOT / "components").rglob("*.py")]
+    files = [
+        ROOT / "app.py",
+        *(ROOT / "app_pages").rglob("*.py"),
+        *(ROOT / "components").rglob("*.py"),
+    ]
     for file in files:
         tree = ast.parse(file.read_text(encoding="utf-8"))
         docstrings = {
@@ -127,7 +131,11 @@ def test_no_translation_call_hides_inside_an_f_string() -> None:
     """Babel cannot extract ``f"{_('x')}"`` (it skips f-strings with substitutions), so
     such a string would stay English without any test noticing."""
     found = []
-    files = [ROOT / "app.py", *(ROOT / "pages").rglob("*.py"), *(ROOT / "components").rglob("*.py")]
+    files = [
+        ROOT / "app.py",
+        *(ROOT / "app_pages").rglob("*.py"),
+        *(ROOT / "components").rglob("*.py"),
+    ]
     for file in [*files, *(ROOT / "koed_core").rglob("*.py")]:
         for node in ast.walk(ast.parse(file.read_text(encoding="utf-8"))):
             if isinstance(node, ast.JoinedStr):
@@ -146,7 +154,11 @@ def test_no_module_that_translates_reuses_the_name_underscore() -> None:
     (``for _ in``, ``a, _ = ...``) in the same module would turn every later ``_()`` into
     a call of that value, a traceback on the page."""
     found = []
-    files = [ROOT / "app.py", *(ROOT / "pages").rglob("*.py"), *(ROOT / "components").rglob("*.py")]
+    files = [
+        ROOT / "app.py",
+        *(ROOT / "app_pages").rglob("*.py"),
+        *(ROOT / "components").rglob("*.py"),
+    ]
     for file in [*files, *(ROOT / "koed_core").rglob("*.py")]:
         tree = ast.parse(file.read_text(encoding="utf-8"))
         imports_it = any(
@@ -419,7 +431,7 @@ def test_a_raters_pages_are_in_korean(tmp_path: Path, monkeypatch: pytest.Monkey
     accounts.add_user(tmp_path / "accounts.yaml", "mina", "rater", "Mina", "mina-password-1")
     visitor = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
     visitor.query_params["lang"] = "ko"
-    visitor.run().switch_page("pages/account/login.py").run()
+    visitor.run().switch_page("app_pages/account/login.py").run()
     assert not visitor.exception, [e.value for e in visitor.exception]
     seen = _chrome(visitor)
     rater = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
@@ -427,7 +439,7 @@ def test_a_raters_pages_are_in_korean(tmp_path: Path, monkeypatch: pytest.Monkey
     rater.session_state["authentication_status"] = True
     rater.session_state["username"] = "mina"
     rater.session_state["name"] = "Mina"
-    rater.run().switch_page("pages/rating/rate.py").run()
+    rater.run().switch_page("app_pages/rating/rate.py").run()
     assert not rater.exception, [e.value for e in rater.exception]
     seen += _chrome(rater)  # onboarding
     rater.button[0].click().run()
@@ -472,13 +484,13 @@ def test_the_explorer_is_in_korean_with_a_dialogue_open() -> None:
 
 
 VISITOR_PAGES = [
-    "pages/dialogues/overview.py",
-    "pages/dialogues/adaptation.py",
-    "pages/results/gap.py",
-    "pages/results/demo.py",
-    "pages/results/episodes.py",
-    "pages/results/agreement.py",
-    "pages/models/chat.py",
+    "app_pages/dialogues/overview.py",
+    "app_pages/dialogues/adaptation.py",
+    "app_pages/results/gap.py",
+    "app_pages/results/demo.py",
+    "app_pages/results/episodes.py",
+    "app_pages/results/agreement.py",
+    "app_pages/models/chat.py",
 ]
 
 
@@ -501,12 +513,12 @@ def test_a_visitors_page_is_in_korean(page: str) -> None:
 
 
 ADMIN_PAGES = [
-    "pages/models/runs.py",
-    "pages/models/judge.py",
-    "pages/rating/studies.py",
-    "pages/rating/dashboard.py",
-    "pages/annotation/projects.py",
-    "pages/annotation/annotate.py",
+    "app_pages/models/runs.py",
+    "app_pages/models/judge.py",
+    "app_pages/rating/studies.py",
+    "app_pages/rating/dashboard.py",
+    "app_pages/annotation/projects.py",
+    "app_pages/annotation/annotate.py",
     *VISITOR_PAGES,
 ]
 GLOSS = re.compile(r"(?<=[\uac00-\ud7a3])\([^()]*\)")
@@ -581,7 +593,7 @@ def test_an_annotators_page_is_in_korean(site: Path) -> None:
         "pilot", dataset, chosen, per_item=1, annotators=["lin"]
     )
     at = _as_user("lin").run()
-    at.switch_page("pages/annotation/annotate.py").run()
+    at.switch_page("app_pages/annotation/annotate.py").run()
     assert not at.exception, [e.value for e in at.exception]
     assert at.selectbox, "no dialogue to annotate"
     seen = [GLOSS.sub(" ", text) for text in _chrome(at)]

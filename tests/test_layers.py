@@ -63,11 +63,11 @@ def test_every_section_folder_is_named_by_a_contract() -> None:
     named = {n.strip() for layer in components["layers"] for n in str(layer).split("|")}  # type: ignore[attr-defined]
     assert named == _sections("components")
     page_rules = {
-        str(c["source_modules"][0]).removeprefix("pages.")  # type: ignore[index]
+        str(c["source_modules"][0]).removeprefix("app_pages.")  # type: ignore[index]
         for c in by_name.values()
-        if str(c.get("source_modules", [""])[0]).startswith("pages.")  # type: ignore[index]
+        if str(c.get("source_modules", [""])[0]).startswith("app_pages.")  # type: ignore[index]
     }
-    assert page_rules == _sections("pages") == _sections("components") - {"shared", "core"}
+    assert page_rules == _sections("app_pages") == _sections("components") - {"shared", "core"}
     core = next(c for c in by_name.values() if c.get("containers") == ["koed_core"])
     assert core["exhaustive"] is True  # every package and module of koed_core is placed
 
@@ -87,7 +87,7 @@ def test_the_router_imports_no_page_and_no_test_double() -> None:
     wrong = [
         f"app.py:{line} imports {target}"
         for line, target in _imports(ROOT / "app.py")
-        if target.split(".")[0] in ("pages", "fixtures", "tests", "bench")
+        if target.split(".")[0] in ("app_pages", "fixtures", "tests", "bench")
     ]
     assert wrong == []
 
@@ -118,7 +118,7 @@ def _lines(folder: str, limit: int) -> dict[str, int]:
 
 
 def test_pages_stay_thin() -> None:
-    assert _lines("pages", MAX_PAGE_LINES - 1) == {}
+    assert _lines("app_pages", MAX_PAGE_LINES - 1) == {}
 
 
 def test_no_module_grows_past_500_lines() -> None:
@@ -144,7 +144,7 @@ def _documented_layout() -> set[str]:
 def test_the_documented_layout_is_the_code_s() -> None:
     packages = {
         str(init.parent.relative_to(ROOT))
-        for top in ("pages", "components", "koed_core")
+        for top in ("app_pages", "components", "koed_core")
         for init in (ROOT / top).rglob("__init__.py")
     }
     assert _documented_layout() == packages | {"app.py"}

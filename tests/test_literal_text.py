@@ -1,6 +1,6 @@
 """Text from a URL, a file or a person reaches the page only through ``md`` (shown literally).
 
-A lint over pages/, components/ and app.py: every call that renders Markdown (``st.error``,
+A lint over app_pages/, components/ and app.py: every call that renders Markdown (``st.error``,
 ``st.warning``, ``st.info``, ``st.success``, ``st.markdown``, ``st.caption``, ``st.toast``
 and their container forms) takes a literal string, ``md(...)``, or an f-string whose every
 placeholder is ``md(...)``, a number (a format spec such as ``:.2f``, ``len()``,
@@ -79,7 +79,7 @@ def _unsafe_calls(path: Path) -> list[str]:
 
 
 def test_rendered_text_goes_through_md() -> None:
-    files = [ROOT / "app.py", *sorted((ROOT / "pages").rglob("*.py"))]
+    files = [ROOT / "app.py", *sorted((ROOT / "app_pages").rglob("*.py"))]
     files += sorted((ROOT / "components").rglob("*.py"))
     unsafe = [line for path in files for line in _unsafe_calls(path)]
     assert unsafe == [], "\n".join(unsafe)

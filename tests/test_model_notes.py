@@ -43,7 +43,7 @@ def test_the_korean_chat_page_shows_the_offline_models_note_in_korean() -> None:
         korean = i18n._(note)
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
     at.query_params["lang"] = "ko"
-    at.run().switch_page("pages/models/chat.py").run()
+    at.run().switch_page("app_pages/models/chat.py").run()
     for _read in (1, 2):  # settled, and again after another run
         assert not at.exception, [e.value for e in at.exception]
         captions = [c.value.replace("\\", "") for c in at.caption]

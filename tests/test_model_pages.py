@@ -31,7 +31,7 @@ def _texts(at: AppTest) -> list[str]:
 def test_chat_both_languages_then_go_on_as_speaker(
     fake_registry: Path, fake_openai: FakeOpenAI, tmp_path: Path
 ) -> None:
-    at = _page("pages/models/chat.py")
+    at = _page("app_pages/models/chat.py")
     at.selectbox(key="chat.dialogue").set_value("sample:1_conv:33").run()
     at.multiselect(key="chat.models").set_value(["fake-listener"]).run()
     at.button(key="chat.ask").click().run()
@@ -62,7 +62,7 @@ def test_chat_both_languages_then_go_on_as_speaker(
 
 def test_chat_shows_a_failed_model_call(fake_registry: Path, fake_openai: FakeOpenAI) -> None:
     fake_openai.queue(*[Step(500, headers={"retry-after-ms": "5"})] * 10)
-    at = _page("pages/models/chat.py")
+    at = _page("app_pages/models/chat.py")
     at.segmented_control(key="chat.langs").set_value(["en"]).run()
     at.multiselect(key="chat.models").set_value(["fake-listener"]).run()
     at.button(key="chat.ask").click().run()
@@ -75,7 +75,7 @@ def test_chat_shows_a_failed_model_call(fake_registry: Path, fake_openai: FakeOp
 def test_runs_page_queues_a_job_a_worker_runs_and_lists_it(
     fake_registry: Path, fake_openai: FakeOpenAI, tmp_path: Path
 ) -> None:
-    at = _page("pages/models/runs.py")
+    at = _page("app_pages/models/runs.py")
     assert at.info[0].value.startswith("No runs yet")
     at.selectbox(key="runs.model").set_value("fake-listener")
     at.number_input[0].set_value(3)
@@ -104,7 +104,7 @@ def test_runs_page_queues_a_job_a_worker_runs_and_lists_it(
 
 def test_panes_answer_at_the_same_time(fake_registry: Path, fake_openai: FakeOpenAI) -> None:
     fake_openai.latency_s = 1.0
-    at = _page("pages/models/chat.py")
+    at = _page("app_pages/models/chat.py")
     at.multiselect(key="chat.models").set_value(["fake-listener"]).run()
     at.button(key="chat.ask").click().run()
     assert KO_REPLY in _texts(at) and EN_REPLY in _texts(at)
@@ -117,7 +117,7 @@ def test_an_admin_picks_any_openai_model_by_id(
     fake_registry: Path, fake_openai: FakeOpenAI, tmp_path: Path, monkeypatch
 ) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.setenv("OPENAI_BASE_URL", fake_openai.base_url)
-    at = _page("pages/models/chat.py")  # no accounts yet: one person's app, an admin
+    at = _page("app_pages/models/chat.py")  # no accounts yet: one person's app, an admin
     at.text_input(key="models.adhoc_input").set_value("openai:served-elsewhere").run()
     assert (
         "openai:served-elsewhere (on OPENAI_BASE_URL)" in at.multiselect(key="chat.models").options
@@ -128,7 +128,7 @@ def test_an_admin_picks_any_openai_model_by_id(
     assert {r["model"] for r in fake_openai.requests} == {"served-elsewhere"}
     # the same id on the Runs page queues a run of it
     monkeypatch.setattr("components.models.jobs_panel.ensure_worker", lambda store: False)
-    at.switch_page("pages/models/runs.py").run()
+    at.switch_page("app_pages/models/runs.py").run()
     at.selectbox(key="runs.model").set_value("openai:served-elsewhere")
     next(b for b in at.button if b.label == "Start as a background job").click().run()
     assert not at.exception, [e.value for e in at.exception]
@@ -143,7 +143,7 @@ def test_an_admin_picks_from_the_servers_own_list(
     monkeypatch.setenv("OPENAI_BASE_URL", fake_openai.base_url)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-listing-key")
     fake_openai.served = ["qwen2.5:7b", "llama3.1:8b", "qwen2.5:7b"]
-    at = _page("pages/models/chat.py")
+    at = _page("app_pages/models/chat.py")
     at.button(key="models.list_served").click().run()
     assert not at.exception, [e.value for e in at.exception]
     assert fake_openai.authorizations[-1] == "Bearer sk-listing-key"
@@ -159,6 +159,6 @@ def test_an_admin_picks_from_the_servers_own_list(
 
 
 def test_a_visitor_cannot_add_a_model(site: Path) -> None:
-    at = _page("pages/models/chat.py")
+    at = _page("app_pages/models/chat.py")
     assert not [t for t in at.text_input if t.key == "models.adhoc_input"]
     assert all(not o.startswith("openai:") for o in at.multiselect(key="chat.models").options)

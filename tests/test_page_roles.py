@@ -1,4 +1,4 @@
-"""Every page file under pages/, found on disk, rendered for a visitor, a rater and an admin.
+"""Every page file under app_pages/, found on disk, rendered for a visitor, a rater and an admin.
 
 The database is a copy of the 0.1.0 fixture, upgraded on open, so every results page has
 real rows to show. A page a role may not open is absent from that role's navigation and,
@@ -16,10 +16,9 @@ from streamlit.testing.v1 import AppTest
 ROOT = Path(__file__).resolve().parents[1]
 PAGE_FILES = sorted(
     p.relative_to(ROOT).as_posix()
-    for p in (ROOT / "pages").glob("*/*.py")
+    for p in (ROOT / "app_pages").glob("*/*.py")
     if p.name != "__init__.py"
 )
-STAND_INS = sorted(p.name for p in (ROOT / "pages").glob("*.py") if p.name != "__init__.py")
 ROLES = {"visitor": None, "rater": "mina", "admin": "boss"}
 ADMIN_ONLY = {"Runs", "LLM judge", "Studies", "Study dashboard"}
 
@@ -33,24 +32,15 @@ def _session(script: Path, username: str | None) -> AppTest:
     return at
 
 
-def test_pages_live_in_section_folders_with_a_stand_in_each() -> None:
-    # Directly in pages/ only stand-ins that hand over to app.py: the first deep link
-    # after a server start then opens the real page (components/core/first_visit.py).
+def test_pages_live_in_section_folders_and_no_pages_folder_comes_back() -> None:
+    """Every page script is registered in app.py. No folder named ``pages/`` sits beside
+    app.py: Streamlit reads one as its old multipage mode until st.navigation has run,
+    and a first deep link after a start met "Page not found"
+    (tests/browser/test_first_visit_browser.py)."""
     source = (ROOT / "app.py").read_text()
     assert PAGE_FILES and all(f'"{page}"' in source for page in PAGE_FILES)
-    assert sorted(Path(page).name for page in PAGE_FILES) == STAND_INS
-    for name in STAND_INS:
-        body = (ROOT / "pages" / name).read_text()
-        assert "hand_over_to_app()" in body and "import streamlit" not in body, name
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("name", STAND_INS)
-def test_a_stand_in_opens_the_app_not_a_page_of_its_own(site: Path, name: str) -> None:
-    at = AppTest.from_file(str(ROOT / "pages" / name), default_timeout=60).run()
-    assert not at.exception, [e.value for e in at.exception]
-    # app.py ran: its navigation, with the explorer (and its filters) as the default
-    assert any("Filter dialogues" in h.value for h in at.sidebar.header)
+    assert not (ROOT / "pages").exists()
+    assert not [p for p in (ROOT / "app_pages").glob("*.py") if p.name != "__init__.py"]
 
 
 SERVER_PATH = re.compile(r"(?<![\w.:/~])/(?:[^\s/'\"`\\]+/)+[^\s/'\"`\\]+")

@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parents[1]
 APP = str(ROOT / "app.py")
 PAGE_FILES = sorted(
     p.relative_to(ROOT).as_posix()
-    for p in (ROOT / "pages").glob("*/*.py")
+    for p in (ROOT / "app_pages").glob("*/*.py")
     if p.name != "__init__.py"
 )
 
@@ -32,12 +32,12 @@ def test_every_page_file_is_registered() -> None:
 
 
 PUBLIC_PAGES = [
-    "pages/dialogues/explorer.py",
-    "pages/dialogues/overview.py",
-    "pages/dialogues/adaptation.py",
-    "pages/models/chat.py",
-    "pages/models/runs.py",
-    "pages/account/login.py",
+    "app_pages/dialogues/explorer.py",
+    "app_pages/dialogues/overview.py",
+    "app_pages/dialogues/adaptation.py",
+    "app_pages/models/chat.py",
+    "app_pages/models/runs.py",
+    "app_pages/account/login.py",
 ]
 
 
@@ -48,9 +48,9 @@ def test_every_page_renders_on_the_sample(page: str) -> None:
     assert not at.exception, [e.value for e in at.exception]
     assert at.title, f"{page} shows no title"
     if page not in (
-        "pages/account/login.py",
-        "pages/models/judge.py",
-        "pages/results/agreement.py",
+        "app_pages/account/login.py",
+        "app_pages/models/judge.py",
+        "app_pages/results/agreement.py",
     ):
         # every page that shows dialogues says which data it shows
         assert "Built-in sample" in at.expander[0].label
@@ -158,7 +158,7 @@ def test_official_file_with_its_warnings(
 
 def test_overview_figures() -> None:
     at = _app().run()
-    at.switch_page("pages/dialogues/overview.py").run()
+    at.switch_page("app_pages/dialogues/overview.py").run()
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Dialogues"] == "34" and metrics["Labels used"] == "34"
     assert not at.exception
@@ -167,7 +167,7 @@ def test_overview_figures() -> None:
 @pytest.mark.slow
 def test_adaptation_computes_on_request_then_reads_the_cache(isolated_env: Path) -> None:
     at = _app().run()
-    at.switch_page("pages/dialogues/adaptation.py").run()
+    at.switch_page("app_pages/dialogues/adaptation.py").run()
     assert at.info[0].value.startswith("Similarities for this dataset are not computed yet")
     assert "measured it on two cores; this server measures itself" in at.info[0].value
     at.button(key="adaptation.compute").click().run()
@@ -186,7 +186,7 @@ def test_adaptation_computes_on_request_then_reads_the_cache(isolated_env: Path)
     for path in cached:
         path.unlink()
     again = _app().run()
-    again.switch_page("pages/dialogues/adaptation.py").run()
+    again.switch_page("app_pages/dialogues/adaptation.py").run()
     assert "as this server measured itself" in again.info[0].value
 
 

@@ -54,7 +54,7 @@ def test_demo_shows_text_as_read_and_keeps_the_replay_notice_in_talk_mode(
     _store_with_runs(tmp_path / "koed.db", fake_openai)
     _with_commas(tmp_path / "koed.db")
     for talk in ({}, {"talk": "true"}):
-        at = _page("pages/results/demo.py", talk)
+        at = _page("app_pages/results/demo.py", talk)
         at.slider(key="demo.pace").set_value(40)
         at.button(key="demo.play").click().run()
         for _read in (1, 2):  # settled, and again after another run of the page
@@ -114,7 +114,7 @@ def test_chat_reads_d_and_dialogue_as_its_alias() -> None:
 
     conv = load_dataset(SAMPLE_FILE).dialogues[3].conv_id
     for name in ("d", "dialogue"):
-        at = AppTest.from_file(str(ROOT / "pages/models/chat.py"), default_timeout=90)
+        at = AppTest.from_file(str(ROOT / "app_pages/models/chat.py"), default_timeout=90)
         at.query_params[name] = conv
         at.run()
         for _read in (1, 2):
@@ -124,7 +124,7 @@ def test_chat_reads_d_and_dialogue_as_its_alias() -> None:
             assert at.query_params.get("d") in (conv, [conv]), dict(at.query_params)
             assert "dialogue" not in at.query_params
             at.run()
-    at = AppTest.from_file(str(ROOT / "pages/models/chat.py"), default_timeout=90)
+    at = AppTest.from_file(str(ROOT / "app_pages/models/chat.py"), default_timeout=90)
     at.query_params["dialogue"] = "nope:1"
     at.run()
     assert "d=nope:1" in _notice(at).replace("\\", "")
@@ -152,7 +152,7 @@ def _signed_in(username: str, page: str) -> AppTest:
 
 
 def test_a_signed_in_admin_is_not_told_to_create_an_admin_account(admin_boss: str) -> None:
-    at = _signed_in(admin_boss, "pages/results/agreement.py")
+    at = _signed_in(admin_boss, "app_pages/results/agreement.py")
     for _read in (1, 2):
         assert not at.exception, [e.value for e in at.exception]
         said = " ".join(i.value for i in at.info)
@@ -162,7 +162,7 @@ def test_a_signed_in_admin_is_not_told_to_create_an_admin_account(admin_boss: st
 
 
 def test_one_persons_app_is_told_how_to_make_an_admin_account() -> None:
-    alone = _page("pages/results/agreement.py")  # no accounts yet
+    alone = _page("app_pages/results/agreement.py")  # no accounts yet
     assert "admin account exists" in " ".join(i.value for i in alone.info)
 
 
@@ -189,7 +189,8 @@ def test_the_records_choice_says_what_ed_is() -> None:
 
 
 @pytest.mark.parametrize(
-    "page", ["pages/dialogues/overview.py", "pages/results/gap.py", "pages/results/demo.py"]
+    "page",
+    ["app_pages/dialogues/overview.py", "app_pages/results/gap.py", "app_pages/results/demo.py"],
 )
 def test_a_visitors_page_without_controls_leaves_the_sidebar_empty(page: str) -> None:
     at = _page(page)
@@ -200,7 +201,7 @@ def test_a_visitors_page_without_controls_leaves_the_sidebar_empty(page: str) ->
 
 
 def test_labels_carry_their_gloss_on_a_korean_page() -> None:
-    at = _page("pages/dialogues/overview.py", {"lang": "ko"})
+    at = _page("app_pages/dialogues/overview.py", {"lang": "ko"})
     for _read in (1, 2):
         assert not at.exception, [e.value for e in at.exception]
         spec = json.loads(at.get("plotly_chart")[0].proto.spec)
@@ -228,14 +229,14 @@ def test_choice_values_and_judge_names_in_the_readers_words() -> None:
     with i18n.speaking("ko"):
         assert term("single").endswith("(single)") and term("single") != "single"
         assert "(paper)" in judge_name(config) and "(authors)" in judge_name(config)
-    at = _page("pages/models/runs.py", {"lang": "ko"})
+    at = _page("app_pages/models/runs.py", {"lang": "ko"})
     for _read in (1, 2):  # a rerun formats the values outside the page's run too
         assert not at.exception, [e.value for e in at.exception]
         options = [o for r in at.radio for o in r.options]
         assert any(o.endswith("(single)") for o in options), options
         assert "single" not in options and "paper" not in options, options
         at.run()
-    judge = _page("pages/models/judge.py", {"lang": "ko"})
+    judge = _page("app_pages/models/judge.py", {"lang": "ko"})
     assert not judge.exception, [e.value for e in judge.exception]
 
 
@@ -278,7 +279,7 @@ def test_a_category_and_a_note_are_kept_when_the_annotator_switches_dialogue() -
     second, first = dataset.dialogues[0].conv_id, dataset.dialogues[1].conv_id
     store = Store(os.environ["KOED_DB"])
     AnnotationRules(store).create_project("p", dataset, [first, second], per_item=2)
-    at = _page("pages/annotation/annotate.py")
+    at = _page("app_pages/annotation/annotate.py")
     assert not at.exception, [e.value for e in at.exception]
     at.radio(key=f"annotate.category.{first}").set_value("context_modified").run()
     at.text_area(key=f"annotate.note.{first}").set_value("호칭이 바뀜").run()
@@ -314,7 +315,7 @@ def test_a_span_changes_type_and_edges_without_being_deleted() -> None:
     english = Side(3, en_at, en_at + 17, "convenience store")
     span = Span(Side(3, at_, at_ + 3, "편의점"), "places", en=english)
     store.save(project, dialogue, "local", "context_modified", "", [span])
-    at = _page("pages/annotation/annotate.py")
+    at = _page("app_pages/annotation/annotate.py")
     assert not at.exception, [e.value for e in at.exception]
     form = next(s for s in at.selectbox if s.label == "New type (empty: keep it)")
     form.set_value("other")
@@ -349,7 +350,7 @@ def test_search_over_a_projects_annotations() -> None:
     other = Span(Side(3, at_, at_ + 2, "편의"), "other", no_counterpart=True)
     store.save(project, dialogue, "kim", "context_modified", "야간 편의점 문화", [place])
     store.save(project, dialogue, "lee", "simply_transferred", "", [other])
-    at = _page("pages/annotation/projects.py")
+    at = _page("app_pages/annotation/projects.py")
     assert not at.exception, [e.value for e in at.exception]
     box = next(t for t in at.text_input if t.label.startswith("Search the annotations"))
     for query, who in (("편의", {"kim", "lee"}), ("places", {"kim"}), ("LEE", {"lee"})):

@@ -101,7 +101,7 @@ def test_the_gap_splits_into_perception_and_response(
             assert both["value"].iloc[0] == 3.0, label
     # ... on the Gap page, under the judge configuration, and in the export bundle
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60).run()
-    at = at.switch_page("pages/results/gap.py").run()
+    at = at.switch_page("app_pages/results/gap.py").run()
     assert not at.exception, [e.value for e in at.exception]
     assert any(e.label.startswith("Perception or response") for e in at.expander)
     shown = [d.value for d in at.dataframe if "part" in d.value.columns]

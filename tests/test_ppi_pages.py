@@ -36,7 +36,7 @@ def _titles(at: AppTest) -> list[str]:
 
 
 def test_the_gap_page_offers_three_estimates_and_names_ppi(planted) -> None:
-    at = _page("pages/results/gap.py")
+    at = _page("app_pages/results/gap.py")
     assert not at.exception, [e.value for e in at.exception]
     choice = next(r for r in at.radio if r.label == "Estimate")
     assert choice.value == "ppi" and list(choice.options) == [
@@ -60,7 +60,7 @@ def test_the_gap_page_offers_three_estimates_and_names_ppi(planted) -> None:
 
 
 def test_the_agreement_page_asks_whether_the_gap_is_a_judge_artefact(planted) -> None:
-    at = _page("pages/results/agreement.py")
+    at = _page("app_pages/results/agreement.py")
     assert not at.exception, [e.value for e in at.exception]
     assert "Is the gap a judge artefact?" in [s.value for s in at.subheader]
     table = at.dataframe[-1].value
@@ -75,7 +75,7 @@ def test_the_agreement_page_asks_whether_the_gap_is_a_judge_artefact(planted) ->
 
 def test_the_studies_page_plans_and_builds_a_random_study(planted, accounts: Path) -> None:  # noqa: F811
     at = _as("boss")
-    at.switch_page("pages/rating/studies.py").run()
+    at.switch_page("app_pages/rating/studies.py").run()
     assert not at.exception, [e.value for e in at.exception]
     assert "Plan the next batch" in [s.value for s in at.subheader]
     captions = " ".join(c.value for c in at.caption)
@@ -96,7 +96,7 @@ def test_the_studies_page_plans_and_builds_a_random_study(planted, accounts: Pat
 def test_the_gap_page_says_why_ppi_is_refused(tmp_path: Path) -> None:
     manual = planted_store(tmp_path / "koed.db", dialogues=40, method="manual")
     StudyRules(manual.store).close(manual.study_id)
-    at = _page("pages/results/gap.py")
+    at = _page("app_pages/results/gap.py")
     assert not at.exception, [e.value for e in at.exception]
     assert any("PPI refused" in w.value and "chosen by hand" in w.value for w in at.warning)
     assert not any(t.startswith("PPI++") for t in _titles(at))  # no chart of a refused PPI

@@ -35,7 +35,7 @@ def test_the_dashboard_syncs_flags_and_reviews_behind_a_confirmation(
     leaked = fake.arrive(str(invite.prolific_study_id))
     fake.submit(leaked["id"], invite.completion_code, minutes=1)
     at = _as("boss")
-    at.switch_page("pages/rating/dashboard.py").run()
+    at.switch_page("app_pages/rating/dashboard.py").run()
     assert not at.exception, [e.value for e in at.exception]
     captions = " ".join(c.value for c in at.caption)
     assert "Read 2 submissions" in captions

@@ -83,7 +83,7 @@ def test_gap_page_shows_one_prompt_version(old: Path, monkeypatch: pytest.Monkey
         gaps.gap_table(both[both["source"] == "judge"])
     monkeypatch.setenv("KOED_DB", str(old))
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60).run()
-    at.switch_page("pages/results/gap.py").run()
+    at.switch_page("app_pages/results/gap.py").run()
     assert not at.exception, [e.value for e in at.exception]
     picker = at.selectbox(key="gap.judge")
     assert len(picker.options) == 3
@@ -240,7 +240,7 @@ def test_no_dimension_judges_nothing(old: Path, monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setenv("KOED_DB", str(old))
     before = store.count("judgments")
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60).run()
-    at.switch_page("pages/models/judge.py").run()
+    at.switch_page("app_pages/models/judge.py").run()
     at.multiselect[0].set_value([])
     next(b for b in at.button if b.label == "Start as a background job").click().run()
     assert not at.exception

@@ -30,7 +30,7 @@ def accounts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def _login(username: str, password: str | None = None) -> AppTest:
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60).run()
-    at.switch_page("pages/account/login.py").run()
+    at.switch_page("app_pages/account/login.py").run()
     return _submit(at, username, password or PASSWORDS[username])
 
 
@@ -90,11 +90,11 @@ def test_back_off_after_repeated_failures_and_unlock(accounts: Path) -> None:
 @pytest.mark.slow
 def test_roles_see_only_their_pages(accounts: Path) -> None:
     for page in (
-        "pages/rating/rate.py",
-        "pages/rating/studies.py",
-        "pages/rating/dashboard.py",
-        "pages/models/runs.py",
-        "pages/models/judge.py",
+        "app_pages/rating/rate.py",
+        "app_pages/rating/studies.py",
+        "app_pages/rating/dashboard.py",
+        "app_pages/models/runs.py",
+        "app_pages/models/judge.py",
     ):
         visitor = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60).run()
         with pytest.raises(ValueError, match="Could not find a navigation page"):
@@ -105,21 +105,21 @@ def test_roles_see_only_their_pages(accounts: Path) -> None:
         for c in rater_at.sidebar.caption
     )
     for page in (
-        "pages/rating/studies.py",
-        "pages/rating/dashboard.py",
-        "pages/models/runs.py",
-        "pages/models/judge.py",
+        "app_pages/rating/studies.py",
+        "app_pages/rating/dashboard.py",
+        "app_pages/models/runs.py",
+        "app_pages/models/judge.py",
     ):
         with pytest.raises(ValueError, match="Could not find a navigation page"):
             _as("mina").switch_page(page)
-    rater_at.switch_page("pages/rating/rate.py").run()
+    rater_at.switch_page("app_pages/rating/rate.py").run()
     assert _page_titles(rater_at) == ["Rate responses"]
     for page in (
-        "pages/rating/rate.py",
-        "pages/rating/studies.py",
-        "pages/rating/dashboard.py",
-        "pages/models/runs.py",
-        "pages/account/login.py",
+        "app_pages/rating/rate.py",
+        "app_pages/rating/studies.py",
+        "app_pages/rating/dashboard.py",
+        "app_pages/models/runs.py",
+        "app_pages/account/login.py",
     ):
         admin_at = _as("boss")
         admin_at.switch_page(page).run()
@@ -130,14 +130,14 @@ def test_roles_see_only_their_pages(accounts: Path) -> None:
 @pytest.mark.parametrize(
     "page",
     [
-        "pages/rating/studies.py",
-        "pages/rating/dashboard.py",
-        "pages/models/runs.py",
-        "pages/models/judge.py",
+        "app_pages/rating/studies.py",
+        "app_pages/rating/dashboard.py",
+        "app_pages/models/runs.py",
+        "app_pages/models/judge.py",
     ],
 )
 def test_admin_pages_guard_themselves_when_run_alone(accounts: Path, page: str) -> None:
-    # A first deep-linked session runs a page script without app.py (pages/ folder, MPA v1).
+    # A first deep-linked session runs a page script without app.py (app_pages/ folder, MPA v1).
     rater_session = AppTest.from_file(str(ROOT / page), default_timeout=60)
     rater_session.session_state["authentication_status"] = True
     rater_session.session_state["username"] = "mina"
@@ -157,12 +157,12 @@ def test_rating_pages_stay_closed_without_a_real_cookie_key(
     else:
         monkeypatch.setenv("KOED_COOKIE_KEY", key)
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60).run()
-    at.switch_page("pages/account/login.py").run()
+    at.switch_page("app_pages/account/login.py").run()
     assert "cookie key" in at.warning[0].value and "KOED_COOKIE_KEY" in at.warning[0].value
     assert not at.text_input  # no login form
     with pytest.raises(ValueError, match="Could not find a navigation page"):
         AppTest.from_file(str(ROOT / "app.py"), default_timeout=60).run().switch_page(
-            "pages/rating/rate.py"
+            "app_pages/rating/rate.py"
         )
 
 
@@ -170,7 +170,7 @@ def test_onboarding_calibration_then_a_full_rating(accounts: Path, tmp_path: Pat
     store, run_id = seeded_store(tmp_path / "koed.db")
     study(store, run_id, attention_checks=0, langs=("en",))
     at = _as("mina")
-    at.switch_page("pages/rating/rate.py").run()
+    at.switch_page("app_pages/rating/rate.py").run()
     at.multiselect[0].set_value(["en"])
     at.number_input[0].set_value(3.0)
     at.button[0].click().run()  # save onboarding
@@ -215,7 +215,7 @@ def test_incomplete_form_is_refused_with_the_missing_dimensions(
     ratings, _ = study(store, run_id, attention_checks=0)
     rater(ratings, "mina")
     at = _as("mina")
-    at.switch_page("pages/rating/rate.py").run()
+    at.switch_page("app_pages/rating/rate.py").run()
     at.radio[0].set_value(4)
     next(b for b in at.button if b.label == "Submit rating").click().run()
     assert "missing: IP, ER, EEA, CA" in at.warning[0].value
@@ -230,7 +230,7 @@ def test_response_markup_is_shown_literally(accounts: Path, tmp_path: Path) -> N
     ratings, _ = study(store, run_id, attention_checks=0, langs=("en",))
     rater(ratings, "mina", langs=("en",))
     at = _as("mina")
-    at.switch_page("pages/rating/rate.py").run()
+    at.switch_page("app_pages/rating/rate.py").run()
     assert hostile in [t.value for t in at.text]
     assert not any("<script>" in m.value or "onerror" in m.value for m in at.markdown)
 
@@ -238,14 +238,14 @@ def test_response_markup_is_shown_literally(accounts: Path, tmp_path: Path) -> N
 def test_admin_builds_a_study_and_reads_the_dashboard(accounts: Path, tmp_path: Path) -> None:
     store, run_id = seeded_store(tmp_path / "koed.db")
     at = _as("boss")
-    at.switch_page("pages/rating/studies.py").run()
+    at.switch_page("app_pages/rating/studies.py").run()
     at.text_input[0].input("pilot")
     at.multiselect[0].set_value([run_id])
     next(b for b in at.button if b.label == "Create study").click().run()
     assert at.success[0].value == "Study 1 created."
     config = json.loads(store.db.execute("select config from studies").fetchone()[0])
     assert config["overlap"] == 3 and config["run_ids"] == [run_id]
-    at.switch_page("pages/rating/dashboard.py").run()
+    at.switch_page("app_pages/rating/dashboard.py").run()
     assert not at.exception, [e.value for e in at.exception]
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Responses with all their raters"] == "0 of 11"
@@ -255,10 +255,10 @@ def test_admin_builds_a_study_and_reads_the_dashboard(accounts: Path, tmp_path: 
 def test_logout(accounts: Path) -> None:
     at = _as("mina")
     assert [b.label for b in at.sidebar.button] == ["Log out"]
-    at.switch_page("pages/account/login.py").run()
+    at.switch_page("app_pages/account/login.py").run()
     next(b for b in at.button if b.label == "Log out").click().run()
     assert at.session_state["authentication_status"] is None
-    fresh_run = AppTest.from_file(str(ROOT / "pages/rating/rate.py"), default_timeout=60)
+    fresh_run = AppTest.from_file(str(ROOT / "app_pages/rating/rate.py"), default_timeout=60)
     fresh_run.session_state["authentication_status"] = at.session_state["authentication_status"]
     assert fresh_run.run().info[0].value.startswith("Log in first")
 
@@ -300,7 +300,7 @@ def test_the_dashboard_draws_a_crowd_study_in_the_middle(
     crowd.give_code(store, crowd.worker_of(store, done.username), invite)  # type: ignore[arg-type]
     crowd.join(store, key, invite, {"PROLIFIC_PID": "b2" * 12, "SESSION_ID": "s2"})
     at = _as("boss")
-    at.switch_page("pages/rating/dashboard.py").run()
+    at.switch_page("app_pages/rating/dashboard.py").run()
     assert not at.exception, [e.value for e in at.exception]
     shown = [d.value for d in at.dataframe]
     workers = next(f for f in shown if "suggested" in f.columns)

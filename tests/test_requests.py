@@ -158,7 +158,7 @@ def test_the_runs_form_has_a_picker_per_step_and_queues_what_it_shows(
     from tests.conftest import stop_workers
 
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60).run()
-    at.switch_page("pages/models/runs.py").run()
+    at.switch_page("app_pages/models/runs.py").run()
     chosen = {f.name: f.metadata["choices"][-1] for f in STEP_FIELDS}
     for name, value in chosen.items():
         at.selectbox(key=state.runs_step(name)).set_value(value)

@@ -21,7 +21,7 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 ROOT = Path(__file__).resolve().parents[1]
-OURS = {"app", "pages", "components", "koed_core", "fixtures", "bench", "tests"}
+OURS = {"app", "app_pages", "components", "koed_core", "fixtures", "bench", "tests"}
 SKIP_DIRS = {".git", ".venv", "venv", "node_modules", "__pycache__", "build", "dist"}
 
 

@@ -28,7 +28,7 @@ def _page(page: str) -> AppTest:
 
 
 def test_agreement_page_explains_what_is_missing() -> None:
-    at = _page("pages/results/agreement.py")
+    at = _page("app_pages/results/agreement.py")
     assert not at.exception
     assert at.info[0].value.startswith("No human ratings yet")
 
@@ -37,7 +37,7 @@ def test_agreement_page_shows_table_heatmap_and_disagreements(
     fake_openai: FakeOpenAI, tmp_path: Path
 ) -> None:
     _rated_and_judged(tmp_path / "koed.db", fake_openai)  # KOED_DB points here (conftest)
-    at = _page("pages/results/agreement.py")
+    at = _page("app_pages/results/agreement.py")
     assert not at.exception, [e.value for e in at.exception]
     table = at.dataframe[0].value
     assert len(table) == 10 and {"alpha_reading", "judge_kappa_reading"} <= set(table.columns)
@@ -53,7 +53,7 @@ def test_judge_page_judges_a_run(
     fake_registry: Path, fake_openai: FakeOpenAI, tmp_path: Path
 ) -> None:
     run_id = _rated_and_judged(tmp_path / "koed.db", fake_openai)
-    at = _page("pages/models/judge.py")
+    at = _page("app_pages/models/judge.py")
     assert at.selectbox[0].value == run_id
     at.selectbox[1].set_value("fake-listener")
     at.radio[0].set_value("strict")
@@ -75,7 +75,7 @@ def test_kept_numbers_follow_a_change_made_by_another_process(
     """The agreement table is kept between clicks, but a rating changed elsewhere (the
     command line, another server process) is in the next table drawn."""
     _rated_and_judged(tmp_path / "koed.db", fake_openai)
-    at = _page("pages/results/agreement.py")
+    at = _page("app_pages/results/agreement.py")
     before = at.dataframe[0].value.set_index(["dimension", "group"])["judge_bias"]
     other = sqlite3.connect(tmp_path / "koed.db")
     other.execute("update ratings set score = 1 where dimension = 'EX'")
@@ -91,7 +91,7 @@ def test_agreement_readings_are_readable_whole(fake_openai: FakeOpenAI, tmp_path
     """A grid cuts a long reading at its column's width (issue 34): one row's readings are
     shown in full beneath it, for the row a reader picks, named in the page's language."""
     _rated_and_judged(tmp_path / "koed.db", fake_openai)
-    at = _page("pages/results/agreement.py")
+    at = _page("app_pages/results/agreement.py")
     table = at.dataframe[0].value
     picker = next(s for s in at.selectbox if s.label == "Read one row's readings in full")
     picker.set_value(table.index[-1]).run()
@@ -109,7 +109,7 @@ def test_agreement_readings_are_in_the_readers_language_and_the_csv_in_english(
     same table computed (the kept table is per language); the CSV a script reads stays
     English."""
     _rated_and_judged(tmp_path / "koed.db", fake_openai)
-    english = _page("pages/results/agreement.py").dataframe[0].value
+    english = _page("app_pages/results/agreement.py").dataframe[0].value
     downloads: list[bytes] = []
     real = st.download_button
 
@@ -120,7 +120,7 @@ def test_agreement_readings_are_in_the_readers_language_and_the_csv_in_english(
     monkeypatch.setattr(st, "download_button", spy)
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
     at.query_params["lang"] = "ko"
-    at.run().switch_page("pages/results/agreement.py").run()
+    at.run().switch_page("app_pages/results/agreement.py").run()
     assert not at.exception, [e.value for e in at.exception]
     korean = at.dataframe[0].value
     readings = [c for c in korean.columns if c.endswith("_reading")]
@@ -149,7 +149,7 @@ def test_the_gap_page_computes_its_perception_table_once(
         return real(*args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(perception, "perception_table", counted)
-    at = _page("pages/results/gap.py")
+    at = _page("app_pages/results/gap.py")
     at.run()
     at.run()
     assert not at.exception, [e.value for e in at.exception]

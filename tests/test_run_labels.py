@@ -60,7 +60,7 @@ def test_every_run_has_its_own_label(four_runs: tuple[Store, list[str]]) -> None
 def _judge_page() -> AppTest:
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
     at.run()
-    return at.switch_page("pages/models/judge.py").run()
+    return at.switch_page("app_pages/models/judge.py").run()
 
 
 @pytest.mark.slow
@@ -98,7 +98,7 @@ def test_the_studies_page_offers_each_run(
     at.session_state["authentication_status"] = True
     at.session_state["username"] = "boss"
     at.run()
-    at.switch_page("pages/rating/studies.py").run()
+    at.switch_page("app_pages/rating/studies.py").run()
     assert sorted(at.multiselect[0].options) == sorted(run_labels(store).values())
 
 

@@ -66,11 +66,11 @@ def test_results_pages_reveal_nothing_of_an_open_study(site: Path) -> None:
         .values()
     )
     for who in (None, "mina"):
-        agreement = _as(who, "pages/results/agreement.py")
+        agreement = _as(who, "app_pages/results/agreement.py")
         assert not agreement.exception
         assert not agreement.dataframe  # no table, no rationale, no comments
         assert "No published human ratings yet" in agreement.info[0].value
-        demo = _as(who, "pages/results/demo.py")
+        demo = _as(who, "app_pages/results/demo.py")
         assert not demo.exception
         shown = _everything(demo)
         assert not any(t in shown for t in texts), (
@@ -79,11 +79,11 @@ def test_results_pages_reveal_nothing_of_an_open_study(site: Path) -> None:
         assert not demo.get("toggle") or all(
             t.label != "Ask the models live (needs their servers or keys)" for t in demo.toggle
         )
-        gap = _as(who, "pages/results/gap.py")
+        gap = _as(who, "app_pages/results/gap.py")
         assert not gap.exception
         assert "study 1" not in str([s.options for s in gap.selectbox])
         assert not [b for b in gap.get("download_button") if "paper" in b.label]
-    admin = _as("boss", "pages/results/agreement.py")
+    admin = _as("boss", "app_pages/results/agreement.py")
     # the table, the judge's gap minus the people's (numbers), and the disagreements (texts)
     assert len(admin.dataframe) == 3
     assert "note" in _everything(admin)  # raters' comments, for the admin only
@@ -91,7 +91,7 @@ def test_results_pages_reveal_nothing_of_an_open_study(site: Path) -> None:
 
 def test_closing_a_study_publishes_numbers_but_never_words(site: Path) -> None:
     StudyRules(Store(site)).close(1)
-    rater = _as("mina", "pages/results/agreement.py")
+    rater = _as("mina", "app_pages/results/agreement.py")
     # the agreement table and the judge's gap minus the people's: numbers, no rater's words
     assert not rater.exception and len(rater.dataframe) == 2
     assert "alice note" not in _everything(rater)
@@ -106,7 +106,7 @@ def test_visitors_and_raters_cannot_spend_the_servers_key(
     site: Path, fake_registry: Path, fake_openai: FakeOpenAI
 ) -> None:
     for who in (None, "mina"):
-        at = _as(who, "pages/models/chat.py")
+        at = _as(who, "app_pages/models/chat.py")
         options = at.multiselect(key="chat.models").options
         assert options and not any("fake-listener" in o for o in options)  # offline only
         assert not [b for b in at.button if b.label == "Save for rating"]
@@ -119,7 +119,7 @@ def test_visitors_and_raters_cannot_spend_the_servers_key(
         assert not probe.exception
         assert "log in as an admin" in probe.error[0].value
         assert fake_openai.requests == [], f"a {who or 'visitor'} reached the paid model"
-    admin = _as("boss", "pages/models/chat.py")
+    admin = _as("boss", "app_pages/models/chat.py")
     admin.multiselect(key="chat.models").set_value(["fake-listener"]).run()
     admin.button(key="chat.ask").click().run()
     assert len(fake_openai.requests) == 2
@@ -143,11 +143,11 @@ def test_each_account_has_an_hourly_allowance(
     site: Path, fake_registry: Path, fake_openai: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("KOED_CALLS_PER_HOUR", "2")
-    admin = _as("boss", "pages/models/chat.py")
+    admin = _as("boss", "app_pages/models/chat.py")
     admin.multiselect(key="chat.models").set_value(["fake-listener"]).run()
     admin.button(key="chat.ask").click().run()  # two panes: the allowance is used up
     assert len(fake_openai.requests) == 2
-    again = _as("boss", "pages/models/chat.py")
+    again = _as("boss", "app_pages/models/chat.py")
     again.multiselect(key="chat.models").set_value(["fake-listener"]).run()
     again.button(key="chat.ask").click().run()
     assert len(fake_openai.requests) == 2
@@ -168,12 +168,16 @@ def test_broken_accounts_file_fails_closed(
     monkeypatch.setenv("KOED_COOKIE_KEY", COOKIE_KEY)
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60).run()
     assert not at.exception  # public pages still work
-    for page in ("pages/models/runs.py", "pages/models/judge.py", "pages/rating/studies.py"):
+    for page in (
+        "app_pages/models/runs.py",
+        "app_pages/models/judge.py",
+        "app_pages/rating/studies.py",
+    ):
         with pytest.raises(ValueError, match="Could not find a navigation page"):
             at.switch_page(page)
         alone = AppTest.from_file(str(ROOT / page), default_timeout=60).run()
         assert not alone.exception and not alone.button
-    login = at.switch_page("pages/account/login.py").run()
+    login = at.switch_page("app_pages/account/login.py").run()
     assert "The accounts file cannot be used" in login.error[0].value
 
 
@@ -266,7 +270,7 @@ def test_display_names_render_literally(tmp_path: Path, monkeypatch: pytest.Monk
     )
     monkeypatch.setenv("KOED_USERS", str(path))
     monkeypatch.setenv("KOED_COOKIE_KEY", COOKIE_KEY)
-    at = _as("eve", "pages/account/login.py")
+    at = _as("eve", "app_pages/account/login.py")
     shown = [c.value for c in at.sidebar.caption] + [s.value for s in at.success]
     rendered = [v for v in shown if "evil" in v]
     assert rendered and all("\\!\\[x\\]" in v and "\\*\\*Eve\\*\\*" in v for v in rendered)
@@ -280,13 +284,17 @@ def test_bad_files_are_named_on_the_page(tmp_path: Path, monkeypatch: pytest.Mon
     models.write_text("[models.x\nbackend = ")
     monkeypatch.setenv("KOED_MODELS", str(models))
     chat = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60).run()
-    chat.switch_page("pages/models/chat.py").run()
+    chat.switch_page("app_pages/models/chat.py").run()
     assert not chat.exception and "not valid TOML" in chat.error[0].value.replace("\\", "")
     monkeypatch.delenv("KOED_MODELS")
     db = tmp_path / "bad.db"
     db.write_bytes(b"garbage" * 1000)
     monkeypatch.setenv("KOED_DB", str(db))
-    for page in ("pages/results/gap.py", "pages/models/runs.py", "pages/results/demo.py"):
+    for page in (
+        "app_pages/results/gap.py",
+        "app_pages/models/runs.py",
+        "app_pages/results/demo.py",
+    ):
         at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60).run()
         at.switch_page(page).run()
         assert not at.exception, page
@@ -309,7 +317,7 @@ def test_reply_markup_is_kept() -> None:
 
 
 def test_visitors_see_the_data_files_name_not_where_it_lives(site: Path) -> None:
-    visitor = _everything(_as(None, "pages/dialogues/explorer.py"))
+    visitor = _everything(_as(None, "app_pages/dialogues/explorer.py"))
     assert "File: koed_sample.json" in visitor and str(ROOT) not in visitor
-    admin = _everything(_as("boss", "pages/dialogues/explorer.py"))
+    admin = _everything(_as("boss", "app_pages/dialogues/explorer.py"))
     assert f"File: {ROOT / 'data' / 'sample' / 'koed_sample.json'}" in admin

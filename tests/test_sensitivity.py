@@ -139,7 +139,7 @@ def test_a_planted_post_processing_effect_is_recovered(
     assert list(store.db.execute(raws, [other])) == list(store.db.execute(raws, [run_id]))
     # ... and draws it: a bar per variant, the table beside it
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60).run()
-    at = at.switch_page("pages/results/gap.py").run()
+    at = at.switch_page("app_pages/results/gap.py").run()
     assert not at.exception, [e.value for e in at.exception]
     shown = [e for e in at.expander if e.label.startswith("What moves the gap")]
     assert shown

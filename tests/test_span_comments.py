@@ -99,7 +99,7 @@ def test_the_widget_carries_the_comment_in_the_tooltip_and_to_the_panel() -> Non
 
 def _annotate() -> AppTest:
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=90).run()
-    return at.switch_page("pages/annotation/annotate.py").run()
+    return at.switch_page("app_pages/annotation/annotate.py").run()
 
 
 def test_the_table_of_spans_shows_the_comment_as_typed_and_the_form_changes_it() -> None:
@@ -133,7 +133,7 @@ def test_search_finds_a_comment_and_shows_it() -> None:
     store = _project(os.environ["KOED_DB"], [replace(PLACE, comment=COMMENT)], who="kim")
     store.save(1, DIALOGUE, "lee", "simply_transferred", "", [PLACE])
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=90).run()
-    at = at.switch_page("pages/annotation/projects.py").run()
+    at = at.switch_page("app_pages/annotation/projects.py").run()
     assert not at.exception, [e.value for e in at.exception]
     box = next(t for t in at.text_input if t.label.startswith("Search the annotations"))
     assert "comment" in box.label

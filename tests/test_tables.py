@@ -40,7 +40,7 @@ def test_missing_cells_become_dashes_and_numbers_keep_their_format() -> None:
 def test_the_runs_table_has_no_empty_cell(four_runs: object) -> None:  # noqa: F811
     """Single and direct runs side by side: direct runs have no hit rate, none has F1."""
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60).run()
-    at.switch_page("pages/models/runs.py").run()
+    at.switch_page("app_pages/models/runs.py").run()
     assert not at.exception, [e.value for e in at.exception]
     runs = at.dataframe[0].value
     assert len(runs) == 8 and not runs.isna().any().any()  # a row per run and language

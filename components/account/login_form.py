@@ -87,4 +87,4 @@ def closed_page(title: str, role: str) -> None:
     if current.accounts_exist and not current.key_problem and not current.accounts_problem:
         login_form()
     else:
-        st.page_link("pages/account/login.py", label=_("Log in"), icon=":material/login:")
+        st.page_link("app_pages/account/login.py", label=_("Log in"), icon=":material/login:")

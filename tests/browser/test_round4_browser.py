@@ -88,7 +88,7 @@ def test_the_explorer_on_the_official_file_fits_a_laptop(
 
 
 COLUMN_WIDTHS = (125, 140, 230, 230, 64, 72)
-"""The Explorer's columns, in pixels (pages/dialogues/explorer.py; both situations 230)."""
+"""The Explorer's columns, in pixels (app_pages/dialogues/explorer.py; both situations 230)."""
 HEADER, ROW = 38, 66
 
 
@@ -296,7 +296,7 @@ def test_an_unknown_address_is_our_page_in_the_readers_language(
     the Explorer. It is a page of ours, in Korean on a Korean page, with the menu and the
     Explorer one click away. (The very first visit after a server start still meets
     Streamlit's dialog over our page: until st.navigation has run once, Streamlit reads
-    pages/ as old-style pages and finds none of that name; DESIGN's trap, "/" first.)"""
+    app_pages/ as old-style pages and finds none of that name; DESIGN's trap, "/" first.)"""
     from playwright.sync_api import expect
 
     server = serve(tmp_path, {})

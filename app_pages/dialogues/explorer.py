@@ -110,7 +110,7 @@ if conv_id and (dialogue := dataset.get(conv_id)) is not None:
         scroll_into_view("explorer_opened", conv_id)
         render_dialogue(dialogue, [w for w in dataset.warnings if w.conv_id == conv_id])
         st.page_link(
-            "pages/models/chat.py",
+            "app_pages/models/chat.py",
             label=_("Chat with models about this dialogue"),
             icon=":material/chat:",
             query_params={DIALOGUE: conv_id},

@@ -101,7 +101,7 @@ if dialogue is not None:
         adaptation.turn_table(dialogue, sims), hide_index=True, column_config=similarity_columns
     )
     st.page_link(
-        "pages/dialogues/explorer.py",
+        "app_pages/dialogues/explorer.py",
         label=_("Open side by side in the explorer"),
         icon=":material/forum:",
         query_params=to_params(DialogueFilter(), conv_id=dialogue.conv_id),

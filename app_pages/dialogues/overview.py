@@ -49,4 +49,4 @@ rows = picked.selection.rows if picked else []
 if rows:
     labels = overview.split_combination(combos["combination"].iloc[rows[0]])
     params = to_params(DialogueFilter(labels=labels, mode="exact"))
-    st.switch_page("pages/dialogues/explorer.py", query_params=params)
+    st.switch_page("app_pages/dialogues/explorer.py", query_params=params)

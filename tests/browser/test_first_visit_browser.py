@@ -1,0 +1,77 @@
+"""The very first request after a server start: a deep link opens its page, and an
+address that is no page says so in the reader's language, with no Streamlit dialog.
+
+Until ``st.navigation`` has run once in a process, Streamlit 1.x treats a folder named
+``pages/`` beside the entry script as its old multipage mode: a first deep link to a
+page in a section folder met Streamlit's English "Page not found" modal (the trap
+DESIGN.md's Layout names), and an unknown address met it on top of our own page. The
+page scripts live in ``app_pages/`` for that reason (no stand-ins needed any more);
+tests/test_page_roles.py keeps a ``pages/`` folder from coming back.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fixtures.serve import free_port, wait_healthy
+from koed_core.paths import SAMPLE_FILE
+from tests.browser.conftest import ARTIFACTS, ROOT
+
+FIRST_REQUESTS = [
+    ("/overview", "Label overview"),
+    ("/agreement", "Judge-human agreement"),
+    ("/nope?lang=ko", "페이지를 찾을 수 없습니다"),  # our own page, in Korean
+]
+
+
+def _serve(folder: Path) -> Iterator[str]:
+    """`streamlit run app.py` on a free port, fresh: no accounts, the sample data."""
+    port = free_port()
+    env = {
+        **{k: v for k, v in os.environ.items() if k not in ("KOED_MODELS", "KOED_USERS")},
+        "KOED_CACHE_DIR": str(folder),
+        "KOED_DB": str(folder / "koed.db"),
+        "KOED_DATA": str(SAMPLE_FILE),
+    }
+    log = (folder / "streamlit.log").open("w")
+    command = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless=true"]
+    command += [f"--server.port={port}", "--browser.gatherUsageStats=false"]
+    command += ["--server.fileWatcherType=none"]
+    proc = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        if not wait_healthy(url, proc):
+            raise RuntimeError((folder / "streamlit.log").read_text())
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+        log.close()
+
+
+@pytest.mark.parametrize("link, heading", FIRST_REQUESTS, ids=["overview", "agreement", "nope"])
+def test_the_first_request_after_a_start_opens_its_page_and_no_dialog(
+    tmp_path: Path, browser: Any, link: str, heading: str
+) -> None:
+    from playwright.sync_api import expect
+
+    for url in _serve(tmp_path):
+        page = browser.new_page(viewport={"width": 1366, "height": 768})
+        page.goto(url + link)
+        expect(page.get_by_role("heading", name=heading)).to_be_visible()
+        for moment in ("settled", "3 s later"):  # Streamlit's modal came after the page
+            page.wait_for_timeout(3000)
+            assert page.get_by_text("Page not found").count() == 0, moment
+            assert page.get_by_role("dialog").count() == 0, moment
+            assert page.get_by_test_id("stException").count() == 0, moment
+            assert page.get_by_test_id("stTopNav").count() == 1  # app.py's navigation
+        shot = link.strip("/").split("?")[0]
+        page.screenshot(path=str(ARTIFACTS / f"first_visit_{shot}.png"))
+        page.close()
