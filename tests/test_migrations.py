@@ -101,12 +101,12 @@ class _Never:
 def test_judging_resumes_across_the_upgrade(old_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # 0.1.0 judged run 9d35... with gpt-4o: under the same templates and rubric (as 0.1.0
     # had them), the upgraded database skips all of it; the keys survived the migration.
-    import koed_core.judge.judging as judging
+    import koed_core.judge.request as request  # where a judge configuration is made
 
     monkeypatch.setattr(
-        judging, "judge_prompt_version", lambda _template: migrations.JUDGE_PROMPT_0_1_0
+        request, "judge_prompt_version", lambda _template: migrations.JUDGE_PROMPT_0_1_0
     )
-    monkeypatch.setattr(judging, "rubric_version", lambda: migrations.RUBRIC_0_1_0)
+    monkeypatch.setattr(request, "rubric_version", lambda: migrations.RUBRIC_0_1_0)
     assert rubric_version() != migrations.RUBRIC_0_1_0  # today's rubric was re-anchored
     store = Store(old_db)
     run_id = "9d350d301481ea01a307"
