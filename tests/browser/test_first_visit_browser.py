@@ -11,18 +11,13 @@ tests/test_page_roles.py keeps a ``pages/`` folder from coming back.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from fixtures.serve import free_port, wait_healthy
 from koed_core.paths import SAMPLE_FILE
-from tests.browser.conftest import ARTIFACTS, ROOT
+from tests.browser.conftest import ARTIFACTS, serve
 
 FIRST_REQUESTS = [
     ("/overview", "Label overview"),
@@ -31,38 +26,13 @@ FIRST_REQUESTS = [
 ]
 
 
-def _serve(folder: Path) -> Iterator[str]:
-    """`streamlit run app.py` on a free port, fresh: no accounts, the sample data."""
-    port = free_port()
-    env = {
-        **{k: v for k, v in os.environ.items() if k not in ("KOED_MODELS", "KOED_USERS")},
-        "KOED_CACHE_DIR": str(folder),
-        "KOED_DB": str(folder / "koed.db"),
-        "KOED_DATA": str(SAMPLE_FILE),
-    }
-    log = (folder / "streamlit.log").open("w")
-    command = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless=true"]
-    command += [f"--server.port={port}", "--browser.gatherUsageStats=false"]
-    command += ["--server.fileWatcherType=none"]
-    proc = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        if not wait_healthy(url, proc):
-            raise RuntimeError((folder / "streamlit.log").read_text())
-        yield url
-    finally:
-        proc.terminate()
-        proc.wait(timeout=20)
-        log.close()
-
-
 @pytest.mark.parametrize("link, heading", FIRST_REQUESTS, ids=["overview", "agreement", "nope"])
 def test_the_first_request_after_a_start_opens_its_page_and_no_dialog(
     tmp_path: Path, browser: Any, link: str, heading: str
 ) -> None:
     from playwright.sync_api import expect
 
-    for url in _serve(tmp_path):
+    for url in serve(tmp_path, {"KOED_DATA": str(SAMPLE_FILE)}):  # fresh: no accounts
         page = browser.new_page(viewport={"width": 1366, "height": 768})
         page.goto(url + link)
         expect(page.get_by_role("heading", name=heading)).to_be_visible()
