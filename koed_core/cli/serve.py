@@ -185,7 +185,7 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
 
     previous = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
-        if _wait_ready(plan, supervisor, stopping):
+        if _wait_ready(plan, supervisor, conf, stopping):
             print(f"ready: {plan.public_url} (Ctrl+C stops everything)", flush=True)
         while supervisor.poll() is None:
             try:
@@ -205,19 +205,38 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     raise KoedError(f"supervisord ended by itself (exit {supervisor.returncode}); see {log}")
 
 
-def _wait_ready(plan: ServePlan, supervisor: subprocess.Popen[bytes], stopping: list[int]) -> bool:
-    """Wait until the proxy (or, for a domain, every app process) answers its health check."""
+def _wait_ready(
+    plan: ServePlan, supervisor: subprocess.Popen[bytes], conf: Path, stopping: list[int]
+) -> bool:
+    """Wait until every app process and the proxy (for a domain, every app process)
+    answer their health check, and supervisord holds every program RUNNING (past its
+    start time: a process that dies at once is not counted as started)."""
     urls = [f"http://127.0.0.1:{p}{HEALTH_PATH}" for p in plan.app_ports]  # every process
     if not plan.domain:
         urls.append(f"{plan.public_url}{HEALTH_PATH}")  # and the proxy in front of them
     deadline = time.monotonic() + READY_WAIT_S
     while time.monotonic() < deadline and not stopping and supervisor.poll() is None:
-        if all(_healthy(url) for url in urls):
+        if all(_healthy(url) for url in urls) and _all_running(conf):
             return True
         time.sleep(0.5)
     if not stopping and supervisor.poll() is None:
         print(f"not ready after {READY_WAIT_S:.0f} s: see {plan.run_dir}/logs", flush=True)
     return False
+
+
+def _all_running(conf: Path) -> bool:
+    """Whether supervisord says every program it runs is RUNNING."""
+    try:
+        out = subprocess.run(  # noqa: S603 - our interpreter, our configuration
+            [sys.executable, "-m", "supervisor.supervisorctl", "-c", str(conf), "status"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+        ).stdout
+    except subprocess.TimeoutExpired:
+        return False
+    states = [line.split()[1] for line in out.splitlines() if len(line.split()) >= 2]
+    return bool(states) and all(state == "RUNNING" for state in states)
 
 
 def _healthy(url: str) -> bool:
