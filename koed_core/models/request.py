@@ -13,7 +13,7 @@ the job and a plan's keys read the fields.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import MISSING, Field, asdict, dataclass, field, fields, replace
+from dataclasses import MISSING, asdict, dataclass, field, fields, replace
 from typing import Any, ClassVar
 
 from koed_core.dialogues.dialogue import Dialogue
@@ -21,9 +21,9 @@ from koed_core.dialogues.subsets import SUBSETS, select
 from koed_core.errors import KoedError
 from koed_core.i18n import _
 from koed_core.models.client import GenerationSettings
-from koed_core.models.pipeline import FAMILIES, STEP_FIELDS, STEP_NAMES, StepError, Steps, steps_for
+from koed_core.models.pipeline import FAMILIES, STEP_FIELDS, STEP_NAMES, Steps, steps_for
 from koed_core.models.prompts import PROMPT_SETS, PromptSet, default_prompt_set, load_prompt_set
-from koed_core.models.protocol import PROTOCOLS, Protocol
+from koed_core.models.protocol import PROTOCOLS
 from koed_core.models.registry import ModelSpec, decoding, sampling
 
 DEFAULT_CONCURRENCY = 8
@@ -421,26 +421,5 @@ def dialogues_said(subset: str, limit: int | None, sample: int | None, seed: int
     return size
 
 
-def request_fields(cls: type[RunRequest]) -> list[Field[Any]]:
-    """The settings a command line offers for ``cls``, in declaration order."""
-    return [f for f in fields(cls) if f.metadata.get("flag") is not None]
-
-
 def _frozen(value: Any) -> Any:
     return tuple(value) if isinstance(value, list) else value
-
-
-__all__ = [
-    "DEFAULT_BATCH_SIZE",
-    "DEFAULT_CONCURRENCY",
-    "DEFAULT_TURNS",
-    "MAX_TURNS",
-    "SPEAKER_MAX_TOKENS",
-    "EpisodeRequest",
-    "Protocol",
-    "Request",
-    "RunRequest",
-    "StepError",
-    "request_fields",
-    "settings_for",
-]
