@@ -23,6 +23,7 @@ from fixtures.planted import (
 )
 from koed_core.cli import main
 from koed_core.db import Sampling
+from koed_core.rating import growth
 from koed_core.rating import sampling as design
 from koed_core.rating.studies import StudyRules
 from koed_core.results import ppi, ppi_plan, ppi_table
@@ -158,7 +159,7 @@ def test_a_random_study_records_its_draw_and_grows_by_the_same_permutation(tmp_p
         "select distinct conv_id from study_items where study_id = ?", [planted.study_id]
     )["conv_id"])  # fmt: skip
     assert items == set(first.conv_ids)
-    config, added = design.add_batch(ratings, planted.study_id, 5)
+    config, added = growth.add_batch(ratings, planted.study_id, 5)
     assert len(added) == 5 and set(first.conv_ids) <= set(config.sampling.conv_ids)
     order = design.permutation([f"planted-{i:04d}" for i in range(40)], first.seed)
     assert set(config.sampling.conv_ids) == set(order[:15])  # the next of the same order

@@ -14,7 +14,7 @@ from koed_core.db import Sampling, Store
 from koed_core.errors import KoedError
 from koed_core.i18n import N_, _
 from koed_core.models.runs import run_labels
-from koed_core.rating import sampling
+from koed_core.rating import growth, sampling
 from koed_core.results import ppi_plan
 
 METHOD_WORDS = {
@@ -130,7 +130,7 @@ def render_planner(store: Store, studies: dict[int, str]) -> None:
         disabled=not random_design or with_ppi == 0,
     ):
         try:
-            grown, added = sampling.add_batch(ratings, int(study), with_ppi)
+            grown, added = growth.add_batch(ratings, int(study), with_ppi)
         except KoedError as err:
             st.error(md(str(err)))
         else:

@@ -108,7 +108,7 @@ def cmd_gap(args: argparse.Namespace, settings: Settings) -> int:
 def cmd_plan(args: argparse.Namespace, settings: Settings) -> int:
     """Print the plan per gap; with --build, add the next batch of dialogues."""
     from koed_core.models.runs import run_labels
-    from koed_core.rating import sampling
+    from koed_core.rating import growth, sampling
     from koed_core.rating.studies import StudyRules
     from koed_core.results import ppi_plan
 
@@ -131,6 +131,6 @@ def cmd_plan(args: argparse.Namespace, settings: Settings) -> int:
         if more == 0:
             print("nothing to add: every gap reaches the width already")
             return 0
-        config, added = sampling.add_batch(StudyRules(store), study, more)
+        config, added = growth.add_batch(StudyRules(store), study, more)
         print(f"added {len(added)} dialogues; {sampling.describe(config.sampling)}")
     return 0

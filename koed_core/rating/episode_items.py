@@ -7,7 +7,7 @@ from koed_core.db import Runs, Store
 from koed_core.db.types import StudyConfig
 from koed_core.i18n import _
 from koed_core.judge.episodes import EpisodeText, episodes_of
-from koed_core.rating.studies import RatingError
+from koed_core.rating.errors import RatingError
 
 
 def episode_items(store: Store, config: StudyConfig) -> list[EpisodeText]:

@@ -12,16 +12,13 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, replace
-from typing import TYPE_CHECKING, Any
+from dataclasses import replace
+from typing import Any
 
-from koed_core.db import Runs, Sampling, StudyConfig
+from koed_core.db import Sampling, StudyConfig
 from koed_core.dialogues.dataset import Dataset
 from koed_core.errors import KoedError
 from koed_core.i18n import _
-
-if TYPE_CHECKING:
-    from koed_core.rating.studies import StudyRules
 
 METHODS = ("all", "random", "stratified", "manual")
 RANDOM_METHODS = ("all", "random", "stratified")
@@ -164,26 +161,6 @@ def describe(sampling: Sampling) -> str:
     if sampling.method == "manual":
         return _("{size} dialogues chosen by hand", size=len(sampling.conv_ids))
     return _("every answered dialogue, reached by raters in the study's seeded random order")
-
-
-def add_batch(ratings: StudyRules, study_id: int, more: int) -> tuple[StudyConfig, list[str]]:
-    """Add the next ``more`` dialogues of a study's random design to the study: their
-    responses become items, and the study's recorded design grows with them.
-
-    Returns:
-        The new configuration and the conv_ids added.
-    """
-    config = ratings.config(study_id)
-    rows = Runs(ratings.store).answered(config.run_ids, config.langs)
-    grown = next_batch(config.sampling, [r["conv_id"] for r in rows], more)
-    added = sorted(set(grown.conv_ids) - set(config.sampling.conv_ids))
-    new_config = replace(config, sampling=grown)
-    with ratings.store.write():
-        for row in rows:
-            if row["conv_id"] in added:
-                ratings.add_response_item(study_id, row)
-        ratings.q.update_config(study_id, asdict(new_config))
-    return new_config, added
 
 
 def sampled(

@@ -30,7 +30,6 @@ from koed_core.db import (
 )
 from koed_core.db.types import CandidateItem
 from koed_core.dialogues.dataset import Dataset
-from koed_core.errors import KoedError
 from koed_core.i18n import _
 from koed_core.judge.rubric import SCALE, codes, rubric_version
 from koed_core.models.protocol import build_task
@@ -42,6 +41,7 @@ from koed_core.rating.attention_rules import (  # the rule's home; imported from
     check_verdicts,
     instructed_score,
 )
+from koed_core.rating.errors import RatingError
 from koed_core.rating.item_content import ItemContent
 from koed_core.rating.sampling import sampled
 
@@ -57,10 +57,6 @@ __all__ = [
 ]
 
 CALIBRATION_FILE = DATA_DIR / "calibration.json"
-
-
-class RatingError(KoedError):
-    """A rating action that cannot be done (bad score, not your item, no such study)."""
 
 
 def _iso(moment: datetime) -> str:
