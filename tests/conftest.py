@@ -73,7 +73,7 @@ def clear_streamlit_caches() -> Iterator[None]:
         st.cache_resource.clear()
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def official_file() -> Path:
     """The official KoED file, for the extra checks on real data (never a copy inside the
     project): KOED_OFFICIAL_FILE, else ../shared/data/KoED.json, else the file that

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from fixtures.fake_openai import FakeOpenAI
 from koed_core.dialogues.dataset import load_dataset
 from koed_core.models.backends import make_client
 from koed_core.models.registry import ModelSpec
@@ -17,16 +20,26 @@ from tests.browser.conftest import (
     EN_REPLY,
     Visit,
     login_cookie,
+    seed_site,
+    serve,
 )
 
 
+@pytest.fixture(scope="module")
+def talk_site(tmp_path_factory: pytest.TempPathFactory, session_fake: FakeOpenAI) -> Iterator[str]:
+    """The seeded site on a server of its own, shared by the projector sizes: the chart's
+    default source is the judge or the emotion reader, never a rating another test left in
+    the shared site's open study (and these visits only read)."""
+    folder: Path = tmp_path_factory.mktemp("talk")
+    yield from serve(folder, seed_site(folder, session_fake))
+
+
 @pytest.mark.parametrize("width, height", [(1280, 720), (1920, 1080)])
-def test_talk_mode_fits_a_projector(fresh_site: str, browser: Any, width: int, height: int) -> None:
-    """On a site of its own: the chart's default source is the judge or the emotion
-    reader, never a rating another test left in the open study."""
+def test_talk_mode_fits_a_projector(talk_site: str, browser: Any, width: int, height: int) -> None:
+    """On a site of its own (see talk_site), at two projectors' sizes."""
     from playwright.sync_api import expect
 
-    server = fresh_site
+    server = talk_site
     context = browser.new_context(viewport={"width": width, "height": height})
     context.add_cookies([login_cookie(server, "boss")])  # type: ignore[list-item]
     page = context.new_page()
@@ -74,7 +87,8 @@ def test_talk_mode_fits_a_projector(fresh_site: str, browser: Any, width: int, h
         notice = page.get_by_text("Replay of stored answers").first
         expect(notice).to_be_visible()
         assert steps.inside(notice.bounding_box(), width, height), notice.bounding_box()
-        page.wait_for_timeout(3000)
+        if _read == 1:  # 3 s to the second read
+            page.wait_for_timeout(3000)
     assert page.get_by_test_id("stException").count() == 0
     page.screenshot(path=str(ARTIFACTS / f"talk_demo_{width}.png"))
 
