@@ -273,19 +273,31 @@ def _settled(page) -> None:  # type: ignore[no-untyped-def]
 
 
 def _switch(page, name: str) -> float:  # type: ignore[no-untyped-def]
-    """Seconds from a click on the language switch to the page drawn in that language."""
+    """Seconds from a click on the language switch to the page drawn in that language.
+
+    A click that a busy machine's browser took before the switch was live (the page never
+    changes language) is made again, up to three times; the time is the answered click's."""
     button = page.get_by_test_id("stButtonGroup").get_by_text(name, exact=True)
-    start = time.perf_counter()
-    button.click()
     lang = next(code for code, shown in i18n.NAMES.items() if shown == name)
-    page.wait_for_function(
-        """lang => location.search.includes('lang=' + lang)
-            && document.querySelector('[data-testid="stApp"]')
-                 .getAttribute('data-test-script-state') === 'notRunning'""",
-        arg=lang,
-        polling="raf",
-    )
-    return time.perf_counter() - start
+    for attempt in range(3):
+        _settled(page)
+        start = time.perf_counter()
+        button.click()
+        try:
+            page.wait_for_function(
+                """lang => location.search.includes('lang=' + lang)
+                    && document.querySelector('[data-testid="stApp"]')
+                         .getAttribute('data-test-script-state') === 'notRunning'""",
+                arg=lang,
+                polling="raf",
+                timeout=30_000,
+            )
+        except Exception:  # noqa: BLE001 - playwright's timeout; the last try decides
+            if attempt == 2:
+                raise
+            continue
+        return time.perf_counter() - start
+    raise AssertionError("unreachable")
 
 
 def _open(page, title: str) -> float:  # type: ignore[no-untyped-def]
