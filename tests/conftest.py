@@ -259,7 +259,7 @@ def model_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def embedded_copy(model_cache_dir: Path) -> dict[str, bool]:
-    """Convert the embedded SmolLM2 once per run, under a lock the other worker waits on,
+    """Convert the embedded SmolLM2 once per run, under a lock the other workers wait on,
     and compare the copy read back from disk with the GGUF it came from. Tests that use
     the embedded model ask for this first, so they (and their servers) load the copy; the
     comparison is kept beside it for whichever process did not convert."""
