@@ -83,16 +83,8 @@ def test_removing_a_span_that_is_not_there_changes_nothing(tmp_path: Path) -> No
         {"ko": _side("ko", "편의점"), "type": "places", "none": True}, DIALOGUE, load_taxonomy()
     )
     store.save(project_id, DIALOGUE, "local", None, "", [kept])
-    notice = span_actions.apply(
-        {"remove": {"key": "3:0:1:food"}},
-        store,
-        project,
-        DIALOGUE,
-        "local",
-        load_taxonomy(),
-        (None, "", False),
-        [kept],
-    )
+    sheet = span_actions.Sheet.read(store, project, DIALOGUE, "local", load_taxonomy())
+    notice = span_actions.apply({"remove": {"key": "3:0:1:food"}}, sheet)
     assert notice == "That span is no longer there; nothing was removed."
     own = store.own(project_id, DIALOGUE.conv_id, "local")
     assert own is not None and [span_key(s) for s in own.spans] == [span_key(kept)]

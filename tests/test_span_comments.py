@@ -40,16 +40,8 @@ def _project(db: Path | str, spans: list[Span], who: str = "local") -> Annotatio
 def _apply(store: AnnotationRules, message: dict[str, Any]) -> str | None:
     own = store.own(1, DIALOGUE.conv_id, "local")
     assert own is not None
-    return span_actions.apply(
-        {"comment": message},
-        store,
-        store.project(1),
-        DIALOGUE,
-        "local",
-        load_taxonomy(),
-        (own.category, own.note, own.submitted),
-        list(own.spans),
-    )
+    sheet = span_actions.Sheet.of(store, store.project(1), DIALOGUE, "local", load_taxonomy(), own)
+    return span_actions.apply({"comment": message}, sheet)
 
 
 def test_the_panels_comment_is_stored_in_place_and_emptied(tmp_path: Path) -> None:

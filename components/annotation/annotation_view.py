@@ -32,6 +32,7 @@ from koed_core.annotation.spans import PERSON, Span
 from koed_core.annotation.taxonomy import (
     CATEGORIES,
     HANDCRAFTED,
+    AnnotationError,
     Taxonomy,
     fixed_category,
 )
@@ -145,9 +146,12 @@ def _save(
     spans: list[Span],
     submit: bool = False,
 ) -> bool:
-    return span_actions.save_spans(
-        annotations, project, dialogue, who, (category, note, submit), spans
-    )
+    try:
+        annotations.save(project["id"], dialogue, who, category, note, spans, submit=submit)
+    except AnnotationError as err:
+        st.error(md(str(err)), icon=":material/error:")
+        return False
+    return True
 
 
 def annotate(
@@ -226,8 +230,8 @@ def _spans_part(
     own = annotations.own(project["id"], dialogue.conv_id, who)
     if (own is not None) != had_answer:
         st.rerun()
-    spans = list(own.spans) if own else []
-    answer = (own.category, own.note, own.submitted) if own else (None, "", False)
+    sheet = span_actions.Sheet.of(annotations, project, dialogue, who, taxonomy, own)
+    spans = list(sheet.spans)
     pending = state.annotation_pending(project["id"], dialogue.conv_id)
     last = st.session_state.get(state.ANN_LAST_TYPE)
     key = f"{state.ANN_SELECTOR}.{project['id']}.{dialogue.conv_id}"
@@ -244,7 +248,7 @@ def _spans_part(
     st.markdown(_("**Your spans** ({n})", n=i18n.number(len(spans))))
     span_table(tuple(spans), taxonomy)
     with st.expander(_("Other ways to mark and remove spans (typing, the form, several at once)")):
-        other_ways(annotations, project, dialogue, who, taxonomy, answer, spans, pending)
+        other_ways(sheet, pending)
 
 
 def _category_form(

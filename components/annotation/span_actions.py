@@ -12,7 +12,7 @@ the last of them, one at a time.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import streamlit as st
@@ -20,7 +20,7 @@ import streamlit as st
 from components.annotation.span_select import span_key
 from components.core import language, state
 from components.core.literal import md, without_paths
-from koed_core.annotation.projects import AnnotationRules
+from koed_core.annotation.projects import Annotation, AnnotationRules
 from koed_core.annotation.spans import (
     MAX_COMMENT,
     Side,
@@ -37,55 +37,79 @@ from koed_core.i18n import _
 UNDO_DEPTH = 50
 
 
-def undo_list(project_id: int, conv_id: str, who: str) -> list[dict[str, Any]]:
-    """This dialogue's adds and removals, the last one last (session-only)."""
-    found: list[dict[str, Any]] = st.session_state.setdefault(
-        f"{state.ANN_UNDO}.{project_id}.{conv_id}.{who}", []
-    )
-    return found
+@dataclass(frozen=True)
+class Sheet:
+    """One annotator's answer to one dialogue of a project, as read from the store: what
+    every way of changing spans (the widget, the forms, undo) needs, passed as one thing.
+    A change stores a new list of spans with the answer's category, note and submitted
+    state unchanged."""
 
+    annotations: AnnotationRules
+    project: dict[str, Any]
+    dialogue: Dialogue
+    who: str
+    taxonomy: Taxonomy
+    answer: tuple[str | None, str, bool]  # category, note, whether it stays submitted
+    spans: tuple[Span, ...]
 
-def remember(project_id: int, conv_id: str, who: str, action: str, span: Span) -> None:
-    """Put an add or a removal on the undo list."""
-    done = undo_list(project_id, conv_id, who)
-    done.append({"action": action, "span": span_to_dict(span)})
-    del done[:-UNDO_DEPTH]
+    @classmethod
+    def read(
+        cls,
+        annotations: AnnotationRules,
+        project: dict[str, Any],
+        dialogue: Dialogue,
+        who: str,
+        taxonomy: Taxonomy,
+    ) -> Sheet:
+        """The annotator's answer as stored now."""
+        own = annotations.own(int(project["id"]), dialogue.conv_id, who)
+        return cls.of(annotations, project, dialogue, who, taxonomy, own)
 
+    @classmethod
+    def of(
+        cls,
+        annotations: AnnotationRules,
+        project: dict[str, Any],
+        dialogue: Dialogue,
+        who: str,
+        taxonomy: Taxonomy,
+        own: Annotation | None,
+    ) -> Sheet:
+        """The sheet of an answer the page has just read (none yet: no spans, a draft)."""
+        answer = (own.category, own.note, own.submitted) if own else (None, "", False)
+        spans = own.spans if own else ()
+        return cls(annotations, project, dialogue, who, taxonomy, answer, spans)
 
-def save_spans(
-    annotations: AnnotationRules,
-    project: dict[str, Any],
-    dialogue: Dialogue,
-    who: str,
-    answer: tuple[str | None, str, bool],
-    spans: list[Span],
-) -> bool:
-    """Store the annotator's spans (``answer``: category, note, and whether it stays
-    submitted); a refusal is one sentence on the page."""
-    category, note, submit = answer
-    try:
-        annotations.save(project["id"], dialogue, who, category, note, spans, submit=submit)
-    except AnnotationError as err:
-        st.error(md(str(err)), icon=":material/error:")
-        return False
-    return True
+    def undo_list(self) -> list[dict[str, Any]]:
+        """This dialogue's adds and removals, the last one last (session-only)."""
+        key = f"{state.ANN_UNDO}.{self.project['id']}.{self.dialogue.conv_id}.{self.who}"
+        found: list[dict[str, Any]] = st.session_state.setdefault(key, [])
+        return found
 
+    def remember(self, action: str, span: Span) -> None:
+        """Put an add or a removal on the undo list."""
+        done = self.undo_list()
+        done.append({"action": action, "span": span_to_dict(span)})
+        del done[:-UNDO_DEPTH]
 
-def _stored(
-    annotations: AnnotationRules,
-    project: dict[str, Any],
-    dialogue: Dialogue,
-    who: str,
-    answer: tuple[str | None, str, bool],
-    spans: list[Span],
-) -> str | None:
-    """Store the spans; None, or the refusal in one sentence (for the page to show)."""
-    category, note, submit = answer
-    try:
-        annotations.save(project["id"], dialogue, who, category, note, spans, submit=submit)
-    except KoedError as err:  # a refusal, or a database busy past its wait: one sentence
-        return without_paths(err)[:300]
-    return None
+    def refusal(self, spans: list[Span]) -> str | None:
+        """Store these spans; None, or the refusal in one sentence (for the page to show):
+        a refusal, or a database busy past its wait."""
+        category, note, submit = self.answer
+        try:
+            self.annotations.save(
+                self.project["id"], self.dialogue, self.who, category, note, spans, submit=submit
+            )
+        except KoedError as err:
+            return without_paths(err)[:300]
+        return None
+
+    def save(self, spans: list[Span]) -> bool:
+        """Store these spans; a refusal is one sentence on the page."""
+        refused = self.refusal(spans)
+        if refused is not None:
+            st.error(md(refused), icon=":material/error:")
+        return refused is None
 
 
 def on_widget(
@@ -111,10 +135,7 @@ def on_widget(
         st.session_state[state.ANN_NOTICE] = str(events["selected"].get("error", ""))[:200]
         return
     try:
-        own = annotations.own(int(project["id"]), dialogue.conv_id, who)
-        spans = list(own.spans) if own else []
-        answer = (own.category, own.note, own.submitted) if own else (None, "", False)
-        notice = apply(events, annotations, project, dialogue, who, taxonomy, answer, spans)
+        notice = apply(events, Sheet.read(annotations, project, dialogue, who, taxonomy))
     except KoedError as err:
         notice = without_paths(err)[:300]
     if notice:
@@ -183,84 +204,61 @@ def read_add(message: dict[str, Any], dialogue: Dialogue, taxonomy: Taxonomy) ->
     return Span(ko=ko, type=kind, en=en, no_counterpart=none)
 
 
-def apply(
-    events: dict[str, dict[str, Any]],
-    annotations: AnnotationRules,
-    project: dict[str, Any],
-    dialogue: Dialogue,
-    who: str,
-    taxonomy: Taxonomy,
-    answer: tuple[str | None, str, bool],
-    spans: list[Span],
-) -> str | None:
+def apply(events: dict[str, dict[str, Any]], sheet: Sheet) -> str | None:
     """Apply what the widget sent; return a notice (one sentence) when the message cannot
     be applied or the store refuses it. Nothing is stored for a refused message."""
-    project_id, conv_id = int(project["id"]), dialogue.conv_id
+    spans = list(sheet.spans)
     if "add" in events:
         try:
-            new = read_add(events["add"], dialogue, taxonomy)
+            new = read_add(events["add"], sheet.dialogue, sheet.taxonomy)
         except AnnotationError as err:
             return str(err)[:200]
         st.session_state[state.ANN_LAST_TYPE] = new.type  # the panel keeps it
-        refused = _stored(annotations, project, dialogue, who, answer, [*spans, new])
+        refused = sheet.refusal([*spans, new])
         if refused is None:
-            remember(project_id, conv_id, who, "add", new)
+            sheet.remember("add", new)
         return refused
     if "remove" in events:
         key = events["remove"].get("key")
         gone = [s for s in spans if span_key(s) == key]
         if not gone:
             return _("That span is no longer there; nothing was removed.")
-        kept = [s for s in spans if span_key(s) != key]
-        refused = _stored(annotations, project, dialogue, who, answer, kept)
+        refused = sheet.refusal([s for s in spans if span_key(s) != key])
         if refused is None:
-            remember(project_id, conv_id, who, "remove", gone[0])
+            sheet.remember("remove", gone[0])
         return refused
     if "undo" in events:
-        return _undo(annotations, project, dialogue, who, answer, spans)
+        return _undo(sheet)
     if "comment" in events:
-        return _comment(events["comment"], annotations, project, dialogue, who, answer, spans)
+        return _comment(events["comment"], sheet)
     return None
 
 
-def _comment(
-    message: dict[str, Any],
-    annotations: AnnotationRules,
-    project: dict[str, Any],
-    dialogue: Dialogue,
-    who: str,
-    answer: tuple[str | None, str, bool],
-    spans: list[Span],
-) -> str | None:
+def _comment(message: dict[str, Any], sheet: Sheet) -> str | None:
     """A span's new comment (empty: none), stored in place; the span stays as it was."""
     key, text = message.get("key"), message.get("comment")
     if not isinstance(text, str) or len(text) > MAX_COMMENT:
         return _("The comment could not be read; write it again (at most 2,000 characters).")
-    if not any(span_key(s) == key for s in spans):
+    if not any(span_key(s) == key for s in sheet.spans):
         return _("That span is no longer there; the comment was not saved.")
     text = text.replace("\r\n", "\n").strip()
-    edited = [replace(s, comment=text) if span_key(s) == key else s for s in spans]
-    return _stored(annotations, project, dialogue, who, answer, edited)
+    edited = [replace(s, comment=text) if span_key(s) == key else s for s in sheet.spans]
+    return sheet.refusal(edited)
 
 
-def _undo(
-    annotations: AnnotationRules,
-    project: dict[str, Any],
-    dialogue: Dialogue,
-    who: str,
-    answer: tuple[str | None, str, bool],
-    spans: list[Span],
-) -> str | None:
-    done = undo_list(int(project["id"]), dialogue.conv_id, who)
+def _undo(sheet: Sheet) -> str | None:
+    """Take back the last add or removal on this dialogue's undo list."""
+    done = sheet.undo_list()
     if not done:
         return _("Nothing to undo.")
     last = done[-1]
     span = span_from_dict(last["span"], "undo")
+    spans = list(sheet.spans)
     if last["action"] == "add":
         after = [s for s in spans if s.key != span.key]
     else:
         after = [*spans, span] if all(s.key != span.key for s in spans) else spans
-    refused = _stored(annotations, project, dialogue, who, answer, after)
+    refused = sheet.refusal(after)
     if refused is None:
         done.pop()
     return refused

@@ -5,34 +5,22 @@ form is the keyboard's way."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import streamlit as st
 
 from components.annotation import span_actions
 from components.core.literal import md
-from koed_core.annotation.projects import AnnotationRules
 from koed_core.annotation.spans import MAX_COMMENT, Span, find, side_at, turn_text
-from koed_core.annotation.taxonomy import AnnotationError, Taxonomy
+from koed_core.annotation.taxonomy import AnnotationError
 from koed_core.db.types import short_hash
-from koed_core.dialogues.dialogue import Dialogue
 from koed_core.i18n import _
 
 KEY = "annotate.change"
 
 
-def change_form(
-    annotations: AnnotationRules,
-    project: dict[str, Any],
-    dialogue: Dialogue,
-    who: str,
-    taxonomy: Taxonomy,
-    answer: tuple[str | None, str, bool],
-    spans: list[Span],
-    names: dict[str, str],
-) -> None:
+def change_form(sheet: span_actions.Sheet, names: dict[str, str]) -> None:
     """A span picked, its new type and the Korean text it should cover (found in its turn,
     at the occurrence given); Change stores the edited span where the old one was."""
+    spans, taxonomy = list(sheet.spans), sheet.taxonomy
     if not spans:
         return
     fresh = short_hash([s.key for s in spans])  # a choice never points at another span
@@ -71,8 +59,9 @@ def change_form(
         ko = old.ko
         if text.strip():
             position = old.ko.position
-            start, end = find(turn_text(dialogue, "ko", position), text.strip(), int(occurrence))
-            ko = side_at(dialogue, "ko", position, start, end)
+            turn = turn_text(sheet.dialogue, "ko", position)
+            start, end = find(turn, text.strip(), int(occurrence))
+            ko = side_at(sheet.dialogue, "ko", position, start, end)
     except AnnotationError as err:
         st.error(md(str(err)), icon=":material/error:")
         return
@@ -81,5 +70,5 @@ def change_form(
         ko=ko, type=kind or old.type, en=old.en, no_counterpart=old.no_counterpart, comment=kept
     )
     edited = [new if s is old else s for s in spans]
-    if span_actions.save_spans(annotations, project, dialogue, who, answer, edited):
+    if sheet.save(edited):
         st.rerun()

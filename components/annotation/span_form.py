@@ -12,7 +12,6 @@ from components.annotation import span_actions, span_edit
 from components.core import state
 from components.core.literal import md
 from koed_core import i18n
-from koed_core.annotation.projects import AnnotationRules
 from koed_core.annotation.spans import Side, Span, find, side_at, turn_text
 from koed_core.annotation.taxonomy import AnnotationError, SignalType, Taxonomy
 from koed_core.db.types import short_hash
@@ -59,17 +58,9 @@ def _side(raw: dict[str, Any] | None) -> Side | None:
     return Side(raw["position"], raw["start"], raw["end"], raw["text"]) if raw else None
 
 
-def other_ways(
-    annotations: AnnotationRules,
-    project: dict[str, Any],
-    dialogue: Dialogue,
-    who: str,
-    taxonomy: Taxonomy,
-    answer: tuple[str | None, str, bool],
-    spans: list[Span],
-    pending: dict[str, Any],
-) -> None:
+def other_ways(sheet: span_actions.Sheet, pending: dict[str, Any]) -> None:
     """The keyboard-typed selection, the Add form and removing several spans at once."""
+    dialogue, taxonomy, spans = sheet.dialogue, sheet.taxonomy, list(sheet.spans)
     _typed_selection(dialogue, pending)
     ko, en = _side(pending["ko"]), _side(pending["en"])
     if ko or en:
@@ -103,10 +94,8 @@ def other_ways(
                 st.error(_("Select a span in a Korean turn first."))
             else:
                 new = Span(ko=ko, type=kind, en=None if none else en, no_counterpart=none)
-                if span_actions.save_spans(
-                    annotations, project, dialogue, who, answer, [*spans, new]
-                ):
-                    span_actions.remember(project["id"], dialogue.conv_id, who, "add", new)
+                if sheet.save([*spans, new]):
+                    sheet.remember("add", new)
                     pending.update(ko=None, en=None)
                     st.rerun()
     if spans:
@@ -129,12 +118,12 @@ def other_ways(
         )
         if gone and st.button(_("Remove the chosen spans")):
             kept_spans = [s for i, s in enumerate(spans) if i not in set(gone)]
-            if span_actions.save_spans(annotations, project, dialogue, who, answer, kept_spans):
+            if sheet.save(kept_spans):
                 for i in sorted(set(gone)):
-                    span_actions.remember(project["id"], dialogue.conv_id, who, "remove", spans[i])
+                    sheet.remember("remove", spans[i])
                 st.rerun()
     names = {kind.code: type_name(kind) for kind in taxonomy.types}
-    span_edit.change_form(annotations, project, dialogue, who, taxonomy, answer, spans, names)
+    span_edit.change_form(sheet, names)
 
 
 def widget_types(taxonomy: Taxonomy) -> list[dict[str, str]]:
