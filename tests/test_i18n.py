@@ -282,6 +282,20 @@ def korean_study(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Store
     return store, study_id
 
 
+def _invite(store: Store, study_id: int, cap: int) -> tuple[crowd.Invite, str]:
+    """A Prolific link to the Korean study (Korean and English consent, a reward)."""
+    request = crowd.InviteRequest(
+        platform="prolific",
+        days=7.0,
+        cap=cap,
+        batch_size=2,
+        consent_ko="동의합니다.",
+        consent_en="I agree.",
+        reward=2.0,
+    )
+    return crowd.create_invite(store, KEY, study_id, request)
+
+
 def _visit(token: str, lang: str | None) -> AppTest:
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
     at.query_params["invite"] = token
@@ -306,20 +320,7 @@ def test_a_korean_workers_whole_visit_is_in_korean(korean_study: tuple[Store, in
     consent to the code, on every step, including the warning for a missing score, the
     calibration's feedback table and the end of the visit."""
     store, study_id = korean_study
-    invite, token = crowd.create_invite(
-        store,
-        KEY,
-        study_id,
-        crowd.InviteRequest(
-            platform="prolific",
-            days=7.0,
-            cap=3,
-            batch_size=2,
-            consent_ko="동의합니다.",
-            consent_en="I agree.",
-            reward=2.0,
-        ),
-    )
+    invite, token = _invite(store, study_id, cap=3)
     seen: list[str] = []
     at = _visit(token, None)
     assert not at.exception, [e.value for e in at.exception]
@@ -369,20 +370,7 @@ def test_a_korean_workers_whole_visit_is_in_korean(korean_study: tuple[Store, in
 @pytest.mark.parametrize("why", ["full", "withdrawn"])
 def test_a_refusal_is_in_korean(korean_study: tuple[Store, int], why: str) -> None:
     store, study_id = korean_study
-    invite, token = crowd.create_invite(
-        store,
-        KEY,
-        study_id,
-        crowd.InviteRequest(
-            platform="prolific",
-            days=7.0,
-            cap=1,
-            batch_size=2,
-            consent_ko="동의합니다.",
-            consent_en="I agree.",
-            reward=2.0,
-        ),
-    )
+    invite, token = _invite(store, study_id, cap=1)
     if why == "full":  # someone else holds the only place
         other = {**PROLIFIC, "PROLIFIC_PID": "6f1a2b3c4d5e6f7a8b9c0d1f", "SESSION_ID": "7" * 24}
         crowd.join(store, KEY, invite, crowd.platform_ids(invite, other, KEY))
@@ -399,20 +387,7 @@ def test_the_language_switch_and_the_url_agree(korean_study: tuple[Store, int]) 
     """?lang=en on a Korean study's link wins over the items' language; the switch then
     turns the page Korean and writes ?lang=ko back, so a reload keeps it."""
     store, study_id = korean_study
-    _, token = crowd.create_invite(
-        store,
-        KEY,
-        study_id,
-        crowd.InviteRequest(
-            platform="prolific",
-            days=7.0,
-            cap=3,
-            batch_size=2,
-            consent_ko="동의합니다.",
-            consent_en="I agree.",
-            reward=2.0,
-        ),
-    )
+    _, token = _invite(store, study_id, cap=3)
     at = _visit(token, "en")
     assert at.title[0].value == "KoED rating study"
     switch = at.get("button_group")[0]
