@@ -58,26 +58,33 @@ def item_label(work: pd.DataFrame, dataset: Dataset, need: int) -> dict[str, str
 
 
 def dialogue_picker(choices: list[str], labels: dict[str, str], upcoming: str | None) -> str:
-    """The dialogue picker. Its widget is keyed by its labels: a picker whose labels
-    changed under the same key kept showing the old one ("yours: new" after a span was
-    saved, "draft" after Submit, caught in Chromium), so the choice itself is kept in
-    ``state.ANN_ITEM`` and a new widget shows it whenever a label changes. A new widget
-    gets its value through the session state, not ``index``: after :func:`go_to` the
-    key may be the same as before (same labels), and a value given only as ``index``
-    never reached the browser, which kept showing the old dialogue above the new one."""
+    """The dialogue picker. The choice is kept in ``state.ANN_ITEM``; the widget is keyed
+    by its labels and by how often :func:`go_to` has opened a dialogue, so a changed label
+    ("yours: new" becoming "draft" after a span was saved, caught in Chromium) or a
+    dialogue opened from elsewhere makes a new widget. A new widget gets the choice as its
+    ``index``, which every run of the script sends with the widget: the value set through
+    the session state went out with one run only, and a browser that drew a later run
+    first (a busy machine) showed the first dialogue under another one's heading."""
     chosen = st.session_state.get(state.ANN_ITEM)
     if chosen not in choices:
         chosen = upcoming if upcoming in choices else choices[0]
-    widget = f"{state.ANN_ITEM}.{short_hash(*[labels[c] for c in choices])}"
-    if st.session_state.get(widget) not in choices:
-        st.session_state[widget] = chosen
-    picked = st.selectbox(_("Dialogue"), choices, format_func=labels.__getitem__, key=widget)
+    opened = int(st.session_state.get(state.ANN_OPENED, 0))
+    widget = f"{state.ANN_ITEM}.{opened}.{short_hash(*[labels[c] for c in choices])}"
+    picked = st.selectbox(
+        _("Dialogue"),
+        choices,
+        index=choices.index(chosen),
+        format_func=labels.__getitem__,
+        key=widget,
+    )
     st.session_state[state.ANN_ITEM] = picked
     return str(picked)
 
 
 def go_to(conv_id: str) -> None:
-    """Open this dialogue (a button's callback, before the picker is drawn)."""
+    """Open this dialogue (a button's callback, before the picker is drawn): a picker
+    under a new key, which opens on it."""
     for key in [k for k in st.session_state if str(k).startswith(state.ANN_ITEM + ".")]:
-        del st.session_state[key]  # the picker's widget, so that it opens on this one
+        del st.session_state[key]  # the old picker's value: nothing left to come back to
+    st.session_state[state.ANN_OPENED] = int(st.session_state.get(state.ANN_OPENED, 0)) + 1
     st.session_state[state.ANN_ITEM] = conv_id

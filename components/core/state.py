@@ -206,6 +206,7 @@ def set_crowd_session(username: str, invite: str) -> None:
 # Annotation pages.
 ANN_PROJECT = "annotate.project"
 ANN_ITEM = "annotate.item"
+ANN_OPENED = "annotate.opened"  # how often go_to opened a dialogue: part of the picker's key
 ANN_SELECTOR = "annotate.selector"
 ANN_TYPE = "annotate.type"
 ANN_LAST_TYPE = "annotate.last_type"
