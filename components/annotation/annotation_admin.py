@@ -176,15 +176,23 @@ def _span_label(span: Span, names: dict[str, str]) -> str:
     )
 
 
-def _toggle(kept_key: str, key: Any, pool: dict[str, Span]) -> None:
+def _apply_click(kept_key: str, clicked: dict[str, Any], pool: dict[str, Span]) -> None:
     """One click in the curation view: an annotator's span into the final answer, or a
-    final span out of it. The key comes from the browser: only a pooled span counts."""
+    final span out of it. Said as "in" or "out", never "the other way": a click the
+    reviewer makes again because the page was slow to answer changes nothing more. The
+    key comes from the browser: only a pooled span counts."""
+    key = clicked.get("key")
     if not isinstance(key, str) or key not in pool:
         st.warning(_("That span is not among the annotators' spans; nothing changed."))
         return
     kept = list(st.session_state[kept_key])
-    st.session_state[kept_key] = [k for k in kept if k != key] if key in kept else [*kept, key]
-    st.rerun()
+    if clicked.get("final") is True:
+        wanted = [k for k in kept if k != key]
+    else:
+        wanted = kept if key in kept else [*kept, key]
+    if wanted != kept:
+        st.session_state[kept_key] = wanted
+        st.rerun()
 
 
 def _pool_labels(pool: dict[str, Span], taxonomy: Taxonomy) -> dict[str, str]:
@@ -272,7 +280,7 @@ def adjudicate(
         key=f"curation.{project['id']}.{conv_id}",
     )
     if clicked is not None:
-        _toggle(kept_key, clicked.get("key"), pool)
+        _apply_click(kept_key, clicked, pool)
     with st.expander(_("Each answer as a table"), expanded=False):
         for answer in answers:
             answer_block(answer.annotator, answer, taxonomy)

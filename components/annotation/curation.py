@@ -109,8 +109,8 @@ def curation_view(
 ) -> dict[str, Any] | None:
     """Draw the dialogue with each answer's spans (``answers``: label, annotation), and
     the final answer's line when ``final`` (pool keys) is given: then a click sends
-    ``{"key", "final"}``, returned here (None when nothing was clicked). The caller checks
-    the key against its pool."""
+    ``{"key", "final"}`` (``final``: the click was on the final answer's line), returned
+    here (None when nothing was clicked). The caller checks the key against its pool."""
     codes = list(taxonomy.codes)
     colours = colour_of(codes)
     names = {kind.code: type_name(kind) for kind in taxonomy.types}
@@ -174,7 +174,9 @@ def curation_view(
         },
         "turns": turns,
     }
-    result = _VIEW(data=data, on_toggle_change=_ignore)
+    # keyed: an unkeyed component's identity is its data, so a click drawn from one run
+    # and read in a run whose data differs (a rerun in between) would be lost
+    result = _VIEW(data=data, key=key, on_toggle_change=_ignore)
     clicked = getattr(result, "toggle", None)
     return clicked if isinstance(clicked, dict) else None
 

@@ -22,6 +22,24 @@ def settled(page) -> None:  # type: ignore[no-untyped-def]
     )
 
 
+def click_until(page, target, result, count: int, tries: int = 3) -> None:  # type: ignore[no-untyped-def]
+    """Click ``target`` until ``result`` matches ``count`` elements, as a person clicks
+    again when a busy page did not answer: only for clicks that say what they want (a
+    second click changes nothing more), so a click made twice cannot undo itself."""
+    from playwright.sync_api import expect
+
+    for attempt in range(1, tries + 1):
+        settled(page)
+        target.click()
+        settled(page)
+        try:
+            expect(result).to_have_count(count, timeout=10_000)
+            return
+        except AssertionError:
+            if attempt == tries:
+                raise
+
+
 def download(page, button) -> bytes:  # type: ignore[no-untyped-def]
     """A lazy download's bytes: clicked once the page has settled; a click that landed
     while a rerun replaced the button is made again (once)."""

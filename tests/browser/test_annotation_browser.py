@@ -86,13 +86,15 @@ def test_two_annotators_disagree_and_the_reviewer_adjudicates(site: Visit, brows
     expect(final_row.filter(has_text="편의점")).to_have_count(1)  # agreed: in by default
     expect(final_row.filter(has_text="야근")).to_have_count(0)
     # one click on ann1's span puts it in the final answer, one on the final's takes it out
-    page.locator(".koed-curation tr:not(.final) mark", has_text="야근").first.click()
-    steps.settled(page)
-    expect(final_row.filter(has_text="야근")).to_have_count(1)
-    final_row.filter(has_text="편의점").first.click()
-    steps.settled(page)
-    expect(final_row.filter(has_text="편의점")).to_have_count(0)
-    page.locator(".koed-curation tr:not(.final) mark", has_text="편의점").first.click()
+    annotators_mark = page.locator(".koed-curation tr:not(.final) mark")
+    steps.click_until(
+        page, annotators_mark.filter(has_text="야근").first, final_row.filter(has_text="야근"), 1
+    )
+    steps.click_until(
+        page, final_row.filter(has_text="편의점").first, final_row.filter(has_text="편의점"), 0
+    )
+    steps.click_until(page, annotators_mark.filter(has_text="편의점").first, final_row, 2)
+    annotators_mark.filter(has_text="편의점").first.click()  # in already: it stays in
     steps.settled(page)
     page.wait_for_timeout(2000)  # and so it stays
     expect(final_row).to_have_count(2)
