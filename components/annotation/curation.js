@@ -32,26 +32,49 @@ export default function (component) {
   if (data.clickable) legend.appendChild(el("span", "how", T.how));
   root.appendChild(legend);
   const fill = (cell, text, marks) => {
+    // Nested spans are drawn inside each other (stacked, as in the annotator's own view),
+    // each its own element, so each can be seen and clicked; a span that crosses another's
+    // edge is drawn in pieces that carry the same key.
     const chars = Array.from(text);
-    let at = 0;
-    for (const m of marks) {
-      if (m.start < at) continue;
-      cell.appendChild(document.createTextNode(chars.slice(at, m.start).join("")));
-      const mark = el("mark", m.cls, chars.slice(m.start, m.end).join(""));
-      mark.title = m.title;
-      if (m.color) mark.style.background = m.color;
-      mark.dataset.key = m.key;
-      if (data.clickable) {
-        mark.setAttribute("role", "button");
-        mark.addEventListener("click", () => {
-          sent += 1;
-          setTriggerValue("toggle", { key: m.key, final: m.cls.includes("final"), n: sent });
-        });
+    const order = (a, b) => a.start - b.start || b.end - a.end;
+    const put = (parent, from, to, list) => {
+      let at = from;
+      let rest = list.slice().sort(order);
+      while (rest.length) {
+        const m = rest.shift();
+        if (m.end <= m.start) continue;
+        parent.appendChild(document.createTextNode(chars.slice(at, m.start).join("")));
+        const inside = [];
+        const after = [];
+        for (const o of rest) {
+          if (o.start >= m.end) after.push(o);
+          else if (o.end <= m.end) inside.push(o);
+          else {
+            inside.push({ ...o, end: m.end });
+            after.push({ ...o, start: m.end });
+          }
+        }
+        const mark = el("mark", m.cls, "");
+        mark.title = m.title;
+        if (m.color) mark.style.background = m.color;
+        mark.dataset.key = m.key;
+        if (inside.length) mark.classList.add("outer");
+        if (data.clickable) {
+          mark.setAttribute("role", "button");
+          mark.addEventListener("click", (event) => {
+            event.stopPropagation(); // a nested span's click is its own, not its outer's
+            sent += 1;
+            setTriggerValue("toggle", { key: m.key, final: m.cls.includes("final"), n: sent });
+          });
+        }
+        put(mark, m.start, m.end, inside);
+        parent.appendChild(mark);
+        at = m.end;
+        rest = after.sort(order);
       }
-      cell.appendChild(mark);
-      at = m.end;
-    }
-    cell.appendChild(document.createTextNode(chars.slice(at).join("")));
+      parent.appendChild(document.createTextNode(chars.slice(at, to).join("")));
+    };
+    put(cell, 0, chars.length, marks);
   };
   const table = document.createElement("table");
   const head = document.createElement("tr");

@@ -36,7 +36,10 @@ CSS = """
 .koed-curation mark { background: #ffe08a; border-radius: 3px; padding: 0 1px; }
 .koed-curation mark[role=button] { cursor: pointer; }
 .koed-curation mark.en { background: #cde8ff; }
+.koed-curation mark mark { box-shadow: 0 0 0 1px #374151; margin: 0 1px; }
+.koed-curation mark.outer { padding: 2px 3px; }
 .koed-curation mark.agreed { box-shadow: inset 0 -3px 0 #111827; }
+.koed-curation mark mark.agreed { box-shadow: inset 0 -3px 0 #111827, 0 0 0 1px #374151; }
 .koed-curation mark.kept { outline: 2px solid #15803d; }
 .koed-curation tr.final td { background: #f0fdf4; }
 .koed-curation .legend { display: flex; flex-wrap: wrap; gap: 4px 12px; font-size: 0.78rem;

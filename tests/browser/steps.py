@@ -40,6 +40,28 @@ def click_until(page, target, result, count: int, tries: int = 3) -> None:  # ty
                 raise
 
 
+def choose(page, widget, text: str) -> None:  # type: ignore[no-untyped-def]
+    """Open a select's list, type the option's text so that it is the only one left (no
+    scrolling in a list that redraws its rows while scrolled), and click it. A try that
+    met a rerun redrawing the widget (the list never opened, or the option was replaced
+    under the click) is made again."""
+    from playwright.sync_api import expect
+
+    option = page.get_by_role("option").filter(has_text=text)
+    for attempt in range(5):
+        settled(page)
+        widget.click()
+        page.keyboard.type(text)
+        try:
+            expect(option).to_be_visible(timeout=3000)
+            option.click(timeout=5000)
+            return
+        except Exception:  # noqa: BLE001 - playwright's timeout; the next try decides
+            page.keyboard.press("Escape")
+            if attempt == 4:
+                raise
+
+
 def download(page, button) -> bytes:  # type: ignore[no-untyped-def]
     """A lazy download's bytes: clicked once the page has settled; a click that landed
     while a rerun replaced the button is made again (once)."""

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from tests.browser import steps
-from tests.browser.conftest import ARTIFACTS, serve
+from tests.browser.conftest import ADMIN_PASSWORD, ARTIFACTS, serve
 
 WIDTH, HEIGHT = 1366, 768
 
@@ -226,6 +226,56 @@ def test_nested_spans_are_drawn_stacked_and_each_is_clicked(site: Any, browser: 
         assert name.lower() in (picked.first.get_attribute("title") or "").lower(), name
         page.keyboard.press("Escape")
         steps.settled(page)
+    assert page.get_by_test_id("stException").count() == 0
+
+
+def test_the_reviewer_sees_and_keeps_a_nested_span(site: Any, browser: Any) -> None:
+    """Issue 57, item 1, at the reviewer's end: the curation view drew only the first of
+    two overlapping spans, so a span inside another could not be seen or clicked there.
+    Both are drawn, one inside the other; a click on the inner one puts that one, and
+    only it, in the final answer, and a click on it in the final answer takes it out."""
+    from playwright.sync_api import expect
+
+    from koed_core.annotation.projects import AnnotationRules
+    from koed_core.annotation.spans import Side, Span
+    from koed_core.annotation.taxonomy import CONTEXT_MODIFIED
+    from koed_core.db import Store
+    from koed_core.dialogues.dataset import load_dataset
+    from koed_core.paths import SAMPLE_FILE
+
+    dataset = load_dataset(SAMPLE_FILE)
+    dialogue = dataset.dialogues[0]
+    at = dialogue.turns[2].ko.index("편의점")
+    rules = AnnotationRules(Store(site.site.db))
+    project = rules.create_project(
+        "Nested review", dataset, [dialogue.conv_id], annotators=["nest_a", "nest_b"]
+    )
+    outer = Span(Side(3, at, at + 3, "편의점"), "places", no_counterpart=True)
+    inner = Span(Side(3, at, at + 2, "편의"), "other", no_counterpart=True)
+    rules.save(project, dialogue, "nest_a", CONTEXT_MODIFIED, "", [outer, inner], submit=True)
+    rules.save(project, dialogue, "nest_b", CONTEXT_MODIFIED, "", [outer], submit=True)
+    page = browser.new_context(viewport={"width": WIDTH, "height": HEIGHT}).new_page()
+    page.goto(site.url + "/login")
+    steps.log_in_settled(page, site.admin, ADMIN_PASSWORD, "Logged in as Boss")
+    page.goto(site.url + "/projects")
+    steps.choose(page, page.get_by_role("combobox", name="Project"), f"{project}: Nested review")
+    answers = page.locator(".koed-curation tr:not(.final)")
+    final = page.locator(".koed-curation tr.final")
+    nested = "mark[data-key*=':places:'] mark[data-key*=':other:']"
+    for _read in (1, 2):  # settled, and 3 s later
+        steps.settled(page)
+        expect(answers.locator(nested)).to_have_count(1)  # nest_a's, inside the outer one
+        expect(final.locator("mark[data-key*=':places:']")).to_have_count(1)  # agreed
+        expect(final.locator("mark[data-key*=':other:']")).to_have_count(0)
+        if _read == 1:
+            page.wait_for_timeout(3000)
+    inner_mark = answers.locator(nested).first
+    steps.click_until(page, inner_mark, final.locator(nested), 1)
+    expect(final.locator("mark[data-key*=':places:']")).to_have_count(1)  # the outer: still one
+    page.locator(".koed-curation").scroll_into_view_if_needed()
+    page.screenshot(path=str(ARTIFACTS / "round4_nested_curation.png"))
+    steps.click_until(page, final.locator(nested).first, final.locator(nested), 0)
+    expect(final.locator("mark[data-key*=':places:']")).to_have_count(1)
     assert page.get_by_test_id("stException").count() == 0
 
 

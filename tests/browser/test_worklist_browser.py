@@ -53,25 +53,6 @@ def test_my_spans_opens_its_dialogue_and_a_filter_drops_the_open_one(
     expect(page.get_by_role("heading", name="Annotate the adaptation")).to_be_visible()
     picker = page.get_by_role("combobox", name="Dialogue", exact=True)
 
-    def choose(widget: Any, text: str) -> None:
-        """Open a select's list, type the option's text so that it is the only one left
-        (no scrolling in a list that redraws its rows while scrolled), and click it. A
-        try that met a rerun redrawing the widget (the list never opened, or the option
-        was replaced under the click) is made again."""
-        option = page.get_by_role("option").filter(has_text=text)
-        for attempt in range(5):
-            steps.settled(page)
-            widget.click()
-            page.keyboard.type(text)
-            try:
-                expect(option).to_be_visible(timeout=3000)
-                option.click(timeout=5000)
-                return
-            except Exception:  # noqa: BLE001 - playwright's timeout; the next try decides
-                page.keyboard.press("Escape")
-                if attempt == 4:
-                    raise
-
     def showing(conv_id: str, notice: bool) -> None:
         """The heading and the picker name the same dialogue, settled and 2 s later."""
         dropped = page.get_by_text("is not among the dialogues these filters leave")
@@ -97,14 +78,14 @@ def test_my_spans_opens_its_dialogue_and_a_filter_drops_the_open_one(
     spans.get_by_text("My spans in this project (2)").click()
     chooser = spans.get_by_role("combobox", name="Open the dialogue of a span")
     expect(chooser).to_be_visible()
-    choose(chooser, f"{first.conv_id} · turn 3: 편의점")
+    steps.choose(page, chooser, f"{first.conv_id} · turn 3: 편의점")
     steps.settled(page)
     spans.get_by_role("button", name="Open this dialogue").click()
     showing(first.conv_id, notice=False)
     page.screenshot(path=str(ARTIFACTS / "annotate_my_spans.png"), full_page=True)
 
     types = page.get_by_test_id("stMultiSelect").filter(has_text="A span of yours of type")
-    choose(types, "Holidays and customs")
+    steps.choose(page, types, "Holidays and customs")
     page.keyboard.press("Escape")
     showing(third.conv_id, notice=True)  # the first (and only) match
     expect(page.get_by_text(f"{first.conv_id}, open before,")).to_be_visible()
