@@ -12,7 +12,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from koed_core.db import Runs, Store
-from koed_core.db.jobs import Jobs
+from koed_core.db.jobs import JobError, Jobs
 from koed_core.dialogues.dataset import load_dataset
 from koed_core.models.backends import make_client
 from koed_core.models.client import GenerationSettings
@@ -85,6 +85,35 @@ def test_the_judge_page_judges_the_run_that_was_picked(
         assert job.params["run_id"] == run_id
         assert labels[run_id] in job.label, (position, job.label)
         assert labels[run_id] in at.success[0].value.replace("\\", "")
+
+
+@pytest.mark.slow
+def test_the_judge_form_asks_the_request_which_template_fits_the_mode(
+    four_runs: tuple[Store, list[str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Strict mode reads with its own template: the authors' (which has no strict form) is
+    refused in the reader's words and nothing is queued; fenced, strict mode's own, is
+    queued as asked. The rule is JudgeRequest's, as ``koed judge`` applies it."""
+    from components.core import state
+
+    store, run_ids = four_runs
+    monkeypatch.setattr("components.models.jobs_panel.ensure_worker", lambda store: False)
+    asked = []
+    for template in ("authors", "fenced"):
+        at = _judge_page()
+        at.selectbox[0].set_value(run_ids[0])
+        at.selectbox[1].set_value("human")
+        at.radio[0].set_value("strict")
+        at.selectbox(key=state.JUDGE_TEMPLATE).set_value(template)
+        next(b for b in at.button if b.label == "Start as a background job").click().run()
+        assert not at.exception and not at.error, [e.value for e in at.error]
+        asked.append([w.value for w in at.warning])
+    assert asked[0] and "Strict mode has its own template" in asked[0][0], asked
+    assert asked[1] == [], asked
+    job = Jobs(store).get(1)  # the fenced one only
+    assert job.params["mode"] == "strict" and job.params["template"] == "fenced"
+    with pytest.raises(JobError):  # and no other
+        Jobs(store).get(2)
 
 
 def test_the_studies_page_offers_each_run(
