@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from components.core import auth, resources, tables
+from components.core import auth, language, resources, tables
 from components.core.literal import md
 from components.rating import study_design
 from components.rating.crowd_admin import render_account_form, render_invite_form
@@ -25,9 +25,10 @@ with st.form("studies.create"):
         _("Responses from runs (live chat saves are runs too)"),
         list(reversed(run_names)),  # newest first
         format_func=run_names.get,
+        placeholder=_("Choose runs"),
     )
     left, right = st.columns(2)
-    langs = left.multiselect(_("Languages"), ["ko", "en"], default=["ko", "en"])
+    langs = language.languages_picker(left, _("Languages"))
     overlap = left.number_input(_("Raters per item (overlap k)"), 1, 20, 3)
     checks = left.number_input(_("Attention checks per language"), 0, 10, 2)
     quota = right.number_input(_("Quota per rater (0 = none)"), 0, 10_000, 0)

@@ -120,6 +120,7 @@ def create_form(annotations: AnnotationRules, dataset: Dataset, slot: Any = st) 
         chosen = right.multiselect(
             _("Annotators (none chosen: any annotator account)"),
             people,
+            placeholder=_("any annotator account"),
             help=_("Accounts with the annotator role (koed users add NAME --role annotator)"),
         )
         upload = st.file_uploader(
@@ -307,6 +308,7 @@ def adjudicate(
             list(pool),
             format_func=labels.__getitem__,
             key=kept_key,
+            placeholder=_("no span kept"),
         )
         note = st.text_area(
             _("Reviewer's note"),

@@ -343,7 +343,7 @@ def _complete(
         icon=":material/lock:",
     )
     answers = [(_("Yours"), own)] + [
-        (_("Annotator {n}", n=i + 2), a)
+        (_("Other annotator {n}", n=i + 1), a)  # blind: no names, numbered from 1
         for i, a in enumerate(annotations.others(project["id"], dialogue.conv_id, who))
     ]
     curation_view(dialogue, answers, taxonomy, key=f"curation.{dialogue.conv_id}")

@@ -43,6 +43,7 @@ def change_form(sheet: span_actions.Sheet, names: dict[str, str]) -> None:
             _("New type (empty: keep it)"),
             codes,
             index=None,
+            placeholder=_("keep the type"),
             format_func=lambda c: names.get(c, c),
             key=f"{KEY}.type.{fresh}",
         )

@@ -113,6 +113,7 @@ def other_ways(sheet: span_actions.Sheet, pending: dict[str, Any]) -> None:
             _("Remove spans"),
             range(len(spans)),
             format_func=labels.__getitem__,
+            placeholder=_("Choose the spans to remove"),
             # A fresh key whenever the spans change: a choice never points at another span.
             key=f"{state.ANN_REMOVE}.{short_hash([s.key for s in spans])}",
         )

@@ -9,6 +9,8 @@ run, so moving between pages, reloading or copying the address keeps it.
 
 from __future__ import annotations
 
+from typing import Any
+
 import streamlit as st
 
 from koed_core import i18n
@@ -47,11 +49,56 @@ def start(default: str | None = None) -> i18n.Language:
     return lang
 
 
+CHOICE_WIDGETS = frozenset(
+    {
+        "RadioSerde",
+        "SelectboxSerde",
+        "MultiSelectSerde",
+        "SelectSliderSerde",
+        "_SingleSelectButtonGroupSerde",
+        "_MultiSelectButtonGroupSerde",
+    }
+)
+"""Streamlit's widgets that keep a choice as its option's words (``format_func``)."""
+
+
+def _choice_keys() -> list[str]:
+    """The keys of this session's choice widgets (radio, select box, multiselect, pills,
+    segmented control, select slider), read from Streamlit's widget registry: its public
+    API does not say what kind of widget a key belongs to. Nothing (and a log line) if a
+    Streamlit release changed that registry."""
+    import logging
+
+    from streamlit.runtime.state import get_session_state
+
+    try:
+        inner = get_session_state()._state  # noqa: SLF001 - no public way to ask
+        found = []
+        for key, widget_id in inner._key_id_mapper._key_id_mapping.items():  # noqa: SLF001
+            meta = inner._new_widget_state.widget_metadata.get(widget_id)  # noqa: SLF001
+            serde = getattr(getattr(meta, "deserializer", None), "__self__", None)
+            if type(serde).__name__ in CHOICE_WIDGETS:
+                found.append(key)
+        return found
+    except AttributeError:
+        logging.getLogger(__name__).warning("choices are not kept across a language switch")
+        return []
+
+
 def _switched() -> None:
+    """The reader's new language, with every choice made so far kept: Streamlit holds a
+    choice as its option's words, and in the other language those words match no option,
+    so each choice would be read as none (a reviewer's category and spans to keep were
+    lost on the next Record). Each is set again by its value, before the page draws its
+    widgets in the new words."""
     picked = st.session_state.get(SWITCH)
-    if picked in i18n.LANGUAGES:
-        st.session_state[CHOSEN] = picked
-        st.query_params["lang"] = picked
+    if picked not in i18n.LANGUAGES:
+        return
+    for key in _choice_keys():
+        if key != SWITCH and key in st.session_state:
+            st.session_state[key] = st.session_state[key]
+    st.session_state[CHOSEN] = picked
+    st.query_params["lang"] = picked
 
 
 def switch() -> None:
@@ -69,4 +116,16 @@ def switch() -> None:
         key=SWITCH,
         on_change=_switched,
         label_visibility="collapsed",
+    )
+
+
+def languages_picker(where: Any, label: str, default: list[str] | None = None) -> list[str]:
+    """Korean and English to choose from, each by its own name, in ``where`` (the page or
+    a column); both chosen unless ``default`` says otherwise."""
+    return where.multiselect(
+        label,
+        list(i18n.LANGUAGES),
+        default=list(i18n.LANGUAGES) if default is None else default,
+        format_func=i18n.NAMES.__getitem__,
+        placeholder=_("Choose a language"),
     )

@@ -11,7 +11,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from components.core import resources, state, tables, terms
+from components.core import language, resources, state, tables, terms
 from components.core.literal import md
 from components.models import jobs_panel
 from components.shared import episode_view
@@ -99,9 +99,7 @@ def start_run_form(registry: dict[str, ModelSpec], dataset: Dataset) -> None:
         name = left.selectbox(
             _("Model"), list(registry), key=state.RUNS_MODEL, format_func=_models(registry)
         )
-        langs = left.multiselect(
-            _("Languages"), ["ko", "en"], default=["ko", "en"], format_func=i18n.NAMES.__getitem__
-        )
+        langs = language.languages_picker(left, _("Languages"))
         protocol = left.radio(
             _("Protocol"), PROTOCOLS, horizontal=True, format_func=terms.shown(PROTOCOLS)
         )
@@ -208,12 +206,7 @@ def episodes_panel(registry: dict[str, ModelSpec], dataset: Dataset) -> None:
                 ),
             )
             turns = left.number_input(_("Listener turns per episode"), 1, MAX_TURNS, DEFAULT_TURNS)
-            langs = left.multiselect(
-                _("Episode languages"),
-                ["ko", "en"],
-                default=["ko", "en"],
-                format_func=i18n.NAMES.__getitem__,
-            )
+            langs = language.languages_picker(left, _("Episode languages"))
             protocol = right.radio(
                 _("Listener protocol"),
                 PROTOCOLS[:2],

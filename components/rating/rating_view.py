@@ -45,6 +45,7 @@ def onboarding_form(username: str) -> RaterProfile | None:
             ["ko", "en"],
             default=["ko"],
             format_func=language_names().__getitem__,
+            placeholder=_("Choose a language"),
         )
         native = st.selectbox(
             _("My native language"), ["ko", "en", "other"], format_func=language_names().__getitem__

@@ -196,6 +196,7 @@ def model_picker(label: str, key: str, max_selections: int = 2) -> list[ModelSpe
         # a Korean page lost the chosen model on its next run
         format_func={name: model_label(name) for name in registry}.__getitem__,
         wrap=True,  # long model names wrap inside the box instead of running out of it
+        placeholder=_("Choose a model"),
     )
     return [registry[name] for name in chosen]
 

@@ -279,6 +279,64 @@ def test_the_reviewer_sees_and_keeps_a_nested_span(site: Any, browser: Any) -> N
     assert page.get_by_test_id("stException").count() == 0
 
 
+def test_a_language_switch_keeps_the_reviewers_recorded_answer(site: Any, browser: Any) -> None:
+    """Found in a newcomer walk: Streamlit keeps a choice as its option's words, so once
+    the reviewer switched to Korean the recorded category showed as none and the spans to
+    keep held nothing the form would send: Record (the category chosen again) stored the
+    final answer without its spans, and said it was recorded. Both choices survive the
+    switch now, settled and 3 s later, and Record keeps the span."""
+    from playwright.sync_api import expect
+
+    from koed_core import i18n
+    from koed_core.annotation.projects import AnnotationRules
+    from koed_core.annotation.spans import Side, Span
+    from koed_core.annotation.taxonomy import CONTEXT_MODIFIED, SIMPLY_TRANSFERRED
+    from koed_core.db import Store
+    from koed_core.dialogues.dataset import load_dataset
+    from koed_core.paths import SAMPLE_FILE
+
+    dataset = load_dataset(SAMPLE_FILE)
+    dialogue = dataset.dialogues[0]
+    at = dialogue.turns[2].ko.index("편의점")
+    place = Span(Side(3, at, at + 3, "편의점"), "places", no_counterpart=True)
+    rules = AnnotationRules(Store(site.site.db))
+    project = rules.create_project(
+        "Switch review", dataset, [dialogue.conv_id], annotators=["sw_a", "sw_b"]
+    )
+    rules.save(project, dialogue, "sw_a", CONTEXT_MODIFIED, "", [place], submit=True)
+    rules.save(project, dialogue, "sw_b", SIMPLY_TRANSFERRED, "", [place], submit=True)
+    page = browser.new_context(viewport={"width": WIDTH, "height": HEIGHT}).new_page()
+    page.goto(site.url + "/login")
+    steps.log_in_settled(page, site.admin, ADMIN_PASSWORD, "Logged in as Boss")
+    page.goto(site.url + "/projects")
+    steps.choose(page, page.get_by_role("combobox", name="Project"), f"{project}: Switch review")
+    review = page.get_by_test_id("stForm").filter(has_text="Final answer")
+    expect(review.locator("[data-tag-index]")).to_have_count(1)  # the agreed span, kept
+    review.get_by_text("context modified").click()
+    steps.settled(page)
+    review.get_by_role("button", name="Record the final answer").click()
+    expect(review.get_by_text("(recorded; saving replaces it)")).to_be_visible()
+    korean = i18n.catalog("ko").gettext
+    steps.settled(page)
+    page.get_by_test_id("stButtonGroup").get_by_text("한국어", exact=True).click()
+    review = page.get_by_test_id("stForm").filter(has_text=korean("**Final answer**").strip("*"))
+    for _read in (1, 2):  # settled, and 3 s later
+        steps.settled(page)
+        expect(page.get_by_role("heading", name=korean("Annotation projects"))).to_be_visible()
+        expect(review.get_by_test_id("stRadio").locator("input:checked")).to_have_count(1)
+        expect(review.locator("[data-tag-index]")).to_have_count(1)
+        if _read == 1:
+            page.wait_for_timeout(3000)
+    review.get_by_role("button", name=korean("Record the final answer")).click()
+    steps.settled(page)
+    page.wait_for_timeout(1000)
+    final = rules.adjudication(project, dialogue.conv_id)
+    assert final is not None and final.category == CONTEXT_MODIFIED
+    assert [s.ko.text for s in final.spans] == ["편의점"]
+    expect(review.locator("[data-tag-index]")).to_have_count(1)
+    assert page.get_by_test_id("stException").count() == 0
+
+
 def test_a_span_comment_is_written_in_its_panel_and_shown_with_the_span(
     site: Any, browser: Any
 ) -> None:
