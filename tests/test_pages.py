@@ -105,6 +105,32 @@ def test_a_shared_link_opens_the_same_view() -> None:
     assert not at.exception
 
 
+def test_a_link_keeps_the_filter_codes_in_either_language() -> None:
+    """Found in a newcomer walk: the radios bound to the link wrote their words into it
+    (origin=adapted+from+EmpatheticDialogues, mode=정확히 일치), so a link in the codes the
+    README gives (origin=ed) was dropped without a word on a Korean page, and a link
+    made on one language's page warned on the other's. The link holds the codes; either
+    language reads them, and a choice made on the page writes its code."""
+    at = _app()
+    for name, value in {"labels": "sad", "mode": "any", "origin": "ed", "ko_only": "with"}.items():
+        at.query_params[name] = value
+    at.query_params["lang"] = "ko"
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert [at.radio(key=k).value for k in ("mode", "origin", "ko_only")] == ["any", "ed", "with"]
+    assert not at.warning, [w.value for w in at.warning]  # nothing dropped
+    english = _app()
+    english.query_params["origin"] = "ed"
+    english.query_params["mode"] = "any"
+    english.run()
+    assert english.subheader[0].value != "34 of 34 dialogues match"
+    assert not english.warning, [w.value for w in english.warning]
+    at.radio(key="origin").set_value("korean").run()
+    at.radio(key="mode").set_value("exact").run()
+    assert not at.exception and not at.warning, [w.value for w in at.warning]
+    assert (at.query_params["origin"], at.query_params["mode"]) == ("korean", "exact")
+
+
 def _write_dataset(tmp_path: Path, records: list[dict[str, object]]) -> Path:
     path = tmp_path / "mine.json"
     path.write_text(json.dumps(records, ensure_ascii=False), encoding="utf-8")

@@ -3,7 +3,7 @@
 import streamlit as st
 
 from components.core import charts, resources, state, tables
-from components.core.link_notice import check_link, set_param
+from components.core.link_notice import check_link, linked_choice, set_param
 from components.shared import adaptation_gap
 from components.shared.source_banner import load_or_stop, render_source_banner
 from koed_core import i18n
@@ -62,14 +62,7 @@ if spread:
         )
     )
 st.plotly_chart(charts.similarity_histogram(departures), width="stretch")
-order = st.radio(
-    _("Sort"),
-    list(ORDERS),
-    key=state.ADAPT_ORDER,
-    horizontal=True,
-    bind="query-params",
-    format_func=i18n.choices(ORDERS).__getitem__,
-)
+order = linked_choice(st, _("Sort"), list(ORDERS), state.ADAPT_ORDER, ORDERS, horizontal=True)
 closest = order == "closest first"
 similarity_columns = {
     c: st.column_config.ProgressColumn(c, min_value=0.0, max_value=1.0, format="%.2f")

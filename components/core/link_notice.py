@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 import streamlit as st
@@ -10,6 +10,7 @@ from streamlit.errors import StreamlitAPIException
 
 from components.core import state
 from components.core.literal import md
+from koed_core import i18n
 from koed_core.dialogues.links import ALIASES, Dropped, canonical, dropped_values
 
 
@@ -78,3 +79,22 @@ def set_param(name: str, value: str | list[str]) -> None:
             del st.query_params[name]
     except StreamlitAPIException:
         pass
+
+
+def linked_choice(
+    where: Any, label: str, options: Sequence[str], key: str, words: Mapping[str, str], **more: Any
+) -> str:
+    """A radio whose choice is in the link by its code (``?origin=ed``) while the page
+    shows it in the reader's words. Streamlit's own binding writes a choice's words, so
+    a link made on a Korean page held Korean words that an English page dropped, and the
+    codes a link is written in matched nothing once the words were translated. The link
+    seeds the radio when the page opens (``check_link`` has already named any value it
+    left out); the radio's choice is written back, the first option's as no parameter."""
+    asked = st.query_params.get(key)
+    if key not in st.session_state and asked in options:
+        st.session_state[key] = asked
+    chosen = where.radio(
+        label, list(options), key=key, format_func=i18n.choices(words).__getitem__, **more
+    )
+    set_param(key, [] if chosen == options[0] else chosen)
+    return chosen

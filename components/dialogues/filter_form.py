@@ -7,8 +7,8 @@ from typing import cast
 import streamlit as st
 
 from components.core import state
+from components.core.link_notice import linked_choice
 from components.core.literal import md
-from koed_core import i18n
 from koed_core.dialogues.filters import (
     MODE_TEXT,
     ORIGIN_TEXT,
@@ -34,8 +34,9 @@ BIND = "query-params"
 def filter_form(index: FilterIndex) -> DialogueFilter:
     """Draw the filters in the sidebar and return what they say.
 
-    Bound widgets write their option values into the URL as they are, so the options are
-    the short codes (``afraid``, ``exact``) and the longer wording goes in captions.
+    The link holds codes (``afraid``, ``exact``, ``ed``) in either language: the label
+    picker's options are the codes, with their wording in a caption; the radios show
+    words in the reader's language and write their codes (``linked_choice``).
     """
     bar = st.sidebar
     bar.header(_("Filter dialogues"))
@@ -52,24 +53,24 @@ def filter_form(index: FilterIndex) -> DialogueFilter:
     )
     if labels:
         bar.caption(md(" · ".join(by_name()[name].display for name in labels)))
-    mode = bar.radio(
+    mode = linked_choice(
+        bar,
         _("Match"),
         list(MODE_TEXT),
-        key=state.MODE,
-        bind=BIND,
+        state.MODE,
+        MODE_WORDS,
         horizontal=True,
-        format_func=i18n.choices(MODE_WORDS).__getitem__,
         help=_(
             "all: the dialogue has every chosen label (maybe more). exact: its label set "
             "is the chosen set. any: it has at least one of them."
         ),
     )
-    origin = bar.radio(
+    origin = linked_choice(
+        bar,
         _("Records"),
         list(ORIGIN_TEXT),
-        key=state.ORIGIN,
-        bind=BIND,
-        format_func=i18n.choices(ORIGIN_WORDS).__getitem__,
+        state.ORIGIN,
+        ORIGIN_WORDS,
         help=_(
             "Written for KoED: the 80 jeong and han dialogues, new in KoED. Adapted from "
             "EmpatheticDialogues: the others, reconstructions of English dialogues."
@@ -86,13 +87,13 @@ def filter_form(index: FilterIndex) -> DialogueFilter:
     turns = (low, high)
     if high > low:
         turns = bar.slider(_("Number of turns"), low, high, (low, high), key=state.TURNS, bind=BIND)
-    ko_only = bar.radio(
+    ko_only = linked_choice(
+        bar,
         _("Korean-only turns"),
         list(KO_ONLY_CHOICES),
-        key=state.KO_ONLY,
-        bind=BIND,
+        state.KO_ONLY,
+        KO_ONLY_WORDS,
         horizontal=True,
-        format_func=i18n.choices(KO_ONLY_WORDS).__getitem__,
         help=_("Turns the reconstruction added with no English original."),
     )
     return DialogueFilter(
