@@ -22,7 +22,7 @@ from koed_core.i18n import N_, _
 
 KO_ONLY_CHOICES = {"any": None, "with": True, "without": False}
 KO_ONLY_WORDS = {"any": N_("any"), "with": N_("with"), "without": N_("without")}
-MODE_WORDS = {"all": N_("all"), "exact": N_("exact"), "any": N_("any")}
+MODE_WORDS = {"all": N_("all"), "exact": N_("exact"), "any": N_("any of them")}
 ORIGIN_WORDS = {  # the link keeps the short codes; a newcomer reads what they are
     "any": N_("any"),
     "korean": N_("written for KoED (jeong, han)"),
