@@ -25,19 +25,25 @@ def settled(page) -> None:  # type: ignore[no-untyped-def]
 def click_until(page, target, result, count: int, tries: int = 3) -> None:  # type: ignore[no-untyped-def]
     """Click ``target`` until ``result`` matches ``count`` elements, as a person clicks
     again when a busy page did not answer: only for clicks that say what they want (a
-    second click changes nothing more), so a click made twice cannot undo itself."""
+    second click changes nothing more), so a click made twice cannot undo itself. Before
+    clicking again it waits for the page to settle and looks again: a slow answer to the
+    first click (the target gone, the result there) is not clicked over."""
     from playwright.sync_api import expect
 
     for attempt in range(1, tries + 1):
         settled(page)
+        if attempt > 1 and (result.count() == count or target.count() == 0):
+            break  # the earlier click was answered late, or is being answered
         target.click()
+        page.wait_for_timeout(300)  # the rerun the click asked for has begun
         settled(page)
         try:
-            expect(result).to_have_count(count, timeout=10_000)
+            expect(result).to_have_count(count, timeout=15_000)
             return
         except AssertionError:
             if attempt == tries:
                 raise
+    expect(result).to_have_count(count)
 
 
 def choose(page, widget, text: str) -> None:  # type: ignore[no-untyped-def]
