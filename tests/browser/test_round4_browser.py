@@ -229,6 +229,16 @@ def test_nested_spans_are_drawn_stacked_and_each_is_clicked(site: Any, browser: 
     assert page.get_by_test_id("stException").count() == 0
 
 
+def _reviewer_on(site: Any, browser: Any, project: str) -> Any:
+    """The site's admin, logged in, on Annotation projects with ``project`` chosen."""
+    page = browser.new_context(viewport={"width": WIDTH, "height": HEIGHT}).new_page()
+    page.goto(site.url + "/login")
+    steps.log_in_settled(page, site.admin, ADMIN_PASSWORD, "Logged in as Boss")
+    page.goto(site.url + "/projects")
+    steps.choose(page, page.get_by_role("combobox", name="Project"), project)
+    return page
+
+
 def test_the_reviewer_sees_and_keeps_a_nested_span(site: Any, browser: Any) -> None:
     """Issue 57, item 1, at the reviewer's end: the curation view drew only the first of
     two overlapping spans, so a span inside another could not be seen or clicked there.
@@ -254,11 +264,7 @@ def test_the_reviewer_sees_and_keeps_a_nested_span(site: Any, browser: Any) -> N
     inner = Span(Side(3, at, at + 2, "편의"), "other", no_counterpart=True)
     rules.save(project, dialogue, "nest_a", CONTEXT_MODIFIED, "", [outer, inner], submit=True)
     rules.save(project, dialogue, "nest_b", CONTEXT_MODIFIED, "", [outer], submit=True)
-    page = browser.new_context(viewport={"width": WIDTH, "height": HEIGHT}).new_page()
-    page.goto(site.url + "/login")
-    steps.log_in_settled(page, site.admin, ADMIN_PASSWORD, "Logged in as Boss")
-    page.goto(site.url + "/projects")
-    steps.choose(page, page.get_by_role("combobox", name="Project"), f"{project}: Nested review")
+    page = _reviewer_on(site, browser, f"{project}: Nested review")
     answers = page.locator(".koed-curation tr:not(.final)")
     final = page.locator(".koed-curation tr.final")
     nested = "mark[data-key*=':places:'] mark[data-key*=':other:']"
@@ -305,11 +311,7 @@ def test_a_language_switch_keeps_the_reviewers_recorded_answer(site: Any, browse
     )
     rules.save(project, dialogue, "sw_a", CONTEXT_MODIFIED, "", [place], submit=True)
     rules.save(project, dialogue, "sw_b", SIMPLY_TRANSFERRED, "", [place], submit=True)
-    page = browser.new_context(viewport={"width": WIDTH, "height": HEIGHT}).new_page()
-    page.goto(site.url + "/login")
-    steps.log_in_settled(page, site.admin, ADMIN_PASSWORD, "Logged in as Boss")
-    page.goto(site.url + "/projects")
-    steps.choose(page, page.get_by_role("combobox", name="Project"), f"{project}: Switch review")
+    page = _reviewer_on(site, browser, f"{project}: Switch review")
     review = page.get_by_test_id("stForm").filter(has_text="Final answer")
     expect(review.locator("[data-tag-index]")).to_have_count(1)  # the agreed span, kept
     review.get_by_text("context modified").click()
@@ -328,8 +330,7 @@ def test_a_language_switch_keeps_the_reviewers_recorded_answer(site: Any, browse
         if _read == 1:
             page.wait_for_timeout(3000)
     review.get_by_role("button", name=korean("Record the final answer")).click()
-    steps.settled(page)
-    page.wait_for_timeout(1000)
+    expect(page.get_by_text(korean("Final answer recorded."))).to_be_visible()  # stored
     final = rules.adjudication(project, dialogue.conv_id)
     assert final is not None and final.category == CONTEXT_MODIFIED
     assert [s.ko.text for s in final.spans] == ["편의점"]
