@@ -373,7 +373,8 @@ def test_a_bonus_whose_pay_answer_is_lost_is_paid_once(
     assert [b.state for b in first] == ["paying"] and "answer lost" in first[0].note
     assert len(fake.pay_calls) == 1
     second = prolific_pay.bonus(store, _client(store, fake, invite), invite, bonus_file)
-    assert [(b.state, b.note) for b in second] == [("paid", "confirmed on Prolific")]
+    assert [b.state for b in second] == ["paid"]
+    assert "Prolific now shows this bonus on the submission" in second[0].note
     third = prolific_pay.bonus(store, _client(store, fake, invite), invite, bonus_file)
     assert [b.state for b in third] == ["paid"]
     assert len(fake.pay_calls) == 1  # one pay call in all
@@ -505,3 +506,51 @@ def test_an_old_database_takes_the_prolific_tables(tmp_path: Path) -> None:
         what="x", method="GET", path="/api/v1/x/", status=200, outcome="ok", tries=1, invite_id=None
     )
     assert store.count("prolific_calls") == 1
+
+
+def test_the_hourly_pay_is_the_one_prolific_computes_on_whole_minutes(
+    world: tuple[Store, crowd.Invite],
+) -> None:
+    _store, invite = world  # 2.00 GBP
+    assert prolific.check_reward(invite, 19.8, "estimate") == pytest.approx(6.00)  # not 6.06
+    with pytest.raises(crowd.CrowdError, match="for 21.0 minutes.*5.71.*at least 2.10"):
+        prolific.check_reward(invite, 20.1, "estimate")  # Prolific lists 21 minutes
+
+
+def test_review_names_what_it_will_not_do_and_a_decision_can_be_recorded_from_the_command_line(
+    world: tuple[Store, crowd.Invite],
+    fake: FakeProlific,
+    clock: Clock,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    store, invite = world
+    invite = _published(store, fake, invite)
+    sub, worker = _finish(store, fake, invite, clock)
+    leaked = fake.arrive(str(invite.prolific_study_id))
+    fake.submit(leaked["id"], invite.completion_code, minutes=1)
+    monkeypatch.setenv("PROLIFIC_API_TOKEN", TOKEN)
+    monkeypatch.setenv("PROLIFIC_API_URL", fake.base_url)
+    db = ["--db", str(store.path)]
+    review = ["prolific", "review", "--invite", invite.id, *db]
+    assert main(review) == 0
+    out = capsys.readouterr().out
+    assert "will not do (2), and why:" in out and "will do" not in out.replace("will not do", "")
+    assert f"{leaked['participant_id']}\tundecided\tflagged: completion code" in out
+    assert f"{sub['participant_id']}\tundecided\tno decision recorded yet" in out
+    decide = ["crowd", "decide", "--study", str(invite.study_id), *db]
+    assert main([*decide, "--worker", sub["participant_id"], "--decision", "reject"]) == 1
+    assert "reason" in capsys.readouterr().err
+    assert main([*decide, "--worker", "nobody", "--decision", "accept"]) == 1
+    assert "no crowd worker 'nobody'" in capsys.readouterr().err
+    assert main([*decide, "--worker", sub["participant_id"], "--decision", "accept"]) == 0
+    assert f"{worker.username}: accept" in capsys.readouterr().out
+    assert (Crowd(store).worker(worker.username) or {})["decided_by"].startswith("command line")
+    assert main([*review, "--apply"]) == 0
+    out = capsys.readouterr().out
+    assert "will do (1):" in out and f"approved {sub['participant_id']}" in out
+    assert fake.submissions[sub["id"]]["status"] == "APPROVED"
+    assert fake.submissions[leaked["id"]]["status"] == "AWAITING REVIEW"  # never approved
+    assert main([*review, "--apply"]) == 0
+    out = capsys.readouterr().out
+    assert "nothing was sent to Prolific" in out and "already done (approve)" in out

@@ -22,7 +22,7 @@ class CrowdCliError(KoedError):
 
 
 def register(groups: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """koed study create | invite create, list | crowd decisions"""
+    """koed study create | invite create, list | crowd decisions, decide"""
     study = groups.add_parser("study", help="rating studies").add_subparsers(
         dest="action", required=True
     )
@@ -116,6 +116,25 @@ def register(groups: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     decisions.add_argument("--out", type=Path, default=Path("."))
     decisions.add_argument("--db", type=Path)
     decisions.set_defaults(func=cmd_decisions)
+
+    decide = crowd.add_parser(
+        "decide", help="record a decision on a worker, as the Study dashboard does"
+    )
+    decide.add_argument("--study", type=positive_int, required=True)
+    who = decide.add_mutually_exclusive_group(required=True)
+    who.add_argument(
+        "--worker", help="the platform's id (e.g. the Prolific participant id) or the pseudonym"
+    )
+    who.add_argument(
+        "--suggested",
+        metavar="INVITE",
+        help="every undecided worker of this link takes the app's suggestion "
+        "(accept, screen out, replace; a rejection waits for a written reason)",
+    )
+    decide.add_argument("--decision", choices=["accept", "reject", "replace", "screen_out"])
+    decide.add_argument("--reason", default="", help="required for reject: sent to the worker")
+    decide.add_argument("--db", type=Path)
+    decide.set_defaults(func=cmd_decide)
 
 
 def _store(args: argparse.Namespace, settings: Settings):  # type: ignore[no-untyped-def]
@@ -312,4 +331,38 @@ def cmd_decisions(args: argparse.Namespace, settings: Settings) -> int:
             path = args.out / f"{invite.id}-{name}"
             path.write_text(text, encoding="utf-8")
             print(path)
+    return 0
+
+
+def cmd_decide(args: argparse.Namespace, settings: Settings) -> int:
+    """Record one decision (or every suggested one), by the same function as the dashboard;
+    ``koed prolific review`` then shows what it asks of Prolific."""
+    import getpass
+
+    from koed_core.db.crowd import Crowd
+    from koed_core.rating import crowd
+
+    store = _store(args, settings)
+    by = f"command line ({getpass.getuser()})"
+    if args.suggested:
+        row = Crowd(store).invite(args.suggested)
+        if row is None or row["study_id"] != args.study:
+            raise CrowdCliError(f"study {args.study} has no invite link {args.suggested!r}")
+        count = crowd.accept_suggested(store, crowd.Invite.from_row(row), by)
+        print(f"{count} suggested decisions recorded" if count else "no undecided suggestion")
+        return 0
+    if not args.decision:
+        raise CrowdCliError("--worker needs --decision (accept, reject, replace, screen_out)")
+    workers = Crowd(store).worker_rows(args.study)
+    match = [w for w in workers if args.worker in (w["username"], str(w.get("worker_id") or ""))]
+    if not match:
+        raise CrowdCliError(
+            f"study {args.study} has no crowd worker {args.worker!r} (a platform id or a "
+            "pseudonym from the Study dashboard)"
+        )
+    worker = match[0]
+    before = worker.get("decision")
+    crowd.decide(store, worker["username"], args.decision, by, args.reason)
+    was = f" (was {before})" if before and before != args.decision else ""
+    print(f"{worker['username']}: {args.decision}{was}")
     return 0

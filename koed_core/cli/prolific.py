@@ -60,6 +60,13 @@ def register(groups: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     bonus.add_argument("--file", type=Path, required=True, help="participant_id,amount lines")
     bonus.add_argument("--round", default="1", help="a second bonus to someone: another round")
     bonus.add_argument("--apply", action="store_true", help="call Prolific")
+    bonus.add_argument(
+        "--release",
+        action="append",
+        default=[],
+        metavar="PARTICIPANT_ID",
+        help="a bonus left 'paying' that Prolific's app shows unpaid: pay it again (repeatable)",
+    )
     bonus.set_defaults(func=cmd_bonus)
 
     calls = actions.add_parser("calls", help="every call the app made for this link")
@@ -179,14 +186,24 @@ def cmd_review(args: argparse.Namespace, settings: Settings) -> int:
     store, invite, api = _setup(args, settings)
     sync(store, api, invite, raise_places=False)  # the statuses the plan is read against
     steps = review_plan(store, invite)
+    todo = [s for s in steps if s.action]
     if not steps:
-        print("no decided worker yet (record decisions on the dashboard)")
-    for s in steps:
-        what = s.action or "nothing"
+        print("no submission awaits review and no worker is decided yet")
+    if todo:
+        print(f"will do ({len(todo)}):")
+    for s in todo:
         extra = f" [{s.category}] {s.message}" if s.action == "reject" else ""
-        print(f"{s.participant_id}\t{s.decision}\t{what}{extra}{'; ' + s.note if s.note else ''}")
+        print(f"  {s.participant_id}\t{s.decision}\t{s.action}{extra}")
+    skipped = [s for s in steps if not s.action]
+    if skipped:
+        print(f"will not do ({len(skipped)}), and why:")
+    for s in skipped:
+        print(f"  {s.participant_id}\t{s.decision or 'undecided'}\t{s.note}")
     if not args.apply:
         print("dry run: nothing was sent; --apply calls Prolific")
+        return 0
+    if not todo:
+        print("nothing was sent to Prolific: no decided submission needs an action")
         return 0
     for line in apply_review(api, store, steps):
         print(line)
@@ -198,12 +215,27 @@ def cmd_bonus(args: argparse.Namespace, settings: Settings) -> int:
     from koed_core.rating.crowd.prolific_pay import bonus
 
     store, invite, api = _setup(args, settings, client=args.apply)
-    lines = bonus(store, api if args.apply else None, invite, args.file, round_=args.round)
+    lines = bonus(
+        store,
+        api if args.apply else None,
+        invite,
+        args.file,
+        round_=args.round,
+        release=frozenset(args.release),
+    )
     for line in lines:
         note = f" ({line.note})" if line.note else ""
         print(f"{line.participant_id}\t{line.amount} {invite.currency}\t{line.state}{note}")
     if not args.apply:
         print("dry run: nothing was sent; --apply calls Prolific")
+    elif not any(line.sent_now for line in lines):
+        print("nothing was sent to Prolific: no bonus of this file needed a call")
+    unsettled = [line for line in lines if line.state != "paid"]
+    if args.apply and unsettled:
+        print(
+            f"{len(unsettled)} of {len(lines)} not paid yet; states and what each means: "
+            "docs/rating.md, 'Bonuses'"
+        )
     return 0
 
 

@@ -444,6 +444,18 @@ def m018_span_comment(db: sqlite_utils.Database) -> None:
     db.execute("alter table annotation_spans add column comment text not null default ''")
 
 
+@migration
+def m019_bonus_evidence(db: sqlite_utils.Database) -> None:
+    """A bonus is settled by evidence of its own payment: the bonuses Prolific showed on
+    the submission just before the pay call (``baseline``, a JSON list of cents), so a later
+    read that shows one more of this amount proves this payment and no earlier one; and why
+    it stands where it does (``note``: a refusal's reason, a lost answer), kept between runs.
+    Bonuses stored before have neither (null): one left "paying" is settled only by hand."""
+    db.execute("alter table prolific_bonuses add column baseline text")
+    db.execute("alter table prolific_bonuses add column note text not null default ''")
+    db.execute("alter table prolific_bonuses add column sent_at text")
+
+
 def _script(db: sqlite_utils.Database, script: str) -> None:
     """Run statements one by one: ``executescript`` would commit the caller's transaction,
     and a migration must apply whole or not at all. (No statement here contains ';'.)"""

@@ -138,22 +138,56 @@ class ProlificLog:
         *,
         bulk_id: str | None = None,
         only_from: str | None = None,
+        note: str | None = None,
+        baseline: str | None = None,
+        sent: bool = False,
     ) -> int:
         """Move bonuses to ``state`` in one transaction (only those in ``only_from`` when
         given); returns how many moved. "paying" is written and committed before the pay
-        call is sent."""
+        call is sent, with the bonuses Prolific showed just before (``baseline``).
+
+        Args:
+            note: why the bonus stands there (None keeps the note it had; "" clears it).
+            baseline: the submission's bonuses before the pay call, JSON (None keeps it).
+            sent: stamp ``sent_at`` now (the pay call is about to leave).
+        """
         if not participants:
             return 0
         marks = ", ".join("?" for _ in participants)
         sql = (
             f"update prolific_bonuses set state = ?, updated = ?, bulk_id = "
-            f"coalesce(?, bulk_id) where invite_id = ? and round = ? and participant_id in "
-            f"({marks})"
+            f"coalesce(?, bulk_id), note = coalesce(?, note), baseline = coalesce(?, "
+            f"baseline), sent_at = case when ? then ? else sent_at end where invite_id = ? "
+            f"and round = ? and participant_id in ({marks})"
         )
-        params: list[Any] = [state, now(), bulk_id, invite_id, round_, *participants]
+        stamp = now()
+        params: list[Any] = [
+            state,
+            stamp,
+            bulk_id,
+            note,
+            baseline,
+            int(sent),
+            stamp,
+            invite_id,
+            round_,
+            *participants,
+        ]
         if only_from is not None:
             sql += " and state = ?"
             params.append(only_from)
         with self.store.write():
             cursor = self.store.db.execute(sql, params)
             return int(cursor.rowcount)
+
+    def note_bonuses(
+        self, invite_id: str, round_: str, notes: dict[str, str], *, state: str
+    ) -> None:
+        """Write why each bonus still stands in ``state`` (only those still there)."""
+        with self.store.write():
+            for participant, note in notes.items():
+                self.store.db.execute(
+                    "update prolific_bonuses set note = ?, updated = ? where invite_id = ? and "
+                    "round = ? and participant_id = ? and state = ?",
+                    [note[:300], now(), invite_id, round_, participant, state],
+                )

@@ -110,8 +110,16 @@ def study_minutes(store: Store, invite: Invite, pilot: Invite | None = None) -> 
     return float(guess), "estimate"
 
 
+def listed_minutes(minutes: float) -> int:
+    """The whole minutes a draft lists as ``estimated_completion_time`` (at least 1): what
+    Prolific divides the reward by for the hourly rate it shows and enforces."""
+    return max(1, math.ceil(minutes - 1e-9))
+
+
 def check_reward(invite: Invite, minutes: float, source: str) -> float:
-    """The hourly pay of the link's reward; refused under Prolific's minimum.
+    """The hourly pay of the link's reward as Prolific computes it (the reward over the
+    draft's whole minutes: 2.00 for 19.8 minutes is 6.00 an hour, not 6.06); refused under
+    Prolific's minimum.
 
     Raises:
         CrowdError: no reward, an unknown currency, or an hourly rate under the minimum
@@ -122,6 +130,7 @@ def check_reward(invite: Invite, minutes: float, source: str) -> float:
     floor = MIN_HOURLY.get(invite.currency)
     if floor is None:
         raise CrowdError(_("Prolific pays in GBP or USD, not {currency}", currency=invite.currency))
+    minutes = listed_minutes(minutes)  # the figure Prolific divides by, as the draft sends it
     hourly = invite.reward / (minutes / 60)
     if hourly + 1e-9 < floor:
         figures = {
@@ -197,7 +206,7 @@ def study_body(
         "prolific_id_option": "url_parameters",
         "completion_codes": codes,
         "total_available_places": invite.cap,
-        "estimated_completion_time": max(1, math.ceil(minutes)),
+        "estimated_completion_time": listed_minutes(minutes),
         "reward": round((invite.reward or 0) * 100),
         "device_compatibility": list(devices),
         "filters": filters,
