@@ -279,18 +279,19 @@ def _set_up(store: Store, client: ProlificClient, invite: Invite, round_: str) -
     if not planned:
         return
     lines = "".join(f"{b['participant_id']},{b['amount']}\n" for b in planned)
-    answer = client.call(
+    answer = client.call_object(
         "setting up bonuses",
         "POST",
         "/api/v1/submissions/bonus-payments/",
         {"study_id": invite.prolific_study_id, "csv_bonuses": lines},
+        require=("id",),
     )
     log.set_bonus_state(
         invite.id,
         round_,
         [b["participant_id"] for b in planned],
         "set_up",
-        bulk_id=str((answer or {})["id"]),
+        bulk_id=str(answer["id"]),
         only_from="planned",
     )
 
@@ -337,7 +338,7 @@ def _settle_paying(
         if not sub_id:
             notes[b["participant_id"]] = "sent before; check it in Prolific's app"
             continue
-        answer = client.call("checking a bonus", "GET", f"/api/v1/submissions/{sub_id}/") or {}
+        answer = client.call_object("checking a bonus", "GET", f"/api/v1/submissions/{sub_id}/")
         cents = round(Decimal(b["amount"]) * 100)
         if any(round(float(p)) == cents for p in answer.get("bonus_payments") or []):
             log.set_bonus_state(
