@@ -219,9 +219,9 @@ class ProlificClient:
             page = self.call(what, "GET", next_path, shape="page", require=require)
             yield from page["results"]
             href = next_href(page)
-            next_path = self._local(href) if href else None
+            here, next_path = next_path, self._local(href) if href else None
             if next_path in seen:
-                raise ProlificBadAnswer(self._loop(what, str(href)))
+                raise ProlificBadAnswer(self._loop(here, str(href)))
 
     def _local(self, href: str) -> str:
         """A next-page link as a path on our base URL (another host is not trusted)."""
@@ -316,11 +316,11 @@ class ProlificClient:
             problem=message,
         )
 
-    def _loop(self, what: str, href: str) -> str:
+    def _loop(self, path: str, href: str) -> str:
         return _(
-            "Prolific's list for {what} links back to a page already read ({href}): the "
+            "Prolific's list at {address} links back to a page already read ({href}): the "
             "app stopped there instead of reading it again",
-            what=what,
+            address=self._scrub(self.base_url + path),
             href=self._scrub(href),
         )
 
