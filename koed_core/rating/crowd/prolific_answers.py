@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple
 
@@ -108,7 +107,7 @@ def read(response: httpx2.Response, deadline: float, address: str) -> Answer:
         timeouts["read"] = max(0.05, deadline - time.monotonic())
     chunks: list[bytes] = []
     try:
-        for chunk in _chunks(response):
+        for chunk in response.iter_bytes():
             chunks.append(chunk)
             if time.monotonic() > deadline:
                 raise TooSlow(sum(map(len, chunks)))
@@ -124,10 +123,6 @@ def read(response: httpx2.Response, deadline: float, address: str) -> Answer:
         retry_after=response.headers.get("Retry-After"),
         address=address,
     )
-
-
-def _chunks(response: httpx2.Response) -> Iterator[bytes]:
-    yield from response.iter_bytes()
 
 
 def check(
@@ -179,6 +174,26 @@ def _page_problem(
         if problem := _missing(answer, where, item, require):
             return problem
     return None
+
+
+def loops(address: str, href: str) -> str:
+    """The sentence for a page at ``address`` whose next link ``href`` was read before."""
+    return _(
+        "Prolific's list at {address} links back to a page already read ({href}): the "
+        "app stopped there instead of reading it again",
+        address=address,
+        href=href,
+    )
+
+
+def too_long(address: str, pages: int) -> str:
+    """The sentence for a list whose page at ``address`` is past the cap of ``pages``."""
+    return _(
+        "Prolific's list at {address} goes on past {pages} pages: the app stopped "
+        "there rather than read a list that may never end",
+        address=address,
+        pages=pages,
+    )
 
 
 def next_href(page: dict[str, Any]) -> str | None:

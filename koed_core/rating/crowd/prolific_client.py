@@ -12,13 +12,14 @@ Every call is recorded in the database (``ProlificLog.record_call``: what it was
 method and path, the status, the outcome and the tries), so a researcher can read back what
 the app did on their account, once per call with its tries.
 
-Each request has a deadline of ``timeout_s`` in all (connecting, the headers and the whole
-body: the body is read by chunks against a monotonic clock, since httpx's timeouts bound
-each read and a server trickling a byte at a time would hold the call for ever). Each
-answer is checked before use (``prolific_answers``): a 2xx must be JSON of the shape the
-caller reads, else one sentence names the address and what came back. A list is read at
-most ``max_pages`` pages (``MAX_PAGES``), and a next-page link already followed ends it
-with an error instead of a loop.
+Each request has a deadline of ``timeout_s`` from the moment it is sent, its whole body
+included: the body is read by chunks against a monotonic clock, since httpx's timeouts
+bound each read and a server trickling a byte at a time would hold the call for ever (a
+server trickling its headers is bounded per read only). Each answer is checked before use
+(``prolific_answers``): a 2xx must be JSON of the shape the caller reads, else one
+sentence names the address and what came back. A list is read at most ``max_pages`` pages
+(``MAX_PAGES``), and a next-page link already followed ends it with an error instead of a
+loop.
 
 Retries go through tenacity (a maintained library, where a hand-written loop had grown):
 at most ``tries`` tries, waits from exponential backoff with jitter (1 s, 2 s, 4 s ... plus
@@ -54,8 +55,10 @@ from koed_core.rating.crowd.prolific_answers import (
     TooSlow,
     check,
     detail,
+    loops,
     next_href,
     read,
+    too_long,
 )
 
 __all__ = [
@@ -90,7 +93,8 @@ class ProlificClient:
     invite_id: str | None = None
     """The link the calls are made for (the call log is read per link)."""
     timeout_s: float = 30.0
-    """The deadline of one request, in all: connecting, the headers and the whole body."""
+    """The deadline of one request, its whole body included (and httpx's timeout of each
+    connect and read before the body)."""
     tries: int = 4
     """The most tries of one call (the first one included)."""
     max_pages: int = MAX_PAGES
@@ -214,14 +218,14 @@ class ProlificClient:
         next_path: str | None = path
         while next_path:
             if len(seen) >= self.max_pages:
-                raise ProlificBadAnswer(self._too_long(next_path))
+                raise ProlificBadAnswer(too_long(self._address(next_path), self.max_pages))
             seen.add(next_path)
             page = self.call(what, "GET", next_path, shape="page", require=require)
             yield from page["results"]
             href = next_href(page)
             here, next_path = next_path, self._local(href) if href else None
             if next_path in seen:
-                raise ProlificBadAnswer(self._loop(here, str(href)))
+                raise ProlificBadAnswer(loops(self._address(here), self._scrub(str(href))))
 
     def _local(self, href: str) -> str:
         """A next-page link as a path on our base URL (another host is not trusted)."""
@@ -237,7 +241,7 @@ class ProlificClient:
         with httpx2.Client(timeout=self.timeout_s, transport=self.transport) as http:
             request = http.build_request(method, self.base_url + path, headers=headers, json=body)
             response = http.send(request, stream=True)
-            return read(response, deadline, self._scrub(self.base_url + path))
+            return read(response, deadline, self._address(path))
 
     def _retrying(self, safe: bool) -> Retrying:
         """tenacity's loop under the rules in the module's docstring."""
@@ -277,7 +281,7 @@ class ProlificClient:
 
     def _lost(self, what: str, path: str, err: Exception, safe: bool, tries: int) -> ProlificError:
         """The error for a call whose answer never came whole."""
-        address = self._scrub(self.base_url + path)
+        address = self._address(path)
         if safe and isinstance(err, TooSlow):
             return ProlificError(
                 _(
@@ -316,22 +320,6 @@ class ProlificClient:
             problem=message,
         )
 
-    def _loop(self, path: str, href: str) -> str:
-        return _(
-            "Prolific's list at {address} links back to a page already read ({href}): the "
-            "app stopped there instead of reading it again",
-            address=self._scrub(self.base_url + path),
-            href=self._scrub(href),
-        )
-
-    def _too_long(self, next_path: str) -> str:
-        return _(
-            "Prolific's list at {address} goes on past {pages} pages: the app stopped "
-            "there rather than read a list that may never end",
-            address=self._scrub(self.base_url + next_path),
-            pages=self.max_pages,
-        )
-
     def _refusal(self, what: str, answer: Answer) -> ProlificError:
         status = answer.status
         if status in (401, 403):
@@ -362,6 +350,10 @@ class ProlificClient:
             ),
             status,
         )
+
+    def _address(self, path: str) -> str:
+        """Where a call went, as an error names it (never the token)."""
+        return self._scrub(self.base_url + path)
 
     def _unreachable(self) -> str:
         return _(
