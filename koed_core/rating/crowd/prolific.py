@@ -353,9 +353,8 @@ def sync(
     if not invite.prolific_study_id:
         raise CrowdError(_("the link has no Prolific study yet: `koed prolific publish` first"))
     study_path = f"/api/v1/studies/{invite.prolific_study_id}/"
-    found = list(
-        client.pages("reading the submissions", study_path + "submissions/", ("id", "status"))
-    )
+    keys = ("id", "participant_id", "status")  # what the sync and the stored row read
+    found = list(client.pages("reading the submissions", study_path + "submissions/", keys))
     log, crowd = ProlificLog(store), Crowd(store)
     known = {r["id"]: r for r in log.submissions(invite.id)}
     report = SyncReport(read=len(found))
