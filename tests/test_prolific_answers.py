@@ -157,7 +157,7 @@ def test_a_trickling_answer_to_an_unsafe_call_is_never_sent_again(
     store, invite = world
     client = _client(store, fake, invite, timeout_s=0.3)
     fake.plant("trickle", "POST", "/api/v1/studies/", trickle_s=0.02)
-    with pytest.raises(ProlificAnswerLost, match="will not send it again"):
+    with pytest.raises(ProlificAnswerLost, match="did not come whole within 0.3 s, so the app"):
         prolific.publish(store, client, invite, KEY, "https://x.example")
     assert [r[0] for r in fake.requests].count("POST") == 1 and client.waits == []  # type: ignore[attr-defined]
 

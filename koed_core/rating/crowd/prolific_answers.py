@@ -17,6 +17,7 @@ caller asked for: an object (with the keys it names), or a page of a list (an ob
 
 from __future__ import annotations
 
+import email.utils
 import json
 import time
 from dataclasses import dataclass
@@ -256,3 +257,17 @@ def detail(answer: Answer) -> str:
         said = inner.get("detail") or inner.get("title") or inner
         return " ".join(str(said).split())[:200]
     return " ".join(str(data or answer.reason).split())[:200]
+
+
+def retry_after_s(value: str | None) -> float | None:
+    """Seconds from a ``Retry-After`` header: a number of seconds or an HTTP date."""
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        try:
+            moment = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError):
+            return None
+        return max(0.0, moment.timestamp() - time.time())

@@ -33,7 +33,6 @@ not one of them. Waits go through the injected ``sleep``, so tests never sleep.
 
 from __future__ import annotations
 
-import email.utils
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -58,6 +57,7 @@ from koed_core.rating.crowd.prolific_answers import (
     loops,
     next_href,
     read,
+    retry_after_s,
     too_long,
 )
 
@@ -259,13 +259,13 @@ class ProlificClient:
             answer: Answer = outcome.result()
             if answer.status not in RETRY_STATUS or (answer.status != 429 and not safe):
                 return False
-            asked = _retry_after(answer.retry_after)
+            asked = retry_after_s(answer.retry_after)
             return asked is None or asked <= MAX_WAIT_S
 
         def wait(state: RetryCallState) -> float:
             outcome = state.outcome
             if outcome is not None and not outcome.failed:
-                asked = _retry_after(outcome.result().retry_after)
+                asked = retry_after_s(outcome.result().retry_after)
                 if asked is not None:
                     return asked
             return float(backoff(state))
@@ -300,6 +300,16 @@ class ProlificClient:
                     address=address,
                     error=type(err).__name__,
                     tries=tries,
+                )
+            )
+        if isinstance(err, TooSlow):
+            return ProlificAnswerLost(
+                _(
+                    "Prolific's answer at {address} did not come whole within {seconds} s, so "
+                    "the app cannot know whether the call was carried out; it will not send "
+                    "it again.",
+                    address=address,
+                    seconds=f"{self.timeout_s:g}",
                 )
             )
         return ProlificAnswerLost(
@@ -379,17 +389,3 @@ class ProlificClient:
             tries=tries,
             invite_id=self.invite_id,
         )
-
-
-def _retry_after(value: str | None) -> float | None:
-    """Seconds from a ``Retry-After`` header: a number of seconds or an HTTP date."""
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        try:
-            moment = email.utils.parsedate_to_datetime(value)
-        except (TypeError, ValueError):
-            return None
-        return max(0.0, moment.timestamp() - time.time())
