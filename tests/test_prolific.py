@@ -205,7 +205,7 @@ def test_a_reward_under_the_minimum_is_refused_naming_both_figures(
     assert minutes is not None
     with pytest.raises(crowd.CrowdError) as err:
         prolific.publish(store, _client(store, fake, cheap), cheap, KEY, "https://x.example")
-    hourly = 0.2 / (minutes / 60)
+    hourly = 0.2 / (prolific.listed_minutes(minutes) / 60)  # Prolific's whole minutes
     assert f"{hourly:.2f} GBP an hour" in str(err.value)
     assert "minimum of 6.00 GBP an hour" in str(err.value) and "the estimate" in str(err.value)
     assert fake.studies == {}  # nothing created

@@ -224,7 +224,7 @@ def language_filters(client: ProlificClient, langs: tuple[str, ...]) -> list[dic
     if len(langs) != 1:
         return []
     wanted = LANGUAGE_NAMES[langs[0]]
-    for item in client.pages("reading Prolific's filters", "/api/v1/filters/"):
+    for item in client.pages("reading Prolific's filters", "/api/v1/filters/", ("filter_id",)):
         if item.get("filter_id") == LANGUAGE_FILTER:
             choices = item.get("choices") or {}
             for choice, label in choices.items():
@@ -272,17 +272,24 @@ def publish(
         invite, key, url, minutes, replace(listing, description=text, actions=chosen), []
     )
     if invite.prolific_study_id:
-        study = (
-            client.call("reading the study", "GET", f"/api/v1/studies/{invite.prolific_study_id}/")
-            or {}
+        study = client.call_object(
+            "reading the study",
+            "GET",
+            f"/api/v1/studies/{invite.prolific_study_id}/",
+            require=("id",),
         )
     else:
         body["filters"] = language_filters(client, langs)
-        study = client.call(
-            "creating the draft study", "POST", "/api/v1/studies/", body, safe=False
+        study = client.call_object(
+            "creating the draft study",
+            "POST",
+            "/api/v1/studies/",
+            body,
+            safe=False,
+            require=("id",),
         )
         Crowd(store).set_prolific_study(invite.id, str(study["id"]))
-    cost = client.call(
+    cost = client.call_object(
         "asking the study's cost",
         "POST",
         "/api/v1/study-cost-calculator/",
@@ -290,18 +297,18 @@ def publish(
     )
     status = str(study.get("status") or "UNPUBLISHED")
     if go_live and status == "UNPUBLISHED":
-        answer = client.call(
+        answer = client.call_object(
             "publishing the study",
             "POST",
             f"/api/v1/studies/{study['id']}/transition/",
             {"action": "PUBLISH"},
         )
-        status = str((answer or {}).get("status") or "PUBLISHING")
+        status = str(answer.get("status") or "PUBLISHING")
     return Draft(
         study_id=str(study["id"]),
         status=status,
         body=body,
-        cost_cents=(cost or {}).get("total_cost"),
+        cost_cents=cost.get("total_cost"),
         minutes=minutes,
         minutes_from=source,
         hourly=hourly,
@@ -355,7 +362,8 @@ def sync(
     if not invite.prolific_study_id:
         raise CrowdError(_("the link has no Prolific study yet: `koed prolific publish` first"))
     study_path = f"/api/v1/studies/{invite.prolific_study_id}/"
-    found = list(client.pages("reading the submissions", study_path + "submissions/"))
+    keys = ("id", "participant_id", "status")  # what the sync and the stored row read
+    found = list(client.pages("reading the submissions", study_path + "submissions/", keys))
     log, crowd = ProlificLog(store), Crowd(store)
     known = {r["id"]: r for r in log.submissions(invite.id)}
     report = SyncReport(read=len(found))
@@ -378,7 +386,9 @@ def sync(
             report.flagged.append((str(sub["participant_id"]), flag))
         rows.append({**sub, "flag": flag})
     log.save_submissions(invite.id, rows)
-    study = client.call("reading the study", "GET", study_path) or {}
+    study = client.call_object(
+        "reading the study", "GET", study_path, require=("status", "total_available_places")
+    )
     report.study_status = study.get("status")
     report.places = int(study.get("total_available_places") or 0)
     needed = _places_needed(store, invite, found, at)

@@ -10,27 +10,65 @@ URL comes from ``PROLIFIC_API_URL`` (default ``https://api.prolific.com``).
 
 Every call is recorded in the database (``ProlificLog.record_call``: what it was for, the
 method and path, the status, the outcome and the tries), so a researcher can read back what
-the app did on their account. A 429 is retried after its ``Retry-After``; a 5xx or a lost
-answer is retried only for a call that is safe to repeat: reads, and calls Prolific
-documents as idempotent. The bonus pay call is not one of them.
+the app did on their account, once per call with its tries.
+
+Each request has a deadline of ``timeout_s`` from the moment it is sent, its whole body
+included: the body is read by chunks against a monotonic clock, since httpx's timeouts
+bound each read and a server trickling a byte at a time would hold the call for ever (a
+server trickling its headers is bounded per read only). Each answer is checked before use
+(``prolific_answers``): a 2xx must be JSON of the shape the caller reads, else one
+sentence names the address and what came back. A list is read at most ``max_pages`` pages
+(``MAX_PAGES``), and a next-page link already followed ends it with an error instead of a
+loop.
+
+Retries go through tenacity (a maintained library, where a hand-written loop had grown):
+at most ``tries`` tries, waits from exponential backoff with jitter (1 s, 2 s, 4 s ... plus
+up to 1 s at random, so that several processes do not come back in step), under these
+rules: a 429 is retried after its ``Retry-After`` (more than ``MAX_WAIT_S`` is not waited
+for: the call fails and says so); a connection never made is retried (nothing was sent);
+a 5xx, a lost answer or an answer past its deadline is retried only for a call that is
+safe to repeat: reads, and calls Prolific documents as idempotent. The bonus pay call is
+not one of them. Waits go through the injected ``sleep``, so tests never sleep.
 """
 
 from __future__ import annotations
 
-import email.utils
-import json
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlsplit
 
 import httpx2
+from tenacity import RetryCallState, Retrying, stop_after_attempt, wait_exponential_jitter
 
 from koed_core.db import Store
 from koed_core.db.prolific import ProlificLog
 from koed_core.i18n import _
-from koed_core.rating.crowd.links import CrowdError
+from koed_core.rating.crowd.prolific_answers import (
+    Answer,
+    ProlificAnswerLost,
+    ProlificBadAnswer,
+    ProlificError,
+    Shape,
+    TooSlow,
+    check,
+    detail,
+    loops,
+    next_href,
+    read,
+    retry_after_s,
+    too_long,
+)
+
+__all__ = [
+    "MAX_PAGES",
+    "MAX_WAIT_S",
+    "ProlificAnswerLost",
+    "ProlificBadAnswer",
+    "ProlificClient",
+    "ProlificError",
+]
 
 TOKEN_ENV = "PROLIFIC_API_TOKEN"
 URL_ENV = "PROLIFIC_API_URL"
@@ -38,19 +76,11 @@ DEFAULT_URL = "https://api.prolific.com"
 RETRY_STATUS = (429, 500, 502, 503, 504)
 MAX_WAIT_S = 120.0
 """A ``Retry-After`` longer than this is not waited for: the call fails and says so."""
-
-
-class ProlificError(CrowdError):
-    """A Prolific call that failed, in one sentence fit to show (never the token)."""
-
-    def __init__(self, message: str, status: int | None = None) -> None:
-        super().__init__(message)
-        self.status = status
-
-
-class ProlificAnswerLost(ProlificError):
-    """A call that is not safe to repeat was sent, and its answer never came: Prolific may
-    or may not have done it, so it is not sent again."""
+MAX_PAGES = 1000
+"""The most pages one list is read to (a study's submissions: thousands at Prolific's
+page sizes); a list longer than that is an error, never a list silently cut short."""
+NEVER_SENT = (httpx2.ConnectError, httpx2.ConnectTimeout)
+"""Failures before the request left: sending it again does no harm."""
 
 
 @dataclass
@@ -63,7 +93,11 @@ class ProlificClient:
     invite_id: str | None = None
     """The link the calls are made for (the call log is read per link)."""
     timeout_s: float = 30.0
+    """The deadline of one request, its whole body included (and httpx's timeout of each
+    connect and read before the body)."""
     tries: int = 4
+    """The most tries of one call (the first one included)."""
+    max_pages: int = MAX_PAGES
     sleep: Callable[[float], None] = time.sleep
     transport: httpx2.BaseTransport | None = None
 
@@ -98,8 +132,10 @@ class ProlificClient:
         *,
         safe: bool = True,
         expect: tuple[int, ...] = (200, 201, 202, 204),
+        shape: Shape = "ignored",
+        require: tuple[str, ...] = (),
     ) -> Any:
-        """One API call: its JSON answer (None for an empty one).
+        """One API call: its JSON answer, checked (None for an empty one).
 
         Args:
             what: what the call is for, in English, as the call log shows it (a log stays
@@ -107,62 +143,89 @@ class ProlificClient:
             method: the HTTP method.
             path: the path under the base URL, with its query.
             body: the JSON body, if any.
-            safe: whether repeating it does no harm (then a 5xx or a lost answer is
-                retried; a 429 is always retried: Prolific did not do it).
+            safe: whether repeating it does no harm (then a 5xx, a lost answer or one past
+                its deadline is retried; a 429 is always retried: Prolific did not do it).
             expect: the statuses that mean it worked.
+            shape: what the caller reads: nothing (any JSON or an empty body), an object,
+                or a page of a list (see ``prolific_answers.check``).
+            require: keys that must be there: on the object, or on each item of a page.
 
         Raises:
-            ProlificError: refused, failed, or still rate-limited after the tries.
-            ProlificAnswerLost: an unsafe call whose answer never came.
+            ProlificError: refused, failed, unreachable, or still rate-limited after the
+                tries.
+            ProlificBadAnswer: it worked, but the answer is not what ``shape`` needs.
+            ProlificAnswerLost: an unsafe call whose answer never came (whole).
         """
         tries, status, outcome = 0, None, "not sent"
+
+        def attempt() -> Answer:
+            nonlocal tries
+            tries += 1
+            return self._send(method, path, body)
+
         try:
-            while True:
-                tries += 1
-                try:
-                    response = self._send(method, path, body)
-                except (httpx2.ConnectError, httpx2.ConnectTimeout) as err:
-                    outcome = f"not reached: {type(err).__name__}"
-                    if tries < self.tries:  # never sent: safe to send again
-                        self.sleep(min(2.0 ** (tries - 1), MAX_WAIT_S))
-                        continue
-                    raise ProlificError(self._unreachable()) from None
-                except httpx2.HTTPError as err:
-                    outcome = f"answer lost: {type(err).__name__}"
-                    if safe and tries < self.tries:
-                        self.sleep(min(2.0 ** (tries - 1), MAX_WAIT_S))
-                        continue
-                    if safe:
-                        raise ProlificError(self._unreachable()) from None
-                    raise ProlificAnswerLost(
-                        _(
-                            "Prolific's answer to {what} never came, so the app cannot know "
-                            "whether it was done; it will not send it again.",
-                            what=what,
-                        )
-                    ) from None
-                status = response.status_code
-                if status in expect:
-                    outcome = "ok"
-                    return _json(response)
-                wait = self._retry_wait(response, tries, safe)
-                if wait is None:
-                    outcome = f"refused: {_detail(response)}"
-                    raise self._refusal(what, response)
-                outcome = f"retried after {wait:g} s"
-                self.sleep(wait)
+            try:
+                answer = self._retrying(safe)(attempt)
+            except NEVER_SENT as err:
+                outcome = f"not reached: {type(err).__name__}"
+                raise ProlificError(self._unreachable()) from None
+            except (httpx2.HTTPError, TooSlow) as err:
+                outcome = f"answer lost: {type(err).__name__}"
+                raise self._lost(what, path, err, safe, tries) from None
+            status = answer.status
+            if status not in expect:
+                outcome = f"refused: {detail(answer)}"
+                raise self._refusal(what, answer)
+            data, problem = check(answer, shape, require)
+            if problem is not None:
+                outcome = problem.log
+                raise ProlificBadAnswer(self._scrub(self._unsafe(problem.message, safe)), status)
+            outcome = "ok"
+            return data
         finally:
             self._record(what, method, path, status, outcome, tries)
 
-    def pages(self, what: str, path: str) -> Iterator[dict[str, Any]]:
-        """Every item of a paginated list, following ``_links.next`` (on this server only:
-        another host in a next link is never sent the token)."""
+    def call_object(
+        self,
+        what: str,
+        method: str,
+        path: str,
+        body: Any = None,
+        *,
+        safe: bool = True,
+        require: tuple[str, ...] = (),
+    ) -> dict[str, Any]:
+        """:meth:`call` for an answer that is one JSON object with ``require``'s keys.
+
+        Raises:
+            ProlificBadAnswer: no JSON object, or a required key missing or empty.
+        """
+        answer = self.call(what, method, path, body, safe=safe, shape="object", require=require)
+        return cast(dict[str, Any], answer)
+
+    def pages(
+        self, what: str, path: str, require: tuple[str, ...] = ()
+    ) -> Iterator[dict[str, Any]]:
+        """Every item of a paginated list (each an object with ``require``'s keys),
+        following ``_links.next`` on this server only (another host in a next link is never
+        sent the token), at most ``max_pages`` pages.
+
+        Raises:
+            ProlificBadAnswer: a page that is not a page, a next link already followed (a
+                loop), or more pages than ``max_pages``.
+        """
+        seen: set[str] = set()
         next_path: str | None = path
         while next_path:
-            answer = self.call(what, "GET", next_path) or {}
-            yield from answer.get("results") or []
-            href = ((answer.get("_links") or {}).get("next") or {}).get("href")
-            next_path = self._local(href) if href else None
+            if len(seen) >= self.max_pages:
+                raise ProlificBadAnswer(too_long(self._address(next_path), self.max_pages))
+            seen.add(next_path)
+            page = self.call(what, "GET", next_path, shape="page", require=require)
+            yield from page["results"]
+            href = next_href(page)
+            here, next_path = next_path, self._local(href) if href else None
+            if next_path in seen:
+                raise ProlificBadAnswer(loops(self._address(here), self._scrub(str(href))))
 
     def _local(self, href: str) -> str:
         """A next-page link as a path on our base URL (another host is not trusted)."""
@@ -171,22 +234,104 @@ class ProlificClient:
         parts = urlsplit(href)
         return parts.path + (f"?{parts.query}" if parts.query else "")
 
-    def _send(self, method: str, path: str, body: Any) -> httpx2.Response:
+    def _send(self, method: str, path: str, body: Any) -> Answer:
+        """One request, answered whole within ``timeout_s`` (raises ``TooSlow`` if not)."""
+        deadline = time.monotonic() + self.timeout_s
         headers = {"Authorization": f"Token {self.token}", "Accept": "application/json"}
         with httpx2.Client(timeout=self.timeout_s, transport=self.transport) as http:
-            return http.request(method, self.base_url + path, headers=headers, json=body)
+            request = http.build_request(method, self.base_url + path, headers=headers, json=body)
+            response = http.send(request, stream=True)
+            return read(response, deadline, self._address(path))
 
-    def _retry_wait(self, response: httpx2.Response, tries: int, safe: bool) -> float | None:
-        status = response.status_code
-        if status not in RETRY_STATUS or tries >= self.tries or (status != 429 and not safe):
-            return None
-        asked = _retry_after(response.headers.get("Retry-After"))
-        if asked is not None and asked > MAX_WAIT_S:
-            return None
-        return asked if asked is not None else min(2.0 ** (tries - 1), MAX_WAIT_S)
+    def _retrying(self, safe: bool) -> Retrying:
+        """tenacity's loop under the rules in the module's docstring."""
+        backoff = wait_exponential_jitter(initial=1.0, max=MAX_WAIT_S, exp_base=2.0, jitter=1.0)
 
-    def _refusal(self, what: str, response: httpx2.Response) -> ProlificError:
-        status = response.status_code
+        def again(state: RetryCallState) -> bool:
+            outcome = state.outcome
+            if outcome is None:
+                return False
+            if outcome.failed:
+                err = outcome.exception()
+                if isinstance(err, NEVER_SENT):
+                    return True
+                return safe and isinstance(err, (httpx2.HTTPError, TooSlow))
+            answer: Answer = outcome.result()
+            if answer.status not in RETRY_STATUS or (answer.status != 429 and not safe):
+                return False
+            asked = retry_after_s(answer.retry_after)
+            return asked is None or asked <= MAX_WAIT_S
+
+        def wait(state: RetryCallState) -> float:
+            outcome = state.outcome
+            if outcome is not None and not outcome.failed:
+                asked = retry_after_s(outcome.result().retry_after)
+                if asked is not None:
+                    return asked
+            return float(backoff(state))
+
+        return Retrying(
+            stop=stop_after_attempt(self.tries),
+            wait=wait,
+            retry=again,
+            sleep=self.sleep,
+            reraise=True,
+            retry_error_callback=lambda state: state.outcome.result() if state.outcome else None,
+        )
+
+    def _lost(self, what: str, path: str, err: Exception, safe: bool, tries: int) -> ProlificError:
+        """The error for a call whose answer never came whole."""
+        address = self._address(path)
+        if safe and isinstance(err, TooSlow):
+            return ProlificError(
+                _(
+                    "Prolific's answer at {address} did not come whole within {seconds} s "
+                    "({size} bytes came), {tries} tries",
+                    address=address,
+                    seconds=f"{self.timeout_s:g}",
+                    size=err.received,
+                    tries=tries,
+                )
+            )
+        if safe:
+            return ProlificError(
+                _(
+                    "Prolific's answer at {address} broke off ({error}), {tries} tries",
+                    address=address,
+                    error=type(err).__name__,
+                    tries=tries,
+                )
+            )
+        if isinstance(err, TooSlow):
+            return ProlificAnswerLost(
+                _(
+                    "Prolific's answer at {address} did not come whole within {seconds} s, so "
+                    "the app cannot know whether the call was carried out; it will not send "
+                    "it again.",
+                    address=address,
+                    seconds=f"{self.timeout_s:g}",
+                )
+            )
+        return ProlificAnswerLost(
+            _(
+                "Prolific's answer to {what} never came, so the app cannot know "
+                "whether it was done; it will not send it again.",
+                what=what,
+            )
+        )
+
+    def _unsafe(self, message: str, safe: bool) -> str:
+        """A bad answer to a call that is not repeated: say it may have been done."""
+        if safe:
+            return message
+        return _(
+            "{problem}; Prolific may have carried it out: check in Prolific's app before "
+            "running it again.",
+            problem=message,
+        )
+
+    def _refusal(self, what: str, answer: Answer) -> ProlificError:
+        status = answer.status
         if status in (401, 403):
             return ProlificError(
                 _(
@@ -201,7 +346,7 @@ class ProlificClient:
                 _(
                     "Prolific is limiting requests and asked to wait {wait} before {what}; "
                     "run the same command again later.",
-                    wait=response.headers.get("Retry-After") or "longer",
+                    wait=answer.retry_after or "longer",
                     what=what,
                 ),
                 status,
@@ -211,10 +356,14 @@ class ProlificClient:
                 "Prolific answered {what} with HTTP {status}: {detail}",
                 what=what,
                 status=status,
-                detail=self._scrub(_detail(response)),
+                detail=self._scrub(detail(answer)),
             ),
             status,
         )
+
+    def _address(self, path: str) -> str:
+        """Where a call went, as an error names it (never the token)."""
+        return self._scrub(self.base_url + path)
 
     def _unreachable(self) -> str:
         return _(
@@ -240,37 +389,3 @@ class ProlificClient:
             tries=tries,
             invite_id=self.invite_id,
         )
-
-
-def _json(response: httpx2.Response) -> Any:
-    if not response.content:
-        return None
-    try:
-        return response.json()
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        return response.text
-
-
-def _detail(response: httpx2.Response) -> str:
-    """The reason Prolific gave, short (``error.detail`` or ``detail``), or the status."""
-    answer = _json(response)
-    if isinstance(answer, dict):
-        error = answer.get("error")
-        inner: dict[str, Any] = error if isinstance(error, dict) else answer
-        detail = inner.get("detail") or inner.get("title") or inner
-        return " ".join(str(detail).split())[:200]
-    return " ".join(str(answer or response.reason_phrase).split())[:200]
-
-
-def _retry_after(value: str | None) -> float | None:
-    """Seconds from a ``Retry-After`` header: a number of seconds or an HTTP date."""
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        try:
-            moment = email.utils.parsedate_to_datetime(value)
-        except (TypeError, ValueError):
-            return None
-        return max(0.0, moment.timestamp() - time.time())

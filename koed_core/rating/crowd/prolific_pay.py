@@ -53,6 +53,7 @@ from koed_core.rating.crowd.decisions import report_rows
 from koed_core.rating.crowd.links import PROLIFIC_PID, CrowdError, Invite
 from koed_core.rating.crowd.prolific_client import (
     ProlificAnswerLost,
+    ProlificBadAnswer,
     ProlificClient,
     ProlificError,
 )
@@ -410,13 +411,13 @@ class _Payer:
             )
             return None
         try:
-            answer = self.client.call(
+            answer = self.client.call_object(
                 "reading a submission's bonuses", "GET", f"/api/v1/submissions/{sub_id}/"
             )
         except ProlificError as err:
             self.notes[participant] = f"could not read the submission's bonuses: {err}"
             return None
-        shown = answer.get("bonus_payments") if isinstance(answer, dict) else None
+        shown = answer.get("bonus_payments")
         if not isinstance(shown, list):
             self.notes[participant] = (
                 "Prolific's answer for the submission has no list of bonus payments"
@@ -526,17 +527,21 @@ class _Payer:
         people = [b["participant_id"] for b in planned]
         lines = "".join(f"{b['participant_id']},{b['amount']}\n" for b in planned)
         try:
-            answer = self.client.call(
+            answer = self.client.call_object(
                 "setting up bonuses",
                 "POST",
                 "/api/v1/submissions/bonus-payments/",
                 {"study_id": self.invite.prolific_study_id, "csv_bonuses": lines},
                 safe=False,
+                require=("id",),
             )
-        except ProlificAnswerLost:
+        except (ProlificAnswerLost, ProlificBadAnswer) as err:  # done or not: nobody can tell
+            what = (
+                "was lost" if isinstance(err, ProlificAnswerLost) else f"could not be used ({err})"
+            )
             self._note(
                 people,
-                f"the set-up's answer was lost ({now()[:16]}): Prolific may hold an unpaid "
+                f"the set-up's answer {what} at {now()[:16]}: Prolific may hold an unpaid "
                 f"set-up of these bonuses that the app cannot find again (its API lists "
                 f"none); it pays nothing unless paid in Prolific's app; the next --apply sets "
                 f"them up anew",
@@ -546,15 +551,7 @@ class _Payer:
         except ProlificError as err:
             self._note(people, f"Prolific refused the set-up: {err}; not paid", "planned")
             return
-        bulk_id = answer.get("id") if isinstance(answer, dict) else None
-        if not bulk_id:
-            self._note(
-                people,
-                "Prolific's answer to the set-up named no bulk payment: not paid; check for "
-                "an unpaid set-up in Prolific's app",
-                "planned",
-            )
-            return
+        bulk_id = answer["id"]
         self.log.set_bonus_state(
             self.invite.id,
             self.round_,
