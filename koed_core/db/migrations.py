@@ -444,6 +444,22 @@ def m018_span_comment(db: sqlite_utils.Database) -> None:
     db.execute("alter table annotation_spans add column comment text not null default ''")
 
 
+@migration
+def m020_arrivals_and_address(db: sqlite_utils.Database) -> None:
+    """Prolific's places follow people who provably hold none: per link, how long a
+    submission with no visit yet counts as someone on their way (``arrival_grace_minutes``)
+    and the most places a sync may raise Prolific's to (``max_places``); both null on links
+    made before, which take the documented defaults. And the app's public address, one
+    setting that ``koed serve --domain`` records where the command line and the app both
+    read it (``site_settings``)."""
+    db.execute("alter table invites add column arrival_grace_minutes integer")
+    db.execute("alter table invites add column max_places integer")
+    db.execute(
+        "create table site_settings (name text primary key, value text not null, "
+        "updated text not null)"
+    )
+
+
 def _script(db: sqlite_utils.Database, script: str) -> None:
     """Run statements one by one: ``executescript`` would commit the caller's transaction,
     and a migration must apply whole or not at all. (No statement here contains ';'.)"""
