@@ -49,8 +49,9 @@ def clock() -> Iterator[Clock]:
 
 
 @pytest.fixture
-def fake() -> Iterator[FakeProlific]:
+def fake(clock: Clock) -> Iterator[FakeProlific]:
     server = FakeProlific(token=TOKEN, page_size=2).start()
+    server.clock = clock  # Prolific's time is the app's injected time
     yield server
     server.stop()
 
