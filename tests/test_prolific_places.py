@@ -80,9 +80,8 @@ def test_an_arrival_past_the_grace_with_no_app_place_raises_by_one_up_to_the_lim
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    store, invite = world
-    Crowd(store).set_place_rules(invite.id, max_places=3, grace=10)  # the link's 2, + 1
-    invite = _published(store, fake, _fresh(store, invite))
+    store, invite = world  # 2 places; by default at most 3 on Prolific, a 10-minute grace
+    invite = _published(store, fake, invite)
     monkeypatch.setenv("PROLIFIC_API_TOKEN", TOKEN)
     monkeypatch.setenv("PROLIFIC_API_URL", fake.base_url)
     db = ["--invite", invite.id, "--db", str(store.path)]
@@ -107,3 +106,7 @@ def test_an_arrival_past_the_grace_with_no_app_place_raises_by_one_up_to_the_lim
     out = capsys.readouterr().out
     assert "needed 4" in out and "capped at the link's limit of 3" in out
     assert study["total_available_places"] == 3  # never past what the researcher allows
+    assert (invite.place_limit, invite.arrival_grace) == (3, 10)  # the defaults
+    Crowd(store).set_place_rules(invite.id, max_places=5, grace=10)  # they allow more
+    assert main(["prolific", "sync", *db]) == 0
+    assert "places raised on Prolific from 3 to 4" in capsys.readouterr().out
