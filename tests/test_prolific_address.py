@@ -14,12 +14,14 @@ from pathlib import Path
 import pytest
 
 from fixtures.fake_prolific import FakeProlific
+from fixtures.rating import seeded_store, study
 from koed_core.cli import main
 from koed_core.cli import serve as serve_cli
 from koed_core.db import Store
 from koed_core.db.crowd import Crowd
 from koed_core.rating import crowd
 from koed_core.rating.crowd import prolific
+from koed_core.rating.crowd.address import record_domain
 from tests.test_prolific import (  # noqa: F401 - fixtures
     KEY,
     TOKEN,
@@ -30,6 +32,7 @@ from tests.test_prolific import (  # noqa: F401 - fixtures
     fake,
     world,
 )
+from tests.test_rating_pages import _as, accounts  # noqa: F401 - fixtures
 
 NOT_PUBLIC = [
     "http://koed.example",
@@ -200,3 +203,31 @@ def test_an_old_database_takes_the_place_rules_and_the_address(tmp_path: Path) -
     Crowd(store).add_invite(row)  # a link as made before m020: no rules of its own
     made_before = crowd.Invite.from_row(Crowd(store).invite("a1") or {})
     assert (made_before.arrival_grace, made_before.place_limit) == (10, 12)
+
+
+def test_the_studies_page_takes_the_recorded_address_and_the_place_rules(
+    accounts: Path,  # noqa: F811
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("KOED_PUBLIC_URL", raising=False)
+    store, run_id = seeded_store(tmp_path / "koed.db")
+    study(store, run_id, overlap=1, attention_checks=0)
+    at = _as("boss")
+    at.switch_page("app_pages/rating/studies.py").run()
+
+    def make_link() -> None:
+        next(n for n in at.number_input if n.label.startswith("Prolific: minutes")).set_value(15)
+        next(n for n in at.number_input if n.label.startswith("Prolific: most")).set_value(40)
+        next(b for b in at.button if b.label == "Create the link").click().run()
+        assert not at.exception, [e.value for e in at.exception]
+
+    make_link()  # no address set: the link says where to set one
+    warned = " ".join(w.value for w in at.warning)
+    assert "people on the platform cannot open" in warned and "koed serve --domain" in warned
+    (row,) = store.rows("select arrival_grace_minutes, max_places from invites")
+    assert (row["arrival_grace_minutes"], row["max_places"]) == (15, 40)
+    record_domain(store, "study.koed.example")  # as `koed serve --domain` does
+    make_link()
+    assert at.code[-1].value.startswith("https://study.koed.example/join?invite=")
+    assert not any("cannot open" in w.value for w in at.warning)

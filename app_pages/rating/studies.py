@@ -5,7 +5,8 @@ import streamlit as st
 from components.core import auth, language, resources, tables
 from components.core.literal import md
 from components.rating import study_design
-from components.rating.crowd_admin import render_account_form, render_invite_form
+from components.rating.crowd_admin import render_account_form
+from components.rating.invite_form import render_invite_form
 from components.shared.source_banner import load_or_stop
 from koed_core.errors import KoedError
 from koed_core.i18n import _
