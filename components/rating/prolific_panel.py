@@ -138,7 +138,7 @@ def _places(report: prolific.SyncReport) -> None:
         {
             "participant_id": h.participant_id,
             "status": h.status,
-            "in_app": _(IN_APP.get(h.in_app or "", N_("no visit"))),
+            "in_app": _(IN_APP[h.in_app]) if h.in_app in IN_APP else h.in_app or _("no visit"),
             "minutes": h.minutes,
             "counted": _("counted") if h.counted else _("on the way"),
         }

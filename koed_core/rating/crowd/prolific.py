@@ -1,5 +1,6 @@
-"""A crowd link run through Prolific's API: the study created as a draft from the link and
-published when asked, and the sync that reads its submissions back.
+"""A crowd link run through Prolific's API: the study created as a draft from the link (or
+found again, and brought in line while a draft: :mod:`prolific_draft`) and published when
+asked; the sync that reads its submissions back is :mod:`prolific_sync` (re-exported).
 
 Endpoints (https://docs.prolific.com/api-reference):
 - ``POST /api/v1/studies/`` creates a draft ("Publishing a study is a two step process,
