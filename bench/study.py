@@ -59,6 +59,15 @@ over that median, as Prolific computes it), ``estimated_hourly_pay`` (what the l
 maker was shown before launch), ``browser_workers_done``, ``crashes`` (anything but a
 sentence for the worker; 0), ``sim_minutes`` and ``wall_s``. One example of each
 refusal kind met, and the first crashes, go to stderr.
+
+Then a launch burst through Prolific's API (the planted server in
+fixtures/fake_prolific.py, on its own database): a link of 10 places (smoke: 5)
+published there, 30 people (smoke: 8) trying it at random over 60 s, each opening the
+link 5 to 40 s after starting on Prolific, a sync every simulated minute. It prints
+``burst_people``, ``places_link``, ``places_after_burst`` (Prolific's places after the
+burst's syncs; must equal ``places_link``), ``prolific_full`` (people Prolific turned
+away, the study full), ``turned_away`` (people holding a Prolific place the app turned
+away; must be 0) and ``burst_joined``.
 """
 
 from __future__ import annotations
@@ -137,10 +146,12 @@ class Size:
     batches: int
     arrive_over: int  # minutes over which the simulated workers arrive
     max_minutes: int
+    burst_places: int = 10  # the launch burst: the link's places on Prolific
+    burst_people: int = 30  # and the people who try it within 60 s
 
 
 FULL = Size(20, 60, 3, 30, 10, 3, 240, 24 * 60)
-SMOKE = Size(10, 24, 1, 3, 2, 2, 120, 8 * 60)
+SMOKE = Size(10, 24, 1, 3, 2, 2, 120, 8 * 60, 5, 8)
 
 
 @dataclass
@@ -529,6 +540,79 @@ def _kind(message: str) -> str:
     return "other"
 
 
+BURST_REWARD = 9.0
+"""The burst link's reward: above Prolific's minimum for the estimate, so it publishes."""
+
+
+def launch_burst(db: Path, size: Size, seed: int) -> dict[str, int]:
+    """A launch through Prolific's API (the planted server): a link of
+    ``size.burst_places`` places published on Prolific, ``size.burst_people`` people
+    trying it at random moments over 60 s of injected time (Prolific offers a full study
+    to nobody more), each opening the link 5 to 40 s after starting there, and a sync
+    every simulated minute, as the dashboard runs it. Prolific's places must stay the
+    link's (everyone is within the arrival grace), and nobody holding a Prolific place may
+    be turned away by the app."""
+    from fixtures.fake_prolific import FakeProlific, StudyFull
+    from koed_core.rating.crowd import prolific
+    from koed_core.rating.crowd.prolific_client import ProlificClient
+
+    store, _invite, _token = build(db, Size(*(1, 0, 0, 3, 2, 1, 0, 0)))
+    invite, _ = crowd.create_invite(
+        store, KEY.encode(), 1,
+        crowd.InviteRequest(platform="prolific", days=30.0, cap=size.burst_places,
+        batch_size=2, consent_ko="동의합니다.", consent_en="I agree.", reward=BURST_REWARD),
+    )  # fmt: skip
+    start = datetime.now(UTC)
+    clock = {"now": start}
+    set_clock(lambda: clock["now"])
+    fake = FakeProlific(token="bench-token").start()
+    fake.clock = lambda: clock["now"]
+    try:
+        env = {"PROLIFIC_API_TOKEN": "bench-token", "PROLIFIC_API_URL": fake.base_url}
+        client = ProlificClient.from_env(env, store, invite_id=invite.id, sleep=lambda s: None)
+        prolific.publish(store, client, invite, KEY.encode(), "https://koed.example", go_live=True)
+        invite = crowd.Invite.from_row(Crowd(store).invite(invite.id) or {})
+        fake.enforce_places = True
+        chooser = random.Random(seed)
+        tries = sorted(chooser.uniform(0, 60) for _ in range(size.burst_people))
+        loads: list[tuple[float, dict[str, str]]] = []
+        figures = Counter(prolific_full=0, turned_away=0, burst_joined=0)
+        for second in range(0, 181):
+            clock["now"] = start + timedelta(seconds=second)
+            for moment in [t for t in tries if second - 1 < t <= second]:
+                try:
+                    sub = fake.arrive(str(invite.prolific_study_id))
+                except StudyFull:
+                    figures["prolific_full"] += 1
+                    continue
+                loads.append((moment + chooser.uniform(5, 40), sub))
+            for _load, sub in [x for x in loads if second - 1 < x[0] <= second]:
+                ids = {
+                    "PROLIFIC_PID": sub["participant_id"],
+                    "STUDY_ID": str(invite.prolific_study_id),
+                    "SESSION_ID": sub["id"],
+                }
+                try:
+                    crowd.join(store, KEY.encode(), invite,
+                               crowd.platform_ids(invite, ids, KEY.encode()))  # fmt: skip
+                    figures["burst_joined"] += 1
+                except crowd.CrowdError:
+                    figures["turned_away"] += 1
+            if second % 60 == 30:  # the dashboard's sync, every minute
+                prolific.sync(store, client, invite)
+        study_row = fake.studies[str(invite.prolific_study_id)]
+        return {
+            "burst_people": size.burst_people,
+            "places_link": invite.cap,
+            "places_after_burst": int(study_row["total_available_places"]),
+            **figures,
+        }
+    finally:
+        set_clock(None)
+        fake.stop()
+        store.db.close()
+
+
 def people_for(size: Size, seed: int, smoke: bool) -> list[Sim]:
     """The simulated workers: the behaviour mix in its proportions (in a smoke run, each
     behaviour in turn, so every one is met), in a random order, arriving at random over
@@ -614,6 +698,7 @@ def main() -> None:
         args.workers if args.workers is not None else size.workers,
         args.browser if args.browser is not None else size.browser,
         *(size.dialogues, size.batch, size.batches, size.arrive_over, size.max_minutes),
+        *(size.burst_places, size.burst_people),
     )
     began = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="koed-study-bench-") as folder:
@@ -627,6 +712,7 @@ def main() -> None:
             set_clock(None)
         measured = figures(study, people, in_browser)
         store.db.close()
+        measured.update(launch_burst(Path(folder) / "burst.db", size, args.seed))
     if args.smoke:
         print("# smoke: a small study; the figures are not the benchmark's")
     for name, value in measured.items():

@@ -55,8 +55,9 @@ class Settings:
     cookie_key: str | None = None
     """Signs the login cookie (``KOED_COOKIE_KEY``; secrets: ``[auth] cookie_key``)."""
     public_url: str | None = None
-    """The address people open the app at (``KOED_PUBLIC_URL``; ``koed serve --domain``
-    sets it): crowd links are built on it. None: the address the admin's browser is on."""
+    """The address people open the app at (``KOED_PUBLIC_URL``): crowd links are built on
+    it. None: the one ``koed serve --domain`` recorded in the database, else none (see
+    ``koed_core.rating.crowd.address``)."""
     batch_poll_s: float = 30.0
     """How often a job sent through a provider's Batch API asks whether it is done
     (``KOED_BATCH_POLL_S``)."""

@@ -79,7 +79,8 @@ EXPECTED: dict[str, list[str]] = {
         "refused_other_session", "refused_nothing_left", "refused_second_tab",
         "refused_rating", "refused_other", "stalled_minutes", "full_minutes",
         "median_completion_min", "hourly_pay", "estimated_hourly_pay",
-        "browser_workers_done", "crashes", "sim_minutes", "wall_s",
+        "browser_workers_done", "crashes", "sim_minutes", "burst_people", "places_link",
+        "places_after_burst", "prolific_full", "turned_away", "burst_joined", "wall_s",
     ],
 }  # fmt: skip
 """Per bench, the lines its smoke run must print (bench/pages.py's pages are its
@@ -141,6 +142,9 @@ def test_the_bench_runs_small_and_prints_its_lines(name: str) -> None:
         assert values["browser_workers_done"] == 1  # the whole visit in Chromium
         kinds = [n for n in values if n.startswith("refused_")]
         assert values["refusals"] == sum(values[n] for n in kinds)
+        # the launch burst through Prolific's API: places exact, nobody with one turned away
+        assert values["places_after_burst"] == values["places_link"]
+        assert values["turned_away"] == 0 and values["burst_joined"] == values["places_link"]
     if name == "serve":  # not timings: nothing acknowledged is lost, every rater finished
         assert values["lost_after_kill"] == 0 and values["unfinished_submits"] == 0
         assert values["stored"] >= values["acknowledged"] > 0

@@ -260,6 +260,7 @@ def test_the_command_line_sets_what_the_form_sets(
     or a study's timeout, and stored a link for a study that does not exist."""
     store, study_id = crowd_study
     db = str(store.path)
+    monkeypatch.setenv("KOED_PUBLIC_URL", "https://koed.example")  # a link needs an address
     before = store.count("invites")
     assert main(["invite", "create", "--study", "9", "--platform", "prolific",
                  "--places", "3", "--batch-size", "2", "--db", db]) != 0  # fmt: skip

@@ -217,11 +217,15 @@ def test_decisions_in_each_platforms_bulk_format(crowd_study: tuple[Store, int])
 
 
 def test_a_crowd_study_from_the_command_line(
-    crowd_study: tuple[Store, int], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    crowd_study: tuple[Store, int],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     store, _ = crowd_study
     run_id = Runs(store).runs()["run_id"].iloc[0]
     db = ["--db", store.path]
+    monkeypatch.setenv("KOED_PUBLIC_URL", "https://koed.example")  # a link needs an address
     assert main(["study", "create", "--name", "cli", "--runs", run_id, "--json", *db]) == 0, (
         capsys.readouterr().err
     )

@@ -21,7 +21,7 @@ from koed_core.db.crowd import Crowd
 from koed_core.db.prolific import ProlificLog
 from koed_core.rating import crowd
 from koed_core.rating import report as rating_report
-from koed_core.rating.crowd import prolific, prolific_pay
+from koed_core.rating.crowd import prolific, prolific_bonus, prolific_pay
 from koed_core.rating.crowd.prolific_client import ProlificAnswerLost, ProlificClient, ProlificError
 from koed_core.rating.studies import StudyRules
 
@@ -49,8 +49,9 @@ def clock() -> Iterator[Clock]:
 
 
 @pytest.fixture
-def fake() -> Iterator[FakeProlific]:
+def fake(clock: Clock) -> Iterator[FakeProlific]:
     server = FakeProlific(token=TOKEN, page_size=2).start()
+    server.clock = clock  # Prolific's time is the app's injected time
     yield server
     server.stop()
 
@@ -160,8 +161,8 @@ def test_a_next_page_on_another_host_is_read_from_the_configured_server(
 
 def test_a_bonus_file_with_a_bad_first_line_is_refused(tmp_path: Path) -> None:
     with pytest.raises(crowd.CrowdError, match="line 1"):
-        prolific_pay.read_bonus_file("5f1a2b3c4d5e6f7a8b9c0d1,0.50\n")  # 23 characters
-    assert prolific_pay.read_bonus_file("participant_id,amount\n" + "a" * 24 + ",0.5\n") == {
+        prolific_bonus.read_bonus_file("5f1a2b3c4d5e6f7a8b9c0d1,0.50\n")  # 23 characters
+    assert prolific_bonus.read_bonus_file("participant_id,amount\n" + "a" * 24 + ",0.5\n") == {
         "a" * 24: "0.50"
     }
 
@@ -366,16 +367,16 @@ def test_a_bonus_whose_pay_answer_is_lost_is_paid_once(
     sub, _worker = _finish(store, fake, invite, clock)
     bonus_file = tmp_path / "bonus.csv"
     bonus_file.write_text(f"participant_id,amount\n{sub['participant_id']},0.50\n")
-    plan = prolific_pay.bonus(store, None, invite, bonus_file)
+    plan = prolific_bonus.bonus(store, None, invite, bonus_file)
     assert [(b.amount, b.state) for b in plan] == [("0.50", "to pay")] and fake.pay_calls == []
     fake.lose_pay_answers = 1
-    first = prolific_pay.bonus(store, _client(store, fake, invite), invite, bonus_file)
+    first = prolific_bonus.bonus(store, _client(store, fake, invite), invite, bonus_file)
     assert [b.state for b in first] == ["paying"] and "answer lost" in first[0].note
     assert len(fake.pay_calls) == 1
-    second = prolific_pay.bonus(store, _client(store, fake, invite), invite, bonus_file)
+    second = prolific_bonus.bonus(store, _client(store, fake, invite), invite, bonus_file)
     assert [b.state for b in second] == ["paid"]
     assert "Prolific now shows this bonus on the submission" in second[0].note
-    third = prolific_pay.bonus(store, _client(store, fake, invite), invite, bonus_file)
+    third = prolific_bonus.bonus(store, _client(store, fake, invite), invite, bonus_file)
     assert [b.state for b in third] == ["paid"]
     assert len(fake.pay_calls) == 1  # one pay call in all
     assert fake.submissions[sub["id"]]["bonus_payments"] == [50]
@@ -403,9 +404,9 @@ def test_a_crash_between_paying_and_the_pay_call_never_pays_twice(
 
     monkeypatch.setattr(client, "call", crash_on_pay)
     with pytest.raises(KeyboardInterrupt):
-        prolific_pay.bonus(store, client, invite, bonus_file)
+        prolific_bonus.bonus(store, client, invite, bonus_file)
     assert [b["state"] for b in ProlificLog(store).bonuses(invite.id)] == ["paying"]
-    after = prolific_pay.bonus(store, _client(store, fake, invite), invite, bonus_file)
+    after = prolific_bonus.bonus(store, _client(store, fake, invite), invite, bonus_file)
     assert after[0].state == "paying" and "not sent again" in after[0].note
     assert fake.pay_calls == []  # never sent, and never sent blindly afterwards
 

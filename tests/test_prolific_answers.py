@@ -19,8 +19,8 @@ from koed_core.cli import main
 from koed_core.db import Store
 from koed_core.db.prolific import ProlificLog
 from koed_core.rating import crowd
-from koed_core.rating.crowd import prolific, prolific_pay
-from koed_core.rating.crowd.prolific_client import ProlificAnswerLost, ProlificClient, ProlificError
+from koed_core.rating.crowd import prolific, prolific_bonus
+from koed_core.rating.crowd.prolific_client import ProlificClient, ProlificError
 from tests.test_prolific import (  # noqa: F401
     KEY,
     TOKEN,
@@ -106,7 +106,7 @@ def test_an_answer_without_its_id_pays_nothing(
     bonus_file = tmp_path / "bonus.csv"
     bonus_file.write_text(f"{sub['participant_id']},0.50\n")
     fake.plant("empty_object", "POST", "/api/v1/submissions/bonus-payments/")
-    lines = prolific_pay.bonus(store, _client(store, fake, invite), invite, bonus_file)
+    lines = prolific_bonus.bonus(store, _client(store, fake, invite), invite, bonus_file)
     assert "bonus-payments/ has no id (HTTP 201" in lines[0].note
     assert "may hold an unpaid set-up" in lines[0].note
     assert fake.pay_calls == []
@@ -158,8 +158,10 @@ def test_a_trickling_answer_to_an_unsafe_call_is_never_sent_again(
     store, invite = world
     client = _client(store, fake, invite, timeout_s=0.3)
     fake.plant("trickle", "POST", "/api/v1/studies/", trickle_s=0.02)
-    with pytest.raises(ProlificAnswerLost, match="did not come whole within 0.3 s, so the app"):
+    with pytest.raises(crowd.CrowdError, match="the draft may exist there; run the same"):
         prolific.publish(store, client, invite, KEY, "https://x.example")
+    calls = ProlificLog(store).calls(invite.id)
+    assert calls[0]["outcome"] == "answer lost: TooSlow" and calls[0]["tries"] == 1
     assert [r[0] for r in fake.requests].count("POST") == 1 and client.waits == []  # type: ignore[attr-defined]
 
 

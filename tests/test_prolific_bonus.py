@@ -24,7 +24,7 @@ from koed_core.db import Store, set_clock
 from koed_core.db.crowd import Crowd
 from koed_core.db.prolific import ProlificLog
 from koed_core.rating import crowd
-from koed_core.rating.crowd import prolific, prolific_pay
+from koed_core.rating.crowd import prolific, prolific_bonus
 from koed_core.rating.crowd.prolific_client import ProlificClient
 from koed_core.rating.studies import StudyRules
 from tests.test_prolific import (  # noqa: F401 - the fixtures are used by name
@@ -65,15 +65,15 @@ def test_a_refused_pay_call_is_unpaid_with_its_reason_and_the_next_apply_pays_it
     client = _client(store, fake, invite)
     # a 429 is retried (Prolific did nothing) until the tries run out; a 400 or 401 is not
     fake.pay_refusals.extend([status] * (client.tries if status == 429 else 1))
-    first = prolific_pay.bonus(store, client, invite, path)
+    first = prolific_bonus.bonus(store, client, invite, path)
     assert [b.state for b in first] == ["set_up"]
     assert "not paid" in first[0].note and "next --apply tries again" in first[0].note
     assert f"HTTP {status}" in first[0].note or "limiting requests" in first[0].note
     assert fake.pay_calls == [] and fake.submissions[sub["id"]]["bonus_payments"] == []
     # the reason is kept for the next look (a dry run reads it from the database)
-    dry = prolific_pay.bonus(store, None, invite, path)
+    dry = prolific_bonus.bonus(store, None, invite, path)
     assert dry[0].state == "set_up" and dry[0].note == first[0].note
-    second = prolific_pay.bonus(store, _client(store, fake, invite), invite, path)
+    second = prolific_bonus.bonus(store, _client(store, fake, invite), invite, path)
     assert [(b.state, b.sent_now) for b in second] == [("paid", True)]
     assert "paid now" in second[0].note
     assert fake.submissions[sub["id"]]["bonus_payments"] == [50]
@@ -88,17 +88,17 @@ def test_an_earlier_bonus_of_the_same_amount_never_confirms_a_later_one(
     sub, _worker = _finish(store, fake, invite, clock)
     path = _bonus_file(tmp_path, {sub["participant_id"]: "0.50"})
     assert _states(store, invite) == []
-    prolific_pay.bonus(store, _client(store, fake, invite), invite, path)
+    prolific_bonus.bonus(store, _client(store, fake, invite), invite, path)
     assert _states(store, invite) == ["paid"]
     fake.pay_later, fake.lose_pay_answers = True, 1  # round 2: sent, answer lost, not yet shown
-    lost = prolific_pay.bonus(store, _client(store, fake, invite), invite, path, round_="2")
+    lost = prolific_bonus.bonus(store, _client(store, fake, invite), invite, path, round_="2")
     assert [b.state for b in lost] == ["paying"] and "answer lost" in lost[0].note
-    again = prolific_pay.bonus(store, _client(store, fake, invite), invite, path, round_="2")
+    again = prolific_bonus.bonus(store, _client(store, fake, invite), invite, path, round_="2")
     assert [b.state for b in again] == ["paying"]  # round 1's 0.50 proves nothing
     assert "does not show the bonus" in again[0].note and "not sent again" in again[0].note
     assert len(fake.pay_calls) == 2
     fake.settle_payments()  # Prolific carries it out, minutes later
-    done = prolific_pay.bonus(store, _client(store, fake, invite), invite, path, round_="2")
+    done = prolific_bonus.bonus(store, _client(store, fake, invite), invite, path, round_="2")
     assert [(b.state, b.sent_now) for b in done] == [("paid", False)]
     assert fake.submissions[sub["id"]]["bonus_payments"] == [50, 50]
     assert len(fake.pay_calls) == 2  # one pay call per round, never a third
@@ -117,13 +117,13 @@ def test_a_pay_call_that_paid_and_then_answered_500_is_never_paid_again(
         tmp_path, {first_sub["participant_id"]: "1.00", second_sub["participant_id"]: "1.00"}
     )
     fake.pay_then_fail, fake.pay_later = 1, True
-    first = prolific_pay.bonus(store, _client(store, fake, invite), invite, path)
+    first = prolific_bonus.bonus(store, _client(store, fake, invite), invite, path)
     assert {b.state for b in first} == {"paying"}
     assert all("server error" in b.note and "not sent again" in b.note for b in first)
-    rerun = prolific_pay.bonus(store, _client(store, fake, invite), invite, path)
+    rerun = prolific_bonus.bonus(store, _client(store, fake, invite), invite, path)
     assert {b.state for b in rerun} == {"paying"} and len(fake.pay_calls) == 1
     fake.settle_payments()
-    settled = prolific_pay.bonus(store, _client(store, fake, invite), invite, path)
+    settled = prolific_bonus.bonus(store, _client(store, fake, invite), invite, path)
     assert {b.state for b in settled} == {"paid"}
     assert len(fake.pay_calls) == 1 and set(fake.paid_per_person().values()) == {1}
 
@@ -137,12 +137,12 @@ def test_a_500_that_paid_nothing_is_paid_once_the_researcher_releases_it(
     who = sub["participant_id"]
     path = _bonus_file(tmp_path, {who: "0.50"})
     fake.pay_refusals.append(500)
-    first = prolific_pay.bonus(store, _client(store, fake, invite), invite, path)
+    first = prolific_bonus.bonus(store, _client(store, fake, invite), invite, path)
     assert [b.state for b in first] == ["paying"] and fake.pay_calls == []
     assert "--release" in first[0].note
     with pytest.raises(crowd.CrowdError, match="not in the bonus file"):
-        prolific_pay.bonus(store, None, invite, path, release=frozenset({"f" * 24}))
-    released = prolific_pay.bonus(
+        prolific_bonus.bonus(store, None, invite, path, release=frozenset({"f" * 24}))
+    released = prolific_bonus.bonus(
         store, _client(store, fake, invite), invite, path, release=frozenset({who})
     )
     assert [b.state for b in released] == ["paid"] and len(fake.pay_calls) == 1
@@ -157,12 +157,12 @@ def test_a_lost_set_up_is_said_and_the_next_apply_pays_a_new_one_once(
     sub, _worker = _finish(store, fake, invite, clock)
     path = _bonus_file(tmp_path, {sub["participant_id"]: "0.75"})
     fake.lose_setup_answers = 1
-    lost = prolific_pay.bonus(store, _client(store, fake, invite), invite, path)
+    lost = prolific_bonus.bonus(store, _client(store, fake, invite), invite, path)
     assert [b.state for b in lost] == ["planned"]
     assert "may hold an unpaid set-up" in lost[0].note and "pays nothing" in lost[0].note
     set_ups = [r for r in fake.requests if r[1] == "/api/v1/submissions/bonus-payments/"]
     assert len(set_ups) == 1  # not sent again in the same run
-    again = prolific_pay.bonus(store, _client(store, fake, invite), invite, path)
+    again = prolific_bonus.bonus(store, _client(store, fake, invite), invite, path)
     assert [b.state for b in again] == ["paid"]
     assert len(fake.bulk_bonuses) == 2 and len(fake.pay_calls) == 1
     assert fake.submissions[sub["id"]]["bonus_payments"] == [75]
@@ -178,10 +178,10 @@ def test_a_refused_set_up_stays_planned_with_its_reason_and_the_next_apply_sets_
     client = _client(store, fake, invite)
     for _ in range(client.tries):  # still limited after every wait: a definite refusal
         fake.throttle("POST", "/api/v1/submissions/bonus-payments/")
-    refused = prolific_pay.bonus(store, client, invite, path)
+    refused = prolific_bonus.bonus(store, client, invite, path)
     assert [b.state for b in refused] == ["planned"] and fake.bulk_bonuses == {}
     assert "refused the set-up" in refused[0].note and "not paid" in refused[0].note
-    again = prolific_pay.bonus(store, _client(store, fake, invite), invite, path)
+    again = prolific_bonus.bonus(store, _client(store, fake, invite), invite, path)
     assert [b.state for b in again] == ["paid"] and len(fake.pay_calls) == 1
 
 
@@ -195,11 +195,11 @@ def test_a_submission_that_cannot_be_read_before_paying_leaves_the_bonus_unpaid(
     client = _client(store, fake, invite)
     for _ in range(client.tries):
         fake.throttle("GET", f"/api/v1/submissions/{sub['id']}/")
-    unread = prolific_pay.bonus(store, client, invite, path)
+    unread = prolific_bonus.bonus(store, client, invite, path)
     assert [b.state for b in unread] == ["set_up"] and fake.pay_calls == []
     assert "could not read the submission" in unread[0].note
     assert "could not be checked afterwards" in unread[0].note
-    again = prolific_pay.bonus(store, _client(store, fake, invite), invite, path)
+    again = prolific_bonus.bonus(store, _client(store, fake, invite), invite, path)
     assert [b.state for b in again] == ["paid"] and len(fake.pay_calls) == 1
 
 
@@ -211,10 +211,10 @@ def test_a_late_pay_answer_stays_paying_and_the_next_run_settles_it_from_the_sub
     sub, _worker = _finish(store, fake, invite, clock)
     path = _bonus_file(tmp_path, {sub["participant_id"]: "0.50"})
     fake.slow_pay_s = 0.6
-    slow = prolific_pay.bonus(store, _client(store, fake, invite, timeout_s=0.2), invite, path)
+    slow = prolific_bonus.bonus(store, _client(store, fake, invite, timeout_s=0.2), invite, path)
     assert [b.state for b in slow] == ["paying"]
     fake.slow_pay_s = 0.0
-    settled = prolific_pay.bonus(store, _client(store, fake, invite), invite, path)
+    settled = prolific_bonus.bonus(store, _client(store, fake, invite), invite, path)
     assert [b.state for b in settled] == ["paid"] and len(fake.pay_calls) == 1
 
 
@@ -224,7 +224,7 @@ def test_a_second_amount_for_the_same_round_is_refused_before_anything_is_sent(
     store, invite = world
     invite = _published(store, fake, invite)
     sub, _worker = _finish(store, fake, invite, clock)
-    prolific_pay.bonus(
+    prolific_bonus.bonus(
         store,
         _client(store, fake, invite),
         invite,
@@ -233,7 +233,7 @@ def test_a_second_amount_for_the_same_round_is_refused_before_anything_is_sent(
     sent = len(fake.requests)
     other = _bonus_file(tmp_path, {sub["participant_id"]: "0.80"}, "other.csv")
     with pytest.raises(crowd.CrowdError, match="another round"):
-        prolific_pay.bonus(store, _client(store, fake, invite), invite, other)
+        prolific_bonus.bonus(store, _client(store, fake, invite), invite, other)
     assert len(fake.requests) == sent
 
 
@@ -277,7 +277,7 @@ def test_a_bonus_left_paying_by_an_earlier_version_is_never_sent_again(
     log = ProlificLog(store)
     log.plan_bonuses(invite.id, "1", {sub["participant_id"]: "0.50"})
     log.set_bonus_state(invite.id, "1", [sub["participant_id"]], "paying", bulk_id="b" * 24)
-    lines = prolific_pay.bonus(store, _client(store, fake, invite), invite, path)
+    lines = prolific_bonus.bonus(store, _client(store, fake, invite), invite, path)
     assert [b.state for b in lines] == ["paying"] and "earlier version" in lines[0].note
     assert fake.pay_calls == []
 
@@ -410,14 +410,14 @@ class Bonuses(RuleBasedStateMachine):
             self.fake.pay_then_fail = 1
         elif fault == "setup_lost":
             self.fake.lose_setup_answers = 1
-        result = prolific_pay.bonus(
+        result = prolific_bonus.bonus(
             self.store, self.client(timeout), self.invite, path, round_=round_
         )
         self.fake.pay_refusals.clear()
         self.fake.lose_pay_answers = self.fake.pay_then_fail = self.fake.lose_setup_answers = 0
         self.fake.slow_pay_s = 0.0
         assert {b.participant_id for b in result} == set(lines)
-        assert all(b.state in prolific_pay.BONUS_STATES for b in result)
+        assert all(b.state in prolific_bonus.BONUS_STATES for b in result)
 
     @rule()
     def prolific_carries_out_payments(self) -> None:

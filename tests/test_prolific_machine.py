@@ -66,6 +66,7 @@ class ProlificStudy(RuleBasedStateMachine):
         self.now = START
         set_clock(lambda: self.now)
         self.fake = FakeProlific(token=TOKEN, page_size=3).start()
+        self.fake.clock = lambda: self.now  # Prolific's time is the app's injected time
         invite, _ = crowd.create_invite(
             self.store,
             KEY,

@@ -4,8 +4,8 @@ import streamlit as st
 
 from components.core import auth, language, resources, tables
 from components.core.literal import md
-from components.rating import study_design
-from components.rating.crowd_admin import render_account_form, render_invite_form
+from components.rating import invite_form, study_design
+from components.rating.crowd_admin import render_account_form
 from components.shared.source_banner import load_or_stop
 from koed_core.errors import KoedError
 from koed_core.i18n import _
@@ -115,5 +115,5 @@ else:
     )
 
 study_design.render_planner(resources.store(), {s["id"]: s["name"] for s in studies})
-render_invite_form({s["id"]: s["name"] for s in ratings.studies() if not s["closed"]})
+invite_form.render_invite_form({s["id"]: s["name"] for s in ratings.studies() if not s["closed"]})
 render_account_form(resources.settings().users_path)

@@ -11,11 +11,12 @@ import streamlit as st
 
 from components.core import auth, resources, tables
 from components.core.literal import md
-from koed_core import csv_safe, i18n
+from koed_core import i18n
 from koed_core.db.crowd import Crowd
 from koed_core.errors import KoedError
 from koed_core.i18n import N_, _, ngettext
 from koed_core.rating import accounts, crowd
+from koed_core.rating.crowd import address
 
 PLATFORM_NAMES = {
     "prolific": "Prolific", "mturk": "MTurk", "none": N_("none"), "account": N_("account"),
@@ -40,12 +41,18 @@ CODE_NAMES = {
 English values)."""
 
 
+def public_base() -> str | None:
+    """The app's public address, as the command line reads it: KOED_PUBLIC_URL, else what
+    ``koed serve --domain`` recorded in the database; None when neither is set."""
+    return address.public_address(resources.store(), None, resources.settings().public_url)
+
+
 def app_url(path: str) -> str:
-    """An address in this app: on the public address when one is set (``koed serve
-    --domain``), else on the one the browser is on (works behind a proxy)."""
-    public = resources.settings().public_url
+    """An address in this app: on the public address when one is set (KOED_PUBLIC_URL or
+    ``koed serve --domain``), else on the one the browser is on (works behind a proxy)."""
+    public = public_base()
     if public:
-        return f"{public.rstrip('/')}/{path}"
+        return f"{public}/{path}"
     base = str(st.context.url or "").split("?")[0].rstrip("/")
     root = base.rsplit("/", 1)[0] if base.count("/") > 2 else base
     return f"{root}/{path}"
@@ -115,131 +122,12 @@ def render_account_form(users_path: Path) -> None:
     )
 
 
-def render_invite_form(open_studies: dict[int, str]) -> None:
-    """Create a signed, expiring invite link with a cap on places."""
-    if not open_studies:
-        return
-    with st.form("studies.crowd_invite"):
-        st.subheader(_("Invite link for a crowd study"), anchor=False)
-        st.caption(
-            _(
-                "People who open the link join the study with no password, under a pseudonym "
-                "bound to their platform id; they see only the rating page. A returning worker "
-                "goes on where they stopped."
-            )
-        )
-        left, right = st.columns(2)
-        study_id = left.selectbox(_("Study"), list(open_studies), format_func=open_studies.get)
-        platform = left.radio(
-            _("Platform"),
-            list(PLATFORM_NAMES),
-            format_func=platform_names().__getitem__,
-            horizontal=True,
-            help=_(
-                "account: people create a rater account for this study alone (password "
-                "login), instead of coming from a platform"
-            ),
-        )
-        days = left.number_input(_("Valid for (days)"), 1, 365, 14)
-        cap = left.number_input(_("Places"), 1, 10_000, 30)
-        batch_size = right.number_input(
-            _("Responses per batch"),
-            1,
-            500,
-            20,
-            help=_("the study's attention checks come on top"),
-        )
-        batches = right.number_input(_("Batches per worker"), 1, 50, 1)
-        reward = right.number_input(_("Reward per worker (for the pay figures)"), 0.0, 1000.0, 3.0)
-        currency = right.text_input(_("Currency"), "GBP", max_chars=3)
-        attempts = right.number_input(_("Calibration attempts"), 1, 5, 1)
-        code = left.text_input(_("Completion code (empty: generated)"))
-        screenout = left.text_input(_("Screen-out code (empty: generated)"))
-        failed = left.text_input(_("Failed-checks code (empty: generated)"))
-        prolific_id = right.text_input(_("Prolific study id (checks STUDY_ID; optional)"))
-        redirect = right.text_input(_("Redirect when done (Prolific: made from the code)"))
-        people = st.text_area(
-            _("Ids of your own list (platform none): one per line, each gets its own link")
-        )
-        default_ko, default_en = crowd.default_consent()
-        consent_ko = st.text_area(_("Consent (Korean)"), default_ko)
-        consent_en = st.text_area(_("Consent (English)"), default_en)
-        made = st.form_submit_button(_("Create the link"), type="primary")
-    if made:
-        try:
-            request = crowd.InviteRequest(
-                platform=platform,
-                days=float(days),
-                cap=int(cap),
-                batch_size=int(batch_size),
-                batches=int(batches),
-                completion_code=code.strip() or None,
-                screenout_code=screenout.strip() or None,
-                failed_code=failed.strip() or None,
-                prolific_study_id=prolific_id.strip() or None,
-                calibration_attempts=int(attempts),
-                redirect_url=redirect.strip() or None,
-                consent_ko=consent_ko,
-                consent_en=consent_en,
-                reward=float(reward),
-                currency=currency.strip() or "GBP",
-                created_by=auth.username(),
-            )
-            store, key = resources.store(), resources.server_key()
-            invite, token = crowd.create_invite(store, key, int(study_id), request)
-            links = (
-                crowd.personal_links(key, invite, token, people.splitlines())
-                if platform == "none"
-                else {}
-            )
-        except crowd.CrowdError as err:
-            st.error(md(str(err)))
-        else:
-            st.success(
-                _(
-                    "Invite link created. Codes: completion {completion}, screen-out "
-                    "{screenout}, failed checks {failed}. Paste the link as the study's URL on "
-                    "the platform; its placeholders fill in the worker's ids.",
-                    completion=md(invite.completion_code),
-                    screenout=md(invite.screenout_code),
-                    failed=md(invite.failed_code),
-                )
-            )
-            share = crowd.check_share(resources.store(), invite)
-            if share > crowd.CHECK_SHARE_WARN:
-                st.warning(
-                    _(
-                        "{share} of what a worker is shown are attention checks (the study's "
-                        "checks per batch over the batch's responses): unpaid reading for "
-                        "them. Larger batches, or a study with fewer checks, lower it.",
-                        share=i18n.percent(share),
-                    ),
-                    icon=":material/warning:",
-                )
-            if links:
-                personal_links_download(links, invite.id)
-            else:
-                st.code(invite_url(token, platform), language=None, wrap_lines=True)
-
-
 def platform_names() -> dict[str, str]:
     """The platform radio's labels, in the page's language."""
     return {
         key: label if key in ("prolific", "mturk") else _(label)
         for key, label in PLATFORM_NAMES.items()
     }
-
-
-def personal_links_download(links: dict[str, str], invite_id: str) -> None:
-    """A researcher's own list: one link per id, to send each person theirs."""
-    rows = [{"id": person, "link": app_url(f"join?{query}")} for person, query in links.items()]
-    tables.show(rows, hide_index=True, column_config={"id": _("id"), "link": _("link")})
-    st.download_button(
-        _("Personal links (CSV)"),
-        csv_safe.to_csv(pd.DataFrame(rows)),
-        file_name=f"koed-links-{invite_id}.csv",
-        mime="text/csv",
-    )
 
 
 def render_crowd_dashboard(study_id: int) -> None:

@@ -17,12 +17,17 @@ from koed_core.config import merged_env
 from koed_core.db.crowd import Crowd
 from koed_core.db.prolific import ProlificLog
 from koed_core.errors import KoedError
-from koed_core.i18n import _
+from koed_core.i18n import N_, _
 from koed_core.rating import crowd
 from koed_core.rating.crowd import prolific, prolific_pay
 from koed_core.rating.crowd.prolific_client import ProlificClient
 
 SYNC_EVERY_S = 60
+IN_APP = {
+    "stopped": N_("stopped"), "returned": N_("returned"), "replaced": N_("replaced"),
+    "timed out": N_("timed out"),
+}  # fmt: skip
+"""A place holder's status in the app, as the places table says it."""
 
 
 def columns() -> dict[str, str]:
@@ -109,7 +114,48 @@ def _synced(invite_id: str) -> None:
                 new=i18n.number(report.places or 0),
             )
         )
+    _places(report)
     _flagged(invite_id)
+
+
+def _places(report: prolific.SyncReport) -> None:
+    """What the sync counted for places: each submission holding a Prolific place and
+    none in the app, and why it raised the places or not (on its way, within the grace)."""
+    plan = report.plan
+    if plan is None or not plan.holders:
+        return
+    st.caption(
+        _(
+            "Places on Prolific follow the link's {link} places plus the submissions that "
+            "hold a Prolific place and none in the app for longer than {grace} minutes from "
+            "their start; at most {limit}.",
+            link=i18n.number(plan.link),
+            grace=i18n.number(plan.grace),
+            limit=i18n.number(plan.limit),
+        )
+    )
+    rows = [
+        {
+            "participant_id": h.participant_id,
+            "status": h.status,
+            "in_app": _(IN_APP[h.in_app]) if h.in_app in IN_APP else h.in_app or _("no visit"),
+            "minutes": h.minutes,
+            "counted": _("counted") if h.counted else _("on the way"),
+        }
+        for h in plan.holders
+    ]
+    headers = {**columns(), "in_app": _("In the app"), "minutes": _("Minutes since start"),
+               "counted": _("For places")}  # fmt: skip
+    tables.show(pd.DataFrame(rows), column_config=headers, hide_index=True)
+    if plan.capped:
+        st.warning(
+            _(
+                "{needed} places would be needed on Prolific, but this link allows at most "
+                "{limit}: raise its maximum to let the sync add more.",
+                needed=i18n.number(plan.needed),
+                limit=i18n.number(plan.limit),
+            )
+        )
 
 
 def _flagged(invite_id: str) -> None:

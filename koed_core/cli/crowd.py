@@ -85,7 +85,20 @@ def register(groups: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     make.add_argument("--consent-file", type=Path, help="Korean text, a line ---, English text")
     make.add_argument("--people", type=Path, help="platform none: a file of ids, one per line")
     make.add_argument(
-        "--url", help="the app's address (default: KOED_PUBLIC_URL, else http://localhost:8501)"
+        "--url",
+        help="the app's public address (default: KOED_PUBLIC_URL, else what `koed serve "
+        "--domain` recorded)",
+    )
+    make.add_argument(
+        "--arrival-grace-minutes",
+        type=int,
+        help="Prolific: minutes a submission with no app place counts as on its way (default 10)",
+    )
+    make.add_argument(
+        "--max-places",
+        type=positive_int,
+        help="Prolific: the most places a sync may raise the study to (default: the "
+        "places plus a fifth, at least one)",
     )
     make.add_argument("--json", action="store_true")
     make.add_argument("--db", type=Path)
@@ -196,9 +209,13 @@ def _consent(path: Path | None) -> tuple[str, str]:
 def cmd_invite_create(args: argparse.Namespace, settings: Settings) -> int:
     """Create a link and print it with the platform's placeholders, and its codes."""
     from koed_core.rating import crowd
+    from koed_core.rating.crowd.address import no_address, public_address
     from koed_core.rating.server_key import server_key
 
     store = _store(args, settings)
+    address = public_address(store, args.url, settings.public_url)
+    if address is None:  # before anything is stored: a link needs an address
+        raise no_address()
     key = server_key(settings.secret_key, Path(store.path))
     ko, en = _consent(args.consent_file)
     people = args.people.read_text(encoding="utf-8").splitlines() if args.people else []
@@ -229,9 +246,11 @@ def cmd_invite_create(args: argparse.Namespace, settings: Settings) -> int:
             screenout_code=given[1],
             failed_code=given[2],
             calibration_attempts=args.calibration_attempts,
+            arrival_grace_minutes=args.arrival_grace_minutes,
+            max_places=args.max_places,
         ),
     )
-    base = (args.url or settings.public_url or "http://localhost:8501").rstrip("/") + "/join?"
+    base = address + "/join?"
     links = (
         {p: base + q for p, q in crowd.personal_links(key, invite, token, people).items()}
         if args.platform == "none"

@@ -30,7 +30,9 @@ def register(groups: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     _common(publish)
     publish.add_argument("--publish", action="store_true", help="publish it (it costs money)")
     publish.add_argument(
-        "--url", help="the app's address (default: KOED_PUBLIC_URL, else http://localhost:8501)"
+        "--url",
+        help="the app's public https:// address (default: KOED_PUBLIC_URL, else what "
+        "`koed serve --domain` recorded, else the existing study's)",
     )
     publish.add_argument("--pilot", help="a pilot link's id: its median time sets the minutes")
     publish.add_argument("--name", default="Rate empathetic replies (KoED)")
@@ -47,6 +49,9 @@ def register(groups: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
 
     sync = actions.add_parser("sync", help="read the submissions: returns, flags, places")
     _common(sync)
+    sync.add_argument(
+        "--dry-run", action="store_true", help="read and report; raise no places on Prolific"
+    )
     sync.add_argument("--json", action="store_true")
     sync.set_defaults(func=cmd_sync)
 
@@ -101,6 +106,7 @@ def cmd_publish(args: argparse.Namespace, settings: Settings) -> int:
     """Create the draft, print its cost, publish it when asked."""
     from koed_core.db.crowd import Crowd
     from koed_core.rating.crowd import Invite
+    from koed_core.rating.crowd.address import public_address
     from koed_core.rating.crowd.prolific import StudyListing, publish, source_name
     from koed_core.rating.server_key import server_key
 
@@ -116,9 +122,7 @@ def cmd_publish(args: argparse.Namespace, settings: Settings) -> int:
         "screened_out": args.screenout_action,
         "failed_checks": args.failed_action,
     }
-    url = args.url or settings.public_url or "http://localhost:8501"
-    if not url.startswith("https://"):
-        print(f"warning: workers reach the app at {url}; Prolific's participants need HTTPS")
+    url = public_address(store, args.url, settings.public_url)  # None: the study's own
     draft = publish(
         store,
         api,
@@ -136,24 +140,20 @@ def cmd_publish(args: argparse.Namespace, settings: Settings) -> int:
     )
     cost = f"{draft.cost_cents / 100:.2f} {invite.currency}" if draft.cost_cents else "unknown"
     if args.json:
-        print(
-            json.dumps(
-                {
-                    "study": draft.study_id,
-                    "status": draft.status,
-                    "cost": cost,
-                    "minutes": draft.minutes,
-                    "hourly": draft.hourly,
-                }
-            )
-        )
+        print(json.dumps({"study": draft.study_id, "status": draft.status, "cost": cost,
+                          "reward": draft.reward_cents / 100, "places": draft.places,
+                          "minutes": draft.minutes, "hourly": draft.hourly,
+                          "changed": [change.__dict__ for change in draft.changes]}))  # fmt: skip
         return 0
     print(f"Prolific study {draft.study_id}: {draft.status}")
-    print(
-        f"reward {invite.reward:.2f} {invite.currency} for {draft.minutes:.1f} minutes "
-        f"({source_name(draft.minutes_from)}): {draft.hourly:.2f} {invite.currency} an hour"
+    for change in draft.changes:
+        print(f"changed on Prolific: {change}")
+    print(  # Prolific's own reward and places, as it answered
+        f"reward {draft.reward_cents / 100:.2f} {invite.currency} for {draft.minutes:.1f} "
+        f"minutes ({source_name(draft.minutes_from)}): {draft.hourly:.2f} {invite.currency} "
+        f"an hour"
     )
-    print(f"places {invite.cap}; cost with Prolific's fees and VAT: {cost}")
+    print(f"places {draft.places}; cost with Prolific's fees and VAT: {cost}")
     if not draft.published:
         print("a draft: nothing is spent until `koed prolific publish --invite ID --publish`")
     return 0
@@ -164,18 +164,39 @@ def cmd_sync(args: argparse.Namespace, settings: Settings) -> int:
     from koed_core.rating.crowd.prolific import sync
 
     store, invite, api = _setup(args, settings)
-    report = sync(store, api, invite)
+    report = sync(store, api, invite, raise_places=not args.dry_run)
     if args.json:
-        print(json.dumps(report.__dict__))
+        print(json.dumps(report.summary()))
         return 0
     print(f"{report.read} submissions read; study {report.study_status}; places {report.places}")
     for person in report.ended:
         print(f"ended: {person} (returned or timed out on Prolific; the place is free)")
     for person, reason in report.flagged:
         print(f"flagged: {person}: {reason}")
-    if report.raised_from is not None:
-        print(f"places raised on Prolific from {report.raised_from} to {report.places}")
+    for line in _places_lines(report):
+        print(line)
     return 0
+
+
+def _places_lines(report: Any) -> list[str]:
+    """What the sync counted for places, each submission with why, and what it did."""
+    plan = report.plan
+    if plan is None:
+        return []
+    lines = [f"counted: {h}" if h.counted else f"not counted: {h}" for h in plan.holders]
+    why = (
+        f"the link's {plan.link} places + {plan.counted} holding a Prolific place and none "
+        f"in the app (arrival grace {plan.grace} min)"
+    )
+    if plan.capped:
+        lines.append(f"needed {plan.needed} ({why}), capped at the link's limit of {plan.limit}")
+    if report.raised_from is not None:
+        lines.append(f"places raised on Prolific from {report.raised_from} to {report.places}")
+    elif report.would_raise is not None:
+        lines.append(f"dry run: would raise places from {report.places} to {report.would_raise}")
+    else:
+        lines.append(f"places: {why}, so {plan.target} needed; Prolific has {report.places}")
+    return lines
 
 
 def cmd_review(args: argparse.Namespace, settings: Settings) -> int:
@@ -212,7 +233,7 @@ def cmd_review(args: argparse.Namespace, settings: Settings) -> int:
 
 def cmd_bonus(args: argparse.Namespace, settings: Settings) -> int:
     """Print the bonuses; with --apply, pay each once."""
-    from koed_core.rating.crowd.prolific_pay import bonus
+    from koed_core.rating.crowd.prolific_bonus import bonus
 
     store, invite, api = _setup(args, settings, client=args.apply)
     lines = bonus(

@@ -109,6 +109,7 @@ def _write_private(path: Path, text: str) -> None:
 def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     """Start everything under supervisord and wait; Ctrl+C / SIGTERM stops it all."""
     from koed_core.db import Store
+    from koed_core.rating.crowd.address import record_domain
 
     caddy = shutil.which("caddy")
     if caddy is None:
@@ -119,6 +120,8 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
         raise KoedError("--backup-every: minutes, 0 or more")
     db = (args.db or settings.db_path).resolve()
     store = Store(db)  # migrations run here, once, before any app process starts
+    if args.domain:  # the address `koed invite create` and the Studies page read
+        record_domain(store, args.domain)
     applied = store.journal_mode()
     store.db.conn.close()
     run_dir = _private_dir((args.run_dir or db.with_name(db.name + ".serve")).resolve())

@@ -146,6 +146,14 @@ class Crowd:
                 "update invites set prolific_study_id = ? where id = ?", [study_id, invite_id]
             )
 
+    def set_place_rules(self, invite_id: str, max_places: int | None, grace: int | None) -> None:
+        """A link's most places on Prolific and its arrival grace (None: the default)."""
+        with self.store.write():
+            self.store.db.execute(
+                "update invites set max_places = ?, arrival_grace_minutes = ? where id = ?",
+                [max_places, grace, invite_id],
+            )
+
     def remove(self, username: str) -> None:
         """Give a place back (an account that could not be created after all)."""
         with self.store.write():

@@ -446,14 +446,22 @@ def m018_span_comment(db: sqlite_utils.Database) -> None:
 
 @migration
 def m019_bonus_evidence(db: sqlite_utils.Database) -> None:
-    """A bonus is settled by evidence of its own payment: the bonuses Prolific showed on
-    the submission just before the pay call (``baseline``, a JSON list of cents), so a later
-    read that shows one more of this amount proves this payment and no earlier one; and why
-    it stands where it does (``note``: a refusal's reason, a lost answer), kept between runs.
-    Bonuses stored before have neither (null): one left "paying" is settled only by hand."""
+    """A bonus is paid on evidence of its own payment: the bonuses the submission showed
+    just before the pay call (``baseline``, JSON cents), when that call left (``sent_at``),
+    and why it stands where it is (``note``). Older bonuses have none: settled by hand."""
     db.execute("alter table prolific_bonuses add column baseline text")
     db.execute("alter table prolific_bonuses add column note text not null default ''")
     db.execute("alter table prolific_bonuses add column sent_at text")
+
+
+@migration
+def m020_arrivals_and_address(db: sqlite_utils.Database) -> None:
+    """Per link, how long a Prolific submission with no visit counts as someone on their
+    way (``arrival_grace_minutes``) and the most places a sync may ask (``max_places``;
+    null: the documented defaults); the public address ``koed serve --domain`` records."""
+    db.execute("alter table invites add column arrival_grace_minutes integer")
+    db.execute("alter table invites add column max_places integer")
+    db.execute("create table site_settings (name text primary key, value text, updated text)")
 
 
 def _script(db: sqlite_utils.Database, script: str) -> None:

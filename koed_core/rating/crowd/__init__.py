@@ -92,6 +92,7 @@ from koed_core.rating.crowd.links import (
     ATTENTION_FAILS_TO_STOP,
     CODE,
     DECISIONS,
+    DEFAULT_ARRIVAL_GRACE,
     FLAGGED_ALL,
     MTURK_ID,
     MTURK_PREVIEW,
@@ -116,6 +117,7 @@ from koed_core.rating.crowd.links import (
 )
 
 __all__ = [
+    "DEFAULT_ARRIVAL_GRACE",
     "CHECK_SHARE_WARN",
     "check_share",
     "ATTENTION_FAILS_TO_STOP",

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import math
 import re
 import secrets
 import time
@@ -65,6 +66,17 @@ OUTCOMES = ("completed", "screened_out", "failed_checks")
 """What a visit can end in, each with its own code (Prolific's completion codes)."""
 
 
+DEFAULT_ARRIVAL_GRACE = 10
+"""Minutes from a Prolific submission's start during which its person, with no place in
+the app yet, is taken to be on their way (reading Prolific's page, opening the link): ten
+minutes covers a slow page and a consent read twice, and is a third of the study's
+default timeout, so someone gone is still counted long before their place would time
+out."""
+
+DEFAULT_ALLOWANCE = 0.2
+"""By default a sync may raise Prolific's places to the link's places plus this share (at
+least one more): room for the screen-outs and stopped visits that keep a Prolific place."""
+
 NATIVE_YEARS = 10
 """Years lived in Korea (or an English-speaking country) that count as native-like."""
 
@@ -119,6 +131,29 @@ class Invite:
     failed_code: str = ""
     calibration_attempts: int = 1
     """Calibration rounds a worker may try before being stopped (a reload is no new one)."""
+    arrival_grace_minutes: int | None = None
+    """Prolific: minutes a submission with no app place yet counts as someone on their way
+    (None: ``DEFAULT_ARRIVAL_GRACE``)."""
+    max_places: int | None = None
+    """Prolific: the most places a sync may raise the study to (None: the link's places and
+    the default allowance, see ``place_limit``)."""
+
+    @property
+    def arrival_grace(self) -> int:
+        """Minutes a Prolific submission with no app place counts as on its way."""
+        return (
+            DEFAULT_ARRIVAL_GRACE
+            if self.arrival_grace_minutes is None
+            else self.arrival_grace_minutes
+        )
+
+    @property
+    def place_limit(self) -> int:
+        """The most places a sync may raise Prolific's to: the researcher's maximum, else
+        the link's places plus a fifth (at least one); never under the link's places."""
+        if self.max_places is not None:
+            return max(self.max_places, self.cap)
+        return self.cap + max(1, math.ceil(self.cap * DEFAULT_ALLOWANCE))
 
     def code_for(self, outcome: str) -> str:
         """The code a worker is shown for this outcome."""
@@ -162,7 +197,13 @@ class Invite:
             screenout_code=row.get("screenout_code") or _derived_code(row["id"], "screened_out"),
             failed_code=row.get("failed_code") or _derived_code(row["id"], "failed_checks"),
             calibration_attempts=int(row.get("calibration_attempts") or 1),
+            arrival_grace_minutes=_optional_int(row.get("arrival_grace_minutes")),
+            max_places=_optional_int(row.get("max_places")),
         )
+
+
+def _optional_int(value: Any) -> int | None:
+    return None if value is None else int(value)
 
 
 def _derived_code(invite_id: str, outcome: str) -> str:
@@ -216,6 +257,11 @@ class InviteRequest:
     """The Prolific study the link belongs to, when it exists already."""
     calibration_attempts: int = 1
     """Tries at the calibration items, 1 to 5."""
+    arrival_grace_minutes: int | None = None
+    """Prolific: minutes a submission with no app place counts as on its way (None: the
+    default)."""
+    max_places: int | None = None
+    """Prolific: the most places a sync may raise the study to (None: the default)."""
 
 
 def create_invite(
@@ -250,6 +296,7 @@ def create_invite(
         problems.append(_("the reward cannot be negative"))
     if not 1 <= calibration_attempts <= 5:
         problems.append(_("calibration attempts must be between 1 and 5"))
+    problems += place_rule_problems(cap, request.max_places, request.arrival_grace_minutes)
     if prolific_study_id and not PROLIFIC_PID.match(prolific_study_id):
         problems.append(_("the Prolific study id is 24 hexadecimal characters"))
     codes = [
@@ -291,12 +338,26 @@ def create_invite(
         "screenout_code": codes[1],
         "failed_code": codes[2],
         "calibration_attempts": calibration_attempts,
+        "arrival_grace_minutes": request.arrival_grace_minutes,
+        "max_places": request.max_places,
     }
     Crowd(store).add_invite(row)
     checks = StudyRules(store).config(study_id).attention_checks
     if checks and batches > 1:  # each batch holds its share of checks: new ones in each
         StudyRules(store).ensure_attention(study_id, checks * batches)
     return Invite.from_row(row), token_for(invite_id, key)
+
+
+def place_rule_problems(cap: int, max_places: int | None, grace: int | None) -> list[str]:
+    """What is wrong with a link's most places and arrival grace (empty: nothing)."""
+    problems = []
+    if max_places is not None and not cap <= max_places <= 100_000:
+        problems.append(
+            _("the most places on Prolific is at least the link's places ({cap})", cap=cap)
+        )
+    if grace is not None and not 0 <= grace <= 240:
+        problems.append(_("the arrival grace is between 0 and 240 minutes"))
+    return problems
 
 
 def check_invite(

@@ -1,5 +1,6 @@
-"""A crowd link run through Prolific's API: the study created as a draft from the link and
-published when asked, and the sync that reads its submissions back.
+"""A crowd link run through Prolific's API: the study created as a draft from the link (or
+found again, and brought in line while a draft: :mod:`prolific_draft`) and published when
+asked; the sync that reads its submissions back is :mod:`prolific_sync` (re-exported).
 
 Endpoints (https://docs.prolific.com/api-reference):
 - ``POST /api/v1/studies/`` creates a draft ("Publishing a study is a two step process,
@@ -29,18 +30,26 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from datetime import datetime
 from typing import Any
 
-from koed_core.db import Store, utcnow
+from koed_core.db import Store
 from koed_core.db.crowd import Crowd
-from koed_core.db.prolific import ProlificLog
 from koed_core.i18n import _
+from koed_core.rating.crowd.address import check_public_https, no_address
 from koed_core.rating.crowd.decisions import estimate, report_rows
-from koed_core.rating.crowd.identities import UNDER_WAY
-from koed_core.rating.crowd.joining import _place_cutoff
 from koed_core.rating.crowd.links import PLACEHOLDERS, CrowdError, Invite, token_for
-from koed_core.rating.crowd.prolific_client import ProlificClient
+from koed_core.rating.crowd.prolific_client import ProlificAnswerLost, ProlificClient
+from koed_core.rating.crowd.prolific_draft import (
+    Change,
+    bring_in_line,
+    differences,
+    find_study,
+    internal_name,
+)
+from koed_core.rating.crowd.prolific_sync import ENDED as ENDED
+from koed_core.rating.crowd.prolific_sync import SyncReport as SyncReport
+from koed_core.rating.crowd.prolific_sync import sync as sync
+from koed_core.rating.crowd.prolific_sync import synced_within as synced_within
 from koed_core.rating.studies import StudyRules
 
 MIN_HOURLY = {"GBP": 6.00, "USD": 8.00}
@@ -67,16 +76,6 @@ reasons to reject)."""
 LANGUAGE_NAMES = {"ko": "Korean", "en": "English"}
 LANGUAGE_FILTER = "first-language"
 
-ENDED = ("RETURNED", "TIMED-OUT")
-"""Submissions whose place Prolific has freed."""
-
-HOLDING = ("RESERVED", "ACTIVE", "AWAITING REVIEW", "APPROVED", "REJECTED", "SCREENED OUT",
-           "PARTIALLY APPROVED")  # fmt: skip
-"""Submissions that hold one of the study's places on Prolific."""
-
-FAST_SHARE = 1 / 3
-"""A submission faster than this share of the median real visit is flagged."""
-
 
 @dataclass(frozen=True)
 class Draft:
@@ -89,7 +88,14 @@ class Draft:
     minutes: float
     minutes_from: str
     hourly: float
+    """Prolific's reward over the minutes, per hour."""
     published: bool
+    reward_cents: int = 0
+    """The reward as Prolific holds it, in pence or cents."""
+    places: int = 0
+    """The places as Prolific holds them."""
+    changes: tuple[Change, ...] = ()
+    """What this run changed on the draft (Prolific's value, then the app's)."""
 
 
 def study_minutes(store: Store, invite: Invite, pilot: Invite | None = None) -> tuple[float, str]:
@@ -200,7 +206,7 @@ def study_body(
     ]
     return {
         "name": listing.name,
-        "internal_name": f"koed-{invite.id}",
+        "internal_name": internal_name(invite),
         "description": listing.description,
         "external_study_url": link,
         "prolific_id_option": "url_parameters",
@@ -244,42 +250,83 @@ def publish(
     client: ProlificClient,
     invite: Invite,
     key: bytes,
-    url: str,
+    url: str | None,
     *,
     listing: StudyListing | None = None,
     go_live: bool = False,
     pilot: Invite | None = None,
 ) -> Draft:
-    """Create the link's study on Prolific as a draft (once: a link already published
-    reuses its study), show its cost, and publish it only when ``go_live``.
+    """Create the link's study on Prolific as a draft, once: a link whose study exists
+    (stored, or found by its internal name after a lost answer) reuses it, a draft is
+    brought in line with the link (each change sent and returned), a published study that
+    differs where it cannot change is refused. The reward, places and cost returned are
+    Prolific's; the study is published only when ``go_live``.
+
+    ``url`` is the app's public address (None: the study's own, for a study that exists);
+    it must be a public https:// address (:func:`address.check_public_https`).
 
     Raises:
-        CrowdError: not a Prolific link, a reward under the minimum, or a bad action.
+        CrowdError: not a Prolific link, no or a non-public address, a reward under the
+            minimum, a bad action, a published study that differs, or a lost answer to
+            the draft's creation (said as such).
         ProlificError: Prolific refused a call.
     """
     if invite.platform != "prolific":
         raise CrowdError(_("only a Prolific link can be published on Prolific"))
     listing = listing or StudyListing()
     chosen = {**DEFAULT_ACTIONS, **listing.actions}
-    bad = [a for a in chosen.values() if a not in ACTIONS]
-    if bad:
+    if any(a not in ACTIONS for a in chosen.values()):
         raise CrowdError(_("a code's action is one of {choices}", choices=", ".join(ACTIONS)))
+    if url is not None:
+        url = check_public_https(url)  # before any call: a bad address costs nothing
     minutes, source = study_minutes(store, invite, pilot)
-    hourly = check_reward(invite, minutes, source)
+    check_reward(invite, minutes, source)
     langs = tuple(StudyRules(store).config(invite.study_id).langs)
+    study = _existing_study(store, client, invite)
+    url = url or _address_of(study)
     text = listing.description or _default_description(langs, minutes)
     body = study_body(
         invite, key, url, minutes, replace(listing, description=text, actions=chosen), []
     )
-    if invite.prolific_study_id:
-        study = client.call_object(
-            "reading the study",
-            "GET",
-            f"/api/v1/studies/{invite.prolific_study_id}/",
-            require=("id",),
-        )
-    else:
+    if study is None or str(study.get("status") or "UNPUBLISHED") == "UNPUBLISHED":
         body["filters"] = language_filters(client, langs)
+    changes: list[Change] = []
+    if study is None:
+        study = _create(store, client, invite, body)
+    else:
+        changes = differences(study, body)
+        study = bring_in_line(client, study, changes)
+    return _priced(client, study, body, changes, go_live, (minutes, source))
+
+
+def _existing_study(store: Store, client: ProlificClient, invite: Invite) -> dict[str, Any] | None:
+    """The link's study on Prolific: the stored one, else one carrying the link's internal
+    name (a draft whose creation answer was lost), adopted; None when there is none."""
+    if invite.prolific_study_id:
+        path = f"/api/v1/studies/{invite.prolific_study_id}/"
+        return client.call_object("reading the study", "GET", path, require=("id",))
+    found = find_study(client, invite)
+    if found is not None:
+        Crowd(store).set_prolific_study(invite.id, str(found["id"]))
+    return found
+
+
+def _address_of(study: dict[str, Any] | None) -> str:
+    """The app's address in an existing study's URL, checked as a new one would be.
+
+    Raises:
+        CrowdError: there is no study to take it from, or its address is not public.
+    """
+    link = str((study or {}).get("external_study_url") or "")
+    if not link:
+        raise no_address()
+    return check_public_https(link.split("/join?", 1)[0])
+
+
+def _create(
+    store: Store, client: ProlificClient, invite: Invite, body: dict[str, Any]
+) -> dict[str, Any]:
+    try:
         study = client.call_object(
             "creating the draft study",
             "POST",
@@ -288,12 +335,35 @@ def publish(
             safe=False,
             require=("id",),
         )
-        Crowd(store).set_prolific_study(invite.id, str(study["id"]))
+    except ProlificAnswerLost:
+        raise CrowdError(
+            _(
+                "Prolific's answer to creating the draft study never came, so the draft may "
+                "exist there; run the same command again: it looks for a study named {name} "
+                "among yours before it creates one",
+                name=internal_name(invite),
+            )
+        ) from None
+    Crowd(store).set_prolific_study(invite.id, str(study["id"]))
+    return dict(study)
+
+
+def _priced(
+    client: ProlificClient,
+    study: dict[str, Any],
+    body: dict[str, Any],
+    changes: list[Change],
+    go_live: bool,
+    timing: tuple[float, str],
+) -> Draft:
+    """The study's cost for Prolific's own reward and places, then published if asked."""
+    reward = int(study.get("reward") or 0)
+    places = int(study.get("total_available_places") or 0)
     cost = client.call_object(
         "asking the study's cost",
         "POST",
         "/api/v1/study-cost-calculator/",
-        {"reward": body["reward"], "total_available_places": invite.cap},
+        {"reward": reward, "total_available_places": places},
     )
     status = str(study.get("status") or "UNPUBLISHED")
     if go_live and status == "UNPUBLISHED":
@@ -304,6 +374,7 @@ def publish(
             {"action": "PUBLISH"},
         )
         status = str(answer.get("status") or "PUBLISHING")
+    minutes, source = timing
     return Draft(
         study_id=str(study["id"]),
         status=status,
@@ -311,8 +382,11 @@ def publish(
         cost_cents=cost.get("total_cost"),
         minutes=minutes,
         minutes_from=source,
-        hourly=hourly,
+        hourly=reward / 100 / (minutes / 60),
         published=status not in ("UNPUBLISHED",),
+        reward_cents=reward,
+        places=places,
+        changes=tuple(changes),
     )
 
 
@@ -323,158 +397,3 @@ def _default_description(langs: tuple[str, ...], minutes: float) -> str:
         f"on five scales. About {math.ceil(minutes)} minutes, on a computer. Native or "
         f"long-time speakers only: a short screening comes first."
     )
-
-
-@dataclass
-class SyncReport:
-    """What one sync read and did."""
-
-    read: int = 0
-    ended: list[str] = field(default_factory=list)
-    """Participants whose visit ended because Prolific freed their place."""
-    flagged: list[tuple[str, str]] = field(default_factory=list)
-    """(participant, reason) newly flagged."""
-    places: int | None = None
-    """Prolific's places now."""
-    raised_from: int | None = None
-    """Prolific's places before this sync raised them."""
-    study_status: str | None = None
-
-
-def sync(
-    store: Store,
-    client: ProlificClient,
-    invite: Invite,
-    at: datetime | None = None,
-    *,
-    raise_places: bool = True,
-) -> SyncReport:
-    """Read the study's submissions: a RETURNED or TIMED-OUT one ends that visit in the app
-    and frees its place at once; a code with no visit behind it, a code the app did not
-    show, or a submission far faster than the real visits is flagged with the reason;
-    Prolific's places are raised when the app's places need more (unless
-    ``raise_places`` is False: a review's dry run reads and changes nothing on Prolific).
-
-    Raises:
-        CrowdError: the link was never published on Prolific.
-        ProlificError: Prolific refused a call.
-    """
-    if not invite.prolific_study_id:
-        raise CrowdError(_("the link has no Prolific study yet: `koed prolific publish` first"))
-    study_path = f"/api/v1/studies/{invite.prolific_study_id}/"
-    keys = ("id", "participant_id", "status")  # what the sync and the stored row read
-    found = list(client.pages("reading the submissions", study_path + "submissions/", keys))
-    log, crowd = ProlificLog(store), Crowd(store)
-    known = {r["id"]: r for r in log.submissions(invite.id)}
-    report = SyncReport(read=len(found))
-    fastest = _real_median(store, invite)
-    rows = []
-    for sub in found:
-        worker = crowd.worker_by_platform_id(
-            invite.study_id, "prolific", str(sub.get("participant_id") or "")
-        )
-        if sub.get("status") in ENDED and _same_session(worker, sub):
-            assert worker is not None
-            if worker["status"] in UNDER_WAY:
-                why = "returned" if sub["status"] == "RETURNED" else "timed out"
-                crowd.update_worker(
-                    worker["username"], status="returned", stop_reason=f"{why} on Prolific"
-                )
-                report.ended.append(str(sub["participant_id"]))
-        flag = None if (known.get(sub["id"]) or {}).get("flag") else _flag(sub, worker, fastest)
-        if flag:
-            report.flagged.append((str(sub["participant_id"]), flag))
-        rows.append({**sub, "flag": flag})
-    log.save_submissions(invite.id, rows)
-    study = client.call_object(
-        "reading the study", "GET", study_path, require=("status", "total_available_places")
-    )
-    report.study_status = study.get("status")
-    report.places = int(study.get("total_available_places") or 0)
-    needed = _places_needed(store, invite, found, at)
-    if raise_places and needed > report.places and study.get("status") != "COMPLETED":
-        client.call(
-            "raising the study's places", "PATCH", study_path, {"total_available_places": needed}
-        )
-        report.raised_from, report.places = report.places, needed
-    return report
-
-
-def synced_within(store: Store, invite_id: str, seconds: float) -> bool:
-    """Whether a sync stored this link's submissions in the last ``seconds`` (the
-    dashboard reads Prolific at most that often, however many clicks and admins)."""
-    last = ProlificLog(store).last_read(invite_id)
-    if not last:
-        return False
-    return (utcnow() - datetime.fromisoformat(last)).total_seconds() < seconds
-
-
-def _same_session(worker: dict[str, Any] | None, sub: dict[str, Any]) -> bool:
-    """The worker's visit is this submission (Prolific's SESSION_ID is the submission id)."""
-    return worker is not None and (worker.get("session_ref") or "") == str(sub.get("id"))
-
-
-def _real_median(store: Store, invite: Invite) -> float | None:
-    median = report_rows(store, invite)[1].get("median_min")
-    if median:
-        return float(median)
-    return estimate(store, invite)["minutes"]
-
-
-def _flag(sub: dict[str, Any], worker: dict[str, Any] | None, median: float | None) -> str | None:
-    """Why a submission needs a look before anyone approves it, or None."""
-    code = sub.get("study_code")
-    if sub.get("status") in (*ENDED, "ACTIVE", "RESERVED"):
-        return None
-    if code and worker is None:
-        return f"completion code {code} with no visit in our database"
-    if code and worker is not None and not worker.get("code_given"):
-        return f"code {code} entered, but the app never showed this person a code"
-    if code and worker is not None and code != worker.get("code_given"):
-        return f"code {code} entered, but the app showed {worker.get('code_given')}"
-    minutes = _minutes(sub)
-    if minutes is not None and median and minutes < FAST_SHARE * median:
-        return (
-            f"finished in {minutes:.1f} minutes on Prolific, under a third of the real "
-            f"visits' median ({median:.1f} minutes)"
-        )
-    return None
-
-
-def _minutes(sub: dict[str, Any]) -> float | None:
-    try:
-        start = datetime.fromisoformat(str(sub["started_at"]).replace("Z", "+00:00"))
-        end = datetime.fromisoformat(str(sub["completed_at"]).replace("Z", "+00:00"))
-    except (KeyError, TypeError, ValueError):
-        return None
-    return (end - start).total_seconds() / 60
-
-
-def _places_needed(
-    store: Store, invite: Invite, found: list[dict[str, Any]], at: datetime | None
-) -> int:
-    """The app's places plus the submissions that hold a place on Prolific but none in the
-    app (screened out, stopped, replaced, gone quiet, or unknown to it): Prolific must
-    have that many for the app's places to be fillable."""
-    crowd = Crowd(store)
-    holders = 0
-    for sub in found:
-        if sub.get("status") not in HOLDING:
-            continue
-        worker = crowd.worker_by_platform_id(
-            invite.study_id, "prolific", str(sub.get("participant_id") or "")
-        )
-        if worker is None or not _holds_place(store, invite, worker, at):
-            holders += 1
-    return invite.cap + holders
-
-
-def _holds_place(store: Store, invite: Invite, worker: dict[str, Any], at: datetime | None) -> bool:
-    if worker.get("decision") == "replace":
-        return False
-    if worker["status"] == "completed":
-        return True
-    if worker["status"] not in UNDER_WAY:
-        return False
-    last = Crowd(store).last_activity(worker["username"]) or ""
-    return last >= _place_cutoff(store, invite, at)
