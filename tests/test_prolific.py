@@ -5,6 +5,7 @@ bonus whose first pay answer is lost, and no token anywhere it could leak."""
 
 from __future__ import annotations
 
+import math
 import shutil
 import sqlite3
 from collections.abc import Iterator
@@ -512,10 +513,21 @@ def test_an_old_database_takes_the_prolific_tables(tmp_path: Path) -> None:
 def test_the_hourly_pay_is_the_one_prolific_computes_on_whole_minutes(
     world: tuple[Store, crowd.Invite],
 ) -> None:
-    _store, invite = world  # 2.00 GBP
+    store, invite = world  # 2.00 GBP
     assert prolific.check_reward(invite, 19.8, "estimate") == pytest.approx(6.00)  # not 6.06
     with pytest.raises(crowd.CrowdError, match="for 21.0 minutes.*5.71.*at least 2.10"):
         prolific.check_reward(invite, 20.1, "estimate")  # Prolific lists 21 minutes
+    fake = FakeProlific(token=TOKEN).start()
+    try:
+        draft = prolific.publish(
+            store, _client(store, fake, invite), invite, KEY, "https://koed.example"
+        )
+    finally:
+        fake.stop()
+    listed = next(iter(fake.studies.values()))["estimated_completion_time"]
+    assert draft.listed_minutes == listed and listed == math.ceil(draft.minutes)
+    assert draft.hourly == pytest.approx(2.00 / (listed / 60))  # not over the fractional minutes
+    assert draft.hourly != pytest.approx(2.00 / (draft.minutes / 60))
 
 
 def test_review_names_what_it_will_not_do_and_a_decision_can_be_recorded_from_the_command_line(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -274,7 +275,10 @@ def cmd_invite_create(args: argparse.Namespace, settings: Settings) -> int:
     if guess["minutes"] is not None:
         pay = guess["hourly_pay"]
         hourly = f", {pay:.2f} {args.currency} an hour" if pay is not None else ""
-        print(f"estimated: {guess['minutes']:.0f} minutes from joining to the code{hourly}")
+        if pay is not None and args.platform == "prolific":
+            listed = max(1, math.ceil(guess["minutes"] - 1e-9))
+            hourly = f" (Prolific lists {listed} whole minutes){hourly}, as Prolific computes it"
+        print(f"estimated: {guess['minutes']:.1f} minutes from joining to the code{hourly}")
     return 0
 
 

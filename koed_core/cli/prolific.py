@@ -142,16 +142,18 @@ def cmd_publish(args: argparse.Namespace, settings: Settings) -> int:
     if args.json:
         print(json.dumps({"study": draft.study_id, "status": draft.status, "cost": cost,
                           "reward": draft.reward_cents / 100, "places": draft.places,
-                          "minutes": draft.minutes, "hourly": draft.hourly,
+                          "minutes": draft.minutes, "listed_minutes": draft.listed_minutes,
+                          "hourly": draft.hourly,
                           "changed": [change.__dict__ for change in draft.changes]}))  # fmt: skip
         return 0
     print(f"Prolific study {draft.study_id}: {draft.status}")
     for change in draft.changes:
         print(f"changed on Prolific: {change}")
     print(  # Prolific's own reward and places, as it answered
-        f"reward {draft.reward_cents / 100:.2f} {invite.currency} for {draft.minutes:.1f} "
-        f"minutes ({source_name(draft.minutes_from)}): {draft.hourly:.2f} {invite.currency} "
-        f"an hour"
+        f"reward {draft.reward_cents / 100:.2f} {invite.currency} for the "
+        f"{draft.listed_minutes} minutes Prolific lists ({draft.minutes:.1f} by "
+        f"{source_name(draft.minutes_from)}): {draft.hourly:.2f} {invite.currency} an hour, "
+        f"as Prolific computes it"
     )
     print(f"places {draft.places}; cost with Prolific's fees and VAT: {cost}")
     if not draft.published:

@@ -4,6 +4,7 @@ decision, time and pay per hour, and the platforms' bulk files."""
 from __future__ import annotations
 
 import json
+import math
 import statistics
 from datetime import datetime
 from typing import Any
@@ -107,7 +108,10 @@ def estimate(store: Store, invite: Invite) -> dict[str, float | None]:
         for c in calibration_items(langs)
     )
     minutes = SETUP_MIN + calibration + item * invite.batch_size * invite.batches
-    hourly = invite.reward / (minutes / 60) if invite.reward is not None else None
+    # Prolific lists whole minutes and divides the reward by them: its hourly rate, shown
+    # as it will show it (prolific.listed_minutes)
+    paid_for = max(1, math.ceil(minutes - 1e-9)) if invite.platform == "prolific" else minutes
+    hourly = invite.reward / (paid_for / 60) if invite.reward is not None else None
     return {"minutes": minutes, "hourly_pay": hourly}
 
 

@@ -89,6 +89,9 @@ class Draft:
     minutes_from: str
     hourly: float
     """Prolific's reward over the minutes, per hour."""
+    listed_minutes: int
+    """The whole minutes Prolific lists (``estimated_completion_time``, read back): what it
+    divides the reward by for the hourly rate it shows."""
     published: bool
     reward_cents: int = 0
     """The reward as Prolific holds it, in pence or cents."""
@@ -375,6 +378,7 @@ def _priced(
         )
         status = str(answer.get("status") or "PUBLISHING")
     minutes, source = timing
+    listed = int(study.get("estimated_completion_time") or listed_minutes(minutes))
     return Draft(
         study_id=str(study["id"]),
         status=status,
@@ -382,7 +386,8 @@ def _priced(
         cost_cents=cost.get("total_cost"),
         minutes=minutes,
         minutes_from=source,
-        hourly=reward / 100 / (minutes / 60),
+        hourly=reward / 100 / (listed / 60),  # as Prolific computes it
+        listed_minutes=listed,
         published=status not in ("UNPUBLISHED",),
         reward_cents=reward,
         places=places,
