@@ -22,7 +22,7 @@ from fixtures.rating import crowd_work, seeded_store, study
 from koed_core.cli import main
 from koed_core.db import Store, set_clock
 from koed_core.db.crowd import Crowd
-from koed_core.db.prolific import ProlificLog
+from koed_core.db.prolific import BonusMove, ProlificLog
 from koed_core.rating import crowd
 from koed_core.rating.crowd import prolific, prolific_bonus
 from koed_core.rating.crowd.prolific_client import ProlificClient
@@ -276,7 +276,9 @@ def test_a_bonus_left_paying_by_an_earlier_version_is_never_sent_again(
     path = _bonus_file(tmp_path, {sub["participant_id"]: "0.50"})
     log = ProlificLog(store)
     log.plan_bonuses(invite.id, "1", {sub["participant_id"]: "0.50"})
-    log.set_bonus_state(invite.id, "1", [sub["participant_id"]], "paying", bulk_id="b" * 24)
+    log.set_bonus_state(
+        invite.id, "1", [sub["participant_id"]], "paying", move=BonusMove(bulk_id="b" * 24)
+    )
     lines = prolific_bonus.bonus(store, _client(store, fake, invite), invite, path)
     assert [b.state for b in lines] == ["paying"] and "earlier version" in lines[0].note
     assert fake.pay_calls == []

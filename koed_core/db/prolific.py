@@ -3,10 +3,24 @@ submissions, review actions and bonuses (migration m017). No row holds the API t
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from koed_core.db.store import Store
 from koed_core.db.types import now
+
+
+@dataclass(frozen=True)
+class BonusMove:
+    """What a bonus carries into its new state (None keeps what it had)."""
+
+    bulk_id: str | None = None
+    note: str | None = None
+    """Why it stands there ("" clears it)."""
+    baseline: str | None = None
+    """The submission's bonuses just before the pay call, JSON cents."""
+    sent: bool = False
+    """The pay call is about to leave: ``sent_at`` is stamped now."""
 
 
 class ProlificLog:
@@ -136,23 +150,16 @@ class ProlificLog:
         participants: list[str],
         state: str,
         *,
-        bulk_id: str | None = None,
         only_from: str | None = None,
-        note: str | None = None,
-        baseline: str | None = None,
-        sent: bool = False,
+        move: BonusMove | None = None,
     ) -> int:
         """Move bonuses to ``state`` in one transaction (only those in ``only_from`` when
-        given); returns how many moved. "paying" is written and committed before the pay
-        call is sent, with the bonuses Prolific showed just before (``baseline``).
-
-        Args:
-            note: why the bonus stands there (None keeps the note it had; "" clears it).
-            baseline: the submission's bonuses before the pay call, JSON (None keeps it).
-            sent: stamp ``sent_at`` now (the pay call is about to leave).
-        """
+        given), carrying what ``move`` says; returns how many moved. "paying" is written
+        and committed before the pay call is sent, with the bonuses Prolific showed just
+        before (``move.baseline``)."""
         if not participants:
             return 0
+        move = move or BonusMove()
         marks = ", ".join("?" for _ in participants)
         sql = (
             f"update prolific_bonuses set state = ?, updated = ?, bulk_id = "
@@ -164,10 +171,10 @@ class ProlificLog:
         params: list[Any] = [
             state,
             stamp,
-            bulk_id,
-            note,
-            baseline,
-            int(sent),
+            move.bulk_id,
+            None if move.note is None else move.note[:300],
+            move.baseline,
+            int(move.sent),
             stamp,
             invite_id,
             round_,

@@ -38,7 +38,7 @@ from typing import Any
 
 from koed_core.db import Store
 from koed_core.db.crowd import Crowd
-from koed_core.db.prolific import ProlificLog
+from koed_core.db.prolific import BonusMove, ProlificLog
 from koed_core.db.types import now
 from koed_core.i18n import _
 from koed_core.rating.crowd.links import PROLIFIC_PID, CrowdError, Invite
@@ -310,7 +310,7 @@ class _Payer:
                     [person],
                     "paid",
                     only_from="paying",
-                    note="Prolific shows this bonus on the submission",
+                    move=BonusMove(note="Prolific shows this bonus on the submission"),
                 )
                 if str(proven["round"]) == self.round_:
                     self.notes[person] = "paid: Prolific now shows this bonus on the submission"
@@ -337,7 +337,7 @@ class _Payer:
                 [person],
                 "set_up",
                 only_from="paying",
-                note="released by the researcher: Prolific's app showed it unpaid",
+                move=BonusMove(note="released by the researcher: Prolific's app showed it unpaid"),
             )
 
     def set_up(self) -> None:
@@ -380,9 +380,8 @@ class _Payer:
             self.round_,
             people,
             "set_up",
-            bulk_id=str(bulk_id),
             only_from="planned",
-            note="",
+            move=BonusMove(bulk_id=str(bulk_id), note=""),
         )
         self.sent.update(people)
 
@@ -421,9 +420,9 @@ class _Payer:
                 [person],
                 "paying",
                 only_from="set_up",
-                baseline=json.dumps(baselines[person]),
-                sent=True,
-                note="pay call being sent",
+                move=BonusMove(
+                    note="pay call being sent", baseline=json.dumps(baselines[person]), sent=True
+                ),
             ):
                 people = [p for p in people if p != person]  # another process took it
         if not people:
@@ -457,7 +456,12 @@ class _Payer:
                 f"not paid: Prolific refused the pay call ({err}); the next --apply tries again"
             )
             log.set_bonus_state(
-                self.invite.id, self.round_, people, "set_up", only_from="paying", note=refused
+                self.invite.id,
+                self.round_,
+                people,
+                "set_up",
+                only_from="paying",
+                move=BonusMove(note=refused),
             )
             self.notes.update(dict.fromkeys(people, refused))
             return
@@ -467,7 +471,7 @@ class _Payer:
             people,
             "paid",
             only_from="paying",
-            note="Prolific accepted the pay call",
+            move=BonusMove(note="Prolific accepted the pay call"),
         )
         for p in people:
             self.notes[p] = "paid now: Prolific accepted the pay call (it pays within minutes)"
