@@ -21,7 +21,7 @@ import pytest
 
 from fixtures.rating import SCORES, rater, seeded_store, study
 from koed_core.cli import main
-from koed_core.cli.serving import ServePlan, caddyfile, free_ports, supervisord_conf
+from koed_core.cli.serving import ServePlan, free_ports, supervisord_conf
 from koed_core.db import Store
 from koed_core.db.backup import BackupError, backup, check_file, restore, rotate, stamped_name
 from koed_core.db.migrations import MIGRATIONS, TABLE
@@ -169,35 +169,14 @@ def _plan(tmp_path: Path, **kwargs: object) -> ServePlan:
     return ServePlan(**options)  # type: ignore[arg-type]
 
 
-def test_caddy_balances_by_cookie_and_checks_streamlits_health(tmp_path: Path) -> None:
-    text = caddyfile(_plan(tmp_path))
-    assert "reverse_proxy 127.0.0.1:9001 127.0.0.1:9002" in text
-    assert "lb_policy cookie koed_route" in text and "health_uri /_stcore/health" in text
-    assert "http://:8080" in text and "bind 127.0.0.1" in text and "auto_https off" in text
-    https = caddyfile(_plan(tmp_path, domain="study.example.org", email="me@example.org"))
-    assert "study.example.org {" in https and "auto_https off" not in https
-    assert "email me@example.org" in https
-
-
-def test_caddy_accepts_the_configuration(tmp_path: Path) -> None:
-    for plan in (_plan(tmp_path), _plan(tmp_path, domain="study.example.org")):
-        path = tmp_path / "Caddyfile"
-        path.write_text(caddyfile(plan))
-        checked = subprocess.run(
-            ["caddy", "validate", "--config", str(path), "--adapter", "caddyfile"],
-            capture_output=True,
-            text=True,
-        )
-        assert checked.returncode == 0, checked.stderr
-
-
 def test_supervisord_runs_the_apps_the_worker_caddy_and_backups(tmp_path: Path) -> None:
-    text = supervisord_conf(_plan(tmp_path, backup_dir=tmp_path / "b", backup_every_min=5.0))
+    text = supervisord_conf(
+        _plan(tmp_path, backup_dir=tmp_path / "b", backup_every_min=5.0), password="pw"
+    )
     programs = re.findall(r"^\[program:(.+)\]$", text, re.M)
     assert programs == ["app-0", "app-1", "worker", "caddy", "backup"]
     assert text.count("autorestart=true") == 5
     assert "--server.port=9001" in text and "--server.address=127.0.0.1" in text
-    assert "KOED_COOKIE_KEY" not in text and "SECRET" not in text  # secrets: environment only
 
 
 # The whole thing, running --------------------------------------------------------------------
