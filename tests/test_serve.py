@@ -18,6 +18,7 @@ from http.cookiejar import CookieJar
 from pathlib import Path
 
 import pytest
+from websockets.sync.client import connect as ws_connect
 
 from fixtures.rating import SCORES, rater, seeded_store, study
 from koed_core.cli import main
@@ -236,7 +237,7 @@ def _get(url: str, jar: CookieJar | None = None) -> tuple[int, str]:
 
 
 @pytest.mark.slow
-def test_serve_runs_everything_restarts_a_dead_process_and_stops_on_sigterm(
+def test_serve_runs_everything_restarts_a_dead_process_refuses_a_second_and_stops_on_sighup(
     served: tuple[subprocess.Popen[str], int, Path, list[str]],
 ) -> None:
     serve, port, run_dir, lines = served
@@ -275,9 +276,26 @@ def test_serve_runs_everything_restarts_a_dead_process_and_stops_on_sigterm(
     while len(list((run_dir.parent / "backups").glob("koed-*.db"))) < 2:
         assert time.monotonic() < deadline
         time.sleep(0.5)
+    # a second start, on the same database or the same port, is refused; the first runs on
+    config = (run_dir / "caddy.json").read_text()
+    other = free_ports(1)[0]
+    for db, port_asked in ((run_dir.parent / "koed.db", other), (run_dir.parent / "b.db", port)):
+        second = subprocess.run(
+            [sys.executable, "-m", "koed_core.cli", "serve", "--processes", "1",
+             "--port", str(port_asked), "--db", str(db), "--backup-every", "0"],
+            cwd=ROOT, capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert second.returncode == 1 and "Traceback" not in second.stderr, second.stderr
+        assert f"pid {serve.pid}" in second.stderr or f"port {port}" in second.stderr
+    assert (run_dir / "caddy.json").read_text() == config
+    assert _get(f"http://127.0.0.1:{port}/_stcore/health")[0] == 200
+    # supervisord has nothing to complain about in a configuration we chose
+    assert " CRIT " not in (run_dir / "logs" / "supervisord.log").read_text()
+    # a closed SSH session (SIGHUP) with a page open stops everything it started
     pids = [pid for _, pid in _status(run_dir).values() if pid]
-    serve.send_signal(signal.SIGTERM)
-    assert serve.wait(60) == 0
+    with ws_connect(f"ws://127.0.0.1:{port}/_stcore/stream", subprotocols=["streamlit"]):
+        serve.send_signal(signal.SIGHUP)
+        assert serve.wait(60) == 0
     assert any("stopped: every process" in line for line in lines)
     for pid in pids:
         with pytest.raises(ProcessLookupError):
