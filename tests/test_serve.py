@@ -14,6 +14,7 @@ import threading
 import time
 import urllib.request
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from http.cookiejar import CookieJar
 from pathlib import Path
 
@@ -134,18 +135,122 @@ def test_an_old_release_backup_restores_and_upgrades(tmp_path: Path) -> None:
     assert names == [name for name, _ in MIGRATIONS]
 
 
-def test_rotation_keeps_the_newest(tmp_path: Path) -> None:
-    from datetime import UTC, datetime, timedelta
+def _timed(folder: Path, when: datetime, content: bytes = b"SQLite format 3\x00") -> Path:
+    """A file as the backup loop leaves it: the time in its name, and as its own time."""
+    path = folder / stamped_name(when)
+    path.write_bytes(content)
+    os.utime(path, (when.timestamp(), when.timestamp()))
+    return path
 
+
+def test_rotation_keeps_the_newest_and_their_keys(tmp_path: Path) -> None:
     start = datetime(2026, 12, 1, tzinfo=UTC)
     for minutes in range(5):
-        (tmp_path / stamped_name(start + timedelta(minutes=minutes))).write_bytes(b"x")
-    gone = rotate(tmp_path, keep=2)
+        made = _timed(tmp_path, start + timedelta(minutes=minutes))
+        made.with_name(made.name + ".key").write_text("k")
+    gone = rotate(tmp_path, keep=2, now=start + timedelta(minutes=5))
     assert len(gone) == 3
     assert sorted(p.name for p in tmp_path.iterdir()) == [
         "koed-20261201-000300.db",
+        "koed-20261201-000300.db.key",
         "koed-20261201-000400.db",
+        "koed-20261201-000400.db.key",
     ]
+
+
+def test_rotation_never_counts_or_touches_files_it_did_not_write(tmp_path: Path) -> None:
+    now = datetime(2026, 12, 1, 12, tzinfo=UTC)
+    future = [_timed(tmp_path, datetime(2099, 1, 1, h, tzinfo=UTC)) for h in (1, 2)]  # junk
+    for path in future:  # their own time agrees, but lies in the future
+        os.utime(path, (now.timestamp(), now.timestamp()))
+    renamed = _timed(tmp_path, now - timedelta(days=30))
+    os.utime(renamed, (now.timestamp(), now.timestamp()))  # name and file time disagree
+    not_sqlite = _timed(tmp_path, now - timedelta(minutes=9), b"notes")
+    real = [_timed(tmp_path, now - timedelta(minutes=m)) for m in (3, 2, 1)]
+    gone = rotate(tmp_path, keep=2, now=now)
+    assert gone == [real[0]]
+    assert all(p.exists() for p in [*future, renamed, not_sqlite, *real[1:]])
+
+
+def test_every_refuses_nan_and_inf_before_a_backup(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store, _ = seeded_store(tmp_path / "koed.db", dialogues=1)
+    for every in ("nan", "inf", "0"):
+        argv = ["db", "backup", "--db", store.path, "--every", every, "--dir", str(tmp_path / "b")]
+        assert main(argv) == 1
+        err = capsys.readouterr().err
+        assert "--every" in err and "Traceback" not in err and err.count("\n") == 1, err
+    assert not (tmp_path / "b").exists()
+
+
+# What a restore lets in -----------------------------------------------------------------------
+
+
+def test_restore_drops_a_trigger_no_migration_made_and_names_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store, _ = seeded_store(tmp_path / "koed.db", dialogues=1)
+    copy = backup(Path(store.path), tmp_path / "copy.db").path
+    with sqlite3.connect(copy) as conn:
+        conn.execute("create trigger wipe after insert on ratings begin delete from ratings; end")
+        conn.execute("create view everyone as select * from ratings")
+    target = tmp_path / "restored.db"
+    assert main(["db", "restore", str(copy), "--db", str(target)]) == 0
+    out = capsys.readouterr().out
+    assert "trigger wipe" in out and "view everyone" in out and "dropped" in out
+    with sqlite3.connect(target) as conn:
+        names = {r[0] for r in conn.execute("select name from sqlite_master")}
+    assert not {"wipe", "everyone"} & names
+
+
+def test_a_ratings_view_is_refused_at_once(tmp_path: Path) -> None:
+    store, _ = seeded_store(tmp_path / "koed.db", dialogues=1)
+    copy = backup(Path(store.path), tmp_path / "copy.db").path
+    with sqlite3.connect(copy) as conn:
+        conn.execute("drop table ratings")
+        conn.execute(
+            "create view ratings as with recursive n(i) as (select 1 union all "
+            "select i + 1 from n) select i from n"
+        )
+    with pytest.raises(BackupError, match="ratings is a view where the migrations make a table"):
+        restore(copy, tmp_path / "restored.db")
+    assert not (tmp_path / "restored.db").exists()
+
+
+def test_every_check_is_bounded_in_time(tmp_path: Path) -> None:
+    from koed_core.db.schema_check import SchemaError, deadline
+
+    conn = sqlite3.connect(":memory:")
+    endless = (
+        "with recursive n(i) as (select 1 union all select i + 1 from n) select count(*) from n"
+    )
+    with pytest.raises(SchemaError, match="took longer than"), deadline(conn, 0.2):
+        conn.execute(endless).fetchone()
+
+
+def test_the_server_key_travels_with_the_backup(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from koed_core.rating.server_key import key_file, server_key
+
+    monkeypatch.delenv("KOED_SECRET_KEY", raising=False)
+    monkeypatch.setattr("koed_core.config.read_secrets", lambda: {})
+    store, _ = seeded_store(tmp_path / "koed.db", dialogues=1)
+    key = server_key(None, Path(store.path))
+    out = tmp_path / "b.db"
+    assert main(["db", "backup", "--db", store.path, str(out)]) == 0
+    carried = out.with_name("b.db.key")
+    assert stat.S_IMODE(carried.stat().st_mode) == 0o600 and carried.read_bytes() == key
+    moved = tmp_path / "new-machine" / "koed.db"
+    assert main(["db", "restore", str(out), "--db", str(moved)]) == 0
+    assert server_key(None, moved) == key and "is in place" in capsys.readouterr().out
+    # without the key beside it, the restore says what breaks
+    carried.unlink()
+    elsewhere = tmp_path / "third" / "koed.db"
+    assert main(["db", "restore", str(out), "--db", str(elsewhere)]) == 0
+    said = capsys.readouterr().out
+    assert "invite links" in said and str(key_file(elsewhere)) in said
 
 
 def test_the_cli_says_one_sentence_for_a_bad_backup(
