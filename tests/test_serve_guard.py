@@ -335,3 +335,25 @@ def test_the_cli_says_one_sentence_for_a_shared_backup_folder(
     err = capsys.readouterr().err
     assert "open to others (mode 0777)" in err and "Traceback" not in err
     assert stat.S_IMODE(shared.stat().st_mode) == 0o777
+
+
+# Under systemd --------------------------------------------------------------------------------
+
+
+def test_print_unit_reads_a_cookie_key_made_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], no_start: None
+) -> None:
+    db = tmp_path / "a $HOME" / "koed.db"
+    argv = ["serve", "--print-unit", "--db", str(db), "--processes", "2", "--port", "8090"]
+    assert main(argv) == 0
+    made = capsys.readouterr()
+    env = db.with_name("koed.db.env")
+    assert stat.S_IMODE(env.stat().st_mode) == 0o600 and "KOED_COOKIE_KEY=" in env.read_text()
+    assert f"EnvironmentFile={env}\n" in made.out and "made" in made.err
+    exec_start = next(line for line in made.out.splitlines() if line.startswith("ExecStart="))
+    assert '"--processes" "2"' in exec_start and '"--port" "8090"' in exec_start
+    assert "a $$HOME" in exec_start  # systemd would expand $HOME
+    first = env.read_text()
+    assert main(argv) == 0
+    assert env.read_text() == first and "made" not in capsys.readouterr().err  # kept
+    assert not db.exists() and not db.with_name("koed.db.serve").exists()

@@ -37,7 +37,7 @@ from koed_core.errors import KoedError
 from koed_core.private_files import private_dir, write_private
 
 READY_WAIT_S = 180.0
-REPEAT_S = 5.0
+REPEAT_S = 10.0
 """The same sentence from Caddy (a certificate still missing) is said again after this."""
 
 
@@ -70,6 +70,11 @@ def register(groups: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     serve.add_argument("--backup-dir", type=Path, help="default: backups/ beside the database")
     serve.add_argument("--keep", type=positive_int, default=24, help="backups kept (default 24)")
     serve.add_argument("--run-dir", type=Path, help="configuration and logs (default <db>.serve)")
+    serve.add_argument(
+        "--print-unit",
+        action="store_true",
+        help="print a systemd unit running this koed serve (keys in <db>.env, made once)",
+    )
     serve.set_defaults(func=cmd_serve)
 
 
@@ -124,6 +129,8 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
             "Caddy is not installed: `apt-get install caddy` (Debian's package); see docs/deploy.md"
         )
     plan = _plan(args, settings, caddy)
+    if args.print_unit:
+        return _print_unit(plan, args)
     holder = Holder(os.getpid(), plan.public_url, str(plan.db), str(plan.run_dir))
     plan.db.parent.mkdir(parents=True, exist_ok=True)
     locks = take([db_lock_path(plan.db)], holder)
@@ -159,6 +166,27 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
         + f"; configuration and logs in {plan.run_dir}"
     )
     return _run(plan, env, locks)
+
+
+def _print_unit(plan: ServePlan, args: argparse.Namespace) -> int:
+    """The unit on stdout; the keys file made once (said on stderr)."""
+    from koed_core.cli.serve_unit import ensure_env_file, env_file, unit
+
+    env = env_file(plan.db)
+    plan.db.parent.mkdir(parents=True, exist_ok=True)
+    if ensure_env_file(env):
+        print(f"made {env} (owner-only) with a new KOED_COOKIE_KEY", file=sys.stderr)
+    given = ["--processes", str(args.processes), "--db", str(plan.db)]
+    given += ["--run-dir", str(plan.run_dir), "--keep", str(plan.backup_keep)]
+    if plan.domain:
+        given += ["--domain", plan.domain] + (["--email", plan.email] if plan.email else [])
+    else:
+        given += ["--host", plan.host, "--port", str(plan.port)]
+    given += ["--backup-every", f"{plan.backup_every_min or 0:g}"]
+    if plan.backup_dir:
+        given += ["--backup-dir", str(plan.backup_dir)]
+    print(unit(given, env), end="")
+    return 0
 
 
 def _write_configuration(plan: ServePlan) -> None:
@@ -239,6 +267,7 @@ class _Watch:
         self.caddy = LogTail.from_end(plan.run_dir / "logs" / "caddy.log")
         self.supervisord = LogTail.from_end(plan.run_dir / "logs" / "supervisord.log")
         self.said: dict[str, float] = {}
+        self.certificate: str | None = None  # Caddy's latest reason it has none
 
     def say(self) -> Said | None:
         """Print what is new; returns the first fatal finding, if any."""
@@ -248,13 +277,24 @@ class _Watch:
         for said in found:
             if said is None:
                 continue
-            now = time.monotonic()
-            if now - self.said.get(said.text, -REPEAT_S) >= REPEAT_S:
-                self.said[said.text] = now
-                _say(said.text)
+            if said.text.startswith("no certificate"):
+                self.certificate = said.text
+            self._once(said.text)
             if said.fatal and fatal is None:
                 fatal = said
         return fatal
+
+    def _once(self, text: str) -> None:
+        now = time.monotonic()
+        if now - self.said.get(text, -REPEAT_S) >= REPEAT_S:
+            self.said[text] = now
+            _say(text)
+
+    def remind(self) -> None:
+        """While a domain has no certificate: Caddy's reason again every REPEAT_S (Caddy
+        itself tries again only after a minute or more)."""
+        if self.certificate:
+            self._once(self.certificate)
 
 
 def _wait_ready(
@@ -283,6 +323,7 @@ def _wait_ready(
             if not waiting_said:
                 _say(f"every process runs; waiting for Caddy's certificate for {plan.domain}")
                 waiting_said = True
+            watch.remind()
         if deadline and time.monotonic() > deadline:
             _say(f"not ready after {READY_WAIT_S:.0f} s; still waiting: see {plan.run_dir}/logs")
             deadline = 0.0
