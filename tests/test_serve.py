@@ -14,14 +14,16 @@ import threading
 import time
 import urllib.request
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from http.cookiejar import CookieJar
 from pathlib import Path
 
 import pytest
+from websockets.sync.client import connect as ws_connect
 
 from fixtures.rating import SCORES, rater, seeded_store, study
 from koed_core.cli import main
-from koed_core.cli.serving import ServePlan, caddyfile, free_ports, supervisord_conf
+from koed_core.cli.serving import ServePlan, free_ports, supervisord_conf
 from koed_core.db import Store
 from koed_core.db.backup import BackupError, backup, check_file, restore, rotate, stamped_name
 from koed_core.db.migrations import MIGRATIONS, TABLE
@@ -133,18 +135,122 @@ def test_an_old_release_backup_restores_and_upgrades(tmp_path: Path) -> None:
     assert names == [name for name, _ in MIGRATIONS]
 
 
-def test_rotation_keeps_the_newest(tmp_path: Path) -> None:
-    from datetime import UTC, datetime, timedelta
+def _timed(folder: Path, when: datetime, content: bytes = b"SQLite format 3\x00") -> Path:
+    """A file as the backup loop leaves it: the time in its name, and as its own time."""
+    path = folder / stamped_name(when)
+    path.write_bytes(content)
+    os.utime(path, (when.timestamp(), when.timestamp()))
+    return path
 
+
+def test_rotation_keeps_the_newest_and_their_keys(tmp_path: Path) -> None:
     start = datetime(2026, 12, 1, tzinfo=UTC)
     for minutes in range(5):
-        (tmp_path / stamped_name(start + timedelta(minutes=minutes))).write_bytes(b"x")
-    gone = rotate(tmp_path, keep=2)
+        made = _timed(tmp_path, start + timedelta(minutes=minutes))
+        made.with_name(made.name + ".key").write_text("k")
+    gone = rotate(tmp_path, keep=2, now=start + timedelta(minutes=5))
     assert len(gone) == 3
     assert sorted(p.name for p in tmp_path.iterdir()) == [
         "koed-20261201-000300.db",
+        "koed-20261201-000300.db.key",
         "koed-20261201-000400.db",
+        "koed-20261201-000400.db.key",
     ]
+
+
+def test_rotation_never_counts_or_touches_files_it_did_not_write(tmp_path: Path) -> None:
+    now = datetime(2026, 12, 1, 12, tzinfo=UTC)
+    future = [_timed(tmp_path, datetime(2099, 1, 1, h, tzinfo=UTC)) for h in (1, 2)]  # junk
+    for path in future:  # their own time agrees, but lies in the future
+        os.utime(path, (now.timestamp(), now.timestamp()))
+    renamed = _timed(tmp_path, now - timedelta(days=30))
+    os.utime(renamed, (now.timestamp(), now.timestamp()))  # name and file time disagree
+    not_sqlite = _timed(tmp_path, now - timedelta(minutes=9), b"notes")
+    real = [_timed(tmp_path, now - timedelta(minutes=m)) for m in (3, 2, 1)]
+    gone = rotate(tmp_path, keep=2, now=now)
+    assert gone == [real[0]]
+    assert all(p.exists() for p in [*future, renamed, not_sqlite, *real[1:]])
+
+
+def test_every_refuses_nan_and_inf_before_a_backup(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store, _ = seeded_store(tmp_path / "koed.db", dialogues=1)
+    for every in ("nan", "inf", "0"):
+        argv = ["db", "backup", "--db", store.path, "--every", every, "--dir", str(tmp_path / "b")]
+        assert main(argv) == 1
+        err = capsys.readouterr().err
+        assert "--every" in err and "Traceback" not in err and err.count("\n") == 1, err
+    assert not (tmp_path / "b").exists()
+
+
+# What a restore lets in -----------------------------------------------------------------------
+
+
+def test_restore_drops_a_trigger_no_migration_made_and_names_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store, _ = seeded_store(tmp_path / "koed.db", dialogues=1)
+    copy = backup(Path(store.path), tmp_path / "copy.db").path
+    with sqlite3.connect(copy) as conn:
+        conn.execute("create trigger wipe after insert on ratings begin delete from ratings; end")
+        conn.execute("create view everyone as select * from ratings")
+    target = tmp_path / "restored.db"
+    assert main(["db", "restore", str(copy), "--db", str(target)]) == 0
+    out = capsys.readouterr().out
+    assert "trigger wipe" in out and "view everyone" in out and "dropped" in out
+    with sqlite3.connect(target) as conn:
+        names = {r[0] for r in conn.execute("select name from sqlite_master")}
+    assert not {"wipe", "everyone"} & names
+
+
+def test_a_ratings_view_is_refused_at_once(tmp_path: Path) -> None:
+    store, _ = seeded_store(tmp_path / "koed.db", dialogues=1)
+    copy = backup(Path(store.path), tmp_path / "copy.db").path
+    with sqlite3.connect(copy) as conn:
+        conn.execute("drop table ratings")
+        conn.execute(
+            "create view ratings as with recursive n(i) as (select 1 union all "
+            "select i + 1 from n) select i from n"
+        )
+    with pytest.raises(BackupError, match="ratings is a view where the migrations make a table"):
+        restore(copy, tmp_path / "restored.db")
+    assert not (tmp_path / "restored.db").exists()
+
+
+def test_every_check_is_bounded_in_time(tmp_path: Path) -> None:
+    from koed_core.db.schema_check import SchemaError, deadline
+
+    conn = sqlite3.connect(":memory:")
+    endless = (
+        "with recursive n(i) as (select 1 union all select i + 1 from n) select count(*) from n"
+    )
+    with pytest.raises(SchemaError, match="took longer than"), deadline(conn, 0.2):
+        conn.execute(endless).fetchone()
+
+
+def test_the_server_key_travels_with_the_backup(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from koed_core.rating.server_key import key_file, server_key
+
+    monkeypatch.delenv("KOED_SECRET_KEY", raising=False)
+    monkeypatch.setattr("koed_core.config.read_secrets", lambda: {})
+    store, _ = seeded_store(tmp_path / "koed.db", dialogues=1)
+    key = server_key(None, Path(store.path))
+    out = tmp_path / "b.db"
+    assert main(["db", "backup", "--db", store.path, str(out)]) == 0
+    carried = out.with_name("b.db.key")
+    assert stat.S_IMODE(carried.stat().st_mode) == 0o600 and carried.read_bytes() == key
+    moved = tmp_path / "new-machine" / "koed.db"
+    assert main(["db", "restore", str(out), "--db", str(moved)]) == 0
+    assert server_key(None, moved) == key and "is in place" in capsys.readouterr().out
+    # without the key beside it, the restore says what breaks
+    carried.unlink()
+    elsewhere = tmp_path / "third" / "koed.db"
+    assert main(["db", "restore", str(out), "--db", str(elsewhere)]) == 0
+    said = capsys.readouterr().out
+    assert "invite links" in said and str(key_file(elsewhere)) in said
 
 
 def test_the_cli_says_one_sentence_for_a_bad_backup(
@@ -169,35 +275,14 @@ def _plan(tmp_path: Path, **kwargs: object) -> ServePlan:
     return ServePlan(**options)  # type: ignore[arg-type]
 
 
-def test_caddy_balances_by_cookie_and_checks_streamlits_health(tmp_path: Path) -> None:
-    text = caddyfile(_plan(tmp_path))
-    assert "reverse_proxy 127.0.0.1:9001 127.0.0.1:9002" in text
-    assert "lb_policy cookie koed_route" in text and "health_uri /_stcore/health" in text
-    assert "http://:8080" in text and "bind 127.0.0.1" in text and "auto_https off" in text
-    https = caddyfile(_plan(tmp_path, domain="study.example.org", email="me@example.org"))
-    assert "study.example.org {" in https and "auto_https off" not in https
-    assert "email me@example.org" in https
-
-
-def test_caddy_accepts_the_configuration(tmp_path: Path) -> None:
-    for plan in (_plan(tmp_path), _plan(tmp_path, domain="study.example.org")):
-        path = tmp_path / "Caddyfile"
-        path.write_text(caddyfile(plan))
-        checked = subprocess.run(
-            ["caddy", "validate", "--config", str(path), "--adapter", "caddyfile"],
-            capture_output=True,
-            text=True,
-        )
-        assert checked.returncode == 0, checked.stderr
-
-
 def test_supervisord_runs_the_apps_the_worker_caddy_and_backups(tmp_path: Path) -> None:
-    text = supervisord_conf(_plan(tmp_path, backup_dir=tmp_path / "b", backup_every_min=5.0))
+    text = supervisord_conf(
+        _plan(tmp_path, backup_dir=tmp_path / "b", backup_every_min=5.0), password="pw"
+    )
     programs = re.findall(r"^\[program:(.+)\]$", text, re.M)
     assert programs == ["app-0", "app-1", "worker", "caddy", "backup"]
     assert text.count("autorestart=true") == 5
     assert "--server.port=9001" in text and "--server.address=127.0.0.1" in text
-    assert "KOED_COOKIE_KEY" not in text and "SECRET" not in text  # secrets: environment only
 
 
 # The whole thing, running --------------------------------------------------------------------
@@ -257,7 +342,7 @@ def _get(url: str, jar: CookieJar | None = None) -> tuple[int, str]:
 
 
 @pytest.mark.slow
-def test_serve_runs_everything_restarts_a_dead_process_and_stops_on_sigterm(
+def test_serve_runs_everything_restarts_a_dead_process_refuses_a_second_and_stops_on_sighup(
     served: tuple[subprocess.Popen[str], int, Path, list[str]],
 ) -> None:
     serve, port, run_dir, lines = served
@@ -296,9 +381,26 @@ def test_serve_runs_everything_restarts_a_dead_process_and_stops_on_sigterm(
     while len(list((run_dir.parent / "backups").glob("koed-*.db"))) < 2:
         assert time.monotonic() < deadline
         time.sleep(0.5)
+    # a second start, on the same database or the same port, is refused; the first runs on
+    config = (run_dir / "caddy.json").read_text()
+    other = free_ports(1)[0]
+    for db, port_asked in ((run_dir.parent / "koed.db", other), (run_dir.parent / "b.db", port)):
+        second = subprocess.run(
+            [sys.executable, "-m", "koed_core.cli", "serve", "--processes", "1",
+             "--port", str(port_asked), "--db", str(db), "--backup-every", "0"],
+            cwd=ROOT, capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert second.returncode == 1 and "Traceback" not in second.stderr, second.stderr
+        assert f"pid {serve.pid}" in second.stderr or f"port {port}" in second.stderr
+    assert (run_dir / "caddy.json").read_text() == config
+    assert _get(f"http://127.0.0.1:{port}/_stcore/health")[0] == 200
+    # supervisord has nothing to complain about in a configuration we chose
+    assert " CRIT " not in (run_dir / "logs" / "supervisord.log").read_text()
+    # a closed SSH session (SIGHUP) with a page open stops everything it started
     pids = [pid for _, pid in _status(run_dir).values() if pid]
-    serve.send_signal(signal.SIGTERM)
-    assert serve.wait(60) == 0
+    with ws_connect(f"ws://127.0.0.1:{port}/_stcore/stream", subprotocols=["streamlit"]):
+        serve.send_signal(signal.SIGHUP)
+        assert serve.wait(60) == 0
     assert any("stopped: every process" in line for line in lines)
     for pid in pids:
         with pytest.raises(ProcessLookupError):

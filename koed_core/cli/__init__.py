@@ -2,10 +2,9 @@
 
 One module per command group (``data``, ``runs``: run, judge, judges; ``reproduce``;
 ``episodes``; ``jobs``: worker and jobs; ``results``: agreement and export; ``accounts``: users and
-settings; ``crowd``: study, invite and crowd; ``prolific``: Prolific's API; ``serve``: serve and db;
-``annotation``:
-annotation projects, import, export), each adding its parsers; :func:`main` is
-the one error boundary.
+settings; ``crowd``: study, invite and crowd; ``prolific``: Prolific's API; ``serve``: serve;
+``backups``: db backup and restore; ``annotation``: annotation projects, import, export),
+each adding its parsers; :func:`main` is the one error boundary.
 """
 
 from __future__ import annotations
@@ -18,6 +17,7 @@ from collections.abc import Sequence
 from koed_core.cli import (
     accounts,
     annotation,
+    backups,
     crowd,
     data,
     episodes,
@@ -50,6 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
         annotation,
         accounts,
         serve,
+        backups,
     ):
         group.register(groups)
     return parser

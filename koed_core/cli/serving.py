@@ -1,5 +1,5 @@
-"""What ``koed serve`` writes for the tools that do the serving: a Caddyfile and a
-supervisord configuration.
+"""What ``koed serve`` writes for the tools that do the serving: Caddy's JSON configuration
+and a supervisord configuration.
 
 Serving is left to maintained tools: Caddy is the one entry point (WebSockets, a
 cookie-sticky load balancer over the app processes, Streamlit's health endpoint as the
@@ -11,15 +11,24 @@ from supervisord's environment).
 
 from __future__ import annotations
 
+import json
+import os
+import pwd
+import re
 import socket
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from koed_core.errors import KoedError
 from koed_core.paths import PROJECT_ROOT
 
 STICKY_COOKIE = "koed_route"
 HEALTH_PATH = "/_stcore/health"
+STOP_GRACE_S = 2
+"""Seconds Caddy and the app processes get to close their connections when stopped."""
+_S = 1_000_000_000  # Caddy's JSON durations are nanoseconds
 
 
 @dataclass(frozen=True)
@@ -62,84 +71,169 @@ def free_ports(count: int, host: str = "127.0.0.1") -> tuple[int, ...]:
             sock.close()
 
 
-def caddyfile(plan: ServePlan) -> str:
-    """The Caddyfile: one site, a reverse proxy over the app processes."""
-    upstreams = " ".join(f"127.0.0.1:{p}" for p in plan.app_ports)
-    options = ["\tadmin off", f"\tstorage file_system {plan.run_dir}/caddy"]
-    if plan.domain:
-        if plan.email:
-            options.append(f"\temail {plan.email}")
-        site = plan.domain
-        bind = ""
-    else:
-        options.append("\tauto_https off")
-        site = f"http://:{plan.port}"
-        bind = f"\tbind {plan.host}\n"
-    return (
-        "{\n" + "\n".join(options) + "\n}\n\n"
-        f"{site} {{\n"
-        f"{bind}"
-        "\tencode gzip\n"
-        f"\treverse_proxy {upstreams} {{\n"
+def caddy_config(plan: ServePlan) -> dict[str, Any]:
+    """Caddy's native JSON configuration: one site, a reverse proxy over the app processes.
+
+    Built as data and written with :func:`json.dumps`, so no value (a domain, an e-mail
+    address, a folder) can add a directive, a site or an option the way text pasted into
+    a Caddyfile could; the flags are also checked before (:mod:`serve_flags`).
+    """
+    upstreams = [{"dial": f"127.0.0.1:{p}"} for p in plan.app_ports]
+    proxy = {
+        "handler": "reverse_proxy",
+        "upstreams": upstreams,
+        "flush_interval": -1,
         # the same browser stays on the same process: Streamlit keeps a session's state
         # in one process's memory; when that process is down, another is chosen
-        f"\t\tlb_policy cookie {STICKY_COOKIE}\n"
-        "\t\tlb_try_duration 15s\n"
-        "\t\tlb_try_interval 250ms\n"
-        f"\t\thealth_uri {HEALTH_PATH}\n"
-        "\t\thealth_interval 1s\n"
-        "\t\thealth_timeout 2s\n"
-        "\t\tfail_duration 10s\n"
-        "\t\tflush_interval -1\n"
-        "\t}\n"
-        "}\n"
-    )
+        "load_balancing": {
+            "selection_policy": {"policy": "cookie", "name": STICKY_COOKIE},
+            "try_duration": 15 * _S,
+            "try_interval": _S // 4,
+        },
+        "health_checks": {
+            "active": {"uri": HEALTH_PATH, "interval": _S, "timeout": 2 * _S},
+            "passive": {"fail_duration": 10 * _S},
+        },
+    }
+    handle = [{"handler": "encode", "encodings": {"gzip": {}}, "prefer": ["gzip"]}, proxy]
+    server: dict[str, Any]
+    http: dict[str, Any] = {"grace_period": STOP_GRACE_S * _S}
+    config: dict[str, Any] = {
+        # no admin endpoint, and no copy of this configuration in ~/.config/caddy
+        "admin": {"disabled": True, "config": {"persist": False}},
+        "storage": {"module": "file_system", "root": str(plan.run_dir / "caddy")},
+        "logging": {"logs": {"default": {"level": "INFO", "encoder": {"format": "json"}}}},
+        "apps": {"http": http},
+    }
+    if plan.domain:
+        server = {
+            "listen": [f":{plan.port}"],
+            "routes": [{"match": [{"host": [plan.domain]}], "handle": handle, "terminal": True}],
+        }
+        if plan.email:
+            issuers = [{"module": m, "email": plan.email} for m in ("acme", "zerossl")]
+            config["apps"]["tls"] = {
+                "automation": {"policies": [{"subjects": [plan.domain], "issuers": issuers}]}
+            }
+    else:
+        server = {
+            "listen": [_listen(plan.host, plan.port)],
+            "routes": [{"handle": handle}],
+            "automatic_https": {"disable": True},
+        }
+    http["servers"] = {"koed": server}
+    return config
 
 
-def _program(name: str, command: list[str], plan: ServePlan, extra: str = "") -> str:
+def caddy_json(plan: ServePlan) -> str:
+    """:func:`caddy_config` as the text of Caddy's JSON file."""
+    return json.dumps(caddy_config(plan), indent=2, ensure_ascii=True) + "\n"
+
+
+def _listen(host: str, port: int) -> str:
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+class ConfigValueError(KoedError):
+    """A value supervisord's file format cannot hold as it is."""
+
+
+_INLINE_COMMENT = re.compile(r"\s[;#]")
+
+
+def _value(key: str, value: str) -> str:
+    """One ``key=value`` line of supervisord's ini file, with the value read back exactly.
+
+    supervisord reads its file with :mod:`configparser` (``;`` and ``#`` after a space
+    start a comment, surrounding spaces are dropped, a newline starts a new key or
+    section) and then expands ``%(name)s``, twice for log file names: a value that these
+    rules would change is refused rather than escaped. tests/test_serve_guard.py reads
+    the file back with supervisord's own parser.
+
+    Raises:
+        ConfigValueError: the value holds a control character, ``%``, a comment marker
+            after a space, or surrounding spaces.
+    """
+    if (
+        re.search(r"[\x00-\x1f\x7f%]", value)
+        or _INLINE_COMMENT.search(value)
+        or value != value.strip()
+    ):
+        raise ConfigValueError(
+            f"supervisord's configuration cannot hold {value!r} as {key}: give paths "
+            "without newlines, tabs, '%', surrounding spaces, ' ;' or ' #'"
+        )
+    return f"{key}={value}\n"
+
+
+def _program(name: str, command: list[str], plan: ServePlan, priority: int = 999) -> str:
     line = " ".join(_quoted(part) for part in command)
     return (
         f"[program:{name}]\n"
-        f"command={line}\n"
-        f"directory={PROJECT_ROOT}\n"
-        "autostart=true\n"
+        + _value("command", line)
+        + _value("directory", str(PROJECT_ROOT))
+        + "autostart=true\n"
         "autorestart=true\n"
         "startsecs=2\n"
         "startretries=10\n"
         "stopsignal=TERM\n"
-        "stopwaitsecs=15\n"
+        f"stopwaitsecs={STOP_GRACE_S + 2}\n"
         "stopasgroup=true\n"
         "killasgroup=true\n"
-        f"stdout_logfile={plan.run_dir}/logs/{name}.log\n"
-        "redirect_stderr=true\n"
+        f"priority={priority}\n"
+        + _value("stdout_logfile", f"{plan.run_dir}/logs/{name}.log")
+        + "redirect_stderr=true\n"
         "stdout_logfile_maxbytes=10MB\n"
         "stdout_logfile_backups=3\n"
-        f"{extra}"
     )
 
 
 def _quoted(part: str) -> str:
     """supervisord splits a command with shlex: quote what has spaces or quotes."""
-    if part and not any(c in part for c in " \t\"'\\%"):
+    if part and not any(c in part for c in " \t\"'\\#;"):
         return part
-    return '"' + part.replace("\\", "\\\\").replace('"', '\\"').replace("%", "%%") + '"'
+    return '"' + part.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def supervisord_conf(plan: ServePlan) -> str:
-    """supervisord's configuration: the app processes, the worker, Caddy, the backups."""
+def _run_as() -> str:
+    """Under root, say so: supervisord logs a CRIT line at every start otherwise. It
+    never switches user: ``user=`` names the user it already runs as."""
+    if os.geteuid() != 0:
+        return ""
+    return _value("user", pwd.getpwuid(0).pw_name)
+
+
+def supervisord_conf(plan: ServePlan, password: str) -> str:
+    """supervisord's configuration: the app processes, the worker, Caddy, the backups.
+
+    ``password`` guards the control socket (inside the owner-only run folder already):
+    supervisord logs a CRIT line at every start for a socket without one.
+
+    Raises:
+        ConfigValueError: a path supervisord's file cannot hold (see :func:`_value`).
+    """
     python = sys.executable
     app = str(PROJECT_ROOT / "app.py")
+    socket_path = f"{plan.run_dir}/supervisor.sock"
     parts = [
         "[supervisord]\n"
         "nodaemon=true\n"
-        f"logfile={plan.run_dir}/logs/supervisord.log\n"
-        f"pidfile={plan.run_dir}/supervisord.pid\n"
-        f"childlogdir={plan.run_dir}/logs\n"
-        "loglevel=info\n",
-        f"[unix_http_server]\nfile={plan.run_dir}/supervisor.sock\nchmod=0700\n",
+        + _value("logfile", f"{plan.run_dir}/logs/supervisord.log")
+        + _value("pidfile", f"{plan.run_dir}/supervisord.pid")
+        + _value("childlogdir", f"{plan.run_dir}/logs")
+        + "loglevel=info\n"
+        + "silent=true\n"  # koed serve reads this log and says what matters
+        + _run_as(),
+        "[unix_http_server]\n"
+        + _value("file", socket_path)
+        + "chmod=0700\nusername=koed\n"
+        + _value("password", password),
         "[rpcinterface:supervisor]\n"
         "supervisor.rpcinterface_factory = supervisor.rpcinterface:make_main_rpcinterface\n",
-        f"[supervisorctl]\nserverurl=unix://{plan.run_dir}/supervisor.sock\n",
+        "[supervisorctl]\n"
+        + _value("serverurl", f"unix://{socket_path}")
+        + "username=koed\n"
+        + _value("password", password),
     ]
     for index, port in enumerate(plan.app_ports):
         command = [
@@ -147,21 +241,15 @@ def supervisord_conf(plan: ServePlan) -> str:
             f"--server.port={port}", "--server.address=127.0.0.1", "--server.headless=true",
         ]  # fmt: skip
         parts.append(_program(f"app-{index}", command, plan))
-    worker = [python, "-m", "koed_core.cli", "worker", f"--db={plan.db}"]
-    parts.append(_program("worker", worker, plan))
-    caddy = [
-        plan.caddy,
-        "run",
-        "--config",
-        str(plan.run_dir / "Caddyfile"),
-        "--adapter",
-        "caddyfile",
-    ]
-    parts.append(_program("caddy", caddy, plan, "priority=900\n"))
+    # the database comes from KOED_DB in the environment supervisord passes on
+    parts.append(_program("worker", [python, "-m", "koed_core.cli", "worker"], plan))
+    caddy = [plan.caddy, "run", "--config", str(plan.run_dir / "caddy.json")]
+    # started after the apps, stopped before them: a page's reconnects end at once
+    parts.append(_program("caddy", caddy, plan, priority=1000))
     if plan.backup_every_min and plan.backup_dir:
         backups = [
-            python, "-m", "koed_core.cli", "db", "backup", "--db", str(plan.db),
-            "--every", str(plan.backup_every_min), "--dir", str(plan.backup_dir),
+            python, "-m", "koed_core.cli", "db", "backup",
+            "--every", f"{plan.backup_every_min:g}", "--dir", str(plan.backup_dir),
             "--keep", str(plan.backup_keep),
         ]  # fmt: skip
         parts.append(_program("backup", backups, plan))

@@ -6,23 +6,38 @@ owner-only from its first byte (it holds ratings and pseudonyms), written beside
 and renamed into place once checked, so a kill or a full disk never leaves a half backup
 under the final name. A restore checks the file first and never overwrites a database
 without being told to.
+
+The server key (invite links, pseudonyms) is not in the database; a backup carries a copy
+beside it, ``<backup>.key``, owner-only, and a restore puts it back beside the database,
+or says what breaks without it. Timed backups are rotated by the time in their names,
+and only files this module wrote (the name's time agrees with the file's own) are ever
+deleted.
 """
 
 from __future__ import annotations
 
 import os
+import re
+import shutil
 import sqlite3
 import time
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from koed_core.db.migrations import MIGRATIONS, TABLE
+from koed_core.db.schema_check import Extra, SchemaError, compare, deadline, drop
 from koed_core.errors import KoedError
+from koed_core.private_files import write_private
 
 HEADER = b"SQLite format 3\x00"
 BACKUP_PREFIX = "koed-"
 BACKUP_SUFFIX = ".db"
+KEY_SUFFIX = ".key"
+STAMPED = re.compile(r"^koed-(\d{8}-\d{6})\.db$")
+STAMP_SLACK = timedelta(hours=1)
+"""How far a timed backup's file time may be from the time in its name (a backup is
+renamed into place seconds after its name is chosen)."""
 
 
 class BackupError(KoedError):
@@ -38,11 +53,21 @@ class BackupInfo:
     migrations: int
     ratings: int
     seconds: float
+    extras: tuple[Extra, ...] = ()
+    """Triggers, views, tables and indexes no migration made (dropped by a restore)."""
+    key: Path | None = None
+    """The server key carried beside the backup, or put back beside the database."""
 
 
-def backup(db_path: Path, out: Path) -> BackupInfo:
+def key_beside(backup_file: Path) -> Path:
+    """Where a backup's copy of the server key is kept."""
+    return backup_file.with_name(backup_file.name + KEY_SUFFIX)
+
+
+def backup(db_path: Path, out: Path, key: Path | None = None) -> BackupInfo:
     """Copy ``db_path`` to ``out`` with SQLite's online backup, consistent while others
-    write; ``out`` is owner-only and must not exist.
+    write; ``out`` is owner-only and must not exist. ``key``, the server key file, if
+    there is one, is copied beside it (owner-only) first.
 
     Raises:
         BackupError: no such database, ``out`` exists, or the copy failed its check.
@@ -69,18 +94,25 @@ def backup(db_path: Path, out: Path) -> BackupInfo:
         info = check_file(part)
         with open(part, "rb+") as handle:
             os.fsync(handle.fileno())
+        kept = None
+        if key is not None and key.is_file():
+            kept = write_private(key_beside(out), key.read_bytes())
         os.replace(part, out)
     except BaseException:
         part.unlink(missing_ok=True)
         raise
-    return BackupInfo(out, info.bytes, info.migrations, info.ratings, time.perf_counter() - start)
+    took = time.perf_counter() - start
+    return BackupInfo(out, info.bytes, info.migrations, info.ratings, took, info.extras, kept)
 
 
 def check_file(path: Path) -> BackupInfo:
-    """Whether ``path`` is a whole KoED Studio database this release can open.
+    """Whether ``path`` is a whole KoED Studio database this release can open, holding
+    what the migrations make (anything else is listed in ``extras``), checked within
+    :data:`~koed_core.db.schema_check.CHECK_LIMIT_S`.
 
     Raises:
-        BackupError: not SQLite, damaged, not ours, or made by a newer release.
+        BackupError: not SQLite, damaged, not ours, made by a newer release, a table of
+            ours replaced or changed, or a check that ran out of time.
     """
     try:
         with open(path, "rb") as handle:
@@ -92,36 +124,50 @@ def check_file(path: Path) -> BackupInfo:
     try:
         conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
         try:
-            verdict = conn.execute("pragma integrity_check").fetchone()[0]
-            if verdict != "ok":
-                raise BackupError(f"{path}: the database is damaged ({verdict})")
-            tables = {r[0] for r in conn.execute("select name from sqlite_master")}
-            if TABLE in tables:
-                names = [r[0] for r in conn.execute(f"select name from [{TABLE}] order by rowid")]
-            elif {"runs", "responses"} <= tables:
-                names = []  # a 0.1.0 database: before numbered migrations
-            else:
-                raise BackupError(f"{path}: not a KoED Studio database (no runs, no {TABLE})")
-            ratings = (
-                conn.execute("select count(*) from ratings").fetchone()[0]
-                if "ratings" in tables
-                else 0
-            )
+            with deadline(conn):
+                names, extras, ratings = _inspect(conn, path)
         finally:
             conn.close()
     except sqlite3.DatabaseError as err:
         raise BackupError(f"{path}: not a usable SQLite database ({err})") from None
+    except SchemaError as err:
+        raise BackupError(str(err)) from None
+    return BackupInfo(path, path.stat().st_size, len(names), ratings, 0.0, tuple(extras))
+
+
+def _inspect(conn: sqlite3.Connection, path: Path) -> tuple[list[str], list[Extra], int]:
+    """The file's migrations, what no migration made, and its ratings (counted only once
+    ``ratings`` is known to be our table)."""
+    verdict = conn.execute("pragma integrity_check").fetchone()[0]
+    if verdict != "ok":
+        raise BackupError(f"{path}: the database is damaged ({verdict})")
+    tables = {r[0] for r in conn.execute("select name from sqlite_master where type = 'table'")}
+    if TABLE in tables:
+        names = [r[0] for r in conn.execute(f"select name from [{TABLE}] order by rowid")]
+    elif {"runs", "responses"} <= tables:
+        names = []  # a 0.1.0 database: before numbered migrations
+    else:
+        raise BackupError(f"{path}: not a KoED Studio database (no runs, no {TABLE})")
     known = {name for name, _ in MIGRATIONS}
     newer = [n for n in names if n not in known]
     if newer:
         raise BackupError(
             f"{path}: made by a newer KoED Studio (migration {newer[-1]}); upgrade first"
         )
-    return BackupInfo(path, path.stat().st_size, len(names), int(ratings), 0.0)
+    extras = compare(conn, names, str(path))
+    ratings = (
+        conn.execute("select count(*) from ratings").fetchone()[0] if "ratings" in tables else 0
+    )
+    return names, extras, int(ratings)
 
 
-def restore(source: Path, db_path: Path, force: bool = False) -> BackupInfo:
-    """Put the checked backup ``source`` in place of ``db_path``.
+def restore(
+    source: Path, db_path: Path, force: bool = False, key: Path | None = None
+) -> BackupInfo:
+    """Put the checked backup ``source`` in place of ``db_path``, without the objects no
+    migration made (dropped before anything opens it, and listed in ``extras``). The
+    server key beside the backup goes to ``key`` (an existing different key there is
+    kept as ``<key>.before-restore``).
 
     Raises:
         BackupError: the backup fails its check, or ``db_path`` exists and ``force`` is
@@ -141,12 +187,25 @@ def restore(source: Path, db_path: Path, force: bool = False) -> BackupInfo:
     target = sqlite3.connect(db_path, timeout=30)
     try:
         reader.backup(target)  # through SQLite's locks and WAL, never a raw file copy
+        with deadline(target):
+            drop(target, list(info.extras))
+    except SchemaError as err:
+        raise BackupError(str(err)) from None
     finally:
         reader.close()
         target.close()
-    return BackupInfo(
-        db_path, info.bytes, info.migrations, info.ratings, time.perf_counter() - start
-    )
+    placed = _place_key(key_beside(source), key) if key is not None else None
+    took = time.perf_counter() - start
+    return BackupInfo(db_path, info.bytes, info.migrations, info.ratings, took, info.extras, placed)
+
+
+def _place_key(carried: Path, key: Path) -> Path | None:
+    if not carried.is_file():
+        return None
+    new = carried.read_bytes()
+    if key.is_file() and key.read_bytes() != new:
+        shutil.copy2(key, key.with_name(key.name + ".before-restore"))
+    return write_private(key, new)
 
 
 def stamped_name(when: datetime | None = None) -> str:
@@ -155,14 +214,39 @@ def stamped_name(when: datetime | None = None) -> str:
     return f"{BACKUP_PREFIX}{moment:%Y%m%d-%H%M%S}{BACKUP_SUFFIX}"
 
 
-def rotate(folder: Path, keep: int) -> list[Path]:
-    """Delete all but the newest ``keep`` backups in ``folder``; returns those deleted."""
+def _written_at(path: Path, now: datetime) -> datetime | None:
+    """The time in a timed backup's name, if this module wrote the file: the name parses,
+    the time is not in the future, the file's own time agrees with it, and it is a
+    regular SQLite file (not a link)."""
+    found = STAMPED.match(path.name)
+    if not found:
+        return None
+    try:
+        stamp = datetime.strptime(found.group(1), "%Y%m%d-%H%M%S").replace(tzinfo=UTC)
+        info = path.lstat()
+    except (ValueError, OSError):
+        return None
+    modified = datetime.fromtimestamp(info.st_mtime, UTC)
+    if stamp > now + STAMP_SLACK or abs(modified - stamp) > STAMP_SLACK:
+        return None
+    if not path.is_file() or path.is_symlink():
+        return None
+    with open(path, "rb") as handle:
+        return stamp if handle.read(len(HEADER)) == HEADER else None
+
+
+def rotate(folder: Path, keep: int, now: datetime | None = None) -> list[Path]:
+    """Delete all but the newest ``keep`` timed backups in ``folder`` (and their keys);
+    returns those deleted. A file this module did not write is never counted or deleted.
+    """
+    moment = now or datetime.now(UTC)
     ours = sorted(
-        p
-        for p in folder.glob(f"{BACKUP_PREFIX}*{BACKUP_SUFFIX}")
-        if p.is_file() and not p.name.endswith(".part")
+        (stamp, path)
+        for path in folder.iterdir()
+        if (stamp := _written_at(path, moment)) is not None
     )
-    gone = ours[: max(0, len(ours) - keep)]
+    gone = [path for _, path in ours[: max(0, len(ours) - keep)]]
     for path in gone:
         path.unlink(missing_ok=True)
+        key_beside(path).unlink(missing_ok=True)
     return gone
