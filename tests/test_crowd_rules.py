@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -243,7 +244,8 @@ def test_a_crowd_study_from_the_command_line(
         crowd.OUTCOMES
     )
     minutes = out["estimate"]["minutes"]
-    assert 2 < minutes < 60 and out["estimate"]["hourly_pay"] == pytest.approx(1.5 / (minutes / 60))
+    listed = math.ceil(minutes)  # a Prolific link's hourly rate is Prolific's: whole minutes
+    assert 2 < minutes < 60 and out["estimate"]["hourly_pay"] == pytest.approx(1.5 / (listed / 60))
     invite = crowd.Invite.from_row(Crowd(store).invite(out["invite"]) or {})
     crowd.join(store, KEY, invite, _pid(1))
     assert main(["invite", "list", "--study", str(study_id), "--json", *db]) == 0
