@@ -291,6 +291,7 @@ def _invite(store: Store, study_id: int, cap: int) -> tuple[crowd.Invite, str]:
         batch_size=2,
         consent_ko="동의합니다.",
         consent_en="I agree.",
+        contact="researcher@example.org",
         reward=2.0,
     )
     return crowd.create_invite(store, KEY, study_id, request)

@@ -464,6 +464,13 @@ def m020_arrivals_and_address(db: sqlite_utils.Database) -> None:
     db.execute("create table site_settings (name text primary key, value text, updated text)")
 
 
+@migration
+def m022_invite_contact(db: sqlite_utils.Database) -> None:
+    """Whom a link's workers write to (``contact``), which its consent names: a new link is
+    not made without one; links made before have none (null), their consent as written."""
+    db.execute("alter table invites add column contact text")
+
+
 def _script(db: sqlite_utils.Database, script: str) -> None:
     """Run statements one by one: ``executescript`` would commit the caller's transaction,
     and a migration must apply whole or not at all. (No statement here contains ';'.)"""
