@@ -273,7 +273,10 @@ def test_the_join_page_takes_a_worker_from_consent_to_the_completion_code(
         at.button[0].click().run()
         assert not at.exception, [e.value for e in at.exception]
     assert kinds == ["response", "attention", "response"]  # a batch ends on real work
-    assert invite.completion_code in " ".join(m.value for m in at.markdown)
+    shown = " ".join(m.value for m in at.markdown)
+    assert invite.completion_code in shown
+    assert "go back to the platform with this code" in shown  # the code's next step
+    assert "approve your pay" in shown
     assert Crowd(store).worker(row["username"])["status"] == "completed"  # type: ignore[index]
     # the same worker opening the link again (a new browser) is back at the code
     again = _join_page(store, token, **PROLIFIC)
