@@ -92,10 +92,11 @@ def render_invite_form(open_studies: dict[int, str]) -> None:
         consent_en = st.text_area(_("Consent (English)"), default_en, height=300)
         st.caption(
             _(
-                "{time}, {pay} and {contact} in the consent are filled in when the link is "
-                "made: the app's estimate of the minutes, the reward above and the contact. "
-                "The default text promises to keep the data for five years: change that "
-                "sentence to what your ethics approval says."
+                "{fields} in the consent are filled in when the link is made: the app's "
+                "estimate of the minutes, the reward above and the contact. The default text "
+                "promises to keep the data for five years: change that sentence to what your "
+                "ethics approval says.",
+                fields="`{time}`, `{pay}`, `{contact}`",
             )
         )
         made = st.form_submit_button(_("Create the link"), type="primary")

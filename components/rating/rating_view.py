@@ -61,8 +61,8 @@ def onboarding_form(username: str) -> RaterProfile | None:
 
 
 SCALE_DIRECTION = N_("Scores go from 1 (lowest) to 5 (highest).")
-"""Said wherever scores are chosen or explained: Korean readers know 1등급 as the best
-grade, so a bare 1-5 could be read the other way round."""
+"""Said wherever scores are chosen or explained: Korean readers know a first grade as the
+best one, so a bare 1-5 could be read the other way round."""
 
 
 def render_rubric(lang: Lang) -> None:
