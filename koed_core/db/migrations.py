@@ -14,11 +14,12 @@ from collections.abc import Callable
 
 import sqlite_utils
 
-from koed_core.db.types import now
+from koed_core.db.migration_log import TABLE as TABLE
+from koed_core.db.migration_log import applied as applied
+from koed_core.db.migration_log import record as record
 
 Migration = Callable[[sqlite_utils.Database], None]
 MIGRATIONS: list[tuple[str, Migration]] = []
-TABLE = "_koed_migrations"
 
 # What 0.1.0's judge templates hashed to, and the rubric they quoted: a 0.1.0 judgment
 # with that prompt version was made against that rubric. Any other version is unknown.
@@ -464,19 +465,18 @@ def m020_arrivals_and_address(db: sqlite_utils.Database) -> None:
     db.execute("create table site_settings (name text primary key, value text, updated text)")
 
 
+@migration
+def m022_invite_contact(db: sqlite_utils.Database) -> None:
+    """Whom a link's workers write to, named in its consent (links made before: null)."""
+    db.execute("alter table invites add column contact text")
+
+
 def _script(db: sqlite_utils.Database, script: str) -> None:
     """Run statements one by one: ``executescript`` would commit the caller's transaction,
     and a migration must apply whole or not at all. (No statement here contains ';'.)"""
     for statement in script.split(";"):
         if statement.strip():
             db.execute(statement)
-
-
-def applied(db: sqlite_utils.Database) -> list[str]:
-    """Names of the migrations this database has had."""
-    if TABLE not in db.table_names():
-        return []
-    return [row["name"] for row in db.query(f"select name from [{TABLE}] order by rowid")]
 
 
 def pending(db: sqlite_utils.Database) -> list[tuple[str, Migration]]:
@@ -489,10 +489,3 @@ def unknown(db: sqlite_utils.Database) -> list[str]:
     """Applied migrations this code does not know: a newer KoED Studio made the file."""
     known = {name for name, _ in MIGRATIONS}
     return [name for name in applied(db) if name not in known]
-
-
-def record(db: sqlite_utils.Database, name: str) -> None:
-    """Mark one migration as applied (inside the caller's transaction)."""
-    db.execute(f"create table if not exists [{TABLE}] (name text primary key, applied text)")
-    db.execute(f"insert into [{TABLE}] (name, applied) values (?, ?)", [name, now()])
-    db.execute(f"PRAGMA user_version = {len(applied(db))}")
