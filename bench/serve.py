@@ -6,21 +6,23 @@ through Streamlit's own websocket protocol (the messages a browser sends, no dra
 that the server is what is measured. Every connection goes through the proxy, which keeps
 it on one app process; "submit" is the time from Submit to the next item being there.
 
-    python bench/serve.py [--processes N] [--raters R] [--smoke]
+    python bench/serve.py [--processes N] [--raters R] [--burst-workers W]
+        [--burst-window S] [--burst-places P] [--smoke]
 
 Prints ``submits_per_s_1``, ``submits_per_s_N``, ``scale_ratio``, ``p95_1_s``, ``p95_N_s``,
 ``p95_100_raters_s`` and, for the kill, ``acknowledged``, ``stored`` and
 ``lost_after_kill`` (ratings acknowledged to a rater but not in the database: must be 0).
 
-The launch burst (bench/_launch_burst.py): ``--burst-workers`` people (100) arrive at
-random over ``--burst-window`` seconds (60) on a Prolific link of ``--burst-places``
-places (80), each through the join page from its first request (consent, screening,
-calibration, a batch of five ratings, the code), reading 1-3 s on each page. Prints
-``p95_page_s`` (every page load: the first from the page's request to its script
-finished, then each click to its rerun finished), ``places_exact`` (1: exactly the places
-were held, in the pages and in the database, and everybody else was told the study is
-full), ``burst_lost`` (ratings acknowledged but not stored: must be 0) and what they
-are made of.
+The launch burst (bench/_launch_burst.py), on the N processes: W people (100) arrive at
+random over S seconds (60) on a Prolific link of P places (80), each from the join page's
+first request through consent, screening, calibration, a batch of five ratings and the
+code, reading 1-3 s on each page. It prints ``p95_page_s`` (every page load: the first
+from the page's request to its script run finished, then each click to its rerun
+finished; ``p95_first_page_s`` the arrivals' first pages alone), ``places_exact`` (1:
+exactly P held a place, in the pages and in the database, and everybody else was told the
+study is full), ``burst_lost`` (ratings acknowledged but not stored: must be 0) and the
+counts these are made of.
+
 ``--smoke``: a few raters and items, in seconds; the suite runs it to see the bench works.
 """
 
