@@ -163,7 +163,8 @@ async def _worker(  # noqa: PLR0913 - one worker's whole description
                 session = Session(ws, "join", query)
                 page = await session.run()
                 burst.pages.append(time.perf_counter() - start)
-                burst.first_pages.append(burst.pages[-1])
+                if pid not in burst.holders:  # an arrival, not a reconnect
+                    burst.first_pages.append(burst.pages[-1])
                 await _visit(session, page, pid, size, burst, references)
                 return
         except (TimeoutError, OSError, websockets.ConnectionClosed):
