@@ -92,6 +92,7 @@ def open_link(store: Store, key: bytes, size: BurstSize) -> tuple[int, str]:
             batch_size=size.items,
             consent_ko="동의",
             consent_en="agree",
+            contact="researcher@example.org",
         ),
     )
     return study_id, token
