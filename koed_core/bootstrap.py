@@ -69,9 +69,11 @@ def resample_counts(units: int, seed: int = 0) -> np.ndarray:
 
 @lru_cache(maxsize=4)
 def _counts(units: int, seed: int, resamples: int) -> np.ndarray:
-    drawn = resample_indices(units, seed)
-    offsets = (np.arange(resamples)[:, None] * units + drawn).ravel()
-    counts = np.bincount(offsets, minlength=resamples * units).reshape(resamples, units)
+    # every resample's counts in one bincount: resample r's draws are shifted by
+    # r * units so they land in row r of one flat array (no loop over resamples); the
+    # shift goes into a copy of the kept draws, which stay read-only
+    drawn = resample_indices(units, seed) + np.arange(0, resamples * units, units)[:, None]
+    counts = np.bincount(drawn.ravel(), minlength=resamples * units).reshape(resamples, units)
     weights = counts.astype(float)
     weights.flags.writeable = False
     return weights

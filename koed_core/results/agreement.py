@@ -78,7 +78,8 @@ def paired(inputs: AgreementInputs) -> pd.DataFrame:
 
 def confusion(pairs: pd.DataFrame) -> pd.DataFrame:
     """5 x 5 counts: judge score (rows) against rounded human median (columns)."""
-    judge = pd.Categorical(pairs["judge"].round().astype(int), categories=list(SCALE))
+    # rounded as the people's median is (half up), so equal scores meet on the diagonal
+    judge = pd.Categorical(round_half_up(pairs["judge"].to_numpy()), categories=list(SCALE))
     human = pd.Categorical(round_half_up(pairs["human_median"].to_numpy()), categories=list(SCALE))
     return pd.crosstab(judge, human, rownames=["judge"], colnames=["human median"], dropna=False)
 
