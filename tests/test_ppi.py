@@ -271,3 +271,17 @@ def test_the_artefact_is_the_judge_gap_minus_the_people_gap_on_the_same_dialogue
     assert row["judge_minus_people"] == pytest.approx(1.0)  # (2 + 0) / 2
     assert 0 <= row["ci_low"] <= 1.0 <= row["ci_high"] <= 2
     assert row["n_people"] == 2 and row["N_judge"] == 3
+
+
+def test_each_stratum_is_resampled_on_its_own_draws() -> None:
+    """Issue 64 #7: two strata of equal size bootstrapped with the same seed moved
+    together (the same positions drawn in both), so a stratified interval was up to
+    sqrt(2) times too wide; with draws of their own its width matches the analytic
+    sqrt(sum w^2 s^2 / n) within the bootstrap's own noise."""
+    rng = np.random.default_rng(3)
+    values = rng.normal(0, 1, 60)
+    same = {"a": values, "b": values.copy()}  # equal sizes, equal values: the worst case
+    est = ppi._mean_ci(same, {"a": 0.5, "b": 0.5}, seed=0)
+    assert est.low is not None and est.high is not None and est.se is not None
+    ratio = (est.high - est.low) / (2 * ppi.Z * est.se)
+    assert 0.9 <= ratio <= 1.1, ratio

@@ -173,7 +173,10 @@ def _mean_ci(
     se = float(np.sqrt(sum(weights[s] ** 2 * v.var(ddof=1) / len(v) for s, v in values.items())))
     if not interval:  # the point and its SE only: a page that draws no whisker for it
         return Estimate(value, se=se)
-    draws = sum(weights[s] * bootstrap_means(v, seed) for s, v in values.items())
+    # each stratum on draws of its own: one seed for all would draw the same positions in
+    # strata of equal size, moving them together and widening the interval (issue 64 #7)
+    seeds = {s: (seed, n) for n, s in enumerate(sorted(values))} if len(values) > 1 else {}
+    draws = sum(weights[s] * bootstrap_means(v, seeds.get(s, seed)) for s, v in values.items())
     low, high = np.percentile(np.asarray(draws), [2.5, 97.5])
     return Estimate(value, float(low), float(high), se)
 
