@@ -40,6 +40,7 @@ import numpy as np
 import pandas as pd
 
 from koed_core.db import JudgeConfig, Ratings, Store
+from koed_core.i18n import _
 from koed_core.rating.sampling import refusal
 from koed_core.rating.studies import StudyRules
 from koed_core.results import ppi
@@ -121,7 +122,7 @@ def plan_cell(
     rated dialogues, and how many dialogues the judge scored."""
     n_now = len(y)
     if n_now < 3:
-        return {"rated_now": n_now, "judged": judged, "note": "pilot too small: rate 3 or more"}
+        return {"rated_now": n_now, "judged": judged, "note": _("pilot too small: rate 3 or more")}
     sd = float(np.std(y, ddof=1))
     n0 = people_needed(sd, width)
     n90 = people_needed_assured(sd, width) if sd > 0 else n0
@@ -142,8 +143,13 @@ def plan_cell(
     if n0 > judged:  # all judged dialogues rated is people alone, and it is not enough
         return {
             **row,
-            "note": f"out of reach: the width needs {n0} rated dialogues and only {judged} "
-            f"were judged; the narrowest within reach is {reachable:.2f}",
+            "note": _(
+                "out of reach: the width needs {needed} rated dialogues and only {judged} "
+                "were judged; the narrowest within reach is {reachable}",
+                needed=n0,
+                judged=judged,
+                reachable=f"{reachable:.2f}",
+            ),
         }
     row.update(
         {
@@ -152,9 +158,9 @@ def plan_cell(
         }
     )
     if refused:
-        return {**row, "note": "PPI refused: the study's dialogues were not chosen at random"}
+        return {**row, "note": _("PPI refused: the study's dialogues were not chosen at random")}
     if np.std(yhat) == 0 or sd == 0:
-        return {**row, "note": "no PPI plan: the pilot's scores do not vary"}
+        return {**row, "note": _("no PPI plan: the pilot's scores do not vary")}
     n, corr = ppi_needed(y, yhat, n0, judged)
     n_90 = ppi_needed(y, yhat, n90, judged)[0] if n90 <= judged else None
     return {
@@ -166,7 +172,7 @@ def plan_cell(
         "more_ratings_ppi": max(0, n - n_now) * 2 * overlap,
         "gain_planned": n0 / n if n else None,
         "gain_ceiling": 1 / (1 - corr**2) if corr**2 < 1 else None,
-        "note": "" if n90 <= judged else "the 90% size is out of reach; the average one is not",
+        "note": "" if n90 <= judged else _("the 90% size is out of reach; the average one is not"),
     }
 
 
@@ -186,7 +192,7 @@ def plan(store: Store, study_id: int, judge: JudgeConfig, width: float) -> pd.Da
         y, yhat = u.human[both].to_numpy(float), u.judge[both].to_numpy(float)
         cell = plan_cell(y, yhat, len(u.judge), width, config.overlap, refused)
         if config.sampling.method == "stratified" and not cell.get("note"):
-            cell["note"] = "planned as one stratum (a stratified sample's weights left out)"
+            cell["note"] = _("planned as one stratum (a stratified sample's weights left out)")
         rows.append({"run_id": run_id, "metric": metric, **cell})
     return pd.DataFrame(rows, columns=COLUMNS)
 
@@ -207,7 +213,8 @@ def next_batch_size(table: pd.DataFrame, with_ppi: bool = True, assured: bool = 
 
 def unreachable(table: pd.DataFrame) -> int:
     """How many gaps cannot meet the width however many dialogues are rated."""
-    return int(table["note"].astype(str).str.startswith("out of reach").sum())
+    needed = pd.to_numeric(table["people_needed"], errors="coerce")
+    return int((needed > pd.to_numeric(table["judged"], errors="coerce")).sum())
 
 
 def has_batch(table: pd.DataFrame, with_ppi: bool = True) -> bool:
