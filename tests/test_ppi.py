@@ -342,3 +342,34 @@ def test_the_plan_says_its_sizes_reach_the_width_on_average_and_how_a_pilot_move
     assert 0.4 <= share_met(n0) <= 0.65  # on average only
     assert 0.87 <= share_met(n90) <= 0.93
     assert int(row["ppi_needed_90"]) >= int(row["ppi_needed"])  # type: ignore[call-overload]
+
+
+def test_ko_minus_en_is_the_gap_in_every_estimator() -> None:
+    """Issue 64 #8: the en and ko rows beside a gap were separate PPI++ fits (their own
+    lambdas) and people-only means over dialogues rated in one language too, so ko - en
+    was not the gap in one table. en and ko are over the gap's dialogues, PPI++ with the
+    gap's lambda (still ppi-python's tuned one for the gap itself)."""
+    judged, human = simulated_draw(np.random.default_rng(11), dialogues=200, fraction=0.3)
+    human = human.drop(human[(human["lang"] == "ko")].index[:8])  # 8 rated in English only
+    cell = {"run_id": "r", "metric": "EX"}
+    frame = ppi.estimate_frame(judged.assign(**cell), human.assign(**cell), Sampling("random"))
+    for name, rows in frame.groupby("estimator"):
+        by = rows.set_index("quantity")["estimate"]
+        assert by["ko"] - by["en"] == pytest.approx(by["gap"], abs=1e-9), name
+    gap = frame[(frame["quantity"] == "gap") & (frame["estimator"] == "ppi")].iloc[0]
+    u = ppi.units(judged, human, "gap", {})
+    both = u.judge.index.intersection(u.human.index)
+    rest = u.judge.index.difference(u.human.index)
+    low, high = ppi_py.ppi_mean_ci(
+        u.human[both].to_numpy(), u.judge[both].to_numpy(), u.judge[rest].to_numpy(), alpha=0.05
+    )
+    assert gap["ci_low"] == pytest.approx(float(np.squeeze(low)), abs=1e-9)
+    assert gap["ci_high"] == pytest.approx(float(np.squeeze(high)), abs=1e-9)
+
+
+def test_a_refused_ppi_never_says_people_alone_stands_for_every_dialogue() -> None:
+    """Issue 64 #8: on hand-picked dialogues the people-only mean describes the chosen
+    dialogues only; the refusal said it "stands"."""
+    said = design.refusal(Sampling("manual"))
+    assert said is not None and "people-only estimates stand" not in said
+    assert "only the dialogues chosen" in said

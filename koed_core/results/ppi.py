@@ -27,7 +27,7 @@ human ratings: (n_effective - n) x the ratings a unit holds (k, or 2 k for a gap
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import metadata
 
 import numpy as np
@@ -94,6 +94,36 @@ class Estimate:
     high: float | None = None
     se: float | None = None
     note: str = ""
+
+
+@dataclass(frozen=True)
+class Shared:
+    """What one cell's three quantities share: the by-language frames (:func:`by_language`),
+    the gap's dialogues (judged, rated) and PPI++'s lambda per stratum for the gap."""
+
+    wide: tuple[pd.DataFrame, pd.DataFrame]
+    judged: pd.Index
+    rated: pd.Index
+    lams: Mapping[str, float] | None
+
+
+def shared(judged: pd.DataFrame, human: pd.DataFrame, strata: Mapping[str, str]) -> Shared:
+    """The gap's dialogues and lambdas of one (run, metric) cell."""
+    wide = by_language(judged, human)
+    gap = units(judged, human, "gap", strata, wide)
+    return Shared(wide, gap.judge.index, gap.human.index, ppi_lambdas(gap))
+
+
+def _on_gap_dialogues(u: Units, common: Shared) -> Units:
+    """A language's units cut to the gap's dialogues (kept whole when nobody rated a
+    dialogue in both languages: then there is no people's gap to agree with)."""
+    if not len(common.rated):
+        return u
+    return replace(
+        u,
+        judge=u.judge[u.judge.index.isin(common.judged)],
+        human=u.human[u.human.index.isin(common.rated)],
+    )
 
 
 def units(
@@ -181,10 +211,11 @@ def _mean_ci(
     return Estimate(value, float(low), float(high), se)
 
 
-def ppi(u: Units, refusal: str | None = None) -> Estimate:
+def ppi(u: Units, refusal: str | None = None, lams: Mapping[str, float] | None = None) -> Estimate:
     """PPI++ of the people's mean: per stratum ``ppi_mean_ci`` with the rated units
     (people's score and the judge's) and the judge's scores on the unrated ones,
-    combined by the strata's shares of the units the judge scored.
+    combined by the strata's shares of the units the judge scored. ``lams``: lambda per
+    stratum (the gap's, for its en and ko); None tunes it as ppi-python does.
 
     Returns the refusal as the note when the design is not random.
     """
@@ -195,6 +226,7 @@ def ppi(u: Units, refusal: str | None = None) -> Estimate:
     labeled = u.judge.index.intersection(u.human.index)
     unlabeled = u.judge.index.difference(u.human.index)
     weights = _weights(u)
+    tuned = lams if lams is not None else ppi_lambdas(u)
     value, variance = 0.0, 0.0
     for stratum, weight in weights.items():
         lab = labeled[u.stratum[labeled] == stratum]
@@ -207,8 +239,7 @@ def ppi(u: Units, refusal: str | None = None) -> Estimate:
             point, se = float(y.mean()), float(y.std(ddof=1) / np.sqrt(len(y)))
         else:
             yhat_unl = u.judge[unl].to_numpy(float)
-            # a judge that gives one score everywhere carries nothing: lambda 0, people alone
-            lam = 0.0 if np.ptp(np.r_[yhat, yhat_unl]) == 0 else None
+            lam = tuned.get(stratum, 0.0)
             low, high = ppi_py.ppi_mean_ci(y, yhat, yhat_unl, alpha=ALPHA, lam=lam)
             low, high = float(np.squeeze(low)), float(np.squeeze(high))
             point, se = (low + high) / 2, (high - low) / (2 * Z)  # a symmetric CLT interval
@@ -216,6 +247,37 @@ def ppi(u: Units, refusal: str | None = None) -> Estimate:
         variance += weight**2 * se**2
     se = float(np.sqrt(variance))
     return Estimate(value, value - Z * se, value + Z * se, se)
+
+
+def ppi_lambdas(u: Units) -> dict[str, float]:
+    """PPI++'s power-tuning lambda per stratum, as ``ppi_mean_ci`` tunes it when given
+    none (its own steps: the lambda-1 point estimate, then ``_calc_lam_glm`` on the
+    gradients, clipped to [0, 1]); 0 where the judge gives one score everywhere (it
+    carries nothing: people alone). The tests check that the gap's interval with this
+    lambda equals ``ppi_mean_ci``'s own, so a change in ppi-python is caught."""
+    from ppi_py import ppi_mean_pointestimate
+    from ppi_py.ppi import _calc_lam_glm  # ppi-python's tuning, not a copy of it
+
+    labeled = u.judge.index.intersection(u.human.index)
+    unlabeled = u.judge.index.difference(u.human.index)
+    found: dict[str, float] = {}
+    for stratum in _weights(u):
+        lab = labeled[u.stratum[labeled] == stratum]
+        unl = unlabeled[u.stratum[unlabeled] == stratum]
+        if len(lab) < 2 or len(unl) < 2:
+            continue
+        y = u.human[lab].to_numpy(float)[:, None]
+        yhat = u.judge[lab].to_numpy(float)[:, None]
+        yhat_unl = u.judge[unl].to_numpy(float)[:, None]
+        if np.ptp(np.r_[yhat, yhat_unl]) == 0:
+            found[stratum] = 0.0
+            continue
+        point = ppi_mean_pointestimate(y, yhat, yhat_unl, lam=1)
+        lam = _calc_lam_glm(
+            y - point, yhat - point, yhat_unl - point, np.eye(1), coord=None, clip=True
+        )
+        found[stratum] = float(np.squeeze(lam))
+    return found
 
 
 def effective_n(n_people: int, people: Estimate, with_judge: Estimate) -> float | None:
@@ -233,15 +295,24 @@ def estimate_cell(
     seed: int = 0,
     refusal: str | None = None,
     interval: bool = True,
-    wide: tuple[pd.DataFrame, pd.DataFrame] | None = None,
+    common: Shared | None = None,
 ) -> list[dict[str, object]]:
     """The three estimates of one (run, metric, quantity) cell, as rows of :data:`COLUMNS`
     (without run_id and metric). ``interval`` False leaves out the judge-only and
-    people-only bootstrap intervals (PPI's costs nothing)."""
-    u = units(judged, human, quantity, dict(sampling.strata), wide)
+    people-only bootstrap intervals (PPI's costs nothing). ``common``: what the cell's
+    quantities share (:func:`shared`; made here when not given)."""
+    common = common or shared(judged, human, dict(sampling.strata))
+    u = units(judged, human, quantity, dict(sampling.strata), common.wide)
+    if quantity != "gap":
+        u = _on_gap_dialogues(u, common)
     n_people, n_judge = len(u.human), len(u.judge)
     people = people_only(u, seed, interval)
-    found = {"judge": judge_only(u, seed, interval), "human": people, "ppi": ppi(u, refusal)}
+    found = {
+        "judge": judge_only(u, seed, interval),
+        "human": people,
+        # the gap's lambda where en and ko are on its dialogues; else each tunes its own
+        "ppi": ppi(u, refusal, common.lams if quantity == "gap" or len(common.rated) else None),
+    }
     per_unit = ratings_per_unit(human, quantity)
     rows: list[dict[str, object]] = []
     for name, est in found.items():
@@ -300,10 +371,10 @@ def estimate_frame(
         h = human[(human["run_id"] == run_id) & (human["metric"] == metric)]
         if j.empty or h.empty:
             continue
-        wide = by_language(j, h)
+        common = shared(j, h, dict(sampling.strata))
         for quantity in QUANTITIES:
             whole = mean_intervals or quantity == "gap"
-            for row in estimate_cell(j, h, sampling, quantity, seed, refusal, whole, wide):
+            for row in estimate_cell(j, h, sampling, quantity, seed, refusal, whole, common):
                 rows.append({"run_id": run_id, "metric": metric, **row})
     return pd.DataFrame(rows, columns=COLUMNS)
 
