@@ -373,3 +373,29 @@ def test_a_refused_ppi_never_says_people_alone_stands_for_every_dialogue() -> No
     said = design.refusal(Sampling("manual"))
     assert said is not None and "people-only estimates stand" not in said
     assert "only the dialogues chosen" in said
+
+
+def test_ppi_rows_carry_the_gain_beside_its_ceiling(
+    planted, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 64 item 3: wherever PPI++ is shown, the gain it achieved (n_effective / n)
+    beside the ceiling its judge-people correlation and n/N allow, and the limit with the
+    judge on unboundedly many dialogues."""
+    judged, human = simulated_draw(np.random.default_rng(21), dialogues=400, fraction=0.25)
+    [row] = [r for r in ppi.estimate_cell(judged, human, Sampling("random"), "gap")
+             if r["estimator"] == "ppi"]  # fmt: skip
+    u = ppi.units(judged, human, "gap", {})
+    both = u.judge.index.intersection(u.human.index)
+    rho = float(np.corrcoef(u.human[both], u.judge[both])[0, 1])
+    n, unrated = len(both), len(u.judge) - len(both)
+    assert row["judge_people_corr"] == pytest.approx(rho)
+    assert row["gain"] == pytest.approx(row["n_effective"] / n)
+    assert row["gain_ceiling"] == pytest.approx(1 / (1 - rho**2 * unrated / (unrated + n)))
+    assert row["gain_limit"] == pytest.approx(1 / (1 - rho**2))
+    assert 1 < row["gain"] <= row["gain_ceiling"] * 1.05 and row["gain_ceiling"] < row["gain_limit"]
+    result = ppi_table.gap_estimates(planted.store, planted.study_id, planted.judge)
+    table = ppi_table.side_by_side(result)
+    assert {"gain", "gain_ceiling", "gain_limit"} <= set(table.columns)
+    study = ["--study", str(planted.study_id), "--judge", planted.judge.model]
+    assert main(["gap", *study, "--db", planted.store.path]) == 0
+    assert "gain_ceiling" in capsys.readouterr().out

@@ -12,7 +12,8 @@ from koed_core.config import Settings
 from koed_core.errors import KoedError
 
 SHOWN = ["run_label", "metric", "quantity", "estimate", "ci_low", "ci_high"]
-COUNTS = ["n_people", "N_judge", "n_effective", "judge_worth_ratings", "note"]
+COUNTS = ["n_people", "N_judge", "n_effective", "judge_worth_ratings", "gain", "gain_ceiling"]
+COUNTS += ["gain_limit", "note"]
 
 
 def _width(text: str) -> float:

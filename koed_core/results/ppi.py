@@ -22,6 +22,17 @@ each stratum and weighted by the stratum's share of the dialogues the judge scor
 dialogues for a gap) people alone would need for the PPI interval's width:
 n x (people-only SE / PPI SE)^2; ``judge_worth_ratings`` is what the judge was worth in
 human ratings: (n_effective - n) x the ratings a unit holds (k, or 2 k for a gap).
+
+Gain and its ceiling (issue 64 item 3), on every PPI++ row: ``gain`` = n_effective / n,
+what the judge is worth per rated unit; ``judge_people_corr`` rho, the judge's and the
+people's correlation on the rated units (Pearson, pooled over strata); ``gain_ceiling``
+= 1 / (1 - rho^2 N / (N + n)), the most PPI++ can give with this judge and these counts
+(at the best lambda its variance is people's times 1 - rho^2 N / (N + n); N the judged
+units nobody rated); ``gain_limit`` = 1 / (1 - rho^2), the same with the judge on
+unboundedly many units. A gain near its ceiling leaves room only to a better judge
+(rho) or to more judged dialogues (N, up to the limit); one far below it is a small
+sample's lambda. Undefined (empty) where rho is: fewer than 3 rated units or a side
+that does not vary.
 """
 
 from __future__ import annotations
@@ -53,6 +64,10 @@ COLUMNS = [
     "N_judge",
     "n_effective",
     "judge_worth_ratings",
+    "judge_people_corr",
+    "gain",
+    "gain_ceiling",
+    "gain_limit",
     "note",
 ]
 ARTEFACT_COLUMNS = [
@@ -318,6 +333,7 @@ def estimate_cell(
     for name, est in found.items():
         worth = effective_n(n_people, people, est) if name == "ppi" else None
         gained = (worth - n_people) * per_unit if worth is not None and per_unit else None
+        gains = gain_columns(u, worth) if name == "ppi" and est.value is not None else {}
         rows.append(
             {
                 "quantity": quantity,
@@ -329,10 +345,29 @@ def estimate_cell(
                 "N_judge": n_judge,
                 "n_effective": worth,
                 "judge_worth_ratings": gained,
+                **gains,
                 "note": est.note,
             }
         )
     return rows
+
+
+def gain_columns(u: Units, n_effective: float | None) -> dict[str, float | None]:
+    """The achieved gain and its ceilings (module docstring), None where undefined."""
+    rated = u.judge.index.intersection(u.human.index)
+    n, unrated = len(rated), len(u.judge) - len(rated)
+    y, yhat = u.human[rated].to_numpy(float), u.judge[rated].to_numpy(float)
+    gain = n_effective / n if n_effective is not None and n else None
+    if n < 3 or np.ptp(y) == 0 or np.ptp(yhat) == 0:
+        return {"judge_people_corr": None, "gain": gain, "gain_ceiling": None, "gain_limit": None}
+    rho2 = float(np.corrcoef(y, yhat)[0, 1]) ** 2
+    share = unrated / (unrated + n)
+    return {
+        "judge_people_corr": float(np.corrcoef(y, yhat)[0, 1]),
+        "gain": gain,
+        "gain_ceiling": 1 / (1 - rho2 * share),
+        "gain_limit": 1 / (1 - rho2) if rho2 < 1 else None,
+    }
 
 
 def ratings_per_unit(human: pd.DataFrame, quantity: str) -> float | None:

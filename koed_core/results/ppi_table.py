@@ -186,7 +186,8 @@ def side_by_side(result: GapEstimates) -> pd.DataFrame:
     )  # a refused PPI's empty columns come back with the reindex below
     wide.columns = [f"{name}_{value}" for value, name in wide.columns]
     counts = gaps[gaps["estimator"] == "ppi"].set_index(["run_label", "run_id", "metric"])
-    extra = ["n_people", "N_judge", "n_effective", "judge_worth_ratings", "note"]
+    extra = ["n_people", "N_judge", "n_effective", "judge_worth_ratings", "judge_people_corr"]
+    extra += ["gain", "gain_ceiling", "gain_limit", "note"]
     wide = wide.join(counts[extra])
     order = [f"{e}_{v}" for e in ppi.ESTIMATORS for v in ("estimate", "ci_low", "ci_high")]
     wide = wide.reindex(columns=[*order, *extra])
