@@ -127,7 +127,7 @@ def render_planner(store: Store, studies: dict[int, str]) -> None:
     st.caption(
         _(
             "These sizes meet the width on average: about half of studies of that size end "
-            "a little wider. To meet it in 90% of studies: {ppi} more dialogues with PPI++, "
+            "a little wider. To meet it in 9 of 10 studies: {ppi} more dialogues with PPI++, "
             "{alone} with people alone (people_needed_90; people_needed_low and _high: "
             "what the pilot's own uncertainty allows). Gaps out of reach at this width: "
             "{gone}.",

@@ -172,7 +172,9 @@ def plan_cell(
         "more_ratings_ppi": max(0, n - n_now) * 2 * overlap,
         "gain_planned": n0 / n if n else None,
         "gain_ceiling": 1 / (1 - corr**2) if corr**2 < 1 else None,
-        "note": "" if n90 <= judged else _("the 90% size is out of reach; the average one is not"),
+        "note": ""
+        if n90 <= judged
+        else _("the size for 9 of 10 studies is out of reach; the average one is not"),
     }
 
 
