@@ -61,6 +61,18 @@ def table(inputs: AgreementInputs) -> pd.DataFrame:
     return agreement_table(inputs.ratings, inputs.judge, inputs.lengths, inputs.groups)
 
 
+def alt_test(inputs: AgreementInputs, epsilon: float | None = None) -> pd.DataFrame:
+    """The Alternative Annotator Test for these inputs (``koed_core.results.alt_test``):
+    could the judge replace one of the raters, per dimension, language and rater group;
+    empty when nobody has rated or no judge scored."""
+    from koed_core.results import alt_test as test
+
+    if inputs.ratings.empty or inputs.judge.empty:
+        return pd.DataFrame(columns=test.COLUMNS)
+    chosen = test.EPSILON if epsilon is None else epsilon
+    return test.alt_test_table(inputs.ratings, inputs.judge, inputs.groups, chosen)
+
+
 def paired(inputs: AgreementInputs) -> pd.DataFrame:
     """Items with both a judge score and human ratings: judge, human mean and median."""
     if inputs.ratings.empty or inputs.judge.empty:
