@@ -27,6 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from koed_core import bootstrap  # noqa: E402
+from koed_core.results.alt_test import alt_test_table  # noqa: E402
 from koed_core.results.reliability import agreement_table  # noqa: E402
 
 DIMENSIONS = ("EX", "IP", "ER", "EEA", "CA")
@@ -67,10 +68,16 @@ def main() -> None:
     table = agreement_table(ratings, judged, lengths, groups)
     elapsed = time.perf_counter() - start
     assert len(table) == 5 * 2 * 3 and table["alpha"].notna().all()
+    start = time.perf_counter()  # issue 64 item 2: the alternative annotator test's table
+    tested = alt_test_table(ratings, judged, groups)
+    alt_elapsed = time.perf_counter() - start
+    assert len(tested) == 5 * 2 * 3
     if smoke:
         print("# smoke: a small size; the figures are not the benchmark's")
     print(f"ratings: {len(ratings)}")
     print(f"agreement_s_100k: {elapsed:.3f}")
+    print(f"alt_test_s_100k: {alt_elapsed:.3f}")
+    print(f"alt_test_passes: {int(tested['passes'].fillna(False).astype(bool).sum())}")
     print(f"peak_rss_mb: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f}")
 
 

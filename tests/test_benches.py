@@ -26,7 +26,8 @@ SMOKE_PAGES = ("explorer", "chat")
 """bench/pages.py's SMOKE_PAGES, by file name."""
 
 EXPECTED: dict[str, list[str]] = {
-    "agreement": ["ratings", "agreement_s_100k", "peak_rss_mb"],
+    "agreement": ["ratings", "agreement_s_100k", "alt_test_s_100k", "alt_test_passes",
+                  "peak_rss_mb"],
     "annotation": [
         "dialogues", "save_median_s", "items_s", "final_s", "agreement_s", "export_s",
         "drag_to_panel_s", "enter_to_span_s", "bare_rerun_s",

@@ -75,32 +75,33 @@ class AltTest:
 
 
 def wins(ratings: pd.DataFrame, judge: pd.Series) -> pd.DataFrame:
-    """Per rating of an item that another rater and the judge also scored: the item, the rater,
-    whether the judge wins (``judge_wins``) and whether the rater does (``rater_wins``)
-    against the other raters of the item (minus root mean squared difference).
+    """Per rating of an item that another rater and the judge also scored: the item, the
+    rater, whether the judge wins (``judge_wins``) and whether the rater does
+    (``rater_wins``) against the other raters of the item (minus root mean squared
+    difference). Arrays and bincounts, not a groupby: 30 cells and 3 groups a table.
 
     ``ratings``: item, rater, score (one group's); ``judge``: score by item.
     """
     first = ratings.drop_duplicates(["rater", "item"])
-    first = first[first["item"].isin(judge.index)]
-    scores = first["score"].to_numpy(dtype=float)
-    per_item = first.groupby("item")["score"]
-    count = per_item.transform("count").to_numpy()
-    total = per_item.transform("sum").to_numpy(dtype=float)
-    squares = first.assign(sq=scores**2).groupby("item")["sq"].transform("sum").to_numpy()
-    shared = count > 1
+    predicted = judge.to_numpy(dtype=float)[judge.index.get_indexer(first["item"])]
+    known = judge.index.get_indexer(first["item"]) >= 0
+    items, raters = first["item"].to_numpy()[known], first["rater"].to_numpy()[known]
+    scores, predicted = first["score"].to_numpy(dtype=float)[known], predicted[known]
+    where, _unique = pd.factorize(items)
+    count = np.bincount(where)[where]
+    sum_o = np.bincount(where, weights=scores)[where] - scores  # the other raters' sum
+    sq_o = np.bincount(where, weights=scores**2)[where] - scores**2  # ... and squares
     others = count - 1
-    sum_o, sq_o = total - scores, squares - scores**2  # the other raters' sum and squares
-    predicted = judge.reindex(first["item"]).to_numpy(dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
         # mean over the others of (x - o)^2 = (sum o^2 - 2 x sum o + n x^2) / n
         judge_msd = (sq_o - 2 * predicted * sum_o + others * predicted**2) / others
         rater_msd = (sq_o - 2 * scores * sum_o + others * scores**2) / others
     judge_align, rater_align = -np.sqrt(np.abs(judge_msd)), -np.sqrt(np.abs(rater_msd))
+    shared = others > 0
     return pd.DataFrame(
         {
-            "item": first["item"].to_numpy()[shared],
-            "rater": first["rater"].to_numpy()[shared],
+            "item": items[shared],
+            "rater": raters[shared],
             "judge_wins": (judge_align >= rater_align)[shared],
             "rater_wins": (rater_align >= judge_align)[shared],
         }
@@ -109,39 +110,45 @@ def wins(ratings: pd.DataFrame, judge: pd.Series) -> pd.DataFrame:
 
 def alt_test(ratings: pd.DataFrame, judge: pd.Series, epsilon: float = EPSILON) -> AltTest:
     """The alt-test of one group's ratings (item, rater, score) against the judge's
-    scores (by item); see the module docstring."""
-    from scipy.stats import ttest_1samp
+    scores (by item); see the module docstring.
+
+    Each rater's test is the one-sample t-test of ``ttest_1samp(d, epsilon,
+    alternative="less")`` (d: rater wins minus judge wins per item), computed for all
+    raters at once from their counts, means and variances with scipy's t distribution
+    (equal to ``ttest_1samp``, checked in the tests)."""
+    from scipy.stats import t as student
     from statsmodels.stats.multitest import multipletests
 
     found = wins(ratings, judge)
     raters = int(ratings["rater"].nunique())
-    items = int(found["item"].nunique())
-    p_values, advantage = [], []
-    for _rater, mine in found.groupby("rater", sort=True):
-        judge_won = mine["judge_wins"].to_numpy(dtype=float)
-        advantage.append(float(judge_won.mean()))
-        if len(mine) < MIN_ITEMS:
-            continue
-        diff = mine["rater_wins"].to_numpy(dtype=float) - judge_won
-        if np.ptp(diff) == 0:  # every item alike: the t-test has no spread to read
-            p_values.append(0.0 if diff[0] < epsilon else 1.0)
-        else:
-            p_values.append(float(ttest_1samp(diff, epsilon, alternative="less").pvalue))
-    mean_advantage = float(np.mean(advantage)) if advantage else None
-    if len(p_values) < MIN_RATERS:
+    items = int(pd.unique(found["item"]).size)
+    who, _names = pd.factorize(found["rater"])
+    n = np.bincount(who).astype(float)
+    judge_won = np.bincount(who, weights=found["judge_wins"].to_numpy(dtype=float))
+    diff = found["rater_wins"].to_numpy(dtype=float) - found["judge_wins"].to_numpy(dtype=float)
+    mean = np.bincount(who, weights=diff) / np.maximum(n, 1)
+    spread = np.bincount(who, weights=(diff - mean[who]) ** 2) / np.maximum(n - 1, 1)
+    advantage = float((judge_won / np.maximum(n, 1)).mean()) if len(n) else None
+    tested = n >= MIN_ITEMS
+    with np.errstate(divide="ignore", invalid="ignore"):
+        statistic = (mean - epsilon) / np.sqrt(spread / n)
+    # every item alike: no spread for the t-test to read, and the answer is plain
+    plain = np.where(mean < epsilon, 0.0, 1.0)
+    p = np.where(spread > 0, student.cdf(statistic, np.maximum(n - 1, 1)), plain)[tested]
+    if len(p) < MIN_RATERS:
         reason = _(
             "undefined: {tested} raters have {items} or more items that another rater and "
             "the judge also scored (needs {needed} such raters)",
-            tested=len(p_values),
+            tested=len(p),
             items=MIN_ITEMS,
             needed=MIN_RATERS,
         )
-        return AltTest(raters, len(p_values), items, None, None, mean_advantage, reason)
-    rejected = multipletests(np.asarray(p_values), alpha=Q, method="fdr_by")[0]
+        return AltTest(raters, len(p), items, None, None, advantage, reason)
+    rejected = multipletests(p, alpha=Q, method="fdr_by")[0]
     rate = float(rejected.mean())
     return AltTest(
-        raters, len(p_values), items, rate, rate >= 0.5, mean_advantage,
-        _read(rate, int(rejected.sum()), len(p_values), epsilon),
+        raters, len(p), items, rate, rate >= 0.5, advantage,
+        _read(rate, int(rejected.sum()), len(p), epsilon),
     )  # fmt: skip
 
 
