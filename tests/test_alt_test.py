@@ -54,6 +54,10 @@ def test_a_judge_that_reads_quality_better_than_a_rater_passes() -> None:
         p.append(ttest_1samp(diff, alt_test.EPSILON, alternative="less").pvalue)
     expected = multipletests(p, alpha=0.05, method="fdr_by")[0].mean()
     assert row["winning_rate"] == pytest.approx(expected)
+    alone = alt_test.alt_test(ratings, judge.set_index("item")["score"])
+    order = list(pd.unique(found["rater"]))  # the p-values come in first-seen order
+    by_name = dict(zip(sorted(order), p, strict=True))
+    assert alone.p_values == pytest.approx([by_name[r] for r in order])
     advantage = found.groupby("rater")["judge_wins"].mean().mean()
     assert row["advantage_probability"] == pytest.approx(advantage)
 

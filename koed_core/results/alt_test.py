@@ -72,6 +72,8 @@ class AltTest:
     passes: bool | None
     advantage: float | None
     reading: str
+    p_values: tuple[float, ...] = ()
+    """Each tested rater's one-sided p-value, in the raters' order of first appearance."""
 
 
 def wins(ratings: pd.DataFrame, judge: pd.Series) -> pd.DataFrame:
@@ -148,7 +150,7 @@ def alt_test(ratings: pd.DataFrame, judge: pd.Series, epsilon: float = EPSILON) 
     rate = float(rejected.mean())
     return AltTest(
         raters, len(p), items, rate, rate >= 0.5, advantage,
-        _read(rate, int(rejected.sum()), len(p), epsilon),
+        _read(rate, int(rejected.sum()), len(p), epsilon), tuple(map(float, p)),
     )  # fmt: skip
 
 
