@@ -269,7 +269,9 @@ def test_the_artefact_is_the_judge_gap_minus_the_people_gap_on_the_same_dialogue
             ("c1", "en", 4), ("c1", "ko", 3), ("c2", "en", 2), ("c2", "ko", 2)]],
         columns=["run_id", "conv_id", "lang", "metric", "human"],
     )  # fmt: skip
-    row = ppi.artefact_frame(judged, {"all raters": human}, Sampling()).iloc[0]
+    from koed_core.results.artefact import artefact_frame
+
+    row = artefact_frame(judged, {"all raters": human}, Sampling()).iloc[0]
     assert row["judge_gap"] == pytest.approx(0.5) and row["people_gap"] == pytest.approx(-0.5)
     assert row["judge_minus_people"] == pytest.approx(1.0)  # (2 + 0) / 2
     assert 0 <= row["ci_low"] <= 1.0 <= row["ci_high"] <= 2

@@ -20,6 +20,7 @@ from koed_core.models.runs import run_labels
 from koed_core.rating.sampling import describe, refusal
 from koed_core.rating.studies import StudyRules
 from koed_core.results import ppi
+from koed_core.results.artefact import artefact_frame
 
 ESTIMATOR_WORDS = {
     "judge": N_("judge only"),
@@ -102,7 +103,7 @@ def gap_estimates(
     estimates = ppi.estimate_frame(
         judged, groups["all raters"], config.sampling, refused, mean_intervals=mean_intervals
     )
-    artefact = ppi.artefact_frame(judged, groups, config.sampling)
+    artefact = artefact_frame(judged, groups, config.sampling)
     source = {"study_id": study_id, **judge.as_columns()}
     meta = _run_meta(store)
     return GapEstimates(
