@@ -321,6 +321,8 @@ def test_a_width_out_of_reach_is_said_and_never_offered_as_a_batch() -> None:
     assert row["width_reachable"] == pytest.approx(2 * ppi.Z / math.sqrt(301))
     table = pd.DataFrame([{"run_id": "r", "metric": "EX", **row}], columns=ppi_plan.COLUMNS)
     assert ppi_plan.next_batch_size(table) == 0 and ppi_plan.unreachable(table) == 1
+    for with_ppi in (True, False):  # nor in 9 of 10 studies
+        assert ppi_plan.next_batch_size(table, with_ppi, assured=True) == 0
 
 
 def test_the_plan_says_its_sizes_reach_the_width_on_average_and_how_a_pilot_moves_them() -> None:

@@ -203,8 +203,12 @@ def next_batch_size(table: pd.DataFrame, with_ppi: bool = True, assured: bool = 
     """Dialogues to add so that every gap within reach meets the width (the largest need):
     on average, or (``assured``) in 90% of studies."""
     if assured:
-        needed = pd.to_numeric(table["ppi_needed_90" if with_ppi else "people_needed_90"],
-                               errors="coerce")  # fmt: skip
+        column = "ppi_needed_90" if with_ppi else "people_needed_90"
+        needed = pd.to_numeric(table[column], errors="coerce")
+        # a size beyond the judged dialogues cannot be rated: that gap is out of reach
+        needed = needed.where(needed <= pd.to_numeric(table["judged"], errors="coerce"))
+        if with_ppi:  # no PPI++ batch where PPI has none (refused, no plan)
+            needed = needed.where(pd.to_numeric(table["more_ppi"], errors="coerce").notna())
         more = needed - pd.to_numeric(table["rated_now"], errors="coerce")
         values = more.clip(lower=0).dropna()
     else:
