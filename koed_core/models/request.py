@@ -176,7 +176,9 @@ class RunRequest(Request):
         "(default: paper for single and multi, native for direct)",
     )
     subset: str = setting("full", choices=SUBSETS, help="paper-100: the authors' sample")
-    sample: int | None = setting(None, type=positive_int, help="a stratified sample of N dialogues")
+    sample: int | None = setting(
+        None, type=positive_int, help="a sample of N dialogues (see --sample-design)"
+    )
     seed: int = setting(0, type=int, help="seed of --sample (default 0)")
     sample_design: str = setting(
         "label-sets",
