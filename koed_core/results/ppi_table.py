@@ -143,6 +143,12 @@ def provenance(
             "ppi": "PPI++ (ppi_py.ppi_mean_ci, power-tuned lambda): the judge on the unrated "
             "dialogues corrected by judge-minus-people on the rated ones; 95% CLT interval",
         },
+        "quantities": "en and ko are over the gap's dialogues (judged in both languages; "
+        "rated in both for people) and PPI++ fits them with the gap's lambda, so ko - en is "
+        "the gap in every estimator",
+        "gain": "gain = n_effective / n_people; gain_ceiling = 1 / (1 - rho^2 N / (N + n)) "
+        "(rho: judge-people correlation on the rated units, N: judged units nobody rated); "
+        "gain_limit = 1 / (1 - rho^2)",
         "ppi_python": ppi.ppi_version(),
         "alpha": ppi.ALPHA,
         "item_score": ITEM_SCORE,
