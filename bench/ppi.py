@@ -39,6 +39,7 @@ def coverage(draws: int, dialogues: int) -> dict[str, float]:
     covered = dict.fromkeys(ppi.ESTIMATORS, 0)
     widths: dict[str, list[float]] = {name: [] for name in ppi.ESTIMATORS}
     worth: list[float] = []
+    ceilings: list[float] = []
     for draw in range(draws):
         judged, human = simulated_draw(rng, dialogues=dialogues)
         for row in ppi.estimate_cell(judged, human, Sampling("random"), "gap", seed=draw):
@@ -48,6 +49,7 @@ def coverage(draws: int, dialogues: int) -> dict[str, float]:
             widths[name].append(high - low)
             if name == "ppi":
                 worth.append(float(row["n_effective"]) / float(row["n_people"]))  # type: ignore[arg-type]
+                ceilings.append(float(row["gain_ceiling"]))  # type: ignore[arg-type]
     figures: dict[str, float] = {"draws": draws, "dialogues": dialogues}
     for name in ppi.ESTIMATORS:
         figures[f"{name}_covered"] = covered[name]
@@ -55,6 +57,9 @@ def coverage(draws: int, dialogues: int) -> dict[str, float]:
         figures[f"{name}_width"] = float(np.mean(widths[name]))
     figures["ppi_to_people_width"] = figures["ppi_width"] / figures["human_width"]
     figures["effective_n_ratio"] = float(np.mean(worth))
+    # issue 64 item 3: the gain achieved against the ceiling its rho and n/N allow
+    figures["gain_ceiling_mean"] = float(np.mean(ceilings))
+    figures["gain_to_ceiling"] = float(np.mean(np.array(worth) / np.array(ceilings)))
     return figures
 
 
@@ -69,12 +74,34 @@ def planner_check(dialogues: int, width: float = 0.2) -> dict[str, float]:
     cell = ppi_plan.plan_cell(y, yhat, len(u.judge), width, 3, refused=False)
     n0 = math.ceil((2 * ppi.Z * np.std(y, ddof=1) / width) ** 2)
     again = ppi_py.ppi_mean_power(y, yhat, 1.0, 1e-6, effective_n=n0, n_max=len(u.judge))
+    # issue 64 #3: the share of next studies of each size that meet the width, the pilot's
+    # sd taken as the truth (normal gaps): about half at n0, nine in ten at the 90% size
+    sd = float(np.std(y, ddof=1))
+    draws = np.random.default_rng(3)
+
+    def met(n: int) -> float:
+        sds = draws.normal(0, sd, (2000, n)).std(axis=1, ddof=1)
+        return float(np.mean(2 * ppi.Z * sds / math.sqrt(n) <= width))
+
+    n90 = int(cell["people_needed_90"])  # type: ignore[call-overload]
     return {
+        "plan_people_needed_90": float(n90),
+        "plan_met_share_n0": met(n0),
+        "plan_met_share_n90": met(n90),
         "plan_people_needed": float(cell["people_needed"]),  # type: ignore[arg-type]
         "plan_ppi_needed": float(cell["ppi_needed"]),  # type: ignore[arg-type]
         "ppi_python_needed": float(again["n"]),
         "planner_matches": float(cell["ppi_needed"] == again["n"] and cell["people_needed"] == n0),
     }
+
+
+def strata_check(seed: int = 0) -> dict[str, float]:
+    """Issue 64 #7: two equal strata's bootstrap interval against the analytic width (1
+    when each stratum draws on its own; about 1.4 when they shared their draws)."""
+    values = np.random.default_rng(seed).normal(0, 1, 200)
+    est = ppi._mean_ci({"a": values, "b": values.copy()}, {"a": 0.5, "b": 0.5}, seed)
+    assert est.low is not None and est.high is not None and est.se is not None
+    return {"strata_width_ratio": (est.high - est.low) / (2 * ppi.Z * est.se)}
 
 
 def table_time(dialogues: int) -> dict[str, float]:
@@ -117,6 +144,7 @@ def main() -> None:
     figures = coverage(draws, dialogues)
     figures["simulation_s"] = time.perf_counter() - started
     figures |= planner_check(dialogues, width=0.35 if smoke else 0.2)
+    figures |= strata_check()
     figures |= table_time(dialogues)
     figures |= pipeline()
     for name, value in figures.items():

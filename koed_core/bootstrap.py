@@ -22,13 +22,17 @@ from functools import lru_cache
 
 import numpy as np
 
+Seed = int | tuple[int, ...]
+"""A generator's seed: a number, or numbers (``(seed, n)``: the n-th of several
+independent streams from one seed, as ``numpy.random.SeedSequence`` spreads them), so
+groups resampled apart (the strata of a design) never share their draws."""
 RESAMPLES = 2000
 """Resamples per interval: the count the gap tables always drew (Efron and Tibshirani ask
 for 1,000 or more for a percentile interval). Read at each call, so a bench's smoke run
 may lower it."""
 
 
-def resample_indices(units: int, seed: int = 0) -> np.ndarray:
+def resample_indices(units: int, seed: Seed = 0) -> np.ndarray:
     """Positions of ``units`` units drawn with replacement: row r is resample r.
 
     Args:
@@ -49,18 +53,18 @@ KEPT_UNITS = 200
 """Draws of up to this many units are kept (at most 16 sizes: 26 MB)."""
 
 
-def _draw(units: int, seed: int, resamples: int) -> np.ndarray:
+def _draw(units: int, seed: Seed, resamples: int) -> np.ndarray:
     drawn: np.ndarray = np.random.default_rng(seed).integers(0, units, size=(resamples, units))
     drawn.flags.writeable = False
     return drawn
 
 
 @lru_cache(maxsize=16)
-def _kept_indices(units: int, seed: int, resamples: int) -> np.ndarray:
+def _kept_indices(units: int, seed: Seed, resamples: int) -> np.ndarray:
     return _draw(units, seed, resamples)
 
 
-def resample_counts(units: int, seed: int = 0) -> np.ndarray:
+def resample_counts(units: int, seed: Seed = 0) -> np.ndarray:
     """How often each unit is drawn in each resample of :func:`resample_indices` (float,
     so a product with per-unit values runs in BLAS). Read-only and kept: statistics of
     the same size and seed share them."""
@@ -68,16 +72,18 @@ def resample_counts(units: int, seed: int = 0) -> np.ndarray:
 
 
 @lru_cache(maxsize=4)
-def _counts(units: int, seed: int, resamples: int) -> np.ndarray:
-    drawn = resample_indices(units, seed)
-    offsets = (np.arange(resamples)[:, None] * units + drawn).ravel()
-    counts = np.bincount(offsets, minlength=resamples * units).reshape(resamples, units)
+def _counts(units: int, seed: Seed, resamples: int) -> np.ndarray:
+    # every resample's counts in one bincount: resample r's draws are shifted by
+    # r * units so they land in row r of one flat array (no loop over resamples); the
+    # shift goes into a copy of the kept draws, which stay read-only
+    drawn = resample_indices(units, seed) + np.arange(0, resamples * units, units)[:, None]
+    counts = np.bincount(drawn.ravel(), minlength=resamples * units).reshape(resamples, units)
     weights = counts.astype(float)
     weights.flags.writeable = False
     return weights
 
 
-def bootstrap_means(values: np.ndarray, seed: int = 0) -> np.ndarray:
+def bootstrap_means(values: np.ndarray, seed: Seed = 0) -> np.ndarray:
     """The mean of ``values`` in each resample of :func:`resample_indices`."""
     array = np.asarray(values, dtype=float)
     means: np.ndarray = array[resample_indices(len(array), seed)].mean(axis=1)

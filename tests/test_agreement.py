@@ -9,9 +9,8 @@ import pytest
 from scipy.stats import spearmanr
 from sklearn.metrics import cohen_kappa_score
 
+from koed_core.results.alpha import _alpha_from_coincidences, _value_counts
 from koed_core.results.reliability import (
-    _alpha_from_coincidences,
-    _value_counts,
     agreement_table,
     alpha_with_ci,
     kappa,
@@ -25,7 +24,7 @@ def test_alpha_known_value() -> None:
     # alpha = 1 - (n-1)*sum(o*d2)/sum(n_c*n_k*d2) = 1 - 5*18/(2*3*3*9) = 1 - 90/162 = 4/9.
     stat, lo, hi = alpha_with_ci(np.array([[1, 1, 2], [1, 2, 2]], dtype=float))
     assert stat.value == pytest.approx(4 / 9)
-    assert lo is not None and hi is not None and lo <= hi
+    assert lo is None and hi is None  # 3 items: too few for an interval (issue 64 #6)
 
 
 def test_kappa_known_value() -> None:
@@ -138,7 +137,8 @@ def test_table_reads_judge_ceiling_and_length() -> None:
         and "higher" in row["judge_bias_reading"]
     )
     assert row["judge_spearman"] > 0.9 and row["ceiling_spearman"] > 0.7
-    assert row["alpha"] > 0.8 and row["alpha_reading"] == "reliable agreement"
+    assert row["alpha"] > 0.8 and row["alpha_reading"].startswith("reliable agreement")
+    assert row["alpha_ci_low"] is None  # 6 items: no interval, and the reading says so
     assert row["length_reading"].endswith("correlation")
 
 
@@ -178,3 +178,68 @@ def test_the_judge_meets_the_same_leave_one_out_targets_as_people() -> None:
     assert row["judge_loo_spearman"] is not None and row["ceiling_spearman"] is not None
     # a judge equal to one rater is no better than people by construction on these targets
     assert row["judge_loo_spearman"] < row["judge_spearman"]
+
+
+def test_judge_and_people_are_rounded_the_same_way_before_kappa() -> None:
+    """Issue 64 #5: a judge's mean of samples of 2.5, 3.5 and 4.5 against people whose
+    median is the same 2.5, 3.5 and 4.5 agrees perfectly (rounded half-up on both sides;
+    half-to-even on the judge's side gave 0.769)."""
+    ratings = _long({"a": [2, 3, 4, 1, 5, 2], "b": [3, 4, 5, 1, 5, 2]})
+    judge = pd.DataFrame(
+        {"item": [f"i{n}" for n in range(6)], "dimension": "ER", "score": [2.5, 3.5, 4.5, 1, 5, 2]}
+    )
+    row = agreement_table(ratings, judge, pd.Series(dtype=float)).iloc[0]
+    assert row["judge_kappa"] == pytest.approx(1.0)
+    from koed_core.results.agreement import confusion
+
+    pairs = pd.DataFrame({"judge": [2.5, 3.5, 4.5], "human_median": [2.5, 3.5, 4.5]})
+    table = confusion(pairs)
+    assert table.loc[3, 3] == 1 and table.loc[4, 4] == 1 and table.loc[5, 5] == 1
+
+
+def test_a_judge_with_one_score_has_no_kappa_and_says_why() -> None:
+    """Issue 64 #6: a judge that gives 3 everywhere has kappa 0 by construction, whatever
+    people say: undefined with the reason, never "slight agreement"."""
+    stat = kappa(np.array([3, 3, 3, 3, 3]), np.array([1, 3, 3, 4, 5]))
+    assert stat.value is None and stat.reading.startswith("undefined")
+    assert "single score" in stat.reading
+    people = kappa(np.array([1, 2, 3, 4, 5]), np.array([2, 2, 2, 2, 2]))
+    assert people.value is None and people.reading.startswith("undefined")
+
+
+def test_alpha_on_a_handful_of_items_has_no_interval_and_says_why() -> None:
+    """Issue 64 #6: on 3 items the percentile interval's upper end was the point (few
+    distinct resamples): the point stands, the interval is left out with the reason."""
+    stat, lo, hi = alpha_with_ci(np.array([[1, 1, 2], [1, 2, 2]], dtype=float))
+    assert stat.value == pytest.approx(4 / 9)
+    assert lo is None and hi is None and "too few" in stat.reading
+
+
+def test_the_groups_bootstrap_equals_the_package_on_each_shared_resample(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 64 #6 (speed): a cell's groups resample the cell's items together in one
+    product; each resample's alpha of a group equals the package's alpha on the items
+    drawn (an item the group rated fewer than twice adds nothing)."""
+    from koed_core import bootstrap
+    from koed_core.results.alpha import alphas_with_ci
+
+    monkeypatch.setattr(bootstrap, "RESAMPLES", 40)
+    rng = np.random.default_rng(7)
+    truth = rng.integers(1, 6, size=30)
+    data = np.clip(truth + rng.integers(-1, 2, size=(6, 30)), 1, 5).astype(float)
+    data[rng.random(data.shape) < 0.3] = np.nan
+    every, some = _value_counts(data), _value_counts(data[:3])
+    (_a, lo_all, hi_all), (_s, lo, hi) = alphas_with_ci([every, some])
+    draws = bootstrap.resample_counts(30, 0).astype(int)
+    expected = []
+    for counts in draws:
+        drawn = np.repeat(some, counts, axis=0)
+        drawn = drawn[drawn.sum(axis=1) >= 2]
+        expected.append(
+            krippendorff.alpha(
+                value_counts=drawn, level_of_measurement="ordinal", value_domain=[1, 2, 3, 4, 5]
+            )
+        )
+    assert (lo, hi) == pytest.approx(tuple(np.percentile(expected, [2.5, 97.5])))
+    assert lo_all is not None and hi_all is not None and lo_all <= _a.value <= hi_all

@@ -216,3 +216,60 @@ def test_the_bundle_cites_the_paper_with_doi_and_pages_and_the_readme_its_full_t
         "through a Comparative Empathetic Dialogue Benchmark"
     )
     assert title in " ".join(readme.split())
+
+
+def test_an_interval_on_the_wrong_side_is_never_said_to_include_zero() -> None:
+    """Issue 64 #4: a gap of about +0.2 whose interval lies above 0 but whose p-value does
+    not survive Holm over the claim's 10 intervals left the claim undecided, and the line
+    said "1 of 10 CIs include 0" of an interval like [+0.03, +0.41]."""
+    frame = _frame({"run-l": -0.6, "run-x": -0.6}, {"run-l": 2.0, "run-x": 2.6}, noise=0.0)
+    cell = (frame["run_id"] == "run-l") & (frame["metric"] == "EX") & (frame["lang"] == "ko")
+    steps = np.array([0.22 + (0.6 if n % 2 else -0.6) for n in range(40)])
+    frame.loc[cell, "value"] = 3.0 + steps
+    [verdict] = [v for v in claims.check(claims.load_claims(), frame, RUNS, JUDGE) if
+                 v.claim.key == "lower-on-koed"]  # fmt: skip
+    assert verdict.status == claims.UNDECIDED
+    line = next(n for n in verdict.numbers if "llama single EX" in n)
+    low = float(line.split("[")[1].split(",")[0])
+    assert low > 0  # the planted interval lies above 0 ...
+    assert "include 0" not in verdict.numbers[0]  # ... so it is not said to include 0
+    assert "1 of 10" in verdict.numbers[0] and "other side of 0" in verdict.numbers[0]
+
+
+def test_a_paper_model_served_under_another_id_is_said_beside_its_claims(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 64 #1: EXAONE, Llama and Qwen served under other ids (an OpenAI-compatible
+    server's own names) ran with no word in claims.md; any run whose stored model id is
+    not the id the KoED authors ran is named beside every verdict using it."""
+    from koed_core.models.registry import ModelSpec
+
+    stored = {
+        "run-x": {"model_id": "exaone-3.5-local", "family": "open", "backend": "openai"},
+        "run-l": {"model_id": "meta-llama/Llama-3.1-8B-Instruct", "family": "open",
+                  "backend": "openai"},
+    }  # fmt: skip
+    monkeypatch.setattr(
+        claims.Runs, "run_config", lambda self, run_id: (stored[run_id], None), raising=True
+    )
+    specs = {
+        "exaone-3.0-7.8b": ModelSpec(
+            name="exaone-3.0-7.8b", backend="openai", model="LGAI-EXAONE/EXAONE-3.0-7.8B-Instruct"
+        ),
+        "llama": ModelSpec(
+            name="llama", backend="openai", model="meta-llama/Llama-3.1-8B-Instruct"
+        ),
+    }
+    notes = claims.provenance_notes(None, RUNS, specs)
+    assert "exaone-3.5-local" in notes["exaone-3.0-7.8b"]
+    assert "LGAI-EXAONE/EXAONE-3.0-7.8B-Instruct" in notes["exaone-3.0-7.8b"]
+    assert "exaone-3.5-local" not in notes["llama"]  # the paper's own id: weights only
+    found = claims.check(
+        claims.load_claims(),
+        _frame({"run-l": -0.6, "run-x": -0.4}, {"run-l": 2.0, "run-x": 2.6}),
+        RUNS,
+        JUDGE,
+        notes,
+    )
+    text = claims.to_markdown(found)
+    assert "exaone-3.5-local" in text.split("Korean-centric EXAONE")[1]

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+import pytest
 from streamlit.testing.v1 import AppTest
 
 from fixtures.fake_openai import AUTHORS_REPLY, FakeOpenAI
@@ -51,7 +52,10 @@ def _planted(body: dict[str, Any]) -> str | None:
         lang == "en" or DIALOGUES.index(next(d for d in DIALOGUES if d.conv_id == conv_id)) % 2 == 0
     )
     if "Identified emotion:" in user:
-        return "GOOD reply." if f"The Speaker feels {gold}." in user else "A reply."
+        good = f"The Speaker feels {gold}." in user
+        if lang == "ko":  # a Korean reply in Korean (one in English is set apart)
+            return "GOOD 좋은 답변입니다." if good else "그냥 답변입니다."
+        return "GOOD reply." if good else "A reply."
     if "do not write the response yet" in user:
         return f"The Speaker feels {gold if right else 'nostalgic'}."
     return None
@@ -111,3 +115,83 @@ def test_the_gap_splits_into_perception_and_response(
     export_bundle(store, tmp_path / "bundle")
     exported = pd.read_csv(tmp_path / "bundle" / "perception.csv")
     assert set(exported["part"]) >= {"recognised minus missed", "gap: both recognised"}
+
+
+def _split_store(monkeypatch: Any) -> None:
+    """Planted scores in place of a database: run r-single (emotion first) and r-direct
+    (no emotion step) over ten dialogues; r-single names the gold emotion in English
+    always and in Korean for the even dialogues, and scores 4 then, else 2; its Korean
+    reply to c1 is written in English."""
+    from koed_core.results import perception
+
+    rows = []
+    for run, protocol in (("r-single", "single"), ("r-direct", "direct")):
+        for n in range(10):
+            for lang in ("en", "ko"):
+                seen = lang == "en" or n % 2 == 0
+                common = {"run_id": run, "model": "m", "protocol": protocol, "conv_id": f"c{n}",
+                          "lang": lang}  # fmt: skip
+                score = 4.0 if seen else 2.0 + 0.1 * n
+                rows.append({**common, "source": "judge", "metric": "EX", "value": score})
+                if run == "r-single":
+                    rows.append({**common, "source": "emotion", "metric": "emotion",
+                                 "value": float(seen)})  # fmt: skip
+    frame = pd.DataFrame(rows)
+    replies = [
+        {"run_id": "r-single", "conv_id": f"c{n}", "lang": lang,
+         "text": "I hear you." if lang == "en" or n == 1 else "그랬구나, 많이 힘들었겠어요."}
+        for n in range(10) for lang in ("en", "ko")
+    ]  # fmt: skip
+
+    class FakeRuns:
+        def __init__(self, store: Any) -> None:
+            pass
+
+        def answered(self, run_ids: Any, langs: Any = None) -> list[dict[str, Any]]:
+            return [r for r in replies if r["run_id"] in run_ids]
+
+    monkeypatch.setattr(perception.gaps, "score_frame", lambda store, judge: frame)
+    monkeypatch.setattr(perception, "gold_labels", lambda store: {})
+    monkeypatch.setattr(perception, "Runs", FakeRuns, raising=False)
+
+
+def test_a_direct_run_is_not_counted_as_missed_and_says_why(monkeypatch: Any) -> None:
+    """Issue 64 #2: a run that asked for no emotion (protocol direct) was split into
+    recognised n=0 and missed n=every dialogue; it has no split, and says so."""
+    from koed_core.db import JudgeConfig
+
+    _split_store(monkeypatch)
+    table = perception_table(None, JudgeConfig("j", "paper", "p1", "r1"), by_emotion=False)  # type: ignore[arg-type]
+    direct = table[table["run_id"] == "r-direct"]
+    assert not (direct["part"] == "missed").any()
+    assert direct["value"].isna().all() and direct["note"].str.contains("no emotion").all()
+
+
+def test_a_reply_in_the_other_language_is_found_and_set_apart(monkeypatch: Any) -> None:
+    """Issue 64 #2: r-single's Korean reply to c1 is in English; it is counted apart
+    and left out of recognised and missed (a wrong-language reply is not a perception
+    result)."""
+    from koed_core.db import JudgeConfig
+
+    _split_store(monkeypatch)
+    table = perception_table(None, JudgeConfig("j", "paper", "p1", "r1"), by_emotion=False)  # type: ignore[arg-type]
+    mine = table[table["run_id"] == "r-single"].set_index(["part", "lang"])
+    assert mine.loc[("reply in the other language", "ko"), "n"] == 1
+    assert mine.loc[("missed", "ko"), "n"] == 4  # c3, c5, c7, c9 (c1 set apart)
+    assert mine.loc[("reply in the other language", "en"), "n"] == 0
+
+
+def test_the_part_that_comes_with_misperception_has_its_own_interval(monkeypatch: Any) -> None:
+    """Issue 64 #2: "all" minus "both recognised" compared two dialogue sets with no
+    interval; it is a row of its own, its interval from resampling the dialogues once
+    for both terms."""
+    from koed_core.db import JudgeConfig
+
+    _split_store(monkeypatch)
+    table = perception_table(None, JudgeConfig("j", "paper", "p1", "r1"), by_emotion=False)  # type: ignore[arg-type]
+    mine = table[table["run_id"] == "r-single"].set_index(["part", "lang"])
+    every = mine.loc[("gap: all", "ko-en"), "value"]
+    both = mine.loc[("gap: both recognised", "ko-en"), "value"]
+    row = mine.loc[("gap: all minus both recognised", "ko-en")]
+    assert row["value"] == pytest.approx(every - both)
+    assert row["ci_low"] <= row["value"] <= row["ci_high"] and row["ci_low"] < row["ci_high"]

@@ -140,6 +140,9 @@ def test_the_planner_matches_ppi_python(planted) -> None:
         y, yhat = u.human[both].to_numpy(float), u.judge[both].to_numpy(float)
         n0 = math.ceil((2 * 1.959963984540054 * y.std(ddof=1) / width) ** 2)
         assert row.people_needed == n0
+        if n0 > len(u.judge):  # out of reach (issue 64 #3): no batch, never a capped one
+            assert math.isnan(row.ppi_needed) and row.note.startswith("out of reach")
+            continue
         again = ppi_py.ppi_mean_power(y, yhat, 1.0, 1e-6, effective_n=n0, n_max=len(u.judge))
         assert row.ppi_needed == again["n"]
         rho2 = float(again["ppi_corr"]) ** 2
@@ -266,8 +269,137 @@ def test_the_artefact_is_the_judge_gap_minus_the_people_gap_on_the_same_dialogue
             ("c1", "en", 4), ("c1", "ko", 3), ("c2", "en", 2), ("c2", "ko", 2)]],
         columns=["run_id", "conv_id", "lang", "metric", "human"],
     )  # fmt: skip
-    row = ppi.artefact_frame(judged, {"all raters": human}, Sampling()).iloc[0]
+    from koed_core.results.artefact import artefact_frame
+
+    row = artefact_frame(judged, {"all raters": human}, Sampling()).iloc[0]
     assert row["judge_gap"] == pytest.approx(0.5) and row["people_gap"] == pytest.approx(-0.5)
     assert row["judge_minus_people"] == pytest.approx(1.0)  # (2 + 0) / 2
     assert 0 <= row["ci_low"] <= 1.0 <= row["ci_high"] <= 2
     assert row["n_people"] == 2 and row["N_judge"] == 3
+
+
+def test_each_stratum_is_resampled_on_its_own_draws() -> None:
+    """Issue 64 #7: two strata of equal size bootstrapped with the same seed moved
+    together (the same positions drawn in both), so a stratified interval was up to
+    sqrt(2) times too wide; with draws of their own its width matches the analytic
+    sqrt(sum w^2 s^2 / n) within the bootstrap's own noise."""
+    rng = np.random.default_rng(3)
+    values = rng.normal(0, 1, 60)
+    same = {"a": values, "b": values.copy()}  # equal sizes, equal values: the worst case
+    est = ppi._mean_ci(same, {"a": 0.5, "b": 0.5}, seed=0)
+    assert est.low is not None and est.high is not None and est.se is not None
+    ratio = (est.high - est.low) / (2 * ppi.Z * est.se)
+    assert 0.9 <= ratio <= 1.1, ratio
+
+
+def test_plan_build_on_a_hand_picked_study_never_says_nothing_to_add(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 64 #3: PPI is refused on hand-picked dialogues, so it has no batch; --build
+    said "nothing to add" (exit 0) while the table asked people alone for more."""
+    planted = planted_store(tmp_path / "koed.db", dialogues=40, method="manual")
+    args = ["study", "plan", "--study", str(planted.study_id), "--judge", planted.judge.model]
+    code = main([*args, "--width", "0.3", "--build", "--db", planted.store.path])
+    captured = capsys.readouterr()
+    said = captured.out + captured.err
+    assert code != 0 and "nothing to add" not in said
+    assert "PPI refused" in said and "next batch with PPI++: none" in said
+
+
+def test_a_width_out_of_reach_is_said_and_never_offered_as_a_batch() -> None:
+    """Issue 64 #3: a width that needs more rated dialogues than the judge scored (0.2:
+    304 of 301) cannot be met by rating, with or without the judge: no batch is offered,
+    and the narrowest width within reach is said."""
+    rng = np.random.default_rng(5)
+    y = rng.normal(0, 1, 30)
+    y = (y - y.mean()) / y.std(ddof=1)  # sd exactly 1: people need (2 z / 0.2)^2 = 385
+    yhat = y + rng.normal(0, 0.5, 30)
+    row = ppi_plan.plan_cell(y, yhat, 301, 0.2, 2, refused=False)
+    assert row["people_needed"] == 385
+    assert row.get("more_ppi") is None and row.get("more_people") is None
+    assert "out of reach" in str(row["note"])
+    assert row["width_reachable"] == pytest.approx(2 * ppi.Z / math.sqrt(301))
+    table = pd.DataFrame([{"run_id": "r", "metric": "EX", **row}], columns=ppi_plan.COLUMNS)
+    assert ppi_plan.next_batch_size(table) == 0 and ppi_plan.unreachable(table) == 1
+    for with_ppi in (True, False):  # nor in 9 of 10 studies
+        assert ppi_plan.next_batch_size(table, with_ppi, assured=True) == 0
+
+
+def test_the_plan_says_its_sizes_reach_the_width_on_average_and_how_a_pilot_moves_them() -> None:
+    """Issue 64 #3: n0 = (2 z sd / W)^2 meets W only about half the time (the sd of the
+    next study varies); the plan adds the size that meets it in 90% of studies (checked by
+    simulation here), and the range of n0 the pilot's own uncertainty allows."""
+    rng = np.random.default_rng(8)
+    y = rng.normal(0, 1, 20)
+    y = (y - y.mean()) / y.std(ddof=1)  # a pilot of 20 with sd 1
+    row = ppi_plan.plan_cell(y, y + rng.normal(0, 0.3, 20), 5000, 0.5, 2, refused=False)
+    n0, n90 = int(row["people_needed"]), int(row["people_needed_90"])  # type: ignore[call-overload]
+    assert n90 > n0
+    low, high = row["people_needed_low"], row["people_needed_high"]
+    assert low < n0 < high  # type: ignore[operator]
+    draws = np.random.default_rng(9)
+
+    def share_met(n: int) -> float:
+        sds = draws.normal(0, 1, (4000, n)).std(axis=1, ddof=1)
+        return float(np.mean(2 * ppi.Z * sds / math.sqrt(n) <= 0.5))
+
+    assert 0.4 <= share_met(n0) <= 0.65  # on average only
+    assert 0.87 <= share_met(n90) <= 0.93
+    assert int(row["ppi_needed_90"]) >= int(row["ppi_needed"])  # type: ignore[call-overload]
+
+
+def test_ko_minus_en_is_the_gap_in_every_estimator() -> None:
+    """Issue 64 #8: the en and ko rows beside a gap were separate PPI++ fits (their own
+    lambdas) and people-only means over dialogues rated in one language too, so ko - en
+    was not the gap in one table. en and ko are over the gap's dialogues, PPI++ with the
+    gap's lambda (still ppi-python's tuned one for the gap itself)."""
+    judged, human = simulated_draw(np.random.default_rng(11), dialogues=200, fraction=0.3)
+    human = human.drop(human[(human["lang"] == "ko")].index[:8])  # 8 rated in English only
+    cell = {"run_id": "r", "metric": "EX"}
+    frame = ppi.estimate_frame(judged.assign(**cell), human.assign(**cell), Sampling("random"))
+    for name, rows in frame.groupby("estimator"):
+        by = rows.set_index("quantity")["estimate"]
+        assert by["ko"] - by["en"] == pytest.approx(by["gap"], abs=1e-9), name
+    gap = frame[(frame["quantity"] == "gap") & (frame["estimator"] == "ppi")].iloc[0]
+    u = ppi.units(judged, human, "gap", {})
+    both = u.judge.index.intersection(u.human.index)
+    rest = u.judge.index.difference(u.human.index)
+    low, high = ppi_py.ppi_mean_ci(
+        u.human[both].to_numpy(), u.judge[both].to_numpy(), u.judge[rest].to_numpy(), alpha=0.05
+    )
+    assert gap["ci_low"] == pytest.approx(float(np.squeeze(low)), abs=1e-9)
+    assert gap["ci_high"] == pytest.approx(float(np.squeeze(high)), abs=1e-9)
+
+
+def test_a_refused_ppi_never_says_people_alone_stands_for_every_dialogue() -> None:
+    """Issue 64 #8: on hand-picked dialogues the people-only mean describes the chosen
+    dialogues only; the refusal said it "stands"."""
+    said = design.refusal(Sampling("manual"))
+    assert said is not None and "people-only estimates stand" not in said
+    assert "only the dialogues chosen" in said
+
+
+def test_ppi_rows_carry_the_gain_beside_its_ceiling(
+    planted, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 64 item 3: wherever PPI++ is shown, the gain it achieved (n_effective / n)
+    beside the ceiling its judge-people correlation and n/N allow, and the limit with the
+    judge on unboundedly many dialogues."""
+    judged, human = simulated_draw(np.random.default_rng(21), dialogues=400, fraction=0.25)
+    [row] = [r for r in ppi.estimate_cell(judged, human, Sampling("random"), "gap")
+             if r["estimator"] == "ppi"]  # fmt: skip
+    u = ppi.units(judged, human, "gap", {})
+    both = u.judge.index.intersection(u.human.index)
+    rho = float(np.corrcoef(u.human[both], u.judge[both])[0, 1])
+    n, unrated = len(both), len(u.judge) - len(both)
+    assert row["judge_people_corr"] == pytest.approx(rho)
+    assert row["gain"] == pytest.approx(row["n_effective"] / n)
+    assert row["gain_ceiling"] == pytest.approx(1 / (1 - rho**2 * unrated / (unrated + n)))
+    assert row["gain_limit"] == pytest.approx(1 / (1 - rho**2))
+    assert 1 < row["gain"] <= row["gain_ceiling"] * 1.05 and row["gain_ceiling"] < row["gain_limit"]
+    result = ppi_table.gap_estimates(planted.store, planted.study_id, planted.judge)
+    table = ppi_table.side_by_side(result)
+    assert {"gain", "gain_ceiling", "gain_limit"} <= set(table.columns)
+    study = ["--study", str(planted.study_id), "--judge", planted.judge.model]
+    assert main(["gap", *study, "--db", planted.store.path]) == 0
+    assert "gain_ceiling" in capsys.readouterr().out

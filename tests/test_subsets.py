@@ -43,3 +43,28 @@ def test_stratified_sample_covers_label_sets_before_repeating() -> None:
     assert [d.conv_id for d in stratified(dialogues, 20, seed=8)] != [d.conv_id for d in picked]
     with pytest.raises(SubsetError, match="between 1 and 34"):
         select(dialogues, "full", sample=0)
+
+
+def test_a_reproduction_samples_every_dialogue_with_the_same_chance(official_file: Path) -> None:
+    """Issue 64 #8: a reproduction's ``sample = 30`` was round-robin over label sets, so
+    a dialogue's chance depended on how many share its labels (0 of the 80 jeong/han in a
+    30-dialogue sample); a plan's sample is uniform: every dialogue of the subset equally
+    likely, so the sample's mean estimates the subset's."""
+    from koed_core.results.reproduce import parse_plan
+
+    dialogues = load_dataset(official_file).dialogues
+    plan = parse_plan('name = "p"\nmodels = ["m"]\njudge = "j"\nsubset = "full"\nsample = 30\n')
+    assert plan.sample_design == "uniform"
+    request = plan.run_request("m", "single")
+    jeong_han = 0
+    for seed in range(200):
+        picked = select(dialogues, "full", sample=30, seed=seed, design=plan.sample_design)
+        assert len({d.conv_id for d in picked}) == 30
+        jeong_han += sum(1 for d in picked if d.korean_emotion)
+    # 80 of 1,360 dialogues: 30 x 80 / 1360 = 1.76 a sample on average; 200 samples
+    assert 1.5 <= jeong_han / 200 <= 2.0
+    assert request.dialogues(dialogues) == select(
+        dialogues, "full", sample=30, seed=0, design="uniform"
+    )
+    unsampled = parse_plan('name = "p"\nmodels = ["m"]\njudge = "j"\n').run_request("m", "single")
+    assert unsampled.sample_design == "label-sets"  # no sample: the request is as before

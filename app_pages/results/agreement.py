@@ -4,6 +4,7 @@ import streamlit as st
 
 from components.core import auth, charts, computed, resources, state, tables
 from components.results import ppi_view
+from components.results.alt_test_view import render_alt_test
 from components.results.score_pickers import judge_picker, study_picker
 from koed_core import csv_safe
 from koed_core.i18n import _
@@ -79,6 +80,8 @@ st.download_button(
     file_name="koed_agreement.csv",
     mime="text/csv",
 )
+
+render_alt_test(store, study, judge, viewer)
 
 pairs = agreement.paired(inputs)
 if pairs.empty:

@@ -122,6 +122,26 @@ def _agreement_table(
         return agreement.table(agreement_inputs(store, study, judge, viewer))
 
 
+def alt_test(
+    store: Store,
+    study_id: int,
+    judge: JudgeConfig,
+    lang: str | None = None,
+    viewer: Viewer | None = None,
+) -> pd.DataFrame:
+    """The Alternative Annotator Test of one study against one judge configuration, its
+    readings in ``lang`` (default: the page's language)."""
+    return _alt_test(store, study_id, judge, lang or i18n.language(), viewer)
+
+
+@kept
+def _alt_test(
+    store: Store, study: int, judge: JudgeConfig, lang: str, viewer: Viewer | None
+) -> pd.DataFrame:
+    with i18n.speaking(lang):
+        return agreement.alt_test(agreement_inputs(store, study, judge, viewer))
+
+
 @kept
 def disagreements(
     store: Store,

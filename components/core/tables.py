@@ -34,7 +34,14 @@ HEADERS = (
     N_("judge_bias"), N_("judge_bias_reading"), N_("length_spearman"), N_("length_reading"),
     # what moves the gap (koed_core/results/sensitivity.py)
     # the planner (koed_core/results/ppi_plan.py), perception or response (perception.py)
-    N_("judged"), N_("emotion"), N_("part"),
+    N_("judged"), N_("emotion"), N_("part"), N_("note"),
+    # gain and its ceiling beside PPI++ (koed_core/results/ppi.py, ppi_plan.py)
+    N_("gain"), N_("gain_ceiling"), N_("gain_limit"), N_("judge_people_corr"),
+    # the alternative annotator test (koed_core/results/alt_test.py)
+    N_("raters_tested"), N_("epsilon"), N_("winning_rate"), N_("passes"),
+    N_("advantage_probability"), N_("alt_test_reading"),
+    N_("gain_planned"), N_("people_needed_90"), N_("ppi_needed_90"),
+    N_("people_needed_low"), N_("people_needed_high"), N_("width_reachable"),
     N_("change"), N_("change_ci_low"), N_("change_ci_high"), N_("change_p"), N_("change_p_holm"),
 )  # fmt: skip
 """Column names the results' tables carry (the same names as in their CSV exports, which
@@ -135,6 +142,7 @@ READINGS = {
     "judge_spearman_reading": N_("Judge Spearman"),
     "judge_bias_reading": N_("Judge bias"),
     "length_reading": N_("Length baseline"),
+    "alt_test_reading": N_("Could the judge replace a rater?"),
 }
 """The agreement table's reading columns, each named as a person would say it."""
 GROUPS = {

@@ -124,6 +124,18 @@ def render_planner(store: Store, studies: dict[int, str]) -> None:
             alone_ratings=i18n.number(alone * 2 * config.overlap),
         )
     )
+    st.caption(
+        _(
+            "These sizes meet the width on average: about half of studies of that size end "
+            "a little wider. To meet it in 9 of 10 studies: {ppi} more dialogues with PPI++, "
+            "{alone} with people alone (people_needed_90; people_needed_low and _high: "
+            "what the pilot's own uncertainty allows). Gaps out of reach at this width: "
+            "{gone}.",
+            ppi=i18n.number(ppi_plan.next_batch_size(table, with_ppi=True, assured=True)),
+            alone=i18n.number(ppi_plan.next_batch_size(table, with_ppi=False, assured=True)),
+            gone=i18n.number(ppi_plan.unreachable(table)),
+        )
+    )
     random_design = config.sampling.method in ("random", "stratified")
     if st.button(
         _("Add the next {n} dialogues (PPI++)", n=with_ppi),

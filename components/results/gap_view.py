@@ -103,7 +103,9 @@ def perception_split(store: Store, judge: JudgeConfig, viewer: Viewer) -> None:
                 "recognised minus missed; and the gap (KoED minus ED, paired by dialogue) over "
                 "all dialogues, over those recognised in both languages (the response part: "
                 "perception held right) and over those missed in Korean only. Bootstrap 95% "
-                "CIs. Judge: {judge}.",
+                "CIs. All minus both recognised (the part that comes with mis-perception) is "
+                "resampled as one; replies in the other language are counted apart, and a run "
+                "that named no emotion is not split (its note says why). Judge: {judge}.",
                 judge=md(judge.label),
             )
         )

@@ -84,7 +84,10 @@ def gap_three_ways(
         _(
             "Shown: {estimator}. n people: dialogues rated in both languages; N judge: "
             "dialogues the judge scored in both; effective n: how many rated dialogues "
-            "people alone would need for PPI++'s interval.",
+            "people alone would need for PPI++'s interval. Gain: effective n per rated "
+            "dialogue; its ceiling: the most this judge's correlation with people and these "
+            "counts allow; its limit: with the judge on unboundedly many dialogues. Near the "
+            "ceiling, only a better judge or more judged dialogues buy more.",
             estimator=md(words[estimator]),
         )
     )

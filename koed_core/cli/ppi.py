@@ -12,7 +12,8 @@ from koed_core.config import Settings
 from koed_core.errors import KoedError
 
 SHOWN = ["run_label", "metric", "quantity", "estimate", "ci_low", "ci_high"]
-COUNTS = ["n_people", "N_judge", "n_effective", "judge_worth_ratings", "note"]
+COUNTS = ["n_people", "N_judge", "n_effective", "judge_worth_ratings", "gain", "gain_ceiling"]
+COUNTS += ["gain_limit", "note"]
 
 
 def _width(text: str) -> float:
@@ -51,6 +52,11 @@ def register_plan(study: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     plan.add_argument(
         "--people-alone", action="store_true", help="size the batch for people alone, not PPI++"
+    )
+    plan.add_argument(
+        "--assured",
+        action="store_true",
+        help="size the batch to meet the width in 90%% of studies, not on average",
     )
     plan.add_argument("--db", type=Path)
     plan.set_defaults(func=cmd_plan)
@@ -108,7 +114,7 @@ def cmd_gap(args: argparse.Namespace, settings: Settings) -> int:
 def cmd_plan(args: argparse.Namespace, settings: Settings) -> int:
     """Print the plan per gap; with --build, add the next batch of dialogues."""
     from koed_core.models.runs import run_labels
-    from koed_core.rating import growth, sampling
+    from koed_core.rating import sampling
     from koed_core.rating.studies import StudyRules
     from koed_core.results import ppi_plan
 
@@ -117,20 +123,53 @@ def cmd_plan(args: argparse.Namespace, settings: Settings) -> int:
     labels = run_labels(store)
     shown = table.assign(run=table["run_id"].map(labels).str.slice(0, 40))
     columns = ["run", "metric", "rated_now", "judged", "ppi_corr", "people_needed"]
-    columns += ["ppi_needed", "more_ratings_people", "more_ratings_ppi", "note"]
+    columns += ["people_needed_90", "people_needed_low", "people_needed_high", "ppi_needed"]
+    columns += ["ppi_needed_90", "gain_planned", "gain_ceiling", "more_ratings_people"]
+    columns += ["more_ratings_ppi", "note"]
     print(f"study {study}, judge {choice.config.label}, 95% interval width {args.width} per gap")
     print("dialogues rated so far (both languages), and what each gap needs:")
     print(shown[columns].to_string(index=False, float_format=lambda v: f"{v:.2f}", na_rep="-"))
-    with_ppi = ppi_plan.next_batch_size(table, with_ppi=True)
-    alone = ppi_plan.next_batch_size(table, with_ppi=False)
     overlap = StudyRules(store).config(study).overlap
-    print(f"next batch with PPI++: {with_ppi} dialogues ({with_ppi * 2 * overlap} ratings)")
-    print(f"next batch for people alone: {alone} dialogues ({alone * 2 * overlap} ratings)")
+    refused = sampling.refusal(StudyRules(store).config(study).sampling)
+    for with_ppi, name in ((True, "with PPI++"), (False, "for people alone")):
+        if not ppi_plan.has_batch(table, with_ppi):
+            print(f"next batch {name}: none ({refused or 'no gap has a plan'})")
+            continue
+        size = ppi_plan.next_batch_size(table, with_ppi)
+        sure = ppi_plan.next_batch_size(table, with_ppi, assured=True)
+        print(
+            f"next batch {name}: {size} dialogues ({size * 2 * overlap} ratings); "
+            f"{sure} to meet the width in 90% of studies"
+        )
+    print(
+        "the sizes meet the width on average: about half of studies of that size end a "
+        "little wider (people_needed_90: in 90%); people_needed_low-high: n0 over the "
+        "pilot sd's 95% interval"
+    )
+    gone = ppi_plan.unreachable(table)
+    if gone:
+        print(f"{gone} gaps cannot meet this width however many dialogues are rated (see note)")
     if args.build:
-        more = alone if args.people_alone else with_ppi
-        if more == 0:
-            print("nothing to add: every gap reaches the width already")
-            return 0
-        config, added = growth.add_batch(StudyRules(store), study, more)
-        print(f"added {len(added)} dialogues; {sampling.describe(config.sampling)}")
+        return _build(args, store, study, table, refused)
+    return 0
+
+
+def _build(args: argparse.Namespace, store, study: int, table, refused: str | None) -> int:  # type: ignore[no-untyped-def]
+    """Add the next batch: never "nothing to add" where the plan has no batch to give."""
+    from koed_core.rating import growth, sampling
+    from koed_core.rating.studies import StudyRules
+    from koed_core.results import ppi_plan
+
+    with_ppi = not args.people_alone
+    if not ppi_plan.has_batch(table, with_ppi):
+        reason = refused if with_ppi and refused else "no gap has a plan at this width"
+        hint = "; --people-alone sizes it for people alone" if with_ppi else ""
+        print(f"no batch added: {reason}{hint}", file=sys.stderr)
+        return 1
+    more = ppi_plan.next_batch_size(table, with_ppi, assured=args.assured)
+    if more == 0:
+        print("nothing to add: every gap within reach meets the width already")
+        return 0
+    config, added = growth.add_batch(StudyRules(store), study, more)
+    print(f"added {len(added)} dialogues; {sampling.describe(config.sampling)}")
     return 0

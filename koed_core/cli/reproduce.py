@@ -70,7 +70,13 @@ def cmd_reproduce(args: argparse.Namespace, settings: Settings) -> int:
         return 0
     path = args.data or resolve_source(settings.data_path, settings.cache_dir).path
     dataset = load_dataset(path)
-    dialogues = select(dataset.dialogues, plan.subset, sample=plan.sample, seed=plan.seed)
+    dialogues = select(
+        dataset.dialogues,
+        plan.subset,
+        sample=plan.sample,
+        seed=plan.seed,
+        design=plan.sample_design,
+    )
     specs = {name: env.resolve(name) for name in plan.models}
     if plan.kind == "episodes" and plan.speaker:
         specs.setdefault(plan.speaker, env.resolve(plan.speaker))

@@ -19,6 +19,13 @@ def register(groups: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     agree = groups.add_parser("agreement", help="judge-human and human-human agreement table")
     agree.add_argument("--study", type=positive_int, help="study id (default: last rated)")
     add_judge_choice(agree)
+    agree.add_argument(
+        "--epsilon",
+        type=_epsilon,
+        default=None,
+        help="the alternative annotator test's allowance for the judge (default 0.1, the "
+        "paper's for crowd workers; 0.2 for experts)",
+    )
     agree.add_argument("--json", action="store_true")
     agree.add_argument("--db", type=Path)
     agree.set_defaults(func=cmd_agreement)
@@ -29,6 +36,16 @@ def register(groups: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     export.add_argument("--out", type=Path, required=True)
     export.add_argument("--db", type=Path)
     export.set_defaults(func=cmd_export)
+
+
+def _epsilon(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 <= value < 1:
+        raise argparse.ArgumentTypeError(f"epsilon is from 0 to below 1, not {text}")
+    return value
 
 
 def cmd_agreement(args: argparse.Namespace, settings: Settings) -> int:
@@ -67,6 +84,12 @@ def cmd_agreement(args: argparse.Namespace, settings: Settings) -> int:
 
     shown = ["dimension", "lang", "group", "items", "raters", *NUMBERS]
     print(frame[shown].to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    found = agreement.alt_test(agreement.load_inputs(store, study, config), args.epsilon)
+    if not found.empty:
+        print("\nCould the judge replace one of the raters? (Alternative Annotator Test,")
+        print("Calderon et al. 2025: leave one rater out, judge against rater on the others;")
+        print("Benjamini-Yekutieli over the raters; passes at a winning rate of 0.5)")
+        print(found.to_string(index=False, float_format=lambda v: f"{v:.3f}", na_rep="-"))
     return 0
 
 

@@ -2,9 +2,13 @@
 
 ``paper-100`` is the authors' evaluation sample (its conv_ids ship in
 ``data/subsets/paper-100.txt``; their file's text does not). ``jeong-han-80`` is every
-dialogue labelled jeong or han. ``--sample N --seed S`` draws a stratified sample:
-dialogues are grouped by label set and taken round-robin over the groups in a seeded
-order, so every label is represented before any is repeated.
+dialogue labelled jeong or han. ``--sample N --seed S`` draws a sample, one of two ways
+(``design``): ``label-sets`` groups dialogues by label set and takes them round-robin
+over the groups in a seeded order, so every label is represented before any is repeated
+(a look at many emotions; a dialogue's chance then depends on how many share its
+labels, so its means are not the subset's); ``uniform`` gives every dialogue the same
+chance (a seeded simple random sample), so a sample's mean estimates the subset's: what
+a reproduction's ``sample = N`` draws (issue 64 #8).
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from koed_core.errors import KoedError
 from koed_core.paths import DATA_DIR
 
 SUBSETS = ("full", "paper-100", "jeong-han-80")
+SAMPLE_DESIGNS = ("label-sets", "uniform")
 PAPER_100 = DATA_DIR / "subsets" / "paper-100.txt"
 
 
@@ -37,8 +42,10 @@ def select(
     *,
     sample: int | None = None,
     seed: int = 0,
+    design: str = "label-sets",
 ) -> list[Dialogue]:
-    """The dialogues of a named subset, optionally a stratified sample of it.
+    """The dialogues of a named subset, optionally a sample of it (``design``: see the
+    module docstring).
 
     Raises:
         SubsetError: an unknown subset, a subset the dataset does not contain (e.g.
@@ -64,7 +71,18 @@ def select(
         return chosen
     if sample < 1 or sample > len(chosen):
         raise SubsetError(f"--sample must be between 1 and {len(chosen)} for {subset}")
+    if design == "uniform":
+        return uniform(chosen, sample, seed)
+    if design != "label-sets":
+        raise SubsetError(f"unknown sample design {design!r}; use {', '.join(SAMPLE_DESIGNS)}")
     return stratified(chosen, sample, seed)
+
+
+def uniform(dialogues: Sequence[Dialogue], size: int, seed: int) -> list[Dialogue]:
+    """``size`` dialogues, each equally likely (a seeded simple random sample), in the
+    subset's order."""
+    positions = sorted(random.Random(seed).sample(range(len(dialogues)), size))
+    return [dialogues[n] for n in positions]
 
 
 def stratified(dialogues: Sequence[Dialogue], size: int, seed: int) -> list[Dialogue]:

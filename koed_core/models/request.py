@@ -17,7 +17,7 @@ from dataclasses import MISSING, asdict, dataclass, field, fields, replace
 from typing import Any, ClassVar
 
 from koed_core.dialogues.dialogue import Dialogue
-from koed_core.dialogues.subsets import SUBSETS, select
+from koed_core.dialogues.subsets import SAMPLE_DESIGNS, SUBSETS, select
 from koed_core.errors import KoedError
 from koed_core.i18n import _
 from koed_core.models.client import GenerationSettings
@@ -176,8 +176,16 @@ class RunRequest(Request):
         "(default: paper for single and multi, native for direct)",
     )
     subset: str = setting("full", choices=SUBSETS, help="paper-100: the authors' sample")
-    sample: int | None = setting(None, type=positive_int, help="a stratified sample of N dialogues")
+    sample: int | None = setting(
+        None, type=positive_int, help="a sample of N dialogues (see --sample-design)"
+    )
     seed: int = setting(0, type=int, help="seed of --sample (default 0)")
+    sample_design: str = setting(
+        "label-sets",
+        choices=SAMPLE_DESIGNS,
+        help="how --sample draws: label-sets (default: every label before any repeats) or "
+        "uniform (every dialogue equally likely; a reproduction's sample)",
+    )
     limit: int | None = setting(None, type=positive_int, help="only the first N dialogues")
     concurrency: int = setting(
         DEFAULT_CONCURRENCY, type=positive_int, how=True, help="requests at once (default 8)"
@@ -274,7 +282,9 @@ class RunRequest(Request):
         Raises:
             SubsetError: a subset the data lacks, or a sample larger than it.
         """
-        return select(every, self.subset, sample=self.sample, seed=self.seed)
+        return select(
+            every, self.subset, sample=self.sample, seed=self.seed, design=self.sample_design
+        )
 
     # -- checks and identity ----------------------------------------------------------
 

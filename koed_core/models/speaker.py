@@ -176,7 +176,7 @@ def check_turn(
         breaks.append("empty")
     if text and _names_emotion(text, gold):
         breaks.append("named the emotion")
-    if text and _other_language(text, lang):
+    if text and other_language(text, lang):
         breaks.append("switched language")
     listeners = {prompt.roles(lang)[1], "Listener", "청자"}
     if any(
@@ -202,7 +202,10 @@ def _names_emotion(text: str, gold: Sequence[str]) -> bool:
     return False
 
 
-def _other_language(text: str, lang: str) -> bool:
+def other_language(text: str, lang: str) -> bool:
+    """Whether a reply meant to be in ``lang`` is written in the other language: a Korean
+    one with more Latin letters than Hangul, an English one with any Hangul (the reply
+    reader of the perception split uses it too)."""
     hangul = len(HANGUL.findall(text))
     latin = len(LATIN.findall(text))
     if lang == "ko":

@@ -134,7 +134,9 @@ def refusal(sampling: Sampling) -> str | None:
         return _(
             "PPI refused: this study's dialogues were chosen by hand, so the rated ones are "
             "not a random sample of those the judge scored and the judge's correction "
-            "would carry the choice's bias. The judge-only and people-only estimates stand."
+            "would carry the choice's bias. The judge-only estimate covers every dialogue "
+            "the judge scored; the people-only one describes only the dialogues chosen, "
+            "not all of them."
         )
     if sampling.method not in RANDOM_METHODS:
         return _("PPI refused: the study records no known way of choosing its dialogues.")

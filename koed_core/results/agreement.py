@@ -61,6 +61,18 @@ def table(inputs: AgreementInputs) -> pd.DataFrame:
     return agreement_table(inputs.ratings, inputs.judge, inputs.lengths, inputs.groups)
 
 
+def alt_test(inputs: AgreementInputs, epsilon: float | None = None) -> pd.DataFrame:
+    """The Alternative Annotator Test for these inputs (``koed_core.results.alt_test``):
+    could the judge replace one of the raters, per dimension, language and rater group;
+    empty when nobody has rated or no judge scored."""
+    from koed_core.results import alt_test as test
+
+    if inputs.ratings.empty or inputs.judge.empty:
+        return pd.DataFrame(columns=test.COLUMNS)
+    chosen = test.EPSILON if epsilon is None else epsilon
+    return test.alt_test_table(inputs.ratings, inputs.judge, inputs.groups, chosen)
+
+
 def paired(inputs: AgreementInputs) -> pd.DataFrame:
     """Items with both a judge score and human ratings: judge, human mean and median."""
     if inputs.ratings.empty or inputs.judge.empty:
@@ -78,7 +90,8 @@ def paired(inputs: AgreementInputs) -> pd.DataFrame:
 
 def confusion(pairs: pd.DataFrame) -> pd.DataFrame:
     """5 x 5 counts: judge score (rows) against rounded human median (columns)."""
-    judge = pd.Categorical(pairs["judge"].round().astype(int), categories=list(SCALE))
+    # rounded as the people's median is (half up), so equal scores meet on the diagonal
+    judge = pd.Categorical(round_half_up(pairs["judge"].to_numpy()), categories=list(SCALE))
     human = pd.Categorical(round_half_up(pairs["human_median"].to_numpy()), categories=list(SCALE))
     return pd.crosstab(judge, human, rownames=["judge"], colnames=["human median"], dropna=False)
 

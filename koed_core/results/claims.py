@@ -162,16 +162,37 @@ def provenance_notes(
         if stored is None or name in notes:
             continue
         config, _spec = stored
-        ran = str(config.get("model_id") or "")
-        spec = specs.get(name)
-        subs = tuple(getattr(spec, "substitutes", ()) or ())
-        if ran in subs:
-            notes[name] = f"substituted: ran {ran} in place of the paper's retired model"
-        elif config.get("family") == "claude" and ran not in authored:
-            notes[name] = f"substituted: ran {ran}, not the paper's claude-3-5-sonnet-20240620"
-        elif config.get("family") == "open" and config.get("backend") == "openai":
-            notes[name] = "weights as its server runs them (the paper: 4-bit bitsandbytes)"
+        said = _what_ran(config, specs.get(name), authored)
+        if said:
+            notes[name] = said
     return notes
+
+
+def _what_ran(config: Mapping[str, Any], spec: Any, authored: set[str]) -> str:
+    """What one stored run ran in place of the paper's setup ('' when it is the paper's).
+
+    Every family is checked, not Claude alone (issue 64 #1): an open model served under
+    a server's own name (``--served-model-name``) is, as far as the record shows,
+    another model, and is said so with the id the paper ran.
+    """
+    ran = str(config.get("model_id") or "")
+    subs = tuple(getattr(spec, "substitutes", ()) or ())
+    meant = str(getattr(spec, "model", "") or "")
+    served = config.get("family") == "open" and config.get("backend") == "openai"
+    weights = "weights as its server runs them (the paper: 4-bit bitsandbytes)"
+    if ran in subs:
+        return f"substituted: ran {ran} in place of the paper's retired model"
+    if config.get("family") == "claude" and ran not in authored:
+        return f"substituted: ran {ran}, not the paper's claude-3-5-sonnet-20240620"
+    if ran not in authored:
+        paper = meant if meant in authored and meant != ran else ""
+        if not paper:
+            return f"ran {ran}, which is not one of the paper's models"
+        said = (
+            f"ran {ran}, not the paper's {paper} (another model, unless its server only renamed it)"
+        )
+        return f"{said}; {weights}" if served else said
+    return weights if served else ""
 
 
 def _per_dialogue(judged: pd.DataFrame, run_id: str, metric: str) -> pd.DataFrame:
@@ -185,7 +206,7 @@ def _gaps_below_zero(
     metrics = list(claim.params.get("metrics", []))
     numbers: list[str] = []
     used: set[str] = set()
-    below = 0
+    below = crossing = 0
     against: list[float | None] = []
     for (model, protocol), run_id in sorted(runs.items()):
         for metric in metrics:
@@ -199,11 +220,13 @@ def _gaps_below_zero(
             gap, low, high = paired_gap(np.zeros(len(diffs)), diffs)
             used.add(run_id)
             below += high is not None and high < 0
+            crossing += low is not None and high is not None and low <= 0 <= high
             against.append(_p_above(diffs))
             numbers.append(f"{model} {protocol} {metric}: {gap:+.2f} [{low:+.2f}, {high:+.2f}]")
     if not numbers:
         return UNDECIDED, ("no run has both languages judged",), used
-    return (*_decide(below, against, numbers, "gaps lie below 0", "gaps lie above 0"), used)
+    said = _decide(below, against, numbers, "gaps lie below 0", "gaps lie above 0", crossing)
+    return (*said, used)
 
 
 def _ranks_first(
@@ -241,7 +264,10 @@ def _ranks_first(
     if not verdicts:
         return UNDECIDED, (f"{target} and another model are not both in these runs",), used
     above = sum(low is not None and low > 0 for low, _high in verdicts)
-    said = _decide(above, against, numbers, "paired CIs above 0", "other models score higher")
+    crossing = sum(lo is not None and hi is not None and lo <= 0 <= hi for lo, hi in verdicts)
+    said = _decide(
+        above, against, numbers, "paired CIs above 0", "other models score higher", crossing
+    )
     return (*said, used)
 
 
@@ -254,10 +280,19 @@ def _p_above(diffs: np.ndarray) -> float | None:
 
 
 def _decide(
-    agree: int, against: Sequence[float | None], numbers: Sequence[str], yes: str, no: str
+    agree: int,
+    against: Sequence[float | None],
+    numbers: Sequence[str],
+    yes: str,
+    no: str,
+    crossing: int | None = None,
 ) -> tuple[str, tuple[str, ...]]:
     """``RULE``: holds when all ``numbers`` agree (every CI on the claim's side of 0); does
-    not hold when a contradicting p-value survives Holm's adjustment over all of them."""
+    not hold when a contradicting p-value survives Holm's adjustment over all of them.
+
+    ``crossing``: how many of the intervals include 0; an undecided verdict says those
+    apart from the ones on the other side of 0 (issue 64 #4: "1 of 50 CIs include 0"
+    was said of [+0.09, +0.51])."""
     from statsmodels.stats.multitest import multipletests
 
     total = len(numbers)
@@ -268,7 +303,16 @@ def _decide(
         rejected = multipletests(np.asarray(tested), alpha=ALPHA, method="holm")[0]
         if rejected.any():
             return FAILS, (f"{int(rejected.sum())} of {total}: {no} (Holm, 5%)", *numbers)
-    return UNDECIDED, (f"{total - agree} of {total} CIs include 0", *numbers)
+    if crossing is None:
+        return UNDECIDED, (f"{total - agree} of {total} CIs are not on the claim's side of 0",
+                           *numbers)  # fmt: skip
+    other = total - agree - crossing
+    said = [f"{crossing} of {total} CIs include 0"] if crossing else []
+    if other:
+        said.append(
+            f"{other} of {total} lie on the other side of 0, none surviving Holm's adjustment (5%)"
+        )
+    return UNDECIDED, ("; ".join(said), *numbers)
 
 
 def _subset_gaps(
@@ -283,7 +327,7 @@ def _subset_gaps(
     subset = str(claim.params.get("subset", "jeong/han"))
     numbers: list[str] = []
     used: set[str] = set()
-    below = 0
+    below = crossing = 0
     against: list[float | None] = []
     for (model, protocol), run_id in sorted(runs.items()):
         for metric in claim.params.get("metrics", []):
@@ -300,6 +344,7 @@ def _subset_gaps(
             diff = float(inside.mean() - outside.mean())
             used.add(run_id)
             below += high < 0
+            crossing += low <= 0 <= high
             against.append(float((draws <= 0).mean()))
             numbers.append(
                 f"{model} {protocol} {metric}: {subset} gap minus the others' {diff:+.2f} "
@@ -308,7 +353,7 @@ def _subset_gaps(
     if not numbers:
         return UNDECIDED, (f"no run has {subset} and other dialogues judged in both",), used
     yes, no = f"{subset} gaps wider", f"{subset} gaps narrower"
-    return (*_decide(below, against, numbers, yes, no), used)
+    return (*_decide(below, against, numbers, yes, no, int(crossing)), used)
 
 
 def to_markdown(verdicts: Sequence[Verdict], dataset_sha256: str = "") -> str:

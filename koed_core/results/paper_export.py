@@ -34,6 +34,10 @@ FILES = {
     "answered in both, gap, bootstrap 95% CI and pairs.",
     "agreement.csv": "Judge-human and human-human agreement per study and judge configuration, "
     "dimension, language and rater group, with plain readings (empty when nobody has rated).",
+    "alt_test.csv": "Could the judge replace one of the raters? The Alternative Annotator Test "
+    "(Calderon et al. 2025) per study and judge configuration, dimension, language and rater "
+    "group: raters tested, winning rate (Benjamini-Yekutieli at 0.05, epsilon 0.1), whether "
+    "the judge passes, the advantage probability and a plain reading (undefined ones say why).",
     "gap_judge.svg": "Gap chart from the most recent judge configuration (named in its title).",
     "gap_judge.png": "The same chart as PNG.",
     "runs.json": "Every run's configuration: model spec, backend, provenance, protocol, listener "
@@ -102,15 +106,17 @@ def gap_rows(store: Store) -> pd.DataFrame:
     return pd.concat(kept, ignore_index=True)
 
 
-def agreement_rows(store: Store) -> pd.DataFrame:
-    """Agreement per study and per judge configuration that scored that study's responses."""
+def agreement_rows(store: Store, alt_test: bool = False) -> pd.DataFrame:
+    """Agreement per study and per judge configuration that scored that study's responses
+    (``alt_test``: the Alternative Annotator Test's rows instead)."""
     parts = []
     for study in Ratings(store).studies_with_ratings():
         study_id = int(study["id"])
         run_ids = sorted(set(Ratings(store).long_scores(study_id)["run_id"]))
         configs: list[JudgeConfig | None] = [u.config for u in Judgments(store).configs(run_ids)]
         for config in configs or [None]:
-            table = agreement.table(agreement.load_inputs(store, study_id, config))
+            inputs = agreement.load_inputs(store, study_id, config)
+            table = agreement.alt_test(inputs) if alt_test else agreement.table(inputs)
             if table.empty:
                 continue
             columns = (
@@ -180,6 +186,9 @@ def export_bundle(store: Store, out: Path) -> list[Path]:
     table = gap_rows(store)
     (out / "gaps.csv").write_text(csv_safe.to_csv(table), encoding="utf-8")
     (out / "agreement.csv").write_text(csv_safe.to_csv(agreement_rows(store)), encoding="utf-8")
+    (out / "alt_test.csv").write_text(
+        csv_safe.to_csv(agreement_rows(store, alt_test=True)), encoding="utf-8"
+    )
     choice = score_sources.choose_judge(store)
     judged = table.iloc[0:0]
     title, subtitle = "Cultural empathy gap, Korean minus English", "judge: no judgments yet"

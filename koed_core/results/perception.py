@@ -13,8 +13,17 @@ For one judge configuration, per run and rubric dimension:
 - the KoED-ED gap paired by dialogue over every dialogue (``all``), over the dialogues
   recognised in both languages (``both recognised``: the *response* gap, perception held
   right on both sides) and over those recognised in English only (``missed in Korean``),
-  each with its bootstrap 95% CI over dialogues. ``all`` minus ``both recognised`` is the
-  part of the gap that comes with mis-perception.
+  each with its bootstrap 95% CI over dialogues;
+- ``all`` minus ``both recognised`` (the part of the gap that comes with mis-perception)
+  as a row of its own: both terms from the same resampled dialogues, so its interval
+  is that of the difference, not of two dialogue sets compared apart (issue 64 #2);
+- per language, the replies written in the other language (a Korean dialogue answered
+  in English: ``koed_core.models.speaker.other_language``), counted and scored apart and
+  left out of recognised, missed and both recognised: a reply in the wrong language is
+  not a perception result.
+
+A run that asked for no emotion (protocol ``direct``) has nothing recognised or missed:
+it gets one row per dimension saying so (``note``), never a "missed" of every dialogue.
 
 Every row names its run and judge configuration; nothing is averaged across sources.
 """
@@ -24,10 +33,13 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from koed_core import bootstrap
 from koed_core.bootstrap import bootstrap_means
-from koed_core.db import JudgeConfig, Store
+from koed_core.db import JudgeConfig, Runs, Store
 from koed_core.db.emotion_queries import gold_labels
+from koed_core.i18n import _
 from koed_core.judge.rubric import codes
+from koed_core.models.speaker import other_language
 from koed_core.results import gaps
 
 COLUMNS = [
@@ -42,10 +54,13 @@ COLUMNS = [
     "value",
     "ci_low",
     "ci_high",
+    "note",
     *JudgeConfig("", "", "", "").as_columns(),
 ]
-"""``part``: recognised, missed, recognised minus missed (per ``lang``), or the gap over
-all, both recognised, missed in Korean (``lang`` "ko-en", ``n`` dialogues)."""
+"""``part``: recognised, missed, recognised minus missed, reply in the other language
+(per ``lang``), or the gap over all, both recognised, missed in Korean, all minus both
+recognised (``lang`` "ko-en", ``n`` dialogues); ``not split`` for a run that asked for no
+emotion. ``note``: why a value or its interval is missing, in the reader's language."""
 
 
 def perception_table(
@@ -61,14 +76,12 @@ def perception_table(
         return pd.DataFrame(columns=COLUMNS)
     emotion = frame[frame["metric"] == gaps.EMOTION_METRIC]
     seen = emotion.set_index(["run_id", "conv_id", "lang"])["value"] > 0
+    asked = set(emotion["run_id"])  # the runs that named an emotion before replying
     judged = frame[(frame["source"] == "judge") & frame["metric"].isin(codes())]
+    away = _other_language_replies(store, sorted(set(judged["run_id"])))
     gold = gold_labels(store) if by_emotion else {}
     rows: list[dict[str, object]] = []
     for (run_id, metric), part in judged.groupby(["run_id", "metric"], sort=True):
-        keys = list(zip(part["run_id"], part["conv_id"], part["lang"], strict=True))
-        part = part.assign(recognised=[bool(seen.get(k, False)) for k in keys])
-        if not (part["conv_id"].isin(emotion["conv_id"])).any():
-            continue
         meta = {
             "run_id": run_id,
             "model": part["model"].iloc[0],
@@ -76,7 +89,14 @@ def perception_table(
             "metric": metric,
             **judge.as_columns(),
         }
-        part = part[["conv_id", "lang", "value", "recognised"]].astype(
+        if run_id not in asked:
+            rows.append(_not_split(part, meta))
+            continue
+        keys = list(zip(part["run_id"], part["conv_id"], part["lang"], strict=True))
+        part = part.assign(
+            recognised=[bool(seen.get(k, False)) for k in keys], other=[k in away for k in keys]
+        )
+        part = part[["conv_id", "lang", "value", "recognised", "other"]].astype(
             {"conv_id": object, "lang": object}
         )
         wide = _paired(part)  # once a run and dimension; each label takes its rows
@@ -86,6 +106,34 @@ def perception_table(
                 mine = part[part["conv_id"].isin(convs)]
                 rows += _split(mine, _rows_of(wide, mine), {**meta, "emotion": label})
     return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def _other_language_replies(store: Store, run_ids: list[str]) -> set[tuple[str, str, str]]:
+    """(run_id, conv_id, lang) of the replies written in the other language."""
+    found = set()
+    for reply in Runs(store).answered(run_ids):
+        if other_language(str(reply["text"]), str(reply["lang"])):
+            found.add((str(reply["run_id"]), str(reply["conv_id"]), str(reply["lang"])))
+    return found
+
+
+def _not_split(part: pd.DataFrame, meta: dict[str, object]) -> dict[str, object]:
+    """The one row of a run that named no emotion: nothing to split, and why."""
+    return {
+        **meta,
+        "emotion": ALL,
+        "part": "not split",
+        "lang": "ko-en",
+        "n": int(part["conv_id"].nunique()),
+        "value": None,
+        "ci_low": None,
+        "ci_high": None,
+        "note": _(
+            "undefined: this run asked for no emotion (protocol {protocol}), so no reply "
+            "is recognised or missed",
+            protocol=meta["protocol"],
+        ),
+    }
 
 
 ALL = "all"
@@ -100,20 +148,31 @@ def _split(
 
 def _paired(part: pd.DataFrame) -> pd.DataFrame | None:
     """Per dialogue answered in both languages (in conv_id order): the mean score in each
-    (``en``, ``ko``) and whether each recognised the emotion (``seen_en``, ``seen_ko``);
+    (``en``, ``ko``), whether each recognised the emotion in a reply of its own language
+    (``seen_en``, ``seen_ko``) and whether either reply is in the other language;
     None when one language is missing. Made once a run and dimension: a pivot for each
     of 34 labels took seconds a page."""
     grouped = part.groupby(["conv_id", "lang"], sort=True).agg(
-        value=("value", "mean"), recognised=("recognised", "max")
+        value=("value", "mean"), recognised=("recognised", "max"), other=("other", "max")
     )
     value = grouped["value"].unstack("lang")
     if not {"en", "ko"} <= set(value.columns):
         return None
     both = value.dropna(subset=["en", "ko"])
-    seen = grouped["recognised"].unstack("lang").reindex(both.index)
-    seen = seen.astype("boolean").fillna(False).astype(bool)
+
+    def flags(column: str) -> pd.DataFrame:
+        wide = grouped[column].unstack("lang").reindex(both.index)
+        return wide.astype("boolean").fillna(False).astype(bool)
+
+    seen, other = flags("recognised"), flags("other")
     return pd.DataFrame(
-        {"en": both["en"], "ko": both["ko"], "seen_en": seen["en"], "seen_ko": seen["ko"]}
+        {
+            "en": both["en"],
+            "ko": both["ko"],
+            "seen_en": seen["en"] & ~other["en"],  # a wrong-language reply is not "seen"
+            "seen_ko": seen["ko"] & ~other["ko"],
+            "other": other["en"] | other["ko"],
+        }
     )
 
 
@@ -138,9 +197,10 @@ def _per_language(part: pd.DataFrame, meta: dict[str, object]) -> list[dict[str,
     rows: list[dict[str, object]] = []
     langs = part["lang"].to_numpy(dtype=object)  # arrays, not frames: 34 labels a run
     seen = part["recognised"].to_numpy(dtype=bool)
+    away = part["other"].to_numpy(dtype=bool)
     values = part["value"].to_numpy(dtype=float)
     for lang in sorted(set(langs)):
-        mine = langs == lang
+        mine = (langs == lang) & ~away
         hit, miss = values[mine & seen], values[mine & ~seen]
         for name, chosen in (("recognised", hit), ("missed", miss)):
             rows.append({**meta, "part": name, "lang": lang, "n": len(chosen), **_mean(chosen)})
@@ -153,6 +213,11 @@ def _per_language(part: pd.DataFrame, meta: dict[str, object]) -> list[dict[str,
                 **_difference(hit, miss),
             }
         )
+        other = values[(langs == lang) & away]
+        rows.append(
+            {**meta, "part": "reply in the other language", "lang": lang, "n": len(other),
+             **_mean(other)}
+        )  # fmt: skip
     return rows
 
 
@@ -160,30 +225,68 @@ def _gaps(wide: pd.DataFrame | None, meta: dict[str, object]) -> list[dict[str, 
     if wide is None:
         return []
     rows = []
+    both = wide["seen_en"] & wide["seen_ko"]
     for name, keep in (
         ("gap: all", pd.Series(True, index=wide.index)),
-        ("gap: both recognised", wide["seen_en"] & wide["seen_ko"]),
-        ("gap: missed in Korean", wide["seen_en"] & ~wide["seen_ko"]),
+        ("gap: both recognised", both),
+        ("gap: missed in Korean", wide["seen_en"] & ~wide["seen_ko"] & ~wide["other"]),
     ):
         chosen = wide[keep]
         diffs = (chosen["ko"] - chosen["en"]).to_numpy(dtype=float)
         rows.append({**meta, "part": name, "lang": "ko-en", "n": len(diffs), **_mean(diffs)})
+    diffs = (wide["ko"] - wide["en"]).to_numpy(dtype=float)
+    rows.append(
+        {
+            **meta,
+            "part": "gap: all minus both recognised",
+            "lang": "ko-en",
+            "n": len(diffs),
+            **_all_minus_part(diffs, both.to_numpy(dtype=bool)),
+        }
+    )
     return rows
 
 
-def _mean(values: np.ndarray) -> dict[str, float | None]:
-    """Mean with a bootstrap 95% CI over its items (None without two of them)."""
+def _mean(values: np.ndarray) -> dict[str, object]:
+    """Mean with a bootstrap 95% CI over its items (None without two of them, and why)."""
     if not len(values):
-        return {"value": None, "ci_low": None, "ci_high": None}
+        return {"value": None, "ci_low": None, "ci_high": None, "note": _("undefined: no item")}
     mean, low, high = gaps.paired_gap(np.zeros(len(values)), values)
-    return {"value": mean, "ci_low": low, "ci_high": high}
+    note = "" if low is not None else _("no interval: one item")
+    return {"value": mean, "ci_low": low, "ci_high": high, "note": note}
 
 
-def _difference(hit: np.ndarray, miss: np.ndarray) -> dict[str, float | None]:
+def _difference(hit: np.ndarray, miss: np.ndarray) -> dict[str, object]:
     """Recognised minus missed, the two groups resampled apart."""
     if len(hit) < gaps.MIN_PAIRS_FOR_CI or len(miss) < gaps.MIN_PAIRS_FOR_CI:
         value = float(hit.mean() - miss.mean()) if len(hit) and len(miss) else None
-        return {"value": value, "ci_low": None, "ci_high": None}
+        note = (
+            _("no interval: fewer than 2 items on a side")
+            if value is not None
+            else _("undefined: nothing recognised or nothing missed")
+        )
+        return {"value": value, "ci_low": None, "ci_high": None, "note": note}
     draws = bootstrap_means(hit, 1) - bootstrap_means(miss, 2)
     low, high = np.percentile(draws, [2.5, 97.5])
-    return {"value": float(hit.mean() - miss.mean()), "ci_low": float(low), "ci_high": float(high)}
+    value = float(hit.mean() - miss.mean())
+    return {"value": value, "ci_low": float(low), "ci_high": float(high), "note": ""}
+
+
+def _all_minus_part(diffs: np.ndarray, inside: np.ndarray) -> dict[str, object]:
+    """The mean of ``diffs`` minus their mean where ``inside``, and a 95% CI from
+    resampling the dialogues once for both terms (``koed_core.bootstrap``'s counts): the
+    two means share their dialogues, so they are never resampled apart. A resample
+    with no dialogue inside has no value and is left out of the percentiles."""
+    if int(inside.sum()) == 0:
+        return {"value": None, "ci_low": None, "ci_high": None,
+                "note": _("undefined: no dialogue recognised in both languages")}  # fmt: skip
+    value = float(diffs.mean() - diffs[inside].mean())
+    if len(diffs) < gaps.MIN_PAIRS_FOR_CI:
+        return {"value": value, "ci_low": None, "ci_high": None,
+                "note": _("no interval: one item")}  # fmt: skip
+    counts = bootstrap.resample_counts(len(diffs))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        draws = counts @ diffs / len(diffs) - (counts @ (diffs * inside)) / (counts @ inside)
+    interval = bootstrap.percentile_interval(draws)
+    low, high = interval if interval is not None else (None, None)
+    return {"value": value, "ci_low": low, "ci_high": high, "note": ""}

@@ -22,12 +22,23 @@ each stratum and weighted by the stratum's share of the dialogues the judge scor
 dialogues for a gap) people alone would need for the PPI interval's width:
 n x (people-only SE / PPI SE)^2; ``judge_worth_ratings`` is what the judge was worth in
 human ratings: (n_effective - n) x the ratings a unit holds (k, or 2 k for a gap).
+
+Gain and its ceiling (issue 64 item 3), on every PPI++ row: ``gain`` = n_effective / n,
+what the judge is worth per rated unit; ``judge_people_corr`` rho, the judge's and the
+people's correlation on the rated units (Pearson, pooled over strata); ``gain_ceiling``
+= 1 / (1 - rho^2 N / (N + n)), the most PPI++ can give with this judge and these counts
+(at the best lambda its variance is people's times 1 - rho^2 N / (N + n); N the judged
+units nobody rated); ``gain_limit`` = 1 / (1 - rho^2), the same with the judge on
+unboundedly many units. A gain near its ceiling leaves room only to a better judge
+(rho) or to more judged dialogues (N, up to the limit); one far below it is a small
+sample's lambda. Undefined (empty) where rho is: fewer than 3 rated units or a side
+that does not vary.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import metadata
 
 import numpy as np
@@ -53,19 +64,10 @@ COLUMNS = [
     "N_judge",
     "n_effective",
     "judge_worth_ratings",
-    "note",
-]
-ARTEFACT_COLUMNS = [
-    "run_id",
-    "metric",
-    "rater_group",
-    "judge_gap",
-    "people_gap",
-    "judge_minus_people",
-    "ci_low",
-    "ci_high",
-    "n_people",
-    "N_judge",
+    "judge_people_corr",
+    "gain",
+    "gain_ceiling",
+    "gain_limit",
     "note",
 ]
 
@@ -94,6 +96,36 @@ class Estimate:
     high: float | None = None
     se: float | None = None
     note: str = ""
+
+
+@dataclass(frozen=True)
+class Shared:
+    """What one cell's three quantities share: the by-language frames (:func:`by_language`),
+    the gap's dialogues (judged, rated) and PPI++'s lambda per stratum for the gap."""
+
+    wide: tuple[pd.DataFrame, pd.DataFrame]
+    judged: pd.Index
+    rated: pd.Index
+    lams: Mapping[str, float] | None
+
+
+def shared(judged: pd.DataFrame, human: pd.DataFrame, strata: Mapping[str, str]) -> Shared:
+    """The gap's dialogues and lambdas of one (run, metric) cell."""
+    wide = by_language(judged, human)
+    gap = units(judged, human, "gap", strata, wide)
+    return Shared(wide, gap.judge.index, gap.human.index, ppi_lambdas(gap))
+
+
+def _on_gap_dialogues(u: Units, common: Shared) -> Units:
+    """A language's units cut to the gap's dialogues (kept whole when nobody rated a
+    dialogue in both languages: then there is no people's gap to agree with)."""
+    if not len(common.rated):
+        return u
+    return replace(
+        u,
+        judge=u.judge[u.judge.index.isin(common.judged)],
+        human=u.human[u.human.index.isin(common.rated)],
+    )
 
 
 def units(
@@ -173,15 +205,19 @@ def _mean_ci(
     se = float(np.sqrt(sum(weights[s] ** 2 * v.var(ddof=1) / len(v) for s, v in values.items())))
     if not interval:  # the point and its SE only: a page that draws no whisker for it
         return Estimate(value, se=se)
-    draws = sum(weights[s] * bootstrap_means(v, seed) for s, v in values.items())
+    # each stratum on draws of its own: one seed for all would draw the same positions in
+    # strata of equal size, moving them together and widening the interval (issue 64 #7)
+    seeds = {s: (seed, n) for n, s in enumerate(sorted(values))} if len(values) > 1 else {}
+    draws = sum(weights[s] * bootstrap_means(v, seeds.get(s, seed)) for s, v in values.items())
     low, high = np.percentile(np.asarray(draws), [2.5, 97.5])
     return Estimate(value, float(low), float(high), se)
 
 
-def ppi(u: Units, refusal: str | None = None) -> Estimate:
+def ppi(u: Units, refusal: str | None = None, lams: Mapping[str, float] | None = None) -> Estimate:
     """PPI++ of the people's mean: per stratum ``ppi_mean_ci`` with the rated units
     (people's score and the judge's) and the judge's scores on the unrated ones,
-    combined by the strata's shares of the units the judge scored.
+    combined by the strata's shares of the units the judge scored. ``lams``: lambda per
+    stratum (the gap's, for its en and ko); None tunes it as ppi-python does.
 
     Returns the refusal as the note when the design is not random.
     """
@@ -192,6 +228,7 @@ def ppi(u: Units, refusal: str | None = None) -> Estimate:
     labeled = u.judge.index.intersection(u.human.index)
     unlabeled = u.judge.index.difference(u.human.index)
     weights = _weights(u)
+    tuned = lams if lams is not None else ppi_lambdas(u)
     value, variance = 0.0, 0.0
     for stratum, weight in weights.items():
         lab = labeled[u.stratum[labeled] == stratum]
@@ -204,8 +241,7 @@ def ppi(u: Units, refusal: str | None = None) -> Estimate:
             point, se = float(y.mean()), float(y.std(ddof=1) / np.sqrt(len(y)))
         else:
             yhat_unl = u.judge[unl].to_numpy(float)
-            # a judge that gives one score everywhere carries nothing: lambda 0, people alone
-            lam = 0.0 if np.ptp(np.r_[yhat, yhat_unl]) == 0 else None
+            lam = tuned.get(stratum, 0.0)
             low, high = ppi_py.ppi_mean_ci(y, yhat, yhat_unl, alpha=ALPHA, lam=lam)
             low, high = float(np.squeeze(low)), float(np.squeeze(high))
             point, se = (low + high) / 2, (high - low) / (2 * Z)  # a symmetric CLT interval
@@ -213,6 +249,37 @@ def ppi(u: Units, refusal: str | None = None) -> Estimate:
         variance += weight**2 * se**2
     se = float(np.sqrt(variance))
     return Estimate(value, value - Z * se, value + Z * se, se)
+
+
+def ppi_lambdas(u: Units) -> dict[str, float]:
+    """PPI++'s power-tuning lambda per stratum, as ``ppi_mean_ci`` tunes it when given
+    none (its own steps: the lambda-1 point estimate, then ``_calc_lam_glm`` on the
+    gradients, clipped to [0, 1]); 0 where the judge gives one score everywhere (it
+    carries nothing: people alone). The tests check that the gap's interval with this
+    lambda equals ``ppi_mean_ci``'s own, so a change in ppi-python is caught."""
+    from ppi_py import ppi_mean_pointestimate
+    from ppi_py.ppi import _calc_lam_glm  # ppi-python's tuning, not a copy of it
+
+    labeled = u.judge.index.intersection(u.human.index)
+    unlabeled = u.judge.index.difference(u.human.index)
+    found: dict[str, float] = {}
+    for stratum in _weights(u):
+        lab = labeled[u.stratum[labeled] == stratum]
+        unl = unlabeled[u.stratum[unlabeled] == stratum]
+        if len(lab) < 2 or len(unl) < 2:
+            continue
+        y = u.human[lab].to_numpy(float)[:, None]
+        yhat = u.judge[lab].to_numpy(float)[:, None]
+        yhat_unl = u.judge[unl].to_numpy(float)[:, None]
+        if np.ptp(np.r_[yhat, yhat_unl]) == 0:
+            found[stratum] = 0.0
+            continue
+        point = ppi_mean_pointestimate(y, yhat, yhat_unl, lam=1)
+        lam = _calc_lam_glm(
+            y - point, yhat - point, yhat_unl - point, np.eye(1), coord=None, clip=True
+        )
+        found[stratum] = float(np.squeeze(lam))
+    return found
 
 
 def effective_n(n_people: int, people: Estimate, with_judge: Estimate) -> float | None:
@@ -230,20 +297,30 @@ def estimate_cell(
     seed: int = 0,
     refusal: str | None = None,
     interval: bool = True,
-    wide: tuple[pd.DataFrame, pd.DataFrame] | None = None,
+    common: Shared | None = None,
 ) -> list[dict[str, object]]:
     """The three estimates of one (run, metric, quantity) cell, as rows of :data:`COLUMNS`
     (without run_id and metric). ``interval`` False leaves out the judge-only and
-    people-only bootstrap intervals (PPI's costs nothing)."""
-    u = units(judged, human, quantity, dict(sampling.strata), wide)
+    people-only bootstrap intervals (PPI's costs nothing). ``common``: what the cell's
+    quantities share (:func:`shared`; made here when not given)."""
+    common = common or shared(judged, human, dict(sampling.strata))
+    u = units(judged, human, quantity, dict(sampling.strata), common.wide)
+    if quantity != "gap":
+        u = _on_gap_dialogues(u, common)
     n_people, n_judge = len(u.human), len(u.judge)
     people = people_only(u, seed, interval)
-    found = {"judge": judge_only(u, seed, interval), "human": people, "ppi": ppi(u, refusal)}
+    found = {
+        "judge": judge_only(u, seed, interval),
+        "human": people,
+        # the gap's lambda where en and ko are on its dialogues; else each tunes its own
+        "ppi": ppi(u, refusal, common.lams if quantity == "gap" or len(common.rated) else None),
+    }
     per_unit = ratings_per_unit(human, quantity)
     rows: list[dict[str, object]] = []
     for name, est in found.items():
         worth = effective_n(n_people, people, est) if name == "ppi" else None
         gained = (worth - n_people) * per_unit if worth is not None and per_unit else None
+        gains = gain_columns(u, worth) if name == "ppi" and est.value is not None else {}
         rows.append(
             {
                 "quantity": quantity,
@@ -255,10 +332,29 @@ def estimate_cell(
                 "N_judge": n_judge,
                 "n_effective": worth,
                 "judge_worth_ratings": gained,
+                **gains,
                 "note": est.note,
             }
         )
     return rows
+
+
+def gain_columns(u: Units, n_effective: float | None) -> dict[str, float | None]:
+    """The achieved gain and its ceilings (module docstring), None where undefined."""
+    rated = u.judge.index.intersection(u.human.index)
+    n, unrated = len(rated), len(u.judge) - len(rated)
+    y, yhat = u.human[rated].to_numpy(float), u.judge[rated].to_numpy(float)
+    gain = n_effective / n if n_effective is not None and n else None
+    if n < 3 or np.ptp(y) == 0 or np.ptp(yhat) == 0:
+        return {"judge_people_corr": None, "gain": gain, "gain_ceiling": None, "gain_limit": None}
+    rho2 = float(np.corrcoef(y, yhat)[0, 1]) ** 2
+    share = unrated / (unrated + n)
+    return {
+        "judge_people_corr": float(np.corrcoef(y, yhat)[0, 1]),
+        "gain": gain,
+        "gain_ceiling": 1 / (1 - rho2 * share),
+        "gain_limit": 1 / (1 - rho2) if rho2 < 1 else None,
+    }
 
 
 def ratings_per_unit(human: pd.DataFrame, quantity: str) -> float | None:
@@ -297,58 +393,9 @@ def estimate_frame(
         h = human[(human["run_id"] == run_id) & (human["metric"] == metric)]
         if j.empty or h.empty:
             continue
-        wide = by_language(j, h)
+        common = shared(j, h, dict(sampling.strata))
         for quantity in QUANTITIES:
             whole = mean_intervals or quantity == "gap"
-            for row in estimate_cell(j, h, sampling, quantity, seed, refusal, whole, wide):
+            for row in estimate_cell(j, h, sampling, quantity, seed, refusal, whole, common):
                 rows.append({"run_id": run_id, "metric": metric, **row})
     return pd.DataFrame(rows, columns=COLUMNS)
-
-
-def _by_stratum(
-    values: pd.Series, u: Units, both: pd.Index, weights: Mapping[str, float]
-) -> dict[str, np.ndarray]:
-    """``values`` on the units ``both`` scored, split by stratum."""
-    where = u.stratum[both]
-    return {s: values[both][where == s].to_numpy(float) for s in weights}
-
-
-def artefact_frame(
-    judged: pd.DataFrame,
-    human_by_group: Mapping[str, pd.DataFrame],
-    sampling: Sampling,
-    seed: int = 0,
-) -> pd.DataFrame:
-    """Is the gap a judge artefact? Per run, metric and rater group: the judge's gap and
-    the people's on the same dialogues (those both scored in both languages), and the
-    judge's minus the people's (the judge's bias by language) with a bootstrap 95% CI over
-    those dialogues (strata weighted as for people-only).
-
-    A positive value: the judge puts Korean further above English than people do.
-    """
-    rows = []
-    for group, human in human_by_group.items():
-        for (run_id, metric), h in human.groupby(["run_id", "metric"], sort=True):
-            j = judged[(judged["run_id"] == run_id) & (judged["metric"] == metric)]
-            u = units(j, h, "gap", dict(sampling.strata))
-            both = u.judge.index.intersection(u.human.index)
-            weights = _weights(u)
-            bias = _mean_ci(_by_stratum(u.judge - u.human, u, both, weights), weights, seed)
-            judge_gap = _mean_ci(_by_stratum(u.judge, u, both, weights), weights, seed).value
-            people_gap = _mean_ci(_by_stratum(u.human, u, both, weights), weights, seed).value
-            rows.append(
-                {
-                    "run_id": run_id,
-                    "metric": metric,
-                    "rater_group": group,
-                    "judge_gap": judge_gap,
-                    "people_gap": people_gap,
-                    "judge_minus_people": bias.value,
-                    "ci_low": bias.low,
-                    "ci_high": bias.high,
-                    "n_people": len(both),
-                    "N_judge": len(u.judge),
-                    "note": bias.note if len(both) else "no dialogue rated in both",
-                }
-            )
-    return pd.DataFrame(rows, columns=ARTEFACT_COLUMNS)

@@ -11,6 +11,24 @@ are already paid for, so a prediction is given a cost of nearly nothing.
 
 A rated dialogue is its Korean and its English item, each rated by the study's overlap k:
 2 k ratings.
+
+n0 meets W *on average* only: the next study's sd varies, and about half of studies of
+size n0 end a little wider (issue 64 #3). With normal per-dialogue gaps, (n - 1) s^2 /
+sd^2 follows chi-square with n - 1 degrees of freedom, so a study of n meets W with
+probability F((n - 1) n / n0*), F that distribution's CDF and n0* = (2 z sd / W)^2 before
+rounding up (Kupper and Hafner 1989); ``people_needed_90`` is the smallest n with
+probability 0.9 (``ppi_needed_90``: PPI++'s size for that effective n). The pilot's own
+sd is uncertain too: ``people_needed_low`` and ``_high`` are n0 at the ends of the sd's
+95% chi-square interval from the pilot's n - 1 degrees of freedom. A width that needs
+more rated dialogues than the judge scored is out of reach: rating every one of them
+gives people's own mean (PPI++ then has nothing left to impute), so no batch is offered
+and ``width_reachable``, 2 z sd / sqrt(judged), says the narrowest width there is.
+
+Gain (issue 64 item 3): ``gain_planned`` is what PPI++ is planned to be worth, n0 /
+``ppi_needed`` (effective rated dialogues per rated one), and ``gain_ceiling`` what a
+judge of this correlation could be worth at most, 1 / (1 - rho^2), with the judge on
+unboundedly many dialogues (PPI++'s variance at the best lambda is the people's times
+1 - rho^2 N / (N + n)); a better judge (rho) or more judged dialogues (N) move them.
 """
 
 from __future__ import annotations
@@ -22,6 +40,7 @@ import numpy as np
 import pandas as pd
 
 from koed_core.db import JudgeConfig, Ratings, Store
+from koed_core.i18n import _
 from koed_core.rating.sampling import refusal
 from koed_core.rating.studies import StudyRules
 from koed_core.results import ppi
@@ -43,13 +62,44 @@ COLUMNS = [
     "more_ppi",
     "more_ratings_people",
     "more_ratings_ppi",
+    "people_needed_90",
+    "ppi_needed_90",
+    "people_needed_low",
+    "people_needed_high",
+    "width_reachable",
+    "gain_planned",
+    "gain_ceiling",
     "note",
 ]
+ASSURANCE = 0.9
+"""The share of studies of the planned size that meet the width, for the ``_90`` sizes."""
 
 
 def people_needed(sd: float, width: float) -> int:
     """Rated dialogues people alone need for a 95% interval of ``width``: (2 z sd / W)^2."""
     return math.ceil((2 * ppi.Z * sd / width) ** 2)
+
+
+def people_needed_assured(sd: float, width: float, assurance: float = ASSURANCE) -> int:
+    """Rated dialogues for which a people-alone interval is at most ``width`` wide in
+    ``assurance`` of studies, ``sd`` taken as the true sd (normal gaps; module docstring)."""
+    from scipy.stats import chi2
+
+    exact = (2 * ppi.Z * sd / width) ** 2
+    start = max(2, math.ceil(exact))
+    sizes = np.arange(start, start + 4 * int(math.sqrt(start)) + 50)  # holds the answer
+    met = chi2.cdf((sizes - 1) * sizes / exact, sizes - 1) >= assurance
+    return int(sizes[np.argmax(met)])
+
+
+def pilot_range(sd: float, n_pilot: int, width: float) -> tuple[int, int]:
+    """n0 at the ends of the pilot sd's 95% interval (chi-square, n_pilot - 1 df)."""
+    from scipy.stats import chi2
+
+    df = n_pilot - 1
+    low = sd * math.sqrt(df / chi2.ppf(1 - ppi.ALPHA / 2, df))
+    high = sd * math.sqrt(df / chi2.ppf(ppi.ALPHA / 2, df))
+    return people_needed(low, width), people_needed(high, width)
 
 
 def ppi_needed(y: np.ndarray, yhat: np.ndarray, n0: int, judged: int) -> tuple[int, float]:
@@ -72,30 +122,59 @@ def plan_cell(
     rated dialogues, and how many dialogues the judge scored."""
     n_now = len(y)
     if n_now < 3:
-        return {"rated_now": n_now, "judged": judged, "note": "pilot too small: rate 3 or more"}
+        return {"rated_now": n_now, "judged": judged, "note": _("pilot too small: rate 3 or more")}
     sd = float(np.std(y, ddof=1))
     n0 = people_needed(sd, width)
+    n90 = people_needed_assured(sd, width) if sd > 0 else n0
+    low, high = pilot_range(sd, n_now, width)
+    reachable = 2 * ppi.Z * sd / math.sqrt(judged) if judged else None
     row: dict[str, object] = {
         "rated_now": n_now,
         "judged": judged,
         "sd_people": sd,
         "width_goal": width,
         "people_needed": n0,
-        "more_people": max(0, n0 - n_now),
-        "more_ratings_people": max(0, n0 - n_now) * 2 * overlap,
-        "note": "" if n0 <= judged else "people alone cannot reach it: too few dialogues",
+        "people_needed_90": n90,
+        "people_needed_low": low,
+        "people_needed_high": high,
+        "width_reachable": reachable,
+        "note": "",
     }
+    if n0 > judged:  # all judged dialogues rated is people alone, and it is not enough
+        return {
+            **row,
+            "note": _(
+                "out of reach: the width needs {needed} rated dialogues and only {judged} "
+                "were judged; the narrowest within reach is {reachable}",
+                needed=n0,
+                judged=judged,
+                reachable=f"{reachable:.2f}",
+            ),
+        }
+    row.update(
+        {
+            "more_people": max(0, n0 - n_now),
+            "more_ratings_people": max(0, n0 - n_now) * 2 * overlap,
+        }
+    )
     if refused:
-        return {**row, "note": "PPI refused: the study's dialogues were not chosen at random"}
+        return {**row, "note": _("PPI refused: the study's dialogues were not chosen at random")}
     if np.std(yhat) == 0 or sd == 0:
-        return {**row, "note": "no PPI plan: the pilot's scores do not vary"}
+        return {**row, "note": _("no PPI plan: the pilot's scores do not vary")}
     n, corr = ppi_needed(y, yhat, n0, judged)
+    n_90 = ppi_needed(y, yhat, n90, judged)[0] if n90 <= judged else None
     return {
         **row,
         "ppi_corr": corr,
         "ppi_needed": n,
+        "ppi_needed_90": n_90,
         "more_ppi": max(0, n - n_now),
         "more_ratings_ppi": max(0, n - n_now) * 2 * overlap,
+        "gain_planned": n0 / n if n else None,
+        "gain_ceiling": 1 / (1 - corr**2) if corr**2 < 1 else None,
+        "note": ""
+        if n90 <= judged
+        else _("the size for 9 of 10 studies is out of reach; the average one is not"),
     }
 
 
@@ -115,13 +194,36 @@ def plan(store: Store, study_id: int, judge: JudgeConfig, width: float) -> pd.Da
         y, yhat = u.human[both].to_numpy(float), u.judge[both].to_numpy(float)
         cell = plan_cell(y, yhat, len(u.judge), width, config.overlap, refused)
         if config.sampling.method == "stratified" and not cell.get("note"):
-            cell["note"] = "planned as one stratum (a stratified sample's weights left out)"
+            cell["note"] = _("planned as one stratum (a stratified sample's weights left out)")
         rows.append({"run_id": run_id, "metric": metric, **cell})
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
-def next_batch_size(table: pd.DataFrame, with_ppi: bool = True) -> int:
-    """Dialogues to add so that every gap reaches the width (the largest need)."""
-    column = "more_ppi" if with_ppi else "more_people"
-    values = pd.to_numeric(table[column], errors="coerce").dropna()
+def next_batch_size(table: pd.DataFrame, with_ppi: bool = True, assured: bool = False) -> int:
+    """Dialogues to add so that every gap within reach meets the width (the largest need):
+    on average, or (``assured``) in 90% of studies."""
+    if assured:
+        column = "ppi_needed_90" if with_ppi else "people_needed_90"
+        needed = pd.to_numeric(table[column], errors="coerce")
+        # a size beyond the judged dialogues cannot be rated: that gap is out of reach
+        needed = needed.where(needed <= pd.to_numeric(table["judged"], errors="coerce"))
+        if with_ppi:  # no PPI++ batch where PPI has none (refused, no plan)
+            needed = needed.where(pd.to_numeric(table["more_ppi"], errors="coerce").notna())
+        more = needed - pd.to_numeric(table["rated_now"], errors="coerce")
+        values = more.clip(lower=0).dropna()
+    else:
+        column = "more_ppi" if with_ppi else "more_people"
+        values = pd.to_numeric(table[column], errors="coerce").dropna()
     return int(values.max()) if not values.empty else 0
+
+
+def unreachable(table: pd.DataFrame) -> int:
+    """How many gaps cannot meet the width however many dialogues are rated."""
+    needed = pd.to_numeric(table["people_needed"], errors="coerce")
+    return int((needed > pd.to_numeric(table["judged"], errors="coerce")).sum())
+
+
+def has_batch(table: pd.DataFrame, with_ppi: bool = True) -> bool:
+    """Whether any gap has a batch at all (PPI++ has none where it is refused)."""
+    column = "more_ppi" if with_ppi else "more_people"
+    return bool(pd.to_numeric(table[column], errors="coerce").notna().any())

@@ -20,6 +20,7 @@ from koed_core.models.runs import run_labels
 from koed_core.rating.sampling import describe, refusal
 from koed_core.rating.studies import StudyRules
 from koed_core.results import ppi
+from koed_core.results.artefact import artefact_frame
 
 ESTIMATOR_WORDS = {
     "judge": N_("judge only"),
@@ -102,7 +103,7 @@ def gap_estimates(
     estimates = ppi.estimate_frame(
         judged, groups["all raters"], config.sampling, refused, mean_intervals=mean_intervals
     )
-    artefact = ppi.artefact_frame(judged, groups, config.sampling)
+    artefact = artefact_frame(judged, groups, config.sampling)
     source = {"study_id": study_id, **judge.as_columns()}
     meta = _run_meta(store)
     return GapEstimates(
@@ -142,6 +143,12 @@ def provenance(
             "ppi": "PPI++ (ppi_py.ppi_mean_ci, power-tuned lambda): the judge on the unrated "
             "dialogues corrected by judge-minus-people on the rated ones; 95% CLT interval",
         },
+        "quantities": "en and ko are over the gap's dialogues (judged in both languages; "
+        "rated in both for people) and PPI++ fits them with the gap's lambda, so ko - en is "
+        "the gap in every estimator",
+        "gain": "gain = n_effective / n_people; gain_ceiling = 1 / (1 - rho^2 N / (N + n)) "
+        "(rho: judge-people correlation on the rated units, N: judged units nobody rated); "
+        "gain_limit = 1 / (1 - rho^2)",
         "ppi_python": ppi.ppi_version(),
         "alpha": ppi.ALPHA,
         "item_score": ITEM_SCORE,
@@ -186,7 +193,8 @@ def side_by_side(result: GapEstimates) -> pd.DataFrame:
     )  # a refused PPI's empty columns come back with the reindex below
     wide.columns = [f"{name}_{value}" for value, name in wide.columns]
     counts = gaps[gaps["estimator"] == "ppi"].set_index(["run_label", "run_id", "metric"])
-    extra = ["n_people", "N_judge", "n_effective", "judge_worth_ratings", "note"]
+    extra = ["n_people", "N_judge", "n_effective", "judge_worth_ratings", "judge_people_corr"]
+    extra += ["gain", "gain_ceiling", "gain_limit", "note"]
     wide = wide.join(counts[extra])
     order = [f"{e}_{v}" for e in ppi.ESTIMATORS for v in ("estimate", "ci_low", "ci_high")]
     wide = wide.reindex(columns=[*order, *extra])

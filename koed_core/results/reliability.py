@@ -22,17 +22,43 @@ Inputs are long-form: one row per (item, rater, dimension).
 from __future__ import annotations
 
 import math
-import warnings
-from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
-from koed_core import bootstrap
-from koed_core.i18n import N_, _
+from koed_core.i18n import _
 from koed_core.judge.rubric import SCALE, codes
+from koed_core.results.alpha import (
+    MIN_ITEMS_FOR_CI,
+    alpha_from_counts,
+    alpha_with_ci,
+    alphas_with_ci,
+)
+from koed_core.results.readings import (
+    MIN_ITEMS,
+    Stat,
+    _too_few,
+    read_alpha,
+    read_kappa,
+    read_rho,
+)
 
-MIN_ITEMS = 3
+__all__ = [
+    "MIN_ITEMS",
+    "MIN_ITEMS_FOR_CI",
+    "NUMBERS",
+    "Stat",
+    "agreement_table",
+    "alpha_from_counts",
+    "alpha_with_ci",
+    "kappa",
+    "read_alpha",
+    "read_kappa",
+    "read_rho",
+    "round_half_up",
+    "spearman",
+]
+
 NUMBERS = (
     "alpha",
     "alpha_ci_low",
@@ -49,166 +75,38 @@ NUMBERS = (
 """The numeric columns of the agreement table (the rest are counts, keys and readings)."""
 
 
-@dataclass(frozen=True)
-class Stat:
-    """A statistic, or None with the reason it is undefined; ``reading`` says what it means."""
-
-    value: float | None
-    reading: str
-
-
-KAPPA_BANDS = (
-    (0.8, N_("almost perfect agreement")),
-    (0.6, N_("substantial agreement")),
-    (0.4, N_("moderate agreement")),
-    (0.2, N_("fair agreement")),
-    (0.0, N_("slight agreement")),
-)
-"""Landis and Koch's bands, each lower limit with its reading (whole, so it translates)."""
-RHO_WORDS = {
-    ("strong", True): N_("strong positive correlation"),
-    ("strong", False): N_("strong negative correlation"),
-    ("moderate", True): N_("moderate positive correlation"),
-    ("moderate", False): N_("moderate negative correlation"),
-    ("weak", True): N_("weak positive correlation"),
-    ("weak", False): N_("weak negative correlation"),
-}
-
-
-def _too_few(items: int) -> str:
-    return _("undefined: {items} items (needs {needed})", items=items, needed=MIN_ITEMS)
-
-
-def read_alpha(alpha: float) -> str:
-    """Krippendorff's conventions: .8 and up reliable, .667 tentative."""
-    if alpha >= 0.8:
-        return _("reliable agreement")
-    if alpha >= 0.667:
-        return _("tentative agreement: draw only cautious conclusions")
-    if alpha > 0:
-        return _("weak agreement: conclusions from these ratings are doubtful")
-    return _("no agreement beyond chance")
-
-
-def read_kappa(kappa: float) -> str:
-    """Landis and Koch's bands."""
-    for limit, words in KAPPA_BANDS:
-        if kappa >= limit:
-            return _(words)
-    return _("worse than chance")
-
-
-def read_rho(rho: float) -> str:
-    """Strength of a rank correlation."""
-    size = abs(rho)
-    strength = "strong" if size >= 0.6 else "moderate" if size >= 0.3 else "weak"
-    return _(RHO_WORDS[strength, rho >= 0])
-
-
-def _value_counts(matrix: np.ndarray) -> np.ndarray:
-    """items x 5 counts from a raters x items matrix with NaN for missing."""
-    return np.stack([(matrix == v).sum(axis=0) for v in SCALE], axis=1).astype(float)
-
-
-def _alpha_from_coincidences(o: np.ndarray) -> np.ndarray:
-    """Ordinal alpha for a stack of 5x5 coincidence matrices (B, 5, 5).
-
-    alpha = 1 - (n - 1) * sum(o * d2) / sum(n_c n_k d2), with the ordinal metric
-    d2(c, k) = (sum_{g=c..k} n_g - (n_c + n_k) / 2)^2 (Krippendorff 2011).
-    """
-    n_c = o.sum(axis=2)
-    n = n_c.sum(axis=1)
-    cs = np.cumsum(n_c, axis=1)
-    lo = np.minimum.outer(np.arange(5), np.arange(5))
-    hi = np.maximum.outer(np.arange(5), np.arange(5))
-    between = cs[:, hi] - cs[:, lo] + n_c[:, lo]
-    d2 = (between - (n_c[:, :, None] + n_c[:, None, :]) / 2) ** 2
-    observed = (o * d2).sum(axis=(1, 2))
-    expected = (n_c[:, :, None] * n_c[:, None, :] * d2).sum(axis=(1, 2)) / (n - 1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        alpha: np.ndarray = 1 - observed / expected
-    return alpha
-
-
-def alpha_with_ci(matrix: np.ndarray, seed: int = 0) -> tuple[Stat, float | None, float | None]:
-    """Alpha of a raters x items matrix (NaN = not rated) and its bootstrap 95% CI.
-
-    The point estimate is the ``krippendorff`` package's. The bootstrap resamples items:
-    alpha's coincidence matrix is a sum over items, so each resample is a weighted sum of
-    per-item matrices (checked against the package in the tests).
-    """
-    counts = _value_counts(matrix)
-    pairable = counts[counts.sum(axis=1) >= 2]
-    if len(pairable) < MIN_ITEMS:
-        return (
-            Stat(
-                None,
-                _(
-                    "undefined: {items} items have two or more ratings (needs {needed})",
-                    items=len(pairable),
-                    needed=MIN_ITEMS,
-                ),
-            ),
-            None,
-            None,
-        )
-    if (pairable.sum(axis=0) > 0).sum() < 2:
-        return Stat(None, _("undefined: every rating has the same value")), None, None
-    import krippendorff  # here, not at the top: the `koed` command starts without scipy
-
-    value = float(
-        krippendorff.alpha(
-            value_counts=pairable, level_of_measurement="ordinal", value_domain=list(SCALE)
-        )
-    )
-    m = pairable.sum(axis=1)
-    per_item = (pairable[:, :, None] * pairable[:, None, :] - pairable[:, :, None] * np.eye(5)) / (
-        m - 1
-    )[:, None, None]
-    items = len(pairable)
-    weights = bootstrap.resample_counts(items, seed)
-    boot = _alpha_from_coincidences((weights @ per_item.reshape(items, 25)).reshape(-1, 5, 5))
-    finite = boot[np.isfinite(boot)]
-    lo, hi = (
-        (float(np.percentile(finite, 2.5)), float(np.percentile(finite, 97.5)))
-        if len(finite)
-        else (None, None)
-    )
-    reading = read_alpha(value)
-    dropped = len(boot) - len(finite)
-    if dropped:
-        # a resample where every rating agrees has no alpha; say how many, never hide it
-        reading = _(
-            "{reading}; CI from {kept} of {total} resamples ({dropped} undefined)",
-            reading=reading,
-            kept=len(finite),
-            total=len(boot),
-            dropped=dropped,
-        )
-    return Stat(value, reading), lo, hi
-
-
 def kappa(judge: np.ndarray, human: np.ndarray) -> Stat:
-    """Quadratic-weighted kappa, labels fixed to 1..5 so the weights never shift."""
+    """Quadratic-weighted kappa, labels fixed to 1..5 so the weights never shift.
+
+    Undefined where either side gives one score only: observed and chance agreement are
+    then equal, so kappa is 0 by construction whatever the other side says, and reading
+    it as "slight agreement" would be wrong (issue 64 #6). Computed by statsmodels'
+    ``cohens_kappa`` from the 5 x 5 table (equal to scikit-learn's ``cohen_kappa_score``,
+    checked in the tests, without its per-call input checks: 90 cells a table).
+    """
     if len(judge) < MIN_ITEMS:
         return Stat(None, _too_few(len(judge)))
-    if len(set(judge)) < 2 and len(set(human)) < 2:
+    first = np.asarray(judge, dtype=int) - SCALE[0]
+    second = np.asarray(human, dtype=int) - SCALE[0]
+    size = len(SCALE)
+    # a score off the scale is left out, as scikit-learn's fixed labels leave it out
+    inside = (first >= 0) & (first < size) & (second >= 0) & (second < size)
+    first, second = first[inside], second[inside]
+    if np.ptp(first) == 0 and np.ptp(second) == 0:
         return Stat(None, _("undefined: judge and people each give one score only"))
-    from sklearn.metrics import cohen_kappa_score
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        # scores as 0-4: the same quadratic weights, and scikit-learn's fast path (labels
-        # 0..n-1 need no lookup table); the value is unchanged
-        low = SCALE[0]
-        value = float(
-            cohen_kappa_score(
-                np.asarray(judge) - low,
-                np.asarray(human) - low,
-                labels=[s - low for s in SCALE],
-                weights="quadratic",
-            )
+    if np.ptp(first) == 0 or np.ptp(second) == 0:
+        return Stat(
+            None,
+            _(
+                "undefined: one side gives a single score only, so kappa is 0 by "
+                "construction whatever the other says"
+            ),
         )
+    from statsmodels.stats.inter_rater import cohens_kappa
+
+    table = np.bincount(first * size + second, minlength=size * size).reshape(size, size)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        value = float(cohens_kappa(table, wt="quadratic", return_results=False))
     if math.isnan(value):
         return Stat(None, _("undefined: no variance in the scores"))
     return Stat(value, read_kappa(value))
@@ -220,25 +118,34 @@ def spearman(a: np.ndarray, b: np.ndarray) -> Stat:
         return Stat(None, _too_few(len(a)))
     if len(set(a)) < 2 or len(set(b)) < 2:
         return Stat(None, _("undefined: one side does not vary"))
-    from scipy.stats import spearmanr
+    from scipy.stats import rankdata
 
-    value = float(spearmanr(a, b).statistic)
+    # Pearson's r of the average ranks: Spearman's rho with ties, as scipy's spearmanr
+    # computes it (checked in the tests), without its per-call checks (120 a table)
+    value = float(np.corrcoef(rankdata(a), rankdata(b))[0, 1])
     return Stat(value, read_rho(value))
 
 
-def _matrix(ratings: pd.DataFrame) -> np.ndarray:
-    """Raters x items, NaN where a rater did not rate an item (the first rating kept)."""
+def _item_counts(ratings: pd.DataFrame, items: np.ndarray) -> np.ndarray:
+    """``items`` (sorted) x 5 value counts of these ratings, the first rating of each
+    rater on an item kept: what alpha reads, without a raters x items matrix."""
     first = ratings.drop_duplicates(["rater", "item"])
-    raters, rows = np.unique(first["rater"].to_numpy(), return_inverse=True)
-    items, columns = np.unique(first["item"].to_numpy(), return_inverse=True)
-    matrix = np.full((len(raters), len(items)), np.nan)
-    matrix[rows, columns] = first["score"].to_numpy(dtype=float)
-    return matrix
+    where = np.searchsorted(items, first["item"].to_numpy())
+    values = first["score"].to_numpy(dtype=int) - SCALE[0]
+    size = len(SCALE)
+    counts = np.bincount(where * size + values, minlength=len(items) * size)
+    return counts.reshape(len(items), size).astype(float)
 
 
-def _cell(ratings: pd.DataFrame, judge: pd.DataFrame, lengths: pd.Series) -> dict[str, object]:
-    """All statistics for one dimension x language (x rater group)."""
-    alpha, lo, hi = alpha_with_ci(_matrix(ratings))
+def _cell(
+    ratings: pd.DataFrame,
+    judge: pd.DataFrame,
+    lengths: pd.Series,
+    alpha_ci: tuple[Stat, float | None, float | None],
+) -> dict[str, object]:
+    """All statistics for one dimension x language (x rater group); ``alpha_ci`` from
+    :func:`koed_core.results.alpha.alphas_with_ci` over the cell's groups."""
+    alpha, lo, hi = alpha_ci
     per_item = ratings.groupby("item")["score"]
     human_mean, human_median = per_item.mean(), per_item.median()
     row: dict[str, object] = {
@@ -256,7 +163,8 @@ def _cell(ratings: pd.DataFrame, judge: pd.DataFrame, lengths: pd.Series) -> dic
     row.update(_judge_loo(targets, scored))
     both = scored.index.intersection(human_mean.index)
     j = scored.loc[both].to_numpy(dtype=float)
-    k = kappa(np.rint(j).astype(int), round_half_up(human_median.loc[both].to_numpy()))
+    # the judge's mean of samples and the people's median rounded alike (issue 64 #5)
+    k = kappa(round_half_up(j), round_half_up(human_median.loc[both].to_numpy()))
     rho = spearman(j, human_mean.loc[both].to_numpy())
     bias = round(float(np.mean(j - human_mean.loc[both].to_numpy())), 4) if len(both) else None
     row.update(
@@ -295,16 +203,15 @@ def _read_bias(bias: float | None) -> str:
 def _loo_targets(ratings: pd.DataFrame) -> pd.DataFrame:
     """Per rating of an item with two or more ratings: the item, the rating, and the mean
     of the other raters' scores on it (the leave-one-out target)."""
-    per_item = ratings.groupby("item")["score"]
-    total, count = per_item.transform("sum"), per_item.transform("count")
+    items = ratings["item"].to_numpy()
+    scores = ratings["score"].to_numpy(dtype=float)
+    _unique, where = np.unique(items, return_inverse=True)
+    total = np.bincount(where, weights=scores)[where]
+    count = np.bincount(where)[where]
     shared = count > 1
-    return pd.DataFrame(
-        {
-            "item": ratings.loc[shared, "item"],
-            "own": ratings.loc[shared, "score"].astype(float),
-            "others": ((total - ratings["score"]) / (count - 1))[shared].astype(float),
-        }
-    )
+    with np.errstate(divide="ignore", invalid="ignore"):
+        others = (total - scores) / (count - 1)
+    return pd.DataFrame({"item": items[shared], "own": scores[shared], "others": others[shared]})
 
 
 def _judge_loo(targets: pd.DataFrame, scored: pd.Series) -> dict[str, object]:
@@ -313,7 +220,7 @@ def _judge_loo(targets: pd.DataFrame, scored: pd.Series) -> dict[str, object]:
     judge = scored.reindex(targets["item"]).to_numpy(dtype=float)
     others = targets["others"].to_numpy()
     rho = spearman(judge, others)
-    k = kappa(np.rint(judge).astype(int), round_half_up(others))
+    k = kappa(round_half_up(judge), round_half_up(others))
     return {
         "judge_loo_spearman": rho.value,
         "judge_loo_kappa": k.value,
@@ -396,15 +303,17 @@ def agreement_table(
         for group in names if len(names) > 1 else []:
             members = [r for r, g in (by_code or {}).items() if g == group]
             subsets.append((group, cell[cell["rater"].isin(members)]))
-        for group, subset in subsets:
-            if subset.empty:
-                continue
+        subsets = [(group, subset) for group, subset in subsets if not subset.empty]
+        # the groups' alphas resample the cell's items together (one draw, one product)
+        items = np.unique(cell["item"].to_numpy())
+        alphas = alphas_with_ci([_item_counts(subset, items) for _g, subset in subsets])
+        for (group, subset), alpha in zip(subsets, alphas, strict=True):
             rows.append(
                 {
                     "dimension": dimension,
                     "lang": lang,
                     "group": group,
-                    **_cell(subset, judged, lengths),
+                    **_cell(subset, judged, lengths, alpha),
                 }
             )
     table = pd.DataFrame(rows)

@@ -35,7 +35,13 @@ def execute_reproduce(params: ReproduceJob, store: Store, env: Environment, hook
 
     plan = reproduce.parse_plan(params.plan_text, params.plan)
     dataset = job_dataset(env, params.data, params.dataset_sha256)
-    dialogues = select(dataset.dialogues, plan.subset, sample=plan.sample, seed=plan.seed)
+    dialogues = select(
+        dataset.dialogues,
+        plan.subset,
+        sample=plan.sample,
+        seed=plan.seed,
+        design=plan.sample_design,
+    )
     specs = {name: env.resolve(name) for name in plan.models}
     judge_spec = env.resolve(plan.judge)
     speaker_spec = env.resolve(plan.speaker) if plan.kind == "episodes" and plan.speaker else None

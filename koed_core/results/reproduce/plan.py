@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from koed_core.db import JudgeConfig
-from koed_core.dialogues.subsets import SUBSETS
+from koed_core.dialogues.subsets import SAMPLE_DESIGNS, SUBSETS
 from koed_core.errors import KoedError
 from koed_core.judge.request import JudgeRequest
 from koed_core.models.client import GenerationSettings
@@ -44,6 +44,9 @@ class Plan:
     judge_concurrency: int = 8
     sample: int | None = None
     seed: int = 0
+    sample_design: str = "uniform"
+    """How ``sample`` draws (``koed_core.dialogues.subsets``): uniform, every dialogue
+    equally likely, so the sample's means estimate the subset's (issue 64 #8)."""
     batch: bool = False
     """Send the requests of OpenAI-compatible models through the provider's Batch API."""
     pipeline: Mapping[str, str] = field(default_factory=dict)
@@ -82,6 +85,8 @@ class Plan:
             "subset": self.subset,
             "sample": self.sample,
             "seed": self.seed,
+            # only with a sample: a plan without one asks what it always asked
+            **({"sample_design": self.sample_design} if self.sample else {}),
             "concurrency": self.concurrency,
             "temperature": self.temperature,
             **self.pipeline,
@@ -192,6 +197,10 @@ def _check(plan: Plan, path: str) -> None:
         (set(plan.langs) <= {"ko", "en"} and plan.langs, "langs must be ko and/or en"),
         (plan.subset in SUBSETS, f"subset must be one of {', '.join(SUBSETS)}"),
         (plan.sample is None or plan.sample >= 1, "sample must be a whole number from 1"),
+        (
+            plan.sample_design in SAMPLE_DESIGNS,
+            f"sample_design must be one of {', '.join(SAMPLE_DESIGNS)}",
+        ),
         (set(plan.protocols) <= set(PROTOCOLS) and plan.protocols, "protocols: single, multi"),
         (
             plan.prompts in PROMPT_SETS or Path(plan.prompts).suffix == ".toml",
@@ -230,7 +239,7 @@ def _check(plan: Plan, path: str) -> None:
         raise PlanError(f"{path}: {err}") from None
 
 
-TEXTS = ("name", "judge", "subset", "prompts", "judge_mode", "kind")
+TEXTS = ("name", "judge", "subset", "prompts", "judge_mode", "kind", "sample_design")
 WHOLE_NUMBERS = (
     "concurrency",
     "judge_concurrency",
