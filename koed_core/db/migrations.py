@@ -14,11 +14,12 @@ from collections.abc import Callable
 
 import sqlite_utils
 
-from koed_core.db.types import now
+from koed_core.db.migration_log import TABLE, applied, record
+from koed_core.db.migration_log import run_script as _script
 
 Migration = Callable[[sqlite_utils.Database], None]
 MIGRATIONS: list[tuple[str, Migration]] = []
-TABLE = "_koed_migrations"
+__all__ = ["MIGRATIONS", "TABLE", "applied", "pending", "record", "unknown"]
 
 # What 0.1.0's judge templates hashed to, and the rubric they quoted: a 0.1.0 judgment
 # with that prompt version was made against that rubric. Any other version is unknown.
@@ -464,19 +465,23 @@ def m020_arrivals_and_address(db: sqlite_utils.Database) -> None:
     db.execute("create table site_settings (name text primary key, value text, updated text)")
 
 
-def _script(db: sqlite_utils.Database, script: str) -> None:
-    """Run statements one by one: ``executescript`` would commit the caller's transaction,
-    and a migration must apply whole or not at all. (No statement here contains ';'.)"""
-    for statement in script.split(";"):
-        if statement.strip():
-            db.execute(statement)
-
-
-def applied(db: sqlite_utils.Database) -> list[str]:
-    """Names of the migrations this database has had."""
-    if TABLE not in db.table_names():
-        return []
-    return [row["name"] for row in db.query(f"select name from [{TABLE}] order by rowid")]
+@migration
+def m023_variants(db: sqlite_utils.Database) -> None:
+    """Translated variants (en-from-ko, ko-from-en), versioned: each version says who made
+    it (a model with its prompt's version, or a person) from which file; its dialogues
+    hold only what it changed, earlier versions the rest (koed_core/db/variants.py)."""
+    _script(
+        db,
+        """
+        create table variant_versions (id text primary key, variant text not null,
+            version integer not null, made_by text not null, model text, translator text,
+            prompt_version text, prompt text, source_sha256 text not null, created text not
+            null, note text not null default '', unique(variant, version));
+        create table variant_dialogues (version_id text not null references
+            variant_versions(id), conv_id text not null, source_hash text not null,
+            situation text not null, turns text not null, primary key (version_id, conv_id))
+    """,
+    )
 
 
 def pending(db: sqlite_utils.Database) -> list[tuple[str, Migration]]:
@@ -489,10 +494,3 @@ def unknown(db: sqlite_utils.Database) -> list[str]:
     """Applied migrations this code does not know: a newer KoED Studio made the file."""
     known = {name for name, _ in MIGRATIONS}
     return [name for name in applied(db) if name not in known]
-
-
-def record(db: sqlite_utils.Database, name: str) -> None:
-    """Mark one migration as applied (inside the caller's transaction)."""
-    db.execute(f"create table if not exists [{TABLE}] (name text primary key, applied text)")
-    db.execute(f"insert into [{TABLE}] (name, applied) values (?, ?)", [name, now()])
-    db.execute(f"PRAGMA user_version = {len(applied(db))}")

@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from koed_core.db import JudgeConfig, Judgments, Runs, Store, now, short_hash
+from koed_core.dialogues.variants import text_lang
 from koed_core.judge.request import (
     DEFAULT_ATTEMPTS,
     JudgeError,
@@ -106,8 +107,9 @@ def _ask(
     post-processing's rescue of bold numbers is tried on the last. Otherwise a failed
     call (after the client's own retries) ends the task for this pass."""
     dim = next(d for d in dimensions() if d.code == task.dimension)
+    # a variant is judged in the language it is written in, on the transcript the model saw
     messages = build_judge_messages(
-        dim, mode, task.lang, list(task.context), task.response, steps.template
+        dim, mode, text_lang(task.lang), list(task.context), task.response, steps.template
     )
     prompt: list[Message] = [{"role": m["role"], "content": m["content"]} for m in messages]
     authors = steps.parse == "authors"

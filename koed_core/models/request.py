@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 
 from koed_core.dialogues.dialogue import Dialogue
 from koed_core.dialogues.subsets import SUBSETS, select
+from koed_core.dialogues.variants import CELLS
 from koed_core.errors import KoedError
 from koed_core.i18n import _
 from koed_core.models.client import GenerationSettings
@@ -64,13 +65,16 @@ def pipeline_step(name: str) -> Any:
 
 
 def langs_arg(text: str) -> tuple[str, ...]:
-    """``--lang``: ko, en or ko,en."""
+    """``--lang``: ko, en, the translated variants en-from-ko and ko-from-en, or several
+    of them comma-separated."""
     import argparse
 
     langs = tuple(lang.strip() for lang in text.split(",") if lang.strip())
-    if not langs or set(langs) - {"ko", "en"}:
-        raise argparse.ArgumentTypeError(f"takes ko, en or ko,en, not {text!r}")
-    return langs
+    if not langs or set(langs) - set(CELLS):
+        raise argparse.ArgumentTypeError(
+            f"takes {', '.join(CELLS)} or several of them comma-separated, not {text!r}"
+        )
+    return tuple(dict.fromkeys(langs))
 
 
 def positive_int(text: str) -> int:
@@ -166,7 +170,11 @@ class RunRequest(Request):
     kind: ClassVar[str] = "run"
     model: str = setting(help="a name from models.toml, or openai:MODEL_ID (uses OPENAI_BASE_URL)")
     langs: tuple[str, ...] = setting(
-        ("ko", "en"), flag="--lang", type=langs_arg, help="ko, en or ko,en (default)"
+        ("ko", "en"),
+        flag="--lang",
+        type=langs_arg,
+        help="ko,en (default), or any of ko, en, en-from-ko, ko-from-en (translated "
+        "variants: see koed translate)",
     )
     protocol: str = setting("single", choices=PROTOCOLS, help="single (default), multi or direct")
     prompts: str | None = setting(
@@ -281,8 +289,8 @@ class RunRequest(Request):
     def problems(self) -> list[str]:
         """What the engine would refuse later, each in a sentence naming the setting."""
         found: list[str] = []
-        if not self.langs or set(self.langs) - {"ko", "en"}:
-            found.append(_("langs must be ko and/or en"))
+        if not self.langs or set(self.langs) - set(CELLS):
+            found.append(_("langs must be among ko, en, en-from-ko and ko-from-en"))
         for f in fields(self):
             choices = f.metadata.get("choices")
             value = getattr(self, f.name)
