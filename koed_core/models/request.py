@@ -377,6 +377,8 @@ class EpisodeRequest(RunRequest):
             found.append(_("turns must be between 1 and {most}", most=MAX_TURNS))
         if self.batch:
             found.append(_("episodes are asked live: the Batch API cannot hold a conversation"))
+        if set(self.langs) - {"ko", "en"}:
+            found.append(_("episodes take ko and en only, not the translated variants yet"))
         if self.speaker_prompts is not None:
             from koed_core.models.speaker import SPEAKER_SETS, load_speaker_prompt
 
