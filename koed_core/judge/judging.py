@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from koed_core.db import JudgeConfig, Judgments, Runs, Store, now, short_hash
-from koed_core.dialogues.variants import text_lang
+from koed_core.dialogues.variants import CELLS, text_lang
 from koed_core.judge.request import (
     DEFAULT_ATTEMPTS,
     JudgeError,
@@ -83,7 +83,7 @@ def tasks_for(store: Store, run_id: str, dims: Sequence[str], samples: int) -> l
             dim,
             n,
         )
-        for row in Runs(store).answered([run_id])
+        for row in Runs(store).answered([run_id], CELLS)
         for dim in dims
         for n in range(samples)
     ]
@@ -164,7 +164,7 @@ def reuse_judgments(
     judgments = Judgments(store)
     by_input = {
         (r["lang"], r["context"] or "[]", r["text"]): r["id"]
-        for r in Runs(store).answered([base_run])
+        for r in Runs(store).answered([base_run], CELLS)
     }
     stored: dict[str, dict[tuple[str, int], list[dict[str, Any]]]] = {}
     for row in judgments.of_run(base_run, config):
@@ -172,7 +172,7 @@ def reuse_judgments(
         stored.setdefault(str(row["response_id"]), {}).setdefault(place, []).append(row)
     copies: list[dict[str, object]] = []
     tasks = 0
-    for row in Runs(store).answered([run_id]):
+    for row in Runs(store).answered([run_id], CELLS):
         source = by_input.get((row["lang"], row["context"] or "[]", row["text"]))
         if source is None or source == row["id"]:
             continue
