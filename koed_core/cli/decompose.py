@@ -32,7 +32,7 @@ def cmd_decompose(args: argparse.Namespace, settings: Settings) -> int:
     known = set(Runs(store).run_table()["run_id"])
     absent = [r for r in args.run if r not in known]
     if absent:
-        raise KoedError(f"no run {absent[0]} in {store.name}: `koed runs` lists them")
+        raise KoedError(f"no run {absent[0]} in {store.name} (run ids are on the Runs page)")
     frame = gaps.score_frame(store, **_source(store, args, estimator))
     try:
         part = decompose.runs_frame(frame, list(args.run), SOURCES[estimator])
