@@ -173,3 +173,24 @@ def test_as_json_names_what_each_effect_holds_fixed() -> None:
     assert item["interaction"]["estimate"] == pytest.approx(-1.0)
     assert item["language_effect"]["korean_content"]["n"] == 2
     assert item["dialogues_left_out"] == 0
+
+
+@pytest.mark.slow
+def test_the_gap_page_answers_language_or_culture(tmp_path: Path, fake_openai: FakeOpenAI) -> None:
+    """The Empathy gap page draws the section for a run with the four cells: its chart,
+    the cell means, every effect named in words with its interval, and who translated."""
+    from streamlit.testing.v1 import AppTest
+
+    planted_cells(tmp_path / "koed.db", fake_openai, count=12)  # KOED_DB (conftest)
+    root = Path(__file__).resolve().parents[1]
+    at = AppTest.from_file(str(root / "app.py"), default_timeout=90).run()
+    at.switch_page("app_pages/results/gap.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert "Language or culture?" in [s.value for s in at.subheader]
+    captions = " ".join(c.value for c in at.caption)
+    assert "en-from-ko v1: translated by planted translator" in captions
+    effects = next(d.value for d in at.dataframe if "effect" in d.value.columns)
+    assert "Language effect, Korean content" in set(effects["effect"])
+    assert "Total gap (Korean minus English)" in set(effects["effect"])
+    cells = next(d.value for d in at.dataframe if "en-from-ko" in d.value.columns)
+    assert set(cells["metric"]) == {"EX", "CA"}
