@@ -235,3 +235,21 @@ def test_the_variant_tables_come_to_an_old_database(tmp_path: Path) -> None:
     store = Store(path)
     assert {"variant_versions", "variant_dialogues"} <= set(store.db.table_names())
     assert migrations.applied(store.db)[-1] == "m023_variants"
+
+
+def test_the_runs_form_offers_the_variants_that_exist(tmp_path: Path) -> None:
+    from streamlit.testing.v1 import AppTest
+
+    root = Path(__file__).resolve().parents[1]
+
+    def languages() -> list[str]:
+        at = AppTest.from_file(str(root / "app.py"), default_timeout=60).run()
+        at.switch_page("app_pages/models/runs.py").run()
+        assert not at.exception, [e.value for e in at.exception]
+        return list(next(m for m in at.multiselect if m.label == "Languages").options)
+
+    assert len(languages()) == 2  # Korean and English only: no variant yet
+    store = Store(tmp_path / "koed.db")  # KOED_DB (conftest)
+    import_lines(store, SAMPLE, _lines("ko-from-en", SAMPLE.dialogues[:1]), "J. Kim")
+    offered = languages()
+    assert len(offered) == 3 and "Korean, translated from the English (ko-from-en)" in offered
