@@ -253,3 +253,32 @@ def test_the_runs_form_offers_the_variants_that_exist(tmp_path: Path) -> None:
     import_lines(store, SAMPLE, _lines("ko-from-en", SAMPLE.dialogues[:1]), "J. Kim")
     offered = languages()
     assert len(offered) == 3 and "Korean, translated from the English (ko-from-en)" in offered
+
+
+@pytest.mark.slow
+def test_the_offline_default_translates_a_one_dialogue_sample_end_to_end(
+    embedded_copy: dict[str, bool], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """SmolLM2 (backend "embedded", no network, no key) translates one short dialogue into
+    en-from-ko through `koed translate run`; the version is stored with the model and the
+    prompt's version, keeps the Korean turn count, and a run in the variant reads it."""
+    raw = json.loads(SAMPLE_FILE.read_text(encoding="utf-8"))
+    one = tmp_path / "one.json"
+    one.write_text(json.dumps([r for r in raw if r["conv_id"] == "sample:1_conv:15"]), "utf-8")
+    db = tmp_path / "k.db"
+    common = ["--data", str(one), "--db", str(db)]
+    translate = ["translate", "run", "--variant", "en-from-ko", "--model", "smollm2"]
+    assert main([*translate, "--max-tokens", "24", *common]) == 0
+    assert "en-from-ko v1" in capsys.readouterr().out
+    store = Store(db)
+    [version] = Variants(store).versions()
+    assert version.made_by == "model" and version.model == "smollm2"
+    assert version.prompt_version == load_translate_prompt().version
+    dialogue = load_dataset(one).dialogues[0]
+    read = read_variant(store, [dialogue], "en-from-ko").dialogues[dialogue.conv_id]
+    assert len(read.turns) == len(source_texts(dialogue, "en-from-ko")[1])
+    assert all(t.en.strip() for t in read.turns)
+    run = ["run", "--model", "human", "--lang", "en-from-ko", "--protocol", "direct"]
+    assert main([*run, *common]) == 0
+    [row] = store.rows("select lang, text from responses")
+    assert row["lang"] == "en-from-ko" and row["text"] == read.turns[-1].en

@@ -63,6 +63,12 @@ def text_lang(lang: str) -> Lang:
     raise ValueError(f"unknown language or variant {lang!r}; one of {', '.join(CELLS)}")
 
 
+def source_lang(lang: str) -> Lang:
+    """The language a cell's turns come from (``en-from-ko``: Korean): the same turns,
+    so the same count, as a request estimate needs."""
+    return VARIANTS[lang].source if lang in VARIANTS else text_lang(lang)
+
+
 def content_of(lang: str) -> Content:
     """The content a cell carries: the Korean reconstruction (``ko``, ``en-from-ko``) or
     the Western original (``en``, ``ko-from-en``)."""
