@@ -201,7 +201,8 @@ def build(db: Path, size: Size) -> tuple[Store, crowd.Invite, str]:
         store, KEY.encode(), study_id,
         crowd.InviteRequest(platform="prolific", days=30.0, cap=size.places,
         batch_size=size.batch, batches=size.batches, consent_ko="동의합니다.",
-        consent_en="I agree.", reward=REWARD, prolific_study_id=STUDY_ID),
+        consent_en="I agree.", contact="researcher@example.org", reward=REWARD,
+        prolific_study_id=STUDY_ID),
     )  # fmt: skip
     return store, invite, token
 
@@ -560,7 +561,8 @@ def launch_burst(db: Path, size: Size, seed: int) -> dict[str, int]:
     invite, _ = crowd.create_invite(
         store, KEY.encode(), 1,
         crowd.InviteRequest(platform="prolific", days=30.0, cap=size.burst_places,
-        batch_size=2, consent_ko="동의합니다.", consent_en="I agree.", reward=BURST_REWARD),
+        batch_size=2, consent_ko="동의합니다.", consent_en="I agree.",
+        contact="researcher@example.org", reward=BURST_REWARD),
     )  # fmt: skip
     start = datetime.now(UTC)
     clock = {"now": start}

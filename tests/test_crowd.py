@@ -37,6 +37,7 @@ def _invite(store: Store, study_id: int, **changes: object) -> tuple[crowd.Invit
         "consent_ko": "동의합니다.",
         "consent_en": "I agree.",
         "reward": 2.0,
+        "contact": "researcher@example.org",
     }
     options.update(changes)
     return crowd.create_invite(store, KEY, study_id, crowd.InviteRequest(**options))  # type: ignore[arg-type]
@@ -243,7 +244,8 @@ def test_the_join_page_takes_a_worker_from_consent_to_the_completion_code(
     at = _join_page(store, token, **PROLIFIC)
     assert not at.exception, [e.value for e in at.exception]
     assert not at.sidebar.get("nav")  # no menu for a crowd worker
-    assert "동의합니다\\." in [m.value for m in at.markdown]  # shown literally
+    shown = [m.value for m in at.markdown]  # shown literally, the link's contact added
+    assert "동의합니다\\.\n\n문의처\\: researcher@example\\.org" in shown
     at.checkbox[0].check().run()
     at.button[0].click().run()
     at.radio[0].set_value("ko").run()
@@ -271,7 +273,10 @@ def test_the_join_page_takes_a_worker_from_consent_to_the_completion_code(
         at.button[0].click().run()
         assert not at.exception, [e.value for e in at.exception]
     assert kinds == ["response", "attention", "response"]  # a batch ends on real work
-    assert invite.completion_code in " ".join(m.value for m in at.markdown)
+    shown = " ".join(m.value for m in at.markdown)
+    assert invite.completion_code in shown
+    assert "go back to the platform with this code" in shown  # the code's next step
+    assert "approve your pay" in shown
     assert Crowd(store).worker(row["username"])["status"] == "completed"  # type: ignore[index]
     # the same worker opening the link again (a new browser) is back at the code
     again = _join_page(store, token, **PROLIFIC)

@@ -37,6 +37,7 @@ def _link(store: Store, langs: tuple[str, ...], **options: object) -> tuple[crow
     settings: dict[str, object] = {
         "platform": "prolific", "days": 7.0, "cap": 1, "batch_size": 2,
         "consent_ko": "동의합니다.", "consent_en": "I agree.", "reward": 2.0,
+        "contact": "researcher@example.org",
     }  # fmt: skip
     settings.update(options)
     return crowd.create_invite(store, KEY, study_id, crowd.InviteRequest(**settings))  # type: ignore[arg-type]

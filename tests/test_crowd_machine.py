@@ -111,6 +111,7 @@ class CrowdStudy(RuleBasedStateMachine):
                 batches=2,
                 consent_ko="동의합니다.",
                 consent_en="I agree.",
+                contact="researcher@example.org",
                 reward=2.0,
                 prolific_study_id=STUDY_ID,
             ),

@@ -262,11 +262,11 @@ def test_the_command_line_sets_what_the_form_sets(
     db = str(store.path)
     monkeypatch.setenv("KOED_PUBLIC_URL", "https://koed.example")  # a link needs an address
     before = store.count("invites")
-    assert main(["invite", "create", "--study", "9", "--platform", "prolific",
+    assert main(["invite", "create", "--study", "9", "--platform", "prolific", "--contact", "researcher@example.org",
                  "--places", "3", "--batch-size", "2", "--db", db]) != 0  # fmt: skip
     assert "no study 9" in capsys.readouterr().err
     assert store.count("invites") == before
-    assert main(["invite", "create", "--study", str(study_id), "--platform", "prolific",
+    assert main(["invite", "create", "--study", str(study_id), "--platform", "prolific", "--contact", "researcher@example.org",
                  "--places", "3", "--batch-size", "2", "--codes", "DONE2026,SCREEN26,FAIL2026",
                  "--calibration-attempts", "3", "--json", "--db", db]) == 0  # fmt: skip
     made = json.loads(capsys.readouterr().out)
@@ -286,7 +286,13 @@ def test_the_command_line_sets_what_the_form_sets(
             KEY,
             study_id,
             crowd.InviteRequest(
-                platform="none", days=1.0, cap=1, batch_size=1, consent_ko="가", consent_en="a"
+                platform="none",
+                days=1.0,
+                cap=1,
+                batch_size=1,
+                consent_ko="가",
+                consent_en="a",
+                contact="researcher@example.org",
             ),
         )[0].id
     assert made_id == "Q1aH2VUyuMJy"
@@ -294,7 +300,7 @@ def test_the_command_line_sets_what_the_form_sets(
     assert "places: 0 / 7" in capsys.readouterr().out
     assert main(["invite", "cap", "--invite", "nope", "7", "--db", db]) != 0
     assert "no invite link 'nope'" in capsys.readouterr().err
-    assert main(["invite", "create", "--study", str(study_id), "--platform", "prolific",
+    assert main(["invite", "create", "--study", str(study_id), "--platform", "prolific", "--contact", "researcher@example.org",
                  "--places", "3", "--batch-size", "2", "--codes", "ONLY1", "--db", db]) != 0  # fmt: skip
     assert "three codes" in capsys.readouterr().err
     run_id = store.rows("select id from runs")[0]["id"]

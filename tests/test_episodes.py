@@ -408,7 +408,7 @@ def test_episode_pages(fake_openai: FakeOpenAI, fake_registry: Path, tmp_path: P
     # each column in its own language
     shown = [m.value for m in at.markdown]
     assert sum("turn 2 · names sad" in m for m in shown) == 1, shown
-    assert sum("2번째 차례 · 말한 감정" in m and "sad" in m for m in shown) == 1, shown
+    assert sum("2번째 발화 · 말한 감정" in m and "sad" in m for m in shown) == 1, shown
     at.button[1].click().run()  # start again
     assert SPEAKER_REPLY["en"] not in [t.value for t in at.text]
     at.button[0].click().run()  # next turn: the first Listener turn and the Speaker's answer

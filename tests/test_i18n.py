@@ -196,6 +196,7 @@ ALLOWED = {
     "ED",  # EmpatheticDialogues, as the paper abbreviates it
     "LLM",  # as Korean research writing has it
     "MB",
+    "Return",  # the platforms' button, named as the worker sees it there: 반환(Return)
 }  # fmt: skip
 LATIN = re.compile(r"[A-Za-z][A-Za-z_]+")
 RUBRIC_HEADERS = {
@@ -243,6 +244,8 @@ def _headers(frame: Any) -> list[str]:
 BILINGUAL_DATA = {
     *(attention_instruction(score) for score in range(1, 6)),
     "I agree.",  # the English half of the test study's consent text
+    "I agree.\n\nContact: researcher@example.org",  # with the link's contact, filled in
+    "동의합니다.\n\n문의처: researcher@example.org",
 }
 """Texts a study shows in both languages on purpose (its consent, what an attention
 check asks), as the review board approved them."""
@@ -291,6 +294,7 @@ def _invite(store: Store, study_id: int, cap: int) -> tuple[crowd.Invite, str]:
         batch_size=2,
         consent_ko="동의합니다.",
         consent_en="I agree.",
+        contact="researcher@example.org",
         reward=2.0,
     )
     return crowd.create_invite(store, KEY, study_id, request)

@@ -73,6 +73,7 @@ def world(tmp_path: Path, fake: FakeProlific, clock: Clock) -> tuple[Store, crow
             batch_size=2,
             consent_ko="동의합니다.",
             consent_en="I agree.",
+            contact="researcher@example.org",
             reward=2.0,
         ),
     )

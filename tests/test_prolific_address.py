@@ -71,7 +71,7 @@ def test_a_link_with_no_address_says_where_to_set_it(
     store, invite = world
     monkeypatch.delenv("KOED_PUBLIC_URL", raising=False)
     before = store.count("invites")
-    made = ["invite", "create", "--study", str(invite.study_id), "--platform", "prolific",
+    made = ["invite", "create", "--study", str(invite.study_id), "--platform", "prolific", "--contact", "researcher@example.org",
             "--places", "3", "--batch-size", "2", "--db", str(store.path)]  # fmt: skip
     assert main(made) == 1
     err = capsys.readouterr().err
@@ -97,7 +97,7 @@ def test_the_address_koed_serve_records_reaches_invite_create(
     served = ["serve", "--domain", "study.koed.example", "--processes", "1", "--db",
               str(store.path), "--run-dir", str(tmp_path / "run"), "--backup-every", "0"]  # fmt: skip
     assert main(served) == 1 and "Caddy refused" in capsys.readouterr().err
-    made = ["invite", "create", "--study", str(invite.study_id), "--platform", "prolific",
+    made = ["invite", "create", "--study", str(invite.study_id), "--platform", "prolific", "--contact", "researcher@example.org",
             "--places", "3", "--batch-size", "2", "--db", str(store.path)]  # fmt: skip
     assert main(made) == 0
     link = capsys.readouterr().out.splitlines()[0]
@@ -219,6 +219,7 @@ def test_the_studies_page_takes_the_recorded_address_and_the_place_rules(
     def make_link() -> None:
         next(n for n in at.number_input if n.label.startswith("Prolific: minutes")).set_value(15)
         next(n for n in at.number_input if n.label.startswith("Prolific: most")).set_value(40)
+        next(t for t in at.text_input if t.label.startswith("Contact")).input("r@example.org")
         next(b for b in at.button if b.label == "Create the link").click().run()
         assert not at.exception, [e.value for e in at.exception]
 

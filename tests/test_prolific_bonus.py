@@ -328,6 +328,7 @@ class Bonuses(RuleBasedStateMachine):
                 batch_size=2,
                 consent_ko="동의합니다.",
                 consent_en="I agree.",
+                contact="researcher@example.org",
                 reward=3.0,
             ),
         )

@@ -78,6 +78,7 @@ class ProlificStudy(RuleBasedStateMachine):
                 batch_size=2,
                 consent_ko="동의합니다.",
                 consent_en="I agree.",
+                contact="researcher@example.org",
                 reward=3.0,
             ),
         )

@@ -288,6 +288,7 @@ def test_the_dashboard_draws_a_crowd_study_in_the_middle(
             reward=1.0,
             consent_ko="동의합니다.",
             consent_en="I agree.",
+            contact="researcher@example.org",
         ),
     )
     done = crowd.join(store, key, invite, {"PROLIFIC_PID": "a1" * 12, "SESSION_ID": "s1"})

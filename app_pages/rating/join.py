@@ -56,8 +56,8 @@ language.switch()
 st.title(_("KoED rating study"))
 st.caption(
     _(
-        "Rate how empathetic a listener's reply is, in Korean or English. Your answers are "
-        "stored under a pseudonym; your platform id is used only to pay you."
+        "Rate how empathetic a listener's reply is, in Korean or English. Your scores and "
+        "comments are stored under a pseudonym; your platform id is used only to pay you."
     )
 )
 if worker.status == "stopped":

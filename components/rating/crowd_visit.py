@@ -181,9 +181,27 @@ def finished(store: Store, worker: crowd.Worker, invite: crowd.Invite) -> None:
 
 OUTCOME_NAMES = {
     "completed": N_("Your completion code: {code}"),
-    "screened_out": N_("Your screen-out code: {code}"),
+    "screened_out": N_("Your code: {code}"),
     "failed_checks": N_("Your code: {code}"),
 }
+NEXT_STEP = {
+    "completed": N_(
+        "Next: go back to the platform with this code (the button below, or copy the code "
+        "there). The researchers review your work, then approve your pay."
+    ),
+    "screened_out": N_(
+        "This visit is paid: go back to the platform with this code (the button below, or "
+        "copy the code there). Please do not return the study (Return): a returned study is "
+        "not paid."
+    ),
+    "failed_checks": N_(
+        "Next: go back to the platform with this code (the button below, or copy the code "
+        "there). The researchers review your answers before they decide on payment."
+    ),
+}
+"""What a worker does with each code, and whether the visit is paid (a screen-out is
+paid by the study's rule; completions and failed checks wait for the researchers'
+review): a code with no next step leaves a worker guessing."""
 NATIVE = ("ko", "en", "other")
 OTHER = N_("Other")
 
@@ -200,6 +218,7 @@ def _code_and_way_back(store: Store, worker: crowd.Worker, invite: crowd.Invite)
         return
     kind, code = given
     st.markdown(_(OUTCOME_NAMES[kind], code="**" + md(code) + "**"))
+    st.markdown(_(NEXT_STEP[kind]))
     post_to = crowd.submit_to(store, worker) if invite.platform == "mturk" else None
     if post_to:
         assignment = (Crowd(store).worker(worker.username) or {}).get("study_ref") or ""

@@ -83,9 +83,22 @@ def render_invite_form(open_studies: dict[int, str]) -> None:
         people = st.text_area(
             _("Ids of your own list (platform none): one per line, each gets its own link")
         )
+        contact = st.text_input(
+            _("Contact for workers (required: named in the consent)"),
+            placeholder="researcher@example.org",
+        )
         default_ko, default_en = crowd.default_consent()
-        consent_ko = st.text_area(_("Consent (Korean)"), default_ko)
-        consent_en = st.text_area(_("Consent (English)"), default_en)
+        consent_ko = st.text_area(_("Consent (Korean)"), default_ko, height=300)
+        consent_en = st.text_area(_("Consent (English)"), default_en, height=300)
+        st.caption(
+            _(
+                "{fields} in the consent are filled in when the link is made: the app's "
+                "estimate of the minutes, the reward above and the contact. The default text "
+                "promises to keep the data for five years: change that sentence to what your "
+                "ethics approval says.",
+                fields="`{time}`, `{pay}`, `{contact}`",
+            )
+        )
         made = st.form_submit_button(_("Create the link"), type="primary")
     if made:
         try:
@@ -108,6 +121,7 @@ def render_invite_form(open_studies: dict[int, str]) -> None:
                 reward=float(reward),
                 currency=currency.strip() or "GBP",
                 created_by=auth.username(),
+                contact=contact,
             )
             store, key = resources.store(), resources.server_key()
             invite, token = crowd.create_invite(store, key, int(study_id), request)

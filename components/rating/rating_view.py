@@ -60,11 +60,17 @@ def onboarding_form(username: str) -> RaterProfile | None:
     return RaterProfile(username, tuple(langs), native, float(korea), float(english))
 
 
+SCALE_DIRECTION = N_("Scores go from 1 (lowest) to 5 (highest).")
+"""Said wherever scores are chosen or explained: Korean readers know a first grade as the
+best one, so a bare 1-5 could be read the other way round."""
+
+
 def render_rubric(lang: Lang) -> None:
     """Every dimension with its question and five anchors, in Korean and English side by
     side (the item's language first), always one click away."""
     order: tuple[Lang, Lang] = ("ko", "en") if lang == "ko" else ("en", "ko")
     with st.expander(_("Rubric"), icon=":material/rule:"):
+        st.markdown("**" + _(SCALE_DIRECTION) + "**")
         for dim in dimensions():
             st.markdown(f"**{md(dim.code)} · {md(dim.name(order[0]))} · {md(dim.name(order[1]))}**")
             for column, side in zip(st.columns(2), order, strict=True):
@@ -97,11 +103,15 @@ def rubric_form(
     comment: str = "",
     submit: str | None = None,
 ) -> Draft | None:
-    """Five 1-5 scores with anchors as help, and a comment; None until submitted complete."""
+    """Five 1-5 scores, the scale's direction said above them and each score's anchor
+    under its button (read without hovering), and a comment; None until submitted
+    complete."""
     with st.form(key):
+        st.markdown(
+            "**" + _(SCALE_DIRECTION) + "** " + _("What each score means is under its button.")
+        )
         scores: dict[str, int | None] = {}
         for dim in dimensions():
-            anchors = "  \n".join(f"{s}: {dim.anchor(s, lang)}" for s in SCALE)
             value = (defaults or {}).get(dim.code)
             scores[dim.code] = st.radio(
                 f"{dim.code} · {dim.name(lang)}: {dim.question(lang)}",
@@ -109,7 +119,7 @@ def rubric_form(
                 horizontal=True,
                 index=SCALE.index(value) if value else None,
                 key=f"{key}.{dim.code}",
-                help=anchors,
+                captions=[md(dim.anchor(s, lang)) for s in SCALE],
             )
         note = st.text_area(_("Comment (optional)"), value=comment, key=f"{key}.comment")
         if not st.form_submit_button(submit or _("Submit rating"), type="primary"):

@@ -83,7 +83,17 @@ def register(groups: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     make.add_argument(
         "--calibration-attempts", type=positive_int, default=1, help="1 to 5 (default 1)"
     )
-    make.add_argument("--consent-file", type=Path, help="Korean text, a line ---, English text")
+    make.add_argument(
+        "--consent-file",
+        type=Path,
+        help="Korean text, a line ---, English text; {time}, {pay} and {contact} are filled "
+        "in from the link (default: data/consent.json)",
+    )
+    make.add_argument(
+        "--contact",
+        default="",
+        help="required: whom workers write to (an email address), named in the consent",
+    )
     make.add_argument("--people", type=Path, help="platform none: a file of ids, one per line")
     make.add_argument(
         "--url",
@@ -249,6 +259,7 @@ def cmd_invite_create(args: argparse.Namespace, settings: Settings) -> int:
             calibration_attempts=args.calibration_attempts,
             arrival_grace_minutes=args.arrival_grace_minutes,
             max_places=args.max_places,
+            contact=args.contact,
         ),
     )
     base = address + "/join?"

@@ -1,8 +1,5 @@
-"""Which migrations a database has had, and how a migration runs its statements.
-
-Split from ``migrations.py`` (the list of migrations itself) to keep that module under the
-house's 500 lines as migrations are added: what is here never changes with a migration.
-"""
+"""Which migrations a database has had: the table that records them (kept apart from the
+migrations themselves, which grow one function at a time)."""
 
 from __future__ import annotations
 

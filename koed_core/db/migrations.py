@@ -14,12 +14,13 @@ from collections.abc import Callable
 
 import sqlite_utils
 
-from koed_core.db.migration_log import TABLE, applied, record
+from koed_core.db.migration_log import TABLE as TABLE
+from koed_core.db.migration_log import applied as applied
+from koed_core.db.migration_log import record as record
 from koed_core.db.migration_log import run_script as _script
 
 Migration = Callable[[sqlite_utils.Database], None]
 MIGRATIONS: list[tuple[str, Migration]] = []
-__all__ = ["MIGRATIONS", "TABLE", "applied", "pending", "record", "unknown"]
 
 # What 0.1.0's judge templates hashed to, and the rubric they quoted: a 0.1.0 judgment
 # with that prompt version was made against that rubric. Any other version is unknown.
@@ -466,21 +467,24 @@ def m020_arrivals_and_address(db: sqlite_utils.Database) -> None:
 
 
 @migration
+def m022_invite_contact(db: sqlite_utils.Database) -> None:
+    """Whom a link's workers write to, named in its consent (links made before: null)."""
+    db.execute("alter table invites add column contact text")
+
+
+@migration
 def m023_variants(db: sqlite_utils.Database) -> None:
-    """Translated variants (en-from-ko, ko-from-en), versioned: each version says who made
-    it (a model with its prompt's version, or a person) from which file; its dialogues
-    hold only what it changed, earlier versions the rest (koed_core/db/variants.py)."""
+    """Translated variants, versioned (koed_core/db/variants.py): who made each version from
+    which file and when; a version's dialogues hold only what it made or changed."""
     _script(
         db,
-        """
-        create table variant_versions (id text primary key, variant text not null,
-            version integer not null, made_by text not null, model text, translator text,
-            prompt_version text, prompt text, source_sha256 text not null, created text not
-            null, note text not null default '', unique(variant, version));
-        create table variant_dialogues (version_id text not null references
-            variant_versions(id), conv_id text not null, source_hash text not null,
-            situation text not null, turns text not null, primary key (version_id, conv_id))
-    """,
+        """create table variant_versions (id text primary key, variant text not null,
+        version integer not null, made_by text not null, model text, translator text,
+        prompt_version text, prompt text, source_sha256 text not null, created text not null,
+        note text not null default '', unique(variant, version));
+        create table variant_dialogues (version_id text not null references variant_versions(id),
+        conv_id text not null, source_hash text not null, situation text not null,
+        turns text not null, primary key (version_id, conv_id))""",
     )
 
 

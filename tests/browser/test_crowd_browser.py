@@ -25,7 +25,11 @@ def test_a_crowd_worker_comes_from_prolific_and_goes_back_with_the_code(
     key = "s" * 40
     store, run_id = seeded_store(tmp_path / "koed.db")
     _, study_id = study(store, run_id, overlap=3, attention_checks=0)
-    consent = {"consent_ko": "연구 참여에 동의합니다.", "consent_en": "I agree to take part."}
+    consent = {
+        "consent_ko": "연구 참여에 동의합니다.",
+        "consent_en": "I agree to take part.",
+        "contact": "researcher@example.org",
+    }
     invite, token = crowd.create_invite(
         store,
         key.encode(),
@@ -273,12 +277,13 @@ def test_a_korean_worker_reads_every_step_in_korean(tmp_path: Path, browser: Any
             reward=1.0,
             consent_ko="연구 참여에 동의합니다.",
             consent_en="I agree to take part.",
+            contact="researcher@example.org",
         ),
     )
     ids = f"PROLIFIC_PID={'5a' * 12}&STUDY_ID={'60' * 12}&SESSION_ID={'7b' * 12}"
     server = serve(tmp_path, {"KOED_DATA": str(SAMPLE_FILE), "KOED_SECRET_KEY": key})
     url = next(server)
-    allowed = {invite.completion_code}
+    allowed = {invite.completion_code, "researcher", "example", "org"}  # the link's contact
 
     def settled_korean(page: Any, name: str) -> None:
         page.wait_for_timeout(1500)

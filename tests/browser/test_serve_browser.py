@@ -61,7 +61,11 @@ def test_a_crowd_worker_finishes_after_the_process_serving_them_is_killed(
     db = tmp_path / "koed.db"
     store, run_id = seeded_store(db)
     _, study_id = study(store, run_id, overlap=3, attention_checks=0)
-    consent = {"consent_ko": "연구 참여에 동의합니다.", "consent_en": "I agree to take part."}
+    consent = {
+        "consent_ko": "연구 참여에 동의합니다.",
+        "consent_en": "I agree to take part.",
+        "contact": "researcher@example.org",
+    }
     invite, token = crowd.create_invite(
         store,
         key.encode(),

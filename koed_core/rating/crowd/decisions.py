@@ -3,7 +3,6 @@ decision, time and pay per hour, and the platforms' bulk files."""
 
 from __future__ import annotations
 
-import json
 import math
 import statistics
 from datetime import datetime
@@ -25,6 +24,10 @@ from koed_core.rating.crowd.links import (
     CrowdError,
     Invite,
 )
+from koed_core.rating.crowd.timing import READING as READING
+from koed_core.rating.crowd.timing import SCORING_S as SCORING_S
+from koed_core.rating.crowd.timing import SETUP_MIN as SETUP_MIN
+from koed_core.rating.crowd.timing import visit_minutes
 from koed_core.rating.studies import StudyRules
 
 
@@ -65,49 +68,13 @@ def _seconds(stamp: str) -> float:
     return float(pd.Timestamp(stamp).timestamp())
 
 
-READING = {"en": 230.0, "ko": 500.0}
-"""Reading speed per minute: English words, Korean characters (no spaces)."""
-
-
-SCORING_S = 40.0
-"""Seconds to score five dimensions once the item is read (the rubric at hand)."""
-
-
-SETUP_MIN = 2.0
-"""Consent and screening, in minutes."""
-
-
-def _item_minutes(lang: str, texts: list[str]) -> float:
-    size = sum(len(t.replace(" ", "")) if lang == "ko" else len(t.split()) for t in texts)
-    return size / READING[lang] + SCORING_S / 60
-
-
 def estimate(store: Store, invite: Invite) -> dict[str, float | None]:
     """Before launch: the minutes a worker is likely to take from joining to the code
-    (consent and screening, the calibration items, then every batch at the study's mean
-    item length and a scoring time) and the hourly pay that makes of the reward. The
-    dashboard shows the measured figures beside it once people finish."""
-    from koed_core.rating.studies import calibration_items
-
-    rows = store.rows(
-        "select lang, context, response from study_items where study_id = ? and kind = 'response'",
-        [invite.study_id],
-    )
-    per_item = [
-        _item_minutes(
-            r["lang"], [t for _who, t in json.loads(r["context"] or "[]")] + [r["response"]]
-        )
-        for r in rows
-    ]
-    if not per_item:
+    (``timing.visit_minutes``: the figure the consent states) and the hourly pay that makes
+    of the reward. The dashboard shows the measured figures beside it once people finish."""
+    minutes = visit_minutes(store, invite.study_id, invite.batch_size, invite.batches)
+    if minutes is None:
         return {"minutes": None, "hourly_pay": None}
-    item = statistics.mean(per_item)
-    langs = StudyRules(store).config(invite.study_id).langs
-    calibration = sum(
-        _item_minutes(c["lang"], [t for _who, t in c["context"]] + [c["response"]]) + 0.5
-        for c in calibration_items(langs)
-    )
-    minutes = SETUP_MIN + calibration + item * invite.batch_size * invite.batches
     # Prolific lists whole minutes and divides the reward by them: its hourly rate, shown
     # as it will show it (prolific.listed_minutes)
     paid_for = max(1, math.ceil(minutes - 1e-9)) if invite.platform == "prolific" else minutes

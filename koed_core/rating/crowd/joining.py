@@ -119,8 +119,10 @@ def keep_place(store: Store, invite: Invite, worker: Worker, at: datetime | None
         raise CrowdError(
             _(
                 "Your session was inactive for more than {minutes} minutes, so its place "
-                "went to someone else, and every place is taken now. The ratings you gave "
-                "are kept. Please return the study on the platform.",
+                "went to someone else, and every place is taken now. Please return the "
+                "study on the platform (Return). A returned study is not paid; the ratings "
+                "you gave are kept, and you may ask the researchers, through the platform, "
+                "to delete them or about pay for them.",
                 minutes=minutes,
             )
         )
@@ -144,7 +146,8 @@ def _full(invite: Invite) -> CrowdError:
     return CrowdError(
         _(
             "This study is full: all {cap} places are taken. Please return it on the "
-            "platform; no time of yours was counted.",
+            "platform (Return). You have not started any work here, so this visit is not "
+            "paid.",
             cap=invite.cap,
         )
     )
@@ -172,8 +175,9 @@ def join(
         raise CrowdError(
             _(
                 "Every item of this study has all the ratings it needs, so there is nothing "
-                "left for you to rate. Please return the study on the platform; no time of "
-                "yours was counted. Thank you for your interest."
+                "left for you to rate. Please return the study on the platform (Return). You "
+                "have not started any work here, so this visit is not paid. Thank you for "
+                "your interest."
             )
         )
     row: dict[str, Any] = {

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import json
 import math
 import re
 import secrets
@@ -18,7 +17,9 @@ from koed_core.db import Store, now
 from koed_core.db.crowd import Crowd
 from koed_core.errors import KoedError
 from koed_core.i18n import _
-from koed_core.paths import DATA_DIR
+from koed_core.rating.crowd.consent import ConsentFacts, contact_problem, fill_consent
+from koed_core.rating.crowd.consent import default_consent as default_consent
+from koed_core.rating.crowd.timing import visit_minutes
 from koed_core.rating.studies import StudyRules
 
 PLATFORMS: dict[str, tuple[str, ...]] = {
@@ -97,12 +98,6 @@ FLAGGED_ALL = "flagged every item they were given and rated none"
 """A stop a person reviews: no work done, only flags."""
 
 
-def default_consent() -> tuple[str, str]:
-    """The consent text a new link starts from, Korean and English (data/consent.json)."""
-    texts = json.loads((DATA_DIR / "consent.json").read_text(encoding="utf-8"))
-    return str(texts["ko"]), str(texts["en"])
-
-
 class CrowdError(KoedError):
     """An invite link that cannot be used, or a worker action that is not allowed."""
 
@@ -137,6 +132,8 @@ class Invite:
     max_places: int | None = None
     """Prolific: the most places a sync may raise the study to (None: the link's places and
     the default allowance, see ``place_limit``)."""
+    contact: str = ""
+    """Whom a worker writes to, as the consent names it (links made before it: none)."""
 
     @property
     def arrival_grace(self) -> int:
@@ -199,6 +196,7 @@ class Invite:
             calibration_attempts=int(row.get("calibration_attempts") or 1),
             arrival_grace_minutes=_optional_int(row.get("arrival_grace_minutes")),
             max_places=_optional_int(row.get("max_places")),
+            contact=row.get("contact") or "",
         )
 
 
@@ -262,6 +260,8 @@ class InviteRequest:
     default)."""
     max_places: int | None = None
     """Prolific: the most places a sync may raise the study to (None: the default)."""
+    contact: str = ""
+    """Whom a worker writes to (required: the consent names it)."""
 
 
 def create_invite(
@@ -292,6 +292,8 @@ def create_invite(
         problems.append(_("places, batch size and batches must each be at least 1"))
     if not consent_ko.strip() or not consent_en.strip():
         problems.append(_("write the consent text in both Korean and English"))
+    if (no_contact := contact_problem(request.contact)) is not None:
+        problems.append(no_contact)
     if reward is not None and reward < 0:
         problems.append(_("the reward cannot be negative"))
     if not 1 <= calibration_attempts <= 5:
@@ -312,6 +314,14 @@ def create_invite(
     if problems:
         raise CrowdError("; ".join(problems))
     code = codes[0]
+    facts = ConsentFacts(
+        visit_minutes(store, study_id, batch_size, batches),
+        reward,
+        request.currency,
+        request.contact.strip(),
+    )
+    consent_ko = fill_consent(consent_ko.strip(), "ko", facts)
+    consent_en = fill_consent(consent_en.strip(), "en", facts)
     if platform == "prolific" and not redirect_url:
         redirect_url = PROLIFIC_DONE.format(code=code)
     invite_id = secrets.token_urlsafe(9)
@@ -327,8 +337,8 @@ def create_invite(
         "batches": batches,
         "completion_code": code,
         "redirect_url": redirect_url,
-        "consent_ko": consent_ko.strip(),
-        "consent_en": consent_en.strip(),
+        "consent_ko": consent_ko,
+        "consent_en": consent_en,
         "reward": reward,
         "currency": request.currency,
         "revoked": 0,
@@ -340,6 +350,7 @@ def create_invite(
         "calibration_attempts": calibration_attempts,
         "arrival_grace_minutes": request.arrival_grace_minutes,
         "max_places": request.max_places,
+        "contact": facts.contact,
     }
     Crowd(store).add_invite(row)
     checks = StudyRules(store).config(study_id).attention_checks
