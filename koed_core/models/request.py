@@ -65,14 +65,24 @@ def pipeline_step(name: str) -> Any:
 
 
 def langs_arg(text: str) -> tuple[str, ...]:
-    """``--lang``: ko, en, the translated variants en-from-ko and ko-from-en, or several
-    of them comma-separated."""
+    """``--lang`` of episodes: ko, en or ko,en."""
+    import argparse
+
+    langs = tuple(lang.strip() for lang in text.split(",") if lang.strip())
+    if not langs or set(langs) - {"ko", "en"}:
+        raise argparse.ArgumentTypeError(f"takes ko, en or ko,en, not {text!r}")
+    return langs
+
+
+def cells_arg(text: str) -> tuple[str, ...]:
+    """``--lang`` of a run: ko, en, the translated variants en-from-ko and ko-from-en, or
+    several of them comma-separated."""
     import argparse
 
     langs = tuple(lang.strip() for lang in text.split(",") if lang.strip())
     if not langs or set(langs) - set(CELLS):
         raise argparse.ArgumentTypeError(
-            f"takes {', '.join(CELLS)} or several of them comma-separated, not {text!r}"
+            f"takes ko, en, en-from-ko, ko-from-en or several of them comma-separated, not {text!r}"
         )
     return tuple(dict.fromkeys(langs))
 
@@ -172,7 +182,7 @@ class RunRequest(Request):
     langs: tuple[str, ...] = setting(
         ("ko", "en"),
         flag="--lang",
-        type=langs_arg,
+        type=cells_arg,
         help="ko,en (default), or any of ko, en, en-from-ko, ko-from-en (translated "
         "variants: see koed translate)",
     )
@@ -343,6 +353,9 @@ class EpisodeRequest(RunRequest):
     to ``turns`` turns an episode."""
 
     kind: ClassVar[str] = "episodes"
+    langs: tuple[str, ...] = setting(
+        ("ko", "en"), flag="--lang", type=langs_arg, help="ko, en or ko,en (default)"
+    )
     speaker: str = setting(
         "smollm2",
         help="who plays the Speaker (default smollm2, the offline model: fine for trying "
