@@ -282,3 +282,61 @@ def test_the_offline_default_translates_a_one_dialogue_sample_end_to_end(
     assert main([*run, *common]) == 0
     [row] = store.rows("select lang, text from responses")
     assert row["lang"] == "en-from-ko" and row["text"] == read.turns[-1].en
+
+
+def test_a_linguist_accepts_and_edits_turns_and_chrf_measures_the_edits(tmp_path: Path) -> None:
+    """Accepting records the check on the version checked; an edit is the variant's next
+    version by its reviewer (which the next run reads), and chrF compares the model's
+    text with what people left, as sacrebleu computes it."""
+    from sacrebleu.metrics.chrf import CHRF
+
+    from koed_core.annotation.variant_review import (
+        ReviewError,
+        accept,
+        edit,
+        review_report,
+        review_sample,
+        review_turns,
+    )
+    from koed_core.db.variants import VersionMeta
+    from koed_core.dialogues.variants import source_hash
+
+    store = Store(tmp_path / "k.db")
+    dialogue = SAMPLE.dialogues[0]
+    _situation, sources = source_texts(dialogue, "en-from-ko")
+    machine = tuple(f"machine turn {i} about the delivery" for i in range(len(sources)))
+    Variants(store).add_version(
+        VersionMeta("en-from-ko", "model", SAMPLE.sha256, model="m", prompt_version="p"),
+        [
+            (
+                Translation(dialogue.conv_id, "en-from-ko", "S", machine),
+                source_hash(dialogue, "en-from-ko"),
+            )
+        ],
+    )
+    assert review_report(store, "en-from-ko").chrf is None  # nothing checked yet
+    turns = review_turns(store, dialogue, "en-from-ko")
+    assert [t.source for t in turns] == list(sources) and turns[0].translation == machine[0]
+    accept(store, dialogue, "en-from-ko", 0, "linguist")
+    edit(store, dialogue, "en-from-ko", 1, "a person's turn about the parcel", "linguist")
+    with pytest.raises(ReviewError, match="cannot be empty"):
+        edit(store, dialogue, "en-from-ko", 2, "  ", "linguist")
+    with pytest.raises(ReviewError, match="no turn 99"):
+        accept(store, dialogue, "en-from-ko", 98, "linguist")
+    versions = Variants(store).versions("en-from-ko")
+    assert [v.made_by for v in versions] == ["model", "person"]
+    assert versions[1].translator == "linguist" and versions[1].created
+    read = read_variant(store, [dialogue], "en-from-ko").dialogues[dialogue.conv_id]
+    assert read.turns[1].en == "a person's turn about the parcel"
+    assert read.turns[0].en == machine[0]  # untouched turns carried over
+    report = review_report(store, "en-from-ko")
+    assert (report.turns_checked, report.accepted, report.edited) == (2, 1, 1)
+    expected = CHRF().corpus_score(
+        [machine[0], machine[1]], [[machine[0], "a person's turn about the parcel"]]
+    )
+    assert report.chrf == pytest.approx(expected.score) and 0 < report.chrf < 100
+    # the edited version's turns are checked against the new version from now on
+    assert review_turns(store, dialogue, "en-from-ko")[1].version_id == versions[1].id
+    assert review_sample({c: dialogue for c in "abcdef"}, 3, seed=1) == review_sample(
+        {c: dialogue for c in "abcdef"}, 3, seed=1
+    )

@@ -474,17 +474,17 @@ def m022_invite_contact(db: sqlite_utils.Database) -> None:
 
 @migration
 def m023_variants(db: sqlite_utils.Database) -> None:
-    """Translated variants, versioned (koed_core/db/variants.py): who made each version from
-    which file and when; a version's dialogues hold only what it made or changed."""
+    """Translated variants, versioned, and people's checks of their turns (db/variants.py)."""
     _script(
         db,
-        """create table variant_versions (id text primary key, variant text not null,
-        version integer not null, made_by text not null, model text, translator text,
-        prompt_version text, prompt text, source_sha256 text not null, created text not null,
-        note text not null default '', unique(variant, version));
-        create table variant_dialogues (version_id text not null references variant_versions(id),
-        conv_id text not null, source_hash text not null, situation text not null,
-        turns text not null, primary key (version_id, conv_id))""",
+        """create table variant_versions (id text primary key, variant text not null, version
+        integer not null, made_by text not null, model text, translator text, prompt_version text,
+        prompt text, source_sha256 text not null, created text, note text not null default '',
+        unique(variant, version)); create table variant_dialogues (version_id text not null,
+        conv_id text not null, source_hash text not null, situation text not null, turns text not
+        null, primary key (version_id, conv_id)); create table variant_checks (version_id text not
+        null, conv_id text not null, turn integer not null, checker text not null, verdict text not
+        null, text text not null, created text, primary key(version_id, conv_id, turn, checker))""",
     )
 
 

@@ -66,8 +66,24 @@ class StoredTranslation:
     version_id: str
 
 
+@dataclass(frozen=True)
+class Check:
+    """A person's check of one turn of one version: accepted as it was, or edited (the
+    edit itself is the variant's next version; ``text`` is what the person left)."""
+
+    version_id: str
+    conv_id: str
+    turn: int
+    """0-based, in the source turns' order."""
+    checker: str
+    verdict: str
+    """``accepted`` or ``edited``."""
+    text: str
+    created: str = ""
+
+
 class Variants:
-    """The ``variant_versions`` and ``variant_dialogues`` tables."""
+    """The ``variant_versions``, ``variant_dialogues`` and ``variant_checks`` tables."""
 
     def __init__(self, store: Store) -> None:
         self.store = store
@@ -141,6 +157,51 @@ class Variants:
             )
             for row in rows  # a later version's row replaces an earlier one
         }
+
+    def row(self, version_id: str, conv_id: str) -> Translation | None:
+        """The translation one version itself stored for a dialogue (None: it has none)."""
+        found = self.store.rows(
+            "select d.*, v.variant from variant_dialogues d join variant_versions v"
+            " on v.id = d.version_id where d.version_id = ? and d.conv_id = ?",
+            [version_id, conv_id],
+        )
+        if not found:
+            return None
+        row = found[0]
+        return Translation(
+            conv_id, str(row["variant"]), row["situation"], tuple(json.loads(row["turns"]))
+        )
+
+    def record_check(self, check: Check) -> None:
+        """Store (or replace) one person's verdict on one turn of one version."""
+        with self.store.write():
+            self.store.db.execute(
+                "insert or replace into variant_checks (version_id, conv_id, turn, checker,"
+                " verdict, text, created) values (?, ?, ?, ?, ?, ?, ?)",
+                [check.version_id, check.conv_id, check.turn, check.checker, check.verdict]
+                + [check.text, now()],
+            )
+
+    def checks(self, variant: str) -> list[Check]:
+        """Every check of any version of ``variant``, oldest first."""
+        rows = self.store.rows(
+            "select c.* from variant_checks c join variant_versions v on v.id = c.version_id"
+            " where v.variant = ? order by c.created, c.conv_id, c.turn",
+            [variant],
+        )
+        return [_check_of(row) for row in rows]
+
+
+def _check_of(row: dict[str, object]) -> Check:
+    return Check(
+        str(row["version_id"]),
+        str(row["conv_id"]),
+        int(row["turn"]),  # type: ignore[call-overload]
+        str(row["checker"]),
+        str(row["verdict"]),
+        str(row["text"]),
+        str(row["created"]),
+    )
 
 
 def _version(row: dict[str, object]) -> VariantVersion:
