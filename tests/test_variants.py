@@ -340,3 +340,27 @@ def test_a_linguist_accepts_and_edits_turns_and_chrf_measures_the_edits(tmp_path
     assert review_sample({c: dialogue for c in "abcdef"}, 3, seed=1) == review_sample(
         {c: dialogue for c in "abcdef"}, 3, seed=1
     )
+
+
+def test_the_annotate_page_checks_a_variant_turn_by_turn(tmp_path: Path) -> None:
+    from streamlit.testing.v1 import AppTest
+
+    from koed_core.annotation.variant_review import review_report
+
+    store = Store(tmp_path / "koed.db")  # KOED_DB (conftest): one person's app, no accounts
+    import_lines(store, SAMPLE, _lines("ko-from-en", SAMPLE.dialogues[:3]), "J. Kim")
+    root = Path(__file__).resolve().parents[1]
+    at = AppTest.from_file(str(root / "app.py"), default_timeout=60).run()
+    at.switch_page("app_pages/annotation/annotate.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    conv_id = at.selectbox(key="annotate.review.dialogue").value
+    base = f"annotate.review.text.ko-from-en.{conv_id}"
+    at.button(key=f"{base}.0.accept").click().run()
+    at.text_area(key=f"{base}.1").set_value("사람이 고친 발화").run()
+    at.button(key=f"{base}.1.edit").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    report = review_report(store, "ko-from-en")
+    assert (report.turns_checked, report.accepted, report.edited) == (2, 1, 1)
+    latest = Variants(store).latest("ko-from-en")
+    assert latest is not None and latest.version == 2 and latest.made_by == "person"
+    assert "2 turns checked by people: 1 accepted, 1 edited." in [c.value for c in at.caption]

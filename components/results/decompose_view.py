@@ -8,6 +8,7 @@ import streamlit as st
 
 from components.core import tables
 from koed_core import i18n
+from koed_core.annotation.variant_review import review_report
 from koed_core.db import Store
 from koed_core.db.variants import Variants
 from koed_core.dialogues.variants import CELLS
@@ -66,23 +67,19 @@ def language_or_culture(store: Store, frame: pd.DataFrame, chosen: str) -> None:
 
 
 def _provenance(store: Store) -> None:
-    """Which version of each variant exists and who made it."""
+    """Each variant's newest version, who made its latest change, and how many of its
+    turns people have checked."""
     for variant in ("en-from-ko", "ko-from-en"):
         version = Variants(store).latest(variant)
         if version is None:
             continue
-        if version.made_by == "model":
-            said = _(
-                "{variant} v{version}: translated by {model}, not checked by a person",
-                variant=variant,
-                version=i18n.number(version.version),
-                model=version.model or "",
-            )
-        else:
-            said = _(
-                "{variant} v{version}: translated by {person}",
-                variant=variant,
-                version=i18n.number(version.version),
-                person=version.translator or "",
-            )
+        checked = review_report(store, variant).turns_checked
+        said = _(
+            "{variant} v{version}, its latest change by {who}; {checked} turns checked by "
+            "people (Annotate page)",
+            variant=variant,
+            version=i18n.number(version.version),
+            who=(version.model if version.made_by == "model" else version.translator) or "",
+            checked=i18n.number(checked),
+        )
         st.caption(said)
