@@ -229,11 +229,13 @@ def test_the_variant_tables_come_to_an_old_database(tmp_path: Path) -> None:
     path = tmp_path / "old.db"
     Store(path)
     with sqlite3.connect(path) as conn:
-        conn.execute("drop table variant_dialogues")
-        conn.execute("drop table variant_versions")
+        for table in ("variant_checks", "variant_dialogues", "variant_versions"):
+            conn.execute(f"drop table {table}")
         conn.execute("delete from _koed_migrations where name = 'm023_variants'")
     store = Store(path)
-    assert {"variant_versions", "variant_dialogues"} <= set(store.db.table_names())
+    assert {"variant_versions", "variant_dialogues", "variant_checks"} <= set(
+        store.db.table_names()
+    )
     assert migrations.applied(store.db)[-1] == "m023_variants"
 
 
