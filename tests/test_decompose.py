@@ -194,3 +194,26 @@ def test_the_gap_page_answers_language_or_culture(tmp_path: Path, fake_openai: F
     assert "Total gap (Korean minus English)" in set(effects["effect"])
     cells = next(d.value for d in at.dataframe if "en-from-ko" in d.value.columns)
     assert set(cells["metric"]) == {"EX", "CA"}
+
+
+@pytest.mark.slow
+def test_the_paper_export_holds_the_split_and_its_chart(
+    tmp_path: Path, fake_openai: FakeOpenAI
+) -> None:
+    from koed_core.results.decompose_export import DECOMPOSE_FILES
+    from koed_core.results.paper_export import export_bundle, listed_files
+
+    store, run_id = planted_cells(tmp_path / "k.db", fake_openai, count=12)
+    out = tmp_path / "export"
+    export_bundle(store, out)
+    assert set(DECOMPOSE_FILES) <= set(listed_files((out / "README.md").read_text()))
+    rows = pd.read_csv(out / "language_or_culture.csv")
+    effects = rows[rows["kind"] == "effect"]
+    assert set(effects["run_id"]) == {run_id} and set(effects["metric"]) == {"EX", "CA"}
+    frame = gaps.score_frame(store, judge=_judge(store, run_id))
+    expected = decompose(runs_frame(frame, [run_id], "judge")).effects
+    got = effects.set_index(["metric", "effect", effects["held_fixed"].fillna("")])["estimate"]
+    for row in expected.itertuples():
+        assert got[(row.metric, row.effect, row.held_fixed)] == pytest.approx(row.estimate)
+    assert set(rows[rows["kind"] == "cell"]["lang"]) == {"en", "en-from-ko", "ko-from-en", "ko"}
+    assert (out / "language_or_culture.svg").read_text().startswith("<svg")
