@@ -181,6 +181,8 @@ def test_the_gap_page_answers_language_or_culture(tmp_path: Path, fake_openai: F
     the cell means, every effect named in words with its interval, and who translated."""
     from streamlit.testing.v1 import AppTest
 
+    from components.core import state
+
     planted_cells(tmp_path / "koed.db", fake_openai, count=12)  # KOED_DB (conftest)
     root = Path(__file__).resolve().parents[1]
     at = AppTest.from_file(str(root / "app.py"), default_timeout=90).run()
@@ -194,6 +196,10 @@ def test_the_gap_page_answers_language_or_culture(tmp_path: Path, fake_openai: F
     assert "Total gap (Korean minus English)" in set(effects["effect"])
     cells = next(d.value for d in at.dataframe if "en-from-ko" in d.value.columns)
     assert set(cells["metric"]) == {"EX", "CA"}
+    at.toggle(key=state.TALK).set_value(True).run()  # talk mode: the split beside the gap
+    assert not at.exception, [e.value for e in at.exception]
+    titles = [json.loads(c.proto.spec)["layout"]["title"] for c in at.get("plotly_chart")]
+    assert any("Language or culture?" in str(t) for t in titles)
 
 
 @pytest.mark.slow

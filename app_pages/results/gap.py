@@ -96,8 +96,8 @@ figures = [
     )
     for source in shown
 ]
-if talk:
-    screen_charts(figures)  # the screen's height, whatever the projector
+if talk:  # the screen's height, whatever the projector; the split beside the gap
+    screen_charts(figures + decompose_view.talk_figures(frame, chosen))
 else:
     for column, fig in zip(st.columns(len(figures)), figures, strict=True):
         column.plotly_chart(fig, width="stretch", theme=None)  # theme=None: our styling

@@ -4,6 +4,7 @@ language changes and what the cultural content changes, for runs with the four c
 from __future__ import annotations
 
 import pandas as pd
+import plotly.graph_objects as go
 import streamlit as st
 
 from components.core import tables
@@ -13,20 +14,36 @@ from koed_core.db import Store
 from koed_core.db.variants import Variants
 from koed_core.dialogues.variants import CELLS
 from koed_core.i18n import _
-from koed_core.results.decompose import decompose
+from koed_core.results.decompose import Decomposition, decompose
 from koed_core.results.decompose_figure import EFFECT_WORDS, decompose_figure
 
 SOURCE_OF_CHOICE = {"judge + raters": "judge"}
 """The page's "judge + raters" choice splits the judge's scores (one source at a time)."""
 
 
+def _split(frame: pd.DataFrame, chosen: str) -> Decomposition:
+    """The decomposition per run (its label as the model) from the chosen source."""
+    source = SOURCE_OF_CHOICE.get(chosen, chosen)
+    part = frame[(frame["source"] == source) & frame["lang"].isin(CELLS)]
+    return decompose(part.assign(model=part["run_label"]))
+
+
+def talk_figures(frame: pd.DataFrame, chosen: str) -> list[go.Figure]:
+    """Talk mode's picture of the split, beside the gap: the first run with four cells
+    (none when no run has them)."""
+    result = _split(frame, chosen)
+    if result.effects.empty:
+        return []
+    run = sorted(set(result.effects["model"]))[0]
+    effects = result.effects[result.effects["model"] == run]
+    return [decompose_figure(effects, _("Language or culture? 95% intervals"), talk=True)]
+
+
 def language_or_culture(store: Store, frame: pd.DataFrame, chosen: str) -> None:
     """The four cell means and every effect with its 95% interval, per run that answered
     all four cells, from the scores the page chose (``frame`` is the viewer's already)."""
     st.subheader(_("Language or culture?"), anchor=False)
-    source = SOURCE_OF_CHOICE.get(chosen, chosen)
-    part = frame[(frame["source"] == source) & frame["lang"].isin(CELLS)]
-    result = decompose(part.assign(model=part["run_label"]))
+    result = _split(frame, chosen)
     if result.effects.empty:
         st.caption(
             _(
