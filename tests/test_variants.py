@@ -366,3 +366,20 @@ def test_the_annotate_page_checks_a_variant_turn_by_turn(tmp_path: Path) -> None
     latest = Variants(store).latest("ko-from-en")
     assert latest is not None and latest.version == 2 and latest.made_by == "person"
     assert "2 turns checked by people: 1 accepted, 1 edited." in [c.value for c in at.caption]
+
+
+def test_the_explorer_shows_a_variant_column_beside_ko_and_en(tmp_path: Path) -> None:
+    from streamlit.testing.v1 import AppTest
+
+    store = Store(tmp_path / "koed.db")  # KOED_DB (conftest)
+    first = SAMPLE.dialogues[0]
+    import_lines(store, SAMPLE, _lines("en-from-ko", [first]), "J. Kim")
+    root = Path(__file__).resolve().parents[1]
+    at = AppTest.from_file(str(root / "app.py"), default_timeout=60).run()
+    at.selectbox(key="d").set_value(first.conv_id).run()
+    assert not at.exception, [e.value for e in at.exception]
+    heads = [m.value for m in at.markdown]
+    assert "**English, translated from the Korean (en-from-ko) · en-from-ko v1**" in heads
+    texts = [t.value for t in at.text]
+    _situation, turns = source_texts(first, "en-from-ko")
+    assert f"T:{turns[0]}" in texts and f"T:{first.situation_ko}" in texts
