@@ -17,14 +17,25 @@ RERUN_TIMEOUT_S = 60.0
 
 @dataclass
 class Page:
-    """What one script run drew that a rater acts on: the radios and the buttons."""
+    """What one script run drew that a person acts on or reads: the radios, buttons and
+    checkboxes, the alerts (st.error, st.success ...) and any exception shown."""
 
     radio: list[Any] = field(default_factory=list)
     button: list[Any] = field(default_factory=list)
+    checkbox: list[Any] = field(default_factory=list)
+    alert: list[Any] = field(default_factory=list)
+    exception: list[Any] = field(default_factory=list)
 
     def submitter(self) -> Any | None:
         """The form's Submit button, or None when the page shows no form."""
         return next((b for b in self.button if b.is_form_submitter), None)
+
+    def alerts(self, kind: str) -> list[str]:
+        """The bodies of the alerts of one kind ("ERROR", "WARNING", "INFO", "SUCCESS")."""
+        from streamlit.proto.Alert_pb2 import Alert
+
+        wanted = Alert.Format.Value(kind)
+        return [a.body for a in self.alert if a.format == wanted]
 
 
 class Session:
@@ -54,7 +65,7 @@ class Session:
             if kind == "delta" and forward.delta.WhichOneof("type") == "new_element":
                 element = forward.delta.new_element
                 which = element.WhichOneof("type")
-                if which in ("radio", "button"):
+                if which in ("radio", "button", "checkbox", "alert", "exception"):
                     getattr(found, which).append(getattr(element, which))
             elif kind == "script_finished":
                 if forward.script_finished != ForwardMsg.FINISHED_EARLY_FOR_RERUN:
@@ -76,8 +87,10 @@ class Session:
         return await self.run(states)
 
 
-def connect(port: int) -> Any:
-    """A websocket to a Streamlit server (or a proxy in front of it) on loopback."""
+def connect(port: int, cookie: str | None = None) -> Any:
+    """A websocket to a Streamlit server (or a proxy in front of it) on loopback; with
+    ``cookie``, the ``Cookie`` header the page's own request was given (a sticky proxy
+    keeps the connection on the process that served the page)."""
     import websockets
 
     return websockets.connect(
@@ -85,4 +98,5 @@ def connect(port: int) -> Any:
         subprotocols=["streamlit"],
         max_size=None,
         open_timeout=30,
+        additional_headers={"Cookie": cookie} if cookie else None,
     )

@@ -1,16 +1,28 @@
 """`koed serve` under load: raters through Caddy with one app process and with N, 100 raters
-who read before they submit, and a process killed mid-load.
+who read before they submit, a launch burst on a capped link, and a process killed mid-load.
 
 Each rater is a crowd worker already past consent, screening and calibration, rating
 through Streamlit's own websocket protocol (the messages a browser sends, no drawing), so
 that the server is what is measured. Every connection goes through the proxy, which keeps
 it on one app process; "submit" is the time from Submit to the next item being there.
 
-    python bench/serve.py [--processes N] [--raters R] [--smoke]
+    python bench/serve.py [--processes N] [--raters R] [--burst-workers W]
+        [--burst-window S] [--burst-places P] [--smoke]
 
 Prints ``submits_per_s_1``, ``submits_per_s_N``, ``scale_ratio``, ``p95_1_s``, ``p95_N_s``,
 ``p95_100_raters_s`` and, for the kill, ``acknowledged``, ``stored`` and
 ``lost_after_kill`` (ratings acknowledged to a rater but not in the database: must be 0).
+
+The launch burst (bench/_launch_burst.py), on the N processes: W people (100) arrive at
+random over S seconds (60) on a Prolific link of P places (80), each from the join page's
+first request through consent, screening, calibration, a batch of five ratings and the
+code, reading 1-3 s on each page. It prints ``p95_page_s`` (every page load: the first
+from the page's request to its script run finished, then each click to its rerun
+finished; ``p95_first_page_s`` the arrivals' first pages alone), ``places_exact`` (1:
+exactly P held a place, in the pages and in the database, and everybody else was told the
+study is full), ``burst_lost`` (ratings acknowledged but not stored: must be 0) and the
+counts these are made of.
+
 ``--smoke``: a few raters and items, in seconds; the suite runs it to see the bench works.
 """
 
@@ -35,9 +47,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench import _launch_burst as launch  # noqa: E402
 from bench._streamlit_ws import Session, connect  # noqa: E402
 from fixtures.rating import ready_raters  # noqa: E402
 from koed_core.cli.serving import free_ports  # noqa: E402
+from koed_core.db import Store  # noqa: E402
 from koed_core.paths import SAMPLE_FILE  # noqa: E402
 
 KEY = "b" * 40
@@ -204,12 +218,21 @@ def main() -> None:
     parser.add_argument("--processes", type=int, default=os.cpu_count() or 2)
     parser.add_argument("--raters", type=int, default=40, help="raters back to back")
     parser.add_argument("--items", type=int, default=5)
+    parser.add_argument("--burst-workers", type=int, default=100)
+    parser.add_argument("--burst-window", type=float, default=60.0, help="seconds")
+    parser.add_argument("--burst-places", type=int, default=80)
     parser.add_argument("--smoke", action="store_true")
     args = parser.parse_args()
     crowd_size, think_s = 100, 10.0
+    burst_size = launch.BurstSize(
+        args.burst_workers, args.burst_window, args.burst_places, items=5, think_s=2.0
+    )
     if args.smoke:
         print("# smoke: a small size; the figures are not the benchmark's")
         args.raters, args.items, crowd_size, think_s = 3, 2, 4, 0.2
+        burst_size = launch.BurstSize(6, 3.0, 4, items=2, think_s=0.1)
+    if not 0 < burst_size.places < burst_size.workers:
+        parser.error("the launch burst needs more workers than places (and a place at least)")
     n = max(2, args.processes)
     with tempfile.TemporaryDirectory() as work:
         db, (alone,) = prepare(Path(work), [args.raters], args.items)
@@ -219,11 +242,18 @@ def main() -> None:
         db, (fast, readers, killed) = prepare(
             Path(work), [args.raters, crowd_size, args.raters], args.items
         )
+        store = Store(db)
+        burst_study, token = launch.open_link(store, KEY.encode(), burst_size)
+        store.db.conn.close()
         with Served(db, n) as served:
             many = drive(served.port, fast, args.items, 0.0)
             reading = drive(served.port, readers, args.items, think_s)
+            burst = launch.run(served.port, burst_size, token)
             kill = kill_mid_load(served, killed, args.items)
         stored = stored_per_rater(db)
+        burst_lines = launch.figures(
+            burst, burst_size, stored, db, KEY.encode(), burst_study, token
+        )
     lost = sum(max(0, count - stored[who]) for who, count in kill.acknowledged.items())
     unfinished = sum(
         len(group) * args.items - sum(load.acknowledged.values())
@@ -242,6 +272,10 @@ def main() -> None:
     print(f"reconnects_after_kill: {kill.reconnects}")
     print(f"lost_after_kill: {lost}")
     print(f"unfinished_submits: {unfinished}")
+    for name, value in burst_lines.items():
+        print(f"{name}: {value}")
+    for said in burst.other:
+        print(f"# a burst worker was told: {said}")
 
 
 if __name__ == "__main__":

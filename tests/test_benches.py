@@ -68,7 +68,10 @@ EXPECTED: dict[str, list[str]] = {
     "serve": [
         "processes", "raters_back_to_back", "submits_per_s_1", "submits_per_s_N", "scale_ratio",
         "p95_1_s", "p95_N_s", "p95_4_raters_s", "acknowledged", "stored",
-        "reconnects_after_kill", "lost_after_kill", "unfinished_submits",
+        "reconnects_after_kill", "lost_after_kill", "unfinished_submits", "burst_workers",
+        "burst_places", "burst_held", "burst_told_full", "burst_other", "burst_places_stored",
+        "places_exact", "burst_finished", "burst_acknowledged", "burst_stored", "burst_lost",
+        "burst_stored_unacknowledged", "burst_crashes", "burst_page_loads", "p95_page_s",
     ],
     "study": [
         "items", "k", "finished_items", "ratings", "places_max", "workers", "joined",
@@ -148,5 +151,14 @@ def test_the_bench_runs_small_and_prints_its_lines(name: str) -> None:
     if name == "serve":  # not timings: nothing acknowledged is lost, every rater finished
         assert values["lost_after_kill"] == 0 and values["unfinished_submits"] == 0
         assert values["stored"] >= values["acknowledged"] > 0
+        # the launch burst on a capped link: exactly its places held, the rest told it is
+        # full, everyone with a place finished, every acknowledged rating stored once
+        assert values["places_exact"] == 1 and values["burst_other"] == 0
+        assert values["burst_held"] == values["burst_places"] == values["burst_places_stored"]
+        told = values["burst_workers"] - values["burst_places"]
+        assert values["burst_told_full"] == told > 0
+        assert values["burst_finished"] == values["burst_held"] and values["burst_crashes"] == 0
+        assert values["burst_lost"] == 0 and values["burst_stored_unacknowledged"] == 0
+        assert values["burst_stored"] == values["burst_acknowledged"] > 0
     if name == "ppi":  # not timings: the planner agrees with ppi-python, the judge is off
         assert values["planner_matches"] == 1 and values["judge_covered"] == 0

@@ -171,13 +171,18 @@ def _review(invite: crowd.Invite) -> None:
     steps = prolific_pay.review_plan(resources.store(), invite)
     st.markdown(_("**Review on Prolific**"))
     if not steps:
-        st.caption(_("No decision recorded yet: decide in the table above first."))
+        st.caption(
+            _(
+                "No submission awaits review and no decision is recorded yet: decide in the "
+                "table above."
+            )
+        )
         return
     plan = pd.DataFrame(
         [
             {
                 "participant_id": s.participant_id,
-                "decision": s.decision,
+                "decision": s.decision or _("undecided"),
                 "action": s.action or "",
                 "note": s.note or (f"{s.category}: {s.message}" if s.message else ""),
             }
@@ -187,7 +192,7 @@ def _review(invite: crowd.Invite) -> None:
     tables.show(plan, column_config=columns(), hide_index=True)
     todo = [s for s in steps if s.action]
     if not todo:
-        st.caption(_("Nothing left to send: every decision is on Prolific already."))
+        st.caption(_("Nothing to send to Prolific now: the table says why for each submission."))
         return
     sure = st.checkbox(
         _("I have read the plan: approve, reject and ask back these {n} submissions", n=len(todo)),
