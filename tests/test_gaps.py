@@ -23,6 +23,7 @@ from koed_core.models.request import RunRequest
 from koed_core.models.runs import run_benchmark
 from koed_core.paths import SAMPLE_FILE
 from koed_core.results import gaps, score_sources
+from koed_core.results.decompose_export import DECOMPOSE_FILES
 from koed_core.results.paper_export import FILES, export_bundle, listed_files
 from koed_core.results.ppi_export import PPI_FILES
 
@@ -156,7 +157,7 @@ def test_export_folder_holds_what_its_readme_lists(fake_openai: FakeOpenAI, tmp_
     out = tmp_path / "export"
     files = export_bundle(store, out)
     readme = (out / "README.md").read_text()
-    every = sorted([*FILES, *PPI_FILES])  # the gap three ways are part of the bundle
+    every = sorted([*FILES, *PPI_FILES, *DECOMPOSE_FILES])  # the gap three ways, the split
     assert sorted(listed_files(readme)) == sorted(p.name for p in out.iterdir()) == every
     assert all(p.stat().st_size > 0 for p in files)
     png = Image.open(io.BytesIO((out / "gap_judge.png").read_bytes()))
@@ -186,7 +187,7 @@ def test_cli_export(fake_openai: FakeOpenAI, tmp_path: Path) -> None:
     )
     assert result.returncode == 0, result.stderr
     assert (
-        f"wrote {len(FILES) + len(PPI_FILES)} files" in result.stdout
+        f"wrote {len(FILES) + len(PPI_FILES) + len(DECOMPOSE_FILES)} files" in result.stdout
         and (tmp_path / "paper" / "gaps.csv").is_file()
     )
 

@@ -56,10 +56,16 @@ def test_the_shipped_plan_is_the_papers() -> None:
     assert len(plan.models) == 5 and "exaone-3.0-7.8b" in plan.models
 
 
+def test_the_four_cell_plan_asks_every_cell_of_the_papers_models() -> None:
+    plan = load_plan(ROOT / "plans" / "language-or-culture.toml")
+    assert plan.langs == ("ko", "en", "en-from-ko", "ko-from-en")
+    assert plan.models == load_plan(ROOT / "plans" / "paper.toml").models
+
+
 def test_a_bad_plan_names_the_problem(tmp_path: Path) -> None:
     bad = tmp_path / "bad.toml"
     bad.write_text('name = "x"\nmodels = ["a"]\njudge = "j"\nlangs = ["fr"]\n')
-    with pytest.raises(PlanError, match="langs must be ko and/or en"):
+    with pytest.raises(PlanError, match="langs must be among ko, en, en-from-ko and ko-from-en"):
         load_plan(bad)
     bad.write_text('name = "x"\nmodel = ["a"]\njudge = "j"\n')
     with pytest.raises(PlanError, match="unknown key"):

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from components.annotation import annotation_view, worklist
+from components.annotation import annotation_view, variant_review, worklist
 from components.core import resources, state
 from components.core.literal import md
 from components.shared.source_banner import load_or_stop, render_source_banner
@@ -13,6 +13,7 @@ from koed_core.i18n import _
 st.title(_("Annotate the adaptation"))
 who = annotation_view.annotator()
 source, dataset = load_or_stop()
+variant_review.review_variants(dataset, who)  # a translated variant, checked turn by turn
 annotations = resources.annotations()
 projects = [p for p in annotations.projects_for(who) if p["dataset_sha256"] == dataset.sha256]
 if not projects:

@@ -3,7 +3,7 @@
 import streamlit as st
 
 from components.core import auth, computed, resources, state
-from components.results import gap_view, ppi_view
+from components.results import decompose_view, gap_view, ppi_view
 from components.results.score_pickers import judge_picker, study_picker
 from components.results.talk import screen_charts, talk_toggle
 from components.shared import adaptation_gap
@@ -96,8 +96,8 @@ figures = [
     )
     for source in shown
 ]
-if talk:
-    screen_charts(figures)  # the screen's height, whatever the projector
+if talk:  # the screen's height, whatever the projector; the split beside the gap
+    screen_charts(figures + decompose_view.talk_figures(frame, chosen))
 else:
     for column, fig in zip(st.columns(len(figures)), figures, strict=True):
         column.plotly_chart(fig, width="stretch", theme=None)  # theme=None: our styling
@@ -106,6 +106,7 @@ if not talk and judge is not None:
     gap_view.perception_split(store, judge, viewer)  # perception or response
 if not talk:
     ppi_view.gap_three_ways(store, judge, study, viewer)  # judge, people, PPI++ side by side
+    decompose_view.language_or_culture(store, frame, chosen)  # language or culture?
     gap_view.what_moves_the_gap(store, viewer)
     gap_view.gap_over_turns(store, judge, study, viewer)
     adaptation_gap.gap_by_adaptation(store, judge, study, dataset, viewer)

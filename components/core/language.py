@@ -9,12 +9,13 @@ run, so moving between pages, reloading or copying the address keeps it.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, cast
 
 import streamlit as st
 
 from koed_core import i18n
-from koed_core.i18n import _
+from koed_core.i18n import N_, _
 
 KEEP_WORDS_WHOLE = """<style>
 .stMainBlockContainer :is(p, li, label, td, th, h1, h2, h3, [data-testid="stText"],
@@ -119,13 +120,28 @@ def switch() -> None:
     )
 
 
-def languages_picker(where: Any, label: str, default: list[str] | None = None) -> list[str]:
+VARIANT_WORDS = {
+    "en-from-ko": N_("English, translated from the Korean (en-from-ko)"),
+    "ko-from-en": N_("Korean, translated from the English (ko-from-en)"),
+}
+"""The translated variants as a picker names them."""
+
+
+def languages_picker(
+    where: Any, label: str, default: list[str] | None = None, variants: Sequence[str] = ()
+) -> list[str]:
     """Korean and English to choose from, each by its own name, in ``where`` (the page or
-    a column); both chosen unless ``default`` says otherwise."""
-    return where.multiselect(
-        label,
-        list(i18n.LANGUAGES),
-        default=list(i18n.LANGUAGES) if default is None else default,
-        format_func=i18n.NAMES.__getitem__,
-        placeholder=_("Choose a language"),
+    a column), and the translated ``variants`` that exist; Korean and English chosen
+    unless ``default`` says otherwise."""
+    return cast(
+        list[str],
+        where.multiselect(
+            label,
+            [*i18n.LANGUAGES, *variants],
+            default=list(i18n.LANGUAGES) if default is None else default,
+            format_func=lambda code: (
+                _(VARIANT_WORDS[code]) if code in VARIANT_WORDS else i18n.NAMES[code]
+            ),
+            placeholder=_("Choose a language"),
+        ),
     )

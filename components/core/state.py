@@ -258,3 +258,13 @@ def dropped_links(page: str) -> list[Any]:
 def runs_step(name: str) -> str:
     """The Runs form's picker of pipeline step ``name`` (one per step ``Steps`` declares)."""
     return f"runs.{name}"
+
+
+# The variant review on the Annotate page.
+REVIEW_VARIANT = "annotate.review.variant"
+REVIEW_DIALOGUE = "annotate.review.dialogue"
+
+
+def review_text(variant: str, conv_id: str, turn: int) -> str:
+    """The text box of one turn under review."""
+    return f"annotate.review.text.{variant}.{conv_id}.{turn}"

@@ -8,11 +8,16 @@ from __future__ import annotations
 
 import streamlit as st
 
+from components.core import resources
+from components.core.language import VARIANT_WORDS
 from components.core.literal import md
 from koed_core import i18n
+from koed_core.db.variants import Variants
 from koed_core.dialogues.dialogue import Dialogue, LoadWarning, Turn
 from koed_core.dialogues.labels import by_name
+from koed_core.dialogues.variants import text_lang
 from koed_core.i18n import N_, _
+from koed_core.models.variant_texts import read_variant
 
 ROLE_BADGE = {
     "speaker": (N_("Speaker"), ":material/record_voice_over:", "blue"),
@@ -40,16 +45,22 @@ def render_dialogue(dialogue: Dialogue, notes: list[LoadWarning] | None = None) 
     render_labels(dialogue)
     for note in notes or []:
         st.caption(_("About this record in the file: {note}", note=md(note.text)))
-    head = st.columns(COLUMN_WIDTHS)
+    shown = _variants(dialogue)
+    widths = COLUMN_WIDTHS + [5] * len(shown)
+    head = st.columns(widths)
     head[1].markdown("**" + i18n.NAMES["ko"] + " · " + _("KoED reconstruction") + "**")
     head[2].markdown("**" + i18n.NAMES["en"] + " · EmpatheticDialogues**")
+    for column, (name, (label, _variant)) in zip(head[3:], shown.items(), strict=True):
+        column.markdown("**" + _(VARIANT_WORDS[name]) + f" · {label}**")
     with st.container(border=True):
-        row = st.columns(COLUMN_WIDTHS)
+        row = st.columns(widths)
         row[0].badge(_("Situation"), icon=":material/description:", color="gray")
         row[1].text(dialogue.situation_ko or _("(none)"))
         row[2].text(dialogue.situation_en or _("(none)"))
+        for column, (name, (_label, variant)) in zip(row[3:], shown.items(), strict=True):
+            column.text(variant.situation(text_lang(name)) or _("(none)"))
     for turn in dialogue.turns:
-        _render_turn(turn)
+        _render_turn(turn, widths, shown)
     added = dialogue.ko_only_turns
     if added:
         st.caption(
@@ -61,10 +72,22 @@ def render_dialogue(dialogue: Dialogue, notes: list[LoadWarning] | None = None) 
         )
 
 
-def _render_turn(turn: Turn) -> None:
+def _variants(dialogue: Dialogue) -> dict[str, tuple[str, Dialogue]]:
+    """Each translated variant of this dialogue in its newest version, with the version's
+    label (none when no variant translates it)."""
+    store = resources.store()
+    found = {}
+    for name in sorted({v.variant for v in Variants(store).versions()}):
+        read = read_variant(store, [dialogue], name)
+        if dialogue.conv_id in read.dialogues:
+            found[name] = (read.version.label, read.dialogues[dialogue.conv_id])
+    return found
+
+
+def _render_turn(turn: Turn, widths: list[float], shown: dict[str, tuple[str, Dialogue]]) -> None:
     label, icon, color = ROLE_BADGE[turn.role]
     with st.container(border=True):
-        row = st.columns(COLUMN_WIDTHS)
+        row = st.columns(widths)
         row[0].badge(f"{turn.position} · " + _(label), icon=icon, color=color)
         if turn.ko:
             row[1].text(turn.ko)
@@ -78,6 +101,9 @@ def _render_turn(turn: Turn) -> None:
                 icon=":material/add_circle:",
                 color="red",
             )
+        for column, (name, (_label, variant)) in zip(row[3:], shown.items(), strict=True):
+            texts = {t.position: t.text(text_lang(name)) for t in variant.turns}
+            column.text(texts.get(turn.position) or "—")
 
 
 SCROLL_JS = """<script>

@@ -18,6 +18,7 @@ from components.shared import episode_view
 from components.shared.model_choice import model_label
 from koed_core import i18n
 from koed_core.db import Runs
+from koed_core.db.variants import Variants
 from koed_core.dialogues.dataset import Dataset
 from koed_core.dialogues.subsets import SUBSETS
 from koed_core.errors import KoedError
@@ -91,6 +92,11 @@ def _models(names: Iterable[str]) -> Callable[[str], str]:
     return {name: model_label(name) for name in names}.__getitem__
 
 
+def _variants() -> list[str]:
+    """The translated variants that have a version (``koed translate``)."""
+    return sorted({v.variant for v in Variants(resources.store()).versions()})
+
+
 def start_run_form(registry: dict[str, ModelSpec], dataset: Dataset) -> None:
     """Model, languages, protocol, prompts, dialogues and decoding; queued as a job."""
     with st.form("runs.start"):
@@ -99,7 +105,7 @@ def start_run_form(registry: dict[str, ModelSpec], dataset: Dataset) -> None:
         name = left.selectbox(
             _("Model"), list(registry), key=state.RUNS_MODEL, format_func=_models(registry)
         )
-        langs = language.languages_picker(left, _("Languages"))
+        langs = language.languages_picker(left, _("Languages"), variants=_variants())
         protocol = left.radio(
             _("Protocol"), PROTOCOLS, horizontal=True, format_func=terms.shown(PROTOCOLS)
         )

@@ -3,7 +3,8 @@
 One module per command group (``data``, ``runs``: run, judge, judges; ``reproduce``;
 ``episodes``; ``jobs``: worker and jobs; ``results``: agreement and export; ``accounts``: users and
 settings; ``crowd``: study, invite and crowd; ``prolific``: Prolific's API; ``serve``: serve;
-``backups``: db backup and restore; ``annotation``: annotation projects, import, export),
+``backups``: db backup and restore; ``translate``: the translated variants;
+``annotation``: annotation projects, import, export),
 each adding its parsers; :func:`main` is the one error boundary.
 """
 
@@ -27,6 +28,7 @@ from koed_core.cli import (
     results,
     runs,
     serve,
+    translate,
 )
 from koed_core.config import Settings, read_secrets
 from koed_core.errors import KoedError
@@ -41,6 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
     for group in (
         data,
         runs,
+        translate,
         episodes,
         reproduce,
         jobs,

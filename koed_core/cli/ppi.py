@@ -33,7 +33,18 @@ def register_gap(groups: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     gap.add_argument("--study", type=positive_int, help="study id (default: last rated)")
     add_judge_choice(gap)
-    gap.add_argument("--estimator", choices=["judge", "human", "ppi"], default="ppi")
+    gap.add_argument(
+        "--estimator",
+        choices=["judge", "human", "ppi"],
+        help="default ppi (with --decompose: judge)",
+    )
+    gap.add_argument(
+        "--decompose",
+        action="store_true",
+        help="split the gap into language and content effects over the runs' four cells "
+        "(ko, en, en-from-ko, ko-from-en)",
+    )
+    gap.add_argument("--run", action="append", help="with --decompose: a run (repeatable)")
     gap.add_argument("--json", action="store_true")
     gap.add_argument("--db", type=Path)
     gap.set_defaults(func=cmd_gap)
@@ -88,6 +99,11 @@ def cmd_gap(args: argparse.Namespace, settings: Settings) -> int:
     """Print one estimator's table (every run, dimension; en, ko and the gap)."""
     from koed_core.results import ppi_table, score_sources
 
+    if args.decompose:
+        from koed_core.cli.decompose import cmd_decompose
+
+        return cmd_decompose(args, settings)
+    args.estimator = args.estimator or "ppi"
     store, study, choice = _choose(args, settings)
     result = ppi_table.gap_estimates(store, study, choice.config)
     rows = ppi_table.for_estimator(result, args.estimator)

@@ -10,6 +10,14 @@ from koed_core.db.types import now
 TABLE = "_koed_migrations"
 
 
+def run_script(db: sqlite_utils.Database, script: str) -> None:
+    """Run statements one by one: ``executescript`` would commit the caller's transaction,
+    and a migration must apply whole or not at all. (No statement here contains ';'.)"""
+    for statement in script.split(";"):
+        if statement.strip():
+            db.execute(statement)
+
+
 def applied(db: sqlite_utils.Database) -> list[str]:
     """Names of the migrations this database has had."""
     if TABLE not in db.table_names():

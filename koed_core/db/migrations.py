@@ -17,6 +17,7 @@ import sqlite_utils
 from koed_core.db.migration_log import TABLE as TABLE
 from koed_core.db.migration_log import applied as applied
 from koed_core.db.migration_log import record as record
+from koed_core.db.migration_log import run_script as _script
 
 Migration = Callable[[sqlite_utils.Database], None]
 MIGRATIONS: list[tuple[str, Migration]] = []
@@ -471,12 +472,20 @@ def m022_invite_contact(db: sqlite_utils.Database) -> None:
     db.execute("alter table invites add column contact text")
 
 
-def _script(db: sqlite_utils.Database, script: str) -> None:
-    """Run statements one by one: ``executescript`` would commit the caller's transaction,
-    and a migration must apply whole or not at all. (No statement here contains ';'.)"""
-    for statement in script.split(";"):
-        if statement.strip():
-            db.execute(statement)
+@migration
+def m023_variants(db: sqlite_utils.Database) -> None:
+    """Translated variants, versioned, and people's checks of their turns (db/variants.py)."""
+    _script(
+        db,
+        """create table variant_versions (id text primary key, variant text not null, version
+        integer not null, made_by text not null, model text, translator text, prompt_version text,
+        prompt text, source_sha256 text not null, created text, note text not null default '',
+        unique(variant, version)); create table variant_dialogues (version_id text not null,
+        conv_id text not null, source_hash text not null, situation text not null, turns text not
+        null, primary key (version_id, conv_id)); create table variant_checks (version_id text not
+        null, conv_id text not null, turn integer not null, checker text not null, verdict text not
+        null, text text not null, created text, primary key(version_id, conv_id, turn, checker))""",
+    )
 
 
 def pending(db: sqlite_utils.Database) -> list[tuple[str, Migration]]:

@@ -109,6 +109,9 @@ class RunConfig:
     replicate: int = 0
     """n > 0: the same run made again, nothing changed (a sensitivity plan's "base, run
     again": the listener and the judge re-sampled), a run of its own."""
+    variants: str | None = None
+    """The translated variants the run was asked in, each with the id of the version it
+    read (``en-from-ko v2 3f9a...``, comma-separated); None: ko and en only."""
 
     @property
     def run_id(self) -> str:
@@ -139,6 +142,7 @@ EARLIER_VALUES: dict[str, object] = {
     "speaker_max_tokens": None,
     "oracle": None,
     "replicate": 0,
+    "variants": None,
 }
 """A run field's value before the field existed (left out of the run's id when so)."""
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from koed_core.db import JudgeConfig, Judgments, Runs, Store, now, short_hash
+from koed_core.dialogues.variants import CELLS, text_lang
 from koed_core.judge.request import (
     DEFAULT_ATTEMPTS,
     JudgeError,
@@ -82,7 +83,7 @@ def tasks_for(store: Store, run_id: str, dims: Sequence[str], samples: int) -> l
             dim,
             n,
         )
-        for row in Runs(store).answered([run_id])
+        for row in Runs(store).answered([run_id], CELLS)
         for dim in dims
         for n in range(samples)
     ]
@@ -106,8 +107,9 @@ def _ask(
     post-processing's rescue of bold numbers is tried on the last. Otherwise a failed
     call (after the client's own retries) ends the task for this pass."""
     dim = next(d for d in dimensions() if d.code == task.dimension)
+    # a variant is judged in the language it is written in, on the transcript the model saw
     messages = build_judge_messages(
-        dim, mode, task.lang, list(task.context), task.response, steps.template
+        dim, mode, text_lang(task.lang), list(task.context), task.response, steps.template
     )
     prompt: list[Message] = [{"role": m["role"], "content": m["content"]} for m in messages]
     authors = steps.parse == "authors"
@@ -162,7 +164,7 @@ def reuse_judgments(
     judgments = Judgments(store)
     by_input = {
         (r["lang"], r["context"] or "[]", r["text"]): r["id"]
-        for r in Runs(store).answered([base_run])
+        for r in Runs(store).answered([base_run], CELLS)
     }
     stored: dict[str, dict[tuple[str, int], list[dict[str, Any]]]] = {}
     for row in judgments.of_run(base_run, config):
@@ -170,7 +172,7 @@ def reuse_judgments(
         stored.setdefault(str(row["response_id"]), {}).setdefault(place, []).append(row)
     copies: list[dict[str, object]] = []
     tasks = 0
-    for row in Runs(store).answered([run_id]):
+    for row in Runs(store).answered([run_id], CELLS):
         source = by_input.get((row["lang"], row["context"] or "[]", row["text"]))
         if source is None or source == row["id"]:
             continue

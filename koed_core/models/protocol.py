@@ -48,6 +48,14 @@ class ListenerTask:
     """The dataset's Listener turn that followed the context (the human reference)."""
     extra: tuple[ContextTurn, ...] = field(default=())
     """Turns added live in the chat page after the dataset's context."""
+    variant: str | None = None
+    """A translated variant (``en-from-ko``, ``ko-from-en``) whose text this is; ``lang``
+    is then the language it is written in, and prompts follow ``lang``."""
+
+    @property
+    def cell(self) -> str:
+        """The language as a response stores it: the variant's name, else ``lang``."""
+        return self.variant or self.lang
 
     @property
     def transcript(self) -> tuple[ContextTurn, ...]:
@@ -78,4 +86,4 @@ def build_task(dialogue: Dialogue, lang: Lang, commas: str = "decoded") -> Liste
 
 def with_live_turns(task: ListenerTask, turns: Sequence[ContextTurn]) -> ListenerTask:
     """The task with turns typed in the chat page appended (no reference any more)."""
-    return ListenerTask(task.conv_id, task.lang, task.turns, None, tuple(turns))
+    return ListenerTask(task.conv_id, task.lang, task.turns, None, tuple(turns), task.variant)

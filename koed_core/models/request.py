@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 
 from koed_core.dialogues.dialogue import Dialogue
 from koed_core.dialogues.subsets import SAMPLE_DESIGNS, SUBSETS, select
+from koed_core.dialogues.variants import CELLS
 from koed_core.errors import KoedError
 from koed_core.i18n import _
 from koed_core.models.client import GenerationSettings
@@ -64,13 +65,26 @@ def pipeline_step(name: str) -> Any:
 
 
 def langs_arg(text: str) -> tuple[str, ...]:
-    """``--lang``: ko, en or ko,en."""
+    """``--lang`` of episodes: ko, en or ko,en."""
     import argparse
 
     langs = tuple(lang.strip() for lang in text.split(",") if lang.strip())
     if not langs or set(langs) - {"ko", "en"}:
         raise argparse.ArgumentTypeError(f"takes ko, en or ko,en, not {text!r}")
     return langs
+
+
+def cells_arg(text: str) -> tuple[str, ...]:
+    """``--lang`` of a run: ko, en, the translated variants en-from-ko and ko-from-en, or
+    several of them comma-separated."""
+    import argparse
+
+    langs = tuple(lang.strip() for lang in text.split(",") if lang.strip())
+    if not langs or set(langs) - set(CELLS):
+        raise argparse.ArgumentTypeError(
+            f"takes ko, en, en-from-ko, ko-from-en or several of them comma-separated, not {text!r}"
+        )
+    return tuple(dict.fromkeys(langs))
 
 
 def positive_int(text: str) -> int:
@@ -166,7 +180,11 @@ class RunRequest(Request):
     kind: ClassVar[str] = "run"
     model: str = setting(help="a name from models.toml, or openai:MODEL_ID (uses OPENAI_BASE_URL)")
     langs: tuple[str, ...] = setting(
-        ("ko", "en"), flag="--lang", type=langs_arg, help="ko, en or ko,en (default)"
+        ("ko", "en"),
+        flag="--lang",
+        type=cells_arg,
+        help="ko,en (default), or any of ko, en, en-from-ko, ko-from-en (translated "
+        "variants: see koed translate)",
     )
     protocol: str = setting("single", choices=PROTOCOLS, help="single (default), multi or direct")
     prompts: str | None = setting(
@@ -291,8 +309,8 @@ class RunRequest(Request):
     def problems(self) -> list[str]:
         """What the engine would refuse later, each in a sentence naming the setting."""
         found: list[str] = []
-        if not self.langs or set(self.langs) - {"ko", "en"}:
-            found.append(_("langs must be ko and/or en"))
+        if not self.langs or set(self.langs) - set(CELLS):
+            found.append(_("langs must be among ko, en, en-from-ko and ko-from-en"))
         for f in fields(self):
             choices = f.metadata.get("choices")
             value = getattr(self, f.name)
@@ -345,6 +363,9 @@ class EpisodeRequest(RunRequest):
     to ``turns`` turns an episode."""
 
     kind: ClassVar[str] = "episodes"
+    langs: tuple[str, ...] = setting(
+        ("ko", "en"), flag="--lang", type=langs_arg, help="ko, en or ko,en (default)"
+    )
     speaker: str = setting(
         "smollm2",
         help="who plays the Speaker (default smollm2, the offline model: fine for trying "
@@ -379,6 +400,8 @@ class EpisodeRequest(RunRequest):
             found.append(_("turns must be between 1 and {most}", most=MAX_TURNS))
         if self.batch:
             found.append(_("episodes are asked live: the Batch API cannot hold a conversation"))
+        if set(self.langs) - {"ko", "en"}:
+            found.append(_("episodes take ko and en only, not the translated variants yet"))
         if self.speaker_prompts is not None:
             from koed_core.models.speaker import SPEAKER_SETS, load_speaker_prompt
 

@@ -11,7 +11,7 @@ import json
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from functools import cached_property
 from typing import Any
@@ -19,7 +19,8 @@ from typing import Any
 from koed_core.db import ResponseRecord, RunConfig, Runs, Store, short_hash
 from koed_core.db.claims import ItemClaims
 from koed_core.db.owners import this_process
-from koed_core.dialogues.dialogue import Dialogue, Lang
+from koed_core.dialogues.dialogue import Dialogue
+from koed_core.dialogues.variants import VARIANTS, text_lang
 from koed_core.errors import KoedError
 from koed_core.models.batch import (
     NO_HOOKS,
@@ -56,6 +57,7 @@ from koed_core.models.protocol import (
 )
 from koed_core.models.registry import ModelSpec
 from koed_core.models.request import RunRequest
+from koed_core.models.variant_texts import variants_for
 from koed_core.redact import redact_url
 
 Answer = tuple[Completion | ModelError, ParsedReply | None, str | None]
@@ -133,25 +135,37 @@ def public_spec(spec: ModelSpec) -> dict[str, Any]:
 
 def plan(
     dialogues: Sequence[Dialogue],
-    langs: Iterable[Lang],
+    langs: Iterable[str],
     protocol: Protocol,
     limit: int | None = None,
     needs_reference: bool = False,
     prompt_set: str | PromptSet = "native",
     steps: Steps = EARLIER,
+    variants: Mapping[str, Mapping[str, Dialogue]] | None = None,
 ) -> list[Item]:
     """Items in dataset order, each language; dialogues with no text in a language skip it.
 
     ``needs_reference`` (the human reference) also skips contexts with no Listener turn
-    after them: there is nothing to replay, which is not a failure.
+    after them: there is nothing to replay, which is not a failure. A translated variant
+    in ``langs`` reads each dialogue's translation from ``variants`` (variant -> conv_id
+    -> the variant dialogue); a dialogue not translated skips it.
     """
     chosen = dialogues[:limit] if limit else dialogues
     items = []
     for dialogue in chosen:
         for lang in langs:
-            task = build_task(dialogue, lang, steps.commas)
+            source = (
+                (variants or {}).get(lang, {}).get(dialogue.conv_id)
+                if lang in VARIANTS
+                else dialogue
+            )
+            if source is None:
+                continue
+            task = build_task(source, text_lang(lang), steps.commas)
+            if lang in VARIANTS:
+                task = replace(task, variant=lang)
             if task.turns and (task.reference or not needs_reference):
-                items.append(Item(dialogue, task, protocol, prompt_set, steps))
+                items.append(Item(source, task, protocol, prompt_set, steps))
     return items
 
 
@@ -171,7 +185,7 @@ def to_record(
         "turn": turn,
         "run_id": run_id,
         "conv_id": item.dialogue.conv_id,
-        "lang": item.task.lang,
+        "lang": item.task.cell,
         "context_hash": item.context_hash,
         "prompt": [dict(m) for m in (item.messages if sent is None else sent)],
         "emotion_raw": emotion_raw,
@@ -313,9 +327,11 @@ def run_benchmark(
         steps=steps,
         replicate=request.replicate,
     )
+    translated = variants_for(store, dialogues, request.langs)  # raises before anything is stored
+    config = replace(config, variants=translated.recorded)
     settings = replace(settings, stop=hooks.stop)  # a request in flight is given up on cancel
-    langs: list[Lang] = list(request.langs)  # type: ignore[arg-type]
-    run_id = Runs(store).ensure_run(config, spec.name, list(langs), public_spec(spec))
+    langs = list(request.langs)
+    run_id = Runs(store).ensure_run(config, spec.name, langs, public_spec(spec))
     items = plan(
         dialogues,
         langs,
@@ -324,11 +340,12 @@ def run_benchmark(
         needs_reference=spec.backend == "human",
         prompt_set=prompts,
         steps=steps,
+        variants=translated.dialogues,
     )
     scored = spec.backend != "human"
     stored = Runs(store).raw_answers(reuse.run_id) if reuse else {}
     if stored and reuse and reuse.prompts is not None:  # the reply call byte-identical too
-        sent = {(i.dialogue.conv_id, i.task.lang, i.context_hash): i for i in items}
+        sent = {(i.dialogue.conv_id, i.task.cell, i.context_hash): i for i in items}
         stored = {
             k: row
             for k, row in stored.items()
@@ -340,7 +357,7 @@ def run_benchmark(
     finished = Runs(store).finished(run_id)
 
     def key(item: Item) -> tuple[str, str, str]:
-        return item.dialogue.conv_id, item.task.lang, item.context_hash
+        return item.dialogue.conv_id, item.task.cell, item.context_hash
 
     def response_id(item: Item) -> str:
         return short_hash(run_id, *key(item))

@@ -242,6 +242,9 @@ def export_bundle(store: Store, out: Path) -> list[Path]:
     from koed_core.results.ppi_export import write_ppi
 
     added = write_ppi(store, out)  # the gap three ways: judge, people, PPI++ (and the README)
+    from koed_core.results.decompose_export import write_decompose
+
+    added += write_decompose(store, out, choice.config if choice is not None else None)
     _private(out)
     return [out / name for name in FILES] + added
 

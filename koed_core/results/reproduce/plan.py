@@ -10,6 +10,7 @@ from typing import Any
 
 from koed_core.db import JudgeConfig
 from koed_core.dialogues.subsets import SAMPLE_DESIGNS, SUBSETS
+from koed_core.dialogues.variants import CELLS
 from koed_core.errors import KoedError
 from koed_core.judge.request import JudgeRequest
 from koed_core.models.client import GenerationSettings
@@ -194,7 +195,10 @@ def _check(plan: Plan, path: str) -> None:
     """
     _check_types(plan, path)
     checks = [
-        (set(plan.langs) <= {"ko", "en"} and plan.langs, "langs must be ko and/or en"),
+        (
+            set(plan.langs) <= set(CELLS) and plan.langs,
+            "langs must be among ko, en, en-from-ko and ko-from-en",
+        ),
         (plan.subset in SUBSETS, f"subset must be one of {', '.join(SUBSETS)}"),
         (plan.sample is None or plan.sample >= 1, "sample must be a whole number from 1"),
         (

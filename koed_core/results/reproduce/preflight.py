@@ -10,6 +10,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from koed_core.dialogues.dialogue import Dialogue
+from koed_core.dialogues.variants import source_lang, text_lang
 from koed_core.judge.rubric import codes
 from koed_core.models.client import GenerationSettings
 from koed_core.models.pipeline import same_reply_call
@@ -252,7 +253,9 @@ def _estimate_episodes(
     if speaker is None or plan.turns < 2:
         return rows
     langs: list[Any] = list(plan.langs)
-    with_context = [d for d in dialogues for lang in langs if build_task(d, lang).turns]
+    with_context = [
+        d for d in dialogues for lang in langs if build_task(d, source_lang(lang)).turns
+    ]
     episodes = len(with_context) * len(plan.models) * len(plan.protocols)
     server = speaker.base_url or "api.openai.com"
     extra = Estimate(server, (speaker.name,), episodes * (plan.turns - 1), 0)
@@ -314,7 +317,8 @@ def _estimate(
             for lang in plan.langs:
                 for dialogue in dialogues:
                     commas = plan.steps(spec.family, spec.model or "").commas
-                    task = build_task(dialogue, lang, commas)  # type: ignore[arg-type]
+                    # a variant is estimated on its source's turns (the same count)
+                    task = build_task(dialogue, source_lang(lang), commas)
                     if not task.turns:
                         continue
                     prompt = plan_messages(task, protocol, plan.prompts)  # type: ignore[arg-type]
@@ -331,7 +335,7 @@ def _estimate(
                     mode: JudgeMode = "strict" if plan.judge_mode == "strict" else "paper"
                     for dim in dimensions():
                         messages = build_judge_messages(
-                            dim, mode, lang, context, "x" * 200, wording
+                            dim, mode, text_lang(lang), context, "x" * 200, wording
                         )
                         judge_chars += sum(len(m["content"]) for m in messages)
     if judges:

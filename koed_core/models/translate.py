@@ -1,0 +1,205 @@
+"""Machine translation of KoED dialogues into a variant (``koed translate run``).
+
+Any configured backend translates: the situation, then each source turn in order, one call
+per text. Asking text by text keeps the variant's speaker structure and turn count by
+construction (a model asked for a whole dialogue at once can merge, drop or add turns);
+the cost is more calls, which a batch of a hundred dialogues bears easily. The prompt is
+data (``data/prompts/translate.toml``), versioned by a hash of its content and stored
+with the version it made, as a run's prompts are.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from koed_core.db import Store
+from koed_core.db.variants import Variants, VariantVersion, VersionMeta
+from koed_core.dialogues.dialogue import Dialogue
+from koed_core.dialogues.variants import VARIANTS, Translation, source_hash, source_texts
+from koed_core.errors import KoedError
+from koed_core.models.client import ChatClient, GenerationSettings, ModelError, require_text
+from koed_core.models.prompts import LANGUAGE, PROMPTS_DIR
+from koed_core.models.protocol import Message
+from koed_core.models.registry import ModelSpec
+from koed_core.tomlfile import read_toml
+
+TRANSLATE_SETS = ("translate",)
+KINDS = ("situation", "speaker", "listener")
+MAX_TOKENS_CAP = 512
+
+
+class TranslatePromptError(KoedError, ValueError):
+    """A translation prompt file that cannot be used; names the file and what is wrong."""
+
+
+@dataclass(frozen=True)
+class TranslatePrompt:
+    """The translator's instructions, loaded from a TOML file."""
+
+    raw: Mapping[str, Any]
+    source: str
+
+    @property
+    def version(self) -> str:
+        """A short hash of the file's content: stored with every version it makes."""
+        blob = json.dumps(self.raw, ensure_ascii=False, sort_keys=True)
+        return hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+    @property
+    def text(self) -> str:
+        """The whole prompt as stored with a version (the templates, the kinds)."""
+        return json.dumps(self.raw, ensure_ascii=False, sort_keys=True)
+
+    def messages(self, variant: str, kind: str, text: str) -> list[Message]:
+        """The request for one text of one dialogue (``kind``: situation, speaker or
+        listener)."""
+        spec = VARIANTS[variant]
+        system = (
+            str(self.raw["system"]["text"])
+            .strip()
+            .format(
+                source=LANGUAGE[spec.source],
+                target=LANGUAGE[spec.target],
+                kind=self.raw["kinds"][kind],
+            )
+        )
+        user = str(self.raw["user"]["text"]).strip().format(text=text)
+        return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+
+
+def load_translate_prompt(source: str | Path = "translate") -> TranslatePrompt:
+    """The shipped prompt by name, or a TOML file by path.
+
+    Raises:
+        TranslatePromptError: no such file, not TOML, a part missing, a template that
+            does not fill.
+    """
+    if isinstance(source, str) and source in TRANSLATE_SETS:
+        return _shipped()
+    return _read(Path(source))
+
+
+@cache
+def _shipped() -> TranslatePrompt:
+    return _read(PROMPTS_DIR / "translate.toml")
+
+
+def _read(path: Path) -> TranslatePrompt:
+    raw = read_toml(path, "translation prompt", TRANSLATE_SETS, TranslatePromptError)
+    kinds = raw.get("kinds")
+    if not isinstance(kinds, Mapping) or any(not isinstance(kinds.get(k), str) for k in KINDS):
+        raise TranslatePromptError(f"{path}: needs [kinds] with {', '.join(KINDS)}")
+    for part, fills in (("system", ("source", "target", "kind")), ("user", ("text",))):
+        table = raw.get(part)
+        if not isinstance(table, Mapping) or not isinstance(table.get("text"), str):
+            raise TranslatePromptError(f"{path}: needs [{part}] text = '''...'''")
+        try:
+            table["text"].format(source="s", target="t", kind="k", text="x")
+        except (KeyError, IndexError, ValueError) as err:
+            raise TranslatePromptError(f"{path}: [{part}] does not fill ({err})") from None
+        missing = [f for f in fills if "{" + f + "}" not in table["text"]]
+        if missing:
+            raise TranslatePromptError(f"{path}: [{part}] must hold {{{missing[0]}}}")
+    return TranslatePrompt(raw, str(path))
+
+
+def token_limit(text: str, ceiling: int | None = None) -> int:
+    """Room for a translation of ``text``: about three tokens a character of the source
+    (Hangul and Latin alike), never below 32, at most ``ceiling`` (default 512)."""
+    return max(32, min(ceiling or MAX_TOKENS_CAP, 3 * len(text) + 16))
+
+
+@dataclass(frozen=True)
+class TranslateAsk:
+    """What every call of a translation pass is asked with."""
+
+    variant: str
+    prompt: TranslatePrompt
+    settings: GenerationSettings
+    """Decoding; ``max_tokens`` caps each call's own limit (see :func:`token_limit`)."""
+
+
+def translate_dialogue(
+    client: ChatClient, dialogue: Dialogue, ask_with: TranslateAsk
+) -> Translation:
+    """One dialogue translated text by text.
+
+    Raises:
+        ModelError: a call failed for good, or the model answered nothing.
+    """
+    variant, prompt, settings = ask_with.variant, ask_with.prompt, ask_with.settings
+    situation, turns = source_texts(dialogue, variant)
+
+    def ask(kind: str, text: str) -> str:
+        sized = GenerationSettings(
+            temperature=settings.temperature,
+            max_tokens=token_limit(text, settings.max_tokens),
+            timeout_s=settings.timeout_s,
+            max_retries=settings.max_retries,
+            stop=settings.stop,
+        )
+        done = client.complete(prompt.messages(variant, kind, text), sized, None)
+        return require_text(done.text, client.name).strip()
+
+    said = ask("situation", situation) if situation else ""
+    kinds = ["speaker" if i % 2 == 0 else "listener" for i in range(len(turns))]
+    return Translation(
+        dialogue.conv_id,
+        variant,
+        said,
+        tuple(ask(kind, text) for kind, text in zip(kinds, turns, strict=True)),
+    )
+
+
+@dataclass
+class TranslateReport:
+    """What a translation pass made: the version (None when nothing was translated) and
+    the dialogues that failed, each with its error."""
+
+    version: VariantVersion | None
+    translated: int
+    failed: dict[str, str] = field(default_factory=dict)
+
+
+def translate_all(
+    store: Store,
+    client: ChatClient,
+    spec: ModelSpec,
+    dialogues: Sequence[Dialogue],
+    dataset_sha256: str,
+    ask: TranslateAsk,
+    progress: Callable[[int, int], None] = lambda done, total: None,
+) -> TranslateReport:
+    """Translate every dialogue and store the ones that came back whole as the variant's
+    next version (a dialogue with a failed call is left out of it, and said)."""
+    done: list[tuple[Translation, str]] = []
+    failed: dict[str, str] = {}
+    for n, dialogue in enumerate(dialogues, start=1):
+        try:
+            done.append(
+                (
+                    translate_dialogue(client, dialogue, ask),
+                    source_hash(dialogue, ask.variant),
+                )
+            )
+        except ModelError as err:
+            failed[dialogue.conv_id] = str(err)
+        progress(n, len(dialogues))
+    if not done:
+        return TranslateReport(None, 0, failed)
+    meta = VersionMeta(
+        variant=ask.variant,
+        made_by="model",
+        source_sha256=dataset_sha256,
+        model=f"{spec.name} ({spec.model})" if spec.model else spec.name,
+        prompt_version=ask.prompt.version,
+        prompt=ask.prompt.text,
+        note=f"temperature {ask.settings.temperature}",
+    )
+    return TranslateReport(Variants(store).add_version(meta, done), len(done), failed)

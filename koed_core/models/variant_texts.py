@@ -1,0 +1,151 @@
+"""Variants as runs read them, and people's translations taken in (``koed translate
+import``).
+
+A run asked in ``en-from-ko`` reads the variant's newest version at its start, builds
+each translated dialogue as an ordinary :class:`Dialogue` (see
+:func:`koed_core.dialogues.variants.apply`) and records the version's id with the run. A
+dialogue whose source text changed since it was translated is left out, not answered in
+a stale translation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from koed_core.db import Store
+from koed_core.db.variants import Variants, VariantVersion, VersionMeta
+from koed_core.dialogues.dataset import Dataset
+from koed_core.dialogues.dialogue import Dialogue
+from koed_core.dialogues.variants import VARIANTS, Translation, apply, mismatch, parse_line
+from koed_core.dialogues.variants import source_hash as hash_of
+from koed_core.errors import KoedError
+
+
+class VariantError(KoedError):
+    """A variant that cannot be used or a translations file refused (one sentence)."""
+
+
+@dataclass(frozen=True)
+class VariantSet:
+    """One version of a variant, read for a run: its translated dialogues by conv_id, and
+    those left out because their source text changed since."""
+
+    version: VariantVersion
+    dialogues: dict[str, Dialogue]
+    stale: tuple[str, ...] = ()
+
+
+def read_variant(store: Store, dialogues: Sequence[Dialogue], variant: str) -> VariantSet:
+    """The newest version of ``variant`` over ``dialogues``.
+
+    Raises:
+        VariantError: the variant has no version yet (translate or import it first).
+    """
+    version = Variants(store).latest(variant)
+    if version is None:
+        raise VariantError(
+            f"{variant} has no translation yet: make one with `koed translate run --variant "
+            f"{variant} --model MODEL` or `koed translate import FILE`"
+        )
+    stored = Variants(store).read(variant, version.version)
+    built: dict[str, Dialogue] = {}
+    stale: list[str] = []
+    for dialogue in dialogues:
+        found = stored.get(dialogue.conv_id)
+        if found is None:
+            continue
+        if found.source_hash != hash_of(dialogue, variant):
+            stale.append(dialogue.conv_id)
+            continue
+        built[dialogue.conv_id] = apply(dialogue, found.translation)
+    return VariantSet(version, built, tuple(stale))
+
+
+def import_lines(
+    store: Store, dataset: Dataset, lines: Iterable[str], translator: str
+) -> list[VariantVersion]:
+    """Take a JSONL file of people's translations: each variant it holds becomes that
+    variant's next version, made by ``translator``. The file is read whole first: one bad
+    line refuses it all, naming the line, and nothing is stored.
+
+    Raises:
+        VariantError: the first bad line, in one sentence (not JSON, a field missing or
+            of the wrong type, an unknown variant or conv_id, a turn count other than the
+            source's, a dialogue given twice), or a file with no line at all.
+    """
+    if not translator.strip():
+        raise VariantError("say who translated: --translator NAME")
+    found: dict[str, list[tuple[Translation, str]]] = {}
+    seen: set[tuple[str, str]] = set()
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            translation = parse_line(number, line)
+        except ValueError as err:
+            raise VariantError(str(err)) from None
+        dialogue = dataset.get(translation.conv_id)
+        if dialogue is None:
+            raise VariantError(
+                f"line {number}: conv_id {translation.conv_id!r} is not in {dataset.path}"
+            )
+        problem = mismatch(dialogue, translation)
+        if problem:
+            raise VariantError(f"line {number}: {problem}")
+        if (translation.variant, translation.conv_id) in seen:
+            raise VariantError(
+                f"line {number}: {translation.conv_id} is given twice for {translation.variant}"
+            )
+        seen.add((translation.variant, translation.conv_id))
+        found.setdefault(translation.variant, []).append(
+            (translation, hash_of(dialogue, translation.variant))
+        )
+    if not found:
+        raise VariantError("the file holds no translation (one JSON object a line)")
+    return [
+        Variants(store).add_version(
+            VersionMeta(variant, "person", dataset.sha256, translator=translator.strip()),
+            items,
+        )
+        for variant, items in sorted(found.items())
+    ]
+
+
+def is_variant(lang: str) -> bool:
+    """Whether a run's language is a translated variant."""
+    return lang in VARIANTS
+
+
+@dataclass(frozen=True)
+class RunVariants:
+    """The variants a run is asked in: their dialogues, and the versions to record."""
+
+    dialogues: dict[str, dict[str, Dialogue]]
+    """variant -> conv_id -> the translated dialogue."""
+    recorded: str | None
+    """``en-from-ko v2 <id>, ...`` as the run's configuration keeps it (None: no variant)."""
+
+
+def variants_for(store: Store, dialogues: Sequence[Dialogue], langs: Sequence[str]) -> RunVariants:
+    """Read the newest version of every variant in ``langs`` for a run.
+
+    Raises:
+        VariantError: a variant with no version yet, or one that translates none of
+            ``dialogues`` (translated from other dialogues, or from text changed since).
+    """
+    found: dict[str, dict[str, Dialogue]] = {}
+    recorded: list[str] = []
+    for lang in langs:
+        if not is_variant(lang):
+            continue
+        read = read_variant(store, dialogues, lang)
+        if not read.dialogues:
+            stale = f" ({len(read.stale)} translated from text that has changed since)"
+            raise VariantError(
+                f"{read.version.label} translates none of the {len(dialogues)} dialogues "
+                f"chosen{stale if read.stale else ''}: translate them first"
+            )
+        found[lang] = read.dialogues
+        recorded.append(f"{read.version.label} {read.version.id}")
+    return RunVariants(found, ", ".join(recorded) or None)
