@@ -464,6 +464,21 @@ def m020_arrivals_and_address(db: sqlite_utils.Database) -> None:
     db.execute("create table site_settings (name text primary key, value text, updated text)")
 
 
+@migration
+def m024_prolific_arms_and_events(db: sqlite_utils.Database) -> None:
+    """A ko+en Prolific link published as one study per language arm (``prolific_arms``:
+    JSON of language to Prolific's study id; null for a link of one study), and every
+    signed event Prolific delivered, once per ``X-Event-ID`` (what it said, when it came,
+    what the app did with it): the dashboard's last event, and a redelivery applied once."""
+    db.execute("alter table invites add column prolific_arms text")
+    _script(
+        db,
+        """create table prolific_events (
+             event_id text primary key, received_at text not null, event_type text not null,
+             resource_id text not null, status text, outcome text not null)""",
+    )
+
+
 def _script(db: sqlite_utils.Database, script: str) -> None:
     """Run statements one by one: ``executescript`` would commit the caller's transaction,
     and a migration must apply whole or not at all. (No statement here contains ';'.)"""

@@ -137,6 +137,19 @@ class Invite:
     max_places: int | None = None
     """Prolific: the most places a sync may raise the study to (None: the link's places and
     the default allowance, see ``place_limit``)."""
+    prolific_arms: tuple[tuple[str, str], ...] = ()
+    """A ko+en link published as one Prolific study per language arm: (language, study
+    id) pairs; empty for a link of one study (``prolific_study_id``)."""
+    arm: str | None = None
+    """Set on the view of one arm (``prolific_arms.arm_view``), never stored."""
+
+    @property
+    def prolific_studies(self) -> tuple[str, ...]:
+        """Every Prolific study this link was published as (``STUDY_ID`` is one of them)."""
+        ids = [study for _lang, study in self.prolific_arms]
+        if self.prolific_study_id and self.prolific_study_id not in ids:
+            ids.insert(0, self.prolific_study_id)
+        return tuple(ids)
 
     @property
     def arrival_grace(self) -> int:
@@ -199,7 +212,16 @@ class Invite:
             calibration_attempts=int(row.get("calibration_attempts") or 1),
             arrival_grace_minutes=_optional_int(row.get("arrival_grace_minutes")),
             max_places=_optional_int(row.get("max_places")),
+            prolific_arms=_arms(row.get("prolific_arms")),
         )
+
+
+def _arms(value: Any) -> tuple[tuple[str, str], ...]:
+    """The stored JSON of language to study id, in language order (nothing stored: ())."""
+    if not value:
+        return ()
+    found = json.loads(str(value))
+    return tuple(sorted((str(k), str(v)) for k, v in found.items()))
 
 
 def _optional_int(value: Any) -> int | None:
