@@ -44,6 +44,19 @@ def register(groups: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
             choices=["AUTOMATICALLY_APPROVE", "MANUALLY_REVIEW"],
             help="what Prolific does with this code (see docs/rating.md)",
         )
+    publish.add_argument(
+        "--filter",
+        action="append",
+        default=[],
+        metavar="FILTER_ID=CHOICE[,CHOICE]",
+        help="one more Prolific filter for every arm, choices by their label "
+        "(e.g. fluent-languages=English); repeatable",
+    )
+    publish.add_argument(
+        "--accept-few",
+        action="store_true",
+        help="publish an arm even when Prolific counts fewer eligible people than places",
+    )
     publish.add_argument("--json", action="store_true")
     publish.set_defaults(func=cmd_publish)
 
@@ -107,7 +120,8 @@ def cmd_publish(args: argparse.Namespace, settings: Settings) -> int:
     from koed_core.db.crowd import Crowd
     from koed_core.rating.crowd import Invite
     from koed_core.rating.crowd.address import public_address
-    from koed_core.rating.crowd.prolific import StudyListing, publish, source_name
+    from koed_core.rating.crowd.prolific import StudyListing, publish_link
+    from koed_core.rating.crowd.prolific_arms import Audience
     from koed_core.rating.server_key import server_key
 
     store, invite, api = _setup(args, settings)
@@ -123,7 +137,7 @@ def cmd_publish(args: argparse.Namespace, settings: Settings) -> int:
         "failed_checks": args.failed_action,
     }
     url = public_address(store, args.url, settings.public_url)  # None: the study's own
-    draft = publish(
+    drafts = publish_link(
         store,
         api,
         invite,
@@ -137,46 +151,99 @@ def cmd_publish(args: argparse.Namespace, settings: Settings) -> int:
         ),
         go_live=args.publish,
         pilot=pilot,
+        audience=Audience(extra=_extra_filters(args.filter), accept_few=args.accept_few),
     )
-    cost = f"{draft.cost_cents / 100:.2f} {invite.currency}" if draft.cost_cents else "unknown"
     if args.json:
-        print(json.dumps({"study": draft.study_id, "status": draft.status, "cost": cost,
-                          "reward": draft.reward_cents / 100, "places": draft.places,
-                          "minutes": draft.minutes, "listed_minutes": draft.listed_minutes,
-                          "hourly": draft.hourly,
-                          "changed": [change.__dict__ for change in draft.changes]}))  # fmt: skip
+        print(json.dumps([_draft_json(draft, invite.currency) for draft in drafts]))
         return 0
-    print(f"Prolific study {draft.study_id}: {draft.status}")
-    for change in draft.changes:
-        print(f"changed on Prolific: {change}")
-    print(  # Prolific's own reward and places, as it answered
-        f"reward {draft.reward_cents / 100:.2f} {invite.currency} for the "
-        f"{draft.listed_minutes} minutes Prolific lists ({draft.minutes:.1f} by "
-        f"{source_name(draft.minutes_from)}): {draft.hourly:.2f} {invite.currency} an hour, "
-        f"as Prolific computes it"
-    )
-    print(f"places {draft.places}; cost with Prolific's fees and VAT: {cost}")
-    if not draft.published:
+    for draft in drafts:
+        _print_draft(draft, invite.currency)
+    if not all(draft.published for draft in drafts):
         print("a draft: nothing is spent until `koed prolific publish --invite ID --publish`")
     return 0
 
 
+def _extra_filters(given: list[str]) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """``FILTER_ID=CHOICE[,CHOICE]`` options as (filter id, choice labels).
+
+    Raises:
+        ProlificCliError: an option without ``=`` or without a choice.
+    """
+    out = []
+    for item in given:
+        filter_id, _eq, labels = item.partition("=")
+        chosen = tuple(label.strip() for label in labels.split(",") if label.strip())
+        if not filter_id.strip() or not chosen:
+            raise ProlificCliError(f"--filter {item!r} is not FILTER_ID=CHOICE[,CHOICE]")
+        out.append((filter_id.strip(), chosen))
+    return tuple(out)
+
+
+def _cost(draft: Any, currency: str) -> str:
+    return f"{draft.cost_cents / 100:.2f} {currency}" if draft.cost_cents else "unknown"
+
+
+def _draft_json(draft: Any, currency: str) -> dict[str, Any]:
+    arm = draft.arm
+    return {"study": draft.study_id, "status": draft.status, "cost": _cost(draft, currency),
+            "reward": draft.reward_cents / 100, "places": draft.places,
+            "minutes": draft.minutes, "listed_minutes": draft.listed_minutes,
+            "hourly": draft.hourly, "arm": arm.lang if arm else None,
+            "filters": list(arm.described) if arm else [],
+            "eligible": arm.eligible if arm else None,
+            "eligible_text": arm.eligible_text if arm else None,
+            "changed": [change.__dict__ for change in draft.changes]}  # fmt: skip
+
+
+def _print_draft(draft: Any, currency: str) -> None:
+    """One arm's study: who can take part, what it pays, what it costs."""
+    from koed_core.rating.crowd.prolific import source_name
+
+    arm = draft.arm
+    name = f" ({arm.lang} arm)" if arm else ""
+    print(f"Prolific study {draft.study_id}{name}: {draft.status}")
+    if arm:
+        print(f"  filters: {'; '.join(arm.described)}")
+        print(
+            f"  eligible on Prolific: {arm.eligible_text} for {draft.places} places"
+            + ("  <- fewer than the places: check the filters" if arm.short else "")
+        )
+    for change in draft.changes:
+        print(f"  changed on Prolific: {change}")
+    print(  # Prolific's own reward and places, as it answered
+        f"  reward {draft.reward_cents / 100:.2f} {currency} for the "
+        f"{draft.listed_minutes} minutes Prolific lists ({draft.minutes:.1f} by "
+        f"{source_name(draft.minutes_from)}): {draft.hourly:.2f} {currency} an hour, "
+        f"as Prolific computes it"
+    )
+    print(f"  places {draft.places}; cost with Prolific's fees and VAT: {_cost(draft, currency)}")
+
+
 def cmd_sync(args: argparse.Namespace, settings: Settings) -> int:
     """Read the submissions once."""
-    from koed_core.rating.crowd.prolific import sync
+    from koed_core.rating.crowd.prolific import sync_link
 
     store, invite, api = _setup(args, settings)
-    report = sync(store, api, invite, raise_places=not args.dry_run)
+    reports = sync_link(store, api, invite, raise_places=not args.dry_run)
     if args.json:
-        print(json.dumps(report.summary()))
+        summaries = [report.summary() for report in reports]
+        print(json.dumps(summaries[0] if len(summaries) == 1 else summaries))
         return 0
-    print(f"{report.read} submissions read; study {report.study_status}; places {report.places}")
-    for person in report.ended:
-        print(f"ended: {person} (returned or timed out on Prolific; the place is free)")
-    for person, reason in report.flagged:
-        print(f"flagged: {person}: {reason}")
-    for line in _places_lines(report):
-        print(line)
+    for report in reports:
+        arm = f"{report.lang} arm: " if report.lang else ""
+        print(
+            f"{arm}{report.read} submissions read; study {report.study_status}; "
+            f"places {report.places}"
+        )
+        for person in report.ended:
+            print(f"ended: {person} (returned or timed out on Prolific; the place is free)")
+        for person, reason in report.flagged:
+            print(f"flagged: {person}: {reason}")
+        for line in _places_lines(report):
+            print(line)
+        if report.grouped:
+            print(f"{report.grouped} added to the study's participant group (kept out of "
+                  "the other arm and later links)")  # fmt: skip
     return 0
 
 
@@ -203,11 +270,11 @@ def _places_lines(report: Any) -> list[str]:
 
 def cmd_review(args: argparse.Namespace, settings: Settings) -> int:
     """Print what the decisions ask of Prolific; with --apply, do it."""
-    from koed_core.rating.crowd.prolific import sync
+    from koed_core.rating.crowd.prolific import sync_link
     from koed_core.rating.crowd.prolific_pay import apply_review, review_plan
 
     store, invite, api = _setup(args, settings)
-    sync(store, api, invite, raise_places=False)  # the statuses the plan is read against
+    sync_link(store, api, invite, raise_places=False)  # the statuses the plan is read against
     steps = review_plan(store, invite)
     todo = [s for s in steps if s.action]
     if not steps:

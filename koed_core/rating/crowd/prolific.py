@@ -328,8 +328,15 @@ def publish_link(
     if not go_live:
         return drafts
     return [
-        publish(store, client, arm_view(_reread(store, invite), lang, langs), key, url,
-                go_live=True, **options)  # fmt: skip
+        publish(
+            store,
+            client,
+            arm_view(_reread(store, invite), lang, langs),
+            key,
+            url,
+            go_live=True,
+            **options,
+        )  # fmt: skip
         for lang in langs
     ]
 

@@ -142,8 +142,12 @@ def ensure_group(store: Store, client: ProlificClient, study_id: int) -> str:
         return found
     name = group_name(study_id)
     query = f"?workspace_id={client.workspace_id}" if client.workspace_id else ""
-    listed = client.call_object("reading the participant groups", "GET",
-                                f"/api/v1/participant-groups/{query}", require=("results",))  # fmt: skip
+    listed = client.call_object(
+        "reading the participant groups",
+        "GET",
+        f"/api/v1/participant-groups/{query}",
+        require=("results",),
+    )
     same = [g for g in listed["results"] if isinstance(g, dict) and g.get("name") == name]
     if same:
         group_id = str(same[0].get("id") or "")
@@ -151,8 +155,13 @@ def ensure_group(store: Store, client: ProlificClient, study_id: int) -> str:
         body: dict[str, Any] = {"name": name}
         if client.workspace_id:
             body["workspace_id"] = client.workspace_id
-        made = client.call_object("creating the participant group", "POST",
-                                  "/api/v1/participant-groups/", body, require=("id",))  # fmt: skip
+        made = client.call_object(
+            "creating the participant group",
+            "POST",
+            "/api/v1/participant-groups/",
+            body,
+            require=("id",),
+        )
         group_id = str(made["id"])
     SiteSettings(store).put(_setting(study_id), group_id)
     return group_id
@@ -167,9 +176,12 @@ def add_to_group(
     people = sorted({p for p in participant_ids if p})
     if not group or not people:
         return 0
-    client.call("adding participants to the group", "POST",
-                f"/api/v1/participant-groups/{group}/participants/",
-                {"participant_ids": people})  # fmt: skip
+    client.call(
+        "adding participants to the group",
+        "POST",
+        f"/api/v1/participant-groups/{group}/participants/",
+        {"participant_ids": people},
+    )
     return len(people)
 
 
@@ -210,11 +222,20 @@ def arm_filters(
         CrowdError: a filter or choice Prolific does not list, or no blocklist filter.
     """
     wanted = LANGUAGE_NAMES[lang]
-    out = [{"filter_id": LANGUAGE_FILTER, "selected_values": [choice(filters, LANGUAGE_FILTER, wanted)]}]
+    out = [
+        {
+            "filter_id": LANGUAGE_FILTER,
+            "selected_values": [choice(filters, LANGUAGE_FILTER, wanted)],
+        }
+    ]
     words = [f"first language: {wanted}"]
     for filter_id, labels in audience.extra:
-        out.append({"filter_id": filter_id,
-                    "selected_values": [choice(filters, filter_id, label) for label in labels]})  # fmt: skip
+        out.append(
+            {
+                "filter_id": filter_id,
+                "selected_values": [choice(filters, filter_id, label) for label in labels],
+            }
+        )
         words.append(f"{filters[filter_id].get('title') or filter_id}: {', '.join(labels)}")
     if group:
         if GROUP_FILTER not in filters:
@@ -229,8 +250,13 @@ def eligible(client: ProlificClient, filters: list[dict[str, Any]]) -> int:
     body: dict[str, Any] = {"filters": filters}
     if client.workspace_id:
         body["workspace_id"] = client.workspace_id
-    answer = client.call_object("counting eligible participants", "POST",
-                                "/api/v1/participant-counts/", body, require=("count",))  # fmt: skip
+    answer = client.call_object(
+        "counting eligible participants",
+        "POST",
+        "/api/v1/participant-counts/",
+        body,
+        require=("count",),
+    )
     try:
         return int(float(answer["count"]))
     except (TypeError, ValueError):
@@ -257,8 +283,14 @@ def plan_arms(
         view = arm_view(invite, lang, langs)
         chosen, words = arm_filters(filters, lang, group, audience)
         plans.append(
-            ArmPlan(lang, view.cap, tuple(chosen), tuple(words), eligible(client, chosen),
-                    view.prolific_study_id)  # fmt: skip
+            ArmPlan(
+                lang,
+                view.cap,
+                tuple(chosen),
+                tuple(words),
+                eligible(client, chosen),
+                view.prolific_study_id,
+            )
         )
     return plans
 
