@@ -18,7 +18,15 @@ from koed_core.cli import main
 from koed_core.db import Store
 from koed_core.rating import crowd
 from koed_core.rating.crowd import prolific, prolific_arms
-from tests.test_prolific import KEY, TOKEN, Clock, _client, _fresh, clock, fake  # noqa: F401
+from tests.test_prolific import (  # noqa: F401 - fixtures
+    KEY,
+    TOKEN,
+    Clock,
+    _client,
+    _fresh,
+    clock,
+    fake,
+)
 
 KOREAN, ENGLISH = "17", "0"
 
