@@ -64,7 +64,11 @@ def test_a_dry_run_shows_each_arms_filters_and_eligible_count_and_a_short_arm_as
     assert main(["prolific", "publish", *db, "--json"]) == 0
     ko, en = json.loads(capsys.readouterr().out)
     assert (ko["arm"], ko["places"], ko["eligible"], ko["eligible_text"]) == (
-        "ko", 20, 0, "fewer than 25")
+        "ko",
+        20,
+        0,
+        "fewer than 25",
+    )
     assert (en["arm"], en["places"], en["eligible"]) == ("en", 20, 300)
     assert ko["filters"][0] == "first language: Korean"
     assert en["filters"][0] == "first language: English"
