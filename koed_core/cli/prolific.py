@@ -87,6 +87,23 @@ def register(groups: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     )
     bonus.set_defaults(func=cmd_bonus)
 
+    receive = actions.add_parser(
+        "receive", help="take Prolific's signed events (run by `koed serve --domain`)"
+    )
+    receive.add_argument("--port", type=int, required=True, help="port on 127.0.0.1")
+    receive.add_argument("--db", type=Path)
+    receive.set_defaults(func=cmd_receive)
+
+    subscribe = actions.add_parser(
+        "subscribe", help="subscribe to Prolific's submission and study events"
+    )
+    subscribe.add_argument(
+        "--url",
+        help="the app's public https:// address (default: what `koed serve --domain` recorded)",
+    )
+    subscribe.add_argument("--db", type=Path)
+    subscribe.set_defaults(func=cmd_subscribe)
+
     calls = actions.add_parser("calls", help="every call the app made for this link")
     _common(calls)
     calls.set_defaults(func=cmd_calls)
@@ -326,6 +343,51 @@ def cmd_bonus(args: argparse.Namespace, settings: Settings) -> int:
             f"{len(unsettled)} of {len(lines)} not paid yet; states and what each means: "
             "docs/rating.md, 'Bonuses'"
         )
+    return 0
+
+
+def _client(store: Any) -> Any:
+    from koed_core.rating.crowd.prolific_client import ProlificClient
+
+    return ProlificClient.from_env(merged_env(os.environ, read_secrets()), store)
+
+
+def cmd_receive(args: argparse.Namespace, settings: Settings) -> int:
+    """Serve Prolific's events on 127.0.0.1 until stopped."""
+    import logging
+
+    from koed_core.cli.prolific_receiver import Receiver, server
+    from koed_core.db import Store
+    from koed_core.rating.crowd.prolific_hooks import hook_secret
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    store = Store(args.db or settings.db_path)
+    client = _client(store)
+    httpd = server(Receiver(store, lambda: hook_secret(client)), "127.0.0.1", args.port)
+    print(f"Prolific events taken on 127.0.0.1:{args.port}", flush=True)
+    try:
+        httpd.serve_forever(poll_interval=0.2)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        httpd.server_close()
+    return 0
+
+
+def cmd_subscribe(args: argparse.Namespace, settings: Settings) -> int:
+    """Subscribe the workspace's events to the app's public address."""
+    from koed_core.db import Store
+    from koed_core.rating.crowd.address import check_public_https, public_address
+    from koed_core.rating.crowd.prolific_hooks import HOOK_PATH, subscribe
+
+    store = Store(args.db or settings.db_path)
+    url = public_address(store, args.url, settings.public_url)
+    if url is None:
+        raise ProlificCliError("no public address: give --url or run `koed serve --domain`")
+    target = check_public_https(url).rstrip("/") + HOOK_PATH
+    for line in subscribe(_client(store), target):
+        print(line)
+    print(f"events go to {target}; the minute-by-minute sync stays as the reconciliation")
     return 0
 
 

@@ -1,10 +1,10 @@
 """The schema as numbered migrations, recorded in the database itself.
 
-Each migration runs once, in order, inside one transaction, and is recorded in
-``_koed_migrations`` (the pattern of simonw/llm). A database from KoED Studio 0.1.0 has
-no such table; its tables were created piecemeal by ``create table if not exists``, so
-``m001`` repeats exactly those statements and is a no-op on it. Never edit a migration
-that has shipped: add the next one.
+Each migration runs once, in order, inside one transaction, and is recorded in ``_koed_migrations``
+(the pattern of simonw/llm). A database from KoED Studio 0.1.0 has no such table; its tables were
+created piecemeal by ``create table if not exists``, so ``m001`` repeats exactly those statements
+and is a no-op on it. Never edit a migration that has shipped: add the next one (later ones live
+in modules by concern, imported at the end: :mod:`migrations_prolific`).
 """
 
 from __future__ import annotations
@@ -464,24 +464,8 @@ def m020_arrivals_and_address(db: sqlite_utils.Database) -> None:
     db.execute("create table site_settings (name text primary key, value text, updated text)")
 
 
-@migration
-def m024_prolific_arms_and_events(db: sqlite_utils.Database) -> None:
-    """A ko+en Prolific link published as one study per language arm (``prolific_arms``:
-    JSON of language to Prolific's study id; null for a link of one study), and every
-    signed event Prolific delivered, once per ``X-Event-ID`` (what it said, when it came,
-    what the app did with it): the dashboard's last event, and a redelivery applied once."""
-    db.execute("alter table invites add column prolific_arms text")
-    _script(
-        db,
-        """create table prolific_events (
-             event_id text primary key, received_at text not null, event_type text not null,
-             resource_id text not null, status text, outcome text not null)""",
-    )
-
-
 def _script(db: sqlite_utils.Database, script: str) -> None:
-    """Run statements one by one: ``executescript`` would commit the caller's transaction,
-    and a migration must apply whole or not at all. (No statement here contains ';'.)"""
+    """One statement at a time (no statement contains ';'): ``executescript`` would commit."""
     for statement in script.split(";"):
         if statement.strip():
             db.execute(statement)
@@ -511,3 +495,6 @@ def record(db: sqlite_utils.Database, name: str) -> None:
     db.execute(f"create table if not exists [{TABLE}] (name text primary key, applied text)")
     db.execute(f"insert into [{TABLE}] (name, applied) values (?, ?)", [name, now()])
     db.execute(f"PRAGMA user_version = {len(applied(db))}")
+
+
+from koed_core.db import migrations_prolific as _prolific  # noqa: E402, F401

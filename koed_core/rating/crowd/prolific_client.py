@@ -102,6 +102,8 @@ class ProlificClient:
     workspace_id: str | None = None
     """The researcher's workspace (``PROLIFIC_WORKSPACE_ID``): where eligible people are
     counted and groups made (None: Prolific's current workspace of the token's user)."""
+    hook_secret: str | None = field(default=None, repr=False)
+    """The ``X-Hook-Secret`` of the last answer that carried one (a new subscription's)."""
     sleep: Callable[[float], None] = time.sleep
     transport: httpx2.BaseTransport | None = None
 
@@ -178,6 +180,8 @@ class ProlificClient:
                 outcome = f"answer lost: {type(err).__name__}"
                 raise self._lost(what, path, err, safe, tries) from None
             status = answer.status
+            if answer.hook_secret:
+                self.hook_secret = answer.hook_secret
             if status not in expect:
                 outcome = f"refused: {detail(answer)}"
                 raise self._refusal(what, answer)
