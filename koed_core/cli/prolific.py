@@ -362,8 +362,9 @@ def cmd_receive(args: argparse.Namespace, settings: Settings) -> int:
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     store = Store(args.db or settings.db_path)
-    client = _client(store)
-    httpd = server(Receiver(store, lambda: hook_secret(client)), "127.0.0.1", args.port)
+    # the client is made when the secret is asked for: without a token the receiver still
+    # runs (supervisord keeps it up) and answers 503, saying why in its log
+    httpd = server(Receiver(store, lambda: hook_secret(_client(store))), "127.0.0.1", args.port)
     print(f"Prolific events taken on 127.0.0.1:{args.port}", flush=True)
     try:
         httpd.serve_forever(poll_interval=0.2)
