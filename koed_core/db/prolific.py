@@ -227,3 +227,13 @@ class ProlificLog:
             "from prolific_events order by received_at desc, rowid desc limit 1"
         )
         return rows[0] if rows else None
+
+    def last_sync(self, invite_id: str) -> str | None:
+        """When a sync last read this link's submissions whole (None: never), from the
+        call log: a study with no submission yet has been read too."""
+        rows = self.store.rows(
+            "select max(at) as at from prolific_calls where invite_id = ? and "
+            "what = 'reading the submissions' and outcome = 'ok'",
+            [invite_id],
+        )
+        return rows[0]["at"] if rows else None

@@ -63,7 +63,7 @@ class ArmPlan:
     places: int
     filters: tuple[dict[str, Any], ...]
     described: tuple[str, ...]
-    """Each filter in words (English: the command line's and the log's)."""
+    """Each filter in words (in the reader's language; English on the command line)."""
     eligible: int
     """Prolific's count (0: fewer than 25)."""
     study_id: str | None = None
@@ -228,7 +228,7 @@ def arm_filters(
             "selected_values": [choice(filters, LANGUAGE_FILTER, wanted)],
         }
     ]
-    words = [f"first language: {wanted}"]
+    words = [_("first language: {language}", language=wanted)]
     for filter_id, labels in audience.extra:
         out.append(
             {
@@ -241,7 +241,7 @@ def arm_filters(
         if GROUP_FILTER not in filters:
             raise CrowdError(_("Prolific has no filter {filter}", filter=GROUP_FILTER))
         out.append({"filter_id": GROUP_FILTER, "selected_values": [group]})
-        words.append("not anyone who took part in this study before (participant group)")
+        words.append(_("nobody who took part in this study before (its participant group)"))
     return out, words
 
 
