@@ -17,7 +17,7 @@ from fixtures.rating import seeded_store, study
 from koed_core.cli import main
 from koed_core.db import Store
 from koed_core.rating import crowd
-from koed_core.rating.crowd import prolific, prolific_arms
+from koed_core.rating.crowd import prolific, prolific_arms, prolific_bonus
 from tests.test_prolific import (  # noqa: F401 - fixtures
     KEY,
     TOKEN,
@@ -170,3 +170,17 @@ def test_an_old_database_takes_the_arms_and_events(tmp_path: Path) -> None:
         tables = {r[0] for r in conn.execute("select name from sqlite_master where type='table'")}
         columns = {r[1] for r in conn.execute("pragma table_info(invites)")}
     assert "prolific_events" in tables and "prolific_arms" in columns
+
+
+def test_bonuses_for_a_two_arm_link_are_refused_in_one_sentence_not_sent(
+    tmp_path: Path, fake: FakeProlific
+) -> None:
+    store, invite = _link(tmp_path, ("ko", "en"), cap=2)
+    prolific.publish_link(
+        store, _client(store, fake, invite), invite, KEY, "https://koed.example", go_live=True
+    )
+    invite = _fresh(store, invite)
+    (tmp_path / "b.csv").write_text("")
+    with pytest.raises(crowd.CrowdError, match="one study per language arm yet"):
+        prolific_bonus.bonus(store, None, invite, tmp_path / "b.csv")
+    assert not fake.bulk_bonuses
