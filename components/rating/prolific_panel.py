@@ -143,6 +143,22 @@ def _report(report: prolific.SyncReport) -> None:
                 who=md(", ".join(report.ended)),
             )
         )
+    if report.transition is not None:
+        t = report.transition
+        said = (
+            _(
+                "Paused on Prolific: {active} people active, the server holds {capacity}.",
+                active=i18n.number(t.active),
+                capacity=i18n.number(t.capacity),
+            )
+            if t.action == "PAUSE"
+            else _(
+                "Started again on Prolific: {active} people active, the server holds {capacity}.",
+                active=i18n.number(t.active),
+                capacity=i18n.number(t.capacity),
+            )
+        )
+        st.warning(said, icon=":material/pause_circle:")
     if report.raised_from is not None:
         st.info(
             _(

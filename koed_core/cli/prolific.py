@@ -104,6 +104,13 @@ def register(groups: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     subscribe.add_argument("--db", type=Path)
     subscribe.set_defaults(func=cmd_subscribe)
 
+    capacity = actions.add_parser(
+        "capacity", help="the people the server holds: studies pause there (each sync)"
+    )
+    capacity.add_argument("--people", type=int, help="set it (0: no limit)")
+    capacity.add_argument("--db", type=Path)
+    capacity.set_defaults(func=cmd_capacity)
+
     calls = actions.add_parser("calls", help="every call the app made for this link")
     _common(calls)
     calls.set_defaults(func=cmd_calls)
@@ -202,14 +209,21 @@ def _cost(draft: Any, currency: str) -> str:
 
 def _draft_json(draft: Any, currency: str) -> dict[str, Any]:
     arm = draft.arm
-    return {"study": draft.study_id, "status": draft.status, "cost": _cost(draft, currency),
-            "reward": draft.reward_cents / 100, "places": draft.places,
-            "minutes": draft.minutes, "listed_minutes": draft.listed_minutes,
-            "hourly": draft.hourly, "arm": arm.lang if arm else None,
-            "filters": list(arm.described) if arm else [],
-            "eligible": arm.eligible if arm else None,
-            "eligible_text": arm.eligible_text if arm else None,
-            "changed": [change.__dict__ for change in draft.changes]}  # fmt: skip
+    return {
+        "study": draft.study_id,
+        "status": draft.status,
+        "cost": _cost(draft, currency),
+        "reward": draft.reward_cents / 100,
+        "places": draft.places,
+        "minutes": draft.minutes,
+        "listed_minutes": draft.listed_minutes,
+        "hourly": draft.hourly,
+        "arm": arm.lang if arm else None,
+        "filters": list(arm.described) if arm else [],
+        "eligible": arm.eligible if arm else None,
+        "eligible_text": arm.eligible_text if arm else None,
+        "changed": [change.__dict__ for change in draft.changes],
+    }
 
 
 def _print_draft(draft: Any, currency: str) -> None:
@@ -258,9 +272,17 @@ def cmd_sync(args: argparse.Namespace, settings: Settings) -> int:
             print(f"flagged: {person}: {reason}")
         for line in _places_lines(report):
             print(line)
+        if report.transition:
+            t = report.transition
+            print(
+                f"{t.action} sent: {t.active} people active, capacity {t.capacity}; "
+                f"Prolific says {t.status}"
+            )
         if report.grouped:
-            print(f"{report.grouped} added to the study's participant group (kept out of "
-                  "the other arm and later links)")  # fmt: skip
+            print(
+                f"{report.grouped} added to the study's participant group (kept out of "
+                "the other arm and later links)"
+            )
     return 0
 
 
@@ -389,6 +411,27 @@ def cmd_subscribe(args: argparse.Namespace, settings: Settings) -> int:
     for line in subscribe(_client(store), target):
         print(line)
     print(f"events go to {target}; the minute-by-minute sync stays as the reconciliation")
+    return 0
+
+
+def cmd_capacity(args: argparse.Namespace, settings: Settings) -> int:
+    """Show or set the people the server holds."""
+    from koed_core.db import Store
+    from koed_core.rating.crowd import prolific_capacity as cap
+
+    store = Store(args.db or settings.db_path)
+    if args.people is not None:
+        if args.people < 0:
+            raise ProlificCliError("--people is a number of people, 0 or more")
+        cap.set_capacity(store, args.people)
+    most = cap.capacity(store)
+    active = cap.active_people(store)
+    limit = f"{most} people" if most else "not set (studies are never paused for it)"
+    print(
+        f"capacity: {limit}; active now: {active} (under way, active in the last "
+        f"{cap.ACTIVE_MINUTES} min); each sync pauses at it and starts again under "
+        f"{cap.RESTART_SHARE:.0%} of it"
+    )
     return 0
 
 

@@ -97,6 +97,17 @@ class Crowd:
         )
         return (rows[0]["at"] or None) if rows else None
 
+    def active_count(self, statuses: tuple[str, ...], since: str) -> int:
+        """Workers of every study in one of ``statuses`` who did anything since ``since``:
+        the people the app's server holds now."""
+        marks = ", ".join("?" for _ in statuses)
+        rows = self.store.rows(
+            f"select count(*) as n from crowd_workers w where w.status in ({marks}) "
+            f"and {ACTIVITY} >= ?",
+            [*statuses, since],
+        )
+        return int(rows[0]["n"]) if rows else 0
+
     def activities(self, study_id: int) -> dict[str, str]:
         """Every worker's last activity in a study (the dashboard's idle minutes)."""
         rows = self.store.rows(

@@ -23,6 +23,7 @@ from koed_core.rating.crowd.decisions import estimate, report_rows
 from koed_core.rating.crowd.identities import UNDER_WAY
 from koed_core.rating.crowd.links import CrowdError, Invite
 from koed_core.rating.crowd.prolific_arms import add_to_group, arm_views
+from koed_core.rating.crowd.prolific_capacity import Transition, balance
 from koed_core.rating.crowd.prolific_client import ProlificClient
 from koed_core.rating.crowd.prolific_places import PlacesPlan, plan_places
 
@@ -57,6 +58,8 @@ class SyncReport:
     grouped: int = 0
     """Participants sent to the study's participant group (kept out of other arms and
     later links)."""
+    transition: Transition | None = None
+    """A pause at the server's capacity, or a start again below it, made by this sync."""
 
     def summary(self) -> dict[str, Any]:
         """What a script reads back (``koed prolific sync --json``)."""
@@ -64,6 +67,7 @@ class SyncReport:
         return {
             "arm": self.lang,
             "grouped": self.grouped,
+            "transition": self.transition.__dict__ if self.transition else None,
             "read": self.read,
             "ended": self.ended,
             "flagged": self.flagged,
@@ -134,6 +138,8 @@ def sync(
     )
     report.study_status = study.get("status")
     report.places = int(study.get("total_available_places") or 0)
+    if raise_places:  # a dry run changes nothing on Prolific
+        report.transition = balance(store, client, invite, str(report.study_status or ""))
     report.plan = plan_places(store, invite, found, at)
     target = report.plan.target
     if target <= report.places or study.get("status") == "COMPLETED":
