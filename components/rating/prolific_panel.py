@@ -12,6 +12,7 @@ import streamlit as st
 
 from components.core import auth, language, resources, tables
 from components.core.literal import md
+from components.rating import prolific_inbox
 from koed_core import i18n
 from koed_core.config import merged_env
 from koed_core.db.crowd import Crowd
@@ -62,6 +63,7 @@ def render_prolific_links(study_id: int) -> None:
             live = not invite.revoked and time.time() < invite.expires
             st.fragment(_synced, run_every=SYNC_EVERY_S if live else None)(invite.id)
             _review(invite)
+            prolific_inbox.render_messages(invite)
             _calls(invite)
 
 

@@ -104,6 +104,13 @@ def register(groups: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     subscribe.add_argument("--db", type=Path)
     subscribe.set_defaults(func=cmd_subscribe)
 
+    messages = actions.add_parser(
+        "messages", help="participants' unread messages; --send one message to all"
+    )
+    _common(messages)
+    messages.add_argument("--send", metavar="TEXT", help="send this to every participant")
+    messages.set_defaults(func=cmd_messages)
+
     capacity = actions.add_parser(
         "capacity", help="the people the server holds: studies pause there (each sync)"
     )
@@ -411,6 +418,21 @@ def cmd_subscribe(args: argparse.Namespace, settings: Settings) -> int:
     for line in subscribe(_client(store), target):
         print(line)
     print(f"events go to {target}; the minute-by-minute sync stays as the reconciliation")
+    return 0
+
+
+def cmd_messages(args: argparse.Namespace, settings: Settings) -> int:
+    """Unread messages about the link's studies; with --send, one message to everyone."""
+    from koed_core.rating.crowd.prolific_messages import send_to_all, unread
+
+    store, invite, api = _setup(args, settings)
+    found = unread(store, api, invite)
+    print(f"{len(found)} unread message(s) from participants (read them in Prolific's app)")
+    for message in found:
+        print(f"  {message.sent_at}\t{message.sender}\t{message.body[:200]}")
+    if args.send is not None:
+        for study, n in send_to_all(store, api, invite, args.send):
+            print(f"study {study}: " + (f"sent to {n} participants" if n else "nobody yet"))
     return 0
 
 
