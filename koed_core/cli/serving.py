@@ -129,6 +129,8 @@ def caddy_config(plan: ServePlan) -> dict[str, Any]:
             config["apps"]["tls"] = {
                 "automation": {"policies": [{"subjects": [plan.domain], "issuers": issuers}]}
             }
+            # the local CA's root stays in the run folder: never put in the system's trust
+            config["apps"]["pki"] = {"certificate_authorities": {"local": {"install_trust": False}}}
         elif plan.email:
             issuers = [{"module": m, "email": plan.email} for m in ("acme", "zerossl")]
             config["apps"]["tls"] = {
