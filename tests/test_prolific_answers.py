@@ -158,7 +158,9 @@ def test_a_trickling_answer_to_an_unsafe_call_is_never_sent_again(
     world: tuple[Store, crowd.Invite], fake: FakeProlific
 ) -> None:
     store, invite = world
-    client = _client(store, fake, invite, timeout_s=0.3)
+    # publishing reads the filters, the group and the count first: a deadline those meet
+    # on a loaded machine, that the trickled draft (20 s and more) does not
+    client = _client(store, fake, invite, timeout_s=2.0)
     fake.plant("trickle", "POST", "/api/v1/studies/", trickle_s=0.02)
     with pytest.raises(crowd.CrowdError, match="the draft may exist there; run the same"):
         prolific.publish(store, client, invite, KEY, "https://x.example")

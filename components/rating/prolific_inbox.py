@@ -12,11 +12,14 @@ from components.core import resources
 from components.core.literal import md
 from koed_core import i18n
 from koed_core.config import merged_env
+from koed_core.db.crowd import Crowd
 from koed_core.errors import KoedError
 from koed_core.i18n import _
 from koed_core.rating import crowd
 from koed_core.rating.crowd import prolific_messages
 from koed_core.rating.crowd.prolific_client import ProlificClient
+
+READ_EVERY_S = 30
 
 
 def render_messages(invite: crowd.Invite) -> None:
@@ -26,7 +29,7 @@ def render_messages(invite: crowd.Invite) -> None:
     if client is None:
         return
     try:
-        found = prolific_messages.unread(resources.store(), client, invite)
+        found = _unread(invite.id)
     except KoedError as err:
         st.error(md(str(err)))
         return
@@ -64,6 +67,18 @@ def render_messages(invite: crowd.Invite) -> None:
                     n=i18n.number(n),
                 )
             )
+
+
+@st.cache_data(ttl=READ_EVERY_S, show_spinner=False)
+def _unread(invite_id: str) -> list[prolific_messages.Message]:
+    """The link's unread messages, read from Prolific at most every ``READ_EVERY_S`` (a
+    click, another admin, the minute's rerun: not again)."""
+    row = Crowd(resources.store()).invite(invite_id)
+    if row is None:
+        return []
+    env = merged_env(os.environ, resources.secrets())
+    client = ProlificClient.from_env(env, resources.store(), invite_id=invite_id)
+    return prolific_messages.unread(resources.store(), client, crowd.Invite.from_row(row))
 
 
 def _client(invite: crowd.Invite) -> ProlificClient | None:
