@@ -572,8 +572,11 @@ def launch_burst(db: Path, size: Size, seed: int) -> dict[str, int]:
     try:
         env = {"PROLIFIC_API_TOKEN": "bench-token", "PROLIFIC_API_URL": fake.base_url}
         client = ProlificClient.from_env(env, store, invite_id=invite.id, sleep=lambda s: None)
-        prolific.publish(store, client, invite, KEY.encode(), "https://koed.example", go_live=True)
+        # a ko+en link: one Prolific study per language arm, people arriving at either
+        prolific.publish_link(store, client, invite, KEY.encode(), "https://koed.example",
+                              go_live=True)  # fmt: skip
         invite = crowd.Invite.from_row(Crowd(store).invite(invite.id) or {})
+        arms = list(invite.prolific_studies)
         fake.enforce_places = True
         chooser = random.Random(seed)
         tries = sorted(chooser.uniform(0, 60) for _ in range(size.burst_people))
@@ -583,7 +586,7 @@ def launch_burst(db: Path, size: Size, seed: int) -> dict[str, int]:
             clock["now"] = start + timedelta(seconds=second)
             for moment in [t for t in tries if second - 1 < t <= second]:
                 try:
-                    sub = fake.arrive(str(invite.prolific_study_id))
+                    sub = fake.arrive(chooser.choice(arms))
                 except StudyFull:
                     figures["prolific_full"] += 1
                     continue
@@ -591,7 +594,7 @@ def launch_burst(db: Path, size: Size, seed: int) -> dict[str, int]:
             for _load, sub in [x for x in loads if second - 1 < x[0] <= second]:
                 ids = {
                     "PROLIFIC_PID": sub["participant_id"],
-                    "STUDY_ID": str(invite.prolific_study_id),
+                    "STUDY_ID": sub["study_id"],
                     "SESSION_ID": sub["id"],
                 }
                 try:
@@ -601,12 +604,13 @@ def launch_burst(db: Path, size: Size, seed: int) -> dict[str, int]:
                 except crowd.CrowdError:
                     figures["turned_away"] += 1
             if second % 60 == 30:  # the dashboard's sync, every minute
-                prolific.sync(store, client, invite)
-        study_row = fake.studies[str(invite.prolific_study_id)]
+                prolific.sync_link(store, client, invite)
         return {
             "burst_people": size.burst_people,
             "places_link": invite.cap,
-            "places_after_burst": int(study_row["total_available_places"]),
+            "places_after_burst": sum(
+                int(fake.studies[arm]["total_available_places"]) for arm in arms
+            ),
             **figures,
         }
     finally:

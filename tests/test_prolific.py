@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from fixtures.fake_prolific import FakeProlific
+from fixtures.fake_prolific import FILTERS, FakeProlific
 from fixtures.rating import crowd_work, seeded_store, study
 from koed_core.cli import main
 from koed_core.db import Store, set_clock
@@ -140,11 +140,12 @@ def test_the_client_waits_as_a_429_asks_and_records_each_call(
     client = _client(store, fake, invite)
     fake.throttle("GET", "/api/v1/filters/", retry_after="7")
     names = [f["filter_id"] for f in client.pages("reading filters", "/api/v1/filters/")]
-    assert names == ["handedness", "age", "first-language"]  # two pages of 2, then 1
+    assert names == [f["filter_id"] for f in FILTERS]  # pages of 2, 2, then 1
     assert client.waits == [7.0]  # type: ignore[attr-defined]
     calls = ProlificLog(store).calls(invite.id)
     assert [(c["status"], c["tries"], c["outcome"]) for c in reversed(calls)] == [
         (200, 2, "ok"),  # the 429, then the answer: one call, two tries
+        (200, 1, "ok"),
         (200, 1, "ok"),
     ]
     assert all(c["path"].startswith("/api/v1/filters/") for c in calls)
@@ -157,8 +158,8 @@ def test_a_next_page_on_another_host_is_read_from_the_configured_server(
     fake.next_host = "http://attacker.invalid"
     client = _client(store, fake, invite)
     names = [f["filter_id"] for f in client.pages("reading filters", "/api/v1/filters/")]
-    assert names == ["handedness", "age", "first-language"]
-    assert [r[1] for r in fake.requests] == ["/api/v1/filters/"] * 2
+    assert names == [f["filter_id"] for f in FILTERS]
+    assert [r[1] for r in fake.requests] == ["/api/v1/filters/"] * 3
 
 
 def test_a_bonus_file_with_a_bad_first_line_is_refused(tmp_path: Path) -> None:
@@ -238,7 +239,11 @@ def test_the_draft_carries_the_link_codes_and_filters_and_publishes_only_when_as
         invite.screenout_code: ("OTHER", [{"action": "AUTOMATICALLY_APPROVE"}]),
         invite.failed_code: ("FAILED_ATTENTION_CHECK", [{"action": "MANUALLY_REVIEW"}]),
     }
-    assert study_row["filters"] == [{"filter_id": "first-language", "selected_values": ["17"]}]
+    (group,) = fake.groups.values()
+    assert study_row["filters"] == [
+        {"filter_id": "first-language", "selected_values": ["17"]},
+        {"filter_id": "participant_group_blocklist", "selected_values": [group["id"]]},
+    ]
     assert (study_row["reward"], study_row["total_available_places"]) == (200, 2)
     assert study_row["device_compatibility"] == ["desktop"]
     assert draft.cost_cents == round(200 * 2 * 1.4)  # as the calculator answered

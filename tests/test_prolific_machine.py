@@ -38,7 +38,8 @@ def template_db() -> Path:
     if not _TEMPLATE:
         folder = Path(tempfile.mkdtemp(prefix="koed-prolific-machine-"))
         store, run_id = seeded_store(folder / "template.db", dialogues=4)
-        study(store, run_id, overlap=2, attention_checks=0, timeout_minutes=30)
+        # one Prolific study: a one-language link (ko+en is a study per arm: test_prolific_arms)
+        study(store, run_id, overlap=2, attention_checks=0, timeout_minutes=30, langs=("ko",))
         store.db.conn.commit()
         store.db.close()
         _TEMPLATE.append(folder / "template.db")

@@ -8,6 +8,7 @@ import streamlit as st
 
 from components.core import auth, resources, tables
 from components.core.literal import md
+from components.rating import prolific_audience
 from components.rating.crowd_admin import (
     PLATFORM_NAMES,
     app_url,
@@ -22,9 +23,15 @@ from koed_core.rating.crowd import address
 
 
 def render_invite_form(open_studies: dict[int, str]) -> None:
-    """Create a signed, expiring invite link with a cap on places."""
+    """Create a signed, expiring invite link with a cap on places; then, for a Prolific
+    link, who can take part (:mod:`prolific_audience`)."""
     if not open_studies:
         return
+    _link_form(open_studies)
+    prolific_audience.render_audience(open_studies)
+
+
+def _link_form(open_studies: dict[int, str]) -> None:
     with st.form("studies.crowd_invite"):
         st.subheader(_("Invite link for a crowd study"), anchor=False)
         st.caption(

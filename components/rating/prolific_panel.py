@@ -12,6 +12,7 @@ import streamlit as st
 
 from components.core import auth, language, resources, tables
 from components.core.literal import md
+from components.rating import prolific_inbox
 from koed_core import i18n
 from koed_core.config import merged_env
 from koed_core.db.crowd import Crowd
@@ -46,7 +47,7 @@ def render_prolific_links(study_id: int) -> None:
     rows = [
         r
         for r in Crowd(resources.store()).invites(study_id)
-        if r["platform"] == "prolific" and r.get("prolific_study_id")
+        if r["platform"] == "prolific" and (r.get("prolific_study_id") or r.get("prolific_arms"))
     ]
     if not rows or not auth.is_admin():
         return
@@ -55,13 +56,14 @@ def render_prolific_links(study_id: int) -> None:
         invite = crowd.Invite.from_row(row)
         title = _(
             "Prolific study {study} (link {invite})",
-            study=md(invite.prolific_study_id),
+            study=md(", ".join(invite.prolific_studies)),
             invite=md(invite.id),
         )
         with st.expander(title, expanded=True):
             live = not invite.revoked and time.time() < invite.expires
             st.fragment(_synced, run_every=SYNC_EVERY_S if live else None)(invite.id)
             _review(invite)
+            prolific_inbox.render_messages(invite)
             _calls(invite)
 
 
@@ -82,13 +84,50 @@ def _synced(invite_id: str) -> None:
     if row is None or client is None:
         return
     if prolific.synced_within(resources.store(), invite_id, SYNC_EVERY_S / 2):
+        _heard(invite_id)
         _flagged(invite_id)  # read moments ago (another click, another admin): not again
         return
     try:
-        report = prolific.sync(resources.store(), client, crowd.Invite.from_row(row))
+        reports = prolific.sync_link(resources.store(), client, crowd.Invite.from_row(row))
     except KoedError as err:
         st.error(md(str(err)))
+        _heard(invite_id)
         return
+    for report in reports:
+        _report(report)
+    _heard(invite_id)
+    _flagged(invite_id)
+
+
+def _heard(invite_id: str) -> None:
+    """When the app last heard from Prolific: its last signed event and its last sync."""
+    log = ProlificLog(resources.store())
+    event, synced = log.last_event(), log.last_sync(invite_id)
+    if event is None:
+        st.caption(
+            _(
+                "No event from Prolific yet (events need `koed serve --domain` and a "
+                "subscription); returns are read by the sync every minute. Last sync: {sync}.",
+                sync=md(synced or _("never")),
+            )
+        )
+        return
+    st.caption(
+        _(
+            "Last event from Prolific: {at} ({what}: {outcome}). Last sync: {sync}.",
+            at=md(event["received_at"]),
+            what=md(f"{event['event_type']} {event['status'] or ''}".strip()),
+            outcome=md(event["outcome"]),
+            sync=md(synced or _("never")),
+        )
+    )
+
+
+def _report(report: prolific.SyncReport) -> None:
+    """What one sync of one arm read and did."""
+    if report.lang:
+        names = {"ko": _("Korean"), "en": _("English")}
+        st.markdown(_("**{language} arm**", language=names.get(report.lang, report.lang)))
     st.caption(
         _(
             "Read {n} submissions at {moment}; study {status}; places on Prolific: {places}. "
@@ -106,6 +145,22 @@ def _synced(invite_id: str) -> None:
                 who=md(", ".join(report.ended)),
             )
         )
+    if report.transition is not None:
+        t = report.transition
+        said = (
+            _(
+                "Paused on Prolific: {active} people active, the server holds {capacity}.",
+                active=i18n.number(t.active),
+                capacity=i18n.number(t.capacity),
+            )
+            if t.action == "PAUSE"
+            else _(
+                "Started again on Prolific: {active} people active, the server holds {capacity}.",
+                active=i18n.number(t.active),
+                capacity=i18n.number(t.capacity),
+            )
+        )
+        st.warning(said, icon=":material/pause_circle:")
     if report.raised_from is not None:
         st.info(
             _(
@@ -115,7 +170,6 @@ def _synced(invite_id: str) -> None:
             )
         )
     _places(report)
-    _flagged(invite_id)
 
 
 def _places(report: prolific.SyncReport) -> None:

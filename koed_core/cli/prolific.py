@@ -44,6 +44,19 @@ def register(groups: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
             choices=["AUTOMATICALLY_APPROVE", "MANUALLY_REVIEW"],
             help="what Prolific does with this code (see docs/rating.md)",
         )
+    publish.add_argument(
+        "--filter",
+        action="append",
+        default=[],
+        metavar="FILTER_ID=CHOICE[,CHOICE]",
+        help="one more Prolific filter for every arm, choices by their label "
+        "(e.g. fluent-languages=English); repeatable",
+    )
+    publish.add_argument(
+        "--accept-few",
+        action="store_true",
+        help="publish an arm even when Prolific counts fewer eligible people than places",
+    )
     publish.add_argument("--json", action="store_true")
     publish.set_defaults(func=cmd_publish)
 
@@ -73,6 +86,37 @@ def register(groups: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         help="a bonus left 'paying' that Prolific's app shows unpaid: pay it again (repeatable)",
     )
     bonus.set_defaults(func=cmd_bonus)
+
+    receive = actions.add_parser(
+        "receive", help="take Prolific's signed events (run by `koed serve --domain`)"
+    )
+    receive.add_argument("--port", type=int, required=True, help="port on 127.0.0.1")
+    receive.add_argument("--db", type=Path)
+    receive.set_defaults(func=cmd_receive)
+
+    subscribe = actions.add_parser(
+        "subscribe", help="subscribe to Prolific's submission and study events"
+    )
+    subscribe.add_argument(
+        "--url",
+        help="the app's public https:// address (default: what `koed serve --domain` recorded)",
+    )
+    subscribe.add_argument("--db", type=Path)
+    subscribe.set_defaults(func=cmd_subscribe)
+
+    messages = actions.add_parser(
+        "messages", help="participants' unread messages; --send one message to all"
+    )
+    _common(messages)
+    messages.add_argument("--send", metavar="TEXT", help="send this to every participant")
+    messages.set_defaults(func=cmd_messages)
+
+    capacity = actions.add_parser(
+        "capacity", help="the people the server holds: studies pause there (each sync)"
+    )
+    capacity.add_argument("--people", type=int, help="set it (0: no limit)")
+    capacity.add_argument("--db", type=Path)
+    capacity.set_defaults(func=cmd_capacity)
 
     calls = actions.add_parser("calls", help="every call the app made for this link")
     _common(calls)
@@ -107,7 +151,8 @@ def cmd_publish(args: argparse.Namespace, settings: Settings) -> int:
     from koed_core.db.crowd import Crowd
     from koed_core.rating.crowd import Invite
     from koed_core.rating.crowd.address import public_address
-    from koed_core.rating.crowd.prolific import StudyListing, publish, source_name
+    from koed_core.rating.crowd.prolific import StudyListing, publish_link
+    from koed_core.rating.crowd.prolific_arms import Audience
     from koed_core.rating.server_key import server_key
 
     store, invite, api = _setup(args, settings)
@@ -123,7 +168,7 @@ def cmd_publish(args: argparse.Namespace, settings: Settings) -> int:
         "failed_checks": args.failed_action,
     }
     url = public_address(store, args.url, settings.public_url)  # None: the study's own
-    draft = publish(
+    drafts = publish_link(
         store,
         api,
         invite,
@@ -134,49 +179,117 @@ def cmd_publish(args: argparse.Namespace, settings: Settings) -> int:
             description=args.description,
             actions={k: v for k, v in chosen.items() if v},
             devices=tuple(d.strip() for d in args.devices.split(",") if d.strip()),
+            audience=Audience(extra=_extra_filters(args.filter), accept_few=args.accept_few),
         ),
         go_live=args.publish,
         pilot=pilot,
     )
-    cost = f"{draft.cost_cents / 100:.2f} {invite.currency}" if draft.cost_cents else "unknown"
     if args.json:
-        print(json.dumps({"study": draft.study_id, "status": draft.status, "cost": cost,
-                          "reward": draft.reward_cents / 100, "places": draft.places,
-                          "minutes": draft.minutes, "listed_minutes": draft.listed_minutes,
-                          "hourly": draft.hourly,
-                          "changed": [change.__dict__ for change in draft.changes]}))  # fmt: skip
+        print(json.dumps([_draft_json(draft, invite.currency) for draft in drafts]))
         return 0
-    print(f"Prolific study {draft.study_id}: {draft.status}")
-    for change in draft.changes:
-        print(f"changed on Prolific: {change}")
-    print(  # Prolific's own reward and places, as it answered
-        f"reward {draft.reward_cents / 100:.2f} {invite.currency} for the "
-        f"{draft.listed_minutes} minutes Prolific lists ({draft.minutes:.1f} by "
-        f"{source_name(draft.minutes_from)}): {draft.hourly:.2f} {invite.currency} an hour, "
-        f"as Prolific computes it"
-    )
-    print(f"places {draft.places}; cost with Prolific's fees and VAT: {cost}")
-    if not draft.published:
+    for draft in drafts:
+        _print_draft(draft, invite.currency)
+    if not all(draft.published for draft in drafts):
         print("a draft: nothing is spent until `koed prolific publish --invite ID --publish`")
     return 0
 
 
+def _extra_filters(given: list[str]) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """``FILTER_ID=CHOICE[,CHOICE]`` options as (filter id, choice labels).
+
+    Raises:
+        ProlificCliError: an option without ``=`` or without a choice.
+    """
+    out = []
+    for item in given:
+        filter_id, _eq, labels = item.partition("=")
+        chosen = tuple(label.strip() for label in labels.split(",") if label.strip())
+        if not filter_id.strip() or not chosen:
+            raise ProlificCliError(f"--filter {item!r} is not FILTER_ID=CHOICE[,CHOICE]")
+        out.append((filter_id.strip(), chosen))
+    return tuple(out)
+
+
+def _cost(draft: Any, currency: str) -> str:
+    return f"{draft.cost_cents / 100:.2f} {currency}" if draft.cost_cents else "unknown"
+
+
+def _draft_json(draft: Any, currency: str) -> dict[str, Any]:
+    arm = draft.arm
+    return {
+        "study": draft.study_id,
+        "status": draft.status,
+        "cost": _cost(draft, currency),
+        "reward": draft.reward_cents / 100,
+        "places": draft.places,
+        "minutes": draft.minutes,
+        "listed_minutes": draft.listed_minutes,
+        "hourly": draft.hourly,
+        "arm": arm.lang if arm else None,
+        "filters": list(arm.described) if arm else [],
+        "eligible": arm.eligible if arm else None,
+        "eligible_text": arm.eligible_text if arm else None,
+        "changed": [change.__dict__ for change in draft.changes],
+    }
+
+
+def _print_draft(draft: Any, currency: str) -> None:
+    """One arm's study: who can take part, what it pays, what it costs."""
+    from koed_core.rating.crowd.prolific import source_name
+
+    arm = draft.arm
+    name = f" ({arm.lang} arm)" if arm else ""
+    print(f"Prolific study {draft.study_id}{name}: {draft.status}")
+    if arm:
+        print(f"  filters: {'; '.join(arm.described)}")
+        print(
+            f"  eligible on Prolific: {arm.eligible_text} for {draft.places} places"
+            + ("  <- fewer than the places: check the filters" if arm.short else "")
+        )
+    for change in draft.changes:
+        print(f"  changed on Prolific: {change}")
+    print(  # Prolific's own reward and places, as it answered
+        f"  reward {draft.reward_cents / 100:.2f} {currency} for the "
+        f"{draft.listed_minutes} minutes Prolific lists ({draft.minutes:.1f} by "
+        f"{source_name(draft.minutes_from)}): {draft.hourly:.2f} {currency} an hour, "
+        f"as Prolific computes it"
+    )
+    print(f"  places {draft.places}; cost with Prolific's fees and VAT: {_cost(draft, currency)}")
+
+
 def cmd_sync(args: argparse.Namespace, settings: Settings) -> int:
     """Read the submissions once."""
-    from koed_core.rating.crowd.prolific import sync
+    from koed_core.rating.crowd.prolific import sync_link
 
     store, invite, api = _setup(args, settings)
-    report = sync(store, api, invite, raise_places=not args.dry_run)
+    reports = sync_link(store, api, invite, raise_places=not args.dry_run)
     if args.json:
-        print(json.dumps(report.summary()))
+        summaries = [report.summary() for report in reports]
+        print(json.dumps(summaries[0] if len(summaries) == 1 else summaries))
         return 0
-    print(f"{report.read} submissions read; study {report.study_status}; places {report.places}")
-    for person in report.ended:
-        print(f"ended: {person} (returned or timed out on Prolific; the place is free)")
-    for person, reason in report.flagged:
-        print(f"flagged: {person}: {reason}")
-    for line in _places_lines(report):
-        print(line)
+    for report in reports:
+        arm = f"{report.lang} arm: " if report.lang else ""
+        print(
+            f"{arm}{report.read} submissions read; study {report.study_status}; "
+            f"places {report.places}"
+        )
+        for person in report.ended:
+            print(f"ended: {person} (returned or timed out on Prolific; the place is free)")
+        for person, reason in report.flagged:
+            print(f"flagged: {person}: {reason}")
+        for line in _places_lines(report):
+            print(line)
+        if report.transition:
+            t = report.transition
+            print(
+                f"{t.action} sent: {t.active} people active, capacity {t.capacity}; "
+                f"Prolific says {t.status}"
+            )
+        if report.grouped:
+            print(
+                f"{report.grouped} added to the study's participant group (kept out of "
+                "the other arm and later links)"
+            )
     return 0
 
 
@@ -203,11 +316,11 @@ def _places_lines(report: Any) -> list[str]:
 
 def cmd_review(args: argparse.Namespace, settings: Settings) -> int:
     """Print what the decisions ask of Prolific; with --apply, do it."""
-    from koed_core.rating.crowd.prolific import sync
+    from koed_core.rating.crowd.prolific import sync_link
     from koed_core.rating.crowd.prolific_pay import apply_review, review_plan
 
     store, invite, api = _setup(args, settings)
-    sync(store, api, invite, raise_places=False)  # the statuses the plan is read against
+    sync_link(store, api, invite, raise_places=False)  # the statuses the plan is read against
     steps = review_plan(store, invite)
     todo = [s for s in steps if s.action]
     if not steps:
@@ -259,6 +372,88 @@ def cmd_bonus(args: argparse.Namespace, settings: Settings) -> int:
             f"{len(unsettled)} of {len(lines)} not paid yet; states and what each means: "
             "docs/rating.md, 'Bonuses'"
         )
+    return 0
+
+
+def _client(store: Any) -> Any:
+    from koed_core.rating.crowd.prolific_client import ProlificClient
+
+    return ProlificClient.from_env(merged_env(os.environ, read_secrets()), store)
+
+
+def cmd_receive(args: argparse.Namespace, settings: Settings) -> int:
+    """Serve Prolific's events on 127.0.0.1 until stopped."""
+    import logging
+
+    from koed_core.cli.prolific_receiver import Receiver, server
+    from koed_core.db import Store
+    from koed_core.rating.crowd.prolific_hooks import hook_secret
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    store = Store(args.db or settings.db_path)
+    # the client is made when the secret is asked for: without a token the receiver still
+    # runs (supervisord keeps it up) and answers 503, saying why in its log
+    httpd = server(Receiver(store, lambda: hook_secret(_client(store))), "127.0.0.1", args.port)
+    print(f"Prolific events taken on 127.0.0.1:{args.port}", flush=True)
+    try:
+        httpd.serve_forever(poll_interval=0.2)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        httpd.server_close()
+    return 0
+
+
+def cmd_subscribe(args: argparse.Namespace, settings: Settings) -> int:
+    """Subscribe the workspace's events to the app's public address."""
+    from koed_core.db import Store
+    from koed_core.rating.crowd.address import check_public_https, public_address
+    from koed_core.rating.crowd.prolific_hooks import HOOK_PATH, subscribe
+
+    store = Store(args.db or settings.db_path)
+    url = public_address(store, args.url, settings.public_url)
+    if url is None:
+        raise ProlificCliError("no public address: give --url or run `koed serve --domain`")
+    target = check_public_https(url).rstrip("/") + HOOK_PATH
+    for line in subscribe(_client(store), target):
+        print(line)
+    print(f"events go to {target}; the minute-by-minute sync stays as the reconciliation")
+    return 0
+
+
+def cmd_messages(args: argparse.Namespace, settings: Settings) -> int:
+    """Unread messages about the link's studies; with --send, one message to everyone."""
+    from koed_core.rating.crowd.prolific_messages import send_to_all, unread
+
+    store, invite, api = _setup(args, settings)
+    found = unread(store, api, invite)
+    print(f"{len(found)} unread message(s) from participants (read them in Prolific's app)")
+    for message in found:
+        print(f"  {message.sent_at}\t{message.sender}\t{message.body[:200]}")
+    if args.send is not None:
+        for study, n in send_to_all(store, api, invite, args.send):
+            print(f"study {study}: " + (f"sent to {n} participants" if n else "nobody yet"))
+    return 0
+
+
+def cmd_capacity(args: argparse.Namespace, settings: Settings) -> int:
+    """Show or set the people the server holds."""
+    from koed_core.db import Store
+    from koed_core.rating.crowd import prolific_capacity as cap
+
+    store = Store(args.db or settings.db_path)
+    if args.people is not None:
+        if args.people < 0:
+            raise ProlificCliError("--people is a number of people, 0 or more")
+        cap.set_capacity(store, args.people)
+    most = cap.capacity(store)
+    active = cap.active_people(store)
+    limit = f"{most} people" if most else "not set (studies are never paused for it)"
+    print(
+        f"capacity: {limit}; active now: {active} (under way, active in the last "
+        f"{cap.ACTIVE_MINUTES} min); each sync pauses at it and starts again under "
+        f"{cap.RESTART_SHARE:.0%} of it"
+    )
     return 0
 
 

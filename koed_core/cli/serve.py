@@ -22,6 +22,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -63,6 +64,13 @@ def register(groups: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         "--domain", help="serve HTTPS on 443 for this host name, with Caddy's certificates"
     )
     serve.add_argument("--email", help="the address Let's Encrypt may write to (--domain)")
+    serve.add_argument(
+        "--tls",
+        choices=["acme", "internal"],
+        default="acme",
+        help="a domain's certificate: acme (Let's Encrypt/ZeroSSL, default) or internal "
+        "(Caddy's local CA: offline staging and tests)",
+    )
     serve.add_argument("--db", type=Path, help="SQLite file (default: KOED_DB or data/koed.db)")
     serve.add_argument(
         "--backup-every", type=float, default=15.0, help="minutes between backups (0: none)"
@@ -93,6 +101,8 @@ def _plan(args: argparse.Namespace, settings: Settings, caddy: str) -> ServePlan
     domain = flags.hostname(args.domain) if args.domain is not None else None
     if args.email is not None and domain is None:
         raise KoedError("--email is for --domain (Let's Encrypt writes there about certificates)")
+    if args.tls != "acme" and domain is None:
+        raise KoedError("--tls internal is for --domain (a certificate from Caddy's local CA)")
     db = flags.path("--db", args.db or settings.db_path)
     every = flags.minutes("--backup-every", args.backup_every, zero=True)
     backup_dir = flags.path("--backup-dir", args.backup_dir or db.parent / "backups")
@@ -108,6 +118,8 @@ def _plan(args: argparse.Namespace, settings: Settings, caddy: str) -> ServePlan
         backup_dir=backup_dir if every else None,
         backup_every_min=every or None,
         backup_keep=args.keep,
+        hooks_port=free_ports(1)[0] if domain else None,
+        tls=args.tls,
     )
     supervisord_conf(plan, password="checked")  # a path it cannot hold: refused now
     return plan
@@ -168,7 +180,30 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
         )
         + f"; configuration and logs in {plan.run_dir}"
     )
+    if plan.domain:  # in the background: subscribing does not wait for the certificate
+        threading.Thread(target=_subscribe, args=(plan, env), daemon=True).start()
     return _run(plan, env, locks)
+
+
+def _subscribe(plan: ServePlan, env: dict[str, str]) -> None:
+    """Subscribe Prolific's events to this domain, when a token and workspace are set;
+    otherwise (or if Prolific refuses) say so: the minute-by-minute sync still runs."""
+    from koed_core.db import Store
+    from koed_core.rating.crowd.prolific_client import TOKEN_ENV, WORKSPACE_ENV, ProlificClient
+    from koed_core.rating.crowd.prolific_hooks import HOOK_PATH, subscribe
+
+    if not env.get(TOKEN_ENV) or not env.get(WORKSPACE_ENV):
+        _say(
+            "Prolific events: no PROLIFIC_API_TOKEN and PROLIFIC_WORKSPACE_ID, so no "
+            "subscription; returns are read by the minute-by-minute sync"
+        )
+        return
+    try:
+        client = ProlificClient.from_env(env, Store(plan.db))
+        for line in subscribe(client, f"https://{plan.domain}{HOOK_PATH}"):
+            _say(f"Prolific events: {line}")
+    except KoedError as err:
+        _say(f"Prolific events: not subscribed ({err}); the minute-by-minute sync still runs")
 
 
 def _print_unit(plan: ServePlan, args: argparse.Namespace) -> int:
@@ -183,6 +218,7 @@ def _print_unit(plan: ServePlan, args: argparse.Namespace) -> int:
     given += ["--run-dir", str(plan.run_dir), "--keep", str(plan.backup_keep)]
     if plan.domain:
         given += ["--domain", plan.domain] + (["--email", plan.email] if plan.email else [])
+        given += ["--tls", plan.tls] if plan.tls != "acme" else []
     else:
         given += ["--host", plan.host, "--port", str(plan.port)]
     given += ["--backup-every", f"{plan.backup_every_min or 0:g}"]

@@ -25,6 +25,9 @@ from koed_core.errors import KoedError
 from koed_core.paths import PROJECT_ROOT
 
 STICKY_COOKIE = "koed_route"
+HOOK_PATH = "/prolific/hooks"
+"""Where Prolific's signed events arrive (``prolific_hooks.HOOK_PATH``, said again here:
+the serving layer imports nothing of the rating package)."""
 HEALTH_PATH = "/_stcore/health"
 STOP_GRACE_S = 2
 """Seconds Caddy and the app processes get to close their connections when stopped."""
@@ -46,6 +49,12 @@ class ServePlan:
     backup_dir: Path | None = None
     backup_every_min: float | None = None
     backup_keep: int = 24
+    hooks_port: int | None = None
+    """The Prolific event receiver's port on 127.0.0.1 (with a domain only: Prolific
+    delivers to a public https address)."""
+    tls: str = "acme"
+    """Where a domain's certificate comes from: "acme" (Let's Encrypt or ZeroSSL) or
+    "internal" (Caddy's own local CA: the whole path offline, for staging and tests)."""
 
     @property
     def public_url(self) -> str:
@@ -106,11 +115,23 @@ def caddy_config(plan: ServePlan) -> dict[str, Any]:
         "apps": {"http": http},
     }
     if plan.domain:
-        server = {
-            "listen": [f":{plan.port}"],
-            "routes": [{"match": [{"host": [plan.domain]}], "handle": handle, "terminal": True}],
-        }
-        if plan.email:
+        routes = [{"match": [{"host": [plan.domain]}], "handle": handle, "terminal": True}]
+        if plan.hooks_port:  # Prolific's POSTs go to the receiver, never to Streamlit
+            receiver = {
+                "handler": "reverse_proxy",
+                "upstreams": [{"dial": f"127.0.0.1:{plan.hooks_port}"}],
+            }
+            match = [{"host": [plan.domain], "path": [HOOK_PATH]}]
+            routes.insert(0, {"match": match, "handle": [receiver], "terminal": True})
+        server = {"listen": [f":{plan.port}"], "routes": routes}
+        if plan.tls == "internal":
+            issuers: list[dict[str, Any]] = [{"module": "internal"}]
+            config["apps"]["tls"] = {
+                "automation": {"policies": [{"subjects": [plan.domain], "issuers": issuers}]}
+            }
+            # the local CA's root stays in the run folder: never put in the system's trust
+            config["apps"]["pki"] = {"certificate_authorities": {"local": {"install_trust": False}}}
+        elif plan.email:
             issuers = [{"module": m, "email": plan.email} for m in ("acme", "zerossl")]
             config["apps"]["tls"] = {
                 "automation": {"policies": [{"subjects": [plan.domain], "issuers": issuers}]}
@@ -243,6 +264,10 @@ def supervisord_conf(plan: ServePlan, password: str) -> str:
         parts.append(_program(f"app-{index}", command, plan))
     # the database comes from KOED_DB in the environment supervisord passes on
     parts.append(_program("worker", [python, "-m", "koed_core.cli", "worker"], plan))
+    if plan.hooks_port:  # Prolific's signed events (Streamlit cannot take a POST)
+        hooks = [python, "-m", "koed_core.cli", "prolific", "receive",
+                 "--port", str(plan.hooks_port)]  # fmt: skip
+        parts.append(_program("hooks", hooks, plan))
     caddy = [plan.caddy, "run", "--config", str(plan.run_dir / "caddy.json")]
     # started after the apps, stopped before them: a page's reconnects end at once
     parts.append(_program("caddy", caddy, plan, priority=1000))

@@ -97,6 +97,17 @@ class Crowd:
         )
         return (rows[0]["at"] or None) if rows else None
 
+    def active_count(self, statuses: tuple[str, ...], since: str) -> int:
+        """Workers of every study in one of ``statuses`` who did anything since ``since``:
+        the people the app's server holds now."""
+        marks = ", ".join("?" for _ in statuses)
+        rows = self.store.rows(
+            f"select count(*) as n from crowd_workers w where w.status in ({marks}) "
+            f"and {ACTIVITY} >= ?",
+            [*statuses, since],
+        )
+        return int(rows[0]["n"]) if rows else 0
+
     def activities(self, study_id: int) -> dict[str, str]:
         """Every worker's last activity in a study (the dashboard's idle minutes)."""
         rows = self.store.rows(
@@ -145,6 +156,25 @@ class Crowd:
             self.store.db.execute(
                 "update invites set prolific_study_id = ? where id = ?", [study_id, invite_id]
             )
+
+    def set_prolific_arm(self, invite_id: str, lang: str, study_id: str) -> None:
+        """The Prolific study one language arm of a ko+en link was published as."""
+        with self.store.write():
+            rows = self.store.rows("select prolific_arms from invites where id = ?", [invite_id])
+            arms = json.loads(rows[0]["prolific_arms"] or "{}") if rows else {}
+            arms[lang] = study_id
+            self.store.db.execute(
+                "update invites set prolific_arms = ? where id = ?",
+                [json.dumps(arms, sort_keys=True), invite_id],
+            )
+
+    def worker_by_session(self, platform: str, session_ref: str) -> dict[str, Any] | None:
+        """The worker whose visit is this platform session (Prolific: the submission id)."""
+        rows = self.store.rows(
+            "select * from crowd_workers where platform = ? and session_ref = ?",
+            [platform, session_ref],
+        )
+        return rows[0] if rows else None
 
     def set_place_rules(self, invite_id: str, max_places: int | None, grace: int | None) -> None:
         """A link's most places on Prolific and its arrival grace (None: the default)."""

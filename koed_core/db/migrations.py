@@ -448,9 +448,7 @@ def m018_span_comment(db: sqlite_utils.Database) -> None:
 
 @migration
 def m019_bonus_evidence(db: sqlite_utils.Database) -> None:
-    """A bonus is paid on evidence of its own payment: the bonuses the submission showed
-    just before the pay call (``baseline``, JSON cents), when that call left (``sent_at``),
-    and why it stands where it is (``note``). Older bonuses have none: settled by hand."""
+    """Evidence of a bonus's payment: ``baseline``, ``sent_at`` and ``note`` (why it stands)."""
     db.execute("alter table prolific_bonuses add column baseline text")
     db.execute("alter table prolific_bonuses add column note text not null default ''")
     db.execute("alter table prolific_bonuses add column sent_at text")
@@ -458,9 +456,8 @@ def m019_bonus_evidence(db: sqlite_utils.Database) -> None:
 
 @migration
 def m020_arrivals_and_address(db: sqlite_utils.Database) -> None:
-    """Per link, how long a Prolific submission with no visit counts as someone on their
-    way (``arrival_grace_minutes``) and the most places a sync may ask (``max_places``;
-    null: the documented defaults); the public address ``koed serve --domain`` records."""
+    """Per link, a Prolific arrival's grace and the most places a sync may ask (null: the
+    defaults); the public address ``koed serve --domain`` records (``site_settings``)."""
     db.execute("alter table invites add column arrival_grace_minutes integer")
     db.execute("alter table invites add column max_places integer")
     db.execute("create table site_settings (name text primary key, value text, updated text)")
@@ -498,3 +495,6 @@ def unknown(db: sqlite_utils.Database) -> list[str]:
     """Applied migrations this code does not know: a newer KoED Studio made the file."""
     known = {name for name, _ in MIGRATIONS}
     return [name for name in applied(db) if name not in known]
+
+
+from koed_core.db import migrations_prolific as _prolific  # noqa: E402, F401 (m024)

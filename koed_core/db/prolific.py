@@ -198,3 +198,42 @@ class ProlificLog:
                     "round = ? and participant_id = ? and state = ?",
                     [note[:300], now(), invite_id, round_, participant, state],
                 )
+
+    def record_event(
+        self, event_id: str, event_type: str, resource_id: str, status: str | None, outcome: str
+    ) -> bool:
+        """One signed event Prolific delivered, stored once per ``X-Event-ID`` (migration
+        m024); False when it was stored before (a redelivery: not applied again)."""
+        with self.store.write():
+            cursor = self.store.db.execute(
+                "insert or ignore into prolific_events (event_id, received_at, event_type, "
+                "resource_id, status, outcome) values (?, ?, ?, ?, ?, ?)",
+                [event_id, now(), event_type, resource_id, status, outcome[:300]],
+            )
+            return bool(cursor.rowcount)
+
+    def set_event_outcome(self, event_id: str, outcome: str) -> None:
+        """What the app did with a stored event."""
+        with self.store.write():
+            self.store.db.execute(
+                "update prolific_events set outcome = ? where event_id = ?",
+                [outcome[:300], event_id],
+            )
+
+    def last_event(self) -> dict[str, Any] | None:
+        """The newest event Prolific delivered (None: none yet)."""
+        rows = self.store.rows(
+            "select event_id, received_at, event_type, resource_id, status, outcome "
+            "from prolific_events order by received_at desc, rowid desc limit 1"
+        )
+        return rows[0] if rows else None
+
+    def last_sync(self, invite_id: str) -> str | None:
+        """When a sync last read this link's submissions whole (None: never), from the
+        call log: a study with no submission yet has been read too."""
+        rows = self.store.rows(
+            "select max(at) as at from prolific_calls where invite_id = ? and "
+            "what = 'reading the submissions' and outcome = 'ok'",
+            [invite_id],
+        )
+        return rows[0]["at"] if rows else None

@@ -79,8 +79,8 @@ def platform_ids(
             )
     if (
         platform == "prolific"
-        and invite.prolific_study_id
-        and ids["STUDY_ID"] != invite.prolific_study_id
+        and invite.prolific_studies
+        and ids["STUDY_ID"] not in invite.prolific_studies
     ):
         raise CrowdError(
             _(

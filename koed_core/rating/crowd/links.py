@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import json
 import math
 import re
 import secrets
@@ -134,6 +135,19 @@ class Invite:
     the default allowance, see ``place_limit``)."""
     contact: str = ""
     """Whom a worker writes to, as the consent names it (links made before it: none)."""
+    prolific_arms: tuple[tuple[str, str], ...] = ()
+    """A ko+en link published as one Prolific study per language arm: (language, study
+    id) pairs; empty for a link of one study (``prolific_study_id``)."""
+    arm: str | None = None
+    """Set on the view of one arm (``prolific_arms.arm_view``), never stored."""
+
+    @property
+    def prolific_studies(self) -> tuple[str, ...]:
+        """Every Prolific study this link was published as (``STUDY_ID`` is one of them)."""
+        ids = [study for _lang, study in self.prolific_arms]
+        if self.prolific_study_id and self.prolific_study_id not in ids:
+            ids.insert(0, self.prolific_study_id)
+        return tuple(ids)
 
     @property
     def arrival_grace(self) -> int:
@@ -197,7 +211,16 @@ class Invite:
             arrival_grace_minutes=_optional_int(row.get("arrival_grace_minutes")),
             max_places=_optional_int(row.get("max_places")),
             contact=row.get("contact") or "",
+            prolific_arms=_arms(row.get("prolific_arms")),
         )
+
+
+def _arms(value: Any) -> tuple[tuple[str, str], ...]:
+    """The stored JSON of language to study id, in language order (nothing stored: ())."""
+    if not value:
+        return ()
+    found = json.loads(str(value))
+    return tuple(sorted((str(k), str(v)) for k, v in found.items()))
 
 
 def _optional_int(value: Any) -> int | None:

@@ -38,6 +38,18 @@ from koed_core.i18n import _
 from koed_core.rating.crowd.address import check_public_https, no_address
 from koed_core.rating.crowd.decisions import estimate, report_rows
 from koed_core.rating.crowd.links import PLACEHOLDERS, CrowdError, Invite, token_for
+from koed_core.rating.crowd.prolific_arms import (
+    LANGUAGE_NAMES,
+    ArmPlan,
+    Audience,
+    arm_filters,
+    arm_view,
+    eligible,
+    ensure_group,
+    filter_list,
+    link_langs,
+    too_few,
+)
 from koed_core.rating.crowd.prolific_client import ProlificAnswerLost, ProlificClient
 from koed_core.rating.crowd.prolific_draft import (
     Change,
@@ -49,8 +61,8 @@ from koed_core.rating.crowd.prolific_draft import (
 from koed_core.rating.crowd.prolific_sync import ENDED as ENDED
 from koed_core.rating.crowd.prolific_sync import SyncReport as SyncReport
 from koed_core.rating.crowd.prolific_sync import sync as sync
+from koed_core.rating.crowd.prolific_sync import sync_link as sync_link
 from koed_core.rating.crowd.prolific_sync import synced_within as synced_within
-from koed_core.rating.studies import StudyRules
 
 MIN_HOURLY = {"GBP": 6.00, "USD": 8.00}
 """Prolific's minimum reward per hour, per account currency."""
@@ -72,9 +84,6 @@ DEFAULT_ACTIONS = {
 failed checks wait for the app's decisions (``koed prolific review``); a screen-out is paid
 the reward at once (in-study screen-outs are paid; Prolific lists them among invalid
 reasons to reject)."""
-
-LANGUAGE_NAMES = {"ko": "Korean", "en": "English"}
-LANGUAGE_FILTER = "first-language"
 
 
 @dataclass(frozen=True)
@@ -99,6 +108,8 @@ class Draft:
     """The places as Prolific holds them."""
     changes: tuple[Change, ...] = ()
     """What this run changed on the draft (Prolific's value, then the app's)."""
+    arm: ArmPlan | None = None
+    """The language arm: its filters and Prolific's count of eligible people."""
 
 
 def study_minutes(store: Store, invite: Invite, pilot: Invite | None = None) -> tuple[float, str]:
@@ -185,6 +196,9 @@ class StudyListing:
     take ``DEFAULT_ACTIONS``."""
     devices: tuple[str, ...] = ("desktop",)
     """Prolific's device compatibility list."""
+    audience: Audience = field(default_factory=Audience)
+    """Who may take part besides the arm's first language, and whether an arm with fewer
+    eligible people than places may be published."""
 
 
 def study_body(
@@ -223,31 +237,6 @@ def study_body(
     }
 
 
-def language_filters(client: ProlificClient, langs: tuple[str, ...]) -> list[dict[str, Any]]:
-    """A one-language study's first-language filter, its choice found by name in Prolific's
-    own list; none for a study in both languages (the app screens again either way).
-
-    Raises:
-        ProlificError: Prolific's list has no such filter or choice.
-    """
-    if len(langs) != 1:
-        return []
-    wanted = LANGUAGE_NAMES[langs[0]]
-    for item in client.pages("reading Prolific's filters", "/api/v1/filters/", ("filter_id",)):
-        if item.get("filter_id") == LANGUAGE_FILTER:
-            choices = item.get("choices") or {}
-            for choice, label in choices.items():
-                if str(label).strip().lower() == wanted.lower():
-                    return [{"filter_id": LANGUAGE_FILTER, "selected_values": [str(choice)]}]
-    raise CrowdError(
-        _(
-            "Prolific's filter list has no {filter} choice named {language}",
-            filter=LANGUAGE_FILTER,
-            language=wanted,
-        )
-    )
-
-
 def publish(
     store: Store,
     client: ProlificClient,
@@ -284,22 +273,80 @@ def publish(
         url = check_public_https(url)  # before any call: a bad address costs nothing
     minutes, source = study_minutes(store, invite, pilot)
     check_reward(invite, minutes, source)
-    langs = tuple(StudyRules(store).config(invite.study_id).langs)
+    langs = link_langs(store, invite)
+    if invite.arm is None and len(langs) > 1:
+        raise CrowdError(_("a ko+en link is published as one study per language arm"))
+    lang = invite.arm or langs[0]
+    audience = listing.audience
+    group = ensure_group(store, client, invite.study_id)
+    filters, words = arm_filters(filter_list(client), lang, group, audience)
+    arm = ArmPlan(lang, invite.cap, tuple(filters), tuple(words), eligible(client, filters))
     study = _existing_study(store, client, invite)
     url = url or _address_of(study)
-    text = listing.description or _default_description(langs, minutes)
+    text = listing.description or _default_description((lang,), minutes)
     body = study_body(
         invite, key, url, minutes, replace(listing, description=text, actions=chosen), []
     )
-    if study is None or str(study.get("status") or "UNPUBLISHED") == "UNPUBLISHED":
-        body["filters"] = language_filters(client, langs)
+    draft = study is None or str(study.get("status") or "UNPUBLISHED") == "UNPUBLISHED"
+    if draft:
+        body["filters"] = filters
     changes: list[Change] = []
     if study is None:
         study = _create(store, client, invite, body)
     else:
         changes = differences(study, body)
         study = bring_in_line(client, study, changes)
-    return _priced(client, study, body, changes, go_live, (minutes, source))
+    if go_live and draft and arm.short and not audience.accept_few:
+        raise too_few(replace(arm, study_id=str(study["id"])))
+    priced = _priced(client, study, body, changes, go_live, (minutes, source))
+    return replace(priced, arm=replace(arm, study_id=priced.study_id))
+
+
+def publish_link(
+    store: Store,
+    client: ProlificClient,
+    invite: Invite,
+    key: bytes,
+    url: str | None,
+    **options: Any,
+) -> list[Draft]:
+    """:func:`publish` for each language arm of the link (one study per arm for a ko+en
+    link, the link's own study otherwise), every arm's draft made and counted before any is
+    published, so an arm with too few eligible people stops the launch of both.
+
+    Raises:
+        CrowdError, ProlificError: as :func:`publish`.
+    """
+    langs = link_langs(store, invite)
+    go_live = bool(options.pop("go_live", False))
+    drafts = []
+    for lang in langs:
+        view = arm_view(_reread(store, invite), lang, langs)
+        drafts.append(publish(store, client, view, key, url, **options))
+    audience = (options.get("listing") or StudyListing()).audience
+    short = [d.arm for d in drafts if d.arm and d.arm.short and not d.published]
+    if go_live and short and not audience.accept_few:
+        raise too_few(short[0])
+    if not go_live:
+        return drafts
+    return [
+        publish(
+            store,
+            client,
+            arm_view(_reread(store, invite), lang, langs),
+            key,
+            url,
+            go_live=True,
+            **options,
+        )  # fmt: skip
+        for lang in langs
+    ]
+
+
+def _reread(store: Store, invite: Invite) -> Invite:
+    """The link as stored now (an arm's study id was just recorded)."""
+    row = Crowd(store).invite(invite.id)
+    return Invite.from_row(row) if row else invite
 
 
 def _existing_study(store: Store, client: ProlificClient, invite: Invite) -> dict[str, Any] | None:
@@ -310,8 +357,16 @@ def _existing_study(store: Store, client: ProlificClient, invite: Invite) -> dic
         return client.call_object("reading the study", "GET", path, require=("id",))
     found = find_study(client, invite)
     if found is not None:
-        Crowd(store).set_prolific_study(invite.id, str(found["id"]))
+        _remember(store, invite, str(found["id"]))
     return found
+
+
+def _remember(store: Store, invite: Invite, study_id: str) -> None:
+    """The study the link (or its language arm) was published as."""
+    if invite.arm:
+        Crowd(store).set_prolific_arm(invite.id, invite.arm, study_id)
+    else:
+        Crowd(store).set_prolific_study(invite.id, study_id)
 
 
 def _address_of(study: dict[str, Any] | None) -> str:
@@ -347,7 +402,7 @@ def _create(
                 name=internal_name(invite),
             )
         ) from None
-    Crowd(store).set_prolific_study(invite.id, str(study["id"]))
+    _remember(store, invite, str(study["id"]))
     return dict(study)
 
 

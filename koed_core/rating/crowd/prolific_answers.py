@@ -73,6 +73,9 @@ class Answer:
     retry_after: str | None
     address: str
     """Base URL and path (with its query) of the request; never holds the token."""
+    hook_secret: str | None = None
+    """The ``X-Hook-Secret`` header of a new webhook subscription's answer (the value its
+    confirmation sends back; webhooks/subscribing)."""
 
     def excerpt(self) -> str:
         """The body's beginning, literally, on one line (or a word for an empty one)."""
@@ -123,6 +126,7 @@ def read(response: httpx2.Response, deadline: float, address: str) -> Answer:
         reason=response.reason_phrase,
         retry_after=response.headers.get("Retry-After"),
         address=address,
+        hook_secret=response.headers.get("X-Hook-Secret"),
     )
 
 

@@ -125,6 +125,13 @@ def bonus(
         CrowdError: a bad file, someone who is not this link's worker, no Prolific study,
             or an amount other than the one already stored for this round.
     """
+    if invite.prolific_arms and not invite.prolific_study_id:
+        raise CrowdError(
+            _(
+                "the app does not pay bonuses for a link published as one study per language "
+                "arm yet: pay them in Prolific's app, study by study"
+            )
+        )
     amounts = read_bonus_file(path.read_text(encoding="utf-8"))
     workers = {
         w["worker_id"]: w

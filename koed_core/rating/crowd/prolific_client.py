@@ -72,6 +72,7 @@ __all__ = [
 
 TOKEN_ENV = "PROLIFIC_API_TOKEN"
 URL_ENV = "PROLIFIC_API_URL"
+WORKSPACE_ENV = "PROLIFIC_WORKSPACE_ID"
 DEFAULT_URL = "https://api.prolific.com"
 RETRY_STATUS = (429, 500, 502, 503, 504)
 MAX_WAIT_S = 120.0
@@ -98,6 +99,11 @@ class ProlificClient:
     tries: int = 4
     """The most tries of one call (the first one included)."""
     max_pages: int = MAX_PAGES
+    workspace_id: str | None = None
+    """The researcher's workspace (``PROLIFIC_WORKSPACE_ID``): where eligible people are
+    counted and groups made (None: Prolific's current workspace of the token's user)."""
+    hook_secret: str | None = field(default=None, repr=False)
+    """The ``X-Hook-Secret`` of the last answer that carried one (a new subscription's)."""
     sleep: Callable[[float], None] = time.sleep
     transport: httpx2.BaseTransport | None = None
 
@@ -121,6 +127,7 @@ class ProlificClient:
         url = (env.get(URL_ENV) or DEFAULT_URL).strip().rstrip("/")
         if urlsplit(url).scheme not in ("http", "https") or not urlsplit(url).netloc:
             raise ProlificError(_("PROLIFIC_API_URL must be an http(s) address"))
+        kwargs.setdefault("workspace_id", (env.get(WORKSPACE_ENV) or "").strip() or None)
         return cls(base_url=url, token=token, store=store, **kwargs)
 
     def call(
@@ -173,6 +180,8 @@ class ProlificClient:
                 outcome = f"answer lost: {type(err).__name__}"
                 raise self._lost(what, path, err, safe, tries) from None
             status = answer.status
+            if answer.hook_secret:
+                self.hook_secret = answer.hook_secret
             if status not in expect:
                 outcome = f"refused: {detail(answer)}"
                 raise self._refusal(what, answer)

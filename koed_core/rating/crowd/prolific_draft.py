@@ -52,8 +52,8 @@ class Change:
 
 def internal_name(invite: Invite) -> str:
     """The name the link's study carries on Prolific (researchers see it, participants do
-    not)."""
-    return f"koed-{invite.id}"
+    not); one language arm of a ko+en link adds its language."""
+    return f"koed-{invite.id}" + (f"-{invite.arm}" if invite.arm else "")
 
 
 def find_study(client: ProlificClient, invite: Invite) -> dict[str, Any] | None:

@@ -22,6 +22,8 @@ from koed_core.i18n import _
 from koed_core.rating.crowd.decisions import estimate, report_rows
 from koed_core.rating.crowd.identities import UNDER_WAY
 from koed_core.rating.crowd.links import CrowdError, Invite
+from koed_core.rating.crowd.prolific_arms import add_to_group, arm_views
+from koed_core.rating.crowd.prolific_capacity import Transition, balance
 from koed_core.rating.crowd.prolific_client import ProlificClient
 from koed_core.rating.crowd.prolific_places import PlacesPlan, plan_places
 
@@ -51,11 +53,21 @@ class SyncReport:
     ask for."""
     would_raise: int | None = None
     """Places a dry run (``raise_places`` False) would have asked for."""
+    lang: str | None = None
+    """The language arm this sync read (None: the link's only study)."""
+    grouped: int = 0
+    """Participants sent to the study's participant group (kept out of other arms and
+    later links)."""
+    transition: Transition | None = None
+    """A pause at the server's capacity, or a start again below it, made by this sync."""
 
     def summary(self) -> dict[str, Any]:
         """What a script reads back (``koed prolific sync --json``)."""
         plan = self.plan
         return {
+            "arm": self.lang,
+            "grouped": self.grouped,
+            "transition": self.transition.__dict__ if self.transition else None,
             "read": self.read,
             "ended": self.ended,
             "flagged": self.flagged,
@@ -116,12 +128,18 @@ def sync(
         if flag:
             report.flagged.append((str(sub["participant_id"]), flag))
         rows.append({**sub, "flag": flag})
+    report.lang = invite.arm
+    if raise_places:  # a dry run changes nothing on Prolific; a failed call stores nothing
+        people = [str(s.get("participant_id") or "") for s in found if s["id"] not in known]
+        report.grouped = add_to_group(store, client, invite.study_id, people)
     log.save_submissions(invite.id, rows)
     study = client.call_object(
         "reading the study", "GET", study_path, require=("status", "total_available_places")
     )
     report.study_status = study.get("status")
     report.places = int(study.get("total_available_places") or 0)
+    if raise_places:  # a dry run changes nothing on Prolific
+        report.transition = balance(store, client, invite, str(report.study_status or ""))
     report.plan = plan_places(store, invite, found, at)
     target = report.plan.target
     if target <= report.places or study.get("status") == "COMPLETED":
@@ -136,6 +154,31 @@ def sync(
     if now_places > report.places:  # what Prolific says it holds now, not what was asked
         report.raised_from, report.places = report.places, now_places
     return report
+
+
+def sync_link(
+    store: Store,
+    client: ProlificClient,
+    invite: Invite,
+    at: datetime | None = None,
+    *,
+    raise_places: bool = True,
+) -> list[SyncReport]:
+    """:func:`sync` for every language arm the link was published as (a ko+en link: one
+    study per arm; a one-language link: its study).
+
+    Raises:
+        CrowdError: the link was never published on Prolific.
+        ProlificError: Prolific refused a call.
+    """
+    views = arm_views(store, invite)
+    if not any(view.prolific_study_id for view in views):
+        raise CrowdError(_("the link has no Prolific study yet: `koed prolific publish` first"))
+    return [
+        sync(store, client, view, at, raise_places=raise_places)
+        for view in views
+        if view.prolific_study_id
+    ]
 
 
 def synced_within(store: Store, invite_id: str, seconds: float) -> bool:
