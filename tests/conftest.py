@@ -60,6 +60,27 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return cache
 
 
+@pytest.fixture(scope="session", autouse=True)
+def component_scan_once() -> Iterator[None]:
+    """Scan the installed packages for Streamlit components once per session, not once per
+    AppTest: each new AppTest reads the metadata of every installed distribution (about
+    0.75 s of CPU here, three quarters of a page test), and the installed packages do not
+    change while the tests run. Only where a test module has imported Streamlit: a run
+    of tests that never touch it does not pay for importing it."""
+    import sys
+
+    if "streamlit" not in sys.modules:
+        yield
+        return
+    from streamlit.components.v2 import manifest_scanner
+
+    scan = manifest_scanner.scan_component_manifests
+    found = scan()
+    manifest_scanner.scan_component_manifests = lambda max_workers=None: list(found)
+    yield
+    manifest_scanner.scan_component_manifests = scan
+
+
 @pytest.fixture(autouse=True)
 def clear_streamlit_caches() -> Iterator[None]:
     """cache_resource outlives an AppTest run; without this, state leaks between tests."""
@@ -166,17 +187,27 @@ def stored_responses(db: Path) -> int:
         return 0
 
 
+@pytest.fixture(scope="session")
+def site_accounts(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The accounts file of :func:`site` (admin boss, rater mina), written once per session:
+    each password is a bcrypt hash, about 0.3 s of CPU by design, and a test that adds an
+    account changes its own copy only."""
+    from koed_core.rating import accounts
+
+    path = tmp_path_factory.mktemp("site_accounts") / "accounts.yaml"
+    accounts.add_user(path, "boss", "admin", "Boss", "boss-password-1")
+    accounts.add_user(path, "mina", "rater", "Mina", "mina-password-1")
+    return path
+
+
 @pytest.fixture
-def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, site_accounts: Path) -> Path:
     """Accounts (admin boss, rater mina) and a copy of the 0.1.0 database, upgraded on
     open, with its study still open: the app as an operator and two users meet it."""
     import shutil
 
-    from koed_core.rating import accounts
-
     path = tmp_path / "accounts.yaml"
-    accounts.add_user(path, "boss", "admin", "Boss", "boss-password-1")
-    accounts.add_user(path, "mina", "rater", "Mina", "mina-password-1")
+    shutil.copy(site_accounts, path)
     monkeypatch.setenv("KOED_USERS", str(path))
     monkeypatch.setenv("KOED_COOKIE_KEY", "k" * 40)
     db = tmp_path / "koed.db"
