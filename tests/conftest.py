@@ -8,9 +8,10 @@ import http.server
 import json
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -140,17 +141,39 @@ def generated_release(monkeypatch: pytest.MonkeyPatch) -> bytes:
     return data
 
 
+def wait_until(condition: Callable[[], object], what: str, timeout: float = 60.0) -> None:
+    """Wait for something another process or thread makes true (a row stored, a process
+    gone), asking ``condition`` again and again through tenacity (every 20 ms at first,
+    every 0.5 s at most); fail naming ``what`` did not happen in ``timeout`` seconds.
+    The wait is on the condition: a busy machine only makes it take longer."""
+    from tenacity import RetryError, Retrying, retry_if_result, stop_after_delay, wait_exponential
+
+    asking = Retrying(
+        retry=retry_if_result(lambda seen: not seen),
+        stop=stop_after_delay(timeout),
+        wait=wait_exponential(multiplier=0.01, min=0.02, max=0.5),
+    )
+    try:
+        asking(condition)
+    except RetryError:
+        pytest.fail(f"{what}: not within {timeout:g} s", pytrace=False)
+
+
+def process_gone(pid: int) -> bool:
+    """The process has ended (no longer listed, or a zombie waiting for its parent)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    return stat.rsplit(")", 1)[1].split()[0] in ("Z", "X")
+
+
 def wait_for_job(store: object, job_id: int, timeout: float = 90.0) -> None:
     """Wait until a background job has ended; fail with its state if it does not."""
-    import time
-
     from koed_core.db.jobs import Jobs
 
     jobs = Jobs(store)  # type: ignore[arg-type]
-    deadline = time.monotonic() + timeout
-    while jobs.get(job_id).active:
-        assert time.monotonic() < deadline, f"job {job_id} still {jobs.get(job_id).state}"
-        time.sleep(0.1)
+    wait_until(lambda: not jobs.get(job_id).active, f"job {job_id} ended", timeout)
     assert jobs.get(job_id).state == "finished", jobs.get(job_id).reason
 
 
@@ -328,3 +351,21 @@ def embedded_copy(model_cache_dir: Path) -> dict[str, bool]:
             verdict.write_text(json.dumps(compared), encoding="utf-8")
     result: dict[str, bool] = json.loads(verdict.read_text(encoding="utf-8"))
     return result
+
+
+@pytest.fixture(scope="session")
+def sample_dataset() -> Any:
+    """The shipped sample dialogues, read once per session (a frozen Dataset)."""
+    from koed_core.dialogues.dataset import load_dataset
+    from koed_core.paths import SAMPLE_FILE
+
+    return load_dataset(SAMPLE_FILE)
+
+
+def place_span(dataset: Any) -> tuple[Any, Any]:
+    """The first sample dialogue and a span on its convenience store (turn 3)."""
+    from koed_core.annotation.spans import Span, side_at
+
+    dialogue = dataset.dialogues[0]
+    start = dialogue.turns[2].ko.index("편의점")
+    return dialogue, Span(side_at(dialogue, "ko", 3, start, start + 3), "places", None, True)

@@ -293,7 +293,7 @@ def test_an_expired_link_is_refused_on_the_page(
     store, study_id = crowd_study
     monkeypatch.setenv("KOED_SECRET_KEY", KEY.decode())
     invite, token = _invite(store, study_id, days=0.0001)
-    time.sleep(0.02 + max(0.0, invite.expires - time.time()))
+    time.sleep(0.02 + max(0.0, invite.expires - time.time()))  # time is the subject: expiry
     at = _join_page(store, token, **PROLIFIC)
     assert not at.exception
     assert "This invite link expired on" in at.error[0].value

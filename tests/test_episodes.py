@@ -11,7 +11,6 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +33,7 @@ from koed_core.models.speaker import check_turn, load_speaker_prompt
 from koed_core.paths import SAMPLE_FILE
 from koed_core.results.score_sources import choose_judge
 from koed_core.results.turn_gaps import turn_frame, turn_gap_table
-from tests.conftest import stop_workers, wait_for_job
+from tests.conftest import stop_workers, stored_responses, wait_for_job, wait_until
 
 ROOT = Path(__file__).resolve().parents[1]
 SETTINGS = {"max_retries": 1}  # a failing fake answers fast
@@ -312,11 +311,9 @@ def test_sigkill_mid_episodes_resumes_with_no_turn_twice(tmp_path: Path) -> None
             str(SAMPLE_FILE),
         ]
         proc = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL)
-        deadline = time.time() + 60
-        while time.time() < deadline:
-            time.sleep(0.2)
-            if db.exists() and _count(db, "select count(*) from responses") >= 6:
-                break
+        wait_until(
+            lambda: stored_responses(db) >= 6, "six answers stored before the kill", timeout=60
+        )
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
         stored = _count(db, "select count(*) from responses where error is null")

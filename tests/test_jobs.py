@@ -8,7 +8,6 @@ import sqlite3
 import subprocess
 import sys
 import threading
-import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -26,7 +25,7 @@ from koed_core.judge.request import JudgeRequest
 from koed_core.models.client import ModelError
 from koed_core.models.request import RunRequest
 from koed_core.paths import SAMPLE_FILE
-from tests.conftest import stored_responses
+from tests.conftest import stored_responses, wait_until
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -59,10 +58,7 @@ def _answers(store: Store, run_id: str) -> list[tuple[str, str, str, str, str]]:
 
 
 def _wait(predicate, timeout: float = 60.0) -> None:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.05)
+    wait_until(predicate, "the condition", timeout)
 
 
 # Queue --------------------------------------------------------------------------------------

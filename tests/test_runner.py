@@ -8,7 +8,6 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -23,7 +22,7 @@ from koed_core.models.registry import ModelSpec
 from koed_core.models.request import RunRequest
 from koed_core.models.runs import run_benchmark
 from koed_core.paths import SAMPLE_FILE
-from tests.conftest import stored_responses
+from tests.conftest import stored_responses, wait_until
 
 ROOT = Path(__file__).resolve().parents[1]
 SETTINGS = {"max_retries": 1}  # a failing fake answers fast
@@ -166,11 +165,7 @@ def test_sigkill_mid_run_loses_only_in_flight_and_never_duplicates(tmp_path: Pat
         proc = subprocess.Popen(
             command, env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
         )
-        deadline = time.monotonic() + 60
-        stored = 0
-        while stored < 12 and time.monotonic() < deadline:
-            time.sleep(0.2)
-            stored = stored_responses(db)
+        wait_until(lambda: stored_responses(db) >= 12, "twelve answers stored before the kill")
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=10)
         with sqlite3.connect(db) as conn:
@@ -229,9 +224,8 @@ def test_a_trickled_reply_is_cut_off_at_the_total_deadline(
     assert report.errors == {"timeout": 1}
     failed = Runs(store).responses(report.run_id).dropna(subset=["error"])
     assert "did not answer in time" in failed["error"].iloc[0]
-    deadline = time.monotonic() + 10
-    while fake_openai.abandoned < 1 and time.monotonic() < deadline:
-        time.sleep(0.1)  # the server notices the closed socket at its next byte
+    # the server notices the closed socket at its next byte
+    wait_until(lambda: fake_openai.abandoned >= 1, "the server saw the client hang up", 10)
     assert fake_openai.abandoned == 1
 
 

@@ -95,9 +95,7 @@ def test_two_annotators_disagree_and_the_reviewer_adjudicates(site: Visit, brows
     )
     steps.click_until(page, annotators_mark.filter(has_text="편의점").first, final_row, 2)
     annotators_mark.filter(has_text="편의점").first.click()  # in already: it stays in
-    steps.settled(page)
-    page.wait_for_timeout(2000)  # and so it stays
-    expect(final_row).to_have_count(2)
+    steps.settled_and_later(page, 2, lambda: expect(final_row).to_have_count(2))
     page.screenshot(path=str(ARTIFACTS / "annotation_curation.png"), full_page=True)
     review.get_by_text("context modified").click()
     steps.settled(page)
@@ -162,7 +160,7 @@ def test_a_drag_across_turns_says_so_and_changes_nothing(site: Visit, browser: A
     for _round in (1, 2):  # reopened, and left a while: no span, no traceback
         page.reload()
         steps.settled(page)
-        page.wait_for_timeout(2000)
+        steps.later(page, 2)  # left a while
         steps.settled(page)
         assert page.get_by_test_id("stException").count() == 0
         expect(page.get_by_text("Your spans (0)")).to_be_visible()
@@ -211,12 +209,12 @@ def test_the_span_panel_takes_keys_removes_and_undoes(site: Visit, browser: Any)
         return [(s.ko.text, s.en.text if s.en else None, s.type) for s in own.spans] if own else []
 
     def holds(count: int, stored: list[tuple[str, str | None, str]]) -> None:
-        for _wait in (0, 2000):  # settled, and still so 2 s later
-            page.wait_for_timeout(_wait)
-            steps.settled(page)
+        def check() -> None:
             expect(page.get_by_text(f"Your spans ({count})")).to_be_visible()
             assert page.get_by_test_id("stException").count() == 0
             assert spans() == stored
+
+        steps.settled_and_later(page, 2, check)
 
     steps.drag_over(page, "ko", 3, "편의점")
     panel = steps.span_panel(page)
@@ -276,9 +274,7 @@ def test_a_korean_annotator_reads_korean_after_every_span_action(site: Visit, br
     panel = page.get_by_role("dialog", name="새 구간")
 
     def korean(count: int) -> None:
-        for _wait in (0, 2000):
-            page.wait_for_timeout(_wait)
-            steps.settled(page)
+        def check() -> None:
             expect(page.get_by_text(f"내 구간 ({count}개)")).to_be_visible()
             expect(page.get_by_text(f"이 프로젝트에서 내가 표시한 구간 ({count})")).to_be_visible()
             main = page.get_by_test_id("stMain").inner_text()
@@ -286,15 +282,11 @@ def test_a_korean_annotator_reads_korean_after_every_span_action(site: Visit, br
                 assert english not in main, english
             assert page.get_by_test_id("stException").count() == 0
 
+        steps.settled_and_later(page, 2, check)
+
     def drag(lang: str, position: int, needle: str) -> None:
         steps.settled(page)
-        box = None
-        for _ in range(60):
-            box = page.evaluate(steps.SPAN_AT, [lang, position, needle])
-            if box is not None:
-                break
-            page.wait_for_timeout(250)
-        assert box is not None, (lang, position, needle)
+        box = steps.span_box(page, lang, position, needle)
         page.mouse.move(box[0], box[1])
         page.mouse.down()
         page.mouse.move(box[2], box[3], steps=6)

@@ -62,7 +62,7 @@ def test_explorer_in_a_real_browser(fresh_site: str, fake_openai: FakeOpenAI, br
     expect(page.get_by_text("I was walking home after working late")).to_be_visible()
     expect(page.get_by_text("Korean-only turn: added in the reconstruction")).to_have_count(2)
     assert page.get_by_test_id("stException").count() == 0
-    page.wait_for_timeout(500)
+    steps.settled(page)
     page.screenshot(path=str(ARTIFACTS / "explorer.png"), full_page=True)
 
     # The URL holds the view: a new tab on the same link shows the same dialogue.
@@ -90,7 +90,7 @@ def test_explorer_in_a_real_browser(fresh_site: str, fake_openai: FakeOpenAI, br
     expect(page.get_by_text(HUMAN_EN)).to_be_visible()
     assert len(fake_openai.requests) == requests_at_start  # the paid model was never asked
     assert page.get_by_test_id("stException").count() == 0
-    page.wait_for_timeout(500)
+    steps.settled(page)
     page.screenshot(path=str(ARTIFACTS / "chat.png"), full_page=True)
 
     # Rating: log in as a rater, rate one item, see the progress move.
@@ -178,9 +178,7 @@ def test_the_dialogue_picker_names_the_dialogue_shown(site: Any, browser: Any) -
     picker = page.get_by_role("combobox", name="Open a dialogue")
 
     def agree(conv_id: str | None) -> None:
-        for _pause in (0, 2000):
-            page.wait_for_timeout(_pause)
-            steps.settled(page)
+        def check() -> None:
             shown = page.get_by_role("heading", name=re.compile(r"^Dialogue sample:"))
             if conv_id is None:
                 expect(shown).to_have_count(0)
@@ -188,6 +186,8 @@ def test_the_dialogue_picker_names_the_dialogue_shown(site: Any, browser: Any) -
             else:
                 expect(shown).to_have_text(f"Dialogue {conv_id}")
                 expect(picker).to_have_value(conv_id)
+
+        steps.settled_and_later(page, 2, check)
 
     for n in (1, 5, 9, 2, 7):  # a shared link, opened afresh each time
         page.goto(f"{site.url}/?lang=en&d=sample:1_conv:{n}")

@@ -45,7 +45,7 @@ def test_links_on_the_official_file(official_server: str, browser: Any) -> None:
         assert page.get_by_text("Page not found").count() == 0
         assert page.get_by_test_id("stException").count() == 0
         if _read == 1:  # 3 s to the second read
-            page.wait_for_timeout(3000)
+            steps.later(page, 3)
     # the values left out are not applied either: the good one is
     expect(page.get_by_text("Filter: emotion has all of sad", exact=True)).to_be_visible()
     page.screenshot(path=str(ARTIFACTS / "round4_link_notice.png"))
@@ -72,7 +72,8 @@ def test_the_explorer_on_the_official_file_fits_a_laptop(
         expect(page.get_by_role("heading", name=heading)).to_be_visible(timeout=120_000)
         grid = page.locator("[data-testid=stDataFrame]:visible").first
         expect(grid).to_be_visible()
-        page.wait_for_timeout(2000)
+        steps.settled(page)
+        steps.next_frames(page)
         grid.screenshot(path=str(ARTIFACTS / f"round4_explorer_table_{lang}.png"))
         page.goto(f"{url}/?lang={lang}&d={conv}")  # a link to the longest situation
         title = page.get_by_role("heading", name=opened).first
@@ -86,7 +87,7 @@ def test_the_explorer_on_the_official_file_fits_a_laptop(
             assert table is not None and table["x"] + table["width"] <= WIDTH, table
             assert page.get_by_test_id("stException").count() == 0
             if _read == 1:  # 3 s to the second read
-                page.wait_for_timeout(3000)
+                steps.later(page, 3)
         page.screenshot(path=str(ARTIFACTS / f"round4_explorer_official_{lang}.png"))
         grid.scroll_into_view_if_needed()
         page.screenshot(path=str(ARTIFACTS / f"round4_explorer_official_{lang}_table.png"))
@@ -156,18 +157,21 @@ def test_english_situations_wrap_inside_their_cells_on_the_official_file(
             if where == "lower":  # rows the grid draws after a scroll
                 box = grid.bounding_box()
                 assert box is not None
+                first_row = grid.locator("tr").nth(1)
+                top_row = first_row.text_content()
                 page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
                 page.mouse.wheel(0, ROW * 300)
+                expect(first_row).not_to_have_text(top_row or "")  # scrolled: other rows
             for _read in (1, 2):  # settled, and 3 s later
                 steps.settled(page)
-                page.wait_for_timeout(500)  # the grid draws on its next frames
+                steps.next_frames(page)  # the grid draws on its next frames
                 shot = ARTIFACTS / f"round4_explorer_situations_{lang}_{where}.png"
                 cells = _situation_cells(grid, shot)
                 assert len(cells) >= 4, cells
                 assert not [c for c in cells if c[1]], cells
                 assert page.get_by_test_id("stException").count() == 0
                 if _read == 1:  # 3 s to the second read
-                    page.wait_for_timeout(3000)
+                    steps.later(page, 3)
 
 
 def test_nested_spans_are_drawn_stacked_and_each_is_clicked(site: Any, browser: Any) -> None:
@@ -209,7 +213,7 @@ def test_nested_spans_are_drawn_stacked_and_each_is_clicked(site: Any, browser: 
         nested = page.locator("mark[data-key$=':places'] mark[data-key$=':other']")
         expect(nested).to_have_count(1)  # drawn inside the outer one
         if _read == 1:  # 3 s to the second read
-            page.wait_for_timeout(3000)
+            steps.later(page, 3)
     nested.scroll_into_view_if_needed()
     page.screenshot(path=str(ARTIFACTS / "round4_nested_spans.png"))
     for target, name in (
@@ -274,7 +278,7 @@ def test_the_reviewer_sees_and_keeps_a_nested_span(site: Any, browser: Any) -> N
         expect(final.locator("mark[data-key*=':places:']")).to_have_count(1)  # agreed
         expect(final.locator("mark[data-key*=':other:']")).to_have_count(0)
         if _read == 1:
-            page.wait_for_timeout(3000)
+            steps.later(page, 3)
     inner_mark = answers.locator(nested).first
     steps.click_until(page, inner_mark, final.locator(nested), 1)
     expect(final.locator("mark[data-key*=':places:']")).to_have_count(1)  # the outer: still one
@@ -328,7 +332,7 @@ def test_a_language_switch_keeps_the_reviewers_recorded_answer(site: Any, browse
         expect(review.get_by_test_id("stRadio").locator("input:checked")).to_have_count(1)
         expect(review.locator("[data-tag-index]")).to_have_count(1)
         if _read == 1:
-            page.wait_for_timeout(3000)
+            steps.later(page, 3)
     review.get_by_role("button", name=korean("Record the final answer")).click()
     expect(page.get_by_text(korean("Final answer recorded."))).to_be_visible()  # stored
     final = rules.adjudication(project, dialogue.conv_id)
@@ -394,7 +398,7 @@ def test_a_span_comment_is_written_in_its_panel_and_shown_with_the_span(
         assert mark.locator("b").count() == 0  # the comment is never markup
         assert page.get_by_test_id("stException").count() == 0
         if _read == 1:  # 3 s to the second read
-            page.wait_for_timeout(3000)
+            steps.later(page, 3)
     mark.click()
     expect(page.get_by_role("textbox", name="Comment on this span")).to_have_value(comment)
     page.screenshot(path=str(ARTIFACTS / "round4_span_comment_shown.png"))
@@ -430,7 +434,7 @@ def test_an_unknown_address_is_our_page_in_the_readers_language(
             assert page.get_by_role("dialog").count() == 0  # no modal over the page
             assert page.get_by_test_id("stException").count() == 0
             if _read == 1:  # 3 s to the second read
-                page.wait_for_timeout(3000)
+                steps.later(page, 3)
         page.screenshot(path=str(ARTIFACTS / f"round4_not_found{address.split('?')[0]}.png"))
     page.get_by_role("link", name="Open the Explorer").click()
     expect(page.get_by_role("heading", name="Dialogue explorer")).to_be_visible()
@@ -478,7 +482,7 @@ def test_the_adaptation_page_reads_d_and_names_what_it_left_out(
                 assert f"d={conv}" in page.url.replace("%3A", ":") and "ad=" not in page.url
                 assert page.get_by_test_id("stAlert").filter(has_text="was left out").count() == 0
                 if _read == 1:  # 3 s to the second read
-                    page.wait_for_timeout(3000)
+                    steps.later(page, 3)
         page.goto(f"{url}/adaptation?d=nope:1&order=sideways")
         expect(heading).to_be_visible(timeout=60_000)
         notice = page.get_by_test_id("stAlert").filter(has_text="was left out")
@@ -489,7 +493,7 @@ def test_the_adaptation_page_reads_d_and_names_what_it_left_out(
             assert "d=nope:1" in text and "order=sideways" in text, text
             assert page.get_by_test_id("stException").count() == 0
             if _read == 1:  # 3 s to the second read
-                page.wait_for_timeout(3000)
+                steps.later(page, 3)
         page.screenshot(path=str(ARTIFACTS / "round4_adaptation_link_notice.png"))
         page.get_by_test_id("stRadioGroup").get_by_text("closest first").click()  # a change;
         steps.settled(page)
