@@ -13,11 +13,16 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from koed_core.annotation.projects import AnnotationRules
+from koed_core.annotation.taxonomy import (
+    CONTEXT_MODIFIED,
+    AnnotationError,
+)
 from koed_core.cli import main
 from koed_core.db import Store
-from koed_core.dialogues.dataset import load_dataset
+from koed_core.dialogues.dataset import Dataset, load_dataset
 from koed_core.paths import SAMPLE_FILE
 from koed_core.rating import accounts
+from tests.conftest import place_span
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -554,3 +559,77 @@ def test_the_agreement_table_speaks_korean_on_the_page_and_english_in_the_csv(
     assert "주석자 쌍 1개" in text and "annotator pair" not in text
     assert "장소" in text  # the type by its name, not the code "places"
     assert files and "1 annotator pair(s)" in files[-1] and "주석자" not in files[-1]
+
+
+def _people(folder: Path) -> Path:
+    path = folder / "people.yaml"
+    accounts.add_user(path, "boss", "admin", "Boss", "boss-password-1")
+    accounts.add_user(path, "mina", "rater", "Mina", "mina-password-1")
+    accounts.add_user(path, "lin", "annotator", "Lin", "lin-password-1")
+    accounts.add_user(path, "kyu", "annotator", "Kyu", "kyu-password-1")
+    return path
+
+
+# Only annotator accounts take a slot ------------------------------------------------
+
+
+def test_only_annotator_accounts_take_a_slot_and_names_that_are_no_account_are_refused(
+    tmp_path: Path, sample_dataset: Dataset
+) -> None:
+    people = _people(tmp_path)
+    annotations = AnnotationRules(Store(tmp_path / "koed.db"), accounts_file=people)
+    dialogue, span = place_span(sample_dataset)
+    project = annotations.create_project("any", sample_dataset, [dialogue.conv_id], per_item=2)
+    for who, said in (
+        ("boss", "'boss' is an admin account"),
+        ("mina", "'mina' is a rater account"),
+        ("ghost", "'ghost' is not an account"),
+        ("local", "'local' is not an account"),
+    ):
+        with pytest.raises(AnnotationError, match=said):
+            annotations.save(project, dialogue, who, CONTEXT_MODIFIED, "", [span])
+    assert annotations.q.states(project) == []  # nobody took a slot
+    annotations.save(project, dialogue, "lin", CONTEXT_MODIFIED, "", [span])
+    annotations.save(project, dialogue, "kyu", CONTEXT_MODIFIED, "", [span], submit=True)
+    assert sorted(r["annotator"] for r in annotations.q.states(project)) == ["kyu", "lin"]
+    # a project naming its annotators names annotator accounts
+    for named, said in ((["lin", "boss"], "'boss' is an admin"), (["ghost"], "not an account")):
+        with pytest.raises(AnnotationError, match=said):
+            annotations.create_project("named", sample_dataset, [dialogue.conv_id], 1, named)
+    assert len(annotations.projects()) == 1
+
+
+def test_with_no_accounts_the_one_person_app_still_annotates(
+    tmp_path: Path, sample_dataset: Dataset
+) -> None:
+    absent = tmp_path / "nobody.yaml"
+    annotations = AnnotationRules(Store(tmp_path / "koed.db"), accounts_file=absent)
+    dialogue, span = place_span(sample_dataset)
+    project = annotations.create_project("mine", sample_dataset, [dialogue.conv_id], per_item=1)
+    annotations.save(project, dialogue, "local", CONTEXT_MODIFIED, "", [span], submit=True)
+    required = AnnotationRules(
+        Store(tmp_path / "koed.db"), accounts_file=absent, accounts_required=True
+    )
+    with pytest.raises(accounts.AccountsError, match="does not exist"):
+        required.save(project, dialogue, "local", CONTEXT_MODIFIED, "", [span])
+
+
+@pytest.mark.slow
+def test_an_admin_on_the_annotate_page_gets_a_sentence_not_a_slot(
+    site: Path, sample_dataset: Dataset
+) -> None:
+    accounts.add_user(site.parent / "accounts.yaml", "lin", "annotator", "Lin", "lin-password")
+    dialogue, _span = place_span(sample_dataset)
+    AnnotationRules(Store(site)).create_project(
+        "any", sample_dataset, [dialogue.conv_id], per_item=2
+    )
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    at.session_state["authentication_status"] = True
+    at.session_state["username"] = "boss"
+    at.session_state["name"] = "Boss"
+    at.run().switch_page("app_pages/annotation/annotate.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    said = [m.value for m in (*at.info, *at.warning, *at.error)]
+    assert any("Admins do not annotate" in s for s in said), said
+    assert not at.selectbox and [b.key for b in at.button] == ["sidebar.logout"]
+    assert AnnotationRules(Store(site)).q.states(1) == []
