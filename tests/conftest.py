@@ -82,6 +82,23 @@ def component_scan_once() -> Iterator[None]:
     manifest_scanner.scan_component_manifests = scan
 
 
+@pytest.fixture(scope="session", autouse=True)
+def passwords_hashed_once() -> Iterator[None]:
+    """Each test password is bcrypt-hashed once per session, not for every account made
+    with it: a hash costs about 0.3 s of CPU by design (bcrypt's work factor), and the
+    tests make hundreds of accounts from a dozen passwords. The hash is still bcrypt's own
+    (logins check it as always); only its salt is shared by accounts with one password,
+    in this process alone (a `koed` subprocess hashes as it always does)."""
+    from functools import cache
+
+    from koed_core.rating import accounts
+
+    patch = pytest.MonkeyPatch()
+    patch.setattr(accounts, "hash_password", cache(accounts.hash_password))
+    yield
+    patch.undo()
+
+
 @pytest.fixture(autouse=True)
 def clear_streamlit_caches() -> Iterator[None]:
     """cache_resource outlives an AppTest run; without this, state leaks between tests."""
