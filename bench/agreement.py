@@ -2,7 +2,7 @@
 
 2,720 responses (1,360 dialogues x ko/en) x 5 dimensions, each rated by 7 or 8 of 40
 raters with noise around a latent score, and a judge that tracks the latent score.
-Target (issue 5): under 2 s. Prints one ``name: value`` line per figure.
+Target: under 2 s. Prints one ``name: value`` line per figure.
 
     python bench/agreement.py [--smoke]
 

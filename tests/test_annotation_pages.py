@@ -223,7 +223,7 @@ def test_a_spreadsheet_of_spans_by_their_text_comes_in(
 
 
 def test_an_export_is_private_and_whole_and_a_version_is_a_safe_name(tmp_path: Path) -> None:
-    """Issue 31, findings 4 and 5: annotation exports were world-readable and a failed one
+    """Annotation exports were world-readable and a failed one
     left a ``.part``; a taxonomy version "2026/12" stopped the export and "x/../../.."
     wrote outside the folder. Every file is 0600 and whole or absent; a version is
     limited to [A-Za-z0-9._-], said with the field."""
@@ -253,7 +253,7 @@ def test_an_export_is_private_and_whole_and_a_version_is_a_safe_name(tmp_path: P
 
 
 def test_a_forged_selection_message_is_one_sentence() -> None:
-    """Issue 31, finding 11: span-selector messages with missing keys or string or float
+    """Span-selector messages with missing keys or string or float
     offsets gave tracebacks and broke the page for the session. Each is a notice; a good
     message's text is read from the dialogue, not from the message."""
     from components.annotation.span_actions import read_selection
@@ -280,7 +280,7 @@ def test_a_forged_selection_message_is_one_sentence() -> None:
 
 
 def test_no_counterpart_must_be_a_boolean() -> None:
-    """Issue 31, finding 13: an imported ``"no_counterpart": "false"`` was stored as true
+    """An imported ``"no_counterpart": "false"`` was stored as true
     (a non-empty string is truthy). Only JSON booleans are read; anything else is named."""
     from koed_core.annotation.spans import span_from_dict
     from koed_core.annotation.taxonomy import AnnotationError
@@ -407,7 +407,7 @@ HOSTILE_LINES = {
 def test_a_hostile_import_names_its_line_and_field_and_leaves_no_project(
     case: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Issue 31, finding 13: generic errors (UnicodeEncodeError, RecursionError, TypeError)
+    """Generic errors (UnicodeEncodeError, RecursionError, TypeError)
     instead of the line and field, a refused import still leaving an empty project (one
     more per retry), and a second answer of one annotator replacing the first silently."""
     conv_id = load_dataset(SAMPLE_FILE).dialogues[0].conv_id
@@ -425,7 +425,7 @@ def test_a_hostile_import_names_its_line_and_field_and_leaves_no_project(
 def test_an_import_counts_distinct_dialogues_and_a_sheet_gives_one_category(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Issue 31, finding 13: "imported 300 annotations on 300 dialogues" for 10 (one line
+    """The import said "imported 300 annotations on 300 dialogues" for 10 (one line
     per annotator, several lines per dialogue); a CSV giving one annotator two categories
     for one dialogue kept the first silently."""
     dialogues = load_dataset(SAMPLE_FILE).dialogues[:2]
@@ -452,7 +452,7 @@ def test_an_import_counts_distinct_dialogues_and_a_sheet_gives_one_category(
 
 
 def test_the_new_project_form_offers_annotators_and_makes_a_project_once(site: Path) -> None:
-    """Issue 33: the form kept its values, so a second press made the same project again,
+    """The form kept its values, so a second press made the same project again,
     and it offered the admin (who sees every answer) as a blind annotator."""
     accounts.add_user(site.parent / "accounts.yaml", "lin", "annotator", "Lin", "lin-password")
     at = _as("boss", "app.py").run()
@@ -483,7 +483,7 @@ def test_the_new_project_form_offers_annotators_and_makes_a_project_once(site: P
 
 
 def test_the_projects_page_shows_which_types_met_on_the_same_words() -> None:
-    """Issue 33: two annotators mark the same words, one as a place, one as a name; the
+    """Two annotators mark the same words, one as a place, one as a name; the
     per-type F1 says 0 for both, the page's confusion table shows where they met."""
     from koed_core.annotation.spans import Span, side_at
     from koed_core.annotation.taxonomy import CONTEXT_MODIFIED
@@ -512,7 +512,7 @@ def test_the_projects_page_shows_which_types_met_on_the_same_words() -> None:
 
 
 def test_a_notice_waiting_beside_the_pending_sides_is_not_read_as_a_side() -> None:
-    """Issue 33 #1: a drag across turns stored its notice among the pending sides, and the
+    """A drag across turns stored its notice among the pending sides, and the
     next run read the sentence as a span (TypeError, on every reopening)."""
     from components.annotation.span_select import _marks
 
@@ -527,7 +527,7 @@ def test_a_notice_waiting_beside_the_pending_sides_is_not_read_as_a_side() -> No
 def test_the_agreement_table_speaks_korean_on_the_page_and_english_in_the_csv(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Issue 32: its details ("3 annotator pair(s)") and type codes reached a Korean page
+    """Its details ("3 annotator pair(s)") and type codes reached a Korean page
     in English; the CSV for scripts stays English."""
     import streamlit as st
 

@@ -1,4 +1,4 @@
-"""Issue 33, "Finding work": an annotator's worklist (own status, the partners' progress
+"""Finding work: an annotator's worklist (own status, the partners' progress
 without their answers, filters by status, category and type, "My spans" across the
 project) in koed_core and on the Annotate page."""
 

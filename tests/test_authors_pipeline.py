@@ -328,7 +328,7 @@ def test_a_reply_the_authors_cut_empties_is_kept_raw_and_never_judged(
 def test_the_open_models_literal_path_on_the_scripted_server(
     fake_openai: FakeOpenAI, koed_file: Path, tmp_path: Path, reply: str, judged: str
 ) -> None:
-    """Issue 55 #2: the paper profile for open models sends the emotion answer to the
+    """The paper profile for open models sends the emotion answer to the
     reply call as the repr of its message dict, and judges the text cut from the repr of
     the stored message, as their open_source.py and process_file did."""
     store = Store(tmp_path / "r.db")

@@ -1,5 +1,5 @@
 """The paper's claims as data, decided on planted gaps that make each hold, fail, or stay
-undecided (issue 35 #6)."""
+undecided."""
 
 from __future__ import annotations
 
@@ -138,7 +138,7 @@ def test_reproduce_refuses_a_bad_claims_file_before_sending_anything(
 def test_a_substitution_is_said_only_when_the_stored_run_says_one_ran(
     tmp_path: Path, fake_openai: FakeOpenAI
 ) -> None:
-    """Issue 55 #1: an entry that merely *has* substitutes ran as the paper's id, so no
+    """An entry that merely *has* substitutes ran as the paper's id, so no
     claim may say it was substituted; the same entry run as its substitute is said."""
     import subprocess
     import sys
@@ -176,7 +176,7 @@ def test_a_substitution_is_said_only_when_the_stored_run_says_one_ran(
 
 
 def test_one_interval_above_zero_by_chance_does_not_flip_a_true_claim() -> None:
-    """Issue 55 #7: 49 of 50 gaps below 0 and one interval above 0 whose one-sided p
+    """49 of 50 gaps below 0 and one interval above 0 whose one-sided p
     (0.01) does not survive Holm over 50: undecided, not "does not hold"; a contradiction
     that survives (p 0.0001) does flip it."""
     numbers = [f"gap {n}" for n in range(50)]
@@ -188,7 +188,7 @@ def test_one_interval_above_zero_by_chance_does_not_flip_a_true_claim() -> None:
 
 
 def test_the_jeong_han_claim_is_decided_and_the_abstract_quoted() -> None:
-    """Issue 55 #7: the abstract's "especially with uniquely Korean emotional expressions",
+    """The abstract's "especially with uniquely Korean emotional expressions",
     decided on a planted wider gap on jeong/han dialogues; the report quotes the abstract
     beside our wording and states its decision rule."""
     frame = _frame({"run-l": -0.6, "run-x": -0.4}, {"run-l": 2.0, "run-x": 2.6})
@@ -205,7 +205,7 @@ def test_the_jeong_han_claim_is_decided_and_the_abstract_quoted() -> None:
 
 
 def test_the_bundle_cites_the_paper_with_doi_and_pages_and_the_readme_its_full_title() -> None:
-    """Issue 55 #7: the export's citation and the README's title."""
+    """The export's citation and the README's title."""
     from koed_core.results.paper_export import _readme
 
     said = _readme()

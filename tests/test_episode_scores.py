@@ -1,4 +1,4 @@
-"""Episodes scored whole (issue 35 #7): a whole-episode judge configuration, the Speaker
+"""Episodes scored whole: a whole-episode judge configuration, the Speaker
 checked per language, the oracle Listener as the upper reference; against the scripted
 server with planted verdicts whose right answer is known."""
 
@@ -331,7 +331,7 @@ def test_the_export_and_the_episodes_page_carry_the_whole_episode_scores(
 def test_the_oracle_note_is_stored_in_the_prompt_as_it_was_sent(
     fake_openai: FakeOpenAI, tmp_path: Path
 ) -> None:
-    """Issue 55 #9: what is stored is what was sent, the oracle's note included."""
+    """What is stored is what was sent, the oracle's note included."""
     store = Store(tmp_path / "koed.db")
     oracle = _play(fake_openai, store, oracle=True)
     sent = [b["messages"] for b in fake_openai.requests if not is_speaker(b)]

@@ -405,7 +405,7 @@ def test_a_stopping_worker_gives_up_a_request_in_flight_and_requeues_its_job(
 def test_a_judging_that_leaves_verdicts_unscored_says_why_and_what_to_try(
     tmp_path: Path, fake_openai: FakeOpenAI
 ) -> None:
-    """Issue 35: "0 scored, 30 unscored" said nothing useful. The summary names the
+    """A summary of "0 scored, 30 unscored" said nothing useful. Now it names the
     commonest reason and the lenient parser, in the job's row and on the command line."""
     from fixtures.fake_openai import Step
 
@@ -429,7 +429,7 @@ def test_a_judging_that_leaves_verdicts_unscored_says_why_and_what_to_try(
 def test_the_dry_run_of_a_sensitivity_plan_says_each_variants_calls_and_why(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Issue 35 #3: per variant, listener and judge calls; the emotion reader's judged
+    """Per variant, listener and judge calls; the emotion reader's judged
     texts are the base's, so it costs no judge call at all (no resampling noise)."""
     plan = tmp_path / "plan.toml"
     plan.write_text(
@@ -447,7 +447,7 @@ def test_the_dry_run_of_a_sensitivity_plan_says_each_variants_calls_and_why(
     assert "authors' pipeline: 136 listener, 340 judge" in out
     assert "emotion reader: extended: 0 listener, 0 judge: reads the base's answers" in out
     assert "post-processing: none: 0 listener, 340 judge" in out and "at most" in out
-    # issue 55 #5: only the 9 English items with _comma_ in their context are new
+    # Only the 9 English items with _comma_ in their context are new
     # requests; the Korean half and the rest are byte-identical and take the base's answers
     assert "commas: decoded: 18 listener, 45 judge: a run of its own" in out
     assert "judge parse: lenient: 0 listener, 0 judge: reads the judge's stored replies" in out

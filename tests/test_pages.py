@@ -468,7 +468,7 @@ def test_choice_values_and_judge_names_in_the_readers_words() -> None:
 
 
 def test_a_pages_own_choices_are_checked_and_ad_is_read_as_d() -> None:
-    """Issue 57, item 8 (the Adaptation page, in Chromium in test_round4_browser.py): a
+    """The Adaptation page (in Chromium in test_official_file_browser.py): a
     page's own parameter (its order) is checked against its choices; ?ad= is d."""
     from koed_core.dialogues.links import canonical, dropped_values
 
@@ -488,7 +488,7 @@ def test_situation_previews_end_on_a_word() -> None:
     assert preview("가" * 50, 10) == "가" * 9 + "…"  # one long word: cut at the limit
     at = _run_app()
     table = at.dataframe[0].value
-    # English first (its lines are measured right when drawn before Korean; issue 57)
+    # English first (its lines are measured right when drawn before Korean)
     assert list(table.columns[2:4]) == ["situation (en)", "situation (ko)"]
     for column, limit in ((table.columns[2], 80), (table.columns[3], 40)):
         assert table[column].str.len().max() <= limit, column

@@ -1,4 +1,4 @@
-"""Every number from one source: regressions for the 0.1.0 findings (issue 9), each on the
+"""Every number from one source: regressions for the 0.1.0 findings, each on the
 upgraded 0.1.0 fixture or on a database built here."""
 
 from __future__ import annotations

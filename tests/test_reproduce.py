@@ -157,7 +157,7 @@ def test_reproduce_killed_and_resumed(tmp_path: Path, fake_openai: FakeOpenAI) -
     assert said in claimed.stdout and said.startswith("## The paper's claims")
     assert "Models consistently underperform on KoED" in said and "judge: judge-x" in said
     assert said.count("runs: ") == 3 and "Dataset sha256: " in said
-    assert "the abstract: " in said and "Decision rule" in said  # issue 55 #7
+    assert "the abstract: " in said and "Decision rule" in said
     # ... and the bundle's README lists claims.md and prints every verdict in it
     readme = (out / "README.md").read_text()
     assert "| claims.md |" in readme and said.strip() in readme
@@ -218,7 +218,7 @@ def _by_dimension(body: dict[str, Any]) -> str | None:
 def test_the_tables_gap_pairs_by_dialogue_and_dimension(
     tmp_path: Path, fake_openai: FakeOpenAI
 ) -> None:
-    """Issue 55 #6: a dimension scored in one language only is left out of both."""
+    """A dimension scored in one language only is left out of both."""
     plan, env = _setup(tmp_path, fake_openai)
     plan.write_text(
         plan.read_text()

@@ -1,4 +1,4 @@
-"""A run's settings and a judging pass's are declared once (issue 51): the command line,
+"""A run's settings and a judging pass's are declared once: the command line,
 the jobs, the plans and the Runs form are built from the request classes, and two
 requests asking the same work compare equal."""
 

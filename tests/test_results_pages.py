@@ -88,7 +88,7 @@ def test_kept_numbers_follow_a_change_made_by_another_process(
 
 
 def test_agreement_readings_are_readable_whole(fake_openai: FakeOpenAI, tmp_path: Path) -> None:
-    """A grid cuts a long reading at its column's width (issue 34): one row's readings are
+    """A grid cuts a long reading at its column's width: one row's readings are
     shown in full beneath it, for the row a reader picks, named in the page's language."""
     _rated_and_judged(tmp_path / "koed.db", fake_openai)
     at = _page("app_pages/results/agreement.py")
@@ -136,7 +136,7 @@ def test_agreement_readings_are_in_the_readers_language_and_the_csv_in_english(
 def test_the_gap_page_computes_its_perception_table_once(
     fake_openai: FakeOpenAI, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Issue 57, item 10: the perception table (seconds on an admin's database) is kept
+    """The perception table (seconds on an admin's database) is kept
     between runs of the Gap page like its other tables, not computed on every click."""
     from koed_core.results import perception
 

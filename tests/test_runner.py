@@ -196,7 +196,7 @@ def test_sigkill_mid_run_loses_only_in_flight_and_never_duplicates(tmp_path: Pat
 def test_a_reply_that_is_not_utf8_fails_one_item_not_the_run(
     fake_openai: FakeOpenAI, tmp_path: Path
 ) -> None:
-    """Issue 31, finding 2: one reply of invalid UTF-8 (or broken JSON) aborted the whole
+    """One reply of invalid UTF-8 (or broken JSON) aborted the whole
     run with a UnicodeDecodeError; it is one failed item, named, and the rest are stored."""
     store = Store(tmp_path / "runs.db")
     fake_openai.queue(
@@ -214,7 +214,7 @@ def test_a_reply_that_is_not_utf8_fails_one_item_not_the_run(
 def test_a_trickled_reply_is_cut_off_at_the_total_deadline(
     fake_openai: FakeOpenAI, tmp_path: Path
 ) -> None:
-    """Issue 31, finding 3: a server sending one byte at a time never trips a per-read
+    """A server sending one byte at a time never trips a per-read
     timeout and held a job for ever. Each try of a request now has its timeout in all:
     the trickled item fails as a time-out (the client hangs up), the others are stored."""
     store = Store(tmp_path / "runs.db")
@@ -232,7 +232,7 @@ def test_a_trickled_reply_is_cut_off_at_the_total_deadline(
 def test_a_cancelled_run_gives_up_a_request_the_server_never_answers(
     fake_openai: FakeOpenAI, tmp_path: Path
 ) -> None:
-    """Issue 31, finding 3: Cancel (and a worker's SIGTERM, the same stop signal) waited
+    """Cancel (and a worker's SIGTERM, the same stop signal) waited
     for requests in flight, so a silent server held the run for ever. A request still
     unanswered a few seconds after the stop is given up: nothing stored for it, and the
     run ends as stopped."""
@@ -266,7 +266,7 @@ def test_a_cancelled_run_gives_up_a_request_the_server_never_answers(
 def test_a_ten_megabyte_reply_is_cut_at_the_cap_and_says_so(
     fake_openai: FakeOpenAI, tmp_path: Path
 ) -> None:
-    """Issue 31, finding 12: a 10 MB reply was stored whole, twice (raw and text), and
+    """A 10 MB reply was stored whole, twice (raw and text), and
     would have gone to a judge. It is cut at MAX_REPLY_CHARS; the response records the cap
     and the length it had, and what the judge is sent is the cut text."""
     from koed_core.judge.judging import judge_run

@@ -1,4 +1,4 @@
-"""Each security finding of issue 12, replayed: blindness, paid calls, fail-closed
+"""Each security finding of a review, replayed: blindness, paid calls, fail-closed
 accounts, formula cells, credentials in URLs, file modes, literal rendering, bad files.
 (The lock-out and session findings are in test_users.py and the browser test.)"""
 

@@ -1,4 +1,4 @@
-"""A comment per span (issue 57, item 3): written in the span's panel or the Change form,
+"""A comment per span: written in the span's panel or the Change form,
 stored in place, shown with the span (its tooltip, the table of spans) character for
 character, and found by the project's search. A forged comment message changes nothing."""
 

@@ -257,7 +257,7 @@ def test_the_other_markdown_tables_keep_their_columns(tmp_path: Path) -> None:
     said = claims.to_markdown([verdict], "aa" * 32)
     assert not CONTROL.search(said) and not re.search(r"(?<!\\)<", said)
     assert len([line for line in said.split("\n") if line.startswith("- ")]) == 1
-    # the abstract's sentence, the number, the sources, what ran (issue 55 #7: the quote)
+    # the abstract's sentence, the number, the sources, what ran (the quote)
     assert len([line for line in said.split("\n") if line.startswith("  - ")]) == 4
 
 

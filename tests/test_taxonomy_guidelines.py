@@ -1,4 +1,4 @@
-"""Guidelines at hand (issue 33): a taxonomy type carries a guideline in Korean and English
+"""Guidelines at hand: a taxonomy type carries a guideline in Korean and English
 and examples; an open project takes a revised taxonomy that keeps every code, and the
 annotations already made keep the version they were made with."""
 

@@ -349,7 +349,7 @@ def agreement_section(
     taxonomy = annotations.taxonomy(project)
     shown = _shown_agreement(table, taxonomy)
     # the type's name (code and gloss) and the taxonomy version whole: left to the grid,
-    # they were cut at 1366 px by a long detail column (issue 57)
+    # they were cut at 1366 px by a long detail column
     widths = {_("measure"): 230, _("type"): 220, _("taxonomy_version"): 140}
     wide = {name: st.column_config.TextColumn(name, width=w) for name, w in widths.items()}
     tables.show(shown, column_config=wide, hide_index=True)

@@ -119,7 +119,7 @@ def test_two_annotators_disagree_and_the_reviewer_adjudicates(site: Visit, brows
 
 
 def test_a_drag_across_turns_says_so_and_changes_nothing(site: Visit, browser: Any) -> None:
-    """Issue 33: a drag that leaves its turn (turn 1 into turn 3, Korean into English)
+    """A drag that leaves its turn (turn 1 into turn 3, Korean into English)
     crashed the page, and again on every reopening. Now: the one-turn notice, no span, no
     exception, once settled, after a reload and 2 s later; the next span still goes in."""
     from playwright.sync_api import expect
@@ -168,7 +168,7 @@ def test_a_drag_across_turns_says_so_and_changes_nothing(site: Visit, browser: A
         expect(page.get_by_text("Your spans (0)")).to_be_visible()
     steps.add_span(page, (3, "화나"), (3, "mad"), "Places")  # the page still takes work
     expect(page.get_by_text("Your spans (1)")).to_be_visible()
-    steps.drag_over(page, "ko", 1, "택배를")  # issue 33 #3: the type went back to the first
+    steps.drag_over(page, "ko", 1, "택배를")  # The type went back to the first
     places = steps.span_panel(page).get_by_role("button", name=re.compile("Places"))
     expect(places).to_have_attribute("aria-pressed", "true")
     page.keyboard.press("Escape")
@@ -176,13 +176,13 @@ def test_a_drag_across_turns_says_so_and_changes_nothing(site: Visit, browser: A
     picker = page.get_by_role("combobox", name="Dialogue")
     expect(picker).to_have_value(re.compile("yours: draft"))
     steps.submit(page, "context modified")
-    steps.settled(page)  # issue 33 #8: the picker said "draft" until a fresh session
+    steps.settled(page)  # The picker said "draft" until a fresh session
     expect(picker).to_have_value(re.compile("yours: submitted"))
     page.context.close()
 
 
 def test_the_span_panel_takes_keys_removes_and_undoes(site: Visit, browser: Any) -> None:
-    """Issue 33: the whole span interaction in the widget. A drag opens the panel beside
+    """The whole span interaction in the widget. A drag opens the panel beside
     the selection; a number key picks the type, Enter adds; a click on a span and Delete
     remove it; Ctrl+Z takes back the removal, then the add. Each state is checked once
     the page has settled and again 2 s later, and in the database."""
@@ -335,7 +335,7 @@ def test_a_korean_annotator_reads_korean_after_every_span_action(site: Visit, br
 
 
 def test_nested_spans_are_drawn_stacked_and_each_is_clicked(site: Any, browser: Any) -> None:
-    """Issue 57, item 1: a span inside another (편의 inside 편의점) was stored but never
+    """A span inside another (편의 inside 편의점) was stored but never
     drawn. Both are drawn, one inside the other, and a click on each picks that one."""
     from playwright.sync_api import expect
 
@@ -404,7 +404,7 @@ def _reviewer_on(site: Any, browser: Any, project: str) -> Any:
 
 
 def test_the_reviewer_sees_and_keeps_a_nested_span(site: Any, browser: Any) -> None:
-    """Issue 57, item 1, at the reviewer's end: the curation view drew only the first of
+    """At the reviewer's end: the curation view drew only the first of
     two overlapping spans, so a span inside another could not be seen or clicked there.
     Both are drawn, one inside the other; a click on the inner one puts that one, and
     only it, in the final answer, and a click on it in the final answer takes it out."""
@@ -505,7 +505,7 @@ def test_a_language_switch_keeps_the_reviewers_recorded_answer(site: Any, browse
 def test_a_span_comment_is_written_in_its_panel_and_shown_with_the_span(
     site: Any, browser: Any
 ) -> None:
-    """Issue 57, item 3: a click on a span opens its panel with a comment box; Backspace
+    """A click on a span opens its panel with a comment box; Backspace
     and Ctrl+Z there edit the comment (never remove the span or undo); Save comment
     stores it, and the span then carries it in its tooltip, as typed (no markup read),
     and in its panel again."""

@@ -166,7 +166,7 @@ def test_the_whole_official_file_downloads_from_a_fresh_server(
 
 
 def test_the_dialogue_picker_names_the_dialogue_shown(site: Any, browser: Any) -> None:
-    """Issue 34: the picker once named another dialogue than the one drawn. Through
+    """The picker once named another dialogue than the one drawn. Through
     reloads of shared links, row clicks and a filter that drops the open dialogue, the
     picker and the dialogue's heading agree once the page has settled, and still 2 s later
     (the picker's value and the dialogue drawn come from one variable in one run; what a
@@ -195,7 +195,7 @@ def test_the_dialogue_picker_names_the_dialogue_shown(site: Any, browser: Any) -
     grid = page.get_by_test_id("stDataFrame")
     for row in (3, 1):  # a click on a row's checkbox opens that row's dialogue
         before = picker.input_value()
-        grid.scroll_into_view_if_needed()  # under the dialogue opened before (issue 57)
+        grid.scroll_into_view_if_needed()  # under the dialogue opened before
         box = grid.bounding_box()
         assert box is not None
         page.mouse.click(box["x"] + 20, box["y"] + 38 + 66 * row - 33)

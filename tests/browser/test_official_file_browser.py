@@ -139,7 +139,7 @@ def _situation_cells(grid: Any, path: Path) -> list[tuple[str, list[str]]]:
 def test_english_situations_wrap_inside_their_cells_on_the_official_file(
     official_server: str, browser: Any
 ) -> None:
-    """Issue 57, item 6: on the official file the grid wrapped Korean situations but drew
+    """On the official file the grid wrapped Korean situations but drew
     English ones on one line cut at the cell's edge (it guesses a line's width from the
     mean width of the characters it drew before, and Korean came first). Every visible
     English situation is inside its cell, a long one on two or three lines, in both
@@ -178,7 +178,7 @@ def test_english_situations_wrap_inside_their_cells_on_the_official_file(
 def test_an_unknown_address_is_our_page_in_the_readers_language(
     official_server: str, browser: Any
 ) -> None:
-    """Issue 57, item 7: /nope showed Streamlit's own English "Page not found" dialog over
+    """/nope showed Streamlit's own English "Page not found" dialog over
     the Explorer. It is a page of ours, in Korean on a Korean page, with the menu and the
     Explorer one click away. (The very first visit after a server start still meets
     Streamlit's dialog over our page: until st.navigation has run once, Streamlit reads
@@ -212,7 +212,7 @@ def test_an_unknown_address_is_our_page_in_the_readers_language(
 def test_the_adaptation_page_reads_d_and_names_what_it_left_out(
     tmp_path: Path, browser: Any
 ) -> None:
-    """Issue 57, item 8: the Adaptation page read ?ad= where every other page reads ?d=,
+    """The Adaptation page read ?ad= where every other page reads ?d=,
     and dropped an unknown dialogue or order without a word. ?d= opens the dialogue,
     an old ?ad= link too (the address then says d), and a value left out is named in a
     notice that stays (the similarities are already on disk: no encoder run)."""

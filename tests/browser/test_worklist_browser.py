@@ -1,4 +1,4 @@
-"""Issue 33, "Finding work", in Chromium at 1366x768: "My spans" opens its dialogue, and a
+"""Finding work, in Chromium at 1366x768: "My spans" opens its dialogue, and a
 filter that leaves out the open dialogue says so and shows the first match; the picker
 and the heading agree once settled and still 2 s later."""
 
