@@ -247,6 +247,7 @@ def test_span_f1_exact_matches_scikit_learn_and_overlap_counts_near_misses() -> 
     assert table.loc["names", "overlap_f1"] == 0  # same text, other type
 
 
+@pytest.mark.slow
 def test_breakdown_recovers_a_planted_category_gap(dataset: Dataset) -> None:
     final = pd.DataFrame(
         {

@@ -380,6 +380,7 @@ def test_the_command_line_exports_and_imports_each_format(
     assert main(["annotations", "import", str(source), "--project", "1"]) == 0  # CSV/JSONL default
 
 
+@pytest.mark.slow
 def test_the_projects_page_exports_in_the_chosen_format() -> None:
     from streamlit.testing.v1 import AppTest
 

@@ -59,6 +59,7 @@ def test_an_annotator_gets_the_annotate_page_and_nothing_of_an_admins(site: Path
     assert any("Log in first" in i.value for i in visitor.info) and not visitor.selectbox
 
 
+@pytest.mark.slow
 def test_a_span_typed_added_and_submitted_on_the_page() -> None:
     dataset = load_dataset(SAMPLE_FILE)
     dialogue = dataset.dialogues[0]
@@ -158,6 +159,7 @@ def test_an_old_database_takes_annotations(tmp_path: Path) -> None:
     assert Store(db).rows("select count(*) as n from annotations")[0]["n"] == 1  # reopened
 
 
+@pytest.mark.slow
 def test_a_models_candidates_are_suggestions_until_one_is_accepted(
     fake_openai: object, fake_registry: Path
 ) -> None:
@@ -293,6 +295,7 @@ def test_no_counterpart_must_be_a_boolean() -> None:
             span_from_dict({**base, "no_counterpart": bad}, "line 2")
 
 
+@pytest.mark.slow
 def test_a_long_lock_on_add_span_is_one_sentence_and_the_span_is_kept_for_later(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -451,6 +454,7 @@ def test_an_import_counts_distinct_dialogues_and_a_sheet_gives_one_category(
     assert "sheet.csv row 3: kim gave" in err and "'context_modified' at row 2" in err, err
 
 
+@pytest.mark.slow
 def test_the_new_project_form_offers_annotators_and_makes_a_project_once(site: Path) -> None:
     """The form kept its values, so a second press made the same project again,
     and it offered the admin (who sees every answer) as a blind annotator."""
@@ -573,6 +577,7 @@ def _people(folder: Path) -> Path:
 # Only annotator accounts take a slot ------------------------------------------------
 
 
+@pytest.mark.slow
 def test_only_annotator_accounts_take_a_slot_and_names_that_are_no_account_are_refused(
     tmp_path: Path, sample_dataset: Dataset
 ) -> None:

@@ -114,6 +114,7 @@ def _run(
     return report.run_id
 
 
+@pytest.mark.slow
 def test_the_paper_profile_sends_what_the_authors_sent(
     fake_openai: FakeOpenAI, koed_file: Path, tmp_path: Path
 ) -> None:

@@ -72,6 +72,7 @@ def test_the_shipped_claims_hold_on_a_reproduction_that_matches_the_paper() -> N
     assert f"Dataset sha256: {'aa49' * 16}" in text  # every number names its data
 
 
+@pytest.mark.slow
 def test_each_claim_fails_where_the_planted_numbers_contradict_it() -> None:
     status = _status(_frame({"run-l": 0.5, "run-x": -0.4}, {"run-l": 3.0, "run-x": 2.0}))
     assert status == {
@@ -81,6 +82,7 @@ def test_each_claim_fails_where_the_planted_numbers_contradict_it() -> None:
     }
 
 
+@pytest.mark.slow
 def test_a_claim_the_runs_cannot_decide_is_undecided_never_assumed() -> None:
     noisy = _frame({"run-l": 0.0, "run-x": -0.5}, {"run-l": 2.5, "run-x": 2.5}, noise=0.5)
     assert set(_status(noisy).values()) == {claims.UNDECIDED}
@@ -175,6 +177,7 @@ def test_a_substitution_is_said_only_when_the_stored_run_says_one_ran(
     assert "m-two: substituted: ran m-two-2025" in said
 
 
+@pytest.mark.slow
 def test_one_interval_above_zero_by_chance_does_not_flip_a_true_claim() -> None:
     """49 of 50 gaps below 0 and one interval above 0 whose one-sided p
     (0.01) does not survive Holm over 50: undecided, not "does not hold"; a contradiction

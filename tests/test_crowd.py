@@ -239,6 +239,7 @@ def _join_page(store: Store, token: str, **params: str) -> AppTest:
     return at.run()
 
 
+@pytest.mark.slow
 def test_the_join_page_takes_a_worker_from_consent_to_the_completion_code(
     crowd_study: tuple[Store, int], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -324,6 +325,7 @@ def test_calibration_far_from_the_references_stops_the_worker(
     assert suggested[far.username] == "review"
 
 
+@pytest.mark.slow
 def test_an_account_link_creates_a_rater_for_that_study_alone(
     crowd_study: tuple[Store, int], tmp_path: Path
 ) -> None:

@@ -65,6 +65,7 @@ def _listener_requests(server: FakeOpenAI) -> list[dict[str, Any]]:
     return [b for b in server.requests if not is_speaker(b)]
 
 
+@pytest.mark.slow
 def test_turns_alternate_in_the_dialogues_language(fake_openai: FakeOpenAI, tmp_path: Path) -> None:
     store = Store(tmp_path / "koed.db")
     report = _play(fake_openai, store)
@@ -106,6 +107,7 @@ def test_turns_alternate_in_the_dialogues_language(fake_openai: FakeOpenAI, tmp_
     assert again.skipped == 6 and len(fake_openai.requests) == before
 
 
+@pytest.mark.slow
 def test_the_listener_never_sees_the_situation_or_the_emotion(
     fake_openai: FakeOpenAI, tmp_path: Path
 ) -> None:
@@ -509,6 +511,7 @@ def test_a_plan_of_kind_episodes_plays_judges_and_writes_the_gap_over_turns(
         assert conn.execute("select count(*) from responses where turn = 2").fetchone()[0] == 6
 
 
+@pytest.mark.slow
 def test_a_listener_that_comes_to_understand_is_counted(
     fake_openai: FakeOpenAI, tmp_path: Path
 ) -> None:
@@ -544,6 +547,7 @@ def test_a_listener_that_comes_to_understand_is_counted(
     assert pd.isna(table.loc["en", "came_to_it"])  # none missed at first: no share to give
 
 
+@pytest.mark.slow
 def test_two_jobs_on_one_run_never_fork_an_episode(fake_openai: FakeOpenAI, tmp_path: Path) -> None:
     """Two processes playing the same episode run at once (a job queued twice): each
     stored turn follows the stored turns before it, whichever job wrote it."""

@@ -179,6 +179,7 @@ def test_database_errors_do_not_name_the_folder(tmp_path: Path) -> None:
 # A full disk during a worker's job -----------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_job_that_fills_the_disk_ends_failed_with_the_reason(small_disk: Path) -> None:
     server = FakeOpenAI().start()
     try:

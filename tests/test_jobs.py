@@ -107,6 +107,7 @@ def test_a_job_with_parameters_this_release_does_not_know_fails_with_the_reason(
 # Worker -------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_background_job_stores_what_the_same_run_in_the_foreground_stores(
     tmp_path: Path, fake_openai: FakeOpenAI
 ) -> None:
@@ -272,6 +273,7 @@ def _status(db: Path) -> str | None:
     return row[0] if row else None
 
 
+@pytest.mark.slow
 def test_a_server_without_a_batch_api_is_named_before_anything_is_sent(
     tmp_path: Path, fake_openai: FakeOpenAI
 ) -> None:
@@ -338,6 +340,7 @@ def test_the_dry_run_says_what_the_batch_api_would_change(
     assert "via the Batch API" not in out and "with --batch" in out
 
 
+@pytest.mark.slow
 def test_a_reproduction_job_runs_and_judges_every_model_of_its_plan(
     tmp_path: Path, fake_openai: FakeOpenAI
 ) -> None:

@@ -213,6 +213,7 @@ def _rated_and_judged(db: Path, server: FakeOpenAI) -> str:
     return run_id
 
 
+@pytest.mark.slow
 def test_agreement_after_judging(fake_openai: FakeOpenAI, tmp_path: Path) -> None:
     _rated_and_judged(tmp_path / "a.db", fake_openai)
     from koed_core.db import Store

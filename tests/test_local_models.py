@@ -129,6 +129,7 @@ print(len(results), errors)
     assert done.stdout.strip().splitlines()[-1] == "2 []"
 
 
+@pytest.mark.slow
 def test_missing_model_folder_is_a_model_error(tmp_path: Path) -> None:
     client = make_client(
         ModelSpec(name="nowhere", backend="transformers", model=str(tmp_path / "none"))

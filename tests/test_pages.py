@@ -177,6 +177,7 @@ def test_a_broken_file_is_named_on_screen(tmp_path: Path, monkeypatch: pytest.Mo
     assert str(path) in message and "conv_id 'x1'" in message and "unknown label 'hapy'" in message
 
 
+@pytest.mark.slow
 def test_official_file_with_its_warnings(
     official_file: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -221,6 +222,7 @@ def test_adaptation_computes_on_request_then_reads_the_cache(isolated_env: Path)
     assert "as this server measured itself" in again.info[0].value
 
 
+@pytest.mark.slow
 def test_download_button_switches_to_the_official_file(
     file_server, official_file: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -415,6 +417,7 @@ def test_the_records_choice_says_what_ed_is() -> None:
     assert "Filter: EmpatheticDialogues-derived records only" in [t.value for t in at.text]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "page",
     ["app_pages/dialogues/overview.py", "app_pages/results/gap.py", "app_pages/results/demo.py"],
@@ -427,6 +430,7 @@ def test_a_visitors_page_without_controls_leaves_the_sidebar_empty(page: str) ->
         at.run()
 
 
+@pytest.mark.slow
 def test_labels_carry_their_gloss_on_a_korean_page() -> None:
     at = _run_page("app_pages/dialogues/overview.py", {"lang": "ko"})
     for _read in (1, 2):
@@ -494,6 +498,7 @@ def test_situation_previews_end_on_a_word() -> None:
         assert table[column].str.len().max() <= limit, column
 
 
+@pytest.mark.slow
 def test_a_category_and_a_note_are_kept_when_the_annotator_switches_dialogue() -> None:
     import os
 
@@ -523,6 +528,7 @@ def test_a_category_and_a_note_are_kept_when_the_annotator_switches_dialogue() -
     assert at.text_area(key=f"annotate.note.{first}").value == "호칭이 바뀜"
 
 
+@pytest.mark.slow
 def test_a_span_changes_type_and_edges_without_being_deleted() -> None:
     import os
 
@@ -558,6 +564,7 @@ def test_a_span_changes_type_and_edges_without_being_deleted() -> None:
         at.run()
 
 
+@pytest.mark.slow
 def test_search_over_a_projects_annotations() -> None:
     import os
 

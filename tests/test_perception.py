@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+import pytest
 from streamlit.testing.v1 import AppTest
 
 from fixtures.fake_openai import AUTHORS_REPLY, FakeOpenAI
@@ -57,6 +58,7 @@ def _planted(body: dict[str, Any]) -> str | None:
     return None
 
 
+@pytest.mark.slow
 def test_the_gap_splits_into_perception_and_response(
     fake_openai: FakeOpenAI, tmp_path: Path
 ) -> None:

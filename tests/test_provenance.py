@@ -71,6 +71,7 @@ def test_export_keeps_each_judge_configuration_apart(old: Path, tmp_path: Path) 
     assert len(agreement.drop_duplicates(["judge_model", "judge_prompt_version"])) == 3
 
 
+@pytest.mark.slow
 def test_gap_page_shows_one_prompt_version(old: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     store = Store(old)
     newest = score_sources.choose_judge(store, [LISTENER_RUN])

@@ -263,6 +263,7 @@ def test_a_cancelled_run_gives_up_a_request_the_server_never_answers(
     assert store.count("responses") == 0  # given up: a rerun asks it again
 
 
+@pytest.mark.slow
 def test_a_ten_megabyte_reply_is_cut_at_the_cap_and_says_so(
     fake_openai: FakeOpenAI, tmp_path: Path
 ) -> None:

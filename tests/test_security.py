@@ -94,6 +94,7 @@ def test_results_pages_reveal_nothing_of_an_open_study(site: Path) -> None:
     assert "note" in _everything(admin)  # raters' comments, for the admin only
 
 
+@pytest.mark.slow
 def test_closing_a_study_publishes_numbers_but_never_words(site: Path) -> None:
     StudyRules(Store(site)).close(1)
     rater = _as("mina", "app_pages/results/agreement.py")
@@ -144,6 +145,7 @@ def _call_paid_model(url: str) -> None:
         st.error(str(err))
 
 
+@pytest.mark.slow
 def test_each_account_has_an_hourly_allowance(
     site: Path, fake_registry: Path, fake_openai: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -268,6 +270,7 @@ def test_a_0_1_0_url_with_credentials_is_redacted_on_upgrade(tmp_path: Path) -> 
 # 10. Names and ids render literally ------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_display_names_render_literally(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "accounts.yaml"
     accounts.add_user(
@@ -284,6 +287,7 @@ def test_display_names_render_literally(tmp_path: Path, monkeypatch: pytest.Monk
 # 11. Bad files are messages, not tracebacks ----------------------------------------------
 
 
+@pytest.mark.slow
 def test_bad_files_are_named_on_the_page(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     models = tmp_path / "models.toml"
     models.write_text("[models.x\nbackend = ")

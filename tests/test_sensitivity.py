@@ -149,6 +149,7 @@ def test_a_planted_post_processing_effect_is_recovered(
     assert (cut_shown == planted).sum() == 5  # the five dimensions; emotion did not move
 
 
+@pytest.mark.slow
 def test_each_change_has_a_bootstrap_p_and_holm_adjusts_over_its_table() -> None:
     """About 49 intervals were shown with no word on multiple comparisons."""
     from statsmodels.stats.multitest import multipletests
