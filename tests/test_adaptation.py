@@ -55,6 +55,7 @@ def test_scores_cover_pairs_only_and_are_cached(
     assert again.equals(sims)
 
 
+@pytest.mark.slow
 def test_departures_sort_rewritten_first_and_skip_korean_only(
     encoder: adaptation.UseEncoder, tmp_path: Path
 ) -> None:

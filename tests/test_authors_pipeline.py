@@ -191,6 +191,7 @@ def test_the_paper_profile_sends_what_the_authors_sent(
     assert kinds == {"authors/authors"}
 
 
+@pytest.mark.slow
 def test_claude_keeps_the_last_listener_segment_and_other_choices_are_other_runs(
     fake_openai: FakeOpenAI, koed_file: Path, tmp_path: Path
 ) -> None:

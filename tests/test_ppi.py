@@ -123,6 +123,7 @@ def test_hand_chosen_dialogues_refuse_ppi(tmp_path: Path) -> None:
     assert people["estimate"].notna().all()
 
 
+@pytest.mark.slow
 def test_the_planner_matches_ppi_python(planted) -> None:
     width = 0.4
     table = ppi_plan.plan(planted.store, planted.study_id, planted.judge, width)

@@ -78,6 +78,7 @@ def test_cut_off_json_for_the_draft_says_prolific_may_have_made_it(
     assert len(posts) == 1  # an unsafe call is never sent again
 
 
+@pytest.mark.slow
 def test_a_json_list_where_a_page_is_due_is_one_line_on_the_command_line(
     world: tuple[Store, crowd.Invite],
     fake: FakeProlific,
@@ -165,6 +166,7 @@ def test_a_trickling_answer_to_an_unsafe_call_is_never_sent_again(
     assert [r[0] for r in fake.requests].count("POST") == 1 and client.waits == []  # type: ignore[attr-defined]
 
 
+@pytest.mark.slow
 def test_server_errors_are_retried_with_jittered_backoff_only_when_safe(
     world: tuple[Store, crowd.Invite], fake: FakeProlific
 ) -> None:
@@ -205,6 +207,7 @@ def test_a_connection_never_made_is_tried_again_even_for_an_unsafe_call(
     assert call["outcome"].startswith("not reached")
 
 
+@pytest.mark.slow
 def test_the_dashboard_shows_a_bad_answer_as_one_sentence_in_korean(
     accounts: Path,
     world: tuple[Store, crowd.Invite],

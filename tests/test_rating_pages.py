@@ -149,6 +149,7 @@ def test_admin_pages_guard_themselves_when_run_alone(accounts: Path, page: str) 
     assert not [b for b in visitor.button if b.label in ("Create study", "Run")]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("key", [None, "replace-with-a-long-random-string", "short"])
 def test_rating_pages_stay_closed_without_a_real_cookie_key(
     accounts: Path, monkeypatch: pytest.MonkeyPatch, key: str | None
