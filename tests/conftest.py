@@ -21,6 +21,14 @@ ROOT = Path(__file__).resolve().parents[1]
 OFFICIAL_FILE = ROOT.parent / "shared" / "data" / "KoED.json"
 
 
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """How many workers `-n auto` (pyproject's addopts) starts on the two-core machine:
+    three when browser tests may run (they mostly wait, and a third worker fills the
+    time), two when the selection leaves them out (the fast lane computes all the time,
+    and a third worker only adds its own start and collection)."""
+    return 2 if "not browser" in (config.getoption("markexpr") or "") else 3
+
+
 @pytest.hookimpl(trylast=True)  # after tests/browser/conftest.py has marked its tests
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Heaviest files first, each file's tests kept together and in order: the two
