@@ -270,7 +270,9 @@ def adjudicate(
         if all(span.key in {s.key for s in a.spans} for a in answers)
     ]
     default_spans = [pool_key(s) for s in final.spans if pool_key(s) in pool] if final else everyone
-    kept_key = f"{state.REVIEW_SPANS}.{conv_id}"
+    # per project and dialogue: two projects may hold the same dialogue, and a reviewer
+    # switching between them must not carry one project's final answer into the other
+    kept_key = f"{state.REVIEW_SPANS}.{project['id']}.{conv_id}"
     if kept_key not in st.session_state:
         st.session_state[kept_key] = default_spans
     clicked = curation_view(
