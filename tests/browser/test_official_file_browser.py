@@ -4,6 +4,7 @@ grid's wrapped situations, the not-found page and the Adaptation page's link."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -104,7 +105,12 @@ def _situation_cells(grid: Any, path: Path) -> list[tuple[str, list[str]]]:
     grid's accessible table) and what is wrong with its pixels: text that reaches the
     cell's right edge (cut mid-line) or a long preview drawn on one line only."""
     from PIL import Image
+    from playwright.sync_api import expect
 
+    # the grid fills its accessible table (headers, then rows) after it has drawn
+    situation = re.compile(r"^(situation \(en\)|상황 \(영어\))$")
+    expect(grid.locator("th").filter(has_text=situation)).to_have_count(1)
+    expect(grid.locator("tr").nth(1)).to_be_attached()
     headers = grid.locator("th").evaluate_all("ths => ths.map(t => t.textContent)")
     cells = grid.locator("tr").evaluate_all(
         "rows => rows.slice(1).map(r => [...r.querySelectorAll('td')].map(c => c.textContent))"
