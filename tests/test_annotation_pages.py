@@ -359,7 +359,7 @@ def test_the_reviewer_keeps_the_second_of_two_spans_with_the_same_words() -> Non
         annotations.save(project, dialogue, name, CONTEXT_MODIFIED, "", [span], submit=True)
     at = _as(None).run().switch_page("app_pages/annotation/projects.py").run()
     assert not at.exception, [e.value for e in at.exception]
-    keep = at.multiselect(key=f"review.spans.{dialogue.conv_id}")
+    keep = at.multiselect(key=f"review.spans.{project}.{dialogue.conv_id}")
     assert len(keep.options) == 2, keep.options  # two places, two choices, told apart
     assert [
         f"ko characters {start}-{start + 2})" in label
