@@ -2,9 +2,9 @@
 
 2,720 responses (1,360 dialogues x ko/en) x 5 dimensions, each rated by 7 or 8 of 40
 raters with noise around a latent score, and a judge that tracks the latent score.
-Target (issue 5, again issue 64 #6): under 2 s on two cores, with alpha's 2,000 resamples
-(the resampling is one draw and one matrix product per cell: ``koed_core.results.alpha``).
-Prints one ``name: value`` line per figure.
+Target: under 2 s on two cores, with alpha's 2,000 resamples (the resampling is one draw
+and one matrix product per cell: ``koed_core.results.alpha``). Prints one ``name: value``
+line per figure.
 
     python bench/agreement.py [--smoke]
 

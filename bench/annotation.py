@@ -187,10 +187,8 @@ def panel_times(work: Path) -> dict[str, float]:
             panel = page.get_by_role("dialog", name="New span")
             count = 0
             for _round in range(ROUNDS + 1):
-                box = None
-                while box is None:
-                    box = page.evaluate(SPAN_AT, ["ko", 3, "편의점"])
-                    page.wait_for_timeout(100)
+                # the selector's text drawn (its script mounts after the page settles)
+                box = page.wait_for_function(SPAN_AT, arg=["ko", 3, "편의점"]).json_value()
                 x0, y0, x1, y1 = box
                 page.mouse.move(x0, y0)
                 page.mouse.down()

@@ -1,6 +1,6 @@
 """Explorer performance on the official file and on a 25,000-dialogue synthetic corpus.
 
-Prints one ``name: value`` line per figure. Targets (issue 2): a filter change at 25,000
+Prints one ``name: value`` line per figure. Targets: a filter change at 25,000
 dialogues under 50 ms; the explorer's first AppTest run on the official file under 1.5 s.
 
     python bench/explorer.py [PATH_TO_KoED.json] [--smoke]

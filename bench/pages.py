@@ -12,7 +12,7 @@ title on screen with its script finished (Streamlit's own "not running" mark), w
 each page is visited once first, then three rounds over all pages; the median is
 printed. Goal on the 2-core machine: every page under 1 s.
 
-Cold (issue 57): ``page_first_load_s`` is the first page after the server's start,
+Cold: ``page_first_load_s`` is the first page after the server's start,
 ``first_<name>_s`` each page's first visit after it (its imports, caches and first run;
 goal under 3 s), ``page_full_reload_s`` the median of a full reload (F5, a new session)
 of each page, ``page_full_reload_max_s`` the slowest (goal under 1.5 s).
@@ -228,7 +228,7 @@ def browser_times(env: dict[str, str], work: Path) -> dict[str, float]:
                         raise
             titles = list(page_titles())
             seen: dict[str, list[float]] = {t: [] for t in titles}
-            for title in titles:  # each page's first load after the start (issue 57: < 3 s)
+            for title in titles:  # each page's first load after the start (< 3 s)
                 seen[f"{title} (first)"] = [_open(page, title)]
             for _ in range(ROUNDS):
                 for title in titles:

@@ -1,4 +1,4 @@
-"""Are the gap's intervals honest? The planted simulation of issue 56, at full size.
+"""Are the gap's intervals honest? The planted simulation, at full size.
 
 Each draw plants 1,360 dialogues (KoED's count): a people's Korean-minus-English gap of
 -0.3, a judge that adds 0.5 to every Korean answer, raters with noise (k = 3, whole

@@ -1,4 +1,4 @@
-"""Text from people and files made inert where it leaves the app (issue 52, item 3).
+"""Text from people and files made inert where it leaves the app.
 
 A model id, a plan's name, a run label or a variant's name is whatever someone typed, and
 it ends up in files other programs interpret: a LaTeX table (``\\input{...}`` on a line

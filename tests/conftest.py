@@ -8,9 +8,10 @@ import http.server
 import json
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -18,6 +19,14 @@ from fixtures.fake_openai import FakeOpenAI
 
 ROOT = Path(__file__).resolve().parents[1]
 OFFICIAL_FILE = ROOT.parent / "shared" / "data" / "KoED.json"
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """How many workers `-n auto` (pyproject's addopts) starts on the two-core machine:
+    three when browser tests may run (they mostly wait, and a third worker fills the
+    time), two when the selection leaves them out (the fast lane computes all the time,
+    and a third worker only adds its own start and collection)."""
+    return 2 if "not browser" in (config.getoption("markexpr") or "") else 3
 
 
 @pytest.hookimpl(trylast=True)  # after tests/browser/conftest.py has marked its tests
@@ -58,6 +67,44 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     for name in ("KOED_MODELS", "OPENAI_API_KEY", "OPENAI_BASE_URL"):
         monkeypatch.delenv(name, raising=False)
     return cache
+
+
+@pytest.fixture(scope="session", autouse=True)
+def component_scan_once() -> Iterator[None]:
+    """Scan the installed packages for Streamlit components once per session, not once per
+    AppTest: each new AppTest reads the metadata of every installed distribution (about
+    0.75 s of CPU here, three quarters of a page test), and the installed packages do not
+    change while the tests run. Only where a test module has imported Streamlit: a run
+    of tests that never touch it does not pay for importing it."""
+    import sys
+
+    if "streamlit" not in sys.modules:
+        yield
+        return
+    from streamlit.components.v2 import manifest_scanner
+
+    scan = manifest_scanner.scan_component_manifests
+    found = scan()
+    manifest_scanner.scan_component_manifests = lambda max_workers=None: list(found)
+    yield
+    manifest_scanner.scan_component_manifests = scan
+
+
+@pytest.fixture(scope="session", autouse=True)
+def passwords_hashed_once() -> Iterator[None]:
+    """Each test password is bcrypt-hashed once per session, not for every account made
+    with it: a hash costs about 0.3 s of CPU by design (bcrypt's work factor), and the
+    tests make hundreds of accounts from a dozen passwords. The hash is still bcrypt's own
+    (logins check it as always); only its salt is shared by accounts with one password,
+    in this process alone (a `koed` subprocess hashes as it always does)."""
+    from functools import cache
+
+    from koed_core.rating import accounts
+
+    patch = pytest.MonkeyPatch()
+    patch.setattr(accounts, "hash_password", cache(accounts.hash_password))
+    yield
+    patch.undo()
 
 
 @pytest.fixture(autouse=True)
@@ -119,17 +166,39 @@ def generated_release(monkeypatch: pytest.MonkeyPatch) -> bytes:
     return data
 
 
+def wait_until(condition: Callable[[], object], what: str, timeout: float = 60.0) -> None:
+    """Wait for something another process or thread makes true (a row stored, a process
+    gone), asking ``condition`` again and again through tenacity (every 20 ms at first,
+    every 0.5 s at most); fail naming ``what`` did not happen in ``timeout`` seconds.
+    The wait is on the condition: a busy machine only makes it take longer."""
+    from tenacity import RetryError, Retrying, retry_if_result, stop_after_delay, wait_exponential
+
+    asking = Retrying(
+        retry=retry_if_result(lambda seen: not seen),
+        stop=stop_after_delay(timeout),
+        wait=wait_exponential(multiplier=0.01, min=0.02, max=0.5),
+    )
+    try:
+        asking(condition)
+    except RetryError:
+        pytest.fail(f"{what}: not within {timeout:g} s", pytrace=False)
+
+
+def process_gone(pid: int) -> bool:
+    """The process has ended (no longer listed, or a zombie waiting for its parent)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    return stat.rsplit(")", 1)[1].split()[0] in ("Z", "X")
+
+
 def wait_for_job(store: object, job_id: int, timeout: float = 90.0) -> None:
     """Wait until a background job has ended; fail with its state if it does not."""
-    import time
-
     from koed_core.db.jobs import Jobs
 
     jobs = Jobs(store)  # type: ignore[arg-type]
-    deadline = time.monotonic() + timeout
-    while jobs.get(job_id).active:
-        assert time.monotonic() < deadline, f"job {job_id} still {jobs.get(job_id).state}"
-        time.sleep(0.1)
+    wait_until(lambda: not jobs.get(job_id).active, f"job {job_id} ended", timeout)
     assert jobs.get(job_id).state == "finished", jobs.get(job_id).reason
 
 
@@ -166,17 +235,27 @@ def stored_responses(db: Path) -> int:
         return 0
 
 
+@pytest.fixture(scope="session")
+def site_accounts(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The accounts file of :func:`site` (admin boss, rater mina), written once per session:
+    each password is a bcrypt hash, about 0.3 s of CPU by design, and a test that adds an
+    account changes its own copy only."""
+    from koed_core.rating import accounts
+
+    path = tmp_path_factory.mktemp("site_accounts") / "accounts.yaml"
+    accounts.add_user(path, "boss", "admin", "Boss", "boss-password-1")
+    accounts.add_user(path, "mina", "rater", "Mina", "mina-password-1")
+    return path
+
+
 @pytest.fixture
-def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, site_accounts: Path) -> Path:
     """Accounts (admin boss, rater mina) and a copy of the 0.1.0 database, upgraded on
     open, with its study still open: the app as an operator and two users meet it."""
     import shutil
 
-    from koed_core.rating import accounts
-
     path = tmp_path / "accounts.yaml"
-    accounts.add_user(path, "boss", "admin", "Boss", "boss-password-1")
-    accounts.add_user(path, "mina", "rater", "Mina", "mina-password-1")
+    shutil.copy(site_accounts, path)
     monkeypatch.setenv("KOED_USERS", str(path))
     monkeypatch.setenv("KOED_COOKIE_KEY", "k" * 40)
     db = tmp_path / "koed.db"
@@ -297,3 +376,21 @@ def embedded_copy(model_cache_dir: Path) -> dict[str, bool]:
             verdict.write_text(json.dumps(compared), encoding="utf-8")
     result: dict[str, bool] = json.loads(verdict.read_text(encoding="utf-8"))
     return result
+
+
+@pytest.fixture(scope="session")
+def sample_dataset() -> Any:
+    """The shipped sample dialogues, read once per session (a frozen Dataset)."""
+    from koed_core.dialogues.dataset import load_dataset
+    from koed_core.paths import SAMPLE_FILE
+
+    return load_dataset(SAMPLE_FILE)
+
+
+def place_span(dataset: Any) -> tuple[Any, Any]:
+    """The first sample dialogue and a span on its convenience store (turn 3)."""
+    from koed_core.annotation.spans import Span, side_at
+
+    dialogue = dataset.dialogues[0]
+    start = dialogue.turns[2].ko.index("편의점")
+    return dialogue, Span(side_at(dialogue, "ko", 3, start, start + 3), "places", None, True)

@@ -19,6 +19,7 @@ def encoder() -> adaptation.UseEncoder:
     return adaptation.UseEncoder()
 
 
+@pytest.mark.slow
 def test_translation_scores_higher_than_a_rewrite(encoder: adaptation.UseEncoder) -> None:
     vectors = encoder.encode(
         [
@@ -31,6 +32,7 @@ def test_translation_scores_higher_than_a_rewrite(encoder: adaptation.UseEncoder
     assert same > 0.7 and other < 0.4
 
 
+@pytest.mark.slow
 def test_scores_cover_pairs_only_and_are_cached(
     encoder: adaptation.UseEncoder, tmp_path: Path
 ) -> None:
@@ -53,6 +55,7 @@ def test_scores_cover_pairs_only_and_are_cached(
     assert again.equals(sims)
 
 
+@pytest.mark.slow
 def test_departures_sort_rewritten_first_and_skip_korean_only(
     encoder: adaptation.UseEncoder, tmp_path: Path
 ) -> None:

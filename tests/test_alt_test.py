@@ -88,6 +88,7 @@ def test_groups_get_rows_of_their_own() -> None:
     assert list(table["raters"]) == [6, 3, 3]
 
 
+@pytest.mark.slow
 def test_koed_agreement_the_page_and_the_export_carry_the_test(
     tmp_path, capsys: pytest.CaptureFixture[str]
 ) -> None:

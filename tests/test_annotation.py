@@ -247,6 +247,7 @@ def test_span_f1_exact_matches_scikit_learn_and_overlap_counts_near_misses() -> 
     assert table.loc["names", "overlap_f1"] == 0  # same text, other type
 
 
+@pytest.mark.slow
 def test_breakdown_recovers_a_planted_category_gap(dataset: Dataset) -> None:
     final = pd.DataFrame(
         {
@@ -468,7 +469,7 @@ def test_three_sessions_saving_one_fresh_dialogue_at_once_leave_two(
 
 
 def test_location_f1_and_the_type_confusion_show_agreement_the_per_type_f1_hides() -> None:
-    """Issue 33: the same words marked with two types scored 0 on both types; the
+    """The same words marked with two types scored 0 on both types; the
     location-only F1 counts them as agreement, and the confusion table says which types
     met there, so a taxonomy can be refined."""
     a = (_s(1, 0, 3, "food"), _s(2, 0, 2, "names"), _s(3, 1, 4, "idioms"), _s(4, 0, 2, "food"))

@@ -4,6 +4,7 @@ them, and bad files refused whole with a sentence."""
 
 from __future__ import annotations
 
+import csv
 import dataclasses
 import json
 import os
@@ -16,11 +17,16 @@ from koed_core.annotation import exchange, formats
 from koed_core.annotation.formats import layout, webanno
 from koed_core.annotation.projects import Annotation, AnnotationRules
 from koed_core.annotation.spans import Side, Span, find, side_at
-from koed_core.annotation.taxonomy import CONTEXT_MODIFIED, SIMPLY_TRANSFERRED, AnnotationError
+from koed_core.annotation.taxonomy import (
+    CONTEXT_MODIFIED,
+    SIMPLY_TRANSFERRED,
+    AnnotationError,
+)
 from koed_core.cli import main
 from koed_core.db import Store
 from koed_core.dialogues.dataset import Dataset, load_dataset, parse_dataset
 from koed_core.paths import SAMPLE_FILE
+from tests.conftest import place_span
 
 KEY = b"k" * 32
 KO = "오늘 김치찌개🍲를 먹었어요. 👩‍👩‍👧 가족이랑 정을 느꼈어"  # emoji outside the BMP
@@ -374,6 +380,7 @@ def test_the_command_line_exports_and_imports_each_format(
     assert main(["annotations", "import", str(source), "--project", "1"]) == 0  # CSV/JSONL default
 
 
+@pytest.mark.slow
 def test_the_projects_page_exports_in_the_chosen_format() -> None:
     from streamlit.testing.v1 import AppTest
 
@@ -399,3 +406,107 @@ def test_the_projects_page_exports_in_the_chosen_format() -> None:
     at.button(key=f"projects.export.{project}").click().run()
     assert not at.exception, [e.value for e in at.exception]
     assert [b.proto.label for b in at.get("download_button")][-1] == "Download the export (zip)"
+
+
+# Imports -----------------------------------------------------------------------------
+
+
+def _exported_label_studio(tmp_path: Path, sample_dataset: Dataset) -> Path:
+    annotations = AnnotationRules(Store(os.environ["KOED_DB"]))
+    dialogue, span = place_span(sample_dataset)
+    project = annotations.create_project("ls", sample_dataset, [dialogue.conv_id], per_item=1)
+    annotations.save(project, dialogue, "alice", CONTEXT_MODIFIED, "a note", [span], True)
+    out = tmp_path / "exported"
+    formats.export(annotations, project, sample_dataset, KEY, out, formats.LABEL_STUDIO)
+    return out / f"label-studio-{project}.json"
+
+
+def test_an_unpaired_surrogate_in_label_studio_json_is_one_sentence(
+    tmp_path: Path, sample_dataset: Dataset, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = _exported_label_studio(tmp_path, sample_dataset)
+    tasks = json.loads(source.read_text(encoding="utf-8"))
+    for item in tasks[0]["annotations"][0]["result"]:
+        if item["type"] == "textarea":
+            item["value"]["text"] = ["half \ud800 a pair"]
+    bad = tmp_path / "surrogate.json"
+    bad.write_text(json.dumps(tasks), encoding="utf-8")  # ASCII: the lone \ud800 escaped
+    before = len(AnnotationRules(Store(os.environ["KOED_DB"])).projects())
+    code = main(["annotations", "import", str(bad), "--format", "label-studio", "--name", "s"])
+    err = capsys.readouterr().err
+    assert code == 1 and "surrogate.json task 1" in err and "unpaired surrogate" in err, err
+    assert "UnicodeEncodeError" not in err
+    assert len(AnnotationRules(Store(os.environ["KOED_DB"])).projects()) == before
+
+
+def _sheet(path: Path, rows: list[list[str]]) -> Path:
+    with path.open("w", encoding="utf-8", newline="") as out:
+        writer = csv.writer(out, lineterminator="\r\n")
+        writer.writerow(["conv_id", "annotator", "category", "note", "turn", "ko", "type", "en"])
+        writer.writerows(rows)
+    return path
+
+
+def test_line_breaks_in_a_quoted_csv_note_are_kept(tmp_path: Path, sample_dataset: Dataset) -> None:
+    conv_id = sample_dataset.dialogues[0].conv_id
+    note = "first line\nsecond line, with a comma\n\nthird"
+    sheet = _sheet(
+        tmp_path / "sheet.csv",
+        [
+            [conv_id, "kim", CONTEXT_MODIFIED, note, "3", "편의점", "places", ""],
+            [conv_id, "kim", "", "", "1", "야근", "institutions", ""],
+        ],
+    )
+    rows = exchange.read_csv_rows(sheet, sample_dataset)
+    entry = rows[0][1]["annotations"][0]
+    assert entry["note"] == note and len(entry["spans"]) == 2
+
+
+def test_an_oversized_csv_cell_names_the_file_and_row(
+    tmp_path: Path, sample_dataset: Dataset
+) -> None:
+    conv_id = sample_dataset.dialogues[0].conv_id
+    sheet = _sheet(
+        tmp_path / "big.csv",
+        [
+            [conv_id, "kim", CONTEXT_MODIFIED, "fine", "", "", "", ""],
+            [conv_id, "lee", CONTEXT_MODIFIED, "x" * 200_000, "", "", "", ""],
+        ],
+    )
+    with pytest.raises(AnnotationError, match=r"big\.csv row 3: a cell longer than"):
+        exchange.read_csv_rows(sheet, sample_dataset)
+
+
+@pytest.mark.parametrize("name", ["kim\x1b[31m", "kim\nlee", "kim\u2028", "\x00kim", "k\tim"])
+def test_control_characters_in_an_annotator_name_are_refused(
+    tmp_path: Path, sample_dataset: Dataset, name: str
+) -> None:
+    annotations = AnnotationRules(Store(tmp_path / "koed.db"))
+    dialogue, _span = place_span(sample_dataset)
+    project = annotations.create_project("p", sample_dataset, [dialogue.conv_id], per_item=1)
+    line = {"conv_id": dialogue.conv_id, "annotator": name, "category": CONTEXT_MODIFIED}
+    with pytest.raises(AnnotationError, match="import line 1, annotation 1: 'annotator' holds"):
+        exchange.import_lines(annotations, project, sample_dataset, [(1, line)])
+    assert annotations.annotations(project) == []
+    with pytest.raises(AnnotationError, match="annotator name holds a control character"):
+        annotations.create_project("q", sample_dataset, [dialogue.conv_id], 1, [name])
+    with pytest.raises(AnnotationError, match="control character"):
+        annotations.save(project, dialogue, name, CONTEXT_MODIFIED, "", [])
+
+
+def test_a_second_export_format_in_the_same_folder_keeps_the_first(
+    tmp_path: Path, sample_dataset: Dataset
+) -> None:
+    annotations = AnnotationRules(Store(tmp_path / "koed.db"))
+    dialogue, span = place_span(sample_dataset)
+    project = annotations.create_project("p", sample_dataset, [dialogue.conv_id], per_item=1)
+    annotations.save(project, dialogue, "alice", CONTEXT_MODIFIED, "", [span], submit=True)
+    out = tmp_path / "out"
+    written: dict[str, list[Path]] = {}
+    for fmt in (formats.JSONL, formats.WEBANNO, formats.BRAT, formats.LABEL_STUDIO):
+        written[fmt] = formats.export(annotations, project, sample_dataset, KEY, out, fmt)
+        for earlier, files in written.items():
+            missing = [f.name for f in files if not f.is_file()]
+            assert not missing, f"{fmt} removed {earlier}'s {missing}"
+    again = formats.export(annotations, project, sample_dataset, KEY, out, formats.JSONL)
+    assert all(f.is_file() for files in [*written.values(), again] for f in files)

@@ -13,11 +13,16 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from koed_core.annotation.projects import AnnotationRules
+from koed_core.annotation.taxonomy import (
+    CONTEXT_MODIFIED,
+    AnnotationError,
+)
 from koed_core.cli import main
 from koed_core.db import Store
-from koed_core.dialogues.dataset import load_dataset
+from koed_core.dialogues.dataset import Dataset, load_dataset
 from koed_core.paths import SAMPLE_FILE
 from koed_core.rating import accounts
+from tests.conftest import place_span
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -54,6 +59,7 @@ def test_an_annotator_gets_the_annotate_page_and_nothing_of_an_admins(site: Path
     assert any("Log in first" in i.value for i in visitor.info) and not visitor.selectbox
 
 
+@pytest.mark.slow
 def test_a_span_typed_added_and_submitted_on_the_page() -> None:
     dataset = load_dataset(SAMPLE_FILE)
     dialogue = dataset.dialogues[0]
@@ -153,6 +159,7 @@ def test_an_old_database_takes_annotations(tmp_path: Path) -> None:
     assert Store(db).rows("select count(*) as n from annotations")[0]["n"] == 1  # reopened
 
 
+@pytest.mark.slow
 def test_a_models_candidates_are_suggestions_until_one_is_accepted(
     fake_openai: object, fake_registry: Path
 ) -> None:
@@ -218,7 +225,7 @@ def test_a_spreadsheet_of_spans_by_their_text_comes_in(
 
 
 def test_an_export_is_private_and_whole_and_a_version_is_a_safe_name(tmp_path: Path) -> None:
-    """Issue 31, findings 4 and 5: annotation exports were world-readable and a failed one
+    """Annotation exports were world-readable and a failed one
     left a ``.part``; a taxonomy version "2026/12" stopped the export and "x/../../.."
     wrote outside the folder. Every file is 0600 and whole or absent; a version is
     limited to [A-Za-z0-9._-], said with the field."""
@@ -248,7 +255,7 @@ def test_an_export_is_private_and_whole_and_a_version_is_a_safe_name(tmp_path: P
 
 
 def test_a_forged_selection_message_is_one_sentence() -> None:
-    """Issue 31, finding 11: span-selector messages with missing keys or string or float
+    """Span-selector messages with missing keys or string or float
     offsets gave tracebacks and broke the page for the session. Each is a notice; a good
     message's text is read from the dialogue, not from the message."""
     from components.annotation.span_actions import read_selection
@@ -275,7 +282,7 @@ def test_a_forged_selection_message_is_one_sentence() -> None:
 
 
 def test_no_counterpart_must_be_a_boolean() -> None:
-    """Issue 31, finding 13: an imported ``"no_counterpart": "false"`` was stored as true
+    """An imported ``"no_counterpart": "false"`` was stored as true
     (a non-empty string is truthy). Only JSON booleans are read; anything else is named."""
     from koed_core.annotation.spans import span_from_dict
     from koed_core.annotation.taxonomy import AnnotationError
@@ -288,6 +295,7 @@ def test_no_counterpart_must_be_a_boolean() -> None:
             span_from_dict({**base, "no_counterpart": bad}, "line 2")
 
 
+@pytest.mark.slow
 def test_a_long_lock_on_add_span_is_one_sentence_and_the_span_is_kept_for_later(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -351,7 +359,7 @@ def test_the_reviewer_keeps_the_second_of_two_spans_with_the_same_words() -> Non
         annotations.save(project, dialogue, name, CONTEXT_MODIFIED, "", [span], submit=True)
     at = _as(None).run().switch_page("app_pages/annotation/projects.py").run()
     assert not at.exception, [e.value for e in at.exception]
-    keep = at.multiselect(key=f"review.spans.{dialogue.conv_id}")
+    keep = at.multiselect(key=f"review.spans.{project}.{dialogue.conv_id}")
     assert len(keep.options) == 2, keep.options  # two places, two choices, told apart
     assert [
         f"ko characters {start}-{start + 2})" in label
@@ -402,7 +410,7 @@ HOSTILE_LINES = {
 def test_a_hostile_import_names_its_line_and_field_and_leaves_no_project(
     case: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Issue 31, finding 13: generic errors (UnicodeEncodeError, RecursionError, TypeError)
+    """Generic errors (UnicodeEncodeError, RecursionError, TypeError)
     instead of the line and field, a refused import still leaving an empty project (one
     more per retry), and a second answer of one annotator replacing the first silently."""
     conv_id = load_dataset(SAMPLE_FILE).dialogues[0].conv_id
@@ -420,7 +428,7 @@ def test_a_hostile_import_names_its_line_and_field_and_leaves_no_project(
 def test_an_import_counts_distinct_dialogues_and_a_sheet_gives_one_category(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Issue 31, finding 13: "imported 300 annotations on 300 dialogues" for 10 (one line
+    """The import said "imported 300 annotations on 300 dialogues" for 10 (one line
     per annotator, several lines per dialogue); a CSV giving one annotator two categories
     for one dialogue kept the first silently."""
     dialogues = load_dataset(SAMPLE_FILE).dialogues[:2]
@@ -446,8 +454,9 @@ def test_an_import_counts_distinct_dialogues_and_a_sheet_gives_one_category(
     assert "sheet.csv row 3: kim gave" in err and "'context_modified' at row 2" in err, err
 
 
+@pytest.mark.slow
 def test_the_new_project_form_offers_annotators_and_makes_a_project_once(site: Path) -> None:
-    """Issue 33: the form kept its values, so a second press made the same project again,
+    """The form kept its values, so a second press made the same project again,
     and it offered the admin (who sees every answer) as a blind annotator."""
     accounts.add_user(site.parent / "accounts.yaml", "lin", "annotator", "Lin", "lin-password")
     at = _as("boss", "app.py").run()
@@ -478,7 +487,7 @@ def test_the_new_project_form_offers_annotators_and_makes_a_project_once(site: P
 
 
 def test_the_projects_page_shows_which_types_met_on_the_same_words() -> None:
-    """Issue 33: two annotators mark the same words, one as a place, one as a name; the
+    """Two annotators mark the same words, one as a place, one as a name; the
     per-type F1 says 0 for both, the page's confusion table shows where they met."""
     from koed_core.annotation.spans import Span, side_at
     from koed_core.annotation.taxonomy import CONTEXT_MODIFIED
@@ -507,7 +516,7 @@ def test_the_projects_page_shows_which_types_met_on_the_same_words() -> None:
 
 
 def test_a_notice_waiting_beside_the_pending_sides_is_not_read_as_a_side() -> None:
-    """Issue 33 #1: a drag across turns stored its notice among the pending sides, and the
+    """A drag across turns stored its notice among the pending sides, and the
     next run read the sentence as a span (TypeError, on every reopening)."""
     from components.annotation.span_select import _marks
 
@@ -522,7 +531,7 @@ def test_a_notice_waiting_beside_the_pending_sides_is_not_read_as_a_side() -> No
 def test_the_agreement_table_speaks_korean_on_the_page_and_english_in_the_csv(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Issue 32: its details ("3 annotator pair(s)") and type codes reached a Korean page
+    """Its details ("3 annotator pair(s)") and type codes reached a Korean page
     in English; the CSV for scripts stays English."""
     import streamlit as st
 
@@ -554,3 +563,78 @@ def test_the_agreement_table_speaks_korean_on_the_page_and_english_in_the_csv(
     assert "주석자 쌍 1개" in text and "annotator pair" not in text
     assert "장소" in text  # the type by its name, not the code "places"
     assert files and "1 annotator pair(s)" in files[-1] and "주석자" not in files[-1]
+
+
+def _people(folder: Path) -> Path:
+    path = folder / "people.yaml"
+    accounts.add_user(path, "boss", "admin", "Boss", "boss-password-1")
+    accounts.add_user(path, "mina", "rater", "Mina", "mina-password-1")
+    accounts.add_user(path, "lin", "annotator", "Lin", "lin-password-1")
+    accounts.add_user(path, "kyu", "annotator", "Kyu", "kyu-password-1")
+    return path
+
+
+# Only annotator accounts take a slot ------------------------------------------------
+
+
+@pytest.mark.slow
+def test_only_annotator_accounts_take_a_slot_and_names_that_are_no_account_are_refused(
+    tmp_path: Path, sample_dataset: Dataset
+) -> None:
+    people = _people(tmp_path)
+    annotations = AnnotationRules(Store(tmp_path / "koed.db"), accounts_file=people)
+    dialogue, span = place_span(sample_dataset)
+    project = annotations.create_project("any", sample_dataset, [dialogue.conv_id], per_item=2)
+    for who, said in (
+        ("boss", "'boss' is an admin account"),
+        ("mina", "'mina' is a rater account"),
+        ("ghost", "'ghost' is not an account"),
+        ("local", "'local' is not an account"),
+    ):
+        with pytest.raises(AnnotationError, match=said):
+            annotations.save(project, dialogue, who, CONTEXT_MODIFIED, "", [span])
+    assert annotations.q.states(project) == []  # nobody took a slot
+    annotations.save(project, dialogue, "lin", CONTEXT_MODIFIED, "", [span])
+    annotations.save(project, dialogue, "kyu", CONTEXT_MODIFIED, "", [span], submit=True)
+    assert sorted(r["annotator"] for r in annotations.q.states(project)) == ["kyu", "lin"]
+    # a project naming its annotators names annotator accounts
+    for named, said in ((["lin", "boss"], "'boss' is an admin"), (["ghost"], "not an account")):
+        with pytest.raises(AnnotationError, match=said):
+            annotations.create_project("named", sample_dataset, [dialogue.conv_id], 1, named)
+    assert len(annotations.projects()) == 1
+
+
+def test_with_no_accounts_the_one_person_app_still_annotates(
+    tmp_path: Path, sample_dataset: Dataset
+) -> None:
+    absent = tmp_path / "nobody.yaml"
+    annotations = AnnotationRules(Store(tmp_path / "koed.db"), accounts_file=absent)
+    dialogue, span = place_span(sample_dataset)
+    project = annotations.create_project("mine", sample_dataset, [dialogue.conv_id], per_item=1)
+    annotations.save(project, dialogue, "local", CONTEXT_MODIFIED, "", [span], submit=True)
+    required = AnnotationRules(
+        Store(tmp_path / "koed.db"), accounts_file=absent, accounts_required=True
+    )
+    with pytest.raises(accounts.AccountsError, match="does not exist"):
+        required.save(project, dialogue, "local", CONTEXT_MODIFIED, "", [span])
+
+
+@pytest.mark.slow
+def test_an_admin_on_the_annotate_page_gets_a_sentence_not_a_slot(
+    site: Path, sample_dataset: Dataset
+) -> None:
+    accounts.add_user(site.parent / "accounts.yaml", "lin", "annotator", "Lin", "lin-password")
+    dialogue, _span = place_span(sample_dataset)
+    AnnotationRules(Store(site)).create_project(
+        "any", sample_dataset, [dialogue.conv_id], per_item=2
+    )
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    at.session_state["authentication_status"] = True
+    at.session_state["username"] = "boss"
+    at.session_state["name"] = "Boss"
+    at.run().switch_page("app_pages/annotation/annotate.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    said = [m.value for m in (*at.info, *at.warning, *at.error)]
+    assert any("Admins do not annotate" in s for s in said), said
+    assert not at.selectbox and [b.key for b in at.button] == ["sidebar.logout"]
+    assert AnnotationRules(Store(site)).q.states(1) == []

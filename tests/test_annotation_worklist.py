@@ -1,4 +1,4 @@
-"""Issue 33, "Finding work": an annotator's worklist (own status, the partners' progress
+"""Finding work: an annotator's worklist (own status, the partners' progress
 without their answers, filters by status, category and type, "My spans" across the
 project) in koed_core and on the Annotate page."""
 
@@ -190,6 +190,7 @@ def _seed_page(dataset: Dataset) -> tuple[AnnotationRules, int]:
     return annotations, project
 
 
+@pytest.mark.slow
 def test_the_picker_shows_the_partner_and_the_filters_narrow_it(dataset: Dataset) -> None:
     _seed_page(dataset)
     one, two, three, four = (d.conv_id for d in dataset.dialogues[:4])
@@ -216,6 +217,7 @@ def test_the_picker_shows_the_partner_and_the_filters_narrow_it(dataset: Dataset
     assert not at.exception, [e.value for e in at.exception]
 
 
+@pytest.mark.slow
 def test_a_filter_that_drops_the_open_dialogue_says_so_and_shows_the_first_match(
     dataset: Dataset,
 ) -> None:
@@ -240,6 +242,7 @@ def test_a_filter_that_drops_the_open_dialogue_says_so_and_shows_the_first_match
     assert len(_picker(at).options) == 4 and not at.exception
 
 
+@pytest.mark.slow
 def test_my_spans_lists_every_own_span_and_opens_its_dialogue(dataset: Dataset) -> None:
     _seed_page(dataset)
     one, two, three = (d.conv_id for d in dataset.dialogues[:3])
@@ -266,6 +269,7 @@ def test_my_spans_lists_every_own_span_and_opens_its_dialogue(dataset: Dataset) 
     assert _picker(at).value == three and _heading(at) == f"Dialogue {md(three)}"
 
 
+@pytest.mark.slow
 def test_the_worklist_is_korean_on_a_korean_page(dataset: Dataset) -> None:
     """What this worklist draws (the picker, the filters, the notice, "My spans") reads
     Korean with ?lang=ko; the rest of the page is tests/test_i18n.py's."""

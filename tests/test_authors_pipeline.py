@@ -114,6 +114,7 @@ def _run(
     return report.run_id
 
 
+@pytest.mark.slow
 def test_the_paper_profile_sends_what_the_authors_sent(
     fake_openai: FakeOpenAI, koed_file: Path, tmp_path: Path
 ) -> None:
@@ -190,6 +191,7 @@ def test_the_paper_profile_sends_what_the_authors_sent(
     assert kinds == {"authors/authors"}
 
 
+@pytest.mark.slow
 def test_claude_keeps_the_last_listener_segment_and_other_choices_are_other_runs(
     fake_openai: FakeOpenAI, koed_file: Path, tmp_path: Path
 ) -> None:
@@ -328,7 +330,7 @@ def test_a_reply_the_authors_cut_empties_is_kept_raw_and_never_judged(
 def test_the_open_models_literal_path_on_the_scripted_server(
     fake_openai: FakeOpenAI, koed_file: Path, tmp_path: Path, reply: str, judged: str
 ) -> None:
-    """Issue 55 #2: the paper profile for open models sends the emotion answer to the
+    """The paper profile for open models sends the emotion answer to the
     reply call as the repr of its message dict, and judges the text cut from the repr of
     the stored message, as their open_source.py and process_file did."""
     store = Store(tmp_path / "r.db")

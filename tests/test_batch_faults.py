@@ -162,7 +162,7 @@ def test_a_killed_run_takes_over_a_damaged_batch(tmp_path: Path, fake_openai: Fa
 def test_a_line_under_an_id_the_batch_never_sent_is_left_out_and_said(
     tmp_path: Path, fake_openai: FakeOpenAI
 ) -> None:
-    """Issue 31, finding 13: an output line is matched to a request by its custom_id (a
+    """An output line is matched to a request by its custom_id (a
     hash of the request body and a count); a line whose id this batch never sent answers
     no request of it: it is reported and left out, and the request it replaced is asked
     again, so every stored answer is its own request's."""

@@ -1,4 +1,4 @@
-"""A bilingual design that does not prime (issue 56 #7): in a separate study no rater is
+"""A bilingual design that does not prime: in a separate study no rater is
 given both language versions of a dialogue; in a counterbalanced one a rater may be,
 half the dialogues Korean first, with the order recorded on every rating; an old
 database gains the column with its ratings' order unknown."""

@@ -1,5 +1,5 @@
 """The paper's claims as data, decided on planted gaps that make each hold, fail, or stay
-undecided (issue 35 #6)."""
+undecided."""
 
 from __future__ import annotations
 
@@ -72,6 +72,7 @@ def test_the_shipped_claims_hold_on_a_reproduction_that_matches_the_paper() -> N
     assert f"Dataset sha256: {'aa49' * 16}" in text  # every number names its data
 
 
+@pytest.mark.slow
 def test_each_claim_fails_where_the_planted_numbers_contradict_it() -> None:
     status = _status(_frame({"run-l": 0.5, "run-x": -0.4}, {"run-l": 3.0, "run-x": 2.0}))
     assert status == {
@@ -81,6 +82,7 @@ def test_each_claim_fails_where_the_planted_numbers_contradict_it() -> None:
     }
 
 
+@pytest.mark.slow
 def test_a_claim_the_runs_cannot_decide_is_undecided_never_assumed() -> None:
     noisy = _frame({"run-l": 0.0, "run-x": -0.5}, {"run-l": 2.5, "run-x": 2.5}, noise=0.5)
     assert set(_status(noisy).values()) == {claims.UNDECIDED}
@@ -138,7 +140,7 @@ def test_reproduce_refuses_a_bad_claims_file_before_sending_anything(
 def test_a_substitution_is_said_only_when_the_stored_run_says_one_ran(
     tmp_path: Path, fake_openai: FakeOpenAI
 ) -> None:
-    """Issue 55 #1: an entry that merely *has* substitutes ran as the paper's id, so no
+    """An entry that merely *has* substitutes ran as the paper's id, so no
     claim may say it was substituted; the same entry run as its substitute is said."""
     import subprocess
     import sys
@@ -175,8 +177,9 @@ def test_a_substitution_is_said_only_when_the_stored_run_says_one_ran(
     assert "m-two: substituted: ran m-two-2025" in said
 
 
+@pytest.mark.slow
 def test_one_interval_above_zero_by_chance_does_not_flip_a_true_claim() -> None:
-    """Issue 55 #7: 49 of 50 gaps below 0 and one interval above 0 whose one-sided p
+    """49 of 50 gaps below 0 and one interval above 0 whose one-sided p
     (0.01) does not survive Holm over 50: undecided, not "does not hold"; a contradiction
     that survives (p 0.0001) does flip it."""
     numbers = [f"gap {n}" for n in range(50)]
@@ -188,7 +191,7 @@ def test_one_interval_above_zero_by_chance_does_not_flip_a_true_claim() -> None:
 
 
 def test_the_jeong_han_claim_is_decided_and_the_abstract_quoted() -> None:
-    """Issue 55 #7: the abstract's "especially with uniquely Korean emotional expressions",
+    """The abstract's "especially with uniquely Korean emotional expressions",
     decided on a planted wider gap on jeong/han dialogues; the report quotes the abstract
     beside our wording and states its decision rule."""
     frame = _frame({"run-l": -0.6, "run-x": -0.4}, {"run-l": 2.0, "run-x": 2.6})
@@ -205,7 +208,7 @@ def test_the_jeong_han_claim_is_decided_and_the_abstract_quoted() -> None:
 
 
 def test_the_bundle_cites_the_paper_with_doi_and_pages_and_the_readme_its_full_title() -> None:
-    """Issue 55 #7: the export's citation and the README's title."""
+    """The export's citation and the README's title."""
     from koed_core.results.paper_export import _readme
 
     said = _readme()
@@ -218,6 +221,7 @@ def test_the_bundle_cites_the_paper_with_doi_and_pages_and_the_readme_its_full_t
     assert title in " ".join(readme.split())
 
 
+@pytest.mark.slow
 def test_an_interval_on_the_wrong_side_is_never_said_to_include_zero() -> None:
     """Issue 64 #4: a gap of about +0.2 whose interval lies above 0 but whose p-value does
     not survive Holm over the claim's 10 intervals left the claim undecided, and the line

@@ -86,6 +86,7 @@ def _koed_here(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str
     return code, capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_bad_arguments_are_refused_before_anything_runs(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -95,6 +95,7 @@ def test_koed_invite_create_refuses_a_consent_without_a_contact(
     assert row["contact"] == CONTACT and "2.00 GBP" in row["consent_en"]
 
 
+@pytest.mark.slow
 def test_the_studies_page_refuses_a_link_without_a_contact(
     accounts: Path,  # noqa: F811
     world: tuple[Store, int],

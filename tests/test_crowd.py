@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import io
+import json
+import re
 import time
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pandas as pd
@@ -11,7 +15,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from fixtures.rating import crowd_work, seeded_store, study
-from koed_core.db import Runs, Store
+from koed_core.cli import main
+from koed_core.db import Runs, Store, set_clock
 from koed_core.db.crowd import Crowd
 from koed_core.errors import KoedError
 from koed_core.judge.rubric import codes
@@ -235,6 +240,7 @@ def _join_page(store: Store, token: str, **params: str) -> AppTest:
     return at.run()
 
 
+@pytest.mark.slow
 def test_the_join_page_takes_a_worker_from_consent_to_the_completion_code(
     crowd_study: tuple[Store, int], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -298,7 +304,7 @@ def test_an_expired_link_is_refused_on_the_page(
     store, study_id = crowd_study
     monkeypatch.setenv("KOED_SECRET_KEY", KEY.decode())
     invite, token = _invite(store, study_id, days=0.0001)
-    time.sleep(0.02 + max(0.0, invite.expires - time.time()))
+    time.sleep(0.02 + max(0.0, invite.expires - time.time()))  # time is the subject: expiry
     at = _join_page(store, token, **PROLIFIC)
     assert not at.exception
     assert "This invite link expired on" in at.error[0].value
@@ -324,6 +330,7 @@ def test_calibration_far_from_the_references_stops_the_worker(
     assert suggested[far.username] == "review"
 
 
+@pytest.mark.slow
 def test_an_account_link_creates_a_rater_for_that_study_alone(
     crowd_study: tuple[Store, int], tmp_path: Path
 ) -> None:
@@ -466,3 +473,148 @@ def test_the_dashboard_builds_while_a_worker_is_under_way(
     assert by_name.loc[done.username, "minutes"] >= 0
     assert summary["median_min"] is not None
     assert set(crowd.decision_files(store, invite)) and crowd.platform_csv(store, invite)
+
+
+# A link's smaller promises: its language, welcome back, the end page, the pay figures ----
+
+HANGUL = re.compile(r"[\uac00-\ud7a3]")
+PID = {"PROLIFIC_PID": "5f1a2b3c4d5e6f7a8b9c0d1e", "SESSION_ID": "70bb00000000000000000001"}
+
+
+@pytest.fixture
+def korean(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Store:
+    monkeypatch.setenv("KOED_SECRET_KEY", KEY.decode())
+    store, _run = seeded_store(tmp_path / "koed.db")
+    return store
+
+
+def _link(store: Store, langs: tuple[str, ...], **options: object) -> tuple[crowd.Invite, str]:
+    run_id = store.rows("select id from runs")[0]["id"]
+    _, study_id = study(store, run_id, overlap=1, attention_checks=0, langs=langs)
+    settings: dict[str, object] = {
+        "platform": "prolific", "days": 7.0, "cap": 1, "batch_size": 2,
+        "consent_ko": "동의합니다.", "consent_en": "I agree.", "reward": 2.0,
+        "contact": "researcher@example.org",
+    }  # fmt: skip
+    settings.update(options)
+    return crowd.create_invite(store, KEY, study_id, crowd.InviteRequest(**settings))  # type: ignore[arg-type]
+
+
+def _english_browser(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("components.core.language.browser_language", lambda: "en")
+
+
+def _visit(token: str, params: dict[str, str]) -> AppTest:
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    at.query_params["invite"] = token
+    for name, value in params.items():
+        at.query_params[name] = value
+    return at.run()
+
+
+def test_a_refusal_on_a_korean_only_link_is_korean_whatever_the_browser(
+    korean: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _english_browser(monkeypatch)
+    invite, token = _link(korean, ("ko",))
+    crowd.join(korean, KEY, invite, {**PID, "PROLIFIC_PID": "a" * 24})  # the one place
+    at = _visit(token, PID)
+    assert not at.exception, [e.value for e in at.exception]
+    assert HANGUL.search(at.error[0].value), at.error[0].value  # "full", in Korean
+    _both, token_both = _link(korean, ("ko", "en"))
+    crowd.join(korean, KEY, _both, {**PID, "PROLIFIC_PID": "b" * 24})
+    other = _visit(token_both, PID)
+    assert "This study is full" in other.error[0].value  # two languages: the browser's
+
+
+def test_welcome_back_is_in_the_items_language_and_never_for_someone_finished(
+    korean: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _english_browser(monkeypatch)
+    invite, token = _link(korean, ("ko",), cap=2)
+    worker = crowd.join(korean, KEY, invite, PID)
+    crowd.consent(korean, worker, invite)
+    langs = crowd.screen(korean, worker, ("ko",), "ko", 0, 0)
+    StudyRules(korean).save_profile(crowd.profile_of(worker, "ko", 0, 0, langs))
+    back = _visit(token, PID)
+    assert not back.exception, [e.value for e in back.exception]
+    (toast,) = [t.value for t in back.toast]
+    assert HANGUL.search(toast), toast  # a Korean page, a Korean welcome
+    StudyRules(korean).mark_calibrated(worker.username)
+    worker = crowd.worker_of(korean, worker.username) or worker
+    crowd_work(korean, worker, invite, responses=2)
+    crowd.finish(korean, worker)
+    done = _visit(token, PID)
+    assert not done.exception, [e.value for e in done.exception]
+    assert [t.value for t in done.toast] == []  # nothing to go on with
+    assert invite.completion_code in " ".join(m.value for m in done.markdown)
+
+
+def test_join_without_an_invite_says_where_it_opens_from(korean: Store) -> None:
+    from streamlit.util import calc_hash
+
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60).run()
+    at._page_hash = calc_hash("join")  # the address /join, as a browser asks for it
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert "opens from a study's invite link" in " ".join(i.value for i in at.info)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+@pytest.fixture
+def clock() -> Iterator[Clock]:
+    ticking = Clock()
+    set_clock(ticking)
+    yield ticking
+    set_clock(None)
+
+
+def test_invite_list_names_timed_out_workers_as_timed_out(
+    korean: Store, clock: Clock, capsys: pytest.CaptureFixture[str]
+) -> None:
+    invite, _token = _link(korean, ("ko", "en"), cap=3)
+    crowd.join(korean, KEY, invite, PID)
+    crowd.join(korean, KEY, invite, {**PID, "PROLIFIC_PID": "c" * 24})
+    clock.now += timedelta(minutes=31)  # past the study's 30-minute timeout
+    crowd.join(korean, KEY, invite, {**PID, "PROLIFIC_PID": "d" * 24})
+    args = ["invite", "list", "--study", str(invite.study_id), "--json", "--db", str(korean.path)]
+    assert main(args) == 0
+    (link,) = json.loads(capsys.readouterr().out)
+    assert link["workers"] == {"timed out": 2, "consent": 1}
+
+
+def test_an_mturk_end_page_without_mturks_address_says_why_there_is_no_button(
+    korean: Store,
+) -> None:
+    invite, token = _link(korean, ("ko", "en"), platform="mturk")
+    ids = {"workerId": "A1B2C3D4E5", "assignmentId": "3AS9XYZ0001", "hitId": "3HIT70000"}
+    tampered = {**ids, "turkSubmitTo": "https://evil.example"}
+    worker = crowd.join(korean, KEY, invite, ids)
+    crowd.remember_submit_to(korean, worker, tampered["turkSubmitTo"])  # ignored
+    crowd.consent(korean, worker, invite)
+    crowd.screen(korean, worker, ("ko", "en"), "other", 0, 0)  # screened out: a code
+    at = _visit(token, {**tampered, "lang": "en"})
+    assert not at.exception, [e.value for e in at.exception]
+    assert invite.screenout_code in " ".join(m.value for m in at.markdown)
+    assert "not opened with MTurk's own return address" in at.warning[0].value
+
+
+def test_screen_outs_paid_the_reward_are_in_the_pay_figures(korean: Store, clock: Clock) -> None:
+    invite, _token = _link(korean, ("ko", "en"), cap=3)
+    out = crowd.join(korean, KEY, invite, PID)
+    crowd.consent(korean, out, invite)
+    clock.now += timedelta(minutes=2)
+    crowd.screen(korean, out, ("ko", "en"), "other", 0, 0)
+    stopped = crowd.worker_of(korean, out.username) or out
+    assert crowd.give_code(korean, stopped, invite) == ("screened_out", invite.screenout_code)
+    _rows, summary = crowd.report_rows(korean, invite)
+    assert summary["screened_out"] == 1
+    assert summary["paid_total"] == 2.0  # the reward, paid to the screen-out too
+    assert summary["paid_hourly_pay"] == pytest.approx(2.0 / (2 / 60))

@@ -1,4 +1,4 @@
-"""A crowd study in the middle, one finding at a time (issue 30, findings 2-8): each test
+"""A crowd study in the middle, one finding at a time: each test
 replays what broke while workers were under way, and fails on the code before the fix.
 The state machine in test_crowd_machine.py walks the same rules at random; what it found
 is kept here as plain tests."""

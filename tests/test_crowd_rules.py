@@ -278,6 +278,7 @@ def _calibrate(at: object, score: int) -> None:
     next(b for b in at.button if b.label == "Next").click().run()  # type: ignore[attr-defined]
 
 
+@pytest.mark.slow
 def test_calibration_counts_its_attempts_and_a_reload_is_not_one(
     crowd_study: tuple[Store, int], monkeypatch: pytest.MonkeyPatch
 ) -> None:

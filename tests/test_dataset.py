@@ -196,7 +196,7 @@ def test_string_label_and_korean_only_turn() -> None:
 
 def test_problems_and_oddities_are_read_in_the_readers_language(tmp_path: Path) -> None:
     """A dataset is loaded once per server; each reader reads what is wrong with it in
-    their own language, with the same record, field and values (issue 32)."""
+    their own language, with the same record, field and values."""
     records = [{**GOOD, "emotion": ["sadd"]}, {**GOOD, "conv_id": "c2", "emotion": 5}]
     path = _write(tmp_path, json.dumps(records))
     with pytest.raises(DatasetError) as info:

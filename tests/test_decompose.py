@@ -101,6 +101,7 @@ def test_runs_of_one_model_pool_their_cells_but_never_answer_one_twice() -> None
         runs_frame(frame, ["a", "c"], "judge")
 
 
+@pytest.mark.slow
 def test_planted_effects_are_recovered_inside_their_intervals(
     tmp_path: Path, fake_openai: FakeOpenAI
 ) -> None:
@@ -132,6 +133,7 @@ def _judge(store, run_id):  # type: ignore[no-untyped-def]
     return choice.config
 
 
+@pytest.mark.slow
 def test_koed_gap_decompose_prints_and_writes_json_in_words(
     tmp_path: Path, fake_openai: FakeOpenAI, capsys: pytest.CaptureFixture[str]
 ) -> None:

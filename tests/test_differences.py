@@ -94,7 +94,7 @@ BROKEN_PLANS = {
 def test_differences_and_the_dry_run_refuse_the_same_plans(
     case: str, mode: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Issue 31, finding 13: --differences accepted ``sample = -3`` and ``subset =
+    """--differences accepted ``sample = -3`` and ``subset =
     "../../etc/passwd"`` that --dry-run refused; a value of the wrong kind was a
     TypeError. Both refuse each at load, naming the file and the key."""
     from koed_core.cli import main
@@ -117,7 +117,7 @@ def test_differences_and_the_dry_run_refuse_the_same_plans(
 def test_a_prompt_set_with_roles_of_the_wrong_kind_is_refused_before_any_run(
     tmp_path: Path,
 ) -> None:
-    """Issue 31, finding 13: ``roles = 5`` in a prompt set passed the load check and
+    """``roles = 5`` in a prompt set passed the load check and
     failed after the run was stored (an orphan run)."""
     from koed_core.models.prompts import PROMPTS_DIR, PromptSetError, load_prompt_set
 
@@ -131,7 +131,7 @@ def test_a_prompt_set_with_roles_of_the_wrong_kind_is_refused_before_any_run(
 
 
 def test_what_is_unknown_about_their_run_is_said_not_guessed() -> None:
-    """Issue 35 #5: rows the table lacked. Llama ran with transformers' top_k 50; a reply
+    """Rows the table lacked. Llama ran with transformers' top_k 50; a reply
     that opens with a blank line was judged empty on their open-model path; the judge's
     snapshot, the models' revisions and their scoring script are unknown."""
     plan, specs, judge = _shipped()
@@ -153,7 +153,7 @@ def test_what_is_unknown_about_their_run_is_said_not_guessed() -> None:
 
 
 def test_the_input_and_chain_differences_are_listed() -> None:
-    """Issue 55 #8: stripped turns, Claude's blank line, the chain assumed, gold labels
+    """Stripped turns, Claude's blank line, the chain assumed, gold labels
     with trailing spaces; the counts are their sample's (../shared/data)."""
     import json
 

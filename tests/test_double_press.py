@@ -1,4 +1,4 @@
-"""A double press (issue 52, finding 4): the same job queued twice, two `koed run` of the same
+"""A double press: the same job queued twice, two `koed run` of the same
 run at once. The second job is refused with a sentence naming the first; two processes on
 one run never ask the model for the same item, and a stored answer is never replaced."""
 

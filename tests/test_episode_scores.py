@@ -1,4 +1,4 @@
-"""Episodes scored whole (issue 35 #7): a whole-episode judge configuration, the Speaker
+"""Episodes scored whole: a whole-episode judge configuration, the Speaker
 checked per language, the oracle Listener as the upper reference; against the scripted
 server with planted verdicts whose right answer is known."""
 
@@ -77,6 +77,7 @@ def _dialogues() -> dict[str, Any]:
     return {d.conv_id: d for d in load_dataset(SAMPLE_FILE).dialogues}
 
 
+@pytest.mark.slow
 def test_an_episode_judged_whole_recovers_the_planted_gap(
     fake_openai: FakeOpenAI, tmp_path: Path
 ) -> None:
@@ -128,6 +129,7 @@ def test_an_episode_judged_whole_recovers_the_planted_gap(
     assert again.skipped == 36 and len(fake_openai.requests) == sent
 
 
+@pytest.mark.slow
 def test_the_speaker_is_checked_per_language(fake_openai: FakeOpenAI, tmp_path: Path) -> None:
     fake_openai.reply_fn = _planted
     store = Store(tmp_path / "koed.db")
@@ -172,6 +174,7 @@ def test_the_speaker_is_checked_per_language(fake_openai: FakeOpenAI, tmp_path: 
     assert reasons == {"no score from 1 to 5 for SIT, NAT"}
 
 
+@pytest.mark.slow
 def test_the_oracle_listener_is_told_and_a_run_of_its_own(
     fake_openai: FakeOpenAI, tmp_path: Path
 ) -> None:
@@ -198,6 +201,7 @@ def test_the_oracle_listener_is_told_and_a_run_of_its_own(
     assert config["oracle"]  # the note's version, stored with the run
 
 
+@pytest.mark.slow
 def test_the_command_line_judges_episodes_whole_and_refuses_a_plain_run(
     fake_openai: FakeOpenAI, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
 ) -> None:
@@ -237,6 +241,7 @@ def test_the_command_line_judges_episodes_whole_and_refuses_a_plain_run(
     assert "is not an episode run" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_raters_rate_whole_episodes_apart_from_turns(
     fake_openai: FakeOpenAI, tmp_path: Path
 ) -> None:
@@ -274,6 +279,7 @@ def test_raters_rate_whole_episodes_apart_from_turns(
         study(_store, plain, whole_episodes=True)
 
 
+@pytest.mark.slow
 def test_the_export_and_the_episodes_page_carry_the_whole_episode_scores(
     fake_openai: FakeOpenAI, tmp_path: Path, fake_registry: Path
 ) -> None:
@@ -328,10 +334,11 @@ def test_the_export_and_the_episodes_page_carry_the_whole_episode_scores(
     assert "This run is the oracle Listener" in captions and "No oracle run beside" not in captions
 
 
+@pytest.mark.slow
 def test_the_oracle_note_is_stored_in_the_prompt_as_it_was_sent(
     fake_openai: FakeOpenAI, tmp_path: Path
 ) -> None:
-    """Issue 55 #9: what is stored is what was sent, the oracle's note included."""
+    """What is stored is what was sent, the oracle's note included."""
     store = Store(tmp_path / "koed.db")
     oracle = _play(fake_openai, store, oracle=True)
     sent = [b["messages"] for b in fake_openai.requests if not is_speaker(b)]

@@ -11,7 +11,6 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +33,7 @@ from koed_core.models.speaker import check_turn, load_speaker_prompt
 from koed_core.paths import SAMPLE_FILE
 from koed_core.results.score_sources import choose_judge
 from koed_core.results.turn_gaps import turn_frame, turn_gap_table
-from tests.conftest import stop_workers, wait_for_job
+from tests.conftest import stop_workers, stored_responses, wait_for_job, wait_until
 
 ROOT = Path(__file__).resolve().parents[1]
 SETTINGS = {"max_retries": 1}  # a failing fake answers fast
@@ -66,6 +65,7 @@ def _listener_requests(server: FakeOpenAI) -> list[dict[str, Any]]:
     return [b for b in server.requests if not is_speaker(b)]
 
 
+@pytest.mark.slow
 def test_turns_alternate_in_the_dialogues_language(fake_openai: FakeOpenAI, tmp_path: Path) -> None:
     store = Store(tmp_path / "koed.db")
     report = _play(fake_openai, store)
@@ -107,6 +107,7 @@ def test_turns_alternate_in_the_dialogues_language(fake_openai: FakeOpenAI, tmp_
     assert again.skipped == 6 and len(fake_openai.requests) == before
 
 
+@pytest.mark.slow
 def test_the_listener_never_sees_the_situation_or_the_emotion(
     fake_openai: FakeOpenAI, tmp_path: Path
 ) -> None:
@@ -312,11 +313,9 @@ def test_sigkill_mid_episodes_resumes_with_no_turn_twice(tmp_path: Path) -> None
             str(SAMPLE_FILE),
         ]
         proc = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL)
-        deadline = time.time() + 60
-        while time.time() < deadline:
-            time.sleep(0.2)
-            if db.exists() and _count(db, "select count(*) from responses") >= 6:
-                break
+        wait_until(
+            lambda: stored_responses(db) >= 6, "six answers stored before the kill", timeout=60
+        )
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
         stored = _count(db, "select count(*) from responses where error is null")
@@ -512,6 +511,7 @@ def test_a_plan_of_kind_episodes_plays_judges_and_writes_the_gap_over_turns(
         assert conn.execute("select count(*) from responses where turn = 2").fetchone()[0] == 6
 
 
+@pytest.mark.slow
 def test_a_listener_that_comes_to_understand_is_counted(
     fake_openai: FakeOpenAI, tmp_path: Path
 ) -> None:
@@ -547,6 +547,7 @@ def test_a_listener_that_comes_to_understand_is_counted(
     assert pd.isna(table.loc["en", "came_to_it"])  # none missed at first: no share to give
 
 
+@pytest.mark.slow
 def test_two_jobs_on_one_run_never_fork_an_episode(fake_openai: FakeOpenAI, tmp_path: Path) -> None:
     """Two processes playing the same episode run at once (a job queued twice): each
     stored turn follows the stored turns before it, whichever job wrote it."""

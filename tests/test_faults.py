@@ -26,6 +26,7 @@ from koed_core.models.batch import PassHooks
 from koed_core.models.request import RunRequest
 from koed_core.paths import SAMPLE_FILE
 from koed_core.rating.server_key import ServerKeyError, key_file, server_key
+from tests.conftest import wait_for_job, wait_until
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -178,6 +179,7 @@ def test_database_errors_do_not_name_the_folder(tmp_path: Path) -> None:
 # A full disk during a worker's job -----------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_job_that_fills_the_disk_ends_failed_with_the_reason(small_disk: Path) -> None:
     server = FakeOpenAI().start()
     try:
@@ -191,11 +193,9 @@ def test_a_job_that_fills_the_disk_ends_failed_with_the_reason(small_disk: Path)
         )
         thread = threading.Thread(target=worker.serve, daemon=True)
         thread.start()
-        deadline = time.monotonic() + 60
-        while store.count("responses") < 5 and time.monotonic() < deadline:
-            time.sleep(0.02)
+        wait_until(lambda: store.count("responses") >= 5, "five answers stored")
         filler = _fill(small_disk)  # the disk fills while the job writes its answers
-        time.sleep(1.5)
+        time.sleep(1.5)  # time is the subject: 1.5 s into a full disk, the job still runs
         assert Jobs(store).get(job_id).state == "running"  # its end could not be written yet
         filler.unlink()  # room again
         thread.join(60)
@@ -232,10 +232,7 @@ def test_the_app_starts_a_worker_for_a_database_whose_name_starts_with_a_dash(
     store = Store("-koed.db")
     job_id = enqueue(store, RunRequest(model="human", data=str(SAMPLE_FILE), limit=1), "tester")
     assert ensure_worker(store, cwd=tmp_path)
-    deadline = time.monotonic() + 90
-    while Jobs(store).get(job_id).state != "finished" and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert Jobs(store).get(job_id).state == "finished"
+    wait_for_job(store, job_id)
     log = (tmp_path / "-koed.db.worker.log").read_text()
     assert "error" not in log.lower()
 

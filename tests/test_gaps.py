@@ -130,6 +130,7 @@ def _store_with_runs(db: Path, server: FakeOpenAI) -> Store:
     return store
 
 
+@pytest.mark.slow
 def test_score_frame_from_a_real_database(fake_openai: FakeOpenAI, tmp_path: Path) -> None:
     store = _store_with_runs(tmp_path / "koed.db", fake_openai)
     choice = score_sources.choose_judge(store)
@@ -197,6 +198,7 @@ def _page(page: str) -> AppTest:
     return at.switch_page(page).run()
 
 
+@pytest.mark.slow
 def test_gap_and_demo_pages_explain_empty_states() -> None:
     gap = _page("app_pages/results/gap.py")
     assert "koed run --model smollm2 --lang ko,en" in gap.info[0].value

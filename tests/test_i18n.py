@@ -63,6 +63,7 @@ def _fields(text: str) -> set[str]:
     return {field for _, field, _, _ in string.Formatter().parse(text) if field is not None}
 
 
+@pytest.mark.slow
 def test_every_string_in_the_code_has_a_korean_entry_with_the_same_placeholders() -> None:
     code = _code_messages()
     assert len(code) > 100  # the extraction found the app's strings at all
@@ -87,6 +88,7 @@ def test_every_string_in_the_code_has_a_korean_entry_with_the_same_placeholders(
             assert HANGUL.search(korean), f"not Korean: {korean!r}"
 
 
+@pytest.mark.slow
 def test_the_template_for_translators_is_the_codes() -> None:
     template = {
         (m.id[0] if isinstance(m.id, tuple) else m.id) for m in _catalog(LOCALE_DIR / "koed.pot")
@@ -127,6 +129,7 @@ def test_no_korean_literal_in_the_page_code() -> None:
     assert not found, "\n".join(found)
 
 
+@pytest.mark.slow
 def test_no_translation_call_hides_inside_an_f_string() -> None:
     """Babel cannot extract ``f"{_('x')}"`` (it skips f-strings with substitutions), so
     such a string would stay English without any test noticing."""
@@ -149,6 +152,7 @@ def test_no_translation_call_hides_inside_an_f_string() -> None:
     assert not found, "translate outside the f-string: " + ", ".join(found)
 
 
+@pytest.mark.slow
 def test_no_module_that_translates_reuses_the_name_underscore() -> None:
     """``_`` is the translation function wherever it is imported; a throwaway ``_``
     (``for _ in``, ``a, _ = ...``) in the same module would turn every later ``_()`` into
@@ -319,6 +323,7 @@ def _assignment(store: Store, username: str) -> tuple[str, int | None]:
     return str(row["id"]), row["instructed_score"]
 
 
+@pytest.mark.slow
 def test_a_korean_workers_whole_visit_is_in_korean(korean_study: tuple[Store, int]) -> None:
     """Korean items, no ?lang and no browser language: the study's page is Korean from
     consent to the code, on every step, including the warning for a missing score, the
@@ -401,6 +406,7 @@ def test_the_language_switch_and_the_url_agree(korean_study: tuple[Store, int]) 
     assert at.query_params["lang"] == "ko"
 
 
+@pytest.mark.slow
 def test_a_raters_pages_are_in_korean(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The Log in page, then a rater's onboarding, calibration and rating, with ?lang=ko."""
     from koed_core.rating import accounts
@@ -473,6 +479,7 @@ VISITOR_PAGES = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("page", VISITOR_PAGES)
 def test_a_visitors_page_is_in_korean(page: str) -> None:
     """Each public page on a fresh database, for a visitor with ?lang=ko: what it says
@@ -530,6 +537,7 @@ def _data_words(db: Path) -> set[str]:
     return {w for text in texts for w in LATIN.findall(text)}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("page", ADMIN_PAGES)
 def test_an_admins_page_is_in_korean(site: Path, page: str) -> None:
     """An admin with runs, judgments and a study (the upgraded 0.1.0 database), with
@@ -557,6 +565,7 @@ def test_an_admins_page_is_in_korean(site: Path, page: str) -> None:
     assert not left, f"English on an admin's Korean {page}:\n" + "\n".join(left)
 
 
+@pytest.mark.slow
 def test_an_annotators_page_is_in_korean(site: Path) -> None:
     """An annotator on a project of two dialogues, with ?lang=ko: the picker, the
     category, the span form and the guidelines are Korean; the dialogue is the data's."""

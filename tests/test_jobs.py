@@ -8,7 +8,6 @@ import sqlite3
 import subprocess
 import sys
 import threading
-import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -26,7 +25,7 @@ from koed_core.judge.request import JudgeRequest
 from koed_core.models.client import ModelError
 from koed_core.models.request import RunRequest
 from koed_core.paths import SAMPLE_FILE
-from tests.conftest import stored_responses
+from tests.conftest import stored_responses, wait_until
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -59,10 +58,7 @@ def _answers(store: Store, run_id: str) -> list[tuple[str, str, str, str, str]]:
 
 
 def _wait(predicate, timeout: float = 60.0) -> None:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.05)
+    wait_until(predicate, "the condition", timeout)
 
 
 # Queue --------------------------------------------------------------------------------------
@@ -91,7 +87,7 @@ def test_bad_parameters_are_refused_before_they_are_queued(tmp_path: Path) -> No
     store = Store(tmp_path / "q.db")
     with pytest.raises(JobError, match="protocol must be one of"):
         enqueue(store, _params(protocol="chatty"), None)
-    with pytest.raises(JobError, match="langs must be ko and/or en"):
+    with pytest.raises(JobError, match="langs must be among ko, en, en-from-ko and ko-from-en"):
         enqueue(store, _params(langs=("fr",)), None)
     with pytest.raises(JobError, match="dimensions must be among"):
         enqueue(store, JudgeRequest(run_id="r", dims=("XX",)), None)
@@ -111,6 +107,7 @@ def test_a_job_with_parameters_this_release_does_not_know_fails_with_the_reason(
 # Worker -------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_background_job_stores_what_the_same_run_in_the_foreground_stores(
     tmp_path: Path, fake_openai: FakeOpenAI
 ) -> None:
@@ -276,6 +273,7 @@ def _status(db: Path) -> str | None:
     return row[0] if row else None
 
 
+@pytest.mark.slow
 def test_a_server_without_a_batch_api_is_named_before_anything_is_sent(
     tmp_path: Path, fake_openai: FakeOpenAI
 ) -> None:
@@ -342,6 +340,7 @@ def test_the_dry_run_says_what_the_batch_api_would_change(
     assert "via the Batch API" not in out and "with --batch" in out
 
 
+@pytest.mark.slow
 def test_a_reproduction_job_runs_and_judges_every_model_of_its_plan(
     tmp_path: Path, fake_openai: FakeOpenAI
 ) -> None:
@@ -409,7 +408,7 @@ def test_a_stopping_worker_gives_up_a_request_in_flight_and_requeues_its_job(
 def test_a_judging_that_leaves_verdicts_unscored_says_why_and_what_to_try(
     tmp_path: Path, fake_openai: FakeOpenAI
 ) -> None:
-    """Issue 35: "0 scored, 30 unscored" said nothing useful. The summary names the
+    """A summary of "0 scored, 30 unscored" said nothing useful. Now it names the
     commonest reason and the lenient parser, in the job's row and on the command line."""
     from fixtures.fake_openai import Step
 
@@ -433,7 +432,7 @@ def test_a_judging_that_leaves_verdicts_unscored_says_why_and_what_to_try(
 def test_the_dry_run_of_a_sensitivity_plan_says_each_variants_calls_and_why(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Issue 35 #3: per variant, listener and judge calls; the emotion reader's judged
+    """Per variant, listener and judge calls; the emotion reader's judged
     texts are the base's, so it costs no judge call at all (no resampling noise)."""
     plan = tmp_path / "plan.toml"
     plan.write_text(
@@ -451,7 +450,7 @@ def test_the_dry_run_of_a_sensitivity_plan_says_each_variants_calls_and_why(
     assert "authors' pipeline: 136 listener, 340 judge" in out
     assert "emotion reader: extended: 0 listener, 0 judge: reads the base's answers" in out
     assert "post-processing: none: 0 listener, 340 judge" in out and "at most" in out
-    # issue 55 #5: only the 9 English items with _comma_ in their context are new
+    # Only the 9 English items with _comma_ in their context are new
     # requests; the Korean half and the rest are byte-identical and take the base's answers
     assert "commas: decoded: 18 listener, 45 judge: a run of its own" in out
     assert "judge parse: lenient: 0 listener, 0 judge: reads the judge's stored replies" in out

@@ -213,6 +213,7 @@ def _rated_and_judged(db: Path, server: FakeOpenAI) -> str:
     return run_id
 
 
+@pytest.mark.slow
 def test_agreement_after_judging(fake_openai: FakeOpenAI, tmp_path: Path) -> None:
     _rated_and_judged(tmp_path / "a.db", fake_openai)
     from koed_core.db import Store
@@ -360,7 +361,7 @@ def test_a_broken_judge_template_is_refused_when_loaded(
 def test_a_parser_variant_reads_the_stored_replies_again_without_a_call(
     fake_openai: FakeOpenAI, tmp_path: Path
 ) -> None:
-    """Issue 35 #3: "judge parse: lenient" asked the judge again. The stored replies are
+    """Choosing "judge parse: lenient" once asked the judge again. The stored replies are
     read again, in the order they were asked, up to the first the new parser scores."""
     from koed_core.judge.judging import reparse_judgments
 

@@ -1,9 +1,13 @@
-"""ruff lint and format and strict mypy on the core, run by the one test command."""
+"""ruff lint and format and strict mypy on the core, run by the one test command.
+
+Each tool runs as ``sys.executable -m TOOL``: the interpreter running pytest is the
+project's, so ``venv/bin/python -m pytest`` finds the venv's ruff and mypy without an
+activated venv or anything on PATH."""
 
 from __future__ import annotations
 
-import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -20,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
     ],
 )
 def test_clean(command: list[str]) -> None:
-    tool = shutil.which(command[0])
-    assert tool, f"{command[0]} is missing: pip install -r requirements-dev.txt"
-    result = subprocess.run([tool, *command[1:]], cwd=ROOT, capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, "-m", *command], cwd=ROOT, capture_output=True, text=True
+    )
     assert result.returncode == 0, result.stdout + result.stderr

@@ -5,8 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import torch
-import transformers
 
 from koed_core.dialogues.dataset import load_dataset
 from koed_core.models.backends import make_client
@@ -36,6 +34,8 @@ CHAT_TEMPLATE = (
 @pytest.fixture(scope="module")
 def tiny_gpt2(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A 2-layer GPT-2 with a byte-level BPE tokenizer trained on the sample dialogues."""
+    import torch
+    import transformers
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
     folder = tmp_path_factory.mktemp("tiny-gpt2")
@@ -129,6 +129,7 @@ print(len(results), errors)
     assert done.stdout.strip().splitlines()[-1] == "2 []"
 
 
+@pytest.mark.slow
 def test_missing_model_folder_is_a_model_error(tmp_path: Path) -> None:
     client = make_client(
         ModelSpec(name="nowhere", backend="transformers", model=str(tmp_path / "none"))
@@ -161,10 +162,13 @@ def test_embedded_default_answers_offline_from_a_copy_that_is_the_same_model(
     assert folder is not None and (folder / CONVERTED_WEIGHTS).is_file()
 
 
+@pytest.mark.slow
 def test_a_converted_copy_is_whole_or_absent(tiny_gpt2: Path, tmp_path: Path) -> None:
     """The copy is written to a staging folder renamed into place: after a save the folder
     loads to the same greedy answer; a save that cannot happen (the cache is a file)
     raises nothing and leaves nothing behind."""
+    import torch
+
     tokenizer, model = _from_pretrained(str(tiny_gpt2), {})
     target = tmp_path / "models" / "tiny-0123"
     _save_converted(tokenizer, model, target)
@@ -198,9 +202,12 @@ def test_the_converted_copy_is_named_by_the_file_and_follows_the_setting(
     assert _converted_folder(str(tmp_path), "missing.gguf") is None
 
 
+@pytest.mark.slow
 def test_a_cut_multibyte_character_is_never_shown(tiny_gpt2: Path) -> None:
     """A random byte-level model emits lone UTF-8 bytes (half a Hangul syllable) all the
     time: the raw decode shows U+FFFD, what reaches the page never does."""
+    import torch
+
     client = make_client(ModelSpec(name="tiny", backend="transformers", model=str(tiny_gpt2)))
     sampled = GenerationSettings(temperature=1.0, max_tokens=30)
     tokenizer, model = load_model(str(tiny_gpt2), None)

@@ -1,4 +1,4 @@
-"""The models' notes from models.toml in the reader's language (issue 57, item 7): Babel
+"""The models' notes from models.toml in the reader's language: Babel
 extracts them from the registry (babel.cfg, koed_core/toml_messages.py), the catalog has
 them in Korean, and a Korean page shows the Korean one; a note of one's own as written."""
 

@@ -28,6 +28,7 @@ def _texts(at: AppTest) -> list[str]:
     return [str(t.value) for t in at.text]
 
 
+@pytest.mark.slow
 def test_chat_both_languages_then_go_on_as_speaker(
     fake_registry: Path, fake_openai: FakeOpenAI, tmp_path: Path
 ) -> None:
@@ -113,6 +114,7 @@ def test_panes_answer_at_the_same_time(fake_registry: Path, fake_openai: FakeOpe
     assert fake_openai.max_in_flight == 2
 
 
+@pytest.mark.slow
 def test_an_admin_picks_any_openai_model_by_id(
     fake_registry: Path, fake_openai: FakeOpenAI, tmp_path: Path, monkeypatch
 ) -> None:  # type: ignore[no-untyped-def]
@@ -137,6 +139,7 @@ def test_an_admin_picks_any_openai_model_by_id(
     assert "openai:MODEL_ID" in at.warning[0].value
 
 
+@pytest.mark.slow
 def test_an_admin_picks_from_the_servers_own_list(
     fake_registry: Path, fake_openai: FakeOpenAI, monkeypatch
 ) -> None:  # type: ignore[no-untyped-def]

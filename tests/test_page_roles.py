@@ -71,6 +71,7 @@ def _shown(at: AppTest) -> list[str]:
     return texts
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("role", list(ROLES))
 @pytest.mark.parametrize("page", PAGE_FILES)
 def test_every_page_for_every_role(

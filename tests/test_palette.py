@@ -1,4 +1,4 @@
-"""The span widget's type colours (issue 57, item 4): apart from each other and from the
+"""The span widget's type colours: apart from each other and from the
 states (a pending selection, an English counterpart) for normal sight and for each colour
 blindness, and dark text readable on every one.
 
@@ -87,7 +87,7 @@ def test_every_type_colour_stands_apart(sight: str) -> None:
 
 
 def test_the_old_palette_failed() -> None:
-    """What issue 57 found: type 4 was the pending green, type 2 the English blue."""
+    """What a review found: type 4 was the pending green, type 2 the English blue."""
     old = ["#fde68a", "#bfdbfe", "#fbcfe8", "#bbf7d0", "#fed7aa"]
     assert np.linalg.norm(_lab(old[3], "normal") - _lab(STATES["pending"], "normal")) < 15
     assert np.linalg.norm(_lab(old[1], "normal") - _lab(STATES["english"], "normal")) < 15

@@ -1,4 +1,4 @@
-"""The gap split into perception and response (issue 55 #10), on the scripted server: a
+"""The gap split into perception and response, on the scripted server: a
 listener that names the gold emotion for some dialogues and answers well only then, a
 judge that scores the good answer 5 and the other 2."""
 
@@ -61,6 +61,7 @@ def _planted(body: dict[str, Any]) -> str | None:
     return None
 
 
+@pytest.mark.slow
 def test_the_gap_splits_into_perception_and_response(
     fake_openai: FakeOpenAI, tmp_path: Path
 ) -> None:

@@ -31,6 +31,7 @@ from koed_core.results import ppi, ppi_plan, ppi_table
 DRAWS = 200
 
 
+@pytest.mark.slow
 def test_ppi_covers_the_planted_gap_and_the_judge_alone_does_not() -> None:
     rng = np.random.default_rng(56)
     covered = dict.fromkeys(ppi.ESTIMATORS, 0)
@@ -83,6 +84,7 @@ def planted(tmp_path_factory: pytest.TempPathFactory):
     return planted_store(tmp_path_factory.mktemp("planted") / "koed.db")
 
 
+@pytest.mark.slow
 def test_planted_pipeline_three_ways(planted) -> None:
     result = ppi_table.gap_estimates(planted.store, planted.study_id, planted.judge)
     assert result.refusal is None and result.provenance["ppi_python"] == "0.2.3"
@@ -110,6 +112,7 @@ def test_planted_pipeline_three_ways(planted) -> None:
         assert ca_bias["ci_low"] <= JUDGE_BIAS <= ca_bias["ci_high"] + 0.2
 
 
+@pytest.mark.slow
 def test_hand_chosen_dialogues_refuse_ppi(tmp_path: Path) -> None:
     planted = planted_store(tmp_path / "koed.db", dialogues=40, method="manual")
     result = ppi_table.gap_estimates(planted.store, planted.study_id, planted.judge)
@@ -120,6 +123,7 @@ def test_hand_chosen_dialogues_refuse_ppi(tmp_path: Path) -> None:
     assert people["estimate"].notna().all()
 
 
+@pytest.mark.slow
 def test_the_planner_matches_ppi_python(planted) -> None:
     width = 0.4
     table = ppi_plan.plan(planted.store, planted.study_id, planted.judge, width)
@@ -153,6 +157,7 @@ def test_the_planner_matches_ppi_python(planted) -> None:
         assert row.more_ratings_ppi == max(0, row.ppi_needed - row.rated_now) * 2 * 2
 
 
+@pytest.mark.slow
 def test_a_random_study_records_its_draw_and_grows_by_the_same_permutation(tmp_path: Path) -> None:
     planted = planted_store(tmp_path / "koed.db", dialogues=40, fraction=0.25)
     ratings = StudyRules(planted.store)
@@ -174,6 +179,7 @@ def test_a_random_study_records_its_draw_and_grows_by_the_same_permutation(tmp_p
         design.next_batch(manual, order, 5)
 
 
+@pytest.mark.slow
 def test_koed_gap_and_plan_commands(planted, capsys: pytest.CaptureFixture[str]) -> None:
     db = ["--db", planted.store.path]
     study = ["--study", str(planted.study_id), "--judge", planted.judge.model]
@@ -189,6 +195,7 @@ def test_koed_gap_and_plan_commands(planted, capsys: pytest.CaptureFixture[str])
     assert "with PPI++" in said and "people alone" in said
 
 
+@pytest.mark.slow
 def test_the_export_holds_the_three_estimates_and_the_artefact(
     planted, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -233,6 +240,7 @@ def test_koed_study_create_records_a_random_sample(tmp_path: Path) -> None:
                  "--db", planted.store.path]) == 1  # fmt: skip
 
 
+@pytest.mark.slow
 def test_plan_build_adds_the_next_batch(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     planted = planted_store(tmp_path / "koed.db", dialogues=60, fraction=0.2)
     before = StudyRules(planted.store).config(planted.study_id).sampling
@@ -292,6 +300,7 @@ def test_each_stratum_is_resampled_on_its_own_draws() -> None:
     assert 0.9 <= ratio <= 1.1, ratio
 
 
+@pytest.mark.slow
 def test_plan_build_on_a_hand_picked_study_never_says_nothing_to_add(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -379,6 +388,7 @@ def test_a_refused_ppi_never_says_people_alone_stands_for_every_dialogue() -> No
     assert "only the dialogues chosen" in said
 
 
+@pytest.mark.slow
 def test_ppi_rows_carry_the_gain_beside_its_ceiling(
     planted, capsys: pytest.CaptureFixture[str]
 ) -> None:

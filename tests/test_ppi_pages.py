@@ -35,6 +35,7 @@ def _titles(at: AppTest) -> list[str]:
     return [json.loads(c.proto.spec)["layout"]["title"]["text"] for c in at.get("plotly_chart")]
 
 
+@pytest.mark.slow
 def test_the_gap_page_offers_three_estimates_and_names_ppi(planted) -> None:
     at = _page("app_pages/results/gap.py")
     assert not at.exception, [e.value for e in at.exception]
@@ -59,6 +60,7 @@ def test_the_gap_page_offers_three_estimates_and_names_ppi(planted) -> None:
     assert "judge only (CSV)" in [b.label for b in at.get("download_button")]
 
 
+@pytest.mark.slow
 def test_the_agreement_page_asks_whether_the_gap_is_a_judge_artefact(planted) -> None:
     at = _page("app_pages/results/agreement.py")
     assert not at.exception, [e.value for e in at.exception]
@@ -73,6 +75,7 @@ def test_the_agreement_page_asks_whether_the_gap_is_a_judge_artefact(planted) ->
     assert len(at.dataframe[-1].value) == 10
 
 
+@pytest.mark.slow
 def test_the_studies_page_plans_and_builds_a_random_study(planted, accounts: Path) -> None:  # noqa: F811
     at = _as("boss")
     at.switch_page("app_pages/rating/studies.py").run()
@@ -93,6 +96,7 @@ def test_the_studies_page_plans_and_builds_a_random_study(planted, accounts: Pat
     assert listed["sampling"].str.contains("uniform random sample of 10").any()
 
 
+@pytest.mark.slow
 def test_the_gap_page_says_why_ppi_is_refused(tmp_path: Path) -> None:
     manual = planted_store(tmp_path / "koed.db", dialogues=40, method="manual")
     StudyRules(manual.store).close(manual.study_id)

@@ -215,6 +215,7 @@ def test_a_reward_under_the_minimum_is_refused_naming_both_figures(
     assert fake.studies == {}  # nothing created
 
 
+@pytest.mark.slow
 def test_the_draft_carries_the_link_codes_and_filters_and_publishes_only_when_asked(
     world: tuple[Store, crowd.Invite], fake: FakeProlific
 ) -> None:
@@ -260,6 +261,7 @@ def test_the_draft_carries_the_link_codes_and_filters_and_publishes_only_when_as
     assert study_row["status"] == "ACTIVE" and again.published
 
 
+@pytest.mark.slow
 def test_a_return_frees_its_place_within_one_sync_and_the_next_arrival_gets_it(
     world: tuple[Store, crowd.Invite], fake: FakeProlific
 ) -> None:
@@ -286,6 +288,7 @@ def test_a_return_frees_its_place_within_one_sync_and_the_next_arrival_gets_it(
     assert again.ended == []  # ended once
 
 
+@pytest.mark.slow
 def test_a_burst_of_arrivals_with_returns_fills_every_place_after_one_sync(
     world: tuple[Store, crowd.Invite], fake: FakeProlific
 ) -> None:
@@ -307,6 +310,7 @@ def test_a_burst_of_arrivals_with_returns_fills_every_place_after_one_sync(
     assert crowd.places(store, invite).used == 5
 
 
+@pytest.mark.slow
 def test_a_leaked_code_and_a_far_too_fast_submission_are_flagged_and_places_raised(
     world: tuple[Store, crowd.Invite], fake: FakeProlific, clock: Clock
 ) -> None:
@@ -333,6 +337,7 @@ def test_a_leaked_code_and_a_far_too_fast_submission_are_flagged_and_places_rais
     assert prolific.sync(store, _client(store, fake, invite), invite).flagged == []  # once
 
 
+@pytest.mark.slow
 def test_review_is_a_dry_run_until_applied_and_each_action_happens_once(
     world: tuple[Store, crowd.Invite], fake: FakeProlific, clock: Clock
 ) -> None:
@@ -366,6 +371,7 @@ def test_review_is_a_dry_run_until_applied_and_each_action_happens_once(
     assert posts == []  # nothing applied twice
 
 
+@pytest.mark.slow
 def test_a_bonus_whose_pay_answer_is_lost_is_paid_once(
     world: tuple[Store, crowd.Invite], fake: FakeProlific, clock: Clock, tmp_path: Path
 ) -> None:
@@ -389,6 +395,7 @@ def test_a_bonus_whose_pay_answer_is_lost_is_paid_once(
     assert fake.submissions[sub["id"]]["bonus_payments"] == [50]
 
 
+@pytest.mark.slow
 def test_a_crash_between_paying_and_the_pay_call_never_pays_twice(
     world: tuple[Store, crowd.Invite],
     fake: FakeProlific,
@@ -434,6 +441,7 @@ def test_the_pay_call_is_not_retried_on_a_server_error(
     assert issubclass(ProlificAnswerLost, ProlificError)
 
 
+@pytest.mark.slow
 def test_the_whole_life_from_the_command_line_leaves_no_token_behind(
     world: tuple[Store, crowd.Invite],
     fake: FakeProlific,
@@ -536,6 +544,7 @@ def test_the_hourly_pay_is_the_one_prolific_computes_on_whole_minutes(
     assert draft.hourly != pytest.approx(2.00 / (draft.minutes / 60))
 
 
+@pytest.mark.slow
 def test_review_names_what_it_will_not_do_and_a_decision_can_be_recorded_from_the_command_line(
     world: tuple[Store, crowd.Invite],
     fake: FakeProlific,

@@ -104,6 +104,7 @@ def test_the_address_koed_serve_records_reaches_invite_create(
     assert link.startswith("https://study.koed.example/join?invite=")
 
 
+@pytest.mark.slow
 def test_a_rerun_patches_a_changed_reward_and_prints_what_prolific_holds(
     world: tuple[Store, crowd.Invite],  # noqa: F811
     fake: FakeProlific,  # noqa: F811
@@ -143,6 +144,7 @@ def test_a_rerun_patches_a_changed_reward_and_prints_what_prolific_holds(
     assert all(r[0] != "PATCH" for r in fake.requests[sent:]) and study["reward"] == 250
 
 
+@pytest.mark.slow
 def test_publish_moves_a_localhost_draft_to_the_public_address(
     world: tuple[Store, crowd.Invite],  # noqa: F811
     fake: FakeProlific,  # noqa: F811
@@ -166,6 +168,7 @@ def test_publish_moves_a_localhost_draft_to_the_public_address(
     assert "external_study_url" in {c.field for c in done.changes}
 
 
+@pytest.mark.slow
 def test_a_lost_creation_answer_then_a_rerun_leaves_one_draft(
     world: tuple[Store, crowd.Invite],  # noqa: F811
     fake: FakeProlific,  # noqa: F811
@@ -205,6 +208,7 @@ def test_an_old_database_takes_the_place_rules_and_the_address(tmp_path: Path) -
     assert (made_before.arrival_grace, made_before.place_limit) == (10, 12)
 
 
+@pytest.mark.slow
 def test_the_studies_page_takes_the_recorded_address_and_the_place_rules(
     accounts: Path,  # noqa: F811
     tmp_path: Path,

@@ -79,6 +79,7 @@ def test_cut_off_json_for_the_draft_says_prolific_may_have_made_it(
     assert len(posts) == 1  # an unsafe call is never sent again
 
 
+@pytest.mark.slow
 def test_a_json_list_where_a_page_is_due_is_one_line_on_the_command_line(
     world: tuple[Store, crowd.Invite],
     fake: FakeProlific,
@@ -98,6 +99,7 @@ def test_a_json_list_where_a_page_is_due_is_one_line_on_the_command_line(
     assert "HTTP 200, application/json" in err
 
 
+@pytest.mark.slow
 def test_an_answer_without_its_id_pays_nothing(
     world: tuple[Store, crowd.Invite], fake: FakeProlific, clock: Clock, tmp_path: Path
 ) -> None:
@@ -138,6 +140,7 @@ def test_a_list_longer_than_the_page_cap_is_an_error_not_a_list_cut_short(
     assert len(_filters(_client(store, fake, invite, max_pages=every))) == every
 
 
+@pytest.mark.slow
 def test_a_trickling_body_ends_at_the_deadline(
     world: tuple[Store, crowd.Invite], fake: FakeProlific
 ) -> None:
@@ -154,6 +157,7 @@ def test_a_trickling_body_ends_at_the_deadline(
     assert (call["tries"], call["outcome"]) == (2, "answer lost: TooSlow")
 
 
+@pytest.mark.slow
 def test_a_trickling_answer_to_an_unsafe_call_is_never_sent_again(
     world: tuple[Store, crowd.Invite], fake: FakeProlific
 ) -> None:
@@ -171,6 +175,7 @@ def test_a_trickling_answer_to_an_unsafe_call_is_never_sent_again(
     ) == 1  # never sent again
 
 
+@pytest.mark.slow
 def test_server_errors_are_retried_with_jittered_backoff_only_when_safe(
     world: tuple[Store, crowd.Invite], fake: FakeProlific
 ) -> None:
@@ -213,6 +218,7 @@ def test_a_connection_never_made_is_tried_again_even_for_an_unsafe_call(
     assert call["outcome"].startswith("not reached")
 
 
+@pytest.mark.slow
 def test_the_dashboard_shows_a_bad_answer_as_one_sentence_in_korean(
     accounts: Path,
     world: tuple[Store, crowd.Invite],

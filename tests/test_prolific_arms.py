@@ -50,6 +50,7 @@ def _cli(monkeypatch: pytest.MonkeyPatch, fake: FakeProlific) -> None:
     monkeypatch.setenv("KOED_SECRET_KEY", "s" * 64)
 
 
+@pytest.mark.slow
 def test_a_dry_run_shows_each_arms_filters_and_eligible_count_and_a_short_arm_asks_first(
     tmp_path: Path,
     fake: FakeProlific,
@@ -88,6 +89,7 @@ def test_a_dry_run_shows_each_arms_filters_and_eligible_count_and_a_short_arm_as
     assert len(fake.studies) == 2
 
 
+@pytest.mark.slow
 def test_each_arm_is_its_own_study_with_its_filter_places_and_codes_and_sync_follows_both(
     tmp_path: Path, fake: FakeProlific
 ) -> None:
@@ -117,6 +119,7 @@ def test_each_arm_is_its_own_study_with_its_filter_places_and_codes_and_sync_fol
     assert crowd.worker_of(store, people[1][1].username).status == "returned"  # type: ignore[union-attr]
 
 
+@pytest.mark.slow
 def test_nobody_takes_part_twice_in_the_other_arm_or_a_later_link(
     tmp_path: Path, fake: FakeProlific
 ) -> None:
@@ -147,6 +150,7 @@ def test_nobody_takes_part_twice_in_the_other_arm_or_a_later_link(
             fake.arrive(study_id, participant_id="aa" * 12)
 
 
+@pytest.mark.slow
 def test_the_eligible_count_leaves_out_the_study_group(tmp_path: Path, fake: FakeProlific) -> None:
     store, invite = _link(tmp_path, ("en",), cap=2)
     people = fake.plant_pool(30, ENGLISH)
@@ -172,6 +176,7 @@ def test_an_old_database_takes_the_arms_and_events(tmp_path: Path) -> None:
     assert "prolific_events" in tables and "prolific_arms" in columns
 
 
+@pytest.mark.slow
 def test_bonuses_for_a_two_arm_link_are_refused_in_one_sentence_not_sent(
     tmp_path: Path, fake: FakeProlific
 ) -> None:

@@ -50,6 +50,7 @@ def _states(store: Store, invite: crowd.Invite, round_: str = "1") -> list[str]:
     return [b["state"] for b in ProlificLog(store).bonuses(invite.id, round_)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("status", [400, 401, 429])
 def test_a_refused_pay_call_is_unpaid_with_its_reason_and_the_next_apply_pays_it(
     world: tuple[Store, crowd.Invite],
@@ -80,6 +81,7 @@ def test_a_refused_pay_call_is_unpaid_with_its_reason_and_the_next_apply_pays_it
     assert len(fake.pay_calls) == 1
 
 
+@pytest.mark.slow
 def test_an_earlier_bonus_of_the_same_amount_never_confirms_a_later_one(
     world: tuple[Store, crowd.Invite], fake: FakeProlific, clock: Clock, tmp_path: Path
 ) -> None:
@@ -104,6 +106,7 @@ def test_an_earlier_bonus_of_the_same_amount_never_confirms_a_later_one(
     assert len(fake.pay_calls) == 2  # one pay call per round, never a third
 
 
+@pytest.mark.slow
 def test_a_pay_call_that_paid_and_then_answered_500_is_never_paid_again(
     world: tuple[Store, crowd.Invite], fake: FakeProlific, clock: Clock, tmp_path: Path
 ) -> None:
@@ -128,6 +131,7 @@ def test_a_pay_call_that_paid_and_then_answered_500_is_never_paid_again(
     assert len(fake.pay_calls) == 1 and set(fake.paid_per_person().values()) == {1}
 
 
+@pytest.mark.slow
 def test_a_500_that_paid_nothing_is_paid_once_the_researcher_releases_it(
     world: tuple[Store, crowd.Invite], fake: FakeProlific, clock: Clock, tmp_path: Path
 ) -> None:
@@ -149,6 +153,7 @@ def test_a_500_that_paid_nothing_is_paid_once_the_researcher_releases_it(
     assert fake.submissions[sub["id"]]["bonus_payments"] == [50]
 
 
+@pytest.mark.slow
 def test_a_lost_set_up_is_said_and_the_next_apply_pays_a_new_one_once(
     world: tuple[Store, crowd.Invite], fake: FakeProlific, clock: Clock, tmp_path: Path
 ) -> None:
@@ -168,6 +173,7 @@ def test_a_lost_set_up_is_said_and_the_next_apply_pays_a_new_one_once(
     assert fake.submissions[sub["id"]]["bonus_payments"] == [75]
 
 
+@pytest.mark.slow
 def test_a_refused_set_up_stays_planned_with_its_reason_and_the_next_apply_sets_it_up(
     world: tuple[Store, crowd.Invite], fake: FakeProlific, clock: Clock, tmp_path: Path
 ) -> None:
@@ -185,6 +191,7 @@ def test_a_refused_set_up_stays_planned_with_its_reason_and_the_next_apply_sets_
     assert [b.state for b in again] == ["paid"] and len(fake.pay_calls) == 1
 
 
+@pytest.mark.slow
 def test_a_submission_that_cannot_be_read_before_paying_leaves_the_bonus_unpaid(
     world: tuple[Store, crowd.Invite], fake: FakeProlific, clock: Clock, tmp_path: Path
 ) -> None:
@@ -203,6 +210,7 @@ def test_a_submission_that_cannot_be_read_before_paying_leaves_the_bonus_unpaid(
     assert [b.state for b in again] == ["paid"] and len(fake.pay_calls) == 1
 
 
+@pytest.mark.slow
 def test_a_late_pay_answer_stays_paying_and_the_next_run_settles_it_from_the_submission(
     world: tuple[Store, crowd.Invite], fake: FakeProlific, clock: Clock, tmp_path: Path
 ) -> None:
@@ -218,6 +226,7 @@ def test_a_late_pay_answer_stays_paying_and_the_next_run_settles_it_from_the_sub
     assert [b.state for b in settled] == ["paid"] and len(fake.pay_calls) == 1
 
 
+@pytest.mark.slow
 def test_a_second_amount_for_the_same_round_is_refused_before_anything_is_sent(
     world: tuple[Store, crowd.Invite], fake: FakeProlific, clock: Clock, tmp_path: Path
 ) -> None:
@@ -237,6 +246,7 @@ def test_a_second_amount_for_the_same_round_is_refused_before_anything_is_sent(
     assert len(fake.requests) == sent
 
 
+@pytest.mark.slow
 def test_a_rerun_from_the_command_line_says_it_sent_nothing(
     world: tuple[Store, crowd.Invite],
     fake: FakeProlific,
@@ -267,6 +277,7 @@ def test_a_rerun_from_the_command_line_says_it_sent_nothing(
     assert len([r for r in fake.requests if r[0] == "POST"]) == posts
 
 
+@pytest.mark.slow
 def test_a_bonus_left_paying_by_an_earlier_version_is_never_sent_again(
     world: tuple[Store, crowd.Invite], fake: FakeProlific, clock: Clock, tmp_path: Path
 ) -> None:

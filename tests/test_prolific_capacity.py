@@ -16,6 +16,7 @@ from tests.test_prolific import KEY, TOKEN, Clock, _arrive, _client, _fresh, clo
 from tests.test_prolific_arms import _link
 
 
+@pytest.mark.slow
 def test_the_study_pauses_at_capacity_and_starts_again_below_it(
     tmp_path: Path,
     fake: FakeProlific,
@@ -51,6 +52,7 @@ def test_the_study_pauses_at_capacity_and_starts_again_below_it(
     assert "pausing the study at capacity" in whats and "starting the study again" in whats
 
 
+@pytest.mark.slow
 def test_a_pause_the_researcher_made_is_not_lifted(tmp_path: Path, fake: FakeProlific) -> None:
     store, invite = _link(tmp_path, ("ko",), cap=5)
     client = _client(store, fake, invite)

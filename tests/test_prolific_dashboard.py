@@ -16,6 +16,7 @@ from tests.test_prolific import KEY, TOKEN, Clock, _client, _finish, clock, fake
 from tests.test_rating_pages import _as, accounts  # noqa: F401
 
 
+@pytest.mark.slow
 def test_the_dashboard_syncs_flags_and_reviews_behind_a_confirmation(
     accounts: Path,  # noqa: F811
     world: tuple,  # type: ignore[type-arg]  # noqa: F811

@@ -104,6 +104,7 @@ def _post(url: str, body: bytes, headers: dict[str, str]) -> int:
         return int(err.code)
 
 
+@pytest.mark.slow
 def test_a_return_delivered_as_a_signed_event_frees_the_place_before_any_sync(
     hooked: tuple[Store, crowd.Invite, str], fake: FakeProlific
 ) -> None:
@@ -123,6 +124,7 @@ def test_a_return_delivered_as_a_signed_event_frees_the_place_before_any_sync(
     assert "its place is free" in last["outcome"]
 
 
+@pytest.mark.slow
 def test_forged_stale_and_replayed_events_are_refused_or_applied_once(
     hooked: tuple[Store, crowd.Invite, str], fake: FakeProlific, clock: Clock
 ) -> None:

@@ -33,6 +33,7 @@ def _two_arms(tmp_path: Path, fake: FakeProlific) -> tuple:  # type: ignore[type
     return store, invite, arms, ko, en
 
 
+@pytest.mark.slow
 def test_unread_messages_and_one_message_to_each_arms_participants(
     tmp_path: Path,
     fake: FakeProlific,
@@ -62,6 +63,7 @@ def test_unread_messages_and_one_message_to_each_arms_participants(
     assert len(fake.sent_messages) == 2
 
 
+@pytest.mark.slow
 def test_the_dashboard_shows_the_newest_unread_message_and_sends_behind_a_tick(
     accounts: Path,  # noqa: F811
     tmp_path: Path,

@@ -44,6 +44,7 @@ def _bilingual(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fake: FakeProlif
     return store, invite
 
 
+@pytest.mark.slow
 def test_the_studies_page_says_who_can_take_part_and_asks_before_a_short_arm_is_published(
     accounts: Path,  # noqa: F811
     tmp_path: Path,
@@ -74,6 +75,7 @@ def test_the_studies_page_says_who_can_take_part_and_asks_before_a_short_arm_is_
     assert TOKEN not in str(at)
 
 
+@pytest.mark.slow
 def test_the_dashboard_follows_both_arms_and_says_when_prolific_was_last_heard(
     accounts: Path,  # noqa: F811
     tmp_path: Path,

@@ -37,6 +37,7 @@ def _ids(invite: crowd.Invite, sub: dict) -> dict[str, str]:  # type: ignore[typ
     return crowd.platform_ids(invite, params, KEY)  # type: ignore[arg-type]
 
 
+@pytest.mark.slow
 def test_a_launch_burst_leaves_prolific_places_equal_to_the_links(
     world: tuple[Store, crowd.Invite],  # noqa: F811
     fake: FakeProlific,  # noqa: F811
@@ -73,6 +74,7 @@ def test_a_launch_burst_leaves_prolific_places_equal_to_the_links(
     assert crowd.places(store, invite).used == 5
 
 
+@pytest.mark.slow
 def test_an_arrival_past_the_grace_with_no_app_place_raises_by_one_up_to_the_limit(
     world: tuple[Store, crowd.Invite],  # noqa: F811
     fake: FakeProlific,  # noqa: F811

@@ -82,7 +82,7 @@ def test_jeong_and_han_are_defined_in_the_list() -> None:
 
 
 def test_every_entry_of_the_list_is_read_back_as_its_label() -> None:
-    """Issue 35: the list named jeong and han in romanisation too, so a model that answered
+    """The list named jeong and han in romanisation too, so a model that answered
     "Emotion: jeong" gave the authors' reader (which paper mode uses) no label. Their list
     names the two by the Korean word alone; a model that copies any entry is read right."""
     from koed_core.models.pipeline import read_emotions_authors
@@ -132,7 +132,7 @@ def test_no_label_is_told_apart_from_a_wrong_one() -> None:
 
 
 def test_paper_ko_changes_the_instruction_language_alone(tmp_path: Path) -> None:
-    """Issue 35 #1: "instruction language: native" also changed the number of calls, the
+    """Setting "instruction language: native" once also changed the number of calls, the
     wording, the role names and the label list. paper-ko is the paper set with Korean
     instructions for Korean dialogues: English requests are the paper set's byte for byte,
     Korean ones keep its structure, labels and transcript."""

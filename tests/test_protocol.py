@@ -204,7 +204,7 @@ def test_emotion_scores(predicted, gold, hit, p, r, f1, j) -> None:  # type: ign
         ),
         (("two_calls = true", 'two_calls = "yes"'), "must be true or false"),
         (('label = "{Name} ({gloss})"', 'label = "{Name} ({glos})"'), "use {name} {Name} {gloss}"),
-        # issue 31, finding 13: widths, conversions and attributes passed the fill check
+        # Widths, conversions and attributes passed the fill check
         (
             ("Conversation:\n{transcript}", "Conversation:\n{transcript:>300000000}"),
             "{transcript:>300000000}: a placeholder takes no width",
@@ -234,7 +234,7 @@ def test_a_broken_prompt_file_is_refused_when_loaded(
 
 
 def test_a_one_call_answer_is_read_with_the_runs_emotion_reader() -> None:
-    """Issue 35 #1: one-call runs read labels with the Korean-alias reader whatever the
+    """One-call runs read labels with the Korean-alias reader whatever the
     run's emotion_reader said, while the stored config said "authors"."""
     raw = "Emotion: 슬픔, lonely\nResponse: 많이 속상했겠다."
     assert parse_reply(raw, "multi").labels == ("sad", "lonely")

@@ -1,4 +1,4 @@
-"""Every number from one source: regressions for the 0.1.0 findings (issue 9), each on the
+"""Every number from one source: regressions for the 0.1.0 findings, each on the
 upgraded 0.1.0 fixture or on a database built here."""
 
 from __future__ import annotations
@@ -71,6 +71,7 @@ def test_export_keeps_each_judge_configuration_apart(old: Path, tmp_path: Path) 
     assert len(agreement.drop_duplicates(["judge_model", "judge_prompt_version"])) == 3
 
 
+@pytest.mark.slow
 def test_gap_page_shows_one_prompt_version(old: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     store = Store(old)
     newest = score_sources.choose_judge(store, [LISTENER_RUN])

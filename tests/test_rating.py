@@ -157,6 +157,7 @@ def test_rating_validation_update_and_set_aside(tmp_path: Path) -> None:
     assert ratings.done(study_id, "r1") == 1
 
 
+@pytest.mark.slow
 def test_thirty_raters_saving_at_once_lose_nothing(tmp_path: Path) -> None:
     db = tmp_path / "busy.db"
     store, run_id = seeded_store(db, dialogues=34)

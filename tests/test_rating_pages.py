@@ -53,6 +53,7 @@ def _page_titles(at: AppTest) -> list[str]:
     return [t.value for t in at.title]
 
 
+@pytest.mark.slow
 def test_login_right_and_wrong(accounts: Path) -> None:
     at = _login("mina", "not-her-password")
     assert [e.value for e in at.error] == [auth_component().failed_message()]
@@ -148,6 +149,7 @@ def test_admin_pages_guard_themselves_when_run_alone(accounts: Path, page: str) 
     assert not [b for b in visitor.button if b.label in ("Create study", "Run")]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("key", [None, "replace-with-a-long-random-string", "short"])
 def test_rating_pages_stay_closed_without_a_real_cookie_key(
     accounts: Path, monkeypatch: pytest.MonkeyPatch, key: str | None
@@ -166,6 +168,7 @@ def test_rating_pages_stay_closed_without_a_real_cookie_key(
         )
 
 
+@pytest.mark.slow
 def test_onboarding_calibration_then_a_full_rating(accounts: Path, tmp_path: Path) -> None:
     store, run_id = seeded_store(tmp_path / "koed.db")
     study(store, run_id, attention_checks=0, langs=("en",))

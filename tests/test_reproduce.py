@@ -8,7 +8,6 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +17,7 @@ import pytest
 from fixtures.fake_openai import AUTHORS_REPLY, HANGUL, FakeOpenAI
 from koed_core.paths import SAMPLE_FILE
 from koed_core.results.reproduce import PlanError, load_plan
-from tests.conftest import stored_responses
+from tests.conftest import stored_responses, wait_until
 
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = ["m-one", "m-two", "m-three", "m-four", "m-five"]
@@ -125,13 +124,10 @@ def test_reproduce_killed_and_resumed(tmp_path: Path, fake_openai: FakeOpenAI) -
     command = [sys.executable, "-m", "koed_core.cli", "reproduce", str(plan), "--out", str(out)]
     proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     db = tmp_path / "k.db"
-    deadline = time.monotonic() + 60
-    stored = 0
-    while stored < 15 and time.monotonic() < deadline:
-        time.sleep(0.1)
-        stored = stored_responses(db)
+    wait_until(lambda: stored_responses(db) >= 15, "fifteen answers stored before the kill")
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=10)
+    stored = stored_responses(db)
     assert 15 <= stored < 60, "the reproduction should have been killed mid-way"
     sent_before = len(fake_openai.requests)
     again = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
@@ -167,7 +163,7 @@ def test_reproduce_killed_and_resumed(tmp_path: Path, fake_openai: FakeOpenAI) -
     assert said in claimed.stdout and said.startswith("## The paper's claims")
     assert "Models consistently underperform on KoED" in said and "judge: judge-x" in said
     assert said.count("runs: ") == 3 and "Dataset sha256: " in said
-    assert "the abstract: " in said and "Decision rule" in said  # issue 55 #7
+    assert "the abstract: " in said and "Decision rule" in said
     # ... and the bundle's README lists claims.md and prints every verdict in it
     readme = (out / "README.md").read_text()
     assert "| claims.md |" in readme and said.strip() in readme
@@ -228,7 +224,7 @@ def _by_dimension(body: dict[str, Any]) -> str | None:
 def test_the_tables_gap_pairs_by_dialogue_and_dimension(
     tmp_path: Path, fake_openai: FakeOpenAI
 ) -> None:
-    """Issue 55 #6: a dimension scored in one language only is left out of both."""
+    """A dimension scored in one language only is left out of both."""
     plan, env = _setup(tmp_path, fake_openai)
     plan.write_text(
         plan.read_text()

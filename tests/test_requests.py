@@ -1,4 +1,4 @@
-"""A run's settings and a judging pass's are declared once (issue 51): the command line,
+"""A run's settings and a judging pass's are declared once: the command line,
 the jobs, the plans and the Runs form are built from the request classes, and two
 requests asking the same work compare equal."""
 
@@ -130,6 +130,7 @@ def test_a_plan_takes_every_pipeline_step_as_a_key_and_a_variant() -> None:
     assert json.dumps(sorted(plan.pipeline))  # a plain table, as the file has it
 
 
+@pytest.mark.slow
 def test_no_core_function_takes_more_than_eight_parameters() -> None:
     """Requests and hooks carry settings: a function of more is a setting list grown
     again (``self`` and ``cls`` not counted)."""

@@ -17,6 +17,7 @@ import sys
 import tomllib
 from pathlib import Path
 
+import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
@@ -87,6 +88,7 @@ def _imports() -> dict[str, set[str]]:
     return found
 
 
+@pytest.mark.slow
 def test_the_scan_sees_imports() -> None:
     """The scan itself works: it finds what we know the tree imports."""
     imports = _imports()
@@ -94,6 +96,7 @@ def test_the_scan_sees_imports() -> None:
     assert "json" not in imports and "koed_core" not in imports
 
 
+@pytest.mark.slow
 def test_every_import_is_a_listed_distribution() -> None:
     listed = set(_listed())
     owners = metadata.packages_distributions()

@@ -33,6 +33,7 @@ def test_agreement_page_explains_what_is_missing() -> None:
     assert at.info[0].value.startswith("No human ratings yet")
 
 
+@pytest.mark.slow
 def test_agreement_page_shows_table_heatmap_and_disagreements(
     fake_openai: FakeOpenAI, tmp_path: Path
 ) -> None:
@@ -72,6 +73,7 @@ def test_judge_page_judges_a_run(
     assert "scored, 0 unscored" in message and "0 failed" in message
 
 
+@pytest.mark.slow
 def test_kept_numbers_follow_a_change_made_by_another_process(
     fake_openai: FakeOpenAI, tmp_path: Path
 ) -> None:
@@ -90,8 +92,9 @@ def test_kept_numbers_follow_a_change_made_by_another_process(
     assert after.drop("EX").equals(before.drop("EX"))
 
 
+@pytest.mark.slow
 def test_agreement_readings_are_readable_whole(fake_openai: FakeOpenAI, tmp_path: Path) -> None:
-    """A grid cuts a long reading at its column's width (issue 34): one row's readings are
+    """A grid cuts a long reading at its column's width: one row's readings are
     shown in full beneath it, for the row a reader picks, named in the page's language."""
     _rated_and_judged(tmp_path / "koed.db", fake_openai)
     at = _page("app_pages/results/agreement.py")
@@ -105,6 +108,7 @@ def test_agreement_readings_are_readable_whole(fake_openai: FakeOpenAI, tmp_path
     assert f"Length baseline: {row['length_reading']}" in shown
 
 
+@pytest.mark.slow
 def test_agreement_readings_are_in_the_readers_language_and_the_csv_in_english(
     fake_openai: FakeOpenAI, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -136,10 +140,11 @@ def test_agreement_readings_are_in_the_readers_language_and_the_csv_in_english(
     assert exported["alpha_reading"].tolist() == english["alpha_reading"].tolist()
 
 
+@pytest.mark.slow
 def test_the_gap_page_computes_its_perception_table_once(
     fake_openai: FakeOpenAI, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Issue 57, item 10: the perception table (seconds on an admin's database) is kept
+    """The perception table (seconds on an admin's database) is kept
     between runs of the Gap page like its other tables, not computed on every click."""
     from koed_core.results import perception
 

@@ -116,6 +116,7 @@ def test_the_judge_form_asks_the_request_which_template_fits_the_mode(
         Jobs(store).get(2)
 
 
+@pytest.mark.slow
 def test_the_studies_page_offers_each_run(
     four_runs: tuple[Store, list[str]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

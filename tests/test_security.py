@@ -1,4 +1,4 @@
-"""Each security finding of issue 12, replayed: blindness, paid calls, fail-closed
+"""Each security finding of a review, replayed: blindness, paid calls, fail-closed
 accounts, formula cells, credentials in URLs, file modes, literal rendering, bad files.
 (The lock-out and session findings are in test_users.py and the browser test.)"""
 
@@ -15,8 +15,13 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from fixtures.fake_openai import FakeOpenAI
+from koed_core.annotation.taxonomy import (
+    AnnotationError,
+    load_taxonomy,
+)
+from koed_core.cli import main
 from koed_core.db import Runs, Store
-from koed_core.dialogues.dataset import load_dataset
+from koed_core.dialogues.dataset import DatasetError, load_dataset
 from koed_core.dialogues.export import to_csv
 from koed_core.models.backends import make_client
 from koed_core.models.client import GenerationSettings
@@ -89,6 +94,7 @@ def test_results_pages_reveal_nothing_of_an_open_study(site: Path) -> None:
     assert "note" in _everything(admin)  # raters' comments, for the admin only
 
 
+@pytest.mark.slow
 def test_closing_a_study_publishes_numbers_but_never_words(site: Path) -> None:
     StudyRules(Store(site)).close(1)
     rater = _as("mina", "app_pages/results/agreement.py")
@@ -139,6 +145,7 @@ def _call_paid_model(url: str) -> None:
         st.error(str(err))
 
 
+@pytest.mark.slow
 def test_each_account_has_an_hourly_allowance(
     site: Path, fake_registry: Path, fake_openai: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -263,6 +270,7 @@ def test_a_0_1_0_url_with_credentials_is_redacted_on_upgrade(tmp_path: Path) -> 
 # 10. Names and ids render literally ------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_display_names_render_literally(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "accounts.yaml"
     accounts.add_user(
@@ -279,6 +287,7 @@ def test_display_names_render_literally(tmp_path: Path, monkeypatch: pytest.Monk
 # 11. Bad files are messages, not tracebacks ----------------------------------------------
 
 
+@pytest.mark.slow
 def test_bad_files_are_named_on_the_page(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     models = tmp_path / "models.toml"
     models.write_text("[models.x\nbackend = ")
@@ -321,3 +330,64 @@ def test_visitors_see_the_data_files_name_not_where_it_lives(site: Path) -> None
     assert "File: koed_sample.json" in visitor and str(ROOT) not in visitor
     admin = _everything(_as("boss", "app_pages/dialogues/explorer.py"))
     assert f"File: {ROOT / 'data' / 'sample' / 'koed_sample.json'}" in admin
+
+
+DEEP = 100_000
+
+
+# Deep nesting is one sentence naming the file ----------------------------------------
+
+
+def _deep_toml(path: Path) -> Path:
+    path.write_text("name = " + "[" * DEEP + "]" * DEEP + "\n", encoding="utf-8")
+    return path
+
+
+def test_a_deeply_nested_taxonomy_is_one_sentence_naming_the_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from components.annotation.annotation_admin import _taxonomy_upload
+
+    deep = _deep_toml(tmp_path / "deep.toml")
+    with pytest.raises(AnnotationError, match="deep.toml: nested too deeply"):
+        load_taxonomy(deep)
+
+    class Upload:
+        name = "deep.toml"
+
+        def getvalue(self) -> bytes:
+            return deep.read_bytes()
+
+    with pytest.raises(AnnotationError, match="deep.toml: nested too deeply"):
+        _taxonomy_upload(Upload())
+    assert main(["annotations", "project", "--name", "x", "--taxonomy", str(deep)]) == 1
+    err = capsys.readouterr().err
+    assert "deep.toml: nested too deeply" in err and "RecursionError" not in err, err
+
+
+def test_deeply_nested_claims_plans_and_json_are_one_sentence_naming_the_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")  # nothing may be called
+    plan = tmp_path / "plan.toml"
+    plan.write_text(
+        'name = "small"\nmodels = ["openai:a"]\njudge = "gpt-4o"\nsubset = "full"\n'
+        'protocols = ["single"]\n'
+    )
+    deep = _deep_toml(tmp_path / "claims.toml")
+    code = main(["reproduce", str(plan), "--data", str(SAMPLE_FILE), "--claims", str(deep)])
+    err = capsys.readouterr().err
+    assert code == 1 and "claims.toml: nested too deeply" in err, err
+    assert "RecursionError" not in err
+    deep_plan = _deep_toml(tmp_path / "deep-plan.toml")
+    assert main(["reproduce", str(deep_plan), "--data", str(SAMPLE_FILE), "--dry-run"]) == 1
+    err = capsys.readouterr().err
+    assert "deep-plan.toml: nested too deeply" in err and "RecursionError" not in err, err
+    studio = tmp_path / "deep.json"
+    studio.write_text("[" * DEEP + "]" * DEEP, encoding="utf-8")
+    code = main(["annotations", "import", str(studio), "--format", "label-studio", "--name", "d"])
+    err = capsys.readouterr().err
+    assert code == 1 and "deep.json: nested too deeply" in err, err
+    assert "RecursionError" not in err
+    with pytest.raises(DatasetError, match="nested too deeply"):
+        load_dataset(studio)

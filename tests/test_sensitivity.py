@@ -75,7 +75,7 @@ def test_a_planted_post_processing_effect_is_recovered(
         sensitivity.BASE,
         "post-processing: none",
         "emotion reader: extended",
-        "'=HYPERLINK(lenient)",  # neutralised (issue 31, finding 6)
+        "'=HYPERLINK(lenient)",  # neutralised
         sensitivity.NOISE_FLOOR,
     }
     assert {p.stat().st_mode & 0o777 for p in out.glob("sensitivity.*")} == {0o600}
@@ -117,7 +117,7 @@ def test_a_planted_post_processing_effect_is_recovered(
     # the post-processing variant read the base's stored answers again: no listener call
     answered = store.db.execute("select count(*) from responses where run_id = ?", [run_id])
     assert sum(r["model"] == "m-one" for r in fake_openai.requests) == 2 * answered.fetchone()[0]
-    # judge calls (issue 35): the base's texts once; of the post-processing variant only the
+    # judge calls: the base's texts once; of the post-processing variant only the
     # English replies, which it judges cut differently; none for the emotion reader, whose
     # judged texts are byte-identical to the base's (its verdicts are the base's, not a
     # resample), nor for the parser variant, which reads the judge's stored replies again
@@ -149,8 +149,9 @@ def test_a_planted_post_processing_effect_is_recovered(
     assert (cut_shown == planted).sum() == 5  # the five dimensions; emotion did not move
 
 
+@pytest.mark.slow
 def test_each_change_has_a_bootstrap_p_and_holm_adjusts_over_its_table() -> None:
-    """Issue 35 #3: about 49 intervals were shown with no word on multiple comparisons."""
+    """About 49 intervals were shown with no word on multiple comparisons."""
     from statsmodels.stats.multitest import multipletests
 
     rng = np.random.default_rng(5)
@@ -208,7 +209,7 @@ def _run(command: list[str], env: dict[str, str]) -> subprocess.CompletedProcess
 def test_a_variant_with_every_verdict_unscored_keeps_its_rows(
     tmp_path: Path, fake_openai: FakeOpenAI
 ) -> None:
-    """Issue 55 #4: every variant x metric has a row; an empty one says why."""
+    """Every variant x metric has a row; an empty one says why."""
     fake_openai.reply_fn = lambda body: (
         "I would rather not give a number."
         if body["messages"][0]["content"].startswith("You evaluate")
@@ -244,7 +245,7 @@ def _off_scale_ex(body: dict[str, object]) -> str | None:
 def test_the_parser_variant_reads_again_and_never_asks(
     tmp_path: Path, fake_openai: FakeOpenAI
 ) -> None:
-    """Issue 55 #3: the authors' parser keeps a 7 unscored without asking again; the
+    """The authors' parser keeps a 7 unscored without asking again; the
     lenient one would ask again. The variant re-reads only: no judge call, the task left
     unscored and saying why; the dry run's 0 judge calls is then true."""
     fake_openai.reply_fn = _off_scale_ex
@@ -269,7 +270,7 @@ def test_the_parser_variant_reads_again_and_never_asks(
 
 
 def test_the_shipped_sensitivity_plan_shows_what_the_repr_moves() -> None:
-    """Issue 55 #2: EXAONE's base takes their literal path (authors-repr); one variant
+    """EXAONE's base takes their literal path (authors-repr); one variant
     changes it alone to their cut on the text, a run of its own (the reply call moves)."""
     from koed_core.dialogues.dataset import load_dataset
     from koed_core.models.registry import load_registry
@@ -290,7 +291,7 @@ def test_the_shipped_sensitivity_plan_shows_what_the_repr_moves() -> None:
 def test_byte_identical_requests_are_not_asked_again_and_the_base_runs_again(
     tmp_path: Path, fake_openai: FakeOpenAI
 ) -> None:
-    """Issue 55 #5: the instruction-language variant sends its English requests byte for
+    """The instruction-language variant sends its English requests byte for
     byte as the base did: they take the base's answers and verdicts, no call; "base, run
     again" re-samples the listener and the judge; a change zero by construction is left
     out of Holm's family."""

@@ -1,4 +1,4 @@
-"""A misconfigured model server (issue 52, findings 1 and 7): a 200 reply that is not the
+"""A misconfigured model server: a 200 reply that is not the
 API's, a Retry-After no one waits out, a server that answers nothing. Each fails one item
 with a sentence; a run that can only fail stops early with one sentence, never a traceback
 and never 1,360 failures."""

@@ -1,4 +1,4 @@
-"""What the span widget sends is read as a forged message would be (issue 33): a side
+"""What the span widget sends is read as a forged message would be: a side
 outside its turn, a wrong language, an unknown type, a removal of a span that is not
 there; each is one sentence and nothing is stored."""
 

@@ -1,4 +1,4 @@
-"""A comment per span (issue 57, item 3): written in the span's panel or the Change form,
+"""A comment per span: written in the span's panel or the Change form,
 stored in place, shown with the span (its tooltip, the table of spans) character for
 character, and found by the project's search. A forged comment message changes nothing."""
 
@@ -94,6 +94,7 @@ def _annotate() -> AppTest:
     return at.switch_page("app_pages/annotation/annotate.py").run()
 
 
+@pytest.mark.slow
 def test_the_table_of_spans_shows_the_comment_as_typed_and_the_form_changes_it() -> None:
     store = _project(os.environ["KOED_DB"], [replace(PLACE, comment=COMMENT)])
     at = _annotate()
@@ -121,6 +122,7 @@ def test_the_table_of_spans_shows_the_comment_as_typed_and_the_form_changes_it()
     assert own is not None and own.spans[0].comment == ""
 
 
+@pytest.mark.slow
 def test_search_finds_a_comment_and_shows_it() -> None:
     store = _project(os.environ["KOED_DB"], [replace(PLACE, comment=COMMENT)], who="kim")
     store.save(1, DIALOGUE, "lee", "simply_transferred", "", [PLACE])

@@ -1,10 +1,12 @@
-"""Guidelines at hand (issue 33): a taxonomy type carries a guideline in Korean and English
+"""Guidelines at hand: a taxonomy type carries a guideline in Korean and English
 and examples; an open project takes a revised taxonomy that keeps every code, and the
 annotations already made keep the version they were made with."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -21,6 +23,7 @@ from koed_core.db import Store
 from koed_core.dialogues.dataset import load_dataset
 from koed_core.paths import SAMPLE_FILE
 
+ROOT = Path(__file__).resolve().parents[1]
 BASE = {"name": "t", "version": "1", "types": [{"code": "places", "en": "Places", "ko": "장소"}]}
 
 
@@ -97,3 +100,59 @@ def test_a_revised_taxonomy_keeps_every_code_and_old_answers_their_version(
     store.close(project)
     with pytest.raises(AnnotationError, match="is closed"):
         revise_taxonomy(store, project, revised)
+
+
+# Taxonomy limits ---------------------------------------------------------------------
+
+
+def _types(n: int, **extra: Any) -> list[dict[str, Any]]:
+    return [{"code": f"t{i}", "en": f"Type {i}", "ko": f"유형 {i}", **extra} for i in range(n)]
+
+
+@pytest.mark.parametrize(
+    ("raw", "said"),
+    [
+        ({"name": "big", "version": "1", "types": _types(20_000)}, "20,000 types: at most 200"),
+        ({"name": "x" * 1_000_000, "version": "1", "types": _types(2)}, "'name' is 1,000,000"),
+        (
+            {"name": "t", "version": "1", "types": [{"code": "a", "en": "e" * 81, "ko": "k"}]},
+            "type 'a': 'en' is 81 characters",
+        ),
+        (
+            {"name": "t", "version": "1", "types": _types(1, guide_en="g" * 8_001)},
+            "type 't0': 'guide_en' is 8,001 characters",
+        ),
+        (
+            {"name": "t", "version": "1", "types": _types(1, hint="h" * 501)},
+            "type 't0': 'hint' is 501 characters",
+        ),
+        (
+            {
+                "name": "t",
+                "version": "1",
+                "types": _types(1, examples=[{"ko": "가", "en": "a"}] * 21),
+            },
+            "type 't0': 21 examples",
+        ),
+    ],
+)
+def test_a_taxonomy_past_its_limits_is_refused_with_a_sentence(
+    raw: dict[str, Any], said: str
+) -> None:
+    with pytest.raises(AnnotationError, match=re.escape(said)):
+        parse_taxonomy(raw, "big.toml")
+
+
+def test_a_taxonomy_file_past_its_size_is_refused_before_it_is_read(tmp_path: Path) -> None:
+    big = tmp_path / "huge.toml"
+    big.write_text('name = "t"\nversion = "1"\n# ' + "x" * 1_100_000 + "\n", encoding="utf-8")
+    with pytest.raises(AnnotationError, match="huge.toml: .* at most 1 MB"):
+        load_taxonomy(big)
+    shipped = load_taxonomy()
+    assert len(shipped.types) <= 200
+
+
+def test_the_limits_are_stated_in_the_security_docs() -> None:
+    text = (ROOT / "docs" / "security.md").read_text(encoding="utf-8")
+    for said in ("200 types", "80 characters", "8,000 characters", "1 MB"):
+        assert said in text, said

@@ -13,6 +13,7 @@ import pytest
 from koed_core.rating import accounts
 
 
+@pytest.mark.slow
 def test_add_user_stores_only_a_bcrypt_hash(tmp_path: Path) -> None:
     path = tmp_path / "accounts.yaml"
     password = accounts.add_user(path, "ji-woo", "rater", "Ji-woo")

@@ -127,6 +127,7 @@ def test_a_translation_of_changed_source_text_is_left_out(tmp_path: Path) -> Non
     assert read.stale == (first.conv_id,) and list(read.dialogues) == [SAMPLE.dialogues[1].conv_id]
 
 
+@pytest.mark.slow
 def test_a_run_in_a_variant_is_judged_on_what_the_model_saw_and_records_the_version(
     tmp_path: Path, fake_openai: FakeOpenAI
 ) -> None:
@@ -379,7 +380,7 @@ def test_the_explorer_shows_a_variant_column_beside_ko_and_en(tmp_path: Path) ->
     at.selectbox(key="d").set_value(first.conv_id).run()
     assert not at.exception, [e.value for e in at.exception]
     heads = [m.value for m in at.markdown]
-    assert "**English, translated from the Korean (en-from-ko) · en-from-ko v1**" in heads
+    assert "**English, translated from the Korean (en-from-ko) · en\\-from\\-ko v1**" in heads
     texts = [t.value for t in at.text]
     _situation, turns = source_texts(first, "en-from-ko")
     assert f"T:{turns[0]}" in texts and f"T:{first.situation_ko}" in texts

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pandas as pd
+import pytest
 from streamlit.testing.v1 import AppTest
 
 from koed_core.db import Store
@@ -69,6 +70,7 @@ def _shown(at: AppTest) -> dict[str, pd.DataFrame]:
     return dict(zip(names, [d.value for d in at.dataframe], strict=True))
 
 
+@pytest.mark.slow
 def test_a_results_page_that_never_mentions_the_rule_shows_nothing_of_an_open_study(
     site: Path,
 ) -> None:

@@ -62,7 +62,7 @@ if not matches:
 
 # Situations as previews ending on a word, on three lines of their cell; the whole one
 # opens. English before Korean: the grid guesses a line's width from the characters it
-# drew before, column by column, and after Korean it cut English lines (issue 57).
+# drew before, column by column, and after Korean it cut English lines.
 PREVIEW = {"ko": 40, "en": 80}
 table = pd.DataFrame(
     {
@@ -75,7 +75,7 @@ table = pd.DataFrame(
     }
 )
 # Widths that fit a laptop's 1366 px beside the filters, situations wrapped on three lines
-# (the grid wraps only in rows over 64 px), Korean headers whole (issue 34, 57).
+# (the grid wraps only in rows over 64 px), Korean headers whole.
 WIDTHS = dict(zip(table.columns, (125, 140, 230, 230, 64, 72), strict=True))
 ROW = 66
 

@@ -270,7 +270,9 @@ def adjudicate(
         if all(span.key in {s.key for s in a.spans} for a in answers)
     ]
     default_spans = [pool_key(s) for s in final.spans if pool_key(s) in pool] if final else everyone
-    kept_key = f"{state.REVIEW_SPANS}.{conv_id}"
+    # per project and dialogue: two projects may hold the same dialogue, and a reviewer
+    # switching between them must not carry one project's final answer into the other
+    kept_key = f"{state.REVIEW_SPANS}.{project['id']}.{conv_id}"
     if kept_key not in st.session_state:
         st.session_state[kept_key] = default_spans
     clicked = curation_view(
@@ -349,7 +351,7 @@ def agreement_section(
     taxonomy = annotations.taxonomy(project)
     shown = _shown_agreement(table, taxonomy)
     # the type's name (code and gloss) and the taxonomy version whole: left to the grid,
-    # they were cut at 1366 px by a long detail column (issue 57)
+    # they were cut at 1366 px by a long detail column
     widths = {_("measure"): 230, _("type"): 220, _("taxonomy_version"): 140}
     wide = {name: st.column_config.TextColumn(name, width=w) for name, w in widths.items()}
     tables.show(shown, column_config=wide, hide_index=True)

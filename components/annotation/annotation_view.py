@@ -261,7 +261,7 @@ def _category_form(
     spans: list[Span],
 ) -> None:
     """The category and the note, each saved as a draft the moment it changes (as spans
-    are), so switching dialogue loses nothing (issue 57); Submit hands the answer in."""
+    are), so switching dialogue loses nothing; Submit hands the answer in."""
     fixed = fixed_category(dialogue)
     keys = (f"{state.ANN_CATEGORY}.{dialogue.conv_id}", f"{state.ANN_NOTE}.{dialogue.conv_id}")
     autosave = partial(_autosave, annotations, project, dialogue, who, fixed, keys)

@@ -1,4 +1,4 @@
-"""Search a project's annotations, every annotator's and the reviewer's (issue 57, item 3):
+"""Search a project's annotations, every annotator's and the reviewer's:
 one box over span texts (Korean and English), types (code and name), span comments,
 annotators and notes; a row per span, and a dialogue's note once when only the note matches. For the
 Annotation projects page (admins: blindness binds annotators, not the reviewer)."""

@@ -1,6 +1,6 @@
 """Change one of the annotator's spans in place: its type, its edges (the Korean text it
 covers in the same turn) or its comment, keeping its English counterpart; one save, no
-delete and re-add (issue 57, item 3). The span widget's panel edits a comment too; this
+delete and re-add. The span widget's panel edits a comment too; this
 form is the keyboard's way."""
 
 from __future__ import annotations

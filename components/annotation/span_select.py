@@ -72,7 +72,7 @@ COLOURS = (
 """One light colour per type, in the taxonomy's order (a legend names each). Picked to
 stay apart from each other and from the states (a pending selection's green, an English
 counterpart's blue) for normal sight and the three colour blindnesses, no hue near those
-two states, dark text readable on each: tests/test_palette.py measures it (issue 57)."""
+two states, dark text readable on each: tests/test_palette.py measures it."""
 STATES = {"pending": "#b8f0c0", "english": "#cde8ff"}
 """The states' colours, as CSS below draws them (mark.pending, mark.en)."""
 EVENTS = ("selected", "add", "remove", "undo", "comment")

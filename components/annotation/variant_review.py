@@ -86,4 +86,4 @@ def _turns(dialogue, variant: str, who: str) -> None:  # type: ignore[no-untyped
                 st.toast(_("Saved as the variant's next version"))
                 st.rerun()
         except ReviewError as err:
-            st.error(str(err))
+            st.error(md(str(err)))

@@ -4,7 +4,7 @@ Streamlit answers an unknown address (``/nope``, a mistyped or outdated link) wi
 "Page not found" dialog, in English, over the default page. Here the address asked for
 becomes, for this run only, a hidden page of its own: it says in the reader's language
 that there is no such page and offers the Explorer and the menu, and Streamlit has no
-page to miss (issue 57, item 7).
+page to miss.
 """
 
 from __future__ import annotations

@@ -249,7 +249,7 @@ LINK_DROPPED = "links.dropped"
 
 
 def dropped_links(page: str) -> list[Any]:
-    """The link values this page could not use (issue 57): kept for the session, so the
+    """The link values this page could not use: kept for the session, so the
     notice naming them stays after the bound widgets have rewritten the address."""
     found: dict[str, list[Any]] = st.session_state.setdefault(LINK_DROPPED, {})
     return found.setdefault(page, [])

@@ -51,7 +51,7 @@ def render_dialogue(dialogue: Dialogue, notes: list[LoadWarning] | None = None) 
     head[1].markdown("**" + i18n.NAMES["ko"] + " · " + _("KoED reconstruction") + "**")
     head[2].markdown("**" + i18n.NAMES["en"] + " · EmpatheticDialogues**")
     for column, (name, (label, _variant)) in zip(head[3:], shown.items(), strict=True):
-        column.markdown("**" + _(VARIANT_WORDS[name]) + f" · {label}**")
+        column.markdown("**" + _(VARIANT_WORDS[name]) + " · " + md(label) + "**")
     with st.container(border=True):
         row = st.columns(widths)
         row[0].badge(_("Situation"), icon=":material/description:", color="gray")

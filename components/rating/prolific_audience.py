@@ -90,7 +90,7 @@ def _show(invite: crowd.Invite, plans: list[prolific_arms.ArmPlan]) -> None:
             _(
                 "The {arm} arm has {places} places, and Prolific counts {eligible} eligible "
                 "people: it may never fill. Check its filters before publishing.",
-                arm=_(LANGUAGES[p.lang]) if p.lang in LANGUAGES else p.lang,
+                arm=_(LANGUAGES[p.lang]) if p.lang in LANGUAGES else md(p.lang),
                 places=i18n.number(p.places),
                 eligible=(
                     _("fewer than {n}", n=prolific_arms.FEWEST_SHOWN)

@@ -127,7 +127,7 @@ def _report(report: prolific.SyncReport) -> None:
     """What one sync of one arm read and did."""
     if report.lang:
         names = {"ko": _("Korean"), "en": _("English")}
-        st.markdown(_("**{language} arm**", language=names.get(report.lang, report.lang)))
+        st.markdown(_("**{language} arm**", language=md(names.get(report.lang, report.lang))))
     st.caption(
         _(
             "Read {n} submissions at {moment}; study {status}; places on Prolific: {places}. "
@@ -160,7 +160,7 @@ def _report(report: prolific.SyncReport) -> None:
                 capacity=i18n.number(t.capacity),
             )
         )
-        st.warning(said, icon=":material/pause_circle:")
+        st.warning(md(said), icon=":material/pause_circle:")
     if report.raised_from is not None:
         st.info(
             _(

@@ -8,6 +8,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from components.core import tables
+from components.core.literal import md
 from koed_core import i18n
 from koed_core.annotation.variant_review import review_report
 from koed_core.db import Store
@@ -99,4 +100,4 @@ def _provenance(store: Store) -> None:
             who=(version.model if version.made_by == "model" else version.translator) or "",
             checked=i18n.number(checked),
         )
-        st.caption(said)
+        st.caption(md(said))

@@ -153,7 +153,7 @@ def _served_model_list(env: dict[str, str]) -> None:
     if st.button(_("List the server's models"), key="models.list_served"):
         listed: list[str] | None = None
         try:
-            # imported on use: the openai SDK alone took 1.4 s of a cold Runs page (issue 57)
+            # imported on use: the openai SDK alone took 1.4 s of a cold Runs page
             from koed_core.models.backends.openai_compat import served_models
 
             listed = served_models(env.get("OPENAI_BASE_URL") or None, env.get("OPENAI_API_KEY"))

@@ -75,7 +75,7 @@ def parse_reply(raw: str, protocol: Protocol, reader: str = "extended") -> Parse
     label counts; for ``multi`` up to four, in the order given. ``reader`` is the run's
     emotion reader: ``authors`` reads the ``Emotion:`` line as the authors' script reads
     an emotion answer (English names and 정/한, in list order), so a one-call run says
-    the reader it really used (issue 35); ``extended`` also takes Korean glosses.
+    the reader it really used; ``extended`` also takes Korean glosses.
     """
     text = raw.strip()
     if protocol == "direct":

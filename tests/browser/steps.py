@@ -22,6 +22,36 @@ def settled(page) -> None:  # type: ignore[no-untyped-def]
     )
 
 
+def next_frames(page, count: int = 2) -> None:  # type: ignore[no-untyped-def]
+    """Wait for the browser to paint ``count`` more frames: a canvas (the data grid, a
+    chart) draws what the page holds on its next animation frames, not when the page
+    settles."""
+    page.evaluate(
+        """(count) => new Promise((done) => {
+             const step = (left) => left ? requestAnimationFrame(() => step(left - 1)) : done();
+             step(count);
+           })""",
+        count,
+    )
+
+
+def later(page, seconds: float) -> None:  # type: ignore[no-untyped-def]
+    """Time itself as the subject: ``seconds`` on the clock, for a check that what a page
+    showed once it settled is still so later (a modal or a rerun that comes late). The
+    only fixed wait in the browser tests, named so that a search finds each use."""
+    page.wait_for_timeout(seconds * 1000)
+
+
+def settled_and_later(page, seconds: float, check) -> None:  # type: ignore[no-untyped-def]
+    """``check()`` once the page has settled, and again ``seconds`` later, settled again
+    (never a wait after the last check)."""
+    settled(page)
+    check()
+    later(page, seconds)
+    settled(page)
+    check()
+
+
 def click_until(page, target, result, count: int, tries: int = 3) -> None:  # type: ignore[no-untyped-def]
     """Click ``target`` until ``result`` matches ``count`` elements, as a person clicks
     again when a busy page did not answer: only for clicks that say what they want (a
@@ -35,10 +65,9 @@ def click_until(page, target, result, count: int, tries: int = 3) -> None:  # ty
         if attempt > 1 and (result.count() == count or target.count() == 0):
             break  # the earlier click was answered late, or is being answered
         target.click()
-        page.wait_for_timeout(300)  # the rerun the click asked for has begun
-        settled(page)
-        try:
+        try:  # the answer itself, not the script's state: the rerun may not have begun yet
             expect(result).to_have_count(count, timeout=15_000)
+            settled(page)
             return
         except AssertionError:
             if attempt == tries:
@@ -118,15 +147,25 @@ def score_all(page, score: str) -> None:  # type: ignore[no-untyped-def]
     expect(radios.locator("input:checked")).to_have_count(0)
     for n in range(5):
         radio = radios.nth(n)
-        for _ in range(10):
+        checked = radio.locator("input:checked")
+        for attempt in range(1, 4):  # picking the same score again changes nothing
             radio.get_by_text(score, exact=True).click()
-            if radio.locator("input:checked").count() == 1:
+            try:
+                expect(checked).to_have_count(1, timeout=5_000)
                 break
-            page.wait_for_timeout(200)
-        expect(radio.locator("input:checked")).to_have_count(1)
+            except AssertionError:
+                if attempt == 3:
+                    raise
 
 
 from fixtures.span_at import SPAN_AT  # noqa: E402  (shared with bench/annotation.py)
+
+
+def span_box(page, lang: str, position: int, needle: str) -> list[float]:  # type: ignore[no-untyped-def]
+    """Where ``needle`` is drawn in a turn of the span selector (start x, y, end x, y),
+    once the selector's script has mounted and drawn it (after the page has settled)."""
+    box: list[float] = page.wait_for_function(SPAN_AT, arg=[lang, position, needle]).json_value()
+    return box
 
 
 def drag_over(page, lang: str, position: int, needle: str) -> None:  # type: ignore[no-untyped-def]
@@ -136,14 +175,7 @@ def drag_over(page, lang: str, position: int, needle: str) -> None:  # type: ign
 
     settled(page)
     page.evaluate("() => getSelection().removeAllRanges()")
-    box = None
-    for _ in range(60):  # the component's script mounts after the page has settled
-        box = page.evaluate(SPAN_AT, [lang, position, needle])
-        if box is not None:
-            break
-        page.wait_for_timeout(250)
-    assert box is not None, (lang, position, needle)
-    x0, y0, x1, y1 = box
+    x0, y0, x1, y1 = span_box(page, lang, position, needle)
     page.mouse.move(x0, y0)
     page.mouse.down()
     page.mouse.move(x1, y1, steps=6)

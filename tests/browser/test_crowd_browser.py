@@ -87,7 +87,7 @@ def test_a_crowd_worker_comes_from_prolific_and_goes_back_with_the_code(
         expect(page.get_by_role("heading", name="KoED rating study")).to_be_visible()
         expect(page.get_by_text("Your native language")).to_be_visible()
         assert page.get_by_text("The cultural empathy gap").count() == 0
-        page.wait_for_timeout(1500)
+        steps.settled(page)
         page.screenshot(path=str(ARTIFACTS / "crowd_typed_url.png"))
         page.get_by_test_id("stRadio").get_by_text("한국어", exact=True).click()
         page.get_by_label("Years lived in Korea").fill("25")
@@ -190,14 +190,18 @@ def test_a_crowd_worker_comes_from_prolific_and_goes_back_with_the_code(
         store.db.conn.commit()
         late.goto(tight_link(0xB2))
         expect(late.get_by_text("I have read this and agree")).to_be_visible()
-        late.wait_for_timeout(3000)  # settled, and still so seconds later
+        steps.settled(late)
+        steps.later(late, 3)  # settled, and still so seconds later
+        steps.settled(late)
         expect(late.get_by_text("I have read this and agree")).to_be_visible()
         assert late.get_by_text("places are taken").count() == 0
         late.screenshot(path=str(ARTIFACTS / "crowd_replacement.png"))
         back = browser.new_page(viewport={"width": 1366, "height": 768})
         back.goto(tight_link(0xA1))
         expect(back.get_by_text("place went to someone else")).to_be_visible()
-        back.wait_for_timeout(3000)
+        steps.settled(back)
+        steps.later(back, 3)
+        steps.settled(back)
         expect(back.get_by_text("place went to someone else")).to_be_visible()
         assert back.get_by_text("Calibration 1 of 2").count() == 0
         back.screenshot(path=str(ARTIFACTS / "crowd_place_gone.png"))
@@ -286,9 +290,10 @@ def test_a_korean_worker_reads_every_step_in_korean(tmp_path: Path, browser: Any
     allowed = {invite.completion_code, "researcher", "example", "org"}  # the link's contact
 
     def settled_korean(page: Any, name: str) -> None:
-        page.wait_for_timeout(1500)
+        steps.settled(page)
         first = _english_on(page, allowed)
-        page.wait_for_timeout(1500)
+        steps.later(page, 1.5)
+        steps.settled(page)
         assert first == [] and _english_on(page, allowed) == [], first
         page.screenshot(path=str(ARTIFACTS / f"crowd_ko_{name}.png"), full_page=True)
 

@@ -56,7 +56,9 @@ def test_doors_hold_in_a_real_browser(site: Visit, browser: Any) -> None:
     expect(page.get_by_text("Logged in as Mina (rater).")).to_be_visible()
     steps.settled(page)
     expect(page).to_have_title("Account · KoED Studio")  # the tab follows the login
-    page.wait_for_timeout(1000)  # the cookie component reaches the browser
+    page.wait_for_function(  # the cookie component has reached the browser and set it
+        "() => document.cookie.split('; ').some(c => c.startsWith('koed_studio_auth='))"
+    )
     page.goto(server + "/agreement")
     expect(page.get_by_text("No published human ratings yet")).to_be_visible()
     assert page.get_by_test_id("stDataFrame").count() == 0
@@ -127,19 +129,19 @@ def test_a_link_to_a_guarded_page_says_whose_page_it_is_and_stays(
     page = browser.new_context(viewport={"width": 1366, "height": 768}).new_page()
     for path, hint in GUARDED_LINKS.items():
         page.goto(site.url + path)
-        steps.settled(page)
-        expect(page.get_by_text(hint)).to_be_visible()
-        page.wait_for_timeout(3000)
-        steps.settled(page)
-        expect(page.get_by_text(hint)).to_be_visible()
-        expect(page.get_by_label("Username")).to_be_visible()
+
+        def hint_and_form(hint: str = hint) -> None:  # this turn's hint
+            expect(page.get_by_text(hint)).to_be_visible()
+            expect(page.get_by_label("Username")).to_be_visible()
+
+        steps.settled_and_later(page, 3, hint_and_form)
         assert page.url.split("?")[0].endswith(path), page.url
         body = page.inner_text("body")
         assert "Page not found" not in body and "does not seem to exist" not in body, path
     page.goto(site.url + "/explorer?q=rain")
     steps.settled(page)
     expect(page.get_by_role("heading", name="Dialogue explorer")).to_be_visible()
-    page.wait_for_timeout(3000)
+    steps.later(page, 3)
     steps.settled(page)
     assert "Page not found" not in page.inner_text("body")
     assert page.get_by_role("textbox", name="Text contains").input_value() == "rain"

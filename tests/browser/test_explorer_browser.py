@@ -62,7 +62,7 @@ def test_explorer_in_a_real_browser(fresh_site: str, fake_openai: FakeOpenAI, br
     expect(page.get_by_text("I was walking home after working late")).to_be_visible()
     expect(page.get_by_text("Korean-only turn: added in the reconstruction")).to_have_count(2)
     assert page.get_by_test_id("stException").count() == 0
-    page.wait_for_timeout(500)
+    steps.settled(page)
     page.screenshot(path=str(ARTIFACTS / "explorer.png"), full_page=True)
 
     # The URL holds the view: a new tab on the same link shows the same dialogue.
@@ -90,7 +90,7 @@ def test_explorer_in_a_real_browser(fresh_site: str, fake_openai: FakeOpenAI, br
     expect(page.get_by_text(HUMAN_EN)).to_be_visible()
     assert len(fake_openai.requests) == requests_at_start  # the paid model was never asked
     assert page.get_by_test_id("stException").count() == 0
-    page.wait_for_timeout(500)
+    steps.settled(page)
     page.screenshot(path=str(ARTIFACTS / "chat.png"), full_page=True)
 
     # Rating: log in as a rater, rate one item, see the progress move.
@@ -166,7 +166,7 @@ def test_the_whole_official_file_downloads_from_a_fresh_server(
 
 
 def test_the_dialogue_picker_names_the_dialogue_shown(site: Any, browser: Any) -> None:
-    """Issue 34: the picker once named another dialogue than the one drawn. Through
+    """The picker once named another dialogue than the one drawn. Through
     reloads of shared links, row clicks and a filter that drops the open dialogue, the
     picker and the dialogue's heading agree once the page has settled, and still 2 s later
     (the picker's value and the dialogue drawn come from one variable in one run; what a
@@ -178,9 +178,7 @@ def test_the_dialogue_picker_names_the_dialogue_shown(site: Any, browser: Any) -
     picker = page.get_by_role("combobox", name="Open a dialogue")
 
     def agree(conv_id: str | None) -> None:
-        for _pause in (0, 2000):
-            page.wait_for_timeout(_pause)
-            steps.settled(page)
+        def check() -> None:
             shown = page.get_by_role("heading", name=re.compile(r"^Dialogue sample:"))
             if conv_id is None:
                 expect(shown).to_have_count(0)
@@ -189,13 +187,15 @@ def test_the_dialogue_picker_names_the_dialogue_shown(site: Any, browser: Any) -
                 expect(shown).to_have_text(f"Dialogue {conv_id}")
                 expect(picker).to_have_value(conv_id)
 
+        steps.settled_and_later(page, 2, check)
+
     for n in (1, 5, 9, 2, 7):  # a shared link, opened afresh each time
         page.goto(f"{site.url}/?lang=en&d=sample:1_conv:{n}")
         agree(f"sample:1_conv:{n}")
     grid = page.get_by_test_id("stDataFrame")
     for row in (3, 1):  # a click on a row's checkbox opens that row's dialogue
         before = picker.input_value()
-        grid.scroll_into_view_if_needed()  # under the dialogue opened before (issue 57)
+        grid.scroll_into_view_if_needed()  # under the dialogue opened before
         box = grid.bounding_box()
         assert box is not None
         page.mouse.click(box["x"] + 20, box["y"] + 38 + 66 * row - 33)

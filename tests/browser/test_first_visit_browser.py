@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from koed_core.paths import SAMPLE_FILE
+from tests.browser import steps
 from tests.browser.conftest import ARTIFACTS, serve
 
 FIRST_REQUESTS = [
@@ -36,12 +37,14 @@ def test_the_first_request_after_a_start_opens_its_page_and_no_dialog(
         page = browser.new_page(viewport={"width": 1366, "height": 768})
         page.goto(url + link)
         expect(page.get_by_role("heading", name=heading)).to_be_visible()
-        for moment in ("settled", "3 s later"):  # Streamlit's modal came after the page
-            page.wait_for_timeout(3000)
-            assert page.get_by_text("Page not found").count() == 0, moment
-            assert page.get_by_role("dialog").count() == 0, moment
-            assert page.get_by_test_id("stException").count() == 0, moment
+
+        def check(page: Any = page) -> None:  # this turn's tab
+            assert page.get_by_text("Page not found").count() == 0
+            assert page.get_by_role("dialog").count() == 0
+            assert page.get_by_test_id("stException").count() == 0
             assert page.get_by_test_id("stTopNav").count() == 1  # app.py's navigation
+
+        steps.settled_and_later(page, 3, check)  # Streamlit's modal came after the page
         shot = link.strip("/").split("?")[0]
         page.screenshot(path=str(ARTIFACTS / f"first_visit_{shot}.png"))
         page.close()

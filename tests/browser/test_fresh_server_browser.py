@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from koed_core.paths import SAMPLE_FILE
+from tests.browser import steps
 from tests.browser.conftest import ARTIFACTS, login_cookie, serve
 
 
@@ -39,7 +40,7 @@ def test_a_deep_link_is_the_first_request_after_a_start(
     page = context.new_page()
     page.goto(server + path)  # nothing else has been served since the start
     expect(page.get_by_role("heading", name=heading)).to_be_visible()
-    page.wait_for_timeout(1500)
+    steps.settled(page)
     assert page.get_by_text("Page not found").count() == 0
     sidebar = page.get_by_test_id("stSidebar")
     if who:  # the app's own sections, not Streamlit's list of file names
@@ -67,8 +68,9 @@ def test_the_offline_default_answers_on_a_fresh_server(
     expect(page.get_by_role("heading", name="Chat with models on KoED")).to_be_visible()
     tokens = page.get_by_label("Max new tokens")
     tokens.fill("16")
-    tokens.press("Enter")
-    page.wait_for_timeout(500)
+    tokens.press("Enter")  # the widget's value goes with the button's click that follows
+    expect(tokens).to_have_value("16")
+    steps.settled(page)
     page.get_by_role("button", name="Answer as the Listener").click()
     answers = page.get_by_test_id("stChatMessage")
     expect(answers).to_have_count(2)

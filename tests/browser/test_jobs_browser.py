@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import time
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +24,13 @@ def test_a_job_started_in_the_browser_outlives_the_page_and_the_server(
     from koed_core.db import Store
     from koed_core.db.jobs import Jobs
     from koed_core.jobs.kinds import Environment, Hooks, execute, params_of
-    from tests.conftest import stop_workers, stored_responses, wait_for_job
+    from tests.conftest import (
+        process_gone,
+        stop_workers,
+        stored_responses,
+        wait_for_job,
+        wait_until,
+    )
 
     fake_openai.latency_s = 0.15
     db = tmp_path / "koed.db"
@@ -42,21 +47,17 @@ def test_a_job_started_in_the_browser_outlives_the_page_and_the_server(
         expect(page.get_by_text("Job #1 queued")).to_be_visible()
         steps.navigate(page, "Dialogues", "Explorer")  # leave the page
         expect(page.get_by_role("heading", name="Dialogue explorer")).to_be_visible()
-        deadline = time.monotonic() + 60
-        while stored_responses(db) < 6:
-            assert time.monotonic() < deadline, "the job did not start"
-            time.sleep(0.2)
+        wait_until(lambda: stored_responses(db) >= 6, "the job started")
         expect(page.get_by_text("of 68")).to_be_visible()  # the sidebar's jobs panel
         page.screenshot(path=str(ARTIFACTS / "job_running.png"))
     finally:
         first.close()  # the Streamlit server stops
     before = stored_responses(db)
-    time.sleep(1.5)
-    assert stored_responses(db) > before, "the worker stopped with the server"
+    wait_until(lambda: stored_responses(db) > before, "the worker went on after the server")
     store = Store(db)
     [worker] = Jobs(store).live_workers()
     os.kill(worker["pid"], 9)  # and now the worker too
-    time.sleep(0.5)
+    wait_until(lambda: process_gone(worker["pid"]), "the killed worker ended")
     at_kill = stored_responses(db)
     assert at_kill < 68 and Jobs(store).get(1).state == "running"
 

@@ -44,10 +44,10 @@ def test_a_visitor_reads_the_gap_three_ways(planted_server: str, browser: Any) -
         page.get_by_text("PPI++ (judge corrected by people): Korean minus English")
     ).to_be_visible()
     ARTIFACTS.mkdir(exist_ok=True)
-    page.get_by_text("Estimate", exact=True).scroll_into_view_if_needed()
-    page.mouse.move(800, 400)
-    page.mouse.wheel(0, 560)  # the chart under its title in view
-    page.wait_for_timeout(400)
+    # the chart under its title in view: the title at the top, scrolled at once
+    page.get_by_text("Estimate", exact=True).evaluate(
+        "e => e.scrollIntoView({block: 'start', behavior: 'instant'})"
+    )
     page.screenshot(path=str(ARTIFACTS / "gap_three_ways_ppi.png"))
     page.get_by_text("Shown: PPI++", exact=False).scroll_into_view_if_needed()
     page.screenshot(path=str(ARTIFACTS / "gap_three_ways_table.png"))
@@ -93,8 +93,7 @@ def test_an_admin_reads_the_artefact_and_adds_the_next_batch(
     heading = page.get_by_role("heading", name="Is the gap a judge artefact?")
     expect(heading).to_be_visible()
     settled(page)
-    heading.scroll_into_view_if_needed()
-    page.wait_for_timeout(300)
+    heading.scroll_into_view_if_needed()  # Playwright waits for it to stand still
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "judge_artefact.png"))
     page.goto(url + "/studies")
@@ -102,7 +101,6 @@ def test_an_admin_reads_the_artefact_and_adds_the_next_batch(
     expect(planner).to_be_visible()
     settled(page)
     planner.scroll_into_view_if_needed()
-    page.wait_for_timeout(300)
     page.screenshot(path=str(ARTIFACTS / "study_plan.png"))
     store = Store(db)
     before = len(StudyRules(store).config(1).sampling.conv_ids)

@@ -46,12 +46,19 @@ def test_talk_mode_fits_a_projector(talk_site: str, browser: Any, width: int, he
     page.goto(server + "/gap?talk=true")
     chart = page.get_by_test_id("stPlotlyChart").first
     expect(chart).to_be_visible()
-    page.wait_for_timeout(1500)
+    steps.settled(page)
+    # the chart is redrawn to its box after the page has settled (talk mode's own script)
+    page.wait_for_function(
+        """(least) => {
+             const svg = document.querySelector('.st-key-talk_chart .main-svg');
+             return svg !== null && Number(svg.getAttribute('height')) >= least;
+           }""",
+        arg=0.66 * height,
+    )
     # the whole chart (axis titles, ticks, legend) is on screen without scrolling, and
     # uses the screen: two thirds of its height or more, whatever the projector
     box = chart.bounding_box()
     assert steps.inside(box, width, height) and box["height"] >= 0.66 * height, box
-    page.wait_for_timeout(1500)  # the chart is redrawn to its box
     svg = chart.locator(".main-svg").first
     assert float(svg.get_attribute("height") or 0) >= 0.66 * height  # drawn, not padded
     shown = page.evaluate(  # no box around the chart cuts it short
@@ -80,15 +87,16 @@ def test_talk_mode_fits_a_projector(talk_site: str, browser: Any, width: int, he
         except AssertionError:
             if attempt == 2:
                 raise
-    page.wait_for_timeout(1000)
+    steps.settled(page)
     page.screenshot(path=str(ARTIFACTS / f"talk_demo_{width}.png"))
     assert steps.inside(answer.bounding_box(), width, height), answer.bounding_box()
-    for _read in (1, 2):  # settled, and 3 s later: the room reads that this is a replay
+
+    def replay_said() -> None:  # the room reads that this is a replay
         notice = page.get_by_text("Replay of stored answers").first
         expect(notice).to_be_visible()
         assert steps.inside(notice.bounding_box(), width, height), notice.bounding_box()
-        if _read == 1:  # 3 s to the second read
-            page.wait_for_timeout(3000)
+
+    steps.settled_and_later(page, 3, replay_said)
     assert page.get_by_test_id("stException").count() == 0
     page.screenshot(path=str(ARTIFACTS / f"talk_demo_{width}.png"))
 
@@ -133,7 +141,7 @@ def test_an_episode_on_the_runs_page_and_replayed_in_talk_mode(site: Visit, brow
     expect(answer).to_be_visible()
     speaker = page.get_by_text(SPEAKER_REPLY["ko"]).first
     expect(speaker).to_be_visible()
-    page.wait_for_timeout(500)
+    steps.settled(page)
     for shown in (answer, speaker, next_turn):  # on the projector's screen, no scrolling
         assert steps.inside(shown.bounding_box(), 1280, 720), shown.bounding_box()
     expect(page.get_by_text("Turn 1 of 2")).to_be_visible()
@@ -142,6 +150,6 @@ def test_an_episode_on_the_runs_page_and_replayed_in_talk_mode(site: Visit, brow
     next_turn.click()  # one exchange at a time: the second still fits the projector
     expect(page.get_by_text("Turn 2 of 2")).to_be_visible()
     expect(page.get_by_text(SPEAKER_REPLY["en"]).first).to_be_visible()  # answered now
-    page.wait_for_timeout(500)
+    steps.settled(page)
     assert steps.inside(page.get_by_text(EN_REPLY).first.bounding_box(), 1280, 720)
     assert page.get_by_test_id("stException").count() == 0

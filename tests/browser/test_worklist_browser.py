@@ -1,4 +1,4 @@
-"""Issue 33, "Finding work", in Chromium at 1366x768: "My spans" opens its dialogue, and a
+"""Finding work, in Chromium at 1366x768: "My spans" opens its dialogue, and a
 filter that leaves out the open dialogue says so and shows the first match; the picker
 and the heading agree once settled and still 2 s later."""
 
@@ -56,13 +56,14 @@ def test_my_spans_opens_its_dialogue_and_a_filter_drops_the_open_one(
     def showing(conv_id: str, notice: bool) -> None:
         """The heading and the picker name the same dialogue, settled and 2 s later."""
         dropped = page.get_by_text("is not among the dialogues these filters leave")
-        for wait in (0, 2000):
-            page.wait_for_timeout(wait)
-            steps.settled(page)
+
+        def check() -> None:
             expect(page.get_by_role("heading", name=f"Dialogue {conv_id}")).to_be_visible()
             expect(picker).to_have_value(re.compile("^" + re.escape(conv_id + " ·")))
             expect(dropped).to_have_count(1 if notice else 0)
             assert page.get_by_test_id("stException").count() == 0
+
+        steps.settled_and_later(page, 2, check)
 
     showing(third.conv_id, notice=False)  # the draft: the next one to do
     expect(picker).to_have_value(re.compile("yours: draft · partner: not started$"))
