@@ -3,7 +3,6 @@ run and metric from the judge's scores, and its chart (issue 65)."""
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 
 import pandas as pd
@@ -48,7 +47,7 @@ def decompose_rows(store: Store, judge: JudgeConfig | None) -> pd.DataFrame:
 
 def write_decompose(store: Store, out: Path, judge: JudgeConfig | None) -> list[Path]:
     """Add the files to a bundle folder and list them in its README."""
-    import plotly.io as pio
+    from koed_core.results.image_export import write_images
 
     rows = decompose_rows(store, judge)
     (out / "language_or_culture.csv").write_text(csv_safe.to_csv(rows), encoding="utf-8")
@@ -58,8 +57,7 @@ def write_decompose(store: Store, out: Path, judge: JudgeConfig | None) -> list[
     if len(first):
         title += f" · {first['run_label'].iloc[0]}"
     fig = decompose_figure(first, title)
-    logging.getLogger("choreographer").setLevel(logging.CRITICAL)  # see export_bundle
-    pio.write_images(
+    write_images(  # in a child process with a deadline (image_export)
         [fig, fig],
         [out / "language_or_culture.svg", out / "language_or_culture.png"],
         width=1200,

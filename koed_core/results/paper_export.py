@@ -9,7 +9,6 @@ Nothing personal leaves: raters appear only as aggregate counts.
 from __future__ import annotations
 
 import json
-import logging
 import shutil
 from datetime import UTC, datetime
 from pathlib import Path
@@ -199,14 +198,9 @@ def export_bundle(store: Store, out: Path) -> list[Path]:
             judged = judged[judged[column] == value]
         subtitle = f"judge {choice.config.label}"
     fig = gap_figure(judged, title, subtitle=subtitle)
-    import plotly.io as pio
+    from koed_core.results.image_export import write_images
 
-    # Kaleido drives a headless Chromium through choreographer, which logs a traceback for
-    # a message it could not decode and then ignores it (seen on a busy machine; the
-    # images were written). The export's user is told about failures by the exception
-    # write_images raises, not by that library's log.
-    logging.getLogger("choreographer").setLevel(logging.CRITICAL)
-    pio.write_images(
+    write_images(  # in a child process with a deadline: Kaleido's Chromium can hang
         [fig, fig], [out / "gap_judge.svg", out / "gap_judge.png"], width=1200, height=700
     )
     runs = Runs(store).run_table()
