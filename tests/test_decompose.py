@@ -192,7 +192,9 @@ def test_the_gap_page_answers_language_or_culture(tmp_path: Path, fake_openai: F
     assert not at.exception, [e.value for e in at.exception]
     assert "Language or culture?" in [s.value for s in at.subheader]
     captions = " ".join(c.value for c in at.caption)
-    assert "en-from-ko v1, its latest change by planted translator; 0 turns checked" in captions
+    # the caption is shown literally (md): its hyphens are escaped in the markdown source
+    shown = captions.replace("\\", "")
+    assert "en-from-ko v1, its latest change by planted translator; 0 turns checked" in shown
     effects = next(d.value for d in at.dataframe if "effect" in d.value.columns)
     assert "Language effect, Korean content" in set(effects["effect"])
     assert "Total gap (Korean minus English)" in set(effects["effect"])

@@ -89,8 +89,9 @@ def test_results_pages_reveal_nothing_of_an_open_study(site: Path) -> None:
         assert "study 1" not in str([s.options for s in gap.selectbox])
         assert not [b for b in gap.get("download_button") if "paper" in b.label]
     admin = _as("boss", "app_pages/results/agreement.py")
-    # the table, the judge's gap minus the people's (numbers), and the disagreements (texts)
-    assert len(admin.dataframe) == 3
+    # the table, the judge's gap minus the people's (numbers), the alt-test (numbers and our
+    # own readings) and the disagreements (texts)
+    assert len(admin.dataframe) == 4
     assert "note" in _everything(admin)  # raters' comments, for the admin only
 
 
@@ -98,8 +99,9 @@ def test_results_pages_reveal_nothing_of_an_open_study(site: Path) -> None:
 def test_closing_a_study_publishes_numbers_but_never_words(site: Path) -> None:
     StudyRules(Store(site)).close(1)
     rater = _as("mina", "app_pages/results/agreement.py")
-    # the agreement table and the judge's gap minus the people's: numbers, no rater's words
-    assert not rater.exception and len(rater.dataframe) == 2
+    # the agreement table, the judge's gap minus the people's and the alt-test: numbers and
+    # our own readings, no rater's words
+    assert not rater.exception and len(rater.dataframe) == 3
     assert "alice note" not in _everything(rater)
     assert StudyRules(Store(site)).next_item(1, "alice") is None  # no new items once closed
 

@@ -85,10 +85,13 @@ def wins(ratings: pd.DataFrame, judge: pd.Series) -> pd.DataFrame:
     ``ratings``: item, rater, score (one group's); ``judge``: score by item.
     """
     first = ratings.drop_duplicates(["rater", "item"])
-    predicted = judge.to_numpy(dtype=float)[judge.index.get_indexer(first["item"])]
-    known = judge.index.get_indexer(first["item"]) >= 0
+    at = judge.index.get_indexer(first["item"])
+    known = at >= 0  # an item the judge never scored (or no judge at all) is left out
+    if not known.any():
+        return pd.DataFrame(columns=["item", "rater", "judge_wins", "rater_wins"])
+    predicted = judge.to_numpy(dtype=float)[at[known]]
     items, raters = first["item"].to_numpy()[known], first["rater"].to_numpy()[known]
-    scores, predicted = first["score"].to_numpy(dtype=float)[known], predicted[known]
+    scores = first["score"].to_numpy(dtype=float)[known]
     where, _unique = pd.factorize(items)
     count = np.bincount(where)[where]
     sum_o = np.bincount(where, weights=scores)[where] - scores  # the other raters' sum
