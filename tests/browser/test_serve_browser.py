@@ -23,6 +23,7 @@ from koed_core.paths import SAMPLE_FILE
 from koed_core.rating import accounts as users
 from tests.browser import steps
 from tests.browser.conftest import ARTIFACTS, COOKIE_KEY, RATER_PASSWORD
+from tests.conftest import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -127,12 +128,12 @@ def test_a_crowd_worker_finishes_after_the_process_serving_them_is_killed(
         pids = _app_pids(run_dir)
         serving = next(p for p in pids if _caddy_route(f"127.0.0.1:{p}") == route)
         os.kill(pids[serving], signal.SIGKILL)
-        page.wait_for_timeout(1500)
+        wait_until(lambda: _gone(pids[serving]), "the killed app process is gone", timeout=30)
         page.screenshot(path=str(ARTIFACTS / "serve_after_kill.png"))
         # the page reconnects (to the other process, or the restarted one) and the visit
         # goes on where it stood: the same item, 1 of 4 rated
         expect(page.get_by_text("Batch 1 of 1: 1 of 4 rated")).to_be_visible(timeout=60_000)
-        page.wait_for_timeout(3000)  # settled, and still so seconds later
+        steps.later(page, 3)  # settled, and still so seconds later
         expect(page.get_by_text("Batch 1 of 1: 1 of 4 rated")).to_be_visible()
         shown_after = page.get_by_test_id("stMarkdown").all_inner_texts()
         assert set(shown_before) & set(shown_after)  # the item they were rating
@@ -161,13 +162,23 @@ def test_a_crowd_worker_finishes_after_the_process_serving_them_is_killed(
         steps.log_in_settled(rater_page, "mina", RATER_PASSWORD, "Logged in as Mina")
         route = next(c["value"] for c in rater_context.cookies() if c["name"] == "koed_route")
         pids = _app_pids(run_dir)
-        os.kill(pids[next(p for p in pids if _caddy_route(f"127.0.0.1:{p}") == route)], 9)
-        rater_page.wait_for_timeout(1500)
+        killed = pids[next(p for p in pids if _caddy_route(f"127.0.0.1:{p}") == route)]
+        os.kill(killed, 9)
+        wait_until(lambda: _gone(killed), "the killed app process is gone", timeout=30)
         rater_page.goto(url + "/login")  # a full load: a new session, on whichever process
         expect(rater_page.get_by_text("Logged in as Mina")).to_be_visible(timeout=60_000)
-        rater_page.wait_for_timeout(3000)
+        steps.later(rater_page, 3)
         expect(rater_page.get_by_text("Logged in as Mina")).to_be_visible()
         rater_page.screenshot(path=str(ARTIFACTS / "serve_login_survives.png"))
     finally:
         serve.send_signal(signal.SIGTERM)
         serve.wait(60)
+
+
+def _gone(pid: int) -> bool:
+    """The process ended (gone, or a zombie not reaped yet)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return True
+    return stat.rsplit(")", 1)[1].split()[0] in ("Z", "X")
