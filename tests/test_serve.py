@@ -27,6 +27,7 @@ from koed_core.cli.serving import ServePlan, free_ports, supervisord_conf
 from koed_core.db import Store
 from koed_core.db.backup import BackupError, backup, check_file, restore, rotate, stamped_name
 from koed_core.db.migrations import MIGRATIONS, TABLE
+from tests.conftest import wait_until
 
 ROOT = Path(__file__).resolve().parents[1]
 OLD_DB = Path(__file__).parent / "data" / "koed-0.1.0.db"
@@ -70,8 +71,7 @@ def test_a_backup_under_load_holds_every_rating_acknowledged_before_it(tmp_path:
     threads = [threading.Thread(target=rate, args=(n,)) for n in names]
     for thread in threads:
         thread.start()
-    while len(acknowledged) < 5:
-        time.sleep(0.005)
+    wait_until(lambda: len(acknowledged) >= 5, "five ratings acknowledged", timeout=60)
     began = time.monotonic()
     before = {(a, n) for t, a, n in list(acknowledged) if t < began}
     info = backup(db, tmp_path / "under-load.db")
@@ -377,10 +377,11 @@ def test_serve_runs_everything_restarts_a_dead_process_refuses_a_second_and_stop
         time.sleep(0.3)
     assert state == "RUNNING" and pid != killed and answered
     # backups are taken while it runs, the newest kept
-    deadline = time.monotonic() + 30
-    while len(list((run_dir.parent / "backups").glob("koed-*.db"))) < 2:
-        assert time.monotonic() < deadline
-        time.sleep(0.5)
+    wait_until(
+        lambda: len(list((run_dir.parent / "backups").glob("koed-*.db"))) >= 2,
+        "two timed backups",
+        timeout=30,
+    )
     # a second start, on the same database or the same port, is refused; the first runs on
     config = (run_dir / "caddy.json").read_text()
     other = free_ports(1)[0]
