@@ -22,6 +22,18 @@ def settled(page) -> None:  # type: ignore[no-untyped-def]
     )
 
 
+def agree(page, box: str, button: str = "Continue") -> None:  # type: ignore[no-untyped-def]
+    """Tick the consent box and go on, returning once the consent step is gone: while the
+    next step is drawn the consent step's button stays on the page, faded, so a second
+    button of the same name would otherwise be there to click."""
+    from playwright.sync_api import expect
+
+    page.get_by_text(box).click()
+    page.get_by_role("button", name=button).click()
+    expect(page.get_by_text(box)).to_have_count(0)
+    settled(page)
+
+
 def next_frames(page, count: int = 2) -> None:  # type: ignore[no-untyped-def]
     """Wait for the browser to paint ``count`` more frames: a canvas (the data grid, a
     chart) draws what the page holds on its next animation frames, not when the page

@@ -80,8 +80,7 @@ def test_a_crowd_worker_comes_from_prolific_and_goes_back_with_the_code(
         assert page.get_by_test_id("stTopNav").count() == 0  # no other page
         assert page.get_by_test_id("stSidebarNav").count() == 0
         page.screenshot(path=str(ARTIFACTS / "crowd_consent.png"))
-        page.get_by_text("I have read this and agree").click()
-        page.get_by_role("button", name="Continue").click()
+        steps.agree(page, "I have read this and agree")
         expect(page.get_by_text("Your native language")).to_be_visible()
         page.goto(url + "/gap?lang=en")  # a typed URL, same browser: still the worker, here
         expect(page.get_by_role("heading", name="KoED rating study")).to_be_visible()
@@ -136,8 +135,7 @@ def test_a_crowd_worker_comes_from_prolific_and_goes_back_with_the_code(
         expect(turk.get_by_text("I agree to take part.")).to_be_visible()
         assert turk.get_by_role("button", name="Continue").count() == 0
         turk.goto(f"{url}{hit}&assignmentId=3ASSIGN0000001&turkSubmitTo={submit_to}")
-        turk.get_by_text("I have read this and agree").click()
-        turk.get_by_role("button", name="Continue").click()
+        steps.agree(turk, "I have read this and agree")
         turk.get_by_test_id("stRadio").get_by_text("English", exact=True).click()
         turk.get_by_role("button", name="Continue").click()
         for score in ("4", "2"):
@@ -171,8 +169,7 @@ def test_a_crowd_worker_comes_from_prolific_and_goes_back_with_the_code(
 
         leaver = browser.new_page(viewport={"width": 1366, "height": 768})
         leaver.goto(tight_link(0xA1))
-        leaver.get_by_text("I have read this and agree").click()
-        leaver.get_by_role("button", name="Continue").click()
+        steps.agree(leaver, "I have read this and agree")
         leaver.get_by_test_id("stRadio").get_by_text("한국어", exact=True).click()
         leaver.get_by_role("button", name="Continue").click()
         expect(leaver.get_by_text("Calibration 1 of 2")).to_be_visible()
@@ -303,8 +300,7 @@ def test_a_korean_worker_reads_every_step_in_korean(tmp_path: Path, browser: Any
         page.goto(f"{url}/join?invite={token}&{ids}")
         expect(page.get_by_role("heading", name="KoED 평가 연구")).to_be_visible()
         settled_korean(page, "consent")
-        page.get_by_text("위 내용을 읽었으며 참여에 동의합니다.").click()
-        page.get_by_role("button", name="계속").click()
+        steps.agree(page, "위 내용을 읽었으며 참여에 동의합니다.", "계속")
         expect(page.get_by_text("참여자 정보")).to_be_visible()
         settled_korean(page, "screening")
         page.get_by_test_id("stRadio").get_by_text("한국어", exact=True).click()
