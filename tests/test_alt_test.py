@@ -111,7 +111,7 @@ def test_koed_agreement_the_page_and_the_export_carry_the_test(
     said = capsys.readouterr().out
     assert "Alternative Annotator Test" in said and "undefined:" in said
     out = tmp_path / "bundle"
-    assert main(["export", "--out", str(out), *db]) == 0
+    assert main(["export", "--out", str(out), "--no-images", *db]) == 0
     exported = pd.read_csv(out / "alt_test.csv")
     assert set(exported["study_id"]) == {planted.study_id} and exported["winning_rate"].isna().all()
     assert "alt_test.csv" in listed_files((out / "README.md").read_text(encoding="utf-8"))

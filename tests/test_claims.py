@@ -161,7 +161,16 @@ def test_a_substitution_is_said_only_when_the_stored_run_says_one_ran(
         )
     )
     out = tmp_path / "out"
-    command = [sys.executable, "-m", "koed_core.cli", "reproduce", str(plan), "--out", str(out)]
+    command = [
+        sys.executable,
+        "-m",
+        "koed_core.cli",
+        "reproduce",
+        str(plan),
+        "--out",
+        str(out),
+        "--no-images",
+    ]
     done = subprocess.run(
         [*command, "--claims"], env=env, capture_output=True, text=True, timeout=300
     )

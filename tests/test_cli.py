@@ -112,7 +112,11 @@ def test_bad_arguments_are_refused_before_anything_runs(
 def test_a_corrupt_database_is_reported_and_left_alone(tmp_path: Path) -> None:
     db = tmp_path / "k.db"
     db.write_bytes(b"\x00garbage" * 512)
-    for args in (("judges",), ("export", "--out", str(tmp_path / "out")), ("agreement",)):
+    for args in (
+        ("judges",),
+        ("export", "--out", str(tmp_path / "out"), "--no-images"),
+        ("agreement",),
+    ):
         result = koed(*args, env={"KOED_DB": str(db)})
         assert result.returncode == 1, (args, result.stderr)
         assert "not a usable SQLite database" in result.stderr and "Traceback" not in result.stderr

@@ -300,7 +300,7 @@ def test_the_export_and_the_episodes_page_carry_the_whole_episode_scores(
         store, make_client(judge, "k"), judge, JudgeRequest(run_id, judge=judge.name), _dialogues()
     )
     out = tmp_path / "bundle"
-    export_bundle(store, out)
+    export_bundle(store, out, images=False)
     assert {"episode_scores.csv", "speaker_checks.csv"} <= set(FILES)
     import pandas as pd
 

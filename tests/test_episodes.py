@@ -496,7 +496,7 @@ def test_a_plan_of_kind_episodes_plays_judges_and_writes_the_gap_over_turns(
     # 3 dialogues x 2 languages: 2 turns x 2 calls, 1 Speaker turn, 2 turns x 5 judge calls
     assert f"{fake_openai.base_url}: {6 * (4 + 1 + 10)} requests" in dry.stdout, dry.stdout
     done = subprocess.run(
-        [*command, "--out", str(tmp_path / "out")],
+        [*command, "--out", str(tmp_path / "out"), "--no-images"],
         env=env,
         cwd=ROOT,
         capture_output=True,

@@ -113,7 +113,7 @@ def test_the_gap_splits_into_perception_and_response(
     assert shown and "gap: both recognised" in set(shown[0]["part"])
     from koed_core.results.paper_export import export_bundle
 
-    export_bundle(store, tmp_path / "bundle")
+    export_bundle(store, tmp_path / "bundle", images=False)
     exported = pd.read_csv(tmp_path / "bundle" / "perception.csv")
     assert set(exported["part"]) >= {"recognised minus missed", "gap: both recognised"}
 

@@ -202,7 +202,7 @@ def test_the_export_holds_the_three_estimates_and_the_artefact(
     from koed_core.results.paper_export import listed_files
 
     out = tmp_path / "bundle"
-    assert main(["export", "--out", str(out), "--db", planted.store.path]) == 0
+    assert main(["export", "--out", str(out), "--no-images", "--db", planted.store.path]) == 0
     assert "see" in capsys.readouterr().out
     # the Gap page's download (the same bundle, zipped) holds them too
     import zipfile

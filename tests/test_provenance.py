@@ -53,7 +53,7 @@ def koed(*args: str, cwd: Path | None = None, **env: str) -> subprocess.Complete
 
 @pytest.mark.slow
 def test_export_keeps_each_judge_configuration_apart(old: Path, tmp_path: Path) -> None:
-    result = koed("export", "--out", str(tmp_path / "out"), KOED_DB=str(old))
+    result = koed("export", "--out", str(tmp_path / "out"), "--no-images", KOED_DB=str(old))
     assert result.returncode == 0, result.stderr
     table = pd.read_csv(tmp_path / "out" / "gaps.csv")
     judged = table[(table["source"] == "judge") & (table["run_id"] == LISTENER_RUN)]
@@ -154,7 +154,9 @@ def test_provenance_comes_from_the_runs(tmp_path: Path, fake_openai: FakeOpenAI)
         official_sha,
         RunRequest(spec.name, langs=("ko", "en"), protocol="single"),
     )
-    result = koed("export", "--out", str(tmp_path / "out"), KOED_DB=str(db))  # KOED_DATA unset
+    result = koed(
+        "export", "--out", str(tmp_path / "out"), "--no-images", KOED_DB=str(db)
+    )  # KOED_DATA unset
     assert result.returncode == 0, result.stderr
     provenance = json.loads((tmp_path / "out" / "provenance.json").read_text())
     assert provenance["dataset_sha256"] == [official_sha] and "warning" not in provenance
@@ -177,7 +179,7 @@ def test_provenance_comes_from_the_runs(tmp_path: Path, fake_openai: FakeOpenAI)
         dataset.sha256,
         RunRequest(spec.name, langs=("ko",), protocol="single"),
     )
-    koed("export", "--out", str(tmp_path / "out2"), KOED_DB=str(db))
+    koed("export", "--out", str(tmp_path / "out2"), "--no-images", KOED_DB=str(db))
     provenance = json.loads((tmp_path / "out2" / "provenance.json").read_text())
     assert sorted(provenance["dataset_sha256"]) == sorted([official_sha, dataset.sha256])
     assert "2 different datasets" in provenance["warning"]
@@ -185,7 +187,9 @@ def test_provenance_comes_from_the_runs(tmp_path: Path, fake_openai: FakeOpenAI)
 
 @pytest.mark.slow
 def test_export_of_an_empty_database(tmp_path: Path) -> None:
-    result = koed("export", "--out", str(tmp_path / "out"), KOED_DB=str(tmp_path / "empty.db"))
+    result = koed(
+        "export", "--out", str(tmp_path / "out"), "--no-images", KOED_DB=str(tmp_path / "empty.db")
+    )
     assert result.returncode == 0, result.stderr
     assert "Traceback" not in result.stderr
     assert pd.read_csv(tmp_path / "out" / "gaps.csv").empty
@@ -320,7 +324,15 @@ def test_app_and_cli_agree_on_settings_given_only_in_secrets(tmp_path: Path) -> 
     assert f"KOED_DB\t{db}\t(secrets.toml)" in shown.stdout
     assert "c" * 40 not in shown.stdout  # the cookie key is never printed
     exported = subprocess.run(
-        [sys.executable, "-m", "koed_core.cli", "export", "--out", str(tmp_path / "out")],
+        [
+            sys.executable,
+            "-m",
+            "koed_core.cli",
+            "export",
+            "--out",
+            str(tmp_path / "out"),
+            "--no-images",
+        ],
         capture_output=True,
         text=True,
         cwd=project,

@@ -121,7 +121,16 @@ def test_reproduce_killed_and_resumed(tmp_path: Path, fake_openai: FakeOpenAI) -
     fake_openai.latency_s = 0.05
     plan, env = _setup(tmp_path, fake_openai)
     out = tmp_path / "out"
-    command = [sys.executable, "-m", "koed_core.cli", "reproduce", str(plan), "--out", str(out)]
+    command = [
+        sys.executable,
+        "-m",
+        "koed_core.cli",
+        "reproduce",
+        str(plan),
+        "--out",
+        str(out),
+        "--no-images",
+    ]
     proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     db = tmp_path / "k.db"
     wait_until(lambda: stored_responses(db) >= 15, "fifteen answers stored before the kill")
@@ -194,6 +203,7 @@ def test_an_unreachable_model_is_left_out_and_the_others_go_on(
             str(plan),
             "--out",
             str(tmp_path / "o"),
+            "--no-images",
         ],
         env=env,
         capture_output=True,
@@ -234,7 +244,16 @@ def test_the_tables_gap_pairs_by_dialogue_and_dimension(
     fake_openai.reply_fn = _by_dimension
     out = tmp_path / "out"
     done = subprocess.run(
-        [sys.executable, "-m", "koed_core.cli", "reproduce", str(plan), "--out", str(out)],
+        [
+            sys.executable,
+            "-m",
+            "koed_core.cli",
+            "reproduce",
+            str(plan),
+            "--out",
+            str(out),
+            "--no-images",
+        ],
         env=env,
         capture_output=True,
         text=True,

@@ -212,7 +212,7 @@ def test_no_csv_cell_starts_a_formula(site: Path, tmp_path: Path) -> None:
     text = to_csv([crafted])
     assert text.startswith("\ufeff")  # Excel reads the Korean as Korean
     assert "'=cmd" in text and "'-2+3" in text
-    export_bundle(store, tmp_path / "out")
+    export_bundle(store, tmp_path / "out", images=False)
     gaps = pd.read_csv(tmp_path / "out" / "gaps.csv")
     assert pd.api.types.is_numeric_dtype(gaps["gap"])  # numbers stay numbers
 
@@ -240,7 +240,7 @@ def test_credentials_in_a_base_url_never_leave(tmp_path: Path, fake_openai: Fake
     )
     assert "hunter2" not in stored and "SECRETKEY" not in stored and "sk-test" not in stored
     out = tmp_path / "out"
-    export_bundle(store, out)
+    export_bundle(store, out, images=False)
     for file in out.iterdir():
         body = file.read_bytes()
         assert b"hunter2" not in body and b"SECRETKEY" not in body, file.name

@@ -63,7 +63,16 @@ def test_a_planted_post_processing_effect_is_recovered(
     }
     out = tmp_path / "out"
     done = subprocess.run(
-        [sys.executable, "-m", "koed_core.cli", "reproduce", str(plan), "--out", str(out)],
+        [
+            sys.executable,
+            "-m",
+            "koed_core.cli",
+            "reproduce",
+            str(plan),
+            "--out",
+            str(out),
+            "--no-images",
+        ],
         env=env,
         capture_output=True,
         text=True,

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from koed_core.cli.results import NO_IMAGES
 from koed_core.config import Settings
 from koed_core.dialogues.dataset import load_dataset
 from koed_core.dialogues.sources import (
@@ -29,6 +30,7 @@ def register(groups: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         help="every step where the plan differs from the KoED authors' pipeline; send nothing",
     )
     again.add_argument("--out", type=Path, help="folder for the table, charts and export")
+    again.add_argument("--no-images", action="store_true", help=NO_IMAGES)
     again.add_argument(
         "--claims",
         nargs="?",
@@ -110,7 +112,7 @@ def cmd_reproduce(args: argparse.Namespace, settings: Settings) -> int:
         if args.out:
             from koed_core.results.paper_export import export_bundle
 
-            export_bundle(store, args.out)
+            export_bundle(store, args.out, images=not args.no_images)
             print(f"wrote the export bundle (turn_gaps.csv) to {args.out}")
         print(turn_gaps.to_markdown(over_turns, f"{plan.name}: the gap over turns"))
         return 1 if result.problems else 0
@@ -122,7 +124,7 @@ def cmd_reproduce(args: argparse.Namespace, settings: Settings) -> int:
     if args.out:
         from koed_core.results.paper_export import export_bundle, write_claims, write_paper_table
 
-        export_bundle(store, args.out)
+        export_bundle(store, args.out, images=not args.no_images)
         write_paper_table(table, args.out, plan.name)
         if checked is not None:
             write_claims(checked, args.out)  # claims.md, and the claims in the README

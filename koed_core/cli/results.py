@@ -35,7 +35,11 @@ def register(groups: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     export = groups.add_parser("export", help="a folder of tables, charts and configs for a paper")
     export.add_argument("--out", type=Path, required=True)
     export.add_argument("--db", type=Path)
+    export.add_argument("--no-images", action="store_true", help=NO_IMAGES)
     export.set_defaults(func=cmd_export)
+
+
+NO_IMAGES = "tables only: leave out the chart images (drawing them starts a headless Chromium)"
 
 
 def _epsilon(text: str) -> float:
@@ -99,6 +103,7 @@ def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
     from koed_core.results.paper_export import export_bundle
 
     store = Store(args.db or settings.db_path)
-    files = export_bundle(store, args.out)  # the gap three ways (judge, people, PPI++) too
+    # the gap three ways (judge, people, PPI++) too
+    files = export_bundle(store, args.out, images=not args.no_images)
     print(f"wrote {len(files)} files to {args.out} (see {args.out / 'README.md'})")
     return 0

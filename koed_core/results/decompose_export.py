@@ -4,6 +4,7 @@ run and metric from the judge's scores, and its chart (issue 65)."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -45,10 +46,12 @@ def decompose_rows(store: Store, judge: JudgeConfig | None) -> pd.DataFrame:
     return both.reindex(columns=[*columns, *judge.as_columns()])
 
 
-def write_decompose(store: Store, out: Path, judge: JudgeConfig | None) -> list[Path]:
-    """Add the files to a bundle folder and list them in its README."""
-    from koed_core.results.image_export import write_images
-
+def write_decompose(
+    store: Store, out: Path, judge: JudgeConfig | None, charts: list[tuple[Any, Path]]
+) -> list[Path]:
+    """Add the table to a bundle folder and list it, with its chart, in its README; the
+    chart is added to ``charts`` for the bundle to draw with its others (one browser for
+    all of a bundle's images: each start of Kaleido's Chromium costs seconds)."""
     rows = decompose_rows(store, judge)
     (out / "language_or_culture.csv").write_text(csv_safe.to_csv(rows), encoding="utf-8")
     effects = rows[rows["kind"] == "effect"]
@@ -57,15 +60,9 @@ def write_decompose(store: Store, out: Path, judge: JudgeConfig | None) -> list[
     if len(first):
         title += f" · {first['run_label'].iloc[0]}"
     fig = decompose_figure(first, title)
-    write_images(  # in a child process with a deadline (image_export)
-        [fig, fig],
-        [out / "language_or_culture.svg", out / "language_or_culture.png"],
-        width=1200,
-        height=700,
-    )
+    charts += [(fig, out / "language_or_culture.svg"), (fig, out / "language_or_culture.png")]
     readme = out / "README.md"
     listed = "".join(f"| {name} | {text} |\n" for name, text in DECOMPOSE_FILES.items())
     readme.write_text(readme.read_text(encoding="utf-8") + listed, encoding="utf-8")
-    for name in DECOMPOSE_FILES:
-        (out / name).chmod(0o600)
+    (out / "language_or_culture.csv").chmod(0o600)  # the images: by the bundle, once drawn
     return [out / name for name in DECOMPOSE_FILES]

@@ -179,8 +179,11 @@ def provenance(store: Store, gap_table: pd.DataFrame) -> dict[str, Any]:
     return out
 
 
-def export_bundle(store: Store, out: Path) -> list[Path]:
-    """Write the bundle into ``out`` (created; existing files replaced); returns the files."""
+def export_bundle(store: Store, out: Path, *, images: bool = True) -> list[Path]:
+    """Write the bundle into ``out`` (created; existing files replaced); returns the files.
+
+    ``images=False`` leaves the chart images out (said in the README): drawing them starts
+    a headless Chromium, seconds of a bundle whose numbers are all in the tables."""
     out.mkdir(parents=True, exist_ok=True)
     table = gap_rows(store)
     (out / "gaps.csv").write_text(csv_safe.to_csv(table), encoding="utf-8")
@@ -198,11 +201,7 @@ def export_bundle(store: Store, out: Path) -> list[Path]:
             judged = judged[judged[column] == value]
         subtitle = f"judge {choice.config.label}"
     fig = gap_figure(judged, title, subtitle=subtitle)
-    from koed_core.results.image_export import write_images
-
-    write_images(  # in a child process with a deadline: Kaleido's Chromium can hang
-        [fig, fig], [out / "gap_judge.svg", out / "gap_judge.png"], width=1200, height=700
-    )
+    charts: list[tuple[Any, Path]] = [(fig, out / "gap_judge.svg"), (fig, out / "gap_judge.png")]
     runs = Runs(store).run_table()
     _json(out / "runs.json", [_run_entry(r) for r in runs.to_dict("records")] if len(runs) else [])
     _json(out / "judges.json", Judgments(store).summary())
@@ -238,9 +237,35 @@ def export_bundle(store: Store, out: Path) -> list[Path]:
     added = write_ppi(store, out)  # the gap three ways: judge, people, PPI++ (and the README)
     from koed_core.results.decompose_export import write_decompose
 
-    added += write_decompose(store, out, choice.config if choice is not None else None)
+    added += write_decompose(store, out, choice.config if choice is not None else None, charts)
+    written = [out / name for name in FILES] + added
+    if images:
+        from koed_core.results.image_export import write_images
+
+        write_images(  # one child process with a deadline: Kaleido's Chromium can hang
+            [fig for fig, _ in charts], [path for _, path in charts], width=1200, height=700
+        )
+    else:
+        written = _without_images(out, written, {path for _, path in charts})
     _private(out)
-    return [out / name for name in FILES] + added
+    return written
+
+
+def _without_images(out: Path, written: list[Path], drawn: set[Path]) -> list[Path]:
+    """The README and the file list without the images that were not drawn, and one line
+    saying so (a reader of the bundle must not look for a chart that is not there)."""
+    readme = out / "README.md"
+    names = {path.name for path in drawn}
+    kept = [
+        line
+        for line in readme.read_text(encoding="utf-8").splitlines()
+        if not (line.startswith("| ") and line.split("|")[1].strip() in names)
+    ]
+    kept += ["", "Chart images were not drawn (`--no-images`); the tables hold every number."]
+    readme.write_text("\n".join(kept) + "\n", encoding="utf-8")
+    for path in drawn:
+        path.unlink(missing_ok=True)  # an image of an earlier export would not match
+    return [path for path in written if path not in drawn]
 
 
 def _episode_scores(store: Store) -> tuple[pd.DataFrame, pd.DataFrame]:
