@@ -15,6 +15,8 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from koed_core.run_steps import earlier_steps
+
 
 def _wall_clock() -> datetime:
     return datetime.now(UTC)
@@ -84,12 +86,13 @@ class RunConfig:
     """batch (koed run, the Runs page) or live (answers saved from the chat page)."""
     prompt_set: str = "native"
     """The prompt set (paper or native); its version is ``prompt_version``."""
-    postprocess: str = "none"
-    commas: str = "decoded"
-    emotion_reader: str = "extended"
+    steps: tuple[tuple[str, str], ...] = ()
+    """The pipeline's steps as (name, value), one per step declared in
+    ``koed_core.run_steps``; a step left out is at the value runs had before it was a
+    choice. Stored flat (``"commas": "raw"`` beside the other keys), as every release
+    stored them."""
     family: str = "open"
-    """The pipeline's steps (koed_core.models.pipeline); the defaults are what runs did
-    before they were choices."""
+    """The model family whose post-processing rule applies (open, claude)."""
     top_p: float | None = None
     top_k: int | None = None
     repetition_penalty: float | None = None
@@ -113,23 +116,33 @@ class RunConfig:
     """The translated variants the run was asked in, each with the id of the version it
     read (``en-from-ko v2 3f9a...``, comma-separated); None: ko and en only."""
 
+    def stored(self) -> dict[str, Any]:
+        """The configuration as a run's row keeps it: every field, each pipeline step
+        under its own key (its earlier value when not set)."""
+        flat = asdict(self)
+        del flat["steps"]
+        return {**flat, **earlier_steps(), **dict(self.steps)}
+
     @property
     def run_id(self) -> str:
         """Deterministic id: the same configuration resumes the same run. A field at the
         value runs had before it existed is left out of the hash, so a run made by an
         earlier release resumes across the upgrade (a native run hashes as 0.1.0 did)."""
-        identity = asdict(self)
-        for name, before in EARLIER_VALUES.items():
-            if identity[name] == before:
+        identity = self.stored()
+        for name, before in earlier_values().items():
+            if name in identity and identity[name] == before:
                 del identity[name]
         return short_hash(identity)
 
 
+def earlier_values() -> dict[str, object]:
+    """Every run field's value before the field existed: the fixed ones
+    (``EARLIER_VALUES``) and each declared pipeline step's."""
+    return {**EARLIER_VALUES, **earlier_steps()}
+
+
 EARLIER_VALUES: dict[str, object] = {
     "prompt_set": "native",
-    "postprocess": "none",
-    "commas": "decoded",
-    "emotion_reader": "extended",
     "family": "open",
     "top_p": None,
     "top_k": None,
@@ -144,7 +157,8 @@ EARLIER_VALUES: dict[str, object] = {
     "replicate": 0,
     "variants": None,
 }
-"""A run field's value before the field existed (left out of the run's id when so)."""
+"""A run field's value before the field existed (left out of the run's id when so); the
+pipeline steps' are declared with each step (``koed_core.run_steps``)."""
 
 
 @dataclass(frozen=True)
