@@ -197,6 +197,11 @@ class ResponseRecord:
         return short_hash(self.run_id, self.conv_id, self.lang, self.context_hash)
 
 
+JUDGE_TEMPERATURES: dict[str, float] = {"paper": 0.7, "strict": 0.0, "episode": 0.0, "speaker": 0.0}
+"""Each judge mode's temperature: paper the authors' 0.7; strict, whole episodes and
+Speaker checks 0 (a verdict read as JSON, asked to be the same twice)."""
+
+
 @dataclass(frozen=True)
 class JudgeConfig:
     """Who produced a judge score: one value, never averaged with another.
@@ -216,6 +221,13 @@ class JudgeConfig:
     replicate: int = 0
     """0: the first judging of these texts under these steps. n > 0: the same judge asked
     again, everything else equal (the sensitivity table's noise floor): its own source."""
+    temperature: float | None = None
+    """The judge's sampling temperature; None is the mode's (``JUDGE_TEMPERATURES``), what
+    every judgment was asked at before it was a setting (m025 wrote it into them)."""
+
+    def __post_init__(self) -> None:
+        if self.temperature is None and self.mode in JUDGE_TEMPERATURES:
+            object.__setattr__(self, "temperature", JUDGE_TEMPERATURES[self.mode])
 
     @property
     def label(self) -> str:
@@ -224,7 +236,12 @@ class JudgeConfig:
             f"{self.model} · {self.mode} · {self.template} template · {self.parse} parse · "
             f"prompt {self.prompt_version[:8]} · rubric {self.rubric_version[:8]}"
             + (f" · judged again #{self.replicate}" if self.replicate else "")
+            + ("" if self.at_mode_temperature() else f" · T={self.temperature:g}")
         )
+
+    def at_mode_temperature(self) -> bool:
+        """Whether the judge was asked at its mode's temperature (said only when not)."""
+        return self.temperature is None or self.temperature == JUDGE_TEMPERATURES.get(self.mode)
 
     @property
     def spoken(self) -> str:
@@ -241,6 +258,7 @@ class JudgeConfig:
             "judge_template": self.template,
             "judge_parse": self.parse,
             "judge_replicate": str(self.replicate),
+            "judge_temperature": "" if self.temperature is None else f"{self.temperature:g}",
         }
 
 

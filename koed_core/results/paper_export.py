@@ -147,6 +147,7 @@ def provenance(store: Store, gap_table: pd.DataFrame) -> dict[str, Any]:
                     "rubric_version",
                     "template",
                     "parse",
+                    "temperature",
                 )
             }
             for j in judges
