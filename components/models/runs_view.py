@@ -83,7 +83,7 @@ def step_columns() -> dict[str, Any]:
     return {
         step.name: st.column_config.TextColumn(
             _(step.label),
-            help="; ".join(f"{code}: {_(step.words[code])}" for code in step.choices),
+            help="; ".join(code + ": " + _(step.words[code]) for code in step.choices),
         )
         for step in declared()
     }
