@@ -332,3 +332,24 @@ def test_spans_from_0_4_upgrade_with_an_empty_comment_and_take_one(tmp_path: Pat
     upgraded.save(1, dialogue, "alice", None, "", [replace(span, comment="왜 이 유형?")])
     again = upgraded.own(1, dialogue.conv_id, "alice")
     assert again is not None and again.spans[0].comment == "왜 이 유형?"
+
+
+def test_judgments_from_0_1_0_take_their_modes_temperature_and_keep_their_source(
+    old_db: Path,
+) -> None:
+    """m025: every earlier judgment was asked at its mode's temperature (paper 0.7,
+    strict 0), so it reads as that, under the configuration it had; a judge asked at
+    another temperature is a source of its own."""
+    store = Store(old_db)
+    by_mode = dict(_raw(old_db, "select distinct mode, temperature from judgments"))
+    assert by_mode and all(by_mode[m] == {"paper": 0.7, "strict": 0.0}[m] for m in by_mode)
+    upgraded = Judgments(store).configs()
+    first = upgraded[0].config
+    assert first.temperature == 0.7 and first == replace(first, temperature=None)
+    assert Judgments(store).done(first)
+    assert not Judgments(store).done(replace(first, temperature=0.0))
+    assert "T=0" in replace(first, temperature=0.0).label and "T=" not in first.label
+    asked = JudgeRequest("r", judge="gpt-4o", temperature=0.0)
+    assert (
+        asked.config().temperature == 0.0 != JudgeRequest("r", judge="gpt-4o").config().temperature
+    )

@@ -17,9 +17,9 @@ from koed_core.db import Store
 from koed_core.db.jobs import Jobs
 from koed_core.jobs.kinds import params_of
 from koed_core.judge.request import JudgeRequest
-from koed_core.models.pipeline import STEP_FIELDS, STEP_NAMES
 from koed_core.models.request import EpisodeRequest, RunRequest
 from koed_core.results.reproduce import VARIANT_KEYS, parse_plan
+from koed_core.run_steps import PIPELINE_STEPS, step_names
 
 ROOT = Path(__file__).resolve().parents[1]
 MOST_PARAMETERS = 8
@@ -63,9 +63,9 @@ def test_the_command_line_is_built_from_the_request_fields() -> None:
         dests = {a.dest for a in parser._actions}
         offered = {f.name for f in fields(cls) if f.metadata.get("flag") is not None}
         assert offered - set(left_out) <= dests, (command, offered - dests)
-    for step in STEP_FIELDS:  # every pipeline step is a flag with the step's own values
+    for step in PIPELINE_STEPS:  # every pipeline step is a flag with the step's own values
         flag = "--" + step.name.replace("_", "-")
-        value = step.metadata["choices"][0]
+        value = step.choices[0]
         asked = _parsed("run", "--model", "openai:m", flag, value)
         assert isinstance(asked, RunRequest) and getattr(asked, step.name) == value
     asked = _parsed(
@@ -119,12 +119,12 @@ def test_jobs_queued_by_the_last_release_read_back_as_requests(tmp_path: Path) -
 
 
 def test_a_plan_takes_every_pipeline_step_as_a_key_and_a_variant() -> None:
-    steps = "\n".join(f'{f.name} = "{f.metadata["choices"][-1]}"' for f in STEP_FIELDS)
+    steps = "\n".join(f'{f.name} = "{f.choices[-1]}"' for f in PIPELINE_STEPS)
     plan = parse_plan(f'name = "p"\nmodels = ["m"]\njudge = "j"\n{steps}\n')
-    assert dict(plan.pipeline) == {f.name: f.metadata["choices"][-1] for f in STEP_FIELDS}
+    assert dict(plan.pipeline) == {f.name: f.choices[-1] for f in PIPELINE_STEPS}
     asked = plan.run_request("m", "single")
-    assert all(getattr(asked, name) == plan.pipeline[name] for name in STEP_NAMES)
-    assert set(STEP_NAMES) <= set(VARIANT_KEYS)
+    assert all(getattr(asked, name) == plan.pipeline[name] for name in step_names())
+    assert set(step_names()) <= set(VARIANT_KEYS)
     varied = plan.varied({"commas": "decoded", "temperature": 0.0})
     assert varied.pipeline["commas"] == "decoded" and varied.temperature == 0.0
     assert json.dumps(sorted(plan.pipeline))  # a plain table, as the file has it
@@ -151,7 +151,7 @@ def test_no_core_function_takes_more_than_eight_parameters() -> None:
 def test_the_runs_form_has_a_picker_per_step_and_queues_what_it_shows(
     fake_registry: Path, tmp_path: Path
 ) -> None:
-    """The Runs form draws its step pickers from ``Steps``: each one set here is in the
+    """The Runs form draws its step pickers from the declared steps: each one set here is in the
     queued request, as the command line's flag would put it."""
     from streamlit.testing.v1 import AppTest
 
@@ -160,7 +160,7 @@ def test_the_runs_form_has_a_picker_per_step_and_queues_what_it_shows(
 
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60).run()
     at.switch_page("app_pages/models/runs.py").run()
-    chosen = {f.name: f.metadata["choices"][-1] for f in STEP_FIELDS}
+    chosen = {f.name: f.choices[-1] for f in PIPELINE_STEPS}
     for name, value in chosen.items():
         at.selectbox(key=state.runs_step(name)).set_value(value)
     at.selectbox(key=state.RUNS_MODEL).set_value("fake-listener")

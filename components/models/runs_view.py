@@ -4,7 +4,6 @@ reproduction, and the stored runs with their responses."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import Field
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +23,6 @@ from koed_core.dialogues.subsets import SUBSETS
 from koed_core.errors import KoedError
 from koed_core.i18n import N_, _
 from koed_core.jobs.kinds import ReproduceJob
-from koed_core.models.pipeline import STEP_FIELDS
 from koed_core.models.prompts import PROMPT_SETS
 from koed_core.models.protocol import PROTOCOLS
 from koed_core.models.registry import ModelSpec
@@ -37,6 +35,7 @@ from koed_core.models.request import (
 )
 from koed_core.models.runs import run_labels
 from koed_core.results.reproduce import parse_plan
+from koed_core.run_steps import PipelineStep, declared
 
 PLANS = Path(__file__).resolve().parents[2] / "plans"
 PROFILE = N_("the prompt set's")
@@ -52,31 +51,42 @@ SUBSET_WORDS = {"full": N_("all dialogues")}
 """Subsets with a word for a name; paper-100 and jeong-han-80 are names of their own."""
 
 
-def _step_options(step: Field[Any]) -> dict[str, str]:
+def step_options(step: PipelineStep) -> dict[str, str]:
     """A pipeline step's options as the picker shows them: the prompt set's choice, then
     each value in the reader's words with its code (what `koed run` takes, as the stored
-    run names it) in parentheses. The words are the step's own (``Steps``)."""
-    words = step.metadata["words"]
+    run names it) in parentheses. The words are the step's own (``koed_core.run_steps``)."""
     return {
         PROFILE: _(PROFILE),
-        **{code: _(words[code]) + f"({code})" for code in step.metadata["choices"]},
+        **{code: _(step.words[code]) + f"({code})" for code in step.choices},
     }
 
 
 def _step_pickers() -> dict[str, str | None]:
-    """One picker per pipeline step, each as ``Steps`` declares it; what each is set to
-    (None: the prompt set's profile), by step name."""
+    """One picker per declared pipeline step; what each is set to (None: the prompt
+    set's profile), by step name."""
     chosen: dict[str, str | None] = {}
-    for step in STEP_FIELDS:
-        options = _step_options(step)
+    for step in declared():
+        options = step_options(step)
         value = st.selectbox(
-            _(step.metadata["label"]),
+            _(step.label),
             list(options),
             key=state.runs_step(step.name),
             format_func=options.__getitem__,
         )
         chosen[step.name] = None if value == PROFILE else value
     return chosen
+
+
+def step_columns() -> dict[str, Any]:
+    """The Runs table's column per declared pipeline step: its heading, and its values
+    in the reader's words as the help."""
+    return {
+        step.name: st.column_config.TextColumn(
+            _(step.label),
+            help="; ".join(code + ": " + _(step.words[code]) for code in step.choices),
+        )
+        for step in declared()
+    }
 
 
 def _subsets() -> Callable[[str], str]:
@@ -334,24 +344,8 @@ def stored_runs(dataset: Dataset) -> None:
             "lang": st.column_config.TextColumn(_("Language"), pinned=True),
             "responses": _("Responses"),
             "errors": _("Errors"),
-            "postprocess": st.column_config.TextColumn(
-                _("Post-processing"),
-                help=_(
-                    "authors: what the KoED authors' post-processing kept of each reply is "
-                    "judged and rated (rule per family); none: the whole reply"
-                ),
-            ),
+            **step_columns(),
             "family": _("Family"),
-            "commas": st.column_config.TextColumn(
-                _("Commas"), help=_("raw: English sent with `_comma_` as the file has it")
-            ),
-            "emotion_reader": st.column_config.TextColumn(
-                _("Emotion reader"),
-                help=_(
-                    "authors: English label names (and jeong, han) only; extended: Korean "
-                    "glosses too"
-                ),
-            ),
             "no_label": _("No label named"),
             "dataset_sha256": None,
             "updated": _("Updated (UTC)"),

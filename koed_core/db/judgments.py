@@ -19,6 +19,7 @@ CONFIG_COLUMNS = (
     "template",
     "parse",
     "replicate",
+    "temperature",
 )
 
 
@@ -40,6 +41,7 @@ def _params(config: JudgeConfig) -> list[object]:
         config.template,
         config.parse,
         config.replicate,
+        config.temperature,
     ]
 
 
@@ -102,6 +104,7 @@ class Judgments:
                     and a.judge_model = f.judge_model and a.mode = f.mode
                     and a.prompt_version = f.prompt_version and a.template = f.template
                     and a.parse = f.parse and a.replicate = f.replicate
+                    and a.temperature = f.temperature
                     and a.error is null))""",
             _params(config),
         )
@@ -119,12 +122,13 @@ class Judgments:
         rows = self.store.rows(
             f"""select j.judge_model, j.mode, j.prompt_version,
                        coalesce(j.rubric_version, 'unknown') as rubric_version,
-                       j.template, j.parse, j.replicate,
+                       j.template, j.parse, j.replicate, j.temperature,
                        count(*) as judgments, sum(j.score is null) as unscored,
                        count(distinct j.response_id) as responses, max(j.created) as last
                 from judgments j join responses s on s.id = j.response_id
                 where j.error is null and j.mode not in ('episode', 'speaker') {where}
-                group by 1, 2, 3, 4, 5, 6, 7 order by last desc, 1, 2, 3, 4, 5, 6, 7""",
+                group by 1, 2, 3, 4, 5, 6, 7, 8
+                order by last desc, 1, 2, 3, 4, 5, 6, 7, 8""",
             params,
         )
         return [
@@ -137,6 +141,7 @@ class Judgments:
                     r["template"],
                     r["parse"],
                     int(r["replicate"] or 0),
+                    r["temperature"],
                 ),
                 int(r["judgments"]),
                 int(r["unscored"] or 0),
@@ -183,6 +188,7 @@ class Judgments:
         return self.store.rows(
             """select judge_model, judge_backend, mode, prompt_version,
                       coalesce(rubric_version, 'unknown') as rubric_version, template, parse,
-                      replicate, count(*) as judgments, sum(score is null) as unscored
-               from judgments where error is null group by 1, 2, 3, 4, 5, 6, 7, 8"""
+                      replicate, temperature, count(*) as judgments,
+                      sum(score is null) as unscored
+               from judgments where error is null group by 1, 2, 3, 4, 5, 6, 7, 8, 9"""
         )

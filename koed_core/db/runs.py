@@ -16,6 +16,21 @@ import pandas as pd
 
 from koed_core.db.store import Store
 from koed_core.db.types import EmotionScore, ResponseRecord, RunConfig, now
+from koed_core.run_steps import declared
+
+
+def step_columns() -> str:
+    """One column per declared pipeline step, read from a run's stored config; a run
+    made before the step was a choice reads its earlier value (``step_defaults``, in
+    order). The names are identifiers (``PipelineStep`` checks them)."""
+    return ", ".join(
+        f"coalesce(json_extract(r.config, '$.{s.name}'), ?) as {s.name}" for s in declared()
+    )
+
+
+def step_defaults() -> list[str]:
+    """The parameters of :func:`step_columns`: each step's earlier value."""
+    return [s.before for s in declared()]
 
 
 class Runs:
@@ -41,7 +56,7 @@ class Runs:
                     "id": run_id,
                     "name": name,
                     "kind": config.kind,
-                    "config": json.dumps(asdict(config), sort_keys=True),
+                    "config": json.dumps(config.stored(), sort_keys=True),
                     "langs": json.dumps(merged),
                     "created": existing["created"] if existing else now(),
                     "updated": now(),
@@ -118,15 +133,11 @@ class Runs:
     def runs(self) -> pd.DataFrame:
         """One row per run and language: counts, errors, emotion-recognition figures."""
         return self.store.frame(
-            """
+            f"""
             select r.id as run_id, r.name, r.kind, json_extract(r.config, '$.protocol') as protocol,
                    json_extract(r.config, '$.provenance') as provenance,
-                   coalesce(json_extract(r.config, '$.postprocess'), 'none') as postprocess,
                    coalesce(json_extract(r.config, '$.family'), 'open') as family,
-                   coalesce(json_extract(r.config, '$.commas'), 'decoded') as commas,
-                   coalesce(json_extract(r.config, '$.emotion_reader'), 'extended')
-                     as emotion_reader,
-                   s.lang,
+                   {step_columns()}, s.lang,
                    count(s.id) as responses, sum(s.error is not null) as errors,
                    sum(e.given = 0) as no_label,
                    avg(e.hit) as accuracy, avg(e.f1) as f1,
@@ -137,7 +148,8 @@ class Runs:
             from runs r left join responses s on s.run_id = r.id
             left join emotion_scores e on e.response_id = s.id
             group by r.id, s.lang order by r.updated desc, s.lang
-            """
+            """,
+            step_defaults(),
         )
 
     def run_table(self, kind: str | None = None) -> pd.DataFrame:
@@ -159,21 +171,18 @@ class Runs:
         """What tells runs apart, one row per run, oldest first: model name, protocol,
         prompt set, languages answered, dialogues answered, temperature, created."""
         return self.store.rows(
-            """select r.id as run_id, r.name, json_extract(r.config, '$.protocol') as protocol,
+            f"""select r.id as run_id, r.name, json_extract(r.config, '$.protocol') as protocol,
                       coalesce(json_extract(r.config, '$.prompt_set'), 'native') as prompt_set,
                       json_extract(r.config, '$.prompt_version') as prompt_version,
                       json_extract(r.config, '$.temperature') as temperature,
                       json_extract(r.config, '$.turns') as turns,
                       json_extract(r.config, '$.speaker') as speaker,
                       json_extract(r.config, '$.oracle') as oracle,
-                      coalesce(json_extract(r.config, '$.postprocess'), 'none') as postprocess,
-                      coalesce(json_extract(r.config, '$.commas'), 'decoded') as commas,
-                      coalesce(json_extract(r.config, '$.emotion_reader'), 'extended')
-                        as emotion_reader,
-                      r.langs, r.created, count(distinct s.conv_id) as dialogues,
+                      {step_columns()}, r.langs, r.created, count(distinct s.conv_id) as dialogues,
                       group_concat(distinct s.lang) as answered_langs
                from runs r left join responses s on s.run_id = r.id and s.error is null
-               group by r.id order by r.created, r.id"""
+               group by r.id order by r.created, r.id""",
+            step_defaults(),
         )
 
     def responses(self, run_id: str) -> pd.DataFrame:

@@ -15,6 +15,8 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from koed_core.run_steps import earlier_steps
+
 
 def _wall_clock() -> datetime:
     return datetime.now(UTC)
@@ -84,12 +86,13 @@ class RunConfig:
     """batch (koed run, the Runs page) or live (answers saved from the chat page)."""
     prompt_set: str = "native"
     """The prompt set (paper or native); its version is ``prompt_version``."""
-    postprocess: str = "none"
-    commas: str = "decoded"
-    emotion_reader: str = "extended"
+    steps: tuple[tuple[str, str], ...] = ()
+    """The pipeline's steps as (name, value), one per step declared in
+    ``koed_core.run_steps``; a step left out is at the value runs had before it was a
+    choice. Stored flat (``"commas": "raw"`` beside the other keys), as every release
+    stored them."""
     family: str = "open"
-    """The pipeline's steps (koed_core.models.pipeline); the defaults are what runs did
-    before they were choices."""
+    """The model family whose post-processing rule applies (open, claude)."""
     top_p: float | None = None
     top_k: int | None = None
     repetition_penalty: float | None = None
@@ -113,23 +116,33 @@ class RunConfig:
     """The translated variants the run was asked in, each with the id of the version it
     read (``en-from-ko v2 3f9a...``, comma-separated); None: ko and en only."""
 
+    def stored(self) -> dict[str, Any]:
+        """The configuration as a run's row keeps it: every field, each pipeline step
+        under its own key (its earlier value when not set)."""
+        flat = asdict(self)
+        del flat["steps"]
+        return {**flat, **earlier_steps(), **dict(self.steps)}
+
     @property
     def run_id(self) -> str:
         """Deterministic id: the same configuration resumes the same run. A field at the
         value runs had before it existed is left out of the hash, so a run made by an
         earlier release resumes across the upgrade (a native run hashes as 0.1.0 did)."""
-        identity = asdict(self)
-        for name, before in EARLIER_VALUES.items():
-            if identity[name] == before:
+        identity = self.stored()
+        for name, before in earlier_values().items():
+            if name in identity and identity[name] == before:
                 del identity[name]
         return short_hash(identity)
 
 
+def earlier_values() -> dict[str, object]:
+    """Every run field's value before the field existed: the fixed ones
+    (``EARLIER_VALUES``) and each declared pipeline step's."""
+    return {**EARLIER_VALUES, **earlier_steps()}
+
+
 EARLIER_VALUES: dict[str, object] = {
     "prompt_set": "native",
-    "postprocess": "none",
-    "commas": "decoded",
-    "emotion_reader": "extended",
     "family": "open",
     "top_p": None,
     "top_k": None,
@@ -144,7 +157,8 @@ EARLIER_VALUES: dict[str, object] = {
     "replicate": 0,
     "variants": None,
 }
-"""A run field's value before the field existed (left out of the run's id when so)."""
+"""A run field's value before the field existed (left out of the run's id when so); the
+pipeline steps' are declared with each step (``koed_core.run_steps``)."""
 
 
 @dataclass(frozen=True)
@@ -183,6 +197,11 @@ class ResponseRecord:
         return short_hash(self.run_id, self.conv_id, self.lang, self.context_hash)
 
 
+JUDGE_TEMPERATURES: dict[str, float] = {"paper": 0.7, "strict": 0.0, "episode": 0.0, "speaker": 0.0}
+"""Each judge mode's temperature: paper the authors' 0.7; strict, whole episodes and
+Speaker checks 0 (a verdict read as JSON, asked to be the same twice)."""
+
+
 @dataclass(frozen=True)
 class JudgeConfig:
     """Who produced a judge score: one value, never averaged with another.
@@ -202,6 +221,13 @@ class JudgeConfig:
     replicate: int = 0
     """0: the first judging of these texts under these steps. n > 0: the same judge asked
     again, everything else equal (the sensitivity table's noise floor): its own source."""
+    temperature: float | None = None
+    """The judge's sampling temperature; None is the mode's (``JUDGE_TEMPERATURES``), what
+    every judgment was asked at before it was a setting (m025 wrote it into them)."""
+
+    def __post_init__(self) -> None:
+        if self.temperature is None and self.mode in JUDGE_TEMPERATURES:
+            object.__setattr__(self, "temperature", JUDGE_TEMPERATURES[self.mode])
 
     @property
     def label(self) -> str:
@@ -210,7 +236,12 @@ class JudgeConfig:
             f"{self.model} · {self.mode} · {self.template} template · {self.parse} parse · "
             f"prompt {self.prompt_version[:8]} · rubric {self.rubric_version[:8]}"
             + (f" · judged again #{self.replicate}" if self.replicate else "")
+            + ("" if self.at_mode_temperature() else f" · T={self.temperature:g}")
         )
+
+    def at_mode_temperature(self) -> bool:
+        """Whether the judge was asked at its mode's temperature (said only when not)."""
+        return self.temperature is None or self.temperature == JUDGE_TEMPERATURES.get(self.mode)
 
     @property
     def spoken(self) -> str:
@@ -227,6 +258,7 @@ class JudgeConfig:
             "judge_template": self.template,
             "judge_parse": self.parse,
             "judge_replicate": str(self.replicate),
+            "judge_temperature": "" if self.temperature is None else f"{self.temperature:g}",
         }
 
 

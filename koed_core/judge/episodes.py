@@ -48,8 +48,6 @@ SPEAKER_NAMES = {
     "HID": "keeps the feeling unnamed",
     "NAT": "sounds native",
 }
-TEMPERATURE = 0.0
-"""One reading per task, as the strict mode reads (no resampling to average away)."""
 MAX_TOKENS = 400
 
 
@@ -278,6 +276,7 @@ def _rows(
                 "template": config.template,
                 "parse": config.parse,
                 "replicate": config.replicate,
+                "temperature": config.temperature,
                 "dimension": name,
                 "sample": 0,
                 "score": score,
@@ -304,7 +303,9 @@ def _judge(
     """Every call not answered yet under ``config``; each answer stored as it comes (a
     failed call is stored with its error and asked again next time)."""
     judgments = Judgments(store)
-    settings = GenerationSettings(temperature=TEMPERATURE, max_tokens=MAX_TOKENS, stop=hooks.stop)
+    settings = GenerationSettings(
+        temperature=config.temperature, max_tokens=MAX_TOKENS, stop=hooks.stop
+    )
     answered = {
         (r["response_id"], r["dimension"])
         for r in store.rows(

@@ -25,7 +25,6 @@ from koed_core.judge.request import (
 )
 from koed_core.judge.rubric import dimensions
 from koed_core.judge.verdicts import (
-    TEMPERATURE,
     JudgeMode,
     Verdict,
     build_judge_messages,
@@ -300,10 +299,10 @@ def judge_run(
         raise JudgeError("replicate must be 0 (the first judging) or more")
     mode: JudgeMode = request.mode  # type: ignore[assignment]
     steps = request.steps()
-    config = config_of(judge.name, mode, steps, request.replicate)
+    config = request.config(judge.name)
     judgments = Judgments(store)
     settings = GenerationSettings(
-        temperature=TEMPERATURE[mode], max_tokens=request.token_limit(), stop=hooks.stop
+        temperature=config.temperature, max_tokens=request.token_limit(), stop=hooks.stop
     )
 
     def store_one(task: JudgeTask, tried: list[Attempt]) -> Outcome:
@@ -357,6 +356,7 @@ def _row(
         "template": config.template,
         "parse": config.parse,
         "replicate": config.replicate,
+        "temperature": config.temperature,
         "dimension": task.dimension,
         "sample": task.sample,
         "score": verdict.score if verdict else None,

@@ -33,7 +33,18 @@ from koed_core.models.request import (
     positive_int,
     setting,
     source_arg,
+    temperature_arg,
 )
+
+
+def judge_temperature_arg(text: str) -> float:
+    """``--temperature`` of ``koed judge``: a number from 0 to 2."""
+    import argparse
+
+    value = temperature_arg(text)
+    if isinstance(value, str):
+        raise argparse.ArgumentTypeError("takes a number from 0 to 2 (the judge's own: leave out)")
+    return value
 
 
 class JudgeError(KoedError, ValueError):
@@ -74,18 +85,33 @@ def current_config(
     template: str | None = None,
     parse: str | None = None,
     replicate: int = 0,
+    temperature: float | None = None,
 ) -> JudgeConfig:
     """The configuration a judging pass with these steps, today's wording and rubric
-    produces."""
+    produces (``temperature`` None: the mode's)."""
     steps = JudgeSteps.choose(mode, template, parse)
-    return config_of(judge, mode, steps, replicate)
+    return config_of(judge, mode, steps, replicate, temperature)
 
 
-def config_of(judge: str, mode: str, steps: JudgeSteps, replicate: int = 0) -> JudgeConfig:
-    """The configuration a pass of ``judge`` in ``mode`` with ``steps`` produces."""
+def config_of(
+    judge: str,
+    mode: str,
+    steps: JudgeSteps,
+    replicate: int = 0,
+    temperature: float | None = None,
+) -> JudgeConfig:
+    """The configuration a pass of ``judge`` in ``mode`` with ``steps`` produces (at
+    ``temperature``, None: the mode's)."""
     version = judge_prompt_version(steps.template)
     return JudgeConfig(
-        judge, mode, version, rubric_version(), steps.template.name, steps.parse, replicate
+        judge,
+        mode,
+        version,
+        rubric_version(),
+        steps.template.name,
+        steps.parse,
+        replicate,
+        temperature,
     )
 
 
@@ -177,6 +203,13 @@ class JudgeRequest(Request):
         help="an episode run: check each kept Speaker turn (stays in the situation, keeps "
         "the feeling unnamed, sounds native)",
     )
+    temperature: float | None = setting(
+        None,
+        type=judge_temperature_arg,
+        help="the judge's sampling temperature, from 0 to 2 (default: the mode's, paper 0.7 "
+        "as the authors, strict 0); part of the judge configuration",
+    )
+    """None: the mode's (``JUDGE_TEMPERATURES``), what judging always asked at."""
     max_tokens: int | None = setting(None, flag=None, help="")
     """None: the mode's (``PAPER_MAX_TOKENS``, ``STRICT_MAX_TOKENS``)."""
     attempts: int = setting(DEFAULT_ATTEMPTS, flag=None, help="")
@@ -197,7 +230,12 @@ class JudgeRequest(Request):
         """The judge configuration this pass produces (``judge_name``: the resolved
         model's registry name, default the one asked for)."""
         return current_config(
-            judge_name or self.judge, self.mode, self.template, self.parse, self.replicate
+            judge_name or self.judge,
+            self.mode,
+            self.template,
+            self.parse,
+            self.replicate,
+            self.temperature,
         )
 
     def dimensions(self) -> list[str]:
@@ -231,6 +269,8 @@ class JudgeRequest(Request):
             found.append(_("batch size must be at least 1"))
         if self.replicate < 0:
             found.append(_("replicate must be 0 (the first judging) or more"))
+        if self.temperature is not None and not 0 <= self.temperature <= 2:
+            found.append(_("temperature must be between 0 and 2"))
         if self.whole_episode and self.speaker_check:
             found.append(_("whole episode and speaker check are two passes: choose one"))
         if self.mode in MODES and not found:
@@ -249,6 +289,7 @@ class JudgeRequest(Request):
             *([_("template {name}", name=self.template)] if self.template else []),
             *([_("parse {name}", name=self.parse)] if self.parse else []),
             *([_("judged again #{n}", n=self.replicate)] if self.replicate else []),
+            *([f"T={self.temperature:g}"] if self.temperature is not None else []),
         ]
         label = _(
             "judge {run} with {judge} ({settings})",

@@ -24,6 +24,7 @@ from functools import cache
 from pathlib import Path
 from typing import Literal
 
+from koed_core.db.types import JUDGE_TEMPERATURES
 from koed_core.errors import KoedError
 from koed_core.judge.rubric import SCALE, Dimension, rubric_version
 from koed_core.models.protocol import ROLE_NAMES, Message
@@ -37,7 +38,7 @@ PARSES = ("authors", "lenient")
 """Parsers of a paper-mode verdict; strict mode reads its JSON (parse ``json``)."""
 JUDGE_DIR = DATA_DIR / "judge"
 LANGUAGE = {"ko": "Korean", "en": "English"}
-TEMPERATURE: dict[str, float] = {"paper": 0.7, "strict": 0.0}
+TEMPERATURE: dict[str, float] = {m: JUDGE_TEMPERATURES[m] for m in ("paper", "strict")}
 FENCE_OPEN = "<<<{name}>>>"
 FENCE_CLOSE = "<<<END {name}>>>"
 # One verdict line: "Score: 4", "**Score**: 4", "Score: [4]" (the authors' own template),

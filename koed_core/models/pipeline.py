@@ -28,21 +28,19 @@ numbers: ``authors`` reproduces their step, the other value is what KoED Studio 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass, field, fields, replace
-from typing import Any, Literal
+from typing import Literal
 
 from koed_core.dialogues.labels import all_labels
 from koed_core.errors import KoedError
-from koed_core.i18n import N_
+from koed_core.run_steps import authors_steps, declared, earlier_steps, step_named, step_names
 
 Postprocess = Literal["authors", "authors-repr", "none"]
 Commas = Literal["raw", "decoded"]
 EmotionReader = Literal["authors", "extended"]
 Family = Literal["open", "claude"]
-POSTPROCESS: tuple[Postprocess, ...] = ("authors", "authors-repr", "none")
-COMMAS: tuple[Commas, ...] = ("raw", "decoded")
-EMOTION_READERS: tuple[EmotionReader, ...] = ("authors", "extended")
+POSTPROCESS: tuple[str, ...] = step_named("postprocess").choices
+COMMAS: tuple[str, ...] = step_named("commas").choices
+EMOTION_READERS: tuple[str, ...] = step_named("emotion_reader").choices
 FAMILIES: tuple[Family, ...] = ("open", "claude")
 LISTENER = "Listener:"
 BLANK_LINE = "\n\n"
@@ -52,55 +50,51 @@ class StepError(KoedError, ValueError):
     """A step set to a value it does not have; names the step and its values."""
 
 
-def step(
-    default: str, choices: tuple[str, ...], label: str, words: Mapping[str, str], help: str
-) -> Any:
-    """A pipeline step's field: its value before it was a choice (the default), its
-    values, and what a form or ``--help`` says of it (``label`` and ``words`` marked for
-    translation, ``help`` in the command line's English). Declared here once: the run
-    request, the command line, the Runs form and a plan's keys all read it."""
-    return field(
-        default=default,
-        metadata={"choices": choices, "label": label, "words": dict(words), "help": help},
-    )
-
-
-@dataclass(frozen=True)
 class Steps:
-    """How one run turns dataset text into a prompt and a raw reply into what is scored.
+    """How one run turns dataset text into a prompt and a raw reply into what is scored:
+    one value per declared step (:data:`koed_core.run_steps.PIPELINE_STEPS`), read as an
+    attribute (``steps.commas``), and the model's ``family``.
 
-    The defaults are what KoED Studio did before these were choices, so a run made then
-    keeps its identity (see :class:`~koed_core.db.types.RunConfig`). A field made with
-    :func:`step` is a choice of the run; ``family`` belongs to the model.
+    A step not given takes the value runs had before it was a choice, so a run made then
+    keeps its identity (see :class:`~koed_core.db.types.RunConfig`).
     """
 
-    postprocess: str = step(
-        "none",
-        POSTPROCESS,
-        N_("Post-processing"),
-        {
-            "authors": N_("the authors' way"),
-            "authors-repr": N_("the authors' way, literally (their open models' repr)"),
-            "none": N_("none"),
-        },
-        "authors: judge what their post-processing kept (per model family); none: all",
-    )
-    commas: str = step(
-        "decoded",
-        COMMAS,
-        N_("Commas"),
-        {"raw": N_("as in the file"), "decoded": N_("decoded")},
-        "raw: English with _comma_ as the file has it",
-    )
-    emotion_reader: str = step(
-        "extended",
-        EMOTION_READERS,
-        N_("Emotion reader"),
-        {"authors": N_("the authors' way"), "extended": N_("extended")},
-        "authors: English label names and 정/한 only; extended: Korean glosses too",
-    )
-    family: str = "open"
-    """Which of the authors' post-processing rules applies (their open models', Claude's)."""
+    __slots__ = ("_values", "family")
+
+    def __init__(self, family: str = "open", **chosen: str) -> None:
+        unknown = set(chosen) - set(step_names())
+        if unknown:
+            raise StepError(
+                f"no pipeline step {', '.join(sorted(unknown))}; steps: {', '.join(step_names())}"
+            )
+        values = {**earlier_steps(), **chosen}
+        object.__setattr__(self, "_values", tuple(values.items()))
+        object.__setattr__(self, "family", family)
+
+    def __getattr__(self, name: str) -> str:
+        for key, value in object.__getattribute__(self, "_values"):
+            if key == name:
+                return str(value)
+        raise AttributeError(name)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError("Steps are fixed: use with_()")
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Steps):
+            return NotImplemented
+        return (self.chosen(), self.family) == (other.chosen(), other.family)
+
+    def __hash__(self) -> int:
+        return hash((tuple(sorted(self.chosen().items())), self.family))
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{k}={v!r}" for k, v in self.chosen().items())
+        return f"Steps({shown}, family={self.family!r})"
+
+    def with_(self, family: str | None = None, **chosen: str) -> Steps:
+        """These steps with some changed (a step's name, or the model's family)."""
+        return Steps(family or self.family, **{**self.chosen(), **chosen})
 
     def check(self) -> Steps:
         """The steps, or an error naming the one set to an unknown value.
@@ -108,32 +102,32 @@ class Steps:
         Raises:
             StepError: a value outside the step's choices.
         """
-        for name, allowed in (
-            *((f.name, f.metadata["choices"]) for f in STEP_FIELDS),
-            (
-                "family",
-                FAMILIES,
-            ),
-        ):
-            value = getattr(self, name)
-            if value not in allowed:
-                raise StepError(f"{name} must be one of {', '.join(allowed)}, not {value!r}")
+        allowed = {s.name: s.choices for s in declared()}
+        for name, value in (*self.chosen().items(), ("family", self.family)):
+            choices = allowed.get(name, FAMILIES)
+            if value not in choices:
+                raise StepError(f"{name} must be one of {', '.join(choices)}, not {value!r}")
         return self
 
     def chosen(self) -> dict[str, str]:
         """The run's choices (every step but the model's family), by name."""
-        return {f.name: getattr(self, f.name) for f in STEP_FIELDS}
+        return dict(object.__getattribute__(self, "_values"))
 
 
-STEP_FIELDS = tuple(f for f in fields(Steps) if "choices" in f.metadata)
-"""The choices a run makes, in the order forms and ``--help`` show them."""
-STEP_NAMES = tuple(f.name for f in STEP_FIELDS)
+def earlier() -> Steps:
+    """What runs did before the steps were choices (and what the native set still does)."""
+    return Steps()
 
 
-EARLIER = Steps()
-"""What runs did before the steps were choices (and what the native set still does)."""
-AUTHORS = Steps(postprocess="authors", commas="raw", emotion_reader="authors")
-"""The authors' pipeline, step for step (the family comes from the model)."""
+def authors() -> Steps:
+    """The authors' pipeline, step for step (the family comes from the model)."""
+    return Steps(**authors_steps())
+
+
+EARLIER = earlier()
+"""What runs did before the steps were choices, as the steps were when this was imported."""
+AUTHORS = authors()
+"""The authors' pipeline, as the steps were when this was imported."""
 
 
 AUTHORS_OPEN_MODELS = frozenset(
@@ -160,16 +154,11 @@ def steps_for(
     Raises:
         StepError: an unknown step or value.
     """
-    unknown = set(chosen) - set(STEP_NAMES)
-    if unknown:
-        raise StepError(
-            f"no pipeline step {', '.join(sorted(unknown))}; steps: {', '.join(STEP_NAMES)}"
-        )
-    base = AUTHORS if prompt_set == "paper" else EARLIER
-    picked = replace(base, family=family)
+    base = authors() if prompt_set == "paper" else earlier()
+    picked = base.with_(family=family)
     if prompt_set == "paper" and family == "open" and model in AUTHORS_OPEN_MODELS:
-        picked = replace(picked, postprocess="authors-repr")  # their open models' path
-    return replace(picked, **{k: v for k, v in chosen.items() if v is not None}).check()
+        picked = picked.with_(postprocess="authors-repr")  # their open models' path
+    return picked.with_(**{k: v for k, v in chosen.items() if v is not None}).check()
 
 
 def postprocessed(reply: str, steps: Steps) -> str:

@@ -2,12 +2,11 @@
 run job stores, what a plan asks for each model, what the Runs form fills in.
 
 Each setting is a dataclass field whose metadata says how the command line spells it and
-what its help says; the pipeline steps come from :class:`~koed_core.models.pipeline.Steps`
-(their values, words and help are declared there). The resolution rules ("direct uses the
-native prompts", "the paper set takes the authors' step at each", "no temperature: the
-model's own decoding") are the methods below, and nowhere else. Adding a step is a field
-of ``Steps``, its field here, and the step's own code: the command line, the Runs form,
-the job and a plan's keys read the fields.
+what its help says. The resolution rules ("direct uses the native prompts", "the paper
+set takes the authors' step at each", "no temperature: the model's own decoding") are the
+methods below, and nowhere else. A pipeline step is declared once in
+:mod:`koed_core.run_steps`; :func:`with_steps` makes it a field of the run request, so the
+command line, the Runs form, the job and a plan's keys take it with no edit here.
 """
 
 from __future__ import annotations
@@ -22,10 +21,11 @@ from koed_core.dialogues.variants import CELLS
 from koed_core.errors import KoedError
 from koed_core.i18n import _
 from koed_core.models.client import GenerationSettings
-from koed_core.models.pipeline import FAMILIES, STEP_FIELDS, STEP_NAMES, Steps, steps_for
+from koed_core.models.pipeline import FAMILIES, Steps, steps_for
 from koed_core.models.prompts import PROMPT_SETS, PromptSet, default_prompt_set, load_prompt_set
 from koed_core.models.protocol import PROTOCOLS
 from koed_core.models.registry import ModelSpec, decoding, sampling
+from koed_core.run_steps import PipelineStep, declared, step_names
 
 DEFAULT_CONCURRENCY = 8
 DEFAULT_BATCH_SIZE = 1000
@@ -57,11 +57,22 @@ def setting(
     return field(default=default, metadata=meta)
 
 
-def pipeline_step(name: str) -> Any:
-    """A request's field for pipeline step ``name``: None leaves it to the prompt set's
-    profile; its values and help are the step's own (``Steps``)."""
-    step = next(f for f in STEP_FIELDS if f.name == name)
-    return setting(None, help=step.metadata["help"], choices=step.metadata["choices"])
+def pipeline_step(step: PipelineStep) -> Any:
+    """A request's field for a pipeline step: None leaves it to the prompt set's profile;
+    its values and help are the step's own (``koed_core.run_steps``)."""
+    return setting(None, help=step.help, choices=step.choices)
+
+
+def with_steps(cls: type[Any]) -> type[Any]:
+    """Give a request class one field per declared pipeline step (after its own fields,
+    before ``@dataclass`` reads them): a step declared in ``koed_core.run_steps`` is a
+    request setting, and so a flag, a job parameter and a plan key, with no edit here."""
+    own = cls.__dict__.get("__annotations__", {})
+    for step in declared():
+        own[step.name] = "str | None"
+        setattr(cls, step.name, pipeline_step(step))
+    cls.__annotations__ = own
+    return cls
 
 
 def langs_arg(text: str) -> tuple[str, ...]:
@@ -170,6 +181,7 @@ class Request:
 
 
 @dataclass(frozen=True, eq=False)
+@with_steps
 class RunRequest(Request):
     """``koed run`` as data: one model answering the chosen dialogues.
 
@@ -232,9 +244,6 @@ class RunRequest(Request):
     )
     dataset_sha256: str | None = setting(None, flag=None, help="")
     """The data the job was queued against: a worker seeing other data refuses."""
-    postprocess: str | None = pipeline_step("postprocess")
-    commas: str | None = pipeline_step("commas")
-    emotion_reader: str | None = pipeline_step("emotion_reader")
     family: str | None = setting(
         None,
         choices=FAMILIES,
@@ -269,7 +278,7 @@ class RunRequest(Request):
 
     def step_choices(self) -> dict[str, str | None]:
         """Each pipeline step as chosen here (None: the prompt set's profile)."""
-        return {name: getattr(self, name) for name in STEP_NAMES}
+        return {name: getattr(self, name) for name in step_names()}
 
     def steps_of(self, family: str, model: str = "") -> Steps:
         """The run's pipeline steps for a model of ``family`` with id ``model``: the prompt

@@ -59,6 +59,7 @@ from koed_core.models.registry import ModelSpec
 from koed_core.models.request import RunRequest
 from koed_core.models.variant_texts import variants_for
 from koed_core.redact import redact_url
+from koed_core.run_steps import declared
 
 Answer = tuple[Completion | ModelError, ParsedReply | None, str | None]
 """The outcome, the parsed reply, and the paper set's emotion answer (else None)."""
@@ -115,7 +116,7 @@ def run_config(
         dataset_sha256=dataset_sha256,
         kind=kind,
         prompt_set=prompts.name,
-        **steps.chosen(),  # type: ignore[arg-type]  # every step is part of a run's identity
+        steps=tuple(steps.chosen().items()),  # every step is part of a run's identity
         family=steps.family,
         top_p=settings.top_p,
         top_k=settings.top_k,
@@ -254,11 +255,6 @@ def replayed(stored: dict[str, Any], item: Item) -> Answer:
         return done, replace(parsed, text=kept), None
     emotion = stored["emotion_raw"] or ""
     return done, parse_two_calls(emotion, done.text, item.protocol, item.steps), emotion
-
-
-READ_ONLY_STEPS = ("postprocess", "emotion_reader")
-"""Steps that only read a stored answer another way: a run changing only these may
-start from another run's raw answers (``reuse_from``)."""
 
 
 def _sum(a: int | None, b: int | None) -> int | None:
@@ -450,14 +446,7 @@ def run_labels(store: Store) -> dict[str, str]:
             if part
         )
     # runs alike but for a pipeline step: name the steps that differ within the group
-    steps = {
-        r["run_id"]: {
-            "post-processing": r["postprocess"],
-            "commas": r["commas"],
-            "emotion reader": r["emotion_reader"],
-        }
-        for r in facts
-    }
+    steps = {r["run_id"]: {s.said: r[s.name] for s in declared()} for r in facts}
     groups: dict[str, list[str]] = {}
     for run_id, label in _repeated(labels).items():
         groups.setdefault(label, []).append(run_id)

@@ -23,6 +23,7 @@ from koed_core.rating.studies import StudyRules
 from koed_core.redact import redact_url
 from koed_core.results import agreement, gaps, score_sources
 from koed_core.results.figures import gap_figure
+from koed_core.run_steps import stored_steps
 
 FILES = {
     "gaps.csv": "Korean minus English per run and score source: one row per run, metric and "
@@ -146,6 +147,7 @@ def provenance(store: Store, gap_table: pd.DataFrame) -> dict[str, Any]:
                     "rubric_version",
                     "template",
                     "parse",
+                    "temperature",
                 )
             }
             for j in judges
@@ -155,10 +157,8 @@ def provenance(store: Store, gap_table: pd.DataFrame) -> dict[str, Any]:
                 "run_id": run_id,
                 "prompt_set": c.get("prompt_set", "native"),
                 "prompt_version": c.get("prompt_version"),
-                "postprocess": c.get("postprocess", "none"),
+                **stored_steps(c),
                 "family": c.get("family", "open"),
-                "commas": c.get("commas", "decoded"),
-                "emotion_reader": c.get("emotion_reader", "extended"),
                 "temperature": c.get("temperature"),
                 "top_p": c.get("top_p"),
                 "top_k": c.get("top_k"),

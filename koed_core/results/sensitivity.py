@@ -31,6 +31,7 @@ from koed_core.db.emotion_queries import without_emotion_score
 from koed_core.judge.rubric import codes
 from koed_core.models.prompts import load_prompt_set
 from koed_core.results import gaps
+from koed_core.run_steps import declared, earlier_steps, judged_same, stored_steps
 
 BASE = "authors' pipeline"
 NOISE_FLOOR = "base, judged again"
@@ -41,30 +42,34 @@ NOISE_FLOOR_RUN = "base, run again"
 """The base made again with nothing changed and judged: the listener's and the judge's
 sampling noise together, the yardstick for a variant that is a run of its own."""
 NOISE_FLOORS = (NOISE_FLOOR, NOISE_FLOOR_RUN)
-RUN_STEPS: dict[str, tuple[str, ...]] = {
-    "run again": ("replicate",),
-    "prompt set": ("prompt_set", "prompt_version"),
-    "post-processing": ("postprocess",),
-    "commas": ("commas",),
-    "emotion reader": ("emotion_reader",),
-    "decoding": ("temperature", "top_p", "top_k", "repetition_penalty"),
-}
-EARLIER = {
-    "replicate": 0,
-    "prompt_set": "native",
-    "postprocess": "none",
-    "commas": "decoded",
-    "emotion_reader": "extended",
-}
-"""How a run made before a step was a choice reads it (its config has no such key)."""
-AUTHORS_RUN = {
-    "prompt_set": "paper",
-    "postprocess": "authors",
-    "commas": "raw",
-    "emotion_reader": "authors",
-}
-AUTHORS_ALSO = {"postprocess": "authors-repr"}
-"""The authors' step too: their open models' path taken literally (the repr)."""
+DECODING = ("temperature", "top_p", "top_k", "repetition_penalty")
+
+
+def run_steps() -> dict[str, tuple[str, ...]]:
+    """Each run setting a variant may change, by the name its rows carry, with the
+    stored keys that make it up: every declared pipeline step under its own words."""
+    return {
+        "run again": ("replicate",),
+        "prompt set": ("prompt_set", "prompt_version"),
+        **{s.said: (s.name,) for s in declared()},
+        "decoding": DECODING,
+    }
+
+
+def earlier() -> dict[str, Any]:
+    """How a run made before a setting was a choice reads it (its config has no key)."""
+    return {"replicate": 0, "prompt_set": "native", **earlier_steps()}
+
+
+def _is_authors(config: Mapping[str, Any]) -> bool:
+    """Whether a stored run took the authors' step at every pipeline step (either of
+    their values where a step has two: their open models' literal repr, say)."""
+    if config.get("prompt_set") != "paper":
+        return False
+    chosen = stored_steps(config)
+    return all(chosen[s.name] in s.authors for s in declared())
+
+
 PROMPT_SET_VARIANTS = {
     "paper-ko": "instruction language: Korean",
     "native": (
@@ -227,7 +232,7 @@ def _fixed(store: Store, base: Source, source: Source, metric: str) -> bool:
     if mine is None or theirs is None:
         return False
     differ = {k for k in set(mine[0]) | set(theirs[0]) if mine[0].get(k) != theirs[0].get(k)}
-    return differ <= {"emotion_reader"}
+    return judged_same(differ)
 
 
 def change_p(before: np.ndarray, after: np.ndarray, seed: int = 0) -> float | None:
@@ -259,7 +264,10 @@ def _holm(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def _steps(config: Mapping[str, Any]) -> dict[str, Any]:
-    return {key: config.get(key, EARLIER.get(key)) for group in RUN_STEPS.values() for key in group}
+    before = earlier()
+    return {
+        key: config.get(key, before.get(key)) for group in run_steps().values() for key in group
+    }
 
 
 def _name(group: str, config: Mapping[str, Any]) -> str:
@@ -268,8 +276,8 @@ def _name(group: str, config: Mapping[str, Any]) -> str:
     if group == "decoding":
         temp = config.get("temperature")
         return "decoding: server default" if temp is None else f"decoding: T={temp:g}"
-    key = RUN_STEPS[group][0]
-    value = config.get(key, EARLIER.get(key))
+    key = run_steps()[group][0]
+    value = config.get(key, earlier().get(key))
     if group == "prompt set":
         return PROMPT_SET_VARIANTS.get(str(value), f"prompt set: {value} (several steps at once)")
     return f"{group}: {value}"
@@ -294,7 +302,7 @@ def find_variants(store: Store, run_id: str, judge: JudgeConfig) -> dict[str, So
             continue
         theirs, ours = _steps(config), _steps(base)
         changed = [
-            group for group, keys in RUN_STEPS.items() if any(theirs[k] != ours[k] for k in keys)
+            group for group, keys in run_steps().items() if any(theirs[k] != ours[k] for k in keys)
         ]
         fixed_same = all(
             config.get(k, "open") == base.get(k, "open") for k in ("family",)
@@ -331,7 +339,7 @@ def bases(store: Store) -> list[tuple[str, JudgeConfig]]:
     shipped = load_prompt_set("paper").version
     for row in reversed(runs.to_dict("records")):
         config = json.loads(row["config"])
-        if any(config.get(k) not in (v, AUTHORS_ALSO.get(k)) for k, v in AUTHORS_RUN.items()):
+        if not _is_authors(config):
             continue
         if config.get("temperature") is None:
             continue  # the authors always decoded as the model says: never the server's

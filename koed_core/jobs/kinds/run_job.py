@@ -16,6 +16,7 @@ from koed_core.jobs.kinds.environment import (
     told,
 )
 from koed_core.models.request import RunRequest
+from koed_core.run_steps import steps_said
 
 SUMMARY = N_("run {run}: {answered} answered, {skipped} already done, {failed} failed")
 SUMMARY_SHARED = N_(
@@ -38,8 +39,7 @@ def execute_run(params: RunRequest, store: Store, env: Environment, hooks: Hooks
         f"{spec.name} on {Path(dataset.path).name} ({params.subset}: {len(dialogues)} dialogues), "
         f"{params.protocol}, {params.prompt_name()} prompts, {','.join(params.langs)}, "
         f"temperature {'model default' if temp is None else temp}, {settings.max_tokens} "
-        f"tokens; post-processing {steps.postprocess} ({steps.family}), commas {steps.commas}, "
-        f"emotion reader {steps.emotion_reader}"
+        f"tokens; {steps_said(steps.chosen())} ({steps.family} family)"
         + (", through the Batch API" if params.batch else "")
     )
     client = client_for(

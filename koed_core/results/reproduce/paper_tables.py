@@ -11,9 +11,10 @@ import pandas as pd
 from koed_core import plain_text
 from koed_core.db import JudgeConfig, Runs, Store
 from koed_core.judge.rubric import codes
-from koed_core.models.pipeline import EARLIER, steps_for
+from koed_core.models.pipeline import steps_for
 from koed_core.models.prompts import PROMPT_SETS
 from koed_core.results.gaps import paired_gap
+from koed_core.run_steps import stored_steps
 
 
 def paper_table(
@@ -86,9 +87,9 @@ def stored_runs(store: Store, dataset_sha256: str | None = None) -> dict[tuple[s
         # a run that changed a step of its set's profile is a row of its own, named by it
         profile = steps_for(prompt_set if prompt_set in PROMPT_SETS else "custom")
         changed = [
-            f"{name.replace('_', ' ')} {config.get(name, getattr(EARLIER, name))}"
-            for name in ("postprocess", "commas", "emotion_reader")
-            if config.get(name, getattr(EARLIER, name)) != getattr(profile, name)
+            f"{name.replace('_', ' ')} {value}"
+            for name, value in stored_steps(config).items()
+            if value != getattr(profile, name)
         ]
         if config.get("temperature") is None:
             changed.append("server's decoding")

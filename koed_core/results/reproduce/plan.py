@@ -14,11 +14,12 @@ from koed_core.dialogues.variants import CELLS
 from koed_core.errors import KoedError
 from koed_core.judge.request import JudgeRequest
 from koed_core.models.client import GenerationSettings
-from koed_core.models.pipeline import STEP_NAMES, Steps
+from koed_core.models.pipeline import Steps
 from koed_core.models.prompts import PROMPT_SETS, load_prompt_set
 from koed_core.models.protocol import PROTOCOLS
 from koed_core.models.registry import ModelSpec
 from koed_core.models.request import EpisodeRequest, RunRequest
+from koed_core.run_steps import step_names
 from koed_core.tomlfile import parse_toml
 
 CHARS_PER_TOKEN = 4
@@ -52,7 +53,7 @@ class Plan:
     """Send the requests of OpenAI-compatible models through the provider's Batch API."""
     pipeline: Mapping[str, str] = field(default_factory=dict)
     """The pipeline steps chosen, each under its own key in the file (``commas = "raw"``;
-    see ``STEP_NAMES``); a step left out takes the prompt set's profile (the authors'
+    see ``koed_core.run_steps``); a step left out takes the prompt set's profile (the authors'
     for paper)."""
     temperature: float | str | None = None
     """Every model's temperature, or "default" (the server's own); None: each model's."""
@@ -119,8 +120,8 @@ class Plan:
 
     def varied(self, changes: Mapping[str, Any]) -> Plan:
         """The plan with a variant's changes (a pipeline step's name changes that step)."""
-        steps = {k: v for k, v in changes.items() if k in STEP_NAMES}
-        rest = {k: v for k, v in changes.items() if k not in STEP_NAMES}
+        steps = {k: v for k, v in changes.items() if k in step_names()}
+        rest = {k: v for k, v in changes.items() if k not in step_names()}
         return replace(self, variants={}, pipeline={**self.pipeline, **steps}, **rest)
 
 
@@ -146,7 +147,7 @@ def parse_plan(text: str, path: str = "plan") -> Plan:
         PlanError: not TOML, an unknown key, or a value outside its choices.
     """
     raw = parse_toml(text, path, PlanError)
-    allowed = ({f.name for f in fields(Plan)} - {"pipeline"}) | set(STEP_NAMES)
+    allowed = ({f.name for f in fields(Plan)} - {"pipeline"}) | set(step_names())
     unknown = set(raw) - allowed
     if unknown:
         raise PlanError(f"{path}: unknown key(s) {', '.join(sorted(unknown))}")
@@ -162,13 +163,13 @@ def parse_plan(text: str, path: str = "plan") -> Plan:
     if not isinstance(variants, dict) or not all(isinstance(v, dict) for v in variants.values()):
         raise PlanError(f"{path}: variants is a table of named tables ([variants.NAME])")
     for name, changes in variants.items():
-        wrong = set(changes) - set(VARIANT_KEYS)
+        wrong = set(changes) - set(variant_keys())
         if wrong or not changes:
             raise PlanError(
-                f"{path}: variant {name!r} may change {', '.join(VARIANT_KEYS)} "
+                f"{path}: variant {name!r} may change {', '.join(variant_keys())} "
                 f"(found {', '.join(sorted(wrong)) or 'nothing'})"
             )
-    raw["pipeline"] = {k: raw.pop(k) for k in STEP_NAMES if k in raw}
+    raw["pipeline"] = {k: raw.pop(k) for k in step_names() if k in raw}
     plan = Plan(**raw)
     _check(plan, path)
     for name, changes in plan.variants.items():
@@ -176,15 +177,21 @@ def parse_plan(text: str, path: str = "plan") -> Plan:
     return plan
 
 
-VARIANT_KEYS = (
-    "prompts",
-    *STEP_NAMES,
+def variant_keys() -> tuple[str, ...]:
+    """What a sensitivity plan's variant may change: every declared pipeline step among
+    the other settings."""
+    return ("prompts", *step_names(), *OTHER_VARIANT_KEYS)
+
+
+OTHER_VARIANT_KEYS = (
     "temperature",
     "judge_template",
     "judge_parse",
     "judge_replicate",
     "run_replicate",
 )
+VARIANT_KEYS = variant_keys()
+"""The keys as the steps were declared when this was imported (``variant_keys``: now)."""
 
 
 def _check(plan: Plan, path: str) -> None:

@@ -17,9 +17,9 @@ from koed_core.models.pipeline import same_reply_call
 from koed_core.models.prompts import plan_messages, same_exchange
 from koed_core.models.protocol import build_task
 from koed_core.models.registry import ModelSpec
-from koed_core.models.runs import READ_ONLY_STEPS
 from koed_core.results.reproduce.plan import CHARS_PER_TOKEN, Plan, pinned, reusable
 from koed_core.results.sensitivity import BASE
+from koed_core.run_steps import judged_same, rereads_only
 
 
 @dataclass(frozen=True)
@@ -153,7 +153,7 @@ def _calls_of(changes: Mapping[str, object], reply_moves: bool = False) -> tuple
             "a run of its own: the reply call changes (the emotion sent as its message's "
             "repr, or as text), so new answers, each judged",
         )
-    if set(changes) <= {"emotion_reader"}:
+    if judged_same(changes):
         return (
             False,
             False,
@@ -181,7 +181,7 @@ def _calls_of(changes: Mapping[str, object], reply_moves: bool = False) -> tuple
                 "floor (how far judging again alone moves a number)"
             ),
         )
-    if set(changes) <= set(READ_ONLY_STEPS):
+    if rereads_only(changes):
         return (
             False,
             True,
@@ -190,7 +190,8 @@ def _calls_of(changes: Mapping[str, object], reply_moves: bool = False) -> tuple
                 "changes (at most this many), the rest reuse the base's verdicts"
             ),
         )
-    if set(changes) <= {"judge_template", "judge_parse", "judge_replicate", *READ_ONLY_STEPS}:
+    judging = {"judge_template", "judge_parse", "judge_replicate"}
+    if rereads_only(set(changes) - judging):
         return False, True, "the base's answers, judged again under the new configuration"
     if set(changes) == {"run_replicate"}:
         return (

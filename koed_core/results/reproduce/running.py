@@ -18,9 +18,10 @@ from koed_core.models.episodes import run_episodes
 from koed_core.models.pipeline import same_reply_call
 from koed_core.models.registry import ModelSpec
 from koed_core.models.request import EpisodeRequest
-from koed_core.models.runs import READ_ONLY_STEPS, Reuse, run_benchmark
+from koed_core.models.runs import Reuse, run_benchmark
 from koed_core.results.reproduce.plan import Plan, pinned, reusable
 from koed_core.results.sensitivity import BASE
+from koed_core.run_steps import rereads_only
 
 
 @dataclass
@@ -113,7 +114,7 @@ def reproduce(
         if hooks.stopped():
             break
         variant = base.varied(changes)
-        reads_only = set(changes) <= set(READ_ONLY_STEPS) and all(
+        reads_only = rereads_only(changes) and all(
             same_reply_call(
                 base.steps(spec.family, spec.model or ""),
                 variant.steps(spec.family, spec.model or ""),
