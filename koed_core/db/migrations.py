@@ -1,10 +1,9 @@
 """The schema as numbered migrations, recorded in the database itself.
 
-Each migration runs once, in order, inside one transaction, and is recorded in
-``_koed_migrations`` (the pattern of simonw/llm). A database from KoED Studio 0.1.0 has
-no such table; its tables were created piecemeal by ``create table if not exists``, so
-``m001`` repeats exactly those statements and is a no-op on it. Never edit a migration
-that has shipped: add the next one.
+Each migration runs once, in order, inside one transaction, and is recorded in ``_koed_migrations``
+(the pattern of simonw/llm). A database from KoED Studio 0.1.0 has no such table; its tables were
+created piecemeal by ``create table if not exists``, so ``m001`` repeats exactly those statements
+and is a no-op on it. Never edit a migration that has shipped: add the next one.
 """
 
 from __future__ import annotations
@@ -497,4 +496,5 @@ def unknown(db: sqlite_utils.Database) -> list[str]:
     return [name for name in applied(db) if name not in known]
 
 
-from koed_core.db import migrations_prolific as _prolific  # noqa: E402, F401 (m024)
+from koed_core.db import migrations_prolific as _prolific  # noqa: E402, F401, I001 (m024)
+from koed_core.db import migrations_active as _active  # noqa: E402, F401 (m027)
