@@ -239,6 +239,9 @@ def export_bundle(store: Store, out: Path) -> list[Path]:
     from koed_core.results.decompose_export import write_decompose
 
     added += write_decompose(store, out, choice.config if choice is not None else None)
+    from koed_core.results.eval_card_export import write_cards
+
+    added += write_cards(store, out)  # the human-evaluation card per study
     _private(out)
     return [out / name for name in FILES] + added
 
