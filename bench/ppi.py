@@ -104,6 +104,46 @@ def strata_check(seed: int = 0) -> dict[str, float]:
     return {"strata_width_ratio": (est.high - est.low) / (2 * ppi.Z * est.se)}
 
 
+def active_check(draws: int, dialogues: int) -> dict[str, float]:
+    """Issue 64 item 4: the active batch against a uniform one of the same expected size
+    (20%; the active one a uniform 5% pilot, then a batch by the judge's sample spread),
+    in two planted worlds: ``active_*`` with this bench's raters (k = 3, noise 0.8), and
+    ``active_tracking_*`` with careful raters (k = 5, noise 0.3) and the judge unsure on
+    20% of dialogues, where its uncertainty is most of the error. Coverage of the planted
+    gap and mean widths of PPI++ (uniform: ``ppi_py``; active: weighted by 1 / pi)."""
+    import fixtures.planted_active as planted_active
+
+    figures: dict[str, float] = {}
+    worlds = {"active": (0.3, 0.8, 3), "active_tracking": (0.2, 0.3, 5)}
+    for name, (share, noise, k) in worlds.items():
+        planted_active.UNSURE_SHARE = share
+        rng = np.random.default_rng(64)
+        covered = dict.fromkeys(("active", "uniform"), 0)
+        widths: dict[str, list[float]] = {"active": [], "uniform": []}
+        for _ in range(draws):
+            for design in ("active", "uniform"):
+                judged, human, inclusion = planted_active.unsure_draw(
+                    rng, dialogues, active=design == "active", rater_noise=noise, k=k
+                )
+                common = ppi.shared(judged, human, {}, inclusion if design == "active" else None)
+                rows = ppi.estimate_cell(
+                    judged, human, Sampling("random"), "gap", interval=False, common=common
+                )
+                row = next(r for r in rows if r["estimator"] == "ppi")
+                low, high = float(row["ci_low"]), float(row["ci_high"])  # type: ignore[arg-type]
+                covered[design] += low <= SIM_GAP <= high
+                widths[design].append(high - low)
+        figures[f"{name}_covered"] = covered["active"]
+        figures[f"{name}_uniform_covered"] = covered["uniform"]
+        figures[f"{name}_width"] = float(np.mean(widths["active"]))
+        figures[f"{name}_uniform_width"] = float(np.mean(widths["uniform"]))
+        figures[f"{name}_to_uniform_width"] = float(
+            np.mean(widths["active"]) / np.mean(widths["uniform"])
+        )
+    planted_active.UNSURE_SHARE = 0.3
+    return figures
+
+
 def table_time(dialogues: int) -> dict[str, float]:
     """One run's whole table (five dimensions; en, ko and gap; three estimators) at this
     many dialogues: what the Gap page computes per run when the database changed."""
@@ -145,6 +185,7 @@ def main() -> None:
     figures["simulation_s"] = time.perf_counter() - started
     figures |= planner_check(dialogues, width=0.35 if smoke else 0.2)
     figures |= strata_check()
+    figures |= active_check(10 if smoke else 200, dialogues)
     figures |= table_time(dialogues)
     figures |= pipeline()
     for name, value in figures.items():

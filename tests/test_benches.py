@@ -58,6 +58,10 @@ EXPECTED: dict[str, list[str]] = {
         "plan_met_share_n0", "plan_met_share_n90", "strata_width_ratio",
         "planted_build_s",
         "planted_estimates_s",
+        "active_covered", "active_uniform_covered", "active_width", "active_uniform_width",
+        "active_to_uniform_width", "active_tracking_covered", "active_tracking_uniform_covered",
+        "active_tracking_width", "active_tracking_uniform_width",
+        "active_tracking_to_uniform_width",
     ],
     "raters": [
         "think_s", "raters", "ratings_saved", "p50_submit_s", "p95_submit_s", "server_rss_mb",

@@ -3,7 +3,7 @@
 import streamlit as st
 
 from components.core import auth, resources, tables
-from components.rating import crowd_admin, prolific_panel
+from components.rating import crowd_admin, eval_card_view, prolific_panel
 from koed_core import i18n
 from koed_core.i18n import N_, _
 from koed_core.rating import report as rating_report
@@ -107,7 +107,6 @@ if summary.get("raters"):
     )
 else:
     st.caption(_("No rater has finished onboarding yet."))
-
 rows = rating_report.export_rows(ratings, study_id, resources.server_key())
 downloads = [(_("Ratings CSV"), rating_report.rows_csv, "csv")]
 downloads.append((_("Ratings JSONL"), rating_report.rows_jsonl, "jsonl"))
@@ -115,5 +114,6 @@ for column, (label, write, ext) in zip(st.columns([1, 1, 3]), downloads, strict=
     name = f"koed_ratings_study{study_id}.{ext}"
     column.download_button(label, write(rows), file_name=name, disabled=not rows)
 
+eval_card_view.render_card(study_id)
 crowd_admin.render_crowd_dashboard(study_id)
 prolific_panel.render_prolific_links(study_id)

@@ -69,6 +69,17 @@ def register_plan(study: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         action="store_true",
         help="size the batch to meet the width in 90%% of studies, not on average",
     )
+    plan.add_argument(
+        "--active",
+        action="store_true",
+        help="with --build: draw the batch with known probabilities favouring the dialogues "
+        "the judge is least sure of (its strict-mode samples), stored with the study",
+    )
+    plan.add_argument(
+        "--against",
+        metavar="JUDGE_MODEL",
+        help="with --active: judge uncertainty as disagreement with this judge model's scores",
+    )
     plan.add_argument("--db", type=Path)
     plan.set_defaults(func=cmd_plan)
 
@@ -166,6 +177,7 @@ def cmd_plan(args: argparse.Namespace, settings: Settings) -> int:
     if gone:
         print(f"{gone} gaps cannot meet this width however many dialogues are rated (see note)")
     if args.build:
+        args.judge_config = choice.config  # what an active batch reads the uncertainty of
         return _build(args, store, study, table, refused)
     return 0
 
@@ -186,6 +198,31 @@ def _build(args: argparse.Namespace, store, study: int, table, refused: str | No
     if more == 0:
         print("nothing to add: every gap within reach meets the width already")
         return 0
+    if args.active:
+        return _build_active(args, store, study, more)
     config, added = growth.add_batch(StudyRules(store), study, more)
     print(f"added {len(added)} dialogues; {sampling.describe(config.sampling)}")
+    return 0
+
+
+def _build_active(args: argparse.Namespace, store, study: int, more: int) -> int:  # type: ignore[no-untyped-def]
+    """Add an active batch of about ``more`` dialogues and say what it stored."""
+    from koed_core.rating import sampling
+    from koed_core.results import active_batch, score_sources
+
+    second = None
+    if args.against:
+        found = score_sources.choose_judge(
+            store, score_sources.study_runs(store, study), model=args.against
+        )
+        if found is None:
+            raise KoedError(f"no judge configuration of {args.against} scored study {study}'s runs")
+        second = found.config
+    batch = active_batch.add_active_batch(store, study, args.judge_config, more, second)
+    probs = batch.rows["probability"]
+    print(
+        f"added {len(batch.added)} dialogues (expected {more}), drawn with known probabilities "
+        f"from {batch.source}; inclusion probabilities {probs.min():.3f}-{probs.max():.3f} "
+        f"stored for {len(probs)} dialogues; {sampling.describe(batch.config.sampling)}"
+    )
     return 0

@@ -8,6 +8,7 @@ them (who may do what, in which order) live above, in ``StudyRules`` and
 ``AnnotationRules``.
 """
 
+from koed_core.db.inclusion import Inclusions
 from koed_core.db.judgments import JudgeConfigUse, Judgments
 from koed_core.db.model_calls import ModelCalls
 from koed_core.db.ratings import Ratings
@@ -28,6 +29,7 @@ from koed_core.db.types import (
 )
 
 __all__ = [
+    "Inclusions",
     "JudgeConfig",
     "JudgeConfigUse",
     "Judgments",

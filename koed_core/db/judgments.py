@@ -192,3 +192,24 @@ class Judgments:
                       sum(score is null) as unscored
                from judgments where error is null group by 1, 2, 3, 4, 5, 6, 7, 8, 9"""
         )
+
+    def sample_spread(self, config: JudgeConfig, run_ids: Sequence[str]) -> pd.DataFrame:
+        """run_id, conv_id, lang, dimension, samples, sd: how far one configuration's k
+        samples of a response's score lie apart (strict mode's samples; sd 0 with one):
+        how unsure the judge is, which an active batch favours."""
+        marks = ",".join("?" * len(run_ids)) or "''"
+        frame = self.store.frame(
+            f"""select s.run_id, s.conv_id, s.lang, j.dimension, count(j.score) as samples,
+                       avg(j.score) as mean, avg(j.score * j.score) as square
+                from judgments j join responses s on s.id = j.response_id
+                where j.error is null and j.score is not null and {_where("j")}
+                and s.run_id in ({marks})
+                group by j.response_id, j.dimension""",
+            [*_params(config), *run_ids],
+        )
+        columns = ["run_id", "conv_id", "lang", "dimension", "samples", "sd"]
+        if frame.empty:
+            return pd.DataFrame(columns=columns)
+        n = frame["samples"].astype(float)
+        var = (frame["square"] - frame["mean"] ** 2).clip(lower=0) * n / (n - 1).where(n > 1)
+        return frame.assign(sd=var.fillna(0.0) ** 0.5)[columns]

@@ -1,14 +1,13 @@
 """The schema as numbered migrations, recorded in the database itself.
 
-Each migration runs once, in order, inside one transaction, and is recorded in
-``_koed_migrations`` (the pattern of simonw/llm). A database from KoED Studio 0.1.0 has
-no such table; its tables were created piecemeal by ``create table if not exists``, so
-``m001`` repeats exactly those statements and is a no-op on it. Never edit a migration
-that has shipped: add the next one.
+Each runs once, in order, in one transaction, recorded in ``_koed_migrations`` (simonw/llm's
+pattern). A 0.1.0 database has no such table (its tables came from ``create table if not
+exists``), so ``m001`` repeats those statements as a no-op. Never edit a shipped migration.
 """
 
 from __future__ import annotations
 
+import importlib
 import json
 from collections.abc import Callable
 
@@ -497,4 +496,5 @@ def unknown(db: sqlite_utils.Database) -> list[str]:
     return [name for name in applied(db) if name not in known]
 
 
-from koed_core.db import migrations_prolific, migrations_settings  # noqa: E402, F401 (m024, m025)
+for _topic in ("prolific", "settings", "active"):  # m024, m025, m027: in the numbers' order
+    importlib.import_module(f"koed_core.db.migrations_{_topic}")  # each registers its own

@@ -21,7 +21,9 @@ from koed_core.errors import KoedError
 from koed_core.i18n import _
 
 METHODS = ("all", "random", "stratified", "manual")
-RANDOM_METHODS = ("all", "random", "stratified")
+RANDOM_METHODS = ("all", "random", "stratified", "active")
+"""Designs PPI may use: ``active`` is a uniform pilot grown by batches drawn with known,
+unequal probabilities (stored per dialogue, ``koed_core.results.ppi_active``)."""
 
 
 class SamplingError(KoedError):
@@ -105,6 +107,13 @@ def next_batch(sampling: Sampling, population: Sequence[str], more: int) -> Samp
     Raises:
         SamplingError: the design is not random, or nothing is left to add.
     """
+    if sampling.method == "active":
+        raise SamplingError(
+            _(
+                "this study grew by an active batch: its next batch is drawn the same way "
+                "(koed study plan --build --active)"
+            )
+        )
     if sampling.method not in ("random", "stratified"):
         raise SamplingError(
             _(
@@ -162,6 +171,15 @@ def describe(sampling: Sampling) -> str:
         )
     if sampling.method == "manual":
         return _("{size} dialogues chosen by hand", size=len(sampling.conv_ids))
+    if sampling.method == "active":
+        return _(
+            "{size} of {n} answered dialogues: a uniform random sample, then batches favouring "
+            "the dialogues the judge is least sure of, each dialogue's probability stored "
+            "(seed {seed})",
+            size=len(sampling.conv_ids),
+            n=sampling.population,
+            seed=sampling.seed,
+        )
     return _("every answered dialogue, reached by raters in the study's seeded random order")
 
 

@@ -238,6 +238,9 @@ def export_bundle(store: Store, out: Path, *, images: bool = True) -> list[Path]
     from koed_core.results.decompose_export import write_decompose
 
     added += write_decompose(store, out, choice.config if choice is not None else None, charts)
+    from koed_core.results.eval_card_export import write_cards
+
+    added += write_cards(store, out)  # the human-evaluation card per study
     written = [out / name for name in FILES] + added
     if images:
         from koed_core.results.image_export import write_images

@@ -14,6 +14,10 @@ quantity (the mean in ``en``, in ``ko``, and the ``gap`` ko - en paired by dialo
   lambda chosen from the data (lambda 0 is people alone). The rated and the unrated
   dialogues are disjoint, as the method assumes; N judge counts both.
 
+A study grown by an active batch (dialogues chosen with known, unequal probabilities)
+is estimated by inverse-probability weighting instead: people alone and PPI++ from
+:mod:`koed_core.results.ppi_active`, with each dialogue's stored probability.
+
 PPI is valid only when the rated dialogues are a random sample of those the judge scored:
 a study records how it chose its dialogues (``koed_core.rating.sampling``); dialogues
 chosen by hand refuse PPI with a sentence, and a stratified sample is estimated within
@@ -107,12 +111,27 @@ class Shared:
     judged: pd.Index
     rated: pd.Index
     lams: Mapping[str, float] | None
+    inclusion: Mapping[str, float] | None = None
+    """conv_id -> inclusion probability of an active design (None: uniform)."""
 
 
-def shared(judged: pd.DataFrame, human: pd.DataFrame, strata: Mapping[str, str]) -> Shared:
-    """The gap's dialogues and lambdas of one (run, metric) cell."""
+def shared(
+    judged: pd.DataFrame,
+    human: pd.DataFrame,
+    strata: Mapping[str, str],
+    inclusion: Mapping[str, float] | None = None,
+) -> Shared:
+    """The gap's dialogues and lambdas of one (run, metric) cell; with an active design's
+    probabilities, the active estimator's lambda (:mod:`koed_core.results.ppi_active`)."""
+    from koed_core.results import ppi_active
+
     wide = by_language(judged, human)
     gap = units(judged, human, "gap", strata, wide)
+    if ppi_active.is_active(inclusion):
+        assert inclusion is not None
+        lam = ppi_active.active_lambda(gap, inclusion)
+        lams = {} if lam is None else {"all": lam}
+        return Shared(wide, gap.judge.index, gap.human.index, lams, inclusion)
     return Shared(wide, gap.judge.index, gap.human.index, ppi_lambdas(gap))
 
 
@@ -308,13 +327,18 @@ def estimate_cell(
     if quantity != "gap":
         u = _on_gap_dialogues(u, common)
     n_people, n_judge = len(u.human), len(u.judge)
-    people = people_only(u, seed, interval)
-    found = {
-        "judge": judge_only(u, seed, interval),
-        "human": people,
+    if common.inclusion is not None:  # an active design: weighted by 1 / pi
+        from koed_core.results import ppi_active
+
+        people = ppi_active.active_people(u, common.inclusion)
+        lam = (common.lams or {}).get("all")
+        with_judge = ppi_active.active_ppi(u, common.inclusion, refusal, lam)
+    else:
+        people = people_only(u, seed, interval)
         # the gap's lambda where en and ko are on its dialogues; else each tunes its own
-        "ppi": ppi(u, refusal, common.lams if quantity == "gap" or len(common.rated) else None),
-    }
+        lams = common.lams if quantity == "gap" or len(common.rated) else None
+        with_judge = ppi(u, refusal, lams)
+    found = {"judge": judge_only(u, seed, interval), "human": people, "ppi": with_judge}
     per_unit = ratings_per_unit(human, quantity)
     rows: list[dict[str, object]] = []
     for name, est in found.items():
@@ -375,6 +399,7 @@ def estimate_frame(
     refusal: str | None = None,
     seed: int = 0,
     mean_intervals: bool = True,
+    inclusion: Mapping[str, float] | None = None,
 ) -> pd.DataFrame:
     """Every run x metric x quantity x estimator of long-form scores (``mean_intervals``
     False: the en and ko means' judge-only and people-only intervals left out, a third of
@@ -385,6 +410,8 @@ def estimate_frame(
         human: run_id, conv_id, lang, metric, human (an item's mean rating).
         sampling: how the study chose its dialogues (strata, for a stratified one).
         refusal: why PPI may not be used (None: it may).
+        inclusion: conv_id -> inclusion probability of an active design (None, or all
+            equal: the uniform estimators above).
     """
     rows = []
     cells = pd.concat([judged[["run_id", "metric"]], human[["run_id", "metric"]]])
@@ -393,7 +420,7 @@ def estimate_frame(
         h = human[(human["run_id"] == run_id) & (human["metric"] == metric)]
         if j.empty or h.empty:
             continue
-        common = shared(j, h, dict(sampling.strata))
+        common = shared(j, h, dict(sampling.strata), inclusion)
         for quantity in QUANTITIES:
             whole = mean_intervals or quantity == "gap"
             for row in estimate_cell(j, h, sampling, quantity, seed, refusal, whole, common):

@@ -13,7 +13,7 @@ from typing import Any
 
 import pandas as pd
 
-from koed_core.db import JudgeConfig, Judgments, Ratings, Runs, Sampling, Store
+from koed_core.db import Inclusions, JudgeConfig, Judgments, Ratings, Runs, Sampling, Store
 from koed_core.i18n import N_
 from koed_core.judge.rubric import codes
 from koed_core.models.runs import run_labels
@@ -100,8 +100,14 @@ def gap_estimates(
     long = long[long["run_id"].isin(run_ids)]
     groups = rater_groups(store, long)
     refused = refusal(config.sampling)
+    inclusion = Inclusions(store).probabilities(study_id)  # empty: drawn uniformly
     estimates = ppi.estimate_frame(
-        judged, groups["all raters"], config.sampling, refused, mean_intervals=mean_intervals
+        judged,
+        groups["all raters"],
+        config.sampling,
+        refused,
+        mean_intervals=mean_intervals,
+        inclusion=inclusion or None,
     )
     artefact = artefact_frame(judged, groups, config.sampling)
     source = {"study_id": study_id, **judge.as_columns()}
@@ -156,6 +162,10 @@ def provenance(
         "study_sampling": describe(sampling),
         "study_design": design,
         "ppi_refused": refusal(sampling),
+        "inclusion": "active: each rated dialogue weighted by 1 / its stored inclusion "
+        "probability (study_inclusion; Zrnic and Candes 2024)"
+        if sampling.method == "active"
+        else "uniform: every dialogue's inclusion probability n / N",
         "judge": judge.as_columns(),
         "runs": run_ids,
         "dataset_sha256": shas,
