@@ -90,8 +90,7 @@ if chat.get("conv_id") != conv_id or chat.get("protocol") != protocol:
 settings = GenerationSettings(temperature=temperature, max_tokens=int(max_tokens))
 
 with st.expander(_("What the Listener sees (no labels, no situation)")):
-    columns = st.columns(len(langs))
-    for column, lang in zip(columns, langs, strict=True):
+    for column, lang in zip(st.columns(len(langs)), langs, strict=True):
         with column:
             shown = variants[lang].dialogue if lang in variants else dialogue
             render_context(live_task(shown, lang, [], []))
