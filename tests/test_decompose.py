@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -227,3 +228,111 @@ def test_the_paper_export_holds_the_split_and_its_chart(
         assert got[(row.metric, row.effect, row.held_fixed)] == pytest.approx(row.estimate)
     assert set(rows[rows["kind"] == "cell"]["lang"]) == {"en", "en-from-ko", "ko-from-en", "ko"}
     assert (out / "language_or_culture.svg").read_text().startswith("<svg")
+
+
+def _people_and_judge(seed: int = 3, count: int = 200, rated: int = 60) -> pd.DataFrame:
+    """People score each cell at its planted mean plus the dialogue's level and noise; the
+    judge reads people's score with noise but 0.8 too low in ko-from-en (a judge that
+    misreads translated Korean): judge and people differ in the language effect."""
+    from fixtures.planted_cells import TRUE
+
+    rng = np.random.default_rng(seed)
+    rows = []
+    for i in range(count):
+        level = rng.normal(0, 0.5)
+        for lang, mean in TRUE.items():
+            person = mean + level + rng.normal(0, 0.3)
+            judged = person + rng.normal(0, 0.3) - (0.8 if lang == "ko-from-en" else 0.0)
+            base = {"model": "m", "metric": "EX", "conv_id": f"d{i:03d}", "lang": lang}
+            rows.append(base | {"source": "judge", "value": judged})
+            if i < rated:
+                rows.append(base | {"source": "raters", "value": person})
+    return pd.DataFrame(rows)
+
+
+def test_ppi_splits_the_gap_paired_by_dialogue_and_its_paths_still_sum() -> None:
+    """PPI++ for the four cells: each effect a mean of per-dialogue values, the judge on
+    every dialogue corrected by people on those rated in all four; one lambda (the total
+    gap's, as ppi-python tunes it) for all, so both paths sum exactly to the total gap."""
+    import ppi_py
+
+    from koed_core.results.decompose_ppi import decompose_ppi
+
+    frame = _people_and_judge()
+    result = decompose_ppi(frame, {})
+    got = _effects(result)
+    western, korean = ("language_effect", "western_content"), ("content_effect", "in_korean")
+    assert got[western] + got[korean] == pytest.approx(got[("total_gap", "")], abs=1e-12)
+    assert got[("content_effect", "in_english")] + got[
+        ("language_effect", "korean_content")
+    ] == pytest.approx(got[("total_gap", "")], abs=1e-12)
+    total = result.effects.set_index(["effect", "held_fixed"]).loc[("total_gap", "")]
+    assert (total["n"], total["N_judge"]) == (60, 200)
+    # the total gap's interval is ppi-python's own (lambda tuned by ppi_mean_ci itself)
+    wide = {s: frame[frame["source"] == s].pivot(index="conv_id", columns="lang", values="value")
+            for s in ("judge", "raters")}  # fmt: skip
+    judge_gap = (wide["judge"]["ko"] - wide["judge"]["en"]).to_numpy()
+    people_gap = (wide["raters"]["ko"] - wide["raters"]["en"]).to_numpy()
+    low, high = ppi_py.ppi_mean_ci(people_gap, judge_gap[:60], judge_gap[60:], alpha=0.05)
+    assert (total["ci_low"], total["ci_high"]) == pytest.approx((low[0], high[0]))
+    # the judge's bias in ko-from-en is corrected: PPI's interval holds people's value
+    # over all 200 dialogues (-0.2, the planted one), the judge alone's (-1.0) is far off
+    ppi_row = result.effects.set_index(["effect", "held_fixed"]).loc[western]
+    judge_only = _effects(decompose(frame[frame["source"] == "judge"]))[western]
+    assert ppi_row["ci_low"] <= -0.2 <= ppi_row["ci_high"] and judge_only < ppi_row["ci_low"]
+    assert set(result.cells["lang"]) == {"en", "en-from-ko", "ko-from-en", "ko"}
+
+
+def test_ppi_split_is_refused_for_dialogues_chosen_by_hand() -> None:
+    from koed_core.results.decompose_ppi import decompose_ppi
+
+    result = decompose_ppi(_people_and_judge(count=20, rated=8), {}, refusal="chosen by hand")
+    assert result.effects["estimate"].isna().all()
+    assert set(result.effects["note"]) == {"chosen by hand"}
+
+
+@pytest.mark.slow
+def test_koed_gap_decompose_by_people_and_by_ppi_from_a_study_of_the_four_cells(
+    tmp_path: Path, fake_openai: FakeOpenAI, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A study built on the four-cell run holds its variant replies; people rate them (a
+    Korean rater ko and ko-from-en, an English rater en and en-from-ko, each reply at its
+    planted quality); `--estimator human` and `--estimator ppi` split the gap from them."""
+    import re
+
+    from fixtures.planted_cells import planted_dialogues
+    from koed_core.db import RaterProfile, Sampling, StudyConfig
+    from koed_core.rating.studies import StudyRules
+
+    db = tmp_path / "k.db"
+    store, run_id = planted_cells(db, fake_openai, count=12)
+    ratings = StudyRules(store)
+    design = Sampling(method="random", seed=1, size=6)
+    config = StudyConfig("cells", (run_id,), overlap=1, attention_checks=0, sampling=design)
+    study = ratings.create_study(config, planted_dialogues(12))
+    for lang in ("ko", "en"):
+        ratings.save_profile(RaterProfile(lang, (lang,), lang, 30.0, 30.0))
+        ratings.mark_calibrated(lang)
+        while (item := ratings.next_item(study, lang)) is not None:
+            quality = float(re.findall(r"quality (\d+\.\d+)", item.response)[0])
+            score = int(min(5, max(1, round(quality))))
+            ratings.save_rating(
+                item.assignment_id, lang, dict.fromkeys(("EX", "IP", "ER", "EEA", "CA"), score)
+            )
+    base = ["gap", "--decompose", "--run", run_id, "--db", str(db), "--study", str(study)]
+    assert main([*base, "--estimator", "human", "--json"]) == 0
+    people = {d["metric"]: d for d in json.loads(capsys.readouterr().out)}
+    assert people["EX"]["dialogues"] == 6 and people["EX"]["estimator"] == "human"
+    assert main([*base, "--estimator", "ppi", "--json"]) == 0
+    both = {d["metric"]: d for d in json.loads(capsys.readouterr().out)}
+    first = both["EX"]
+    assert first["estimator"] == "ppi" and (first["dialogues"], first["dialogues_judged"]) == (
+        6,
+        12,
+    )
+    path = first["language_effect"]["western_content"]["estimate"]
+    path += first["content_effect"]["in_korean"]["estimate"]
+    assert path == pytest.approx(first["total_gap"]["estimate"])
+    assert main([*base, "--estimator", "ppi"]) == 0
+    out = capsys.readouterr().out
+    assert "PPI++ (the judge corrected by people)" in out and "n 6 / N 12 dialogues" in out

@@ -363,7 +363,7 @@ def test_command_line_refuses_bad_episodes(
     bad = tmp_path / "speaker.toml"
     bad.write_text("name = 'x'\n")
     for args, said in (
-        (("--lang", "fr"), "--lang: takes ko, en or ko,en"),
+        (("--lang", "fr"), "--lang: takes ko, en, en-from-ko, ko-from-en or several"),
         (("--turns", "11"), "turns must be between 1 and 10"),
         (("--speaker-prompts", str(bad)), "speaker prompts:"),
     ):
@@ -641,3 +641,67 @@ def test_a_broken_speaker_attempt_never_replaces_another_jobs_kept_turn(
         context = json.loads(listeners[turn]["context"])
         assert context[-1] == ["speaker", kept[turn - 2]["text"]]
     assert read_states(store, run_id, 3)[(dialogue.conv_id, "en")].status == "complete"
+
+
+@pytest.mark.slow
+def test_an_episode_in_a_variant_plays_the_translated_dialogue_and_records_its_version(
+    fake_openai: FakeOpenAI, tmp_path: Path
+) -> None:
+    """`koed episodes --lang ko-from-en`: the Listener starts from the translation's turns,
+    the Speaker is told the translated situation in Korean, every turn is stored under the
+    variant, the run records the version it read, and a whole-episode judge is shown the
+    translated situation in Korean."""
+    from koed_core.dialogues.variants import source_texts
+    from koed_core.judge.episodes import judge_whole_episodes
+    from koed_core.models.variant_texts import import_lines
+
+    store = Store(tmp_path / "koed.db")
+    dataset = load_dataset(SAMPLE_FILE)
+    first = dataset.dialogues[0]
+    situation, turns = source_texts(first, "ko-from-en")
+    line = {
+        "conv_id": first.conv_id,
+        "variant": "ko-from-en",
+        "situation": "번역된 상황",
+        "turns": [f"번역 {n}" for n in range(len(turns))],
+    }
+    [version] = import_lines(store, dataset, [json.dumps(line, ensure_ascii=False)], "J. Kim")
+    report = _play(fake_openai, store, langs=("ko", "ko-from-en"), turns=2, limit=1)
+    assert report.succeeded == 2 and report.failed == 0
+    config = json.loads(store.rows("select config from runs")[0]["config"])
+    assert config["variants"] == f"ko-from-en v1 {version.id}"
+    entries = Episodes(store).transcript(report.run_id, first.conv_id, "ko-from-en")
+    dataset_part = [e["text"] for e in entries if e["turn"] == 0]
+    assert dataset_part and all(text.startswith("번역 ") for text in dataset_part)
+    assert [e["role"] for e in entries if e["turn"] > 0] == ["listener", "speaker", "listener"]
+    told = [b["messages"][0]["content"] for b in fake_openai.requests if is_speaker(b)]
+    assert any("번역된 상황" in text for text in told)  # the variant's own situation
+    fake_openai.requests.clear()
+    judge = _spec(fake_openai, "judge")
+    judge_whole_episodes(
+        store,
+        make_client(judge, "k"),
+        judge,
+        JudgeRequest(report.run_id, judge="judge", dims=("CA",)),
+        {d.conv_id: d for d in dataset.dialogues},
+    )
+    shown = [json.dumps(b["messages"], ensure_ascii=False) for b in fake_openai.requests]
+    assert any("번역된 상황" in text for text in shown)
+    assert situation not in " ".join(shown)  # never the English original's situation
+
+    def view(db: str, run_id: str) -> None:
+        from components.shared.episode_view import episode_pair
+        from koed_core.db import Store
+        from koed_core.dialogues.dataset import load_dataset
+        from koed_core.paths import SAMPLE_FILE
+
+        episode_pair(Store(db), run_id, load_dataset(SAMPLE_FILE), whole=True)
+
+    at = AppTest.from_function(
+        view, kwargs={"db": str(tmp_path / "koed.db"), "run_id": report.run_id}
+    )
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    heads = [h.value for h in at.subheader]
+    assert "Korean, translated from the English (ko-from-en)" in heads and len(heads) == 3
+    assert "화자: 번역 0" in [t.value for t in at.text]

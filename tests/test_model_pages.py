@@ -165,3 +165,40 @@ def test_a_visitor_cannot_add_a_model(site: Path) -> None:
     at = _page("app_pages/models/chat.py")
     assert not [t for t in at.text_input if t.key == "models.adhoc_input"]
     assert all(not o.startswith("openai:") for o in at.multiselect(key="chat.models").options)
+
+
+@pytest.mark.slow
+def test_chat_in_a_translated_variant(
+    fake_registry: Path, fake_openai: FakeOpenAI, tmp_path: Path
+) -> None:
+    """ko-from-en is a language of the chat where it translates the dialogue: the model
+    is given the variant's turns, and a saved answer is stored under the variant with the
+    version recorded by its run."""
+    import json
+
+    from koed_core.dialogues.dataset import load_dataset
+    from koed_core.dialogues.variants import source_texts
+    from koed_core.models.variant_texts import import_lines
+    from koed_core.paths import SAMPLE_FILE
+
+    sample = load_dataset(SAMPLE_FILE)
+    dialogue = sample.get("sample:1_conv:33")
+    assert dialogue is not None
+    _situation, turns = source_texts(dialogue, "ko-from-en")
+    line = {"conv_id": dialogue.conv_id, "variant": "ko-from-en", "situation": "번역된 상황"}
+    line["turns"] = [f"번역된 말 {n}" for n in range(len(turns))]
+    store = Store(tmp_path / "koed.db")
+    [version] = import_lines(store, sample, [json.dumps(line, ensure_ascii=False)], "J. Kim")
+    at = _page("app_pages/models/chat.py")
+    at.selectbox(key="chat.dialogue").set_value("sample:1_conv:33").run()
+    at.session_state["chat.langs"] = ["ko-from-en"]
+    at.multiselect(key="chat.models").set_value(["fake-listener"]).run()
+    at.button(key="chat.ask").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    [asked] = fake_openai.requests
+    assert "화자: 번역된 말 0" in asked["messages"][-1]["content"]
+    assert "분식집" not in str(asked)  # never the Korean reconstruction's turns
+    next(b for b in at.button if b.label == "Save for rating").click().run()
+    [row] = store.rows("select r.lang, u.config from responses r join runs u on u.id = r.run_id")
+    assert row["lang"] == "ko-from-en"
+    assert json.loads(row["config"])["variants"] == f"ko-from-en v1 {version.id}"

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from components.core import state
+from components.core import language, resources, state
 from components.core.link_notice import check_link, set_param
 from components.core.literal import md
 from components.models.chat_view import Pane, all_answered, render_context, stream_together
@@ -17,7 +17,7 @@ from koed_core import i18n
 from koed_core.dialogues.links import DIALOGUE
 from koed_core.errors import KoedError
 from koed_core.i18n import _
-from koed_core.models.chat import detect_lang, live_task
+from koed_core.models.chat import chat_variants, detect_lang, live_task
 from koed_core.models.client import GenerationSettings
 from koed_core.models.protocol import PROTOCOLS
 
@@ -50,13 +50,14 @@ assert dialogue is not None
 st.text(f"{dialogue.situation_ko}\n{dialogue.situation_en}")
 
 left, mid, right = st.columns([2, 3, 2])
+variants = chat_variants(resources.store(), dialogue)  # the translations of this dialogue
 langs = left.segmented_control(
     _("Languages"),
-    ["ko", "en"],
+    ["ko", "en", *variants],
     selection_mode="multi",
     default=["ko", "en"],
     key=state.CHAT_LANGS,
-    format_func=i18n.NAMES.__getitem__,
+    format_func=language.language_words,
 ) or ["ko"]
 try:
     with mid:
@@ -89,13 +90,13 @@ if chat.get("conv_id") != conv_id or chat.get("protocol") != protocol:
 settings = GenerationSettings(temperature=temperature, max_tokens=int(max_tokens))
 
 with st.expander(_("What the Listener sees (no labels, no situation)")):
-    columns = st.columns(len(langs))
-    for column, lang in zip(columns, langs, strict=True):
+    for column, lang in zip(st.columns(len(langs)), langs, strict=True):
         with column:
-            render_context(live_task(dialogue, lang, [], []))
+            shown = variants[lang].dialogue if lang in variants else dialogue
+            render_context(live_task(shown, lang, [], []))
 
 panes = [
-    Pane(chat, dialogue, spec, lang, protocol, settings, dataset.sha256)
+    Pane(chat, dialogue, spec, lang, protocol, settings, dataset.sha256, variants.get(lang))
     for spec in specs
     for lang in langs
 ]

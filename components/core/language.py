@@ -127,6 +127,11 @@ VARIANT_WORDS = {
 """The translated variants as a picker names them."""
 
 
+def language_words(code: str) -> str:
+    """A language by its own name, or a translated variant in the reader's words."""
+    return _(VARIANT_WORDS[code]) if code in VARIANT_WORDS else i18n.NAMES[code]
+
+
 def languages_picker(
     where: Any, label: str, default: list[str] | None = None, variants: Sequence[str] = ()
 ) -> list[str]:
@@ -139,9 +144,7 @@ def languages_picker(
             label,
             [*i18n.LANGUAGES, *variants],
             default=list(i18n.LANGUAGES) if default is None else default,
-            format_func=lambda code: (
-                _(VARIANT_WORDS[code]) if code in VARIANT_WORDS else i18n.NAMES[code]
-            ),
+            format_func=language_words,
             placeholder=_("Choose a language"),
         ),
     )

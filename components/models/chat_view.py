@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import queue
 import threading
+from dataclasses import replace
 from typing import Any
 
 import streamlit as st
@@ -13,10 +14,12 @@ from components.core.literal import md
 from components.shared.model_choice import client_for, render_model_note
 from koed_core import i18n
 from koed_core.db import Runs
-from koed_core.dialogues.dialogue import Dialogue, Lang
+from koed_core.dialogues.dialogue import Dialogue
 from koed_core.dialogues.labels import by_name
+from koed_core.dialogues.variants import text_lang
 from koed_core.i18n import _
 from koed_core.models.chat import (
+    ChatVariant,
     from_answer,
     live_task,
     needs_answer,
@@ -88,17 +91,21 @@ class Pane:
         chat: dict[str, Any],
         dialogue: Dialogue,
         spec: ModelSpec,
-        lang: Lang,
+        lang: str,
         protocol: Protocol,
         settings: GenerationSettings,
         dataset_sha256: str,
+        variant: ChatVariant | None = None,
     ) -> None:
-        self.dialogue, self.spec, self.lang = dialogue, spec, lang
+        # in a translated variant the pane reads the variant's dialogue and records its
+        # version with a saved answer; typed turns go to every pane of that language
+        self.dialogue = variant.dialogue if variant else dialogue
+        self.spec, self.lang, self.variant = spec, lang, variant
         self.dataset_sha256 = dataset_sha256
         self.protocol, self.settings = protocol, settings
         self.key = pane_key(spec.name, lang)
         self.answers: list[dict[str, Any]] = chat["answers"].setdefault(self.key, [])
-        self.speaker: list[str] = chat["speaker"][lang]
+        self.speaker: list[str] = chat["speaker"][text_lang(lang)]
 
     def item(self, upto: int | None = None) -> Item:
         """The request for the next answer, or for answer ``upto`` when saving it."""
@@ -137,6 +144,8 @@ class Pane:
             config = run_config(
                 self.spec, self.protocol, self.settings, self.dataset_sha256, "live"
             )
+            if self.variant is not None:  # the version the answer was given in
+                config = replace(config, variants=self.variant.recorded)
             store = resources.store()
             run_id = Runs(store).ensure_run(
                 config, f"{self.spec.name} (live chat)", [self.lang], public_spec(self.spec)

@@ -222,7 +222,7 @@ def episodes_panel(registry: dict[str, ModelSpec], dataset: Dataset) -> None:
                 ),
             )
             turns = left.number_input(_("Listener turns per episode"), 1, MAX_TURNS, DEFAULT_TURNS)
-            langs = language.languages_picker(left, _("Episode languages"))
+            langs = language.languages_picker(left, _("Episode languages"), variants=_variants())
             protocol = right.radio(
                 _("Listener protocol"),
                 PROTOCOLS[:2],

@@ -16,6 +16,7 @@ from components.core.literal import md
 from koed_core import i18n
 from koed_core.db import RatingItem
 from koed_core.dialogues.dialogue import Lang
+from koed_core.dialogues.variants import text_lang
 from koed_core.i18n import N_, _
 from koed_core.judge.rubric import SCALE, dimensions
 from koed_core.models.protocol import ROLE_NAMES
@@ -65,9 +66,11 @@ SCALE_DIRECTION = N_("Scores go from 1 (lowest) to 5 (highest).")
 best one, so a bare 1-5 could be read the other way round."""
 
 
-def render_rubric(lang: Lang) -> None:
+def render_rubric(lang: str) -> None:
     """Every dimension with its question and five anchors, in Korean and English side by
-    side (the item's language first), always one click away."""
+    side (the item's language first: a translated variant's is the one it is written
+    in), always one click away."""
+    lang = text_lang(lang)
     order: tuple[Lang, Lang] = ("ko", "en") if lang == "ko" else ("en", "ko")
     with st.expander(_("Rubric"), icon=":material/rule:"):
         st.markdown("**" + _(SCALE_DIRECTION) + "**")
@@ -78,10 +81,12 @@ def render_rubric(lang: Lang) -> None:
                 column.text("\n".join(f"{s}: {dim.anchor(s, side)}" for s in SCALE))
 
 
-def render_item(context: Any, response: str, lang: Lang, kind: str = "response") -> None:
+def render_item(context: Any, response: str, lang: str, kind: str = "response") -> None:
     """The conversation as the model saw it, then the response under rating; a whole
-    episode is the conversation itself, the Listener rated over all its turns."""
-    speaker, listener = ROLE_NAMES[lang]
+    episode is the conversation itself, the Listener rated over all its turns. A
+    translated variant's item (``ko-from-en``) is the variant's text, with the role
+    names of the language it is written in."""
+    speaker, listener = ROLE_NAMES[text_lang(lang)]
     if kind == "episode":
         st.markdown(
             "**" + _("A whole conversation: rate the Listener over all of its turns") + "**"
@@ -98,14 +103,16 @@ def render_item(context: Any, response: str, lang: Lang, kind: str = "response")
 
 def rubric_form(
     key: str,
-    lang: Lang,
+    lang: str,
     defaults: dict[str, int] | None = None,
     comment: str = "",
     submit: str | None = None,
 ) -> Draft | None:
     """Five 1-5 scores, the scale's direction said above them and each score's anchor
     under its button (read without hovering), and a comment; None until submitted
-    complete."""
+    complete. ``lang``: the item's language or variant (its rubric is in the language
+    the variant is written in)."""
+    lang = text_lang(lang)
     with st.form(key):
         st.markdown(
             "**" + _(SCALE_DIRECTION) + "** " + _("What each score means is under its button.")

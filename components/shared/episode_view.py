@@ -9,11 +9,13 @@ from typing import Any
 import streamlit as st
 
 from components.core import tables
+from components.core.language import VARIANT_WORDS
 from components.core.literal import md
 from koed_core import i18n
 from koed_core.db import Store
 from koed_core.db.episodes import Episodes
 from koed_core.dialogues.dataset import Dataset
+from koed_core.dialogues.variants import CELLS, VARIANTS, text_lang
 from koed_core.i18n import N_, _
 from koed_core.models.protocol import ROLE_NAMES
 from koed_core.results import turn_gaps
@@ -36,8 +38,9 @@ BROKE = {
 def render_episode(
     entries: Sequence[dict[str, Any]], lang: str, upto: int | None = None, talk: bool = False
 ) -> None:
-    """One language's episode. Text from models and the dataset is shown literally."""
-    speaker, listener = ROLE_NAMES[lang]
+    """One language's episode (or a translated variant's, with the role names of the
+    language it is written in). Text from models and the dataset is shown literally."""
+    speaker, listener = ROLE_NAMES[text_lang(lang)]
     if not entries:
         st.caption(_("No episode in this language."))
         return
@@ -124,7 +127,13 @@ def episode_pair(
     conv_id = (pick_in or st).selectbox(
         _("Dialogue"), conv_ids, format_func=names.get, key=f"{key}.dialogue"
     )
-    pair = {lang: episodes.transcript(run_id, conv_id, lang) for lang in ("ko", "en")}
+    # ko and en always; a translated variant beside them where the run played it
+    found = {lang: episodes.transcript(run_id, conv_id, lang) for lang in CELLS}
+    pair = {
+        lang: found[lang]
+        for lang in ("ko", "en", *VARIANTS)
+        if lang in i18n.LANGUAGES or found[lang]
+    }
     longest = max((e["turn"] for entries in pair.values() for e in entries), default=0)
     step_key = f"{key}.step.{run_id}.{conv_id}"
     if step_key not in st.session_state:  # a replay starts before turn 1
@@ -142,11 +151,12 @@ def episode_pair(
     buttons.button(_("Start again"), key=f"{key}.restart", on_click=_go_to, args=(step_key, 0))
     buttons.button(_("Whole episode"), key=f"{key}.all", on_click=_go_to, args=(step_key, longest))
     buttons.caption(_("Turn {step} of {last}", step=int(step), last=int(longest)))
-    for column, lang in zip(st.columns(2), ("ko", "en"), strict=True):
+    for column, lang in zip(st.columns(len(pair)), pair, strict=True):
         with column:
-            st.subheader(i18n.NAMES[lang], anchor=False)
+            named = _(VARIANT_WORDS[lang]) if lang in VARIANT_WORDS else i18n.NAMES[lang]
+            st.subheader(named, anchor=False)
             # each column's own words in its language, as its role names are (화자, Speaker)
-            with i18n.speaking(lang):
+            with i18n.speaking(text_lang(lang)):
                 render_episode(pair[lang], lang, upto=step, talk=talk)
 
 

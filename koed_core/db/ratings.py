@@ -13,6 +13,7 @@ import pandas as pd
 from koed_core.db.store import Store
 from koed_core.db.types import CandidateItem, RaterProfile, RatingItem, short_hash
 from koed_core.dialogues.records import decode_ed_text
+from koed_core.dialogues.variants import cells_in
 
 ITEM_COLUMNS = (
     "id, study_id, response_id, kind, conv_id, lang, context, response, created, instruction, "
@@ -208,7 +209,10 @@ class Ratings:
     def candidates(
         self, study_id: int, username: str, languages: Sequence[str]
     ) -> list[CandidateItem]:
-        """Items in the rater's languages the rater never had, with raters holding each."""
+        """Items in the rater's languages the rater never had, with raters holding each.
+        A translated variant's items are in the language they are written in: a Korean
+        rater's include ``ko-from-en``, an English rater's ``en-from-ko``."""
+        languages = cells_in(languages)
         rows = self.store.rows(
             f"""select i.id, {WORK_KIND} as kind, (select count(*) from assignments a
                    where a.item_id = i.id and a.status in ('assigned', 'done')) as taken,

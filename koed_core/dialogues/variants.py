@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
@@ -61,6 +62,12 @@ def text_lang(lang: str) -> Lang:
     if lang in ("ko", "en"):
         return lang  # type: ignore[return-value]
     raise ValueError(f"unknown language or variant {lang!r}; one of {', '.join(CELLS)}")
+
+
+def cells_in(langs: Sequence[str]) -> tuple[str, ...]:
+    """Every cell written in one of ``langs`` (``ko``: ``ko`` and ``ko-from-en``): what a
+    rater who reads those languages can rate, and what a study in them holds."""
+    return tuple(cell for cell in CELLS if text_lang(cell) in langs)
 
 
 def source_lang(lang: str) -> Lang:

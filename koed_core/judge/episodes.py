@@ -23,8 +23,9 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from koed_core.db import JudgeConfig, Judgments, Store, now, short_hash
+from koed_core.db import JudgeConfig, Judgments, Runs, Store, now, short_hash
 from koed_core.dialogues.dialogue import Dialogue
+from koed_core.dialogues.variants import text_lang
 from koed_core.judge.request import JudgeRequest
 from koed_core.judge.rubric import SCALE, codes, dimensions, rubric_version
 from koed_core.judge.verdicts import FENCE_CLOSE, FENCE_OPEN, LANGUAGE, fenced
@@ -33,6 +34,7 @@ from koed_core.models.client import ChatClient, GenerationSettings, ModelError, 
 from koed_core.models.protocol import Message
 from koed_core.models.registry import ModelSpec
 from koed_core.models.speaker import emotion_words
+from koed_core.models.variant_texts import recorded_dialogues
 from koed_core.paths import DATA_DIR
 from koed_core.tomlfile import read_toml
 
@@ -157,11 +159,11 @@ def _dataset_turns(store: Store, run_id: str, conv_id: str, lang: str) -> int:
 def whole_messages(episode: EpisodeText, dimension: str, dialogue: Dialogue) -> list[Message]:
     """The request for one dimension of one whole episode."""
     tpl = _template()
-    lang = episode.lang
+    lang = text_lang(episode.lang)  # a variant is judged in the language it is written in
     values: dict[str, str] = {
         "language": LANGUAGE[lang],
         "dialogue": _conversation(episode.lines),
-        "situation": dialogue.situation(lang),  # type: ignore[arg-type]
+        "situation": dialogue.situation(lang),
         "emotions": emotion_words(dialogue.labels, lang),
         "open_": FENCE_OPEN.format(name="..."),
         "close": FENCE_CLOSE.format(name="..."),
@@ -189,11 +191,11 @@ def whole_messages(episode: EpisodeText, dimension: str, dialogue: Dialogue) -> 
 def speaker_messages(turn: EpisodeText, dialogue: Dialogue) -> list[Message]:
     """The request checking one Speaker turn (the last line of ``turn``)."""
     tpl = _template()
-    lang = turn.lang
+    lang = text_lang(turn.lang)
     values = {
         "language": LANGUAGE[lang],
         "dialogue": _conversation(turn.lines, last=len(turn.lines) - 1),
-        "situation": dialogue.situation(lang),  # type: ignore[arg-type]
+        "situation": dialogue.situation(lang),
         "emotions": emotion_words(dialogue.labels, lang),
         "open_": FENCE_OPEN.format(name="..."),
         "close": FENCE_CLOSE.format(name="..."),
@@ -356,14 +358,15 @@ def judge_whole_episodes(
     call each, stored under :func:`whole_config` (its replicate the request's)."""
     run_id = request.run_id
     config = whole_config(judge.name, request.replicate)
+    shown = _as_played(store, run_id, dialogues)
     calls = [
         Call(
             episode.key,
-            whole_messages(episode, dimension, dialogues[episode.conv_id]),
+            whole_messages(episode, dimension, shown[(episode.conv_id, episode.lang)]),
             {dimension: "score"},
         )
         for episode in episodes_of(store, run_id)
-        if episode.conv_id in dialogues
+        if (episode.conv_id, episode.lang) in shown
         for dimension in whole_dimensions()
     ]
     return _judge(store, client, judge, config, calls, request.concurrency, hooks)
@@ -382,13 +385,28 @@ def check_speakers(
     call), stored under :func:`speaker_config`."""
     run_id = request.run_id
     config = speaker_config(judge.name)
+    shown = _as_played(store, run_id, dialogues)
     calls = [
         Call(
             turn.key,
-            speaker_messages(turn, dialogues[turn.conv_id]),
+            speaker_messages(turn, shown[(turn.conv_id, turn.lang)]),
             {name: name for name in SPEAKER_CHECKS},
         )
         for turn in speaker_turns_of(store, run_id)
-        if turn.conv_id in dialogues
+        if (turn.conv_id, turn.lang) in shown
     ]
     return _judge(store, client, judge, config, calls, request.concurrency, hooks)
+
+
+def _as_played(
+    store: Store, run_id: str, dialogues: Mapping[str, Dialogue]
+) -> dict[tuple[str, str], Dialogue]:
+    """(conv_id, language or variant) -> the dialogue an episode of the run was played
+    on: the file's in ko and en, and in a translated variant the version the run
+    recorded (its situation is what the judge is told)."""
+    found = Runs(store).run_config(run_id)
+    recorded = found[0].get("variants") if found else None
+    shown = {(c, lang): d for c, d in dialogues.items() for lang in ("ko", "en")}
+    for variant, translated in recorded_dialogues(store, dialogues, recorded).items():
+        shown |= {(c, variant): d for c, d in translated.items()}
+    return shown

@@ -8,17 +8,22 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
+from koed_core.db import Store
 from koed_core.dialogues.dialogue import Dialogue, Lang
+from koed_core.dialogues.variants import VARIANTS, text_lang
+from koed_core.errors import KoedError
 from koed_core.models.client import Completion
 from koed_core.models.emotions import ParsedReply
 from koed_core.models.protocol import ContextTurn, ListenerTask, build_task, with_live_turns
+from koed_core.models.variant_texts import read_variant
 
 HANGUL = re.compile(r"[\uac00-\ud7a3\u3131-\u318e]")
 
 
-def pane_key(model: str, lang: Lang) -> str:
+def pane_key(model: str, lang: str) -> str:
     """One column of the chat page: a model answering in one language."""
     return f"{model}|{lang}"
 
@@ -29,14 +34,18 @@ def detect_lang(text: str) -> Lang:
 
 
 def live_task(
-    dialogue: Dialogue, lang: Lang, speaker_turns: Sequence[str], answers: Sequence[dict[str, Any]]
+    dialogue: Dialogue, lang: str, speaker_turns: Sequence[str], answers: Sequence[dict[str, Any]]
 ) -> ListenerTask:
     """The dataset context plus the live exchange so far, ending on a Speaker turn.
 
     ``answers[i]`` is the model's reply before ``speaker_turns[i]``; failed answers
-    (``error`` set) are not part of the conversation.
+    (``error`` set) are not part of the conversation. ``lang`` may be a translated
+    variant (``ko-from-en``): ``dialogue`` is then the variant's (see
+    :func:`chat_variants`), read in the language it is written in.
     """
-    task = build_task(dialogue, lang)
+    task = build_task(dialogue, text_lang(lang))
+    if lang in VARIANTS:
+        task = replace(task, variant=lang)
     replies = [a["text"] for a in answers if not a.get("error")]
     turns: list[ContextTurn] = []
     for i, speaker in enumerate(speaker_turns):
@@ -90,3 +99,27 @@ def from_answer(answer: dict[str, Any]) -> tuple[Completion, ParsedReply]:
         tuple(answer["labels"]), answer["text"], tuple(answer["unknown"]), tuple(answer["notes"])
     )
     return completion, parsed
+
+
+@dataclass(frozen=True)
+class ChatVariant:
+    """A translated variant a chat can be held in: the dialogue in it, and the version
+    to record with a saved answer (``ko-from-en v2 <id>``, as a run records it)."""
+
+    dialogue: Dialogue
+    recorded: str
+
+
+def chat_variants(store: Store, dialogue: Dialogue) -> dict[str, ChatVariant]:
+    """The variants whose newest version translates ``dialogue`` (from its current
+    text), by name: the languages a chat on it may be held in besides ko and en."""
+    found = {}
+    for variant in VARIANTS:
+        try:
+            read = read_variant(store, [dialogue], variant)
+        except KoedError:  # never translated
+            continue
+        if dialogue.conv_id in read.dialogues:
+            recorded = f"{read.version.label} {read.version.id}"
+            found[variant] = ChatVariant(read.dialogues[dialogue.conv_id], recorded)
+    return found

@@ -17,14 +17,15 @@ ends there, its flagged turns kept for people to see and no Listener turn after 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Literal
 
 from koed_core.db import ResponseRecord, RunConfig, Runs, Store
 from koed_core.db.episodes import Episodes, SpeakerRecord
-from koed_core.dialogues.dialogue import Dialogue, Lang
+from koed_core.dialogues.dialogue import Dialogue
+from koed_core.dialogues.variants import text_lang
 from koed_core.errors import KoedError
 from koed_core.models.batch import (
     NO_HOOKS,
@@ -49,6 +50,7 @@ from koed_core.models.registry import ModelSpec
 from koed_core.models.request import MAX_TURNS, EpisodeRequest
 from koed_core.models.runs import Answer, Item, answer, public_spec, run_config, save
 from koed_core.models.speaker import SpeakerPrompt, check_turn, load_speaker_prompt
+from koed_core.models.variant_texts import is_variant, variants_for
 
 SPEAKER_ATTEMPTS = 2
 """A Speaker turn that breaks character is asked once more, then the episode ends."""
@@ -61,7 +63,9 @@ class EpisodeError(KoedError, ValueError):
 
 @dataclass(frozen=True)
 class Episode:
-    """One dialogue in one language, to be carried on for up to ``turns`` Listener turns."""
+    """One dialogue in one language, to be carried on for up to ``turns`` Listener turns.
+    In a translated variant ``dialogue`` is the variant's (its turns and situation in the
+    language it is written in) and the episode is stored under the variant's name."""
 
     dialogue: Dialogue
     base: ListenerTask
@@ -69,7 +73,7 @@ class Episode:
 
     @property
     def key(self) -> tuple[str, str]:
-        return (self.dialogue.conv_id, self.base.lang)
+        return (self.dialogue.conv_id, self.base.cell)
 
 
 @dataclass
@@ -159,7 +163,7 @@ class EpisodeSetup:
 def play(setup: EpisodeSetup, episode: Episode, state: EpisodeState) -> Outcome:
     """Carry one episode on from its stored state to its end (or a failure, or a stop),
     storing every turn as it comes."""
-    conv_id, lang = episode.dialogue.conv_id, episode.base.lang
+    conv_id, lang, variant = episode.dialogue.conv_id, episode.base.lang, episode.base.variant
     history = list(state.history)
     turn = state.listener_turns
     # where the stored episode stopped: after a Listener turn the Speaker is next
@@ -171,7 +175,7 @@ def play(setup: EpisodeSetup, episode: Episode, state: EpisodeState) -> Outcome:
             if turn >= setup.turns:
                 return Outcome("ok")
             turn += 1
-            task = ListenerTask(conv_id, lang, episode.base.turns, None, tuple(history))
+            task = ListenerTask(conv_id, lang, episode.base.turns, None, tuple(history), variant)
             item = Item(episode.dialogue, task, setup.protocol, setup.prompts, setup.steps)
             result = answer(setup.listener, item, setup.settings)
             if isinstance(result[0], ModelError) and result[0].kind == "cancelled":
@@ -201,7 +205,7 @@ def _save_listener(
 ) -> ResponseRecord | None:
     """Store a Listener turn in one transaction, unless another job playing the same run
     stored this turn first (then None: the first one stored is the episode's)."""
-    conv_id, lang = item.dialogue.conv_id, item.task.lang
+    conv_id, lang = item.dialogue.conv_id, item.task.cell
     with setup.store.write():
         if Episodes(setup.store).turn_taken(setup.run_id, conv_id, lang, turn, "listener"):
             return None
@@ -229,7 +233,7 @@ def _speak(
         base = SpeakerRecord(
             setup.run_id,
             conv_id,
-            lang,
+            episode.base.cell,  # stored under the variant's name, asked in its language
             turn,
             attempt,
             raw=None,
@@ -264,17 +268,33 @@ def _speak(
 
 
 def plan_episodes(
-    dialogues: Sequence[Dialogue], langs: Sequence[Lang], limit: int | None, commas: str
+    dialogues: Sequence[Dialogue],
+    langs: Sequence[str],
+    limit: int | None,
+    commas: str,
+    variants: Mapping[str, Mapping[str, Dialogue]] | None = None,
 ) -> list[Episode]:
     """Episodes in dataset order, each language; a dialogue with no Speaker turn in a
-    language has no episode in it."""
+    language has no episode in it. A translated variant in ``langs`` plays each
+    dialogue's translation from ``variants`` (variant -> conv_id -> the variant
+    dialogue); a dialogue not translated has no episode in it."""
     chosen = dialogues[:limit] if limit else dialogues
     episodes = []
     for dialogue in chosen:
         for lang in langs:
-            base = build_task(dialogue, lang, commas)
+            source = (
+                (variants or {}).get(lang, {}).get(dialogue.conv_id)
+                if is_variant(lang)
+                else dialogue
+            )
+            if source is None:
+                continue
+            written = text_lang(lang)
+            base = build_task(source, written, commas)
+            variant = lang if is_variant(lang) else None
             if base.turns:
-                episodes.append(Episode(dialogue, ListenerTask(base.conv_id, lang, base.turns)))
+                task = ListenerTask(base.conv_id, written, base.turns, variant=variant)
+                episodes.append(Episode(source, task))
     return episodes
 
 
@@ -337,12 +357,15 @@ def run_episodes(
             )
     steps = request.steps(spec)
     config = episode_config(spec, speaker_spec, request, dataset_sha256)
+    translated = variants_for(store, dialogues, request.langs)  # raises before anything is stored
+    config = replace(config, variants=translated.recorded)
     if request.oracle:
-        listening = OracleListener(listening, {d.conv_id: d for d in dialogues})
-    langs: list[Lang] = list(request.langs)  # type: ignore[arg-type]
-    run_id = Runs(store).ensure_run(config, spec.name, list(langs), public_spec(spec))
+        by_id = {d.conv_id: d for d in dialogues}
+        listening = OracleListener(listening, by_id, translated.dialogues)
+    langs = list(request.langs)
+    run_id = Runs(store).ensure_run(config, spec.name, langs, public_spec(spec))
     stop = hooks.stop
-    episodes = plan_episodes(dialogues, langs, request.limit, steps.commas)
+    episodes = plan_episodes(dialogues, langs, request.limit, steps.commas, translated.dialogues)
     states = read_states(store, run_id, request.turns)
     done = {key for key, state in states.items() if state.status in FINISHED}
     setup = EpisodeSetup(

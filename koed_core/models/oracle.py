@@ -41,17 +41,27 @@ def oracle_note(dialogue: Dialogue, lang: str) -> str:
 
 class OracleListener:
     """A Listener client told the situation and the emotion of each dialogue: every
-    request gets the note as its first message (a system message). Wraps any client."""
+    request gets the note as its first message (a system message). Wraps any client.
+    ``variants`` (variant -> conv_id -> dialogue): a task in a translated variant is told
+    the variant's own situation, in the language it is written in."""
 
-    def __init__(self, inner: ChatClient, dialogues: Mapping[str, Dialogue]) -> None:
+    def __init__(
+        self,
+        inner: ChatClient,
+        dialogues: Mapping[str, Dialogue],
+        variants: Mapping[str, Mapping[str, Dialogue]] | None = None,
+    ) -> None:
         self.inner = inner
         self.dialogues = dialogues
+        self.variants = variants or {}
         self.name = getattr(inner, "name", "oracle")
         self.max_concurrency = getattr(inner, "max_concurrency", 1)
 
     def told(self, messages: Sequence[Message], task: object) -> list[Message]:
         """The request as sent: the note first (unchanged for a dialogue it does not know)."""
-        dialogue = self.dialogues.get(str(getattr(task, "conv_id", "")))
+        variant = getattr(task, "variant", None)
+        known = self.variants.get(variant, {}) if variant else self.dialogues
+        dialogue = known.get(str(getattr(task, "conv_id", "")))
         if dialogue is None:
             return list(messages)
         note = oracle_note(dialogue, str(getattr(task, "lang", "en")))

@@ -75,16 +75,6 @@ def with_steps(cls: type[Any]) -> type[Any]:
     return cls
 
 
-def langs_arg(text: str) -> tuple[str, ...]:
-    """``--lang`` of episodes: ko, en or ko,en."""
-    import argparse
-
-    langs = tuple(lang.strip() for lang in text.split(",") if lang.strip())
-    if not langs or set(langs) - {"ko", "en"}:
-        raise argparse.ArgumentTypeError(f"takes ko, en or ko,en, not {text!r}")
-    return langs
-
-
 def cells_arg(text: str) -> tuple[str, ...]:
     """``--lang`` of a run: ko, en, the translated variants en-from-ko and ko-from-en, or
     several of them comma-separated."""
@@ -373,7 +363,11 @@ class EpisodeRequest(RunRequest):
 
     kind: ClassVar[str] = "episodes"
     langs: tuple[str, ...] = setting(
-        ("ko", "en"), flag="--lang", type=langs_arg, help="ko, en or ko,en (default)"
+        ("ko", "en"),
+        flag="--lang",
+        type=cells_arg,
+        help="ko,en (default), or any of ko, en, en-from-ko, ko-from-en (translated "
+        "variants: see koed translate)",
     )
     speaker: str = setting(
         "smollm2",
@@ -409,8 +403,6 @@ class EpisodeRequest(RunRequest):
             found.append(_("turns must be between 1 and {most}", most=MAX_TURNS))
         if self.batch:
             found.append(_("episodes are asked live: the Batch API cannot hold a conversation"))
-        if set(self.langs) - {"ko", "en"}:
-            found.append(_("episodes take ko and en only, not the translated variants yet"))
         if self.speaker_prompts is not None:
             from koed_core.models.speaker import SPEAKER_SETS, load_speaker_prompt
 

@@ -10,7 +10,7 @@ a stale translation.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from koed_core.db import Store
@@ -149,3 +149,24 @@ def variants_for(store: Store, dialogues: Sequence[Dialogue], langs: Sequence[st
         found[lang] = read.dialogues
         recorded.append(f"{read.version.label} {read.version.id}")
     return RunVariants(found, ", ".join(recorded) or None)
+
+
+def recorded_dialogues(
+    store: Store, dialogues: Mapping[str, Dialogue], recorded: str | None
+) -> dict[str, dict[str, Dialogue]]:
+    """The variant dialogues a run was asked in, read again from the versions it recorded
+    (``en-from-ko v2 <id>, ...``, see :class:`RunVariants`): what a judge of that run
+    must show, whatever versions were made since. variant -> conv_id -> dialogue."""
+    found: dict[str, dict[str, Dialogue]] = {}
+    for part in (recorded or "").split(","):
+        words = part.split()
+        if len(words) < 2 or words[0] not in VARIANTS or not words[1][1:].isdigit():
+            continue
+        variant, version = words[0], int(words[1][1:])
+        stored = Variants(store).read(variant, version)
+        found[variant] = {
+            conv_id: apply(dialogues[conv_id], row.translation)
+            for conv_id, row in stored.items()
+            if conv_id in dialogues and mismatch(dialogues[conv_id], row.translation) is None
+        }
+    return found

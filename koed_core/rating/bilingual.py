@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 
 from koed_core.db import StudyConfig
 from koed_core.db.types import CandidateItem
+from koed_core.dialogues.variants import text_lang
 
 DESIGNS = ("separate", "counterbalanced", "free")
 
@@ -49,7 +50,8 @@ def order_rank(
         return 0
     if candidate.conv_id in seen:
         return 0
-    return 0 if candidate.lang == first_language(config.seed, username, candidate.conv_id) else 1
+    first = first_language(config.seed, username, candidate.conv_id)
+    return 0 if text_lang(candidate.lang) == first else 1  # a variant: its text's language
 
 
 def position(done: Mapping[str, set[str]], conv_id: str, lang: str) -> int:

@@ -30,6 +30,7 @@ from koed_core.db import (
 )
 from koed_core.db.types import CandidateItem
 from koed_core.dialogues.dataset import Dataset
+from koed_core.dialogues.variants import cells_in
 from koed_core.i18n import _
 from koed_core.judge.rubric import SCALE, codes, rubric_version
 from koed_core.models.protocol import build_task
@@ -113,7 +114,8 @@ class StudyRules:
             raise RatingError(_("overlap must be at least 1"))
         if config.whole_episodes:
             return self._create_episode_study(config, dataset)
-        rows = Runs(self.store).answered(config.run_ids, config.langs)
+        # the languages a rater reads: each brings the variant written in it (ko-from-en)
+        rows = Runs(self.store).answered(config.run_ids, cells_in(config.langs))
         if not rows:
             raise RatingError(_("the chosen runs have no successful responses in these languages"))
         config, rows = sampled(config, rows, dataset)
