@@ -19,7 +19,7 @@ from koed_core.errors import KoedError
 from koed_core.i18n import _
 from koed_core.models.chat import detect_lang, live_task
 from koed_core.models.client import GenerationSettings
-from koed_core.models.protocol import PROTOCOLS
+from koed_core.models.protocol import PROTOCOLS, protocol_name
 
 st.title(_("Chat with models on KoED"))
 source, dataset = load_or_stop()
@@ -71,9 +71,11 @@ protocol = right.radio(
     PROTOCOLS,
     key=state.CHAT_PROTOCOL,
     horizontal=True,
+    format_func={p: protocol_name(p) for p in PROTOCOLS}.__getitem__,
     help=_(
-        "single: name one emotion, then answer. multi: name all that apply (up to 4), then "
-        "answer. direct: answer only."
+        "{single}: name one emotion, then answer. {multi}: name all that apply (up to 4), "
+        "then answer. {direct}: answer only.",
+        **{p: protocol_name(p) for p in PROTOCOLS},
     ),
 )
 temperature = right.slider(_("Temperature"), 0.0, 1.5, 0.7, 0.1, key=state.CHAT_TEMPERATURE)
