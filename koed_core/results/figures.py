@@ -27,6 +27,19 @@ PROVENANCE_COLOURS = {
 }
 PROMPT_SET_WORDS = {"paper": N_("as in the paper"), "native": N_("dialogue-language")}
 """The shipped prompt sets as a chart names them (a set of one's own: its name)."""
+METRIC_WORDS = {
+    "emotion": N_("emotion recognition"),
+    "emotion (answered)": N_("emotion recognition (answered only)"),
+}
+"""The emotion metrics as a Korean chart names them (the rubric's codes stay codes)."""
+
+
+def metric_name(metric: str) -> str:
+    """A metric as a chart's axis says it: its stored name on an English page (what the
+    export's column holds), its words on a Korean one."""
+    return stored_word(metric, METRIC_WORDS)
+
+
 METRIC_ORDER = ["EX", "IP", "ER", "EEA", "CA", "emotion", "emotion (answered)"]
 
 
@@ -101,7 +114,7 @@ def gap_figure(
             colour = palette[used.get(model.provenance, 0) % len(palette)]
             used[model.provenance] = used.get(model.provenance, 0) + 1
         fig.add_bar(
-            x=rows["metric"],
+            x=[metric_name(m) for m in rows["metric"]],
             y=rows["gap"],
             name=name,
             marker_color=colour,
