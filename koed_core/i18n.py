@@ -100,6 +100,17 @@ def choices(labels: Mapping[str, str]) -> dict[str, str]:
     return {key: _(label) for key, label in labels.items()}
 
 
+def stored_word(value: str, words: Mapping[str, str]) -> str:
+    """A stored value (a protocol ``single``, a judge mode ``paper``) as a chart or a
+    label says it: the value itself on an English page, where it is the name a command
+    and an export use, and its word from ``words`` (``N_`` messages) in any other
+    language, so that a Korean chart or picker carries no English value (an unknown
+    value: as it is)."""
+    if language() == "en" or value not in words:
+        return value
+    return _(words[value])
+
+
 def N_(message: str, /) -> str:
     """Marks a message for the catalog where it is defined (a table of names); it is
     translated where it is shown, with ``_(name)``."""

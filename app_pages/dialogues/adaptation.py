@@ -2,8 +2,9 @@
 
 import streamlit as st
 
-from components.core import charts, resources, state, tables
+from components.core import charts, state, tables
 from components.core.link_notice import check_link, linked_choice, set_param
+from components.dialogues.similarity_job import similarities_or_progress
 from components.shared import adaptation_gap
 from components.shared.source_banner import load_or_stop, render_source_banner
 from koed_core import i18n
@@ -25,26 +26,7 @@ st.caption(
 )
 source, dataset = load_or_stop()
 render_source_banner(source, dataset)
-sims = resources.cached_similarities(dataset)
-if sims is None:
-    timing = adaptation.timing(resources.settings().cache_dir)
-    st.info(
-        _(
-            "Similarities for this dataset are not computed yet ({n} dialogues; about "
-            "{seconds} s, {basis}, with a progress bar). They are then kept on disk. The "
-            "linguists' annotations (similarity against their category, the gap by "
-            "adaptation) appear below them.",
-            n=i18n.number(len(dataset)),
-            seconds=i18n.number(timing.total_s(len(dataset))),
-            basis=_("as this server measured itself")
-            if timing.measured
-            else _("as `bench/pages.py` measured it on two cores; this server measures itself"),
-        )
-    )
-    if not st.button(_("Compute similarities"), type="primary", key=state.ADAPT_COMPUTE):
-        st.stop()
-    resources.compute_similarities(dataset)
-    st.rerun()
+sims = similarities_or_progress(dataset)  # a shared job computes them once for all
 
 departures = adaptation.dialogue_departures(dataset.dialogues, sims)
 ORDERS = {"most rewritten first": N_("most rewritten first"), "closest first": N_("closest first")}

@@ -5,7 +5,13 @@ import streamlit as st
 from components.core import language, resources, state
 from components.core.link_notice import check_link, set_param
 from components.core.literal import md
-from components.models.chat_view import Pane, all_answered, render_context, stream_together
+from components.models.chat_view import (
+    Pane,
+    all_answered,
+    protocol_radio,
+    render_context,
+    stream_together,
+)
 from components.shared.model_choice import (
     adhoc_model_input,
     model_picker,
@@ -19,7 +25,6 @@ from koed_core.errors import KoedError
 from koed_core.i18n import _
 from koed_core.models.chat import chat_variants, detect_lang, live_task
 from koed_core.models.client import GenerationSettings
-from koed_core.models.protocol import PROTOCOLS
 
 st.title(_("Chat with models on KoED"))
 source, dataset = load_or_stop()
@@ -67,16 +72,7 @@ except KoedError as err:
     st.error(md(str(err)))
     st.stop()
 render_embedded_note(specs)
-protocol = right.radio(
-    _("Protocol"),
-    PROTOCOLS,
-    key=state.CHAT_PROTOCOL,
-    horizontal=True,
-    help=_(
-        "single: name one emotion, then answer. multi: name all that apply (up to 4), then "
-        "answer. direct: answer only."
-    ),
-)
+protocol = protocol_radio(right)
 temperature = right.slider(_("Temperature"), 0.0, 1.5, 0.7, 0.1, key=state.CHAT_TEMPERATURE)
 max_tokens = right.number_input(_("Max new tokens"), 16, 1024, 160, 16, key=state.CHAT_MAX_TOKENS)
 if not specs:

@@ -14,7 +14,6 @@ from typing import Any, NamedTuple
 import pandas as pd
 import streamlit as st
 
-from koed_core import i18n
 from koed_core.annotation.projects import AnnotationRules
 from koed_core.config import Settings
 from koed_core.db import Store
@@ -143,74 +142,6 @@ def cached_similarities(dataset: Dataset) -> pd.DataFrame | None:
 @st.cache_data(max_entries=4)
 def _read_similarities(_dataset: Dataset, path: str) -> pd.DataFrame:
     return adaptation.pair_similarities(_dataset, encoder(), settings().cache_dir)
-
-
-def compute_similarities(dataset: Dataset) -> pd.DataFrame:
-    """Embed every ko/en pair, then cache on disk, with a progress bar and the time left
-    from the first second: while the encoder loads (in a thread, so the bar moves), the
-    estimate is this server's last measurement (the reference machine's before there is
-    one, and the bar says which); once texts flow, their own rate. What this run measured
-    is kept for the next estimate."""
-    import threading
-    import time
-
-    from streamlit.runtime.scriptrunner import add_script_run_ctx
-
-    cache_dir = settings().cache_dir
-    expected = adaptation.timing(cache_dir)
-    dialogues = len(dataset)
-    basis = _("measured on this server") if expected.measured else _("a 2-core reference machine")
-    bar = st.progress(0.0, text=_("Loading the sentence encoder (once per server)..."))
-    start = time.perf_counter()
-    failure: list[BaseException] = []
-
-    def load() -> None:
-        try:
-            encoder().encode(["warm up"])
-        except BaseException as err:  # shown by the page's thread, below
-            failure.append(err)
-
-    loader = threading.Thread(target=load, daemon=True)
-    add_script_run_ctx(loader)
-    loader.start()
-    while loader.is_alive():
-        elapsed = time.perf_counter() - start
-        total = max(expected.total_s(dialogues), elapsed + 1.0)
-        bar.progress(
-            min(elapsed / total, 0.99),
-            text=_(
-                "Loading the sentence encoder (once per server): {elapsed} s; about {left} s "
-                "left in all ({basis})",
-                elapsed=i18n.number(elapsed),
-                left=i18n.number(total - elapsed),
-                basis=basis,
-            ),
-        )
-        loader.join(0.5)
-    if failure:
-        raise failure[0]
-    load_s = time.perf_counter() - start
-    embedding = time.perf_counter()
-
-    def progress(done: int, total: int) -> None:
-        elapsed = time.perf_counter() - embedding
-        left = elapsed / max(done, 1) * (total - done)
-        bar.progress(
-            (load_s + elapsed) / max(load_s + elapsed + left, 1e-9),
-            text=_(
-                "Embedding texts: {done} of {total} (about {left} s left)",
-                done=i18n.number(done),
-                total=i18n.number(total),
-                left=i18n.number(left),
-            ),
-        )
-
-    frame = adaptation.pair_similarities(dataset, encoder(), cache_dir, progress)
-    embed_s = time.perf_counter() - embedding
-    # a load under a second was the cached encoder, not a measurement of loading it
-    adaptation.record_timing(cache_dir, load_s if load_s > 1.0 else None, embed_s / dialogues)
-    bar.empty()
-    return frame
 
 
 def server_key() -> bytes:

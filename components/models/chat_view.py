@@ -9,7 +9,7 @@ from typing import Any
 
 import streamlit as st
 
-from components.core import auth, resources
+from components.core import auth, resources, state
 from components.core.literal import md
 from components.shared.model_choice import client_for, render_model_note
 from koed_core import i18n
@@ -28,7 +28,7 @@ from koed_core.models.chat import (
     to_answer,
 )
 from koed_core.models.client import GenerationSettings, ModelError
-from koed_core.models.protocol import ROLE_NAMES, ListenerTask, Protocol
+from koed_core.models.protocol import PROTOCOLS, ROLE_NAMES, ListenerTask, Protocol, protocol_name
 from koed_core.models.registry import ModelSpec
 from koed_core.models.runs import Item, public_spec, run_config, save, timed_stream
 
@@ -220,3 +220,22 @@ def stream_together(jobs: list[tuple[Pane, Any]]) -> None:
         waiting -= 1
         pane.answers.append({"error": value} if kind == "error" else to_answer(*value))
     st.rerun()
+
+
+def protocol_radio(where: Any) -> Protocol:
+    """The protocol picker, each protocol in the reader's words (a Korean page showed
+    single/multi/direct), with what each asks."""
+    named = {p: protocol_name(p) for p in PROTOCOLS}
+    chosen: Protocol = where.radio(
+        _("Protocol"),
+        PROTOCOLS,
+        key=state.CHAT_PROTOCOL,
+        horizontal=True,
+        format_func=named.__getitem__,
+        help=_(
+            "{single}: name one emotion, then answer. {multi}: name all that apply (up to 4), "
+            "then answer. {direct}: answer only.",
+            **named,
+        ),
+    )
+    return chosen

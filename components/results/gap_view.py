@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from components.core import computed, resources, state, tables
+from components.core import computed, resources, state, tables, terms
 from components.core.literal import md
 from koed_core import csv_safe, i18n
 from koed_core.db import JudgeConfig, Store
@@ -92,7 +92,9 @@ def perception_split(store: Store, judge: JudgeConfig, viewer: Viewer) -> None:
         chosen = st.selectbox(
             _("Gold emotion"),
             emotions,
-            format_func={e: _("every dialogue") if e == "all" else e for e in emotions}.get,
+            format_func={
+                e: _("every dialogue") if e == "all" else terms.label(e) for e in emotions
+            }.get,
             key="gap.perception.emotion",
         )
         table = table[table["emotion"] == chosen]

@@ -8,7 +8,7 @@ from typing import Any
 
 import streamlit as st
 
-from components.core import tables
+from components.core import tables, terms
 from components.core.language import VARIANT_WORDS
 from components.core.literal import md
 from koed_core import i18n
@@ -89,7 +89,8 @@ def render_episode(
             else role
         )
         if entry.get("named"):  # which emotion the Listener would name now
-            label += " · " + _("names {labels}", labels=", ".join(entry["named"]))
+            named = ", ".join(terms.label(name) for name in entry["named"])
+            label += " · " + _("names {labels}", labels=named)
         if entry["ends"]:
             label += " · " + _("ends the conversation")
         st.markdown("**" + md(label) + "**")

@@ -212,7 +212,7 @@ def render_model_note(spec: ModelSpec) -> None:
 EMBEDDED_NOTE = N_(
     "**The offline model (SmolLM2-135M) is here to try the app, not to get results.** It "
     "runs on this machine's processor: the first answer also loads it (about 30 s on two "
-    "cores), then each pane takes about 30 s (`python bench/chat.py`: `embedded_answer_s`). "
+    "cores), then each pane takes about 30 s (as measured on a 2-core machine). "
     "At 135M parameters it often repeats its instructions, names no emotion and writes weak "
     "Korean; for real answers pick a served model (an admin can add OpenAI, vLLM or Ollama "
     "in models.toml)."

@@ -180,6 +180,25 @@ class Jobs:
         )
         return [Job.from_row(r) for r in rows]
 
+    def active_of(self, kind: str) -> list[Job]:
+        """The queued and running jobs of one kind, oldest first (a shared computation's
+        visitors find the job already under way here, rather than start a second)."""
+        rows = self.store.rows(
+            "select * from jobs where kind = ? and state in ('queued', 'running') "
+            "and cancel_requested = 0 order by id",
+            [kind],
+        )
+        return [Job.from_row(r) for r in rows]
+
+    def last_of(self, kind: str) -> Job | None:
+        """The most recent ended job of one kind (how the last computation went)."""
+        rows = self.store.rows(
+            "select * from jobs where kind = ? and state in ('finished', 'failed', "
+            "'cancelled') order by id desc limit 1",
+            [kind],
+        )
+        return Job.from_row(rows[0]) if rows else None
+
     def claimable(self, stale_after_s: float = STALE_AFTER_S) -> int:
         """How many jobs a worker could take now (queued, or running with a dead worker)."""
         return len(self._claimable(stale_after_s))

@@ -15,7 +15,11 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from koed_core.i18n import N_, _, stored_word
 from koed_core.run_steps import earlier_steps
+
+MODE_WORDS = {"paper": N_("as in the paper"), "strict": N_("strict")}
+"""The judge's modes as a Korean chart subtitle says them (an English one: the mode)."""
 
 
 def _wall_clock() -> datetime:
@@ -245,8 +249,9 @@ class JudgeConfig:
 
     @property
     def spoken(self) -> str:
-        """For a room: names, no hashes ("gpt-4o, paper mode"); the export keeps them."""
-        return f"{self.model}, {self.mode} mode"
+        """For a room: names, no hashes ("gpt-4o, paper mode"), in the page's language (a
+        Korean chart subtitle says the mode in Korean); the export keeps the stored names."""
+        return _("{model}, {mode} mode", model=self.model, mode=stored_word(self.mode, MODE_WORDS))
 
     def as_columns(self) -> dict[str, str]:
         """The configuration as the columns of an exported table."""

@@ -203,46 +203,41 @@ def turn_departures(dialogues: Sequence[Dialogue], sims: pd.DataFrame) -> pd.Dat
     return frame.sort_values(["similarity", "conv_id", "position"], ignore_index=True)
 
 
-LOAD_S = 8.0
-PER_DIALOGUE_S = 0.0097
-"""The first computation as ``bench/pages.py`` measured it on the 2-core machine: loading
-the encoder, then the texts (official file: adaptation_s 21.2; the sample: about 8 s).
-Only the estimate before this server has measured itself (see :func:`timing`)."""
 TIMING_FILE = "adaptation_timing.json"
 
 
 @dataclass(frozen=True)
 class Timing:
-    """How long the encoder takes to load and to embed one dialogue's texts, and whether
-    this server measured it (else the reference machine's numbers above)."""
+    """How long the encoder took to load and to embed one dialogue's texts, the last
+    time this machine computed similarities: the only basis of an estimate (a constant
+    measured elsewhere said "about 21 s" on a machine at load 13 that took minutes)."""
 
     load_s: float
     per_dialogue_s: float
-    measured: bool
 
     def total_s(self, dialogues: int) -> float:
         """The whole computation's expected seconds, encoder load included."""
         return self.load_s + self.per_dialogue_s * dialogues
 
 
-def timing(cache_dir: Path) -> Timing:
-    """This server's own last measurement, kept beside the cached scores; the reference
-    machine's numbers until there is one (or when the file is unreadable)."""
+def timing(cache_dir: Path) -> Timing | None:
+    """This machine's own last measurement, kept beside the cached scores; None until
+    there is one (or when the file is unreadable)."""
     try:
         data = json.loads((cache_dir / TIMING_FILE).read_text("utf-8"))
         load, per = float(data["load_s"]), float(data["per_dialogue_s"])
     except (OSError, ValueError, KeyError, TypeError):
-        return Timing(LOAD_S, PER_DIALOGUE_S, measured=False)
+        return None
     if not (0 <= load < 3600 and 0 < per < 60):
-        return Timing(LOAD_S, PER_DIALOGUE_S, measured=False)
-    return Timing(load, per, measured=True)
+        return None
+    return Timing(load, per)
 
 
 def record_timing(cache_dir: Path, load_s: float | None, per_dialogue_s: float) -> None:
     """Keep what this computation measured; ``load_s`` None when the encoder was already
-    loaded (the last measured load is kept then)."""
+    loaded (the last measured load is kept then, else none is known: 0)."""
     before = timing(cache_dir)
-    load = load_s if load_s is not None else before.load_s
+    load = load_s if load_s is not None else (before.load_s if before else 0.0)
     cache_dir.mkdir(parents=True, exist_ok=True)
     (cache_dir / TIMING_FILE).write_text(
         json.dumps({"load_s": round(load, 3), "per_dialogue_s": round(per_dialogue_s, 6)}),

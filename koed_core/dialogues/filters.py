@@ -11,8 +11,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from koed_core import i18n
 from koed_core.dialogues.dialogue import Dialogue
-from koed_core.dialogues.labels import label_names
+from koed_core.dialogues.labels import display, label_names
 from koed_core.i18n import N_, _
 
 MatchMode = Literal["all", "exact", "any"]
@@ -55,7 +56,9 @@ class DialogueFilter:
         """The filter in words, so the count shown beside it says what it counts."""
         parts = []
         if self.labels:
-            labels = ", ".join(sorted(self.labels))
+            # a Korean reader gets each label's gloss beside its name (sad · 슬픈)
+            shown = display if i18n.language() == "ko" else str
+            labels = ", ".join(shown(name) for name in sorted(self.labels))
             parts.append(_("emotion {how} {labels}", how=_(MODE_TEXT[self.mode]), labels=labels))
         if self.origin != "any":
             parts.append(_(ORIGIN_TEXT[self.origin]))

@@ -36,15 +36,28 @@ class Dropped:
     """An ``N_`` message, translated where it is shown; ``{low}``/``{high}``/``{options}``
     from ``values``."""
     values: tuple[tuple[str, str], ...] = ()
+    words: tuple[tuple[str, str], ...] = ()
+    """A page's own choices (code, ``N_`` words): ``{options}`` names each in the reader's
+    language with the code a link holds, said when shown (the language may change)."""
 
     def sentence(self) -> str:
         """What the page says about it, in the reader's language."""
+        values = dict(self.values)
+        if self.words:
+            values["options"] = ", ".join(_option(code, word) for code, word in self.words)
         return _(
             "The link's {name}={value} was left out: {reason}.",
             name=self.name,
             value=self.value,
-            reason=_(self.reason, **dict(self.values)),
+            reason=_(self.reason, **values),
         )
+
+
+def _option(code: str, word: str) -> str:
+    """A choice as a notice lists it: its words, and the code a link holds when the
+    words are not the code ("가장 가까운 순 (closest first)")."""
+    said = _(word)
+    return code if said == code else f"{said} ({code})"
 
 
 def canonical(params: Mapping[str, Sequence[str]]) -> dict[str, list[str]]:
@@ -63,6 +76,16 @@ def _choice(name: str, values: Sequence[str], options: Collection[str]) -> list[
         for v in values
         if v not in options
     ]
+
+
+def _page_choice(name: str, values: Sequence[str], options: Collection[str]) -> list[Dropped]:
+    """A page's own choice: its options listed in the reader's words when it gives them
+    (a mapping of code to ``N_`` words), else as codes."""
+    words = tuple(options.items()) if isinstance(options, Mapping) else ()
+    if not words:
+        return _choice(name, values, options)
+    reason = N_("not one of {options}")
+    return [Dropped(name, v, reason, (), words) for v in values if v not in options]
 
 
 def _turns(values: Sequence[str], turn_range: tuple[int, int]) -> list[Dropped]:
@@ -114,7 +137,7 @@ def dropped_values(
         elif name == "turns" and turn_range is not None:
             dropped += _turns(values, turn_range)
         elif name in (choices or {}):
-            dropped += _choice(name, values, (choices or {})[name])
+            dropped += _page_choice(name, values, (choices or {})[name])
         elif name == DIALOGUE:
             dropped += [
                 Dropped(name, v, N_("no dialogue of that id in the loaded file"))

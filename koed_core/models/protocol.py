@@ -15,11 +15,24 @@ from dataclasses import dataclass, field
 from typing import Literal, TypedDict
 
 from koed_core.dialogues.dialogue import Dialogue, Lang
+from koed_core.i18n import N_, stored_word
 
 Protocol = Literal["single", "multi", "direct"]
 PROTOCOLS: tuple[Protocol, ...] = ("single", "multi", "direct")
+PROTOCOL_WORDS = {
+    "single": N_("single label"),
+    "multi": N_("several labels"),
+    "direct": N_("reply only"),
+}
+"""What each protocol asks, in words a Korean page shows instead of the stored name."""
 ROLE_NAMES = {"en": ("Speaker", "Listener"), "ko": ("화자", "청자")}
 MAX_MULTI_LABELS = 4
+
+
+def protocol_name(protocol: str) -> str:
+    """A protocol as a chart, a label or a picker shows it: ``single`` on an English page
+    (the name ``koed run --protocol`` takes), its words on a Korean one."""
+    return stored_word(protocol, PROTOCOL_WORDS)
 
 
 class Message(TypedDict):

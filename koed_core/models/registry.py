@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from koed_core.errors import KoedError
-from koed_core.i18n import N_, _
+from koed_core.i18n import N_, _, stored_word
 from koed_core.paths import DEFAULT_REGISTRY
 
 BACKENDS = ("openai", "transformers", "embedded", "human")
@@ -67,9 +67,17 @@ class ModelSpec:
     def label(self) -> str:
         """Name with backend and provenance (in the page's language), for pickers."""
         made = _(PROVENANCE.get(self.provenance, self.provenance))
-        return f"{self.name} ({self.backend}, {made})"
+        return f"{self.name} ({stored_word(self.backend, BACKEND_WORDS)}, {made})"
 
 
+BACKEND_WORDS = {
+    "openai": N_("OpenAI-compatible server"),
+    "transformers": N_("local model folder"),
+    "embedded": N_("offline, on this machine"),
+    "human": N_("the dataset's own reply"),
+}
+"""Each backend in words a Korean picker shows (an English one keeps the backend's name,
+as models.toml spells it)."""
 PROVENANCE = {
     "western": N_("western"),
     "korean-centric": N_("korean-centric"),

@@ -12,7 +12,8 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from koed_core import plain_text
-from koed_core.i18n import _
+from koed_core.i18n import N_, _, stored_word
+from koed_core.models.protocol import protocol_name
 from koed_core.models.registry import PROVENANCE
 from koed_core.results.sensitivity import NOISE_FLOOR, NOISE_FLOORS
 
@@ -24,6 +25,21 @@ PROVENANCE_COLOURS = {
     "korean-centric": ["#c2410c", "#f97316", "#9a3412", "#fb923c"],
     "other": ["#6b7280", "#9ca3af", "#374151"],
 }
+PROMPT_SET_WORDS = {"paper": N_("as in the paper"), "native": N_("dialogue-language")}
+"""The shipped prompt sets as a chart names them (a set of one's own: its name)."""
+METRIC_WORDS = {
+    "emotion": N_("emotion recognition"),
+    "emotion (answered)": N_("emotion recognition (answered only)"),
+}
+"""The emotion metrics as a Korean chart names them (the rubric's codes stay codes)."""
+
+
+def metric_name(metric: str) -> str:
+    """A metric as a chart's axis says it: its stored name on an English page (what the
+    export's column holds), its words on a Korean one."""
+    return stored_word(metric, METRIC_WORDS)
+
+
 METRIC_ORDER = ["EX", "IP", "ER", "EEA", "CA", "emotion", "emotion (answered)"]
 
 
@@ -33,7 +49,7 @@ def run_label(
     """How a run is named on every chart and picker: "gpt-4o (western, single)",
     "human (human reference)"."""
     kind = _("human reference") if reference else _(PROVENANCE.get(provenance, provenance))
-    return f"{model} ({kind}, {protocol})" if protocol else f"{model} ({kind})"
+    return f"{model} ({kind}, {protocol_name(protocol)})" if protocol else f"{model} ({kind})"
 
 
 def gap_figure(
@@ -81,7 +97,11 @@ def gap_figure(
         if prompt_sets is not None and prompt_sets.get((model.model, model.protocol), 1) > 1:
             # the same model and protocol under two prompt sets: instruction language compared
             prompt_set = rows["prompt_set"].iloc[0]
-            label_protocol = f"{model.protocol}, {prompt_set} prompts"
+            label_protocol = _(
+                "{protocol}, {prompts} prompts",
+                protocol=protocol_name(model.protocol),
+                prompts=stored_word(prompt_set, PROMPT_SET_WORDS),
+            )
         name = run_label(model.model, model.provenance, label_protocol, model.reference)
         if name in names_used and "run_label" in rows:
             name = str(rows["run_label"].iloc[0])  # alike on every shown setting: the full label
@@ -94,7 +114,7 @@ def gap_figure(
             colour = palette[used.get(model.provenance, 0) % len(palette)]
             used[model.provenance] = used.get(model.provenance, 0) + 1
         fig.add_bar(
-            x=rows["metric"],
+            x=[metric_name(m) for m in rows["metric"]],
             y=rows["gap"],
             name=name,
             marker_color=colour,

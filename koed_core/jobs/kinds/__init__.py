@@ -9,7 +9,8 @@ a crash resumes where its results stop.
 
 One module per concern: ``params`` (each kind's parameters, checked before queueing),
 ``environment`` (hooks, result, clients, dataset), one module per kind (``run_job``,
-``episode_job``, ``judge_job``, ``reproduce_job``) and ``dispatch`` (which runs which).
+``episode_job``, ``judge_job``, ``reproduce_job``), ``compute_job`` (a computation every
+visitor shares: the Adaptation page's) and ``dispatch`` (which runs which).
 """
 
 from koed_core.jobs.kinds.dispatch import execute, outcome_of
@@ -27,6 +28,7 @@ from koed_core.jobs.kinds.params import (
     KINDS,
     JobParams,
     ReproduceJob,
+    SimilarityJob,
     check,
     describe,
     enqueue,
@@ -42,6 +44,7 @@ __all__ = [
     "KINDS",
     "ReproduceJob",
     "Result",
+    "SimilarityJob",
     "check",
     "client_for",
     "close_client",

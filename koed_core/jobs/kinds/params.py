@@ -15,7 +15,7 @@ from koed_core.i18n import _
 from koed_core.judge.request import JudgeRequest
 from koed_core.models.request import EpisodeRequest, RunRequest
 
-KINDS = ("run", "judge", "reproduce", "episodes")
+KINDS = ("run", "judge", "reproduce", "episodes", "similarities")
 
 
 @dataclass(frozen=True)
@@ -34,14 +34,45 @@ class ReproduceJob:
         return _("reproduce {plan}", plan=self.plan)
 
 
-JobParams = RunRequest | JudgeRequest | ReproduceJob | EpisodeRequest
+@dataclass(frozen=True)
+class SimilarityJob:
+    """The Adaptation page's first computation (every ko/en pair of one file embedded
+    and compared) as a job: run once by the worker for every visitor, kept on disk."""
+
+    kind: ClassVar[str] = "similarities"
+    data: str | None = None
+    """The file's path (None: the configured source, as the app resolves it)."""
+    dataset_sha256: str | None = None
+    """The file it was queued on: a job finds a changed file and says so."""
+
+    def label(self) -> str:
+        """The job as people read it, in the page's language (English in a worker)."""
+        return _("adaptation similarities of {sha}", sha=(self.dataset_sha256 or "")[:12])
+
+    def problems(self) -> list[str]:
+        """Nothing to check before queueing: the worker loads the file."""
+        return []
+
+    def stored(self) -> dict[str, Any]:
+        """The parameters as the job's row keeps them."""
+        return asdict(self)
+
+    def identity(self) -> tuple[str, tuple[tuple[str, Any], ...]]:
+        """Two jobs on the same file do the same work, whoever asked."""
+        return self.kind, (("dataset_sha256", self.dataset_sha256),)
 
 
-_TYPES: dict[str, type[RunRequest] | type[JudgeRequest] | type[ReproduceJob]] = {
+JobParams = RunRequest | JudgeRequest | ReproduceJob | EpisodeRequest | SimilarityJob
+
+
+_TYPES: dict[
+    str, type[RunRequest] | type[JudgeRequest] | type[ReproduceJob] | type[SimilarityJob]
+] = {
     "run": RunRequest,
     "judge": JudgeRequest,
     "reproduce": ReproduceJob,
     "episodes": EpisodeRequest,
+    "similarities": SimilarityJob,
 }
 
 
