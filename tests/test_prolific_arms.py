@@ -18,6 +18,7 @@ from koed_core.cli import main
 from koed_core.db import Store
 from koed_core.rating import crowd
 from koed_core.rating.crowd import prolific, prolific_arms, prolific_bonus
+from koed_core.rating.crowd.prolific_client import ProlificClient
 from tests.test_prolific import (  # noqa: F401 - fixtures
     KEY,
     TOKEN,
@@ -189,3 +190,19 @@ def test_bonuses_for_a_two_arm_link_are_refused_in_one_sentence_not_sent(
     with pytest.raises(crowd.CrowdError, match="one study per language arm yet"):
         prolific_bonus.bonus(store, None, invite, tmp_path / "b.csv")
     assert not fake.bulk_bonuses
+
+
+def test_the_filter_list_is_read_in_the_workspace_where_its_groups_are(
+    tmp_path: Path, fake: FakeProlific
+) -> None:
+    """filters/get-filters: ``workspace_id`` "is used to get contextual data such as
+    previous studies and participant groups"."""
+    store, invite = _link(tmp_path, ("ko",), cap=2)
+    env = {
+        "PROLIFIC_API_TOKEN": TOKEN,
+        "PROLIFIC_API_URL": fake.base_url,
+        "PROLIFIC_WORKSPACE_ID": "cd" * 12,
+    }
+    client = ProlificClient.from_env(env, store, sleep=lambda _s: None)
+    prolific_arms.plan_arms(store, client, invite)
+    assert fake.filter_reads and set(fake.filter_reads) == {"cd" * 12}  # every page of it

@@ -7,9 +7,16 @@ in one participant group that every arm and every later link of that study exclu
 rater never rates both language versions nor the same items again.
 
 Endpoints (https://docs.prolific.com/api-reference):
-- ``GET /api/v1/filters/`` lists the filters and their choices (filters/get-filters): the
-  first-language choice, the group blocklist filter and any filter the researcher adds are
-  looked up there by id and choice label, never guessed;
+- ``GET /api/v1/filters/?workspace_id=`` lists the filters and their choices
+  (filters/get-filters; the workspace id "is used to get contextual data such as previous
+  studies and participant groups", so it is sent whenever ``PROLIFIC_WORKSPACE_ID`` is set):
+  the first-language choice, the group blocklist filter and any filter the researcher adds
+  are looked up there by id and choice label, never guessed. The reference names "a
+  participant group allowlist or participant group blocklist filter" (participant-groups)
+  but none of its pages we could read spells the blocklist's ``filter_id``: the app sends
+  ``participant_group_blocklist`` only when Prolific's own list has a filter of that id,
+  and otherwise refuses to publish with one sentence (``arm_filters``) rather than publish
+  a study that would let an earlier rater in;
 - ``POST /api/v1/participant-counts/`` with ``filters`` (and ``workspace_id``) counts the
   participants who pass every filter (filters/get-eligible-count: "Zero means that there are
   less than 25 participants. We do not show lower numbers to protect the privacy of the
@@ -187,7 +194,8 @@ def add_to_group(
 
 def filter_list(client: ProlificClient) -> dict[str, dict[str, Any]]:
     """Prolific's filters by id."""
-    items = client.pages("reading Prolific's filters", "/api/v1/filters/", ("filter_id",))
+    query = f"?workspace_id={client.workspace_id}" if client.workspace_id else ""
+    items = client.pages("reading Prolific's filters", f"/api/v1/filters/{query}", ("filter_id",))
     return {str(item["filter_id"]): item for item in items}
 
 
