@@ -123,6 +123,38 @@ def arm_views(store: Store, invite: Invite) -> list[Invite]:
     return [arm_view(invite, lang, langs) for lang in langs if dict(invite.prolific_arms).get(lang)]
 
 
+def payers_by_arm(
+    store: Store, invite: Invite, workers: dict[str, dict[str, Any]], people: list[str]
+) -> list[tuple[Invite, frozenset[str]]]:
+    """Who is paid through which Prolific study: a one-study link's own study for all; for
+    a link published as one study per language arm, the arm whose ``STUDY_ID`` each person
+    came in with (a bonus is set up on the study the submission belongs to).
+
+    Raises:
+        CrowdError: no study published yet, or someone whose study is none of the arms'.
+    """
+    if not invite.prolific_studies:
+        raise CrowdError(_("the link has no Prolific study yet: `koed prolific publish` first"))
+    views = arm_views(store, invite)
+    if not invite.prolific_arms:
+        return [(views[0], frozenset(people))]
+    by_study = {str(view.prolific_study_id): view for view in views if view.prolific_study_id}
+    groups: dict[str, set[str]] = {}
+    for person in people:
+        came = str(workers[person].get("study_ref") or "")
+        if came not in by_study:
+            raise CrowdError(
+                _(
+                    "{id} came in through no language arm's Prolific study of this link, so "
+                    "the app cannot tell which study to pay the bonus on: pay it in "
+                    "Prolific's app",
+                    id=person,
+                )
+            )
+        groups.setdefault(came, set()).add(person)
+    return [(by_study[study], frozenset(groups[study])) for study in by_study if study in groups]
+
+
 def group_name(study_id: int) -> str:
     """The participant group of everyone who took part in a KoED study on Prolific."""
     return f"koed-study-{study_id}-raters"
