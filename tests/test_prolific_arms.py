@@ -18,6 +18,7 @@ from koed_core.cli import main
 from koed_core.db import Store
 from koed_core.rating import crowd
 from koed_core.rating.crowd import prolific, prolific_arms, prolific_bonus
+from koed_core.rating.crowd.prolific_client import ProlificClient
 from tests.test_prolific import (  # noqa: F401 - fixtures
     KEY,
     TOKEN,
@@ -177,15 +178,77 @@ def test_an_old_database_takes_the_arms_and_events(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_bonuses_for_a_two_arm_link_are_refused_in_one_sentence_not_sent(
+def test_bonuses_for_a_two_arm_link_are_paid_on_each_arms_own_study_each_once(
+    tmp_path: Path, fake: FakeProlific
+) -> None:
+    """Each person's bonus is set up and paid on the study of the arm they came in through
+    (Prolific refuses a bonus on another study), with the evidence rules of one study: a
+    lost pay answer in one arm stays "paying" and is never sent again, then is paid on what
+    the submission shows, while the other arm is paid at once."""
+    store, invite = _link(tmp_path, ("ko", "en"), cap=2)
+    client = _client(store, fake, invite)
+    prolific.publish_link(store, client, invite, KEY, "https://koed.example", go_live=True)
+    invite = _fresh(store, invite)
+    arms = dict(invite.prolific_arms)
+    subs = {}
+    for lang in ("ko", "en"):
+        sub = fake.arrive(arms[lang])
+        params = {"PROLIFIC_PID": sub["participant_id"], "STUDY_ID": arms[lang],
+                  "SESSION_ID": sub["id"]}  # fmt: skip
+        crowd.join(store, KEY, invite, crowd.platform_ids(invite, params, KEY))  # type: ignore[arg-type]
+        subs[lang] = sub
+    path = tmp_path / "b.csv"
+    path.write_text(f"{subs['ko']['participant_id']},0.50\n{subs['en']['participant_id']},0.75\n")
+    dry = prolific_bonus.bonus(store, None, invite, path)
+    assert [b.state for b in dry] == ["to pay", "to pay"] and not fake.bulk_bonuses
+    fake.pay_later, fake.lose_pay_answers = False, 1  # the first arm's pay answer is lost
+    first = {b.participant_id: b for b in prolific_bonus.bonus(store, client, invite, path)}
+    ko, en = first[subs["ko"]["participant_id"]], first[subs["en"]["participant_id"]]
+    assert ko.state == "paying" and "answer lost" in ko.note
+    assert en.state == "paid" and en.sent_now
+    bulks = {b["study"]: b for b in fake.bulk_bonuses.values()}
+    assert set(bulks) == {arms["ko"], arms["en"]}  # one set-up on each arm's own study
+    assert bulks[arms["ko"]]["lines"] == [(subs["ko"]["participant_id"], 50)]
+    assert bulks[arms["en"]]["lines"] == [(subs["en"]["participant_id"], 75)]
+    again = prolific_bonus.bonus(store, _client(store, fake, invite), invite, path)
+    assert [(b.state, b.sent_now) for b in again] == [("paid", False), ("paid", False)]
+    assert fake.submissions[subs["ko"]["id"]]["bonus_payments"] == [50]
+    assert fake.submissions[subs["en"]["id"]]["bonus_payments"] == [75]
+    assert len(fake.pay_calls) == 2  # one pay call per arm, none sent again
+
+
+@pytest.mark.slow
+def test_a_bonus_for_someone_of_no_arms_study_is_refused_before_anything_is_sent(
     tmp_path: Path, fake: FakeProlific
 ) -> None:
     store, invite = _link(tmp_path, ("ko", "en"), cap=2)
-    prolific.publish_link(
-        store, _client(store, fake, invite), invite, KEY, "https://koed.example", go_live=True
-    )
+    client = _client(store, fake, invite)
+    prolific.publish_link(store, client, invite, KEY, "https://koed.example", go_live=True)
     invite = _fresh(store, invite)
-    (tmp_path / "b.csv").write_text("")
-    with pytest.raises(crowd.CrowdError, match="one study per language arm yet"):
-        prolific_bonus.bonus(store, None, invite, tmp_path / "b.csv")
-    assert not fake.bulk_bonuses
+    sub = fake.arrive(dict(invite.prolific_arms)["ko"])
+    params = {"PROLIFIC_PID": sub["participant_id"], "STUDY_ID": dict(invite.prolific_arms)["ko"],
+              "SESSION_ID": sub["id"]}  # fmt: skip
+    worker = crowd.join(store, KEY, invite, crowd.platform_ids(invite, params, KEY))  # type: ignore[arg-type]
+    store.db.execute(  # a visit recorded before arms kept no arm's STUDY_ID
+        "update crowd_workers set study_ref = null where username = ?", [worker.username]
+    )
+    (tmp_path / "b.csv").write_text(f"{sub['participant_id']},0.50\n")
+    with pytest.raises(crowd.CrowdError, match="no language arm's Prolific study"):
+        prolific_bonus.bonus(store, client, invite, tmp_path / "b.csv")
+    assert not fake.bulk_bonuses and not fake.pay_calls
+
+
+def test_the_filter_list_is_read_in_the_workspace_where_its_groups_are(
+    tmp_path: Path, fake: FakeProlific
+) -> None:
+    """filters/get-filters: ``workspace_id`` "is used to get contextual data such as
+    previous studies and participant groups"."""
+    store, invite = _link(tmp_path, ("ko",), cap=2)
+    env = {
+        "PROLIFIC_API_TOKEN": TOKEN,
+        "PROLIFIC_API_URL": fake.base_url,
+        "PROLIFIC_WORKSPACE_ID": "cd" * 12,
+    }
+    client = ProlificClient.from_env(env, store, sleep=lambda _s: None)
+    prolific_arms.plan_arms(store, client, invite)
+    assert fake.filter_reads and set(fake.filter_reads) == {"cd" * 12}  # every page of it

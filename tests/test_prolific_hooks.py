@@ -174,3 +174,42 @@ def test_the_receiver_without_a_secret_answers_503_and_asks_again(
     fake.hook_secrets[WORKSPACE] = "made-later"
     assert receiver.handle(prolific_hooks.HOOK_PATH, {}, b"{}")[0] == 400  # now it checks
     assert len(asked) == 2
+
+
+def test_a_signature_of_the_wire_bytes_or_of_the_references_rewritten_body_is_accepted() -> None:
+    """webhooks/verifying's example signs ``timestamp + json.dumps(body)``; Prolific may send
+    compact JSON. Either form, keyed with the secret, passes; a changed body passes neither."""
+    event = {"resource_id": "a" * 24, "event_type": "study.status.change", "status": "PAUSED"}
+    wire = json.dumps(event, separators=(",", ":")).encode()
+    stamp, now = "1767261600", 1767261600.0
+    for signed_body in (wire, json.dumps(event).encode()):
+        headers = {
+            "X-Event-ID": "e" * 24,
+            "X-Prolific-Request-Timestamp": stamp,
+            "X-Prolific-Request-Signature": prolific_hooks.signature("s3cret", stamp, signed_body),
+        }
+        assert prolific_hooks.verify("s3cret", headers, wire, now) == "e" * 24
+        with pytest.raises(prolific_hooks.HookRefused):
+            prolific_hooks.verify("s3cret", headers, wire.replace(b"PAUSED", b"ACTIVE"), now)
+        with pytest.raises(prolific_hooks.HookRefused):
+            prolific_hooks.verify("other", headers, wire, now)
+
+
+@pytest.mark.slow
+def test_a_new_subscription_answered_with_the_list_of_all_is_found_and_confirmed(
+    tmp_path: Path, fake: FakeProlific
+) -> None:
+    """webhooks/create-subscription answers ``results`` ("List of all subscriptions") where
+    webhooks/subscribing promises an ``id`` in the body: both are confirmed."""
+    store, _run = seeded_store(tmp_path / "koed.db")
+    fake.subscription_answer = "listed"
+    done = prolific_hooks.subscribe(_client(store, fake), TARGET)
+    assert done[1:] == [
+        "submission.status.change: subscribed and confirmed",
+        "study.status.change: subscribed and confirmed",
+    ]
+    assert sorted(s["event_type"] for s in fake.subscriptions.values() if s["is_enabled"]) == [
+        "study.status.change",
+        "submission.status.change",
+    ]
+    assert len(fake.subscriptions) == 2  # nothing made twice

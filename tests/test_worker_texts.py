@@ -62,3 +62,24 @@ def test_the_rubric_and_label_files_carry_new_versions() -> None:
     assert json.loads((DATA_DIR / "attention.json").read_text(encoding="utf-8"))["version"] == 2
     assert json.loads((DATA_DIR / "consent.json").read_text(encoding="utf-8"))["version"] == 2
     assert list((DATA_DIR / "rubric_history").glob("*.json"))  # the text older ratings carry
+
+
+def _check(lang: str) -> None:
+    from components.rating.rating_view import render_check
+    from koed_core import i18n
+    from koed_core.rating.studies import attention_instruction
+
+    i18n.set_language(lang)
+    render_check(attention_instruction(3))
+
+
+def test_an_attention_check_is_said_in_the_readers_language_only() -> None:
+    """A check stores its instruction in both languages; a Korean reader read an English
+    sentence after the Korean one (issue 67 item 6, the native reader's pass)."""
+    for lang, wanted, foreign in (
+        ("ko", "주의력 확인 문항", "Attention check"),
+        ("en", "Attention check", "주의력 확인"),
+    ):
+        at = AppTest.from_function(_check, kwargs={"lang": lang}).run()
+        shown = at.warning[0].value
+        assert wanted in shown and "3" in shown and foreign not in shown, shown

@@ -57,7 +57,7 @@ st.title(_("KoED rating study"))
 st.caption(
     _(
         "Rate how empathetic a listener's reply is, in Korean or English. Your scores and "
-        "comments are stored under a pseudonym; your platform id is used only to pay you."
+        "comments are stored under a pseudonym; your platform ID is used only to pay you."
     )
 )
 if worker.status == "stopped":

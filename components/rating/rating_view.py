@@ -20,6 +20,7 @@ from koed_core.dialogues.variants import text_lang
 from koed_core.i18n import N_, _
 from koed_core.judge.rubric import SCALE, dimensions
 from koed_core.models.protocol import ROLE_NAMES
+from koed_core.rating.attention_rules import instruction_in
 from koed_core.rating.studies import RaterProfile, RatingError, StudyRules, calibration_items
 
 OTHER = N_("Other")
@@ -223,6 +224,12 @@ def _changed_elsewhere(item: RatingItem, prefix: str) -> None:
     st.session_state[showing_key(prefix)] = item.assignment_id
 
 
+def render_check(instruction: str) -> None:
+    """An attention check's instruction, in the reader's language only."""
+    said = instruction_in(instruction, i18n.language())
+    st.warning(md(said), icon=":material/priority_high:")
+
+
 def rate_item(ratings: StudyRules, item: RatingItem, username: str, prefix: str) -> bool:
     """The rubric, the item and its form; True once the rating is saved (the Rate page and
     a crowd worker's page both rate this way). The time on the item is stored with it."""
@@ -233,7 +240,7 @@ def rate_item(ratings: StudyRules, item: RatingItem, username: str, prefix: str)
     render_rubric(item.lang)
     render_item(item.context, item.response, item.lang, item.kind)
     if item.instruction:  # an attention check says what to choose: fair to the rater
-        st.warning(md(item.instruction), icon=":material/priority_high:")
+        render_check(item.instruction)
     draft = rubric_form(f"{prefix}.{item.assignment_id}", item.lang)
     if draft is None:
         return False

@@ -5,12 +5,25 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from koed_core.paths import DATA_DIR
 
 ATTENTION_FILE = DATA_DIR / "attention.json"
+HANGUL = re.compile(r"[\uac00-\ud7a3]")
+
+
+def instruction_in(instruction: str, lang: str) -> str:
+    """An attention check's instruction in the reader's language. A check stores it in both
+    languages, ``"<Korean> / <English>"`` (``studies.attention_instruction``, so that the
+    stored item says what was asked whoever reads it later), which put an English sentence
+    on a Korean reader's screen; a text of another shape is shown as it is."""
+    korean, sep, english = instruction.partition(" / ")
+    if not sep or not HANGUL.search(korean) or HANGUL.search(english):
+        return instruction
+    return korean if lang == "ko" else english
 
 
 def instructed_score() -> int:

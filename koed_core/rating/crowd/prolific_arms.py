@@ -7,9 +7,16 @@ in one participant group that every arm and every later link of that study exclu
 rater never rates both language versions nor the same items again.
 
 Endpoints (https://docs.prolific.com/api-reference):
-- ``GET /api/v1/filters/`` lists the filters and their choices (filters/get-filters): the
-  first-language choice, the group blocklist filter and any filter the researcher adds are
-  looked up there by id and choice label, never guessed;
+- ``GET /api/v1/filters/?workspace_id=`` lists the filters and their choices
+  (filters/get-filters; the workspace id "is used to get contextual data such as previous
+  studies and participant groups", so it is sent whenever ``PROLIFIC_WORKSPACE_ID`` is set):
+  the first-language choice, the group blocklist filter and any filter the researcher adds
+  are looked up there by id and choice label, never guessed. The reference names "a
+  participant group allowlist or participant group blocklist filter" (participant-groups)
+  but none of its pages we could read spells the blocklist's ``filter_id``: the app sends
+  ``participant_group_blocklist`` only when Prolific's own list has a filter of that id,
+  and otherwise refuses to publish with one sentence (``arm_filters``) rather than publish
+  a study that would let an earlier rater in;
 - ``POST /api/v1/participant-counts/`` with ``filters`` (and ``workspace_id``) counts the
   participants who pass every filter (filters/get-eligible-count: "Zero means that there are
   less than 25 participants. We do not show lower numbers to protect the privacy of the
@@ -116,6 +123,38 @@ def arm_views(store: Store, invite: Invite) -> list[Invite]:
     return [arm_view(invite, lang, langs) for lang in langs if dict(invite.prolific_arms).get(lang)]
 
 
+def payers_by_arm(
+    store: Store, invite: Invite, workers: dict[str, dict[str, Any]], people: list[str]
+) -> list[tuple[Invite, frozenset[str]]]:
+    """Who is paid through which Prolific study: a one-study link's own study for all; for
+    a link published as one study per language arm, the arm whose ``STUDY_ID`` each person
+    came in with (a bonus is set up on the study the submission belongs to).
+
+    Raises:
+        CrowdError: no study published yet, or someone whose study is none of the arms'.
+    """
+    if not invite.prolific_studies:
+        raise CrowdError(_("the link has no Prolific study yet: `koed prolific publish` first"))
+    views = arm_views(store, invite)
+    if not invite.prolific_arms:
+        return [(views[0], frozenset(people))]
+    by_study = {str(view.prolific_study_id): view for view in views if view.prolific_study_id}
+    groups: dict[str, set[str]] = {}
+    for person in people:
+        came = str(workers[person].get("study_ref") or "")
+        if came not in by_study:
+            raise CrowdError(
+                _(
+                    "{id} came in through no language arm's Prolific study of this link, so "
+                    "the app cannot tell which study to pay the bonus on: pay it in "
+                    "Prolific's app",
+                    id=person,
+                )
+            )
+        groups.setdefault(came, set()).add(person)
+    return [(by_study[study], frozenset(groups[study])) for study in by_study if study in groups]
+
+
 def group_name(study_id: int) -> str:
     """The participant group of everyone who took part in a KoED study on Prolific."""
     return f"koed-study-{study_id}-raters"
@@ -187,7 +226,8 @@ def add_to_group(
 
 def filter_list(client: ProlificClient) -> dict[str, dict[str, Any]]:
     """Prolific's filters by id."""
-    items = client.pages("reading Prolific's filters", "/api/v1/filters/", ("filter_id",))
+    query = f"?workspace_id={client.workspace_id}" if client.workspace_id else ""
+    items = client.pages("reading Prolific's filters", f"/api/v1/filters/{query}", ("filter_id",))
     return {str(item["filter_id"]): item for item in items}
 
 

@@ -22,6 +22,11 @@ never sent again unless the researcher, having seen it unpaid in Prolific's app,
 it (``--release``). Prolific's API
 has no endpoint that reads a bulk payment back, so the submission is the evidence.
 docs/rating.md has the table of every state and move.
+
+A link published as one study per language arm pays each person on the study of the arm
+they came in through (their ``STUDY_ID``): one set-up and one pay call per arm, every rule
+above unchanged, since a bonus is keyed by the link, the round and the person, and a person
+took part in one arm only.
 """
 
 from __future__ import annotations
@@ -42,6 +47,7 @@ from koed_core.db.prolific import BonusMove, ProlificLog
 from koed_core.db.types import now
 from koed_core.i18n import _
 from koed_core.rating.crowd.links import PROLIFIC_PID, CrowdError, Invite
+from koed_core.rating.crowd.prolific_arms import payers_by_arm
 from koed_core.rating.crowd.prolific_client import (
     ProlificAnswerLost,
     ProlificBadAnswer,
@@ -125,13 +131,6 @@ def bonus(
         CrowdError: a bad file, someone who is not this link's worker, no Prolific study,
             or an amount other than the one already stored for this round.
     """
-    if invite.prolific_arms and not invite.prolific_study_id:
-        raise CrowdError(
-            _(
-                "the app does not pay bonuses for a link published as one study per language "
-                "arm yet: pay them in Prolific's app, study by study"
-            )
-        )
     amounts = read_bonus_file(path.read_text(encoding="utf-8"))
     workers = {
         w["worker_id"]: w
@@ -146,8 +145,7 @@ def bonus(
                 id=strangers[0],
             )
         )
-    if not invite.prolific_study_id:
-        raise CrowdError(_("the link has no Prolific study yet: `koed prolific publish` first"))
+    arms = payers_by_arm(store, invite, workers, list(amounts))
     log = ProlificLog(store)
     known = {b["participant_id"]: b for b in log.bonuses(invite.id, round_)}
     for person, amount in amounts.items():
@@ -176,18 +174,23 @@ def bonus(
             for p, a in amounts.items()
         ]
     log.plan_bonuses(invite.id, round_, amounts)
-    payer = _Payer(store, client, invite, round_, workers)
-    payer.settle_paying()
-    payer.release(release)
-    payer.set_up()
-    payer.pay()
+    notes: dict[str, str] = {}
+    sent: set[str] = set()
+    for view, people in arms:  # each arm's study pays its own people, as one link would
+        payer = _Payer(store, client, view, round_, workers, only=people)
+        payer.settle_paying()
+        payer.release(release)
+        payer.set_up()
+        payer.pay()
+        notes.update(payer.notes)
+        sent.update(payer.sent)
     return [
         BonusLine(
             b["participant_id"],
             b["amount"],
             b["state"],
-            payer.notes.get(b["participant_id"], _earlier(b)),
-            b["participant_id"] in payer.sent,
+            notes.get(b["participant_id"], _earlier(b)),
+            b["participant_id"] in sent,
         )
         for b in log.bonuses(invite.id, round_)
         if b["participant_id"] in amounts
@@ -215,6 +218,8 @@ class _Payer:
     invite: Invite
     round_: str
     workers: dict[str, dict[str, Any]]
+    only: frozenset[str] | None = None
+    """The people this study pays (a language arm's); None: everyone in the round."""
     notes: dict[str, str] = field(default_factory=dict)
     sent: set[str] = field(default_factory=set)
 
@@ -223,7 +228,11 @@ class _Payer:
         return ProlificLog(self.store)
 
     def _in(self, state: str) -> list[dict[str, Any]]:
-        return [b for b in self.log.bonuses(self.invite.id, self.round_) if b["state"] == state]
+        return [
+            b
+            for b in self.log.bonuses(self.invite.id, self.round_)
+            if b["state"] == state and (self.only is None or b["participant_id"] in self.only)
+        ]
 
     def _note(self, people: list[str], note: str, state: str) -> None:
         for p in people:

@@ -5,16 +5,29 @@ takes Prolific's POSTs behind the same Caddy; this module is what it does with e
 and how the app subscribes. The minute-by-minute sync stays: it reconciles whatever an
 event missed (Prolific delivers "at least once", and a receiver can be down).
 
-Reference (https://docs.prolific.com/api-reference/webhooks):
+Reference (https://docs.prolific.com/api-reference/webhooks), read again for round 3:
 - subscribing: ``GET``/``POST /api/v1/hooks/secrets/`` (one active secret per workspace;
-  listing needs ``workspace_id`` and gives each secret's ``value``), then
+  listing needs ``workspace_id`` and gives each secret's ``value``; webhooks/create-secret:
+  "If a secret already exists, this call will delete the old secret and create a new one",
+  so the app makes one only when the list is empty), then
   ``POST /api/v1/hooks/subscriptions/`` with ``workspace_id``, ``event_type`` and an https
-  ``target_url``, whose answer carries the subscription's ``id`` and an ``X-Hook-Secret``
-  header sent back to ``POST /api/v1/hooks/subscriptions/{id}/`` as ``secret`` to confirm it;
+  ``target_url``; its answer carries an ``X-Hook-Secret`` header, sent back to
+  ``POST /api/v1/hooks/subscriptions/{id}/`` as ``secret`` to confirm it
+  (webhooks/confirm-subscription). Where the new subscription's ``id`` is, the reference
+  says two things: the guide (webhooks/subscribing) "An id field in the body", the
+  endpoint's page (webhooks/create-subscription) a body of ``results``, "List of all
+  subscriptions"; the app takes either (:func:`_made_id`).
   ``GET /api/v1/hooks/subscriptions/?workspace_id=`` lists them (so a rerun adds none);
-- verifying: each request has ``X-Prolific-Request-Signature`` and
-  ``X-Prolific-Request-Timestamp`` (a UNIX time); the signature is the base64 of the
-  HMAC-SHA256 of the timestamp followed by the body, keyed with the workspace's secret;
+- verifying (webhooks/verifying): each request has ``X-Prolific-Request-Signature`` and
+  ``X-Prolific-Request-Timestamp`` (a UNIX time); "sign the request body and timestamp with
+  your secret key using SHA256 and then base64 encode the resulting digest": the base64
+  (not hex) of the HMAC-SHA256, keyed with the workspace's secret, of the timestamp followed
+  by the body. The reference's Python example signs ``timestamp + json.dumps(body)``, the
+  body parsed and written again by Python's ``json.dumps`` (", " and ": " between items),
+  which are not the bytes on the wire when Prolific sends compact JSON; so a signature of
+  either the raw body or that re-written form is accepted (both need the secret, and both
+  say the same event). ``X-Timestamp`` (webhooks/handling-event-order-with-x-timestamp) is
+  for ordering and not used: a return is final whatever came before it;
 - idempotency: ``X-Event-ID`` is unique per event and the same on every redelivery
   ("If you encounter the same X-Event-ID again, simply skip and acknowledge");
 - receiving: ``submission.status.change`` carries ``resource_id`` (the submission, i.e.
@@ -69,6 +82,19 @@ def signature(secret: str, timestamp: str, body: bytes) -> str:
     return base64.b64encode(digest).decode()
 
 
+def signed_forms(body: bytes) -> list[bytes]:
+    """The bodies a genuine signature may cover: the bytes received and, as the
+    reference's example computes it, the body parsed and written again by ``json.dumps``."""
+    forms = [body]
+    try:
+        rewritten = json.dumps(json.loads(body)).encode()
+    except (ValueError, UnicodeDecodeError):
+        return forms
+    if rewritten != body:
+        forms.append(rewritten)
+    return forms
+
+
 def verify(secret: str, headers: Mapping[str, str], body: bytes, now: float) -> str:
     """The event's id, once its signature and timestamp are checked.
 
@@ -85,7 +111,11 @@ def verify(secret: str, headers: Mapping[str, str], body: bytes, now: float) -> 
         moment = float(stamp)
     except ValueError:
         raise HookRefused(400, "the timestamp is not a UNIX time") from None
-    if not hmac.compare_digest(signature(secret, stamp, body), sent.strip()):
+    given_sig = sent.strip()
+    if not any(
+        hmac.compare_digest(signature(secret, stamp, form), given_sig)
+        for form in signed_forms(body)
+    ):
         raise HookRefused(401, "the signature does not match")
     if abs(now - moment) > MAX_SKEW_S:
         raise HookRefused(401, f"signed {now - moment:.0f} s from now: stale or replayed")
@@ -208,13 +238,39 @@ def subscribe(client: ProlificClient, target_url: str) -> list[str]:
             "/api/v1/hooks/subscriptions/",
             {"workspace_id": workspace, "event_type": event_type, "target_url": target_url},
             safe=False,
-            require=("id",),
         )
         client.call(
             "confirming the subscription",
             "POST",
-            f"/api/v1/hooks/subscriptions/{made['id']}/",
+            f"/api/v1/hooks/subscriptions/{_made_id(made, event_type, target_url)}/",
             {"secret": client.hook_secret or ""},
         )
         done.append(f"{event_type}: subscribed and confirmed")
     return done
+
+
+def _made_id(answer: dict[str, Any], event_type: str, target_url: str) -> str:
+    """The new subscription's id: the answer's own ``id`` (webhooks/subscribing), else
+    the newest unconfirmed subscription of this event and address in its ``results``
+    (webhooks/create-subscription lists them all).
+
+    Raises:
+        KoedError: neither is there (nothing is confirmed: the events are not sent).
+    """
+    if answer.get("id"):
+        return str(answer["id"])
+    same = [
+        s
+        for s in answer.get("results") or []
+        if isinstance(s, dict)
+        and s.get("id")
+        and s.get("event_type") == event_type
+        and s.get("target_url") == target_url
+    ]
+    fresh = [s for s in same if not s.get("is_enabled")] or same
+    if not fresh:
+        raise KoedError(
+            f"Prolific's answer to subscribing {event_type} names no subscription: it was not "
+            "confirmed, so no event is sent until `koed prolific subscribe` runs again"
+        )
+    return str(fresh[-1]["id"])
