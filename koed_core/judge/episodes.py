@@ -120,11 +120,9 @@ def episodes_of(store: Store, run_id: str) -> list[EpisodeText]:
 
 def speaker_turns_of(store: Store, run_id: str) -> list[EpisodeText]:
     """Every Speaker turn an episode kept, with the conversation up to and including it."""
-    rows = store.rows(
-        """select id, conv_id, lang, turn from episode_turns
-           where run_id = ? and kept = 1 and error is null order by conv_id, lang, turn""",
-        [run_id],
-    )
+    from koed_core.db.episodes import Episodes
+
+    rows = Episodes(store).kept_speaker_turns(run_id)
     whole = {(e.conv_id, e.lang): e for e in episodes_of(store, run_id)}
     out = []
     for row in rows:
@@ -134,7 +132,7 @@ def speaker_turns_of(store: Store, run_id: str) -> list[EpisodeText]:
         # the n-th kept Speaker turn after the dataset's own turns is the n-th "speaker"
         # line of the episode part; the dataset's turns are the same in every episode
         seen, cut = 0, None
-        start = _dataset_turns(store, run_id, row["conv_id"], row["lang"])
+        start = Episodes(store).opening_turns(run_id, row["conv_id"], row["lang"])
         for n, (role, _text) in enumerate(episode.lines[start:], start=start):
             if role == "speaker":
                 seen += 1
@@ -145,15 +143,6 @@ def speaker_turns_of(store: Store, run_id: str) -> list[EpisodeText]:
             lines = episode.lines[: cut + 1]
             out.append(EpisodeText(row["id"], row["conv_id"], row["lang"], lines))
     return out
-
-
-def _dataset_turns(store: Store, run_id: str, conv_id: str, lang: str) -> int:
-    rows = store.rows(
-        """select context from responses where run_id = ? and conv_id = ? and lang = ?
-           and turn = 1 limit 1""",
-        [run_id, conv_id, lang],
-    )
-    return len(json.loads(rows[0]["context"] or "[]")) if rows else 0
 
 
 def whole_messages(episode: EpisodeText, dimension: str, dialogue: Dialogue) -> list[Message]:
@@ -305,14 +294,7 @@ def _judge(
     failed call is stored with its error and asked again next time)."""
     judgments = Judgments(store)
     settings = GenerationSettings(temperature=TEMPERATURE, max_tokens=MAX_TOKENS, stop=hooks.stop)
-    answered = {
-        (r["response_id"], r["dimension"])
-        for r in store.rows(
-            """select response_id, dimension from judgments where judge_model = ? and mode = ?
-               and prompt_version = ? and replicate = ? and error is null""",
-            [config.model, config.mode, config.prompt_version, config.replicate],
-        )
-    }
+    answered = judgments.answered_pairs(config)
     done = {c.key for c in calls if all((c.response_id, n) in answered for n in c.read)}
 
     def ask(call: Call) -> str | ModelError:
