@@ -17,6 +17,8 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Literal, TypeVar
 
+from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_fixed
+
 from koed_core.db.store import StoreUnavailable
 from koed_core.errors import KoedError
 
@@ -281,15 +283,15 @@ SAVE_PATIENCE_S = 600.0
 def patiently(write: Callable[[], S], patience_s: float = SAVE_PATIENCE_S) -> S:
     """``write()``, tried again while the database is busy (a backup, a long import in
     another process): an answer already paid for is stored late rather than dropped, and
-    the run goes on. A full disk, or a lock held past ``patience_s``, is raised."""
-    deadline = time.monotonic() + patience_s
-    while True:
-        try:
-            return write()
-        except StoreUnavailable as err:
-            if err.kind != "busy" or time.monotonic() >= deadline:
-                raise
-            time.sleep(1.0)
+    the run goes on. A full disk, or a lock held past ``patience_s``, is raised. The
+    loop is tenacity's, as every retry in the project."""
+    retrying = Retrying(
+        stop=stop_after_delay(patience_s),
+        wait=wait_fixed(1.0),
+        retry=retry_if_exception(lambda e: isinstance(e, StoreUnavailable) and e.kind == "busy"),
+        reraise=True,
+    )
+    return retrying(write)
 
 
 def workers_for(client: object, concurrency: int) -> int:
