@@ -122,7 +122,7 @@ def m002_provenance(db: sqlite_utils.Database) -> None:
 def m003_access(db: sqlite_utils.Database) -> None:
     """Studies can be closed (their results are published then), paid model calls are
     counted per account, and server URLs stored by 0.1.0 lose their credentials."""
-    from koed_core.redact import redact_url
+    from koed_core.text.redact import redact_url
 
     _script(
         db,

@@ -58,7 +58,7 @@ from koed_core.models.protocol import (
 from koed_core.models.registry import ModelSpec
 from koed_core.models.request import RunRequest
 from koed_core.models.variant_texts import variants_for
-from koed_core.redact import redact_url
+from koed_core.text.redact import redact_url
 
 Answer = tuple[Completion | ModelError, ParsedReply | None, str | None]
 """The outcome, the parsed reply, and the paper set's emotion answer (else None)."""

@@ -12,10 +12,10 @@ from typing import Any
 
 import pandas as pd
 
-from koed_core import csv_safe
 from koed_core.i18n import _
 from koed_core.rating.server_key import pseudonym
 from koed_core.rating.studies import StudyRules, check_verdicts
+from koed_core.text import csv_safe
 
 MIN_PAIRS = 5
 

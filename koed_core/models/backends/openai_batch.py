@@ -39,7 +39,7 @@ from koed_core.models.backends.retries import Tried, with_retries
 from koed_core.models.client import Completion, GenerationSettings, ModelError, require_text
 from koed_core.models.protocol import ListenerTask, Message
 from koed_core.models.registry import ModelSpec
-from koed_core.redact import redact_url
+from koed_core.text.redact import redact_url
 
 ENDPOINT: Literal["/v1/chat/completions"] = "/v1/chat/completions"
 MAX_LINES = 50_000

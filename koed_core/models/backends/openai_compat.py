@@ -36,7 +36,7 @@ from koed_core.models.client import (
 )
 from koed_core.models.protocol import ListenerTask, Message
 from koed_core.models.registry import ModelSpec
-from koed_core.redact import redact_url
+from koed_core.text.redact import redact_url
 
 NO_KEY_NEEDED = "not-needed"
 NOT_AN_API = "not_api"
