@@ -160,18 +160,18 @@ def test_the_planner_matches_ppi_python(planted) -> None:
 @pytest.mark.slow
 def test_a_random_study_records_its_draw_and_grows_by_the_same_permutation(tmp_path: Path) -> None:
     planted = planted_store(tmp_path / "koed.db", dialogues=40, fraction=0.25)
-    ratings = StudyRules(planted.store)
-    first = ratings.config(planted.study_id).sampling
+    rules = StudyRules(planted.store)
+    first = rules.config(planted.study_id).sampling
     assert first.method == "random" and len(first.conv_ids) == 10 and first.population == 40
     items = set(planted.store.frame(
         "select distinct conv_id from study_items where study_id = ?", [planted.study_id]
     )["conv_id"])  # fmt: skip
     assert items == set(first.conv_ids)
-    config, added = growth.add_batch(ratings, planted.study_id, 5)
+    config, added = growth.add_batch(rules, planted.study_id, 5)
     assert len(added) == 5 and set(first.conv_ids) <= set(config.sampling.conv_ids)
     order = design.permutation([f"planted-{i:04d}" for i in range(40)], first.seed)
     assert set(config.sampling.conv_ids) == set(order[:15])  # the next of the same order
-    stored = ratings.config(planted.study_id).sampling
+    stored = rules.config(planted.study_id).sampling
     assert stored == config.sampling
     assert "uniform random sample of 15 of 40" in design.describe(stored)
     manual = dataclasses.replace(stored, method="manual")
