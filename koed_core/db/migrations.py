@@ -498,3 +498,4 @@ def unknown(db: sqlite_utils.Database) -> list[str]:
 
 
 from koed_core.db import migrations_prolific as _prolific  # noqa: E402, F401 (m024)
+from koed_core.db import migrations_words as _words  # noqa: E402, F401 (m026)

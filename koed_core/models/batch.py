@@ -89,7 +89,7 @@ class BatchReport:
     cancelled: int = 0
     """Tasks left unanswered because the job was cancelled (nothing stored for them)."""
     elsewhere: int = 0
-    """Tasks another process had claimed (it asks them; counted among ``skipped``)."""
+    """Tasks another process had locked (it asks them; counted among ``skipped``)."""
     errors: Counter[str] = field(default_factory=Counter)
     unscored_reasons: Counter[str] = field(default_factory=Counter)
     """Why answers got no score, by kind (numbers as "n"): what a person fixes first."""
@@ -211,7 +211,7 @@ def run_batch(
     workers: int,
     hooks: PassHooks = NO_HOOKS,
     run_id: str = "",
-    claim: Callable[[T], bool] | None = None,
+    lock: Callable[[T], bool] | None = None,
 ) -> BatchReport:
     """Do every task not ``done`` already; report what happened.
 
@@ -223,7 +223,7 @@ def run_batch(
         workers: at most this many calls in flight.
         hooks: progress, cancel and the running report.
         run_id: copied into the report.
-        claim: called in this thread just before a task is sent; False means another
+        lock: called in this thread just before a task is sent; False means another
             process holds it (or has answered it since ``done`` was read): it is not
             sent, and counts as skipped.
 
@@ -255,16 +255,16 @@ def run_batch(
     def halt() -> bool:
         return breaker.reason is not None or bool(stop and stop())
 
-    def claimed() -> Iterator[T]:
+    def locked() -> Iterator[T]:
         for task in pending:
-            if claim is None or patiently(lambda: claim(task)):  # noqa: B023 - called at once
+            if lock is None or patiently(lambda: lock(task)):  # noqa: B023 - called at once
                 yield task
             else:
                 report.skipped += 1
                 report.elsewhere += 1
 
     width = max(1, min(workers, len(pending) or 1))
-    run_bounded(claimed(), work, handle, width, after, halt)
+    run_bounded(locked(), work, handle, width, after, halt)
     report.stopped = bool(stop and stop())
     if breaker.reason is not None and not report.stopped:
         left = report.planned - report.finished

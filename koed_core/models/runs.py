@@ -17,7 +17,7 @@ from functools import cached_property
 from typing import Any
 
 from koed_core.db import ResponseRecord, RunConfig, Runs, Store, short_hash
-from koed_core.db.claims import ItemClaims
+from koed_core.db.item_locks import ItemLocks
 from koed_core.db.owners import this_process
 from koed_core.dialogues.dialogue import Dialogue
 from koed_core.dialogues.variants import VARIANTS, text_lang
@@ -353,7 +353,7 @@ def run_benchmark(
         }
 
     owner = f"{this_process()}#{uuid.uuid4().hex[:12]}"  # this pass of this process
-    claims = ItemClaims(store)
+    locks = ItemLocks(store)
     finished = Runs(store).finished(run_id)
 
     def key(item: Item) -> tuple[str, str, str]:
@@ -364,7 +364,7 @@ def run_benchmark(
 
     def store_one(item: Item, result: Answer) -> Outcome:
         if isinstance(result[0], ModelError) and result[0].kind == "cancelled":
-            patiently(lambda: claims.release_item(response_id(item), owner))
+            patiently(lambda: locks.unlock_item(response_id(item), owner))
             return Outcome("cancelled")
         record = save(store, run_id, item, result, scored)
         if record.error:
@@ -384,10 +384,10 @@ def run_benchmark(
             workers=workers_for(client, request.concurrency),
             hooks=hooks,
             run_id=run_id,
-            claim=lambda item: claims.claim_item(run_id, response_id(item), owner),
+            lock=lambda item: locks.lock_item(run_id, response_id(item), owner),
         )
     finally:
-        patiently(lambda: claims.release_claims(owner))  # an ended pass holds nothing
+        patiently(lambda: locks.unlock_all(owner))  # an ended pass holds nothing
 
 
 def timed_stream(
