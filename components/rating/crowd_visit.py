@@ -31,7 +31,7 @@ def account_signup(store: Store, invite: crowd.Invite) -> None:
     left, right = st.columns(2)
     left.markdown(consent_markdown(invite.consent_ko))
     right.markdown(consent_markdown(invite.consent_en))
-    study_langs = resources.ratings().config(invite.study_id).langs
+    study_langs = resources.rules().config(invite.study_id).langs
     with st.form("crowd.account"):
         agreed = st.checkbox(_("I have read this and agree to take part."))
         native = st.radio(
@@ -73,7 +73,7 @@ def account_signup(store: Store, invite: crowd.Invite) -> None:
             )
         )
         return
-    resources.ratings().save_profile(
+    resources.rules().save_profile(
         crowd.profile_of(worker, native, float(years_korea), float(years_english), langs)
     )
     st.success(

@@ -93,8 +93,8 @@ def render_planner(store: Store, studies: dict[int, str]) -> None:
     study = left.selectbox(
         _("Study"), list(studies), format_func=studies.get, key=state.STUDIES_PLAN_STUDY
     )
-    ratings = resources.ratings()
-    config = ratings.config(int(study))
+    rules = resources.rules()
+    config = rules.config(int(study))
     uses = computed.judge_uses(store, list(config.run_ids))
     if not uses:
         st.caption(_("No judge scored this study's runs yet: judge them, then plan."))
@@ -142,7 +142,7 @@ def render_planner(store: Store, studies: dict[int, str]) -> None:
         disabled=not random_design or with_ppi == 0,
     ):
         try:
-            grown, added = growth.add_batch(ratings, int(study), with_ppi)
+            grown, added = growth.add_batch(rules, int(study), with_ppi)
         except KoedError as err:
             st.error(md(str(err)))
         else:
