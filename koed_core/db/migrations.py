@@ -497,5 +497,4 @@ def unknown(db: sqlite_utils.Database) -> list[str]:
     return [name for name in applied(db) if name not in known]
 
 
-from koed_core.db import migrations_prolific as _prolific  # noqa: E402, F401 (m024)
-from koed_core.db import migrations_words as _words  # noqa: E402, F401 (m026)
+from koed_core.db import migrations_prolific, migrations_words  # noqa: E402, F401 (m024, m026)
