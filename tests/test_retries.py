@@ -17,7 +17,11 @@ from fixtures.fake_openai import FakeOpenAI, Step
 from koed_core.db import Store
 from koed_core.db.jobs import Jobs
 from koed_core.models.backends import make_client, retries
-from koed_core.models.backends.openai_batch import API_TRIES, BatchClient, BatchOptions
+from koed_core.models.backends.openai_batch import (
+    API_TRIES,
+    ProviderBatchClient,
+    ProviderBatchOptions,
+)
 from koed_core.models.client import GenerationSettings, ModelError
 from koed_core.models.registry import ModelSpec
 
@@ -63,7 +67,9 @@ def test_the_batch_client_retries_through_tenacity(
 ) -> None:
     ledger = Jobs(Store(tmp_path / "koed.db"))
     fake_openai.batch_api_failures = 2
-    client = BatchClient(_spec(fake_openai), "key", ledger, BatchOptions(poll_s=0.05))
+    client = ProviderBatchClient(
+        _spec(fake_openai), "key", ledger, ProviderBatchOptions(poll_s=0.05)
+    )
     try:
         client.check()  # two 503s, then the list
         assert (fake_openai.batch_api_calls, len(waits)) == (3, 2)

@@ -40,7 +40,7 @@ from koed_core.db.jobs import Job, Jobs
 from koed_core.errors import KoedError
 from koed_core.i18n import N_
 from koed_core.jobs.kinds import Environment, Hooks, execute, params_of
-from koed_core.models.batch import BatchReport
+from koed_core.models.passes import PassReport
 
 BEAT_S = 2.0
 RECORD_RETRY_S = 2.0
@@ -231,16 +231,16 @@ class _Reporter:
         self.jobs = jobs
         self.job_id = job_id
         self.lock = threading.Lock()
-        self.steps: dict[str, BatchReport] = {}
+        self.steps: dict[str, PassReport] = {}
         self.message: str | None = None
         self.start = time.monotonic()
         self.first_done: int | None = None
         self.last = 0.0
 
-    def watch(self, report: BatchReport) -> None:
+    def watch(self, report: PassReport) -> None:
         self.step("", report)
 
-    def step(self, name: str, report: BatchReport) -> None:
+    def step(self, name: str, report: PassReport) -> None:
         with self.lock:
             self.steps[name] = report
             if time.monotonic() - self.last >= PROGRESS_EVERY_S or report.finished == (

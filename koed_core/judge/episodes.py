@@ -28,8 +28,8 @@ from koed_core.dialogues.dialogue import Dialogue
 from koed_core.judge.request import JudgeRequest
 from koed_core.judge.rubric import SCALE, codes, dimensions, rubric_version
 from koed_core.judge.verdicts import FENCE_CLOSE, FENCE_OPEN, LANGUAGE, fenced
-from koed_core.models.batch import NO_HOOKS, BatchReport, Outcome, PassHooks, run_batch, workers_for
 from koed_core.models.client import ChatClient, GenerationSettings, ModelError, capped
+from koed_core.models.passes import NO_HOOKS, Outcome, PassHooks, PassReport, run_pass, workers_for
 from koed_core.models.protocol import Message
 from koed_core.models.registry import ModelSpec
 from koed_core.models.speaker import emotion_words
@@ -289,7 +289,7 @@ def _judge(
     calls: Sequence[Call],
     concurrency: int,
     hooks: PassHooks,
-) -> BatchReport:
+) -> PassReport:
     """Every call not answered yet under ``config``; each answer stored as it comes (a
     failed call is stored with its error and asked again next time)."""
     judgments = Judgments(store)
@@ -314,7 +314,7 @@ def _judge(
             return Outcome("unscored", str(rows[0]["unscored_reason"] or "no score"))
         return Outcome("ok")
 
-    return run_batch(
+    return run_pass(
         list(calls),
         done=lambda call: call.key in done,
         work=ask,
@@ -332,7 +332,7 @@ def judge_whole_episodes(
     dialogues: Mapping[str, Dialogue],
     *,
     hooks: PassHooks = NO_HOOKS,
-) -> BatchReport:
+) -> PassReport:
     """Score every episode of the request's run whole: the five dimensions and UND, one
     call each, stored under :func:`whole_config` (its replicate the request's)."""
     run_id = request.run_id
@@ -358,7 +358,7 @@ def check_speakers(
     dialogues: Mapping[str, Dialogue],
     *,
     hooks: PassHooks = NO_HOOKS,
-) -> BatchReport:
+) -> PassReport:
     """Check every Speaker turn the request's run's episodes kept (SIT, HID, NAT in one
     call), stored under :func:`speaker_config`."""
     run_id = request.run_id

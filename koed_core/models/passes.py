@@ -1,8 +1,10 @@
-"""The one resumable batch engine behind model runs and judging.
+"""The one resumable engine behind model runs and judging: a pass over a plan of tasks.
 
-A batch is a plan of tasks, each with a deterministic key. The engine skips the keys
-already stored, sends the rest through a bounded pool (:func:`run_bounded`: only ``workers``
-requests in flight, refilled before each result is handled), and hands
+A pass is a plan of tasks, each with a deterministic key (not a "batch": that word is a
+worker's share of items, and the provider's Batch API is a ``ProviderBatchClient``). The
+engine skips the keys already stored, sends the rest through a bounded pool
+(:func:`run_bounded`: only ``workers`` requests in flight, refilled before each result is
+handled), and hands
 each result to ``save`` in the calling thread as it arrives (one SQLite writer; a killed
 process loses only the requests in flight). ``save`` says how the task ended, and the
 engine keeps the one report type both the pages and the CLI show.
@@ -34,11 +36,11 @@ def run_bounded(
     work: Callable[[T], R],
     handle: Callable[[T, R], None],
     workers: int,
-    after_batch: Callable[[], None] | None = None,
+    after_wake: Callable[[], None] | None = None,
     stop: Callable[[], bool] | None = None,
 ) -> None:
     """Call ``work`` on every item in a pool of ``workers`` threads; ``handle`` each result
-    in this thread as it completes; ``after_batch`` after each wake-up (progress bars).
+    in this thread as it completes; ``after_wake`` after each wake-up (progress bars).
 
     Once ``stop()`` is true no further item is started; those in flight still finish and
     are handled, so a cancelled job keeps every answer it paid for.
@@ -62,8 +64,8 @@ def run_bounded(
                 item = running.pop(future)
                 submit_next()
                 handle(item, future.result())
-            if after_batch:
-                after_batch()
+            if after_wake:
+                after_wake()
 
 
 @dataclass(frozen=True)
@@ -78,8 +80,8 @@ class Outcome:
 
 
 @dataclass
-class BatchReport:
-    """What one pass of a batch did."""
+class PassReport:
+    """What one pass did."""
 
     planned: int
     skipped: int = 0
@@ -94,7 +96,7 @@ class BatchReport:
     unscored_reasons: Counter[str] = field(default_factory=Counter)
     """Why answers got no score, by kind (numbers as "n"): what a person fixes first."""
     run_id: str = ""
-    """The run a model batch wrote to (empty for judging)."""
+    """The run a model pass wrote to (empty for judging)."""
     stopped: bool = False
     """The pass ended early because it was asked to stop (cancelled)."""
 
@@ -194,7 +196,7 @@ class PassHooks:
     """Called with (finished, planned) at the start and as results arrive."""
     stop: Callable[[], bool] | None = None
     """Once true, no further task starts (a cancelled job); see ``run_bounded``."""
-    watch: Callable[[BatchReport], None] | None = None
+    watch: Callable[[PassReport], None] | None = None
     """Given the whole report whenever ``progress`` is called (a job's failures and error
     kinds are shown while it runs)."""
 
@@ -202,7 +204,7 @@ class PassHooks:
 NO_HOOKS = PassHooks()
 
 
-def run_batch(
+def run_pass(
     tasks: Sequence[T],
     done: Callable[[T], bool],
     work: Callable[[T], R],
@@ -212,7 +214,7 @@ def run_batch(
     hooks: PassHooks = NO_HOOKS,
     run_id: str = "",
     lock: Callable[[T], bool] | None = None,
-) -> BatchReport:
+) -> PassReport:
     """Do every task not ``done`` already; report what happened.
 
     Args:
@@ -233,7 +235,7 @@ def run_batch(
     """
     progress, stop, watch = hooks.progress, hooks.stop, hooks.watch
     pending = [t for t in tasks if not done(t)]
-    report = BatchReport(planned=len(tasks), skipped=len(tasks) - len(pending), run_id=run_id)
+    report = PassReport(planned=len(tasks), skipped=len(tasks) - len(pending), run_id=run_id)
     if progress:
         progress(report.finished, report.planned)
     if watch:

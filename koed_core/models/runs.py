@@ -22,15 +22,6 @@ from koed_core.db.owners import this_process
 from koed_core.dialogues.dialogue import Dialogue
 from koed_core.dialogues.variants import VARIANTS, text_lang
 from koed_core.errors import KoedError
-from koed_core.models.batch import (
-    NO_HOOKS,
-    BatchReport,
-    Outcome,
-    PassHooks,
-    patiently,
-    run_batch,
-    workers_for,
-)
 from koed_core.models.client import (
     MAX_REPLY_CHARS,
     ChatClient,
@@ -40,6 +31,15 @@ from koed_core.models.client import (
     capped,
 )
 from koed_core.models.emotions import ParsedReply, parse_reply, parse_two_calls, score_emotions
+from koed_core.models.passes import (
+    NO_HOOKS,
+    Outcome,
+    PassHooks,
+    PassReport,
+    patiently,
+    run_pass,
+    workers_for,
+)
 from koed_core.models.pipeline import EARLIER, Steps, postprocessed, reply_emotion
 from koed_core.models.prompts import (
     PROMPT_SETS,
@@ -304,7 +304,7 @@ def run_benchmark(
     *,
     hooks: PassHooks = NO_HOOKS,
     reuse: Reuse | None = None,
-) -> BatchReport:
+) -> PassReport:
     """Answer every planned item not already stored; store each answer as it arrives.
 
     ``dialogues`` are the ones chosen (``request.dialogues``); the request's ``limit``
@@ -372,7 +372,7 @@ def run_benchmark(
         return Outcome("ok")
 
     try:
-        return run_batch(
+        return run_pass(
             items,
             done=lambda item: key(item) in finished,
             work=lambda item: (

@@ -13,7 +13,7 @@ from koed_core.rating.sampling import next_batch
 from koed_core.rating.studies import StudyRules
 
 
-def add_batch(rules: StudyRules, study_id: int, more: int) -> tuple[StudyConfig, list[str]]:
+def add_round(rules: StudyRules, study_id: int, more: int) -> tuple[StudyConfig, list[str]]:
     """Add the next ``more`` dialogues of a study's random design to the study: their
     responses become items, and the study's recorded design grows with them.
 

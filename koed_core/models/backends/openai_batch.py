@@ -1,13 +1,13 @@
 """OpenAI's Batch API (and compatible servers with ``/v1/files`` + ``/v1/batches``) behind
 the ordinary chat-client interface.
 
-The batch engine calls ``complete`` from many threads, as it does for live calls. Here
-each call joins a queue instead of going out; when no new call has arrived for a moment
-(``quiet_s``) the queue is written as JSONL, uploaded and sent as one batch, which is then
-polled until the provider finishes it (within its 24 h window, at half the price at
-OpenAI). Every caller gets its own line's answer and stores it under the same keys as a
-live call. Lines the provider failed are sent again in a new batch (``line_retries``
-times); only then does a caller get an error.
+The pass engine (``koed_core.models.passes``) calls ``complete`` from many threads, as
+it does for live calls. Here each call joins a queue instead of going out; when no new
+call has arrived for a moment (``quiet_s``) the queue is written as JSONL, uploaded and
+sent as one batch, which is then polled until the provider finishes it (within its 24 h
+window, at half the price at OpenAI). Every caller gets its own line's answer and stores
+it under the same keys as a live call. Lines the provider failed are sent again in a new
+batch (``line_retries`` times); only then does a caller get an error.
 
 Resuming: every batch is recorded in the database as soon as the provider accepts it.
 A pass started after a crash first collects the results of the batches it had sent, so
@@ -63,7 +63,7 @@ class _Line:
 
 
 @dataclass(frozen=True)
-class BatchOptions:
+class ProviderBatchOptions:
     """How a batch client paces itself: polling, batch sizes and retries."""
 
     poll_s: float = 30.0
@@ -80,7 +80,7 @@ class BatchOptions:
     """Tries at reading a finished batch's output files over a failing connection."""
 
 
-class BatchClient:
+class ProviderBatchClient:
     """A chat client whose ``complete`` calls are answered through provider batches."""
 
     max_concurrency: int | None = None
@@ -90,7 +90,7 @@ class BatchClient:
         spec: ModelSpec,
         api_key: str | None,
         ledger: Jobs,
-        options: BatchOptions | None = None,
+        options: ProviderBatchOptions | None = None,
         *,
         stop: Callable[[], bool] | None = None,
         say: Callable[[str], None] | None = None,
@@ -112,7 +112,7 @@ class BatchClient:
         self._sdk = openai.OpenAI(
             api_key=api_key or NO_KEY_NEEDED, base_url=spec.base_url, timeout=120, max_retries=0
         )
-        options = options or BatchOptions()
+        options = options or ProviderBatchOptions()
         self._poll_s = options.poll_s
         self._quiet_s = options.quiet_s
         self._line_retries = options.line_retries
