@@ -133,20 +133,20 @@ def seed(data: Path, work: Path) -> dict[str, str]:
         )
     finally:
         server.stop()
-    ratings = StudyRules(store)
-    study_id = ratings.create_study(
+    rules = StudyRules(store)
+    study_id = rules.create_study(
         StudyConfig(name="bench", run_ids=tuple(run_ids), attention_checks=0), dataset
     )
     for n, name in enumerate(("r1", "r2", "r3")):
-        ratings.save_profile(RaterProfile(name, ("ko", "en"), "ko", 20.0, 1.0))
-        ratings.mark_calibrated(name)
+        rules.save_profile(RaterProfile(name, ("ko", "en"), "ko", 20.0, 1.0))
+        rules.mark_calibrated(name)
         for _ in range(60):
-            item = ratings.next_item(study_id, name)
+            item = rules.next_item(study_id, name)
             if item is None:
                 break
             base = 1 + (len(item.response) + n) % 5
             scores = dict.fromkeys(["EX", "IP", "ER", "EEA", "CA"], base)
-            ratings.save_rating(item.assignment_id, name, scores)
+            rules.save_rating(item.assignment_id, name, scores)
     return {
         "KOED_DATA": str(data),
         "KOED_DB": str(work / "k.db"),

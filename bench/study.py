@@ -307,7 +307,7 @@ class Study:
 
     def __init__(self, store: Store, invite: crowd.Invite, people: list[Sim], seed: int) -> None:
         self.store, self.invite, self.people = store, invite, people
-        self.ratings = StudyRules(store)
+        self.rules = StudyRules(store)
         self.random = random.Random(seed)
         self.minute = 0
         self.start = datetime.now(UTC) + timedelta(minutes=5)
@@ -367,8 +367,8 @@ class Study:
             langs = crowd.screen(self.store, worker, ("ko", "en"), native, 0, 0)
             if langs:
                 profile = crowd.profile_of(worker, native, 0, 0, langs)
-                self.ratings.save_profile(profile)
-        elif not self.ratings.calibrated(worker.username):
+                self.rules.save_profile(profile)
+        elif not self.rules.calibrated(worker.username):
             self.calibrate(worker)
         else:
             self.rate(person, worker)
@@ -381,7 +381,7 @@ class Study:
         if (
             worker is not None
             and worker.status == "rating"
-            and self.ratings.calibrated(worker.username)
+            and self.rules.calibrated(worker.username)
             and (
                 crowd.batch_state(self.store, worker, self.invite).finished
                 or crowd.next_item(self.store, worker, self.invite) is None
@@ -419,7 +419,7 @@ class Study:
         ended = crowd.end_calibration(self.store, worker, self.invite, gaps)
         self.calibration[ended] += 1
         if ended == "passed":
-            self.ratings.mark_calibrated(worker.username)
+            self.rules.mark_calibrated(worker.username)
 
     def rate(self, person: Sim, worker: crowd.Worker) -> None:
         """Score the item on the page (and, in two tabs, press Submit in both)."""
@@ -439,7 +439,7 @@ class Study:
             score = 2
         else:
             score = told if told is not None else self.random.randint(1, 5)
-        self.ratings.save_rating(item.assignment_id, worker.username, dict.fromkeys(codes(), score))
+        self.rules.save_rating(item.assignment_id, worker.username, dict.fromkeys(codes(), score))
         crowd.check_attention(self.store, worker)
         person.responses += told is None
         if person.behaviour == "second_tab":
@@ -476,7 +476,7 @@ class Study:
     def measure(self) -> None:
         places = crowd.places(self.store, self.invite)
         self.places_max = max(self.places_max, places.used)
-        open_items = self.ratings.room_for_newcomer(self.invite.study_id)
+        open_items = self.rules.room_for_newcomer(self.invite.study_id)
         if places.used >= places.cap and open_items:
             self.full += 1
             quiet = (self.start + timedelta(minutes=self.minute - QUIET_MIN)).isoformat()

@@ -120,7 +120,7 @@ def test_an_active_batch_stores_every_probability_and_the_estimate_uses_them(
     with pytest.raises(SamplingError, match="active batch"):
         from koed_core.rating import growth
 
-        growth.add_batch(StudyRules(store), planted.study_id, 5)
+        growth.add_round(StudyRules(store), planted.study_id, 5)
 
 
 def test_an_old_database_takes_the_inclusion_table(tmp_path: Path) -> None:

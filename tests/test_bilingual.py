@@ -19,15 +19,15 @@ from koed_core.rating.studies import StudyRules
 OLD_DB = Path(__file__).parent / "data" / "koed-0.1.0.db"
 
 
-def _rate_all(ratings: StudyRules, study_id: int, names: list[str]) -> None:
+def _rate_all(rules: StudyRules, study_id: int, names: list[str]) -> None:
     busy = True
     while busy:
         busy = False
         for name in names:
-            item = ratings.next_item(study_id, name)
+            item = rules.next_item(study_id, name)
             if item is not None:
                 busy = True
-                ratings.save_rating(item.assignment_id, name, dict.fromkeys(codes(), 3))
+                rules.save_rating(item.assignment_id, name, dict.fromkeys(codes(), 3))
 
 
 def _met(store: Store, study_id: int) -> list[dict[str, object]]:

@@ -160,15 +160,15 @@ def test_batches_pay_and_the_platform_file_match_the_ratings(
 ) -> None:
     store, study_id = crowd_study
     invite, _ = _invite(store, study_id, cap=5, batch_size=3, reward=1.5)
-    ratings = StudyRules(store)
+    rules = StudyRules(store)
     done = crowd.join(store, KEY, invite, {"PROLIFIC_PID": "good1", "SESSION_ID": "s-good"})
     crowd.screen(store, done, ("ko", "en"), "ko", 30, 0)
-    ratings.save_profile(crowd.profile_of(done, "ko", 30, 0, ("ko",)))
+    rules.save_profile(crowd.profile_of(done, "ko", 30, 0, ("ko",)))
     _rate_batch(store, done, invite, 3)
     assert crowd.batch_state(store, done, invite).finished
     careless = crowd.join(store, KEY, invite, {"PROLIFIC_PID": "bad1", "SESSION_ID": "s-bad"})
     crowd.screen(store, careless, ("ko", "en"), "ko", 30, 0)
-    ratings.save_profile(crowd.profile_of(careless, "ko", 30, 0, ("ko",)))
+    rules.save_profile(crowd.profile_of(careless, "ko", 30, 0, ("ko",)))
     _rate_batch(store, careless, invite, 3, careful=False)
     assert crowd.attention_failures(store, study_id, careless.username) == 1
     for worker, minutes in ((done, 6), (careless, 3)):  # joining to code took this long
@@ -204,7 +204,7 @@ def test_batches_pay_and_the_platform_file_match_the_ratings(
     rated = {r["username"] for r in store.rows("select distinct username from ratings")}
     assert rated == {done.username, careless.username}
     # the ratings export names raters by keyed pseudonym: no platform id, no username
-    export = rows_csv(export_rows(ratings, study_id, KEY))
+    export = rows_csv(export_rows(rules, study_id, KEY))
     for secret in ("good1", "bad1", "s-good", "s-bad", done.username, careless.username):
         assert secret not in export
 
@@ -410,9 +410,9 @@ def test_no_export_names_a_crowd_worker(crowd_study: tuple[Store, int], tmp_path
     StudyRules(store).save_profile(crowd.profile_of(worker, "ko", 30, 0, langs))
     _rate_batch(store, worker, invite, 3)
     files = export_bundle(store, tmp_path / "bundle", images=False)
-    ratings = StudyRules(store)
+    rules = StudyRules(store)
     texts = [f.read_text(encoding="utf-8") for f in files if f.suffix in (".csv", ".json", ".md")]
-    texts.append(rows_csv(export_rows(ratings, study_id, KEY)))
+    texts.append(rows_csv(export_rows(rules, study_id, KEY)))
     for secret in ("pid4export", PROLIFIC["SESSION_ID"], PROLIFIC["STUDY_ID"], worker.username):
         assert not any(secret in text for text in texts), secret
 
@@ -458,10 +458,10 @@ def test_the_dashboard_builds_while_a_worker_is_under_way(
     dashboard's figures and every bulk file still build, and the one under way waits."""
     store, study_id = crowd_study
     invite, _ = _invite(store, study_id, cap=5, batch_size=3, reward=1.5)
-    ratings = StudyRules(store)
+    rules = StudyRules(store)
     done = crowd.join(store, KEY, invite, {"PROLIFIC_PID": "done1", "SESSION_ID": "s-done"})
     crowd.screen(store, done, ("ko", "en"), "ko", 30, 0)
-    ratings.save_profile(crowd.profile_of(done, "ko", 30, 0, ("ko",)))
+    rules.save_profile(crowd.profile_of(done, "ko", 30, 0, ("ko",)))
     _rate_batch(store, done, invite, 3)
     crowd.finish(store, done)
     crowd.give_code(store, crowd.worker_of(store, done.username), invite)  # type: ignore[arg-type]

@@ -116,7 +116,7 @@ class CrowdStudy(RuleBasedStateMachine):
                 prolific_study_id=STUDY_ID,
             ),
         )
-        self.ratings = StudyRules(self.store)
+        self.rules = StudyRules(self.store)
         self.count = 0
 
     def teardown(self) -> None:
@@ -186,7 +186,7 @@ class CrowdStudy(RuleBasedStateMachine):
                 self.consent(person)
             elif worker.status == "screening":
                 self.screen(person, person.native)
-            elif not self.ratings.calibrated(worker.username):
+            elif not self.rules.calibrated(worker.username):
                 self.calibrate(person, person.behaviour != "unskilled")
             else:
                 self.rate(person)
@@ -203,21 +203,21 @@ class CrowdStudy(RuleBasedStateMachine):
         langs = crowd.screen(self.store, worker, ("ko", "en"), native, 0, 0)
         if langs:
             profile = crowd.profile_of(worker, native, 0, 0, langs)
-            self.ratings.save_profile(profile)
+            self.rules.save_profile(profile)
             # admitted only while the languages they can rate have responses left
-            assert self.ratings.has_work(1, worker.username, "response")
+            assert self.rules.has_work(1, worker.username, "response")
 
     def calibrate(self, person: Person, passes: bool) -> None:
         worker = self.under_way(person, "rating")
-        if worker is None or self.ratings.calibrated(worker.username):
+        if worker is None or self.rules.calibrated(worker.username):
             return
         if crowd.check_calibration(self.store, worker, [0.5] if passes else [3.0]):
-            self.ratings.mark_calibrated(worker.username)
+            self.rules.mark_calibrated(worker.username)
 
     def rate(self, person: Person) -> None:
         """The next item, scored as this person scores; none left ends the visit."""
         worker = self.under_way(person, "rating")
-        if worker is None or not self.ratings.calibrated(worker.username):
+        if worker is None or not self.rules.calibrated(worker.username):
             return
         if crowd.batch_state(self.store, worker, self.invite).finished:
             crowd.finish(self.store, worker)
@@ -234,14 +234,14 @@ class CrowdStudy(RuleBasedStateMachine):
             score = 2
         else:
             score = 5
-        self.ratings.save_rating(item.assignment_id, worker.username, dict.fromkeys(codes(), score))
+        self.rules.save_rating(item.assignment_id, worker.username, dict.fromkeys(codes(), score))
         person.rated += item.instructed_score is None
         crowd.check_attention(self.store, worker)
 
     @rule(person=people)
     def flag(self, person: Person) -> None:
         worker = self.under_way(person, "rating")
-        if worker is None or not self.ratings.calibrated(worker.username):
+        if worker is None or not self.rules.calibrated(worker.username):
             return
         item = crowd.next_item(self.store, worker, self.invite)
         if item is None:

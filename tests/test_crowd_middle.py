@@ -99,10 +99,10 @@ def test_checks_are_not_work_anywhere(crowd_study: tuple[Store, int]) -> None:
     store, study_id = crowd_study
     invite, _ = _invite(store, study_id, cap=9, batch_size=4)
     worker = _in(store, invite, 1, native="en")
-    ratings = StudyRules(store)
-    check = ratings.next_item(study_id, worker.username, want="attention")  # as before
+    rules = StudyRules(store)
+    check = rules.next_item(study_id, worker.username, want="attention")  # as before
     assert check is not None and check.instructed_score is not None
-    ratings.save_rating(
+    rules.save_rating(
         check.assignment_id, worker.username, dict.fromkeys(codes(), check.instructed_score)
     )
     other = _in(store, invite, 2, native="en")

@@ -117,14 +117,14 @@ def test_a_researchers_own_list_gives_each_person_their_own_link(
 def test_nothing_is_paid_for_nothing(crowd_study: tuple[Store, int]) -> None:
     store, study_id = crowd_study
     invite, _ = _invite(store, study_id, cap=9, batch_size=2)
-    ratings = StudyRules(store)
+    rules = StudyRules(store)
     flagger = crowd.join(store, KEY, invite, _pid(1))
     crowd.consent(store, flagger, invite)
     langs = crowd.screen(store, flagger, ("ko", "en"), "ko", 30, 0)
-    ratings.save_profile(crowd.profile_of(flagger, "ko", 30, 0, langs))
-    ratings.mark_calibrated(flagger.username)
-    while (item := ratings.next_item(study_id, flagger.username)) is not None:
-        ratings.set_aside(item.assignment_id, flagger.username, "flagged", "broken")
+    rules.save_profile(crowd.profile_of(flagger, "ko", 30, 0, langs))
+    rules.mark_calibrated(flagger.username)
+    while (item := rules.next_item(study_id, flagger.username)) is not None:
+        rules.set_aside(item.assignment_id, flagger.username, "flagged", "broken")
     crowd.finish(store, flagger)
     ended = crowd.worker_of(store, flagger.username)
     assert ended is not None and ended.status == "stopped"
@@ -140,10 +140,10 @@ def test_nothing_is_paid_for_nothing(crowd_study: tuple[Store, int]) -> None:
     for n in range(2, 5):  # three raters fill every item up to the overlap of 3
         worker = crowd.join(store, KEY, full, _pid(n))
         langs = crowd.screen(store, worker, ("ko", "en"), "ko", 30, 30)
-        ratings.save_profile(crowd.profile_of(worker, "ko", 30, 30, langs))
-        while (item := ratings.next_item(study_id, worker.username)) is not None:
-            ratings.save_rating(item.assignment_id, worker.username, dict.fromkeys(CODES, 1))
-    assert not ratings.room_for_newcomer(study_id)
+        rules.save_profile(crowd.profile_of(worker, "ko", 30, 30, langs))
+        while (item := rules.next_item(study_id, worker.username)) is not None:
+            rules.save_rating(item.assignment_id, worker.username, dict.fromkeys(CODES, 1))
+    assert not rules.room_for_newcomer(study_id)
     joined = Crowd(store).joined(full.id)
     with pytest.raises(crowd.CrowdError, match="nothing left for you to rate"):
         crowd.join(store, KEY, full, _pid(9))
@@ -313,14 +313,14 @@ def test_only_a_check_that_said_what_to_do_can_reject(crowd_study: tuple[Store, 
     it is a failure; an older check that said nothing is a reason to review at most."""
     store, study_id = crowd_study
     invite, _ = _invite(store, study_id, cap=5, batch_size=14)
-    ratings = StudyRules(store)
+    rules = StudyRules(store)
     worker = crowd.join(store, KEY, invite, _pid(1))
     langs = crowd.screen(store, worker, ("ko", "en"), "ko", 30, 30)  # both languages
-    ratings.save_profile(crowd.profile_of(worker, "ko", 30, 30, langs))
+    rules.save_profile(crowd.profile_of(worker, "ko", 30, 30, langs))
     seen = []
-    while (item := ratings.next_item(study_id, worker.username)) is not None:
+    while (item := rules.next_item(study_id, worker.username)) is not None:
         seen.append((item.instruction, item.instructed_score))
-        ratings.save_rating(item.assignment_id, worker.username, dict.fromkeys(CODES, 5))
+        rules.save_rating(item.assignment_id, worker.username, dict.fromkeys(CODES, 5))
     told = [(text, score) for text, score in seen if text]
     assert told and all(
         f"모든 항목에 {score}점을" in text and f"choose {score} on every dimension" in text
@@ -375,10 +375,10 @@ def test_every_batch_holds_its_attention_checks(tmp_path: Path) -> None:
     _, study_id = study(store, run_id, overlap=3, attention_checks=1, langs=("en",))
     invite, _ = _invite(store, study_id, cap=3, batch_size=2, batches=3)
     assert store.count("study_items") == 6 + 3  # six answers, a check per batch
-    ratings = StudyRules(store)
+    rules = StudyRules(store)
     worker = crowd.join(store, KEY, invite, _pid(1))
     langs = crowd.screen(store, worker, ("en",), "en", 0, 30)
-    ratings.save_profile(crowd.profile_of(worker, "en", 0, 30, langs))
+    rules.save_profile(crowd.profile_of(worker, "en", 0, 30, langs))
     kinds = crowd_work(store, worker, invite, responses=6)
     assert crowd.batch_state(store, worker, invite).finished
     assert kinds == ["response", "attention", "response"] * 3, kinds
@@ -398,10 +398,10 @@ def test_a_batch_larger_than_the_study_ends_with_what_there_is(
     code) after the last."""
     store, study_id = crowd_study
     invite, _ = _invite(store, study_id, batch_size=20)
-    ratings = StudyRules(store)
+    rules = StudyRules(store)
     worker = crowd.join(store, KEY, invite, _pid(1))
     langs = crowd.screen(store, worker, ("ko", "en"), "ko", 30, 0)  # Korean items only
-    ratings.save_profile(crowd.profile_of(worker, "ko", 30, 0, langs))
+    rules.save_profile(crowd.profile_of(worker, "ko", 30, 0, langs))
     there = store.rows(
         "select count(*) as n from study_items where study_id = ? and lang = 'ko'", [study_id]
     )[0]["n"]

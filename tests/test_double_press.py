@@ -15,7 +15,7 @@ import pytest
 
 from fixtures.fake_openai import FakeOpenAI
 from koed_core.db import Runs, Store
-from koed_core.db.claims import ItemClaims
+from koed_core.db.item_locks import ItemLocks
 from koed_core.db.jobs import JobError, Jobs
 from koed_core.db.owners import this_process
 from koed_core.jobs.kinds import enqueue
@@ -93,16 +93,16 @@ def test_two_presses_at_the_same_moment_queue_one_job(tmp_path: Path) -> None:
     assert sorted(outcomes) == ["queued", "refused", "refused", "refused"]
 
 
-def test_a_claimed_item_is_not_asked_by_another_pass(tmp_path: Path) -> None:
+def test_a_locked_item_is_not_asked_by_another_pass(tmp_path: Path) -> None:
     store = Store(tmp_path / "koed.db")
     mine, theirs = f"{this_process()}#a", f"{this_process()}#b"
-    assert ItemClaims(store).claim_item("run", "item-1", mine)
-    assert not ItemClaims(store).claim_item("run", "item-1", theirs)
-    ItemClaims(store).release_item("item-1", mine)
-    assert ItemClaims(store).claim_item("run", "item-1", theirs)
+    assert ItemLocks(store).lock_item("run", "item-1", mine)
+    assert not ItemLocks(store).lock_item("run", "item-1", theirs)
+    ItemLocks(store).unlock_item("item-1", mine)
+    assert ItemLocks(store).lock_item("run", "item-1", theirs)
 
 
-def test_a_dead_process_claim_is_taken_over(tmp_path: Path) -> None:
+def test_a_dead_process_lock_is_taken_over(tmp_path: Path) -> None:
     gone = subprocess.run(
         [sys.executable, "-c", "import os; print(os.getpid())"],
         capture_output=True,
@@ -111,8 +111,8 @@ def test_a_dead_process_claim_is_taken_over(tmp_path: Path) -> None:
     ).stdout.strip()
     store = Store(tmp_path / "koed.db")
     host = this_process().rpartition(":")[0]
-    assert ItemClaims(store).claim_item("run", "item-1", f"{host}:{gone}#x")
-    assert ItemClaims(store).claim_item("run", "item-1", f"{this_process()}#y")
+    assert ItemLocks(store).lock_item("run", "item-1", f"{host}:{gone}#x")
+    assert ItemLocks(store).lock_item("run", "item-1", f"{this_process()}#y")
 
 
 @pytest.mark.slow
@@ -153,14 +153,14 @@ def test_two_koed_runs_at_once_ask_each_item_once(tmp_path: Path) -> None:
         assert all(run.returncode == 0 for run in runs), outputs
         with sqlite3.connect(db) as conn:
             rows = conn.execute("select count(*), count(distinct id) from responses").fetchone()
-            claims = conn.execute("select count(*) from response_claims").fetchone()[0]
+            locks = conn.execute("select count(*) from item_locks").fetchone()[0]
         assert rows == (12, 12)  # 6 dialogues x 2 languages, each stored once
         asked = [
             (r["messages"][-1]["content"], r["messages"][0]["content"]) for r in server.requests
         ]
         # the paper set asks twice an item (emotion, then reply): 24 requests, none twice
         assert len(server.requests) == 24 and len(set(asked)) == 24, len(server.requests)
-        assert claims == 0
+        assert locks == 0
     finally:
         server.stop()
 

@@ -22,7 +22,7 @@ from koed_core.db import Store
 from koed_core.db.jobs import Jobs
 from koed_core.jobs.kinds import Environment, enqueue
 from koed_core.jobs.worker import Worker
-from koed_core.models.batch import PassHooks
+from koed_core.models.passes import PassHooks
 from koed_core.models.request import RunRequest
 from koed_core.paths import SAMPLE_FILE
 from koed_core.rating.server_key import ServerKeyError, key_file, server_key

@@ -44,7 +44,7 @@ def _code_messages() -> dict[str, str]:
     """Every message id in the code (the singular of a plural), with where it is."""
     found: dict[str, str] = {}
     method_map = [(f"{s}/**.py" if s != "app.py" else s, "python") for s in SOURCES]
-    method_map.append(("models.toml", "koed_core.toml_messages:extract_notes"))  # babel.cfg
+    method_map.append(("models.toml", "koed_core.text.toml_messages:extract_notes"))  # babel.cfg
     for filename, _lineno, message, _comments, _context in extract_from_dir(
         str(ROOT), method_map=method_map, keywords=KEYWORDS
     ):
@@ -495,7 +495,7 @@ def test_a_visitors_page_is_in_korean(page: str) -> None:
     allowed |= {"models", "toml", "secrets", "openai", "transformers"}
     # no "single", "multi", "direct", "embedded" or "bench/chat.py" (issue 66): a protocol
     # and a backend are said in Korean, and a visitor is not sent to a benchmark script
-    left = _english_words(seen, allowed)  # the models' notes too (koed_core/toml_messages.py)
+    left = _english_words(seen, allowed)  # the models' notes too (koed_core/text/toml_messages.py)
     assert not left, f"English on the Korean {page}:\n" + "\n".join(left)
 
 
@@ -565,7 +565,7 @@ def test_an_admins_page_is_in_korean(site: Path, page: str) -> None:
     allowed |= {"Fleiss", "Krippendorff", "Spearman", "Prolific", "MTurk", "F1", "Markdown"}
     allowed |= {"LaTeX", "undefined"}  # the statistics' readings stay English (cached, exported)
     allowed |= {"PPI", "ppi", "python", "repr"}  # a method's and a package's names; Python's repr
-    left = _english_words(seen, allowed)  # the models' notes too (koed_core/toml_messages.py)
+    left = _english_words(seen, allowed)  # the models' notes too (koed_core/text/toml_messages.py)
     assert not left, f"English on an admin's Korean {page}:\n" + "\n".join(left)
 
 

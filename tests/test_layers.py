@@ -126,6 +126,15 @@ def test_no_module_grows_past_500_lines() -> None:
     assert {**_lines("koed_core", MAX_MODULE_LINES), **_lines("components", MAX_MODULE_LINES)} == {}
 
 
+MAX_FLAT_MODULES = 10
+
+
+def test_koed_core_keeps_at_most_10_modules_beside_its_packages() -> None:
+    """Shared modules that grow in number want a package (``text/`` took four)."""
+    flat = sorted(p.name for p in (ROOT / "koed_core").glob("*.py") if p.name != "__init__.py")
+    assert len(flat) <= MAX_FLAT_MODULES, flat
+
+
 def _documented_layout() -> set[str]:
     """The packages the tree in docs/development.md names, as paths."""
     text = (ROOT / "docs" / "development.md").read_text(encoding="utf-8")

@@ -353,3 +353,36 @@ def test_judgments_from_0_1_0_take_their_modes_temperature_and_keep_their_source
     assert (
         asked.config().temperature == 0.0 != JudgeRequest("r", judge="gpt-4o").config().temperature
     )
+
+
+def test_item_claims_from_before_m026_upgrade_to_item_locks_still_held(tmp_path: Path) -> None:
+    """m026 on a database made by the migrations before it: the table of locked items
+    (``response_claims``) is ``item_locks``, its rows kept, and the pass that held an
+    item before the upgrade still holds it after."""
+    import sqlite_utils
+
+    from koed_core.db.item_locks import ItemLocks
+
+    path = tmp_path / "0.9.db"
+    db = sqlite_utils.Database(path)
+    for name, fn in migrations.MIGRATIONS:
+        if name.startswith("m026"):
+            break
+        fn(db)
+        migrations.record(db, name)
+    db.execute(
+        "insert into response_claims (response_id, run_id, owner, claimed) "
+        "values ('item-1', 'run', 'elsewhere:1#pass', 9e12)"
+    )
+    db.conn.commit()
+    db.close()
+
+    store = Store(path)
+    tables = {r[0] for r in _raw(path, "select name from sqlite_master where type='table'")}
+    assert "item_locks" in tables and "response_claims" not in tables
+    assert _raw(path, "select response_id, run_id, owner, locked from item_locks") == [
+        ("item-1", "run", "elsewhere:1#pass", 9e12)
+    ]
+    assert not ItemLocks(store).lock_item("run", "item-1", "here:2#other")  # still held
+    indexes = {r[0] for r in _raw(path, "select name from sqlite_master where type='index'")}
+    assert "item_locks_run" in indexes and "response_claims_run" not in indexes

@@ -1,5 +1,5 @@
 """The models' notes from models.toml in the reader's language: Babel
-extracts them from the registry (babel.cfg, koed_core/toml_messages.py), the catalog has
+extracts them from the registry (babel.cfg, koed_core/text/toml_messages.py), the catalog has
 them in Korean, and a Korean page shows the Korean one; a note of one's own as written."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from streamlit.testing.v1 import AppTest
 from koed_core import i18n
 from koed_core.models.registry import load_registry
 from koed_core.paths import DEFAULT_REGISTRY
-from koed_core.toml_messages import extract_notes, notes_of
+from koed_core.text.toml_messages import extract_notes, notes_of
 
 ROOT = Path(__file__).resolve().parents[1]
 

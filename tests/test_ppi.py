@@ -160,18 +160,18 @@ def test_the_planner_matches_ppi_python(planted) -> None:
 @pytest.mark.slow
 def test_a_random_study_records_its_draw_and_grows_by_the_same_permutation(tmp_path: Path) -> None:
     planted = planted_store(tmp_path / "koed.db", dialogues=40, fraction=0.25)
-    ratings = StudyRules(planted.store)
-    first = ratings.config(planted.study_id).sampling
+    rules = StudyRules(planted.store)
+    first = rules.config(planted.study_id).sampling
     assert first.method == "random" and len(first.conv_ids) == 10 and first.population == 40
     items = set(planted.store.frame(
         "select distinct conv_id from study_items where study_id = ?", [planted.study_id]
     )["conv_id"])  # fmt: skip
     assert items == set(first.conv_ids)
-    config, added = growth.add_batch(ratings, planted.study_id, 5)
+    config, added = growth.add_round(rules, planted.study_id, 5)
     assert len(added) == 5 and set(first.conv_ids) <= set(config.sampling.conv_ids)
     order = design.permutation([f"planted-{i:04d}" for i in range(40)], first.seed)
     assert set(config.sampling.conv_ids) == set(order[:15])  # the next of the same order
-    stored = ratings.config(planted.study_id).sampling
+    stored = rules.config(planted.study_id).sampling
     assert stored == config.sampling
     assert "uniform random sample of 15 of 40" in design.describe(stored)
     manual = dataclasses.replace(stored, method="manual")
@@ -329,9 +329,9 @@ def test_a_width_out_of_reach_is_said_and_never_offered_as_a_batch() -> None:
     assert "out of reach" in str(row["note"])
     assert row["width_reachable"] == pytest.approx(2 * ppi.Z / math.sqrt(301))
     table = pd.DataFrame([{"run_id": "r", "metric": "EX", **row}], columns=ppi_plan.COLUMNS)
-    assert ppi_plan.next_batch_size(table) == 0 and ppi_plan.unreachable(table) == 1
+    assert ppi_plan.next_round_size(table) == 0 and ppi_plan.unreachable(table) == 1
     for with_ppi in (True, False):  # nor in 9 of 10 studies
-        assert ppi_plan.next_batch_size(table, with_ppi, assured=True) == 0
+        assert ppi_plan.next_round_size(table, with_ppi, assured=True) == 0
 
 
 def test_the_plan_says_its_sizes_reach_the_width_on_average_and_how_a_pilot_moves_them() -> None:

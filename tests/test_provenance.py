@@ -197,37 +197,37 @@ def test_export_of_an_empty_database(tmp_path: Path) -> None:
 
 def test_a_second_study_never_overwrites_the_first(old: Path) -> None:
     store = Store(old)
-    ratings = StudyRules(store)
+    rules = StudyRules(store)
     before = store.rows("select * from ratings where study_id = 1 order by id")
-    second = ratings.create_study(
+    second = rules.create_study(
         StudyConfig("again", (LISTENER_RUN, "aaf4aab98055d3fe0f7d"), attention_checks=0),
         load_dataset(SAMPLE_FILE),
     )
     for _ in range(20):
-        item = ratings.next_item(second, "alice")
+        item = rules.next_item(second, "alice")
         if item is None:
             break
-        ratings.save_rating(item.assignment_id, "alice", {k: 1 for k in SCORES}, "second study")
+        rules.save_rating(item.assignment_id, "alice", {k: 1 for k in SCORES}, "second study")
     assert store.rows("select * from ratings where study_id = 1 order by id") == before
     assert store.rows("select count(*) as n from ratings where study_id = ?", [second])[0]["n"] > 0
-    last = ratings.last_rated(1, "alice")
+    last = rules.last_rated(1, "alice")
     assert last is not None and "second study" not in last[2]
 
 
 def test_n_of_m_counts_only_what_the_rater_can_get(old: Path) -> None:
     store = Store(old)
-    ratings = StudyRules(store)
-    study = ratings.create_study(
+    rules = StudyRules(store)
+    study = rules.create_study(
         StudyConfig("k1", (LISTENER_RUN,), langs=("ko",), overlap=1, attention_checks=0),
         load_dataset(SAMPLE_FILE),
     )
     for name in ("first", "second"):
-        ratings.save_profile(RaterProfile(name, ("ko",), "ko", 20.0, 0.0))
-    while (item := ratings.next_item(study, "first")) is not None:
-        ratings.save_rating(item.assignment_id, "first", dict(SCORES))
-    assert ratings.done(study, "first") == ratings.workload(study, "first") == 4
+        rules.save_profile(RaterProfile(name, ("ko",), "ko", 20.0, 0.0))
+    while (item := rules.next_item(study, "first")) is not None:
+        rules.save_rating(item.assignment_id, "first", dict(SCORES))
+    assert rules.done(study, "first") == rules.workload(study, "first") == 4
     # everything already has its one rater: "0 of 0", not "0 of 4" with no next item
-    assert ratings.workload(study, "second") == 0 and ratings.next_item(study, "second") is None
+    assert rules.workload(study, "second") == 0 and rules.next_item(study, "second") is None
 
 
 def test_no_dimension_judges_nothing(old: Path, monkeypatch: pytest.MonkeyPatch) -> None:

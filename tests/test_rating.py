@@ -16,15 +16,15 @@ from koed_core.rating.report import export_rows, item_progress, rater_report
 from koed_core.rating.studies import RatingError, RatingItem, StudyRules
 
 
-def _rate_all(ratings: StudyRules, study_id: int, names: list[str]) -> None:
+def _rate_all(rules: StudyRules, study_id: int, names: list[str]) -> None:
     """Raters take turns until nobody gets an item."""
     active = True
     while active:
         active = False
         for name in names:
-            item = ratings.next_item(study_id, name)
+            item = rules.next_item(study_id, name)
             if item is not None:
-                ratings.save_rating(item.assignment_id, name, SCORES)
+                rules.save_rating(item.assignment_id, name, SCORES)
                 active = True
 
 

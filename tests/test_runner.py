@@ -17,7 +17,7 @@ from koed_core.db import Runs, Store
 from koed_core.dialogues.dataset import load_dataset
 from koed_core.judge.request import JudgeRequest
 from koed_core.models.backends import make_client
-from koed_core.models.batch import PassHooks
+from koed_core.models.passes import PassHooks
 from koed_core.models.registry import ModelSpec
 from koed_core.models.request import RunRequest
 from koed_core.models.runs import run_benchmark

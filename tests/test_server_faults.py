@@ -22,10 +22,10 @@ from koed_core.jobs.kinds import Environment, enqueue
 from koed_core.jobs.worker import Worker
 from koed_core.judge.judging import judge_run
 from koed_core.judge.request import JudgeRequest
-from koed_core.models import batch
+from koed_core.models import passes
 from koed_core.models.backends import make_client
-from koed_core.models.batch import ServerUnusable
 from koed_core.models.client import GenerationSettings, ModelError
+from koed_core.models.passes import ServerUnusable
 from koed_core.models.registry import ModelSpec
 from koed_core.models.request import RunRequest
 from koed_core.models.runs import run_benchmark
@@ -102,7 +102,7 @@ def test_a_run_whose_every_reply_is_html_stops_early(
     said = str(stopped.value)
     assert "not the API's answer" in said and "text/html" in said
     assert fake_openai.base_url in said and "run the same command again" in said
-    assert len(fake_openai.requests) <= batch.NOT_AN_API_IN_A_ROW + 2  # not 68
+    assert len(fake_openai.requests) <= passes.NOT_AN_API_IN_A_ROW + 2  # not 68
 
 
 @pytest.mark.slow
@@ -141,7 +141,7 @@ def test_a_judge_on_an_html_server_stops_early(fake_openai: FakeOpenAI, tmp_path
             JudgeRequest(run_id, judge=spec.name, mode="strict", concurrency=1),
         )
     assert "text/html" in str(stopped.value)
-    assert len(fake_openai.requests) - asked <= batch.NOT_AN_API_IN_A_ROW + 1
+    assert len(fake_openai.requests) - asked <= passes.NOT_AN_API_IN_A_ROW + 1
 
 
 def test_a_run_job_on_an_html_server_ends_failed_with_the_sentence(
@@ -194,7 +194,7 @@ def test_a_run_whose_server_answers_nothing_stops_after_the_stated_time(
 ) -> None:
     """Every item failing on time-outs, 5xx: the pass stops once nothing has been
     answered for SERVER_SILENCE_S (here shortened), with a sentence saying so."""
-    monkeypatch.setattr(batch, "SERVER_SILENCE_S", 0.6)
+    monkeypatch.setattr(passes, "SERVER_SILENCE_S", 0.6)
     fake_openai.queue(*[Step(503, delay_s=0.15) for _ in range(100)])
     store = Store(tmp_path / "runs.db")
     started = time.monotonic()

@@ -296,13 +296,13 @@ def test_chart_titles_names_and_labels_are_text_not_html(tmp_path: Path) -> None
 
 
 def _csv_text(frame: pd.DataFrame) -> list[list[str]]:
-    from koed_core import csv_safe
+    from koed_core.text import csv_safe
 
     return list(csv.reader(io.StringIO(csv_safe.to_csv(frame, bom=False), newline="")))
 
 
 def test_csv_cells_carry_no_control_characters_but_notes_keep_their_lines() -> None:
-    from koed_core import csv_safe
+    from koed_core.text import csv_safe
 
     frame = pd.DataFrame([{"model": MODEL, "comment": "one\r\ntwo\u2028three\x07"}])
     rows = _csv_text(frame)

@@ -12,16 +12,16 @@ KINDS = {"response": N_("response"), "attention": N_("attention")}
 
 st.title(_("Study dashboard"))
 auth.require("admin")
-ratings = resources.ratings()
-studies = ratings.studies()
+rules = resources.rules()
+studies = rules.studies()
 if not studies:
     st.info(_("No study yet: create one on the Studies page."))
     st.stop()
 names = {s["id"]: f"{s['id']} · {s['name']}" for s in studies}
 study_id = st.selectbox(_("Study"), list(names), format_func=names.get)
 
-items = rating_report.item_progress(ratings, study_id)
-raters = rating_report.rater_report(ratings, study_id)
+items = rating_report.item_progress(rules, study_id)
+raters = rating_report.rater_report(rules, study_id)
 totals = rating_report.study_totals(items, raters)
 cols = st.columns(4)
 checks = int((items["kind"] == "attention").sum()) if not items.empty else 0
@@ -90,7 +90,7 @@ tables.show(
     },
 )  # fmt: skip
 st.subheader(_("Raters in aggregate"), anchor=False)
-summary = rating_report.rater_summary(ratings)
+summary = rating_report.rater_summary(rules)
 if summary.get("raters"):
     st.markdown(
         _(
@@ -107,7 +107,8 @@ if summary.get("raters"):
     )
 else:
     st.caption(_("No rater has finished onboarding yet."))
-rows = rating_report.export_rows(ratings, study_id, resources.server_key())
+
+rows = rating_report.export_rows(rules, study_id, resources.server_key())
 downloads = [(_("Ratings CSV"), rating_report.rows_csv, "csv")]
 downloads.append((_("Ratings JSONL"), rating_report.rows_jsonl, "jsonl"))
 for column, (label, write, ext) in zip(st.columns([1, 1, 3]), downloads, strict=False):

@@ -19,7 +19,7 @@ if not token:
     st.stop()
 try:
     invite = crowd.check_invite(store, key, token, joining=False)
-    language.start(crowd_visit.item_language_of(resources.ratings().config(invite.study_id)))
+    language.start(crowd_visit.item_language_of(resources.rules().config(invite.study_id)))
     if invite.platform == "account":
         crowd.check_invite(store, key, token)
         language.switch()
@@ -44,8 +44,8 @@ except crowd.CrowdError as err:
     language.switch()
     crowd_visit.refused(err)
     st.stop()
-ratings = resources.ratings()
-language.start(crowd_visit.item_language(worker, ratings.config(invite.study_id).langs))
+rules = resources.rules()
+language.start(crowd_visit.item_language(worker, rules.config(invite.study_id).langs))
 if session is None or session["username"] != worker.username:
     state.set_crowd_session(worker.username, token)
     if worker.resumed and st.query_params.get("invite") and worker.status in crowd.UNDER_WAY:
@@ -65,19 +65,19 @@ if worker.status == "stopped":
 elif worker.status == "consent":
     crowd_visit.consent_step(store, worker, invite)
 elif worker.status == "screening":
-    crowd_visit.screening_step(store, ratings, worker, ratings.config(invite.study_id).langs)
+    crowd_visit.screening_step(store, rules, worker, rules.config(invite.study_id).langs)
 elif worker.status == "completed" or crowd_visit.progress_of(store, worker, invite).finished:
     if worker.status != "completed":
         crowd.finish(store, worker)
         st.rerun()
     crowd_visit.finished(store, worker, invite)
-elif not ratings.calibrated(worker.username):
+elif not rules.calibrated(worker.username):
     progress = crowd_visit.stored_calibration(store, worker)  # a reload goes on, not afresh
     if calibration(worker.languages):
         ended = crowd.end_calibration(store, worker, invite, progress.get("gaps", []))
         if ended == "passed":
-            ratings.mark_calibrated(worker.username)
+            rules.mark_calibrated(worker.username)
         progress.update(index=0, feedback=None, gaps=[])
         st.rerun()
 else:
-    crowd_visit.batch_step(store, ratings, worker, invite)
+    crowd_visit.batch_step(store, rules, worker, invite)

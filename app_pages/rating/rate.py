@@ -20,27 +20,27 @@ from koed_core.rating.studies import RatingError
 
 st.title(_("Rate responses"))
 account = auth.require()
-ratings = resources.ratings()
-profile = ratings.profile(account.username)
+rules = resources.rules()
+profile = rules.profile(account.username)
 if profile is None:
     new = onboarding_form(account.username)
     if new is not None:
         try:
-            ratings.save_profile(new)
+            rules.save_profile(new)
         except RatingError as err:
             st.error(md(str(err)))
         else:
             st.rerun()
     st.stop()
-if not ratings.calibrated(account.username):
+if not rules.calibrated(account.username):
     if calibration(profile.languages):
-        ratings.mark_calibrated(account.username)
+        rules.mark_calibrated(account.username)
         st.success(_("Calibration done. Live items follow."))
         st.rerun()
     st.stop()
 
 studies = [
-    s for s in ratings.studies() if set(s["langs"]) & set(profile.languages) and not s["closed"]
+    s for s in rules.studies() if set(s["langs"]) & set(profile.languages) and not s["closed"]
 ]
 if not studies:
     st.info(_("No study is open for your languages yet. Your admin will set one up."))
@@ -53,12 +53,12 @@ if bound is not None:  # an account made through a study's invite link rates tha
         st.stop()
 names = {s["id"]: s["name"] for s in studies}
 study_id = st.selectbox(_("Study"), list(names), format_func=names.get, key=state.RATE_STUDY)
-done, total = ratings.done(study_id, account.username), ratings.workload(study_id, account.username)
+done, total = rules.done(study_id, account.username), rules.workload(study_id, account.username)
 st.progress(
     min(done / max(total, 1), 1.0), text=_("{done} of {total} rated", done=done, total=total)
 )
 
-last = ratings.last_rated(study_id, account.username)
+last = rules.last_rated(study_id, account.username)
 if last is not None:
     with st.expander(_("Correct my last rating")):
         old_item, old_scores, old_comment = last
@@ -71,20 +71,20 @@ if last is not None:
             submit=_("Save the correction"),
         )
         if fix is not None:
-            ratings.save_rating(old_item.assignment_id, account.username, fix.scores, fix.comment)
+            rules.save_rating(old_item.assignment_id, account.username, fix.scores, fix.comment)
             st.toast(_("Rating corrected"))
             st.rerun()
 
-item = ratings.next_item(study_id, account.username)
+item = rules.next_item(study_id, account.username)
 if item is None:
     st.success(_("Nothing left for you in this study. Thank you!"))
     st.stop()
-if rate_item(ratings, item, account.username, "rate"):
+if rate_item(rules, item, account.username, "rate"):
     st.toast(_("Saved"))
     st.rerun()
 left, right = st.columns(2)
 if left.button(_("Skip this item"), key=state.rate_skip(item.assignment_id)):
-    ratings.set_aside(item.assignment_id, account.username, "skipped")
+    rules.set_aside(item.assignment_id, account.username, "skipped")
     finished_here("rate")
     st.rerun()
 reason = right.selectbox(
@@ -94,6 +94,6 @@ reason = right.selectbox(
     key=state.rate_flag_reason(item.assignment_id),
 )
 if right.button(_("Flag this item"), key=state.rate_flag(item.assignment_id)):
-    ratings.set_aside(item.assignment_id, account.username, "flagged", reason)
+    rules.set_aside(item.assignment_id, account.username, "flagged", reason)
     finished_here("rate")
     st.rerun()

@@ -15,7 +15,7 @@ from koed_core.rating.studies import StudyConfig
 st.title(_("Studies"))
 auth.require("admin")
 source, dataset = load_or_stop()
-ratings = resources.ratings()
+rules = resources.rules()
 run_names = run_labels(resources.store())
 
 with st.form("studies.create"):
@@ -53,13 +53,13 @@ with st.form("studies.create"):
             both if len(langs) > 1 else "free",
         )
         try:
-            study_id = ratings.create_study(config, dataset)
+            study_id = rules.create_study(config, dataset)
         except KoedError as err:
             st.error(md(str(err)))
         else:
             st.success(_("Study {id} created.", id=md(study_id)))
 
-studies = ratings.studies()
+studies = rules.studies()
 if studies:
     gone = _("a deleted run")
     shown = [
@@ -103,7 +103,7 @@ if studies:
             )
             closing = st.selectbox(_("Study"), list(still_open), format_func=still_open.get)
             if st.form_submit_button(_("Close study")):
-                ratings.close(int(closing))
+                rules.close(int(closing))
                 st.success(_("Study {id} closed; its results are now published.", id=md(closing)))
                 st.rerun()
 else:
@@ -115,5 +115,5 @@ else:
     )
 
 study_design.render_planner(resources.store(), {s["id"]: s["name"] for s in studies})
-invite_form.render_invite_form({s["id"]: s["name"] for s in ratings.studies() if not s["closed"]})
+invite_form.render_invite_form({s["id"]: s["name"] for s in rules.studies() if not s["closed"]})
 render_account_form(resources.settings().users_path)

@@ -6,11 +6,11 @@ from components.core import auth, charts, computed, resources, state, tables
 from components.results import ppi_view
 from components.results.alt_test_view import render_alt_test
 from components.results.score_pickers import judge_picker, study_picker
-from koed_core import csv_safe
 from koed_core.i18n import _
 from koed_core.judge.rubric import codes
 from koed_core.results import agreement, score_sources
 from koed_core.results.reliability import NUMBERS
+from koed_core.text import csv_safe
 
 st.title(_("Judge-human agreement"))
 store = resources.store()

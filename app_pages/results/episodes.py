@@ -55,6 +55,6 @@ episode_view.episode_pair(
 )
 if not talk:
     episode_view.understanding(store, run_id)
-    closed = [s["id"] for s in resources.ratings().studies() if s["closed"]]
+    closed = [s["id"] for s in resources.rules().studies() if s["closed"]]
     episode_scores_view.whole_episodes(store, run_id, closed)
     episode_scores_view.speaker_checks(store, run_id)

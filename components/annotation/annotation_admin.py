@@ -23,7 +23,7 @@ from components.annotation.curation import curation_view, pool_key
 from components.annotation.span_form import type_name
 from components.core import resources, state, tables
 from components.core.literal import md
-from koed_core import csv_safe, i18n
+from koed_core import i18n
 from koed_core.annotation import agreement, formats
 from koed_core.annotation.projects import Annotation, AnnotationRules
 from koed_core.annotation.spans import Span
@@ -39,6 +39,7 @@ from koed_core.dialogues.dataset import Dataset
 from koed_core.dialogues.subsets import SUBSETS, SubsetError, select
 from koed_core.i18n import N_, _
 from koed_core.rating import accounts
+from koed_core.text import csv_safe
 
 PROGRESS_COLUMNS = {
     "project": N_("project"),

@@ -71,13 +71,13 @@ def store_at(path: str) -> Store:
 
 
 @st.cache_resource(max_entries=2)
-def _ratings(path: str) -> StudyRules:
+def _rules(path: str) -> StudyRules:
     return StudyRules(_store(path))
 
 
-def ratings() -> StudyRules:
-    """Studies, assignments and ratings on the shared database."""
-    return _ratings(str(settings().db_path))
+def rules() -> StudyRules:
+    """The study rules (studies, assignments and ratings) on the shared database."""
+    return _rules(str(settings().db_path))
 
 
 @st.cache_resource(max_entries=2)

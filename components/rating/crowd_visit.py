@@ -31,7 +31,7 @@ def account_signup(store: Store, invite: crowd.Invite) -> None:
     left, right = st.columns(2)
     left.markdown(consent_markdown(invite.consent_ko))
     right.markdown(consent_markdown(invite.consent_en))
-    study_langs = resources.ratings().config(invite.study_id).langs
+    study_langs = resources.rules().config(invite.study_id).langs
     with st.form("crowd.account"):
         agreed = st.checkbox(_("I have read this and agree to take part."))
         native = st.radio(
@@ -73,7 +73,7 @@ def account_signup(store: Store, invite: crowd.Invite) -> None:
             )
         )
         return
-    resources.ratings().save_profile(
+    resources.rules().save_profile(
         crowd.profile_of(worker, native, float(years_korea), float(years_english), langs)
     )
     st.success(
@@ -326,7 +326,7 @@ def consent_step(store: Store, worker: crowd.Worker, invite: crowd.Invite) -> No
 
 
 def screening_step(
-    store: Store, ratings: StudyRules, worker: crowd.Worker, langs: tuple[str, ...]
+    store: Store, rules: StudyRules, worker: crowd.Worker, langs: tuple[str, ...]
 ) -> None:
     """Native language and years abroad: who may rate which language."""
     st.subheader(_("About you"), anchor=False)
@@ -343,7 +343,7 @@ def screening_step(
     if sent:
         ok = crowd.screen(store, worker, langs, native, float(years_korea), float(years_english))
         if ok:
-            ratings.save_profile(
+            rules.save_profile(
                 crowd.profile_of(worker, native, float(years_korea), float(years_english), ok)
             )
         st.rerun()
@@ -360,9 +360,7 @@ WORKLOAD = "crowd.workload"
 FLAG_REASONS = {"broken": N_("broken (the text is garbled or cut)"), "offensive": N_("offensive")}
 
 
-def batch_step(
-    store: Store, ratings: StudyRules, worker: crowd.Worker, invite: crowd.Invite
-) -> None:
+def batch_step(store: Store, rules: StudyRules, worker: crowd.Worker, invite: crowd.Invite) -> None:
     """The next item of the worker's batch, with the batch's progress (responses only:
     attention checks come on top) and a flag for real responses."""
     progress = progress_of(store, worker, invite)
@@ -381,7 +379,7 @@ def batch_step(
         crowd.finish(store, worker)
         st.rerun()
         return
-    if rate_item(ratings, item, worker.username, "crowd"):
+    if rate_item(rules, item, worker.username, "crowd"):
         crowd.check_attention(store, worker)
         st.rerun()
     if item.instructed_score is not None:

@@ -16,10 +16,11 @@ from components.rating.crowd_admin import (
     platform_names,
     public_base,
 )
-from koed_core import csv_safe, i18n
+from koed_core import i18n
 from koed_core.i18n import _
 from koed_core.rating import crowd
 from koed_core.rating.crowd import address
+from koed_core.text import csv_safe
 
 
 def render_invite_form(open_studies: dict[int, str]) -> None:

@@ -230,7 +230,7 @@ def render_check(instruction: str) -> None:
     st.warning(md(said), icon=":material/priority_high:")
 
 
-def rate_item(ratings: StudyRules, item: RatingItem, username: str, prefix: str) -> bool:
+def rate_item(rules: StudyRules, item: RatingItem, username: str, prefix: str) -> bool:
     """The rubric, the item and its form; True once the rating is saved (the Rate page and
     a crowd worker's page both rate this way). The time on the item is stored with it."""
     _changed_elsewhere(item, prefix)
@@ -245,7 +245,7 @@ def rate_item(ratings: StudyRules, item: RatingItem, username: str, prefix: str)
     if draft is None:
         return False
     try:
-        ratings.save_rating(
+        rules.save_rating(
             item.assignment_id,
             username,
             draft.scores,

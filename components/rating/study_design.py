@@ -93,8 +93,8 @@ def render_planner(store: Store, studies: dict[int, str]) -> None:
     study = left.selectbox(
         _("Study"), list(studies), format_func=studies.get, key=state.STUDIES_PLAN_STUDY
     )
-    ratings = resources.ratings()
-    config = ratings.config(int(study))
+    rules = resources.rules()
+    config = rules.config(int(study))
     uses = computed.judge_uses(store, list(config.run_ids))
     if not uses:
         st.caption(_("No judge scored this study's runs yet: judge them, then plan."))
@@ -111,8 +111,8 @@ def render_planner(store: Store, studies: dict[int, str]) -> None:
     labels = run_labels(store)
     shown = table.assign(run_id=table["run_id"].map(labels)).rename(columns={"run_id": "run"})
     tables.show(shown.drop(columns=["width_goal"]), hide_index=True)
-    with_ppi = ppi_plan.next_batch_size(table, with_ppi=True)
-    alone = ppi_plan.next_batch_size(table, with_ppi=False)
+    with_ppi = ppi_plan.next_round_size(table, with_ppi=True)
+    alone = ppi_plan.next_round_size(table, with_ppi=False)
     st.caption(
         _(
             "Every gap at this width: {ppi} more dialogues with PPI++ ({ppi_ratings} "
@@ -131,8 +131,8 @@ def render_planner(store: Store, studies: dict[int, str]) -> None:
             "{alone} with people alone (people_needed_90; people_needed_low and _high: "
             "what the pilot's own uncertainty allows). Gaps out of reach at this width: "
             "{gone}.",
-            ppi=i18n.number(ppi_plan.next_batch_size(table, with_ppi=True, assured=True)),
-            alone=i18n.number(ppi_plan.next_batch_size(table, with_ppi=False, assured=True)),
+            ppi=i18n.number(ppi_plan.next_round_size(table, with_ppi=True, assured=True)),
+            alone=i18n.number(ppi_plan.next_round_size(table, with_ppi=False, assured=True)),
             gone=i18n.number(ppi_plan.unreachable(table)),
         )
     )
@@ -142,7 +142,7 @@ def render_planner(store: Store, studies: dict[int, str]) -> None:
         disabled=not random_design or with_ppi == 0,
     ):
         try:
-            grown, added = growth.add_batch(ratings, int(study), with_ppi)
+            grown, added = growth.add_round(rules, int(study), with_ppi)
         except KoedError as err:
             st.error(md(str(err)))
         else:

@@ -6,10 +6,10 @@ from __future__ import annotations
 import streamlit as st
 
 from components.core import computed, state, tables
-from koed_core import csv_safe
 from koed_core.db import JudgeConfig, Store
 from koed_core.i18n import _
 from koed_core.results.viewer import Viewer
+from koed_core.text import csv_safe
 
 
 def render_alt_test(store: Store, study: int, judge: JudgeConfig | None, viewer: Viewer) -> None:

@@ -7,7 +7,7 @@ import streamlit as st
 
 from components.core import computed, resources, state, tables, terms
 from components.core.literal import md
-from koed_core import csv_safe, i18n
+from koed_core import i18n
 from koed_core.db import JudgeConfig, Store
 from koed_core.i18n import N_, _
 from koed_core.models.runs import run_labels
@@ -19,6 +19,7 @@ from koed_core.results.figures import (
     turn_gap_figure,
 )
 from koed_core.results.viewer import Viewer
+from koed_core.text import csv_safe
 
 SOURCE_WORDS = {
     "judge": N_("judge"),

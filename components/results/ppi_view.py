@@ -9,12 +9,12 @@ import streamlit as st
 
 from components.core import computed, state, tables
 from components.core.literal import md
-from koed_core import csv_safe
 from koed_core.db import JudgeConfig, Store
 from koed_core.i18n import _
 from koed_core.results import ppi, ppi_table, score_sources
 from koed_core.results.figures import gap_figure
 from koed_core.results.viewer import Viewer
+from koed_core.text import csv_safe
 
 NUMBER = st.column_config.NumberColumn(format="%.3f")
 

@@ -13,7 +13,7 @@ import streamlit as st
 
 from components.core import auth, computed, resources, state, tables
 from components.core.literal import md
-from koed_core import csv_safe, i18n
+from koed_core import i18n
 from koed_core.annotation.taxonomy import CATEGORIES
 from koed_core.db import JudgeConfig, Store
 from koed_core.dialogues.dataset import Dataset
@@ -21,6 +21,7 @@ from koed_core.i18n import N_, _
 from koed_core.results import adaptation_gaps, score_sources
 from koed_core.results.figures import METRIC_ORDER, breakdown_figure
 from koed_core.results.viewer import Viewer
+from koed_core.text import csv_safe
 
 
 def category_name(code: str | None) -> str:

@@ -20,7 +20,7 @@ from koed_core.i18n import N_, _
 from koed_core.models.backends import make_client
 from koed_core.models.client import ChatClient, ModelError
 from koed_core.models.registry import ADHOC_PREFIX, DEFAULT_MODEL, ModelSpec, resolve_model
-from koed_core.redact import redact_url
+from koed_core.text.redact import redact_url
 
 SESSION_KEY_NAME = "OPENAI_API_KEY"
 
@@ -204,7 +204,7 @@ def model_picker(label: str, key: str, max_selections: int = 2) -> list[ModelSpe
 def render_model_note(spec: ModelSpec) -> None:
     """The registry's note, so the small offline model says it is small: in the reader's
     language when the shipped registry has it (its notes are in the catalog through
-    koed_core/toml_messages.py), a note of one's own as written."""
+    koed_core/text/toml_messages.py), a note of one's own as written."""
     if spec.notes:
         st.caption(md(_(spec.notes)))
 

@@ -32,8 +32,8 @@ from koed_core.annotation.spans import span_from_dict, span_to_dict
 from koed_core.annotation.taxonomy import AnnotationError, fixed_category
 from koed_core.dialogues.dataset import Dataset
 from koed_core.i18n import _
-from koed_core.plain_text import has_control
 from koed_core.private_files import write_private
+from koed_core.text.plain_text import has_control
 
 MAX_LINES = 20_000
 IMPORTED = "import:"
@@ -294,7 +294,7 @@ def export_project(
     ``lines`` off, when another format carries them), the agreement table (CSV) and the
     taxonomy they were made with (JSON)."""
     from koed_core.annotation.agreement import agreement_table
-    from koed_core.csv_safe import safe_frame
+    from koed_core.text.csv_safe import safe_frame
 
     project = annotations.project(project_id)
     files = []

@@ -13,8 +13,8 @@ from pathlib import Path
 
 from koed_core.annotation.taxonomy import AnnotationError
 from koed_core.i18n import _
-from koed_core.plain_text import has_control
 from koed_core.rating import accounts
+from koed_core.text.plain_text import has_control
 
 
 def check_name(username: str) -> None:

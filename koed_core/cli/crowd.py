@@ -169,15 +169,14 @@ def _store(args: argparse.Namespace, settings: Settings):  # type: ignore[no-unt
 
 def cmd_study_create(args: argparse.Namespace, settings: Settings) -> int:
     """Build a study from stored runs and print its id."""
-    from koed_core.db import Sampling, StudyConfig
+    from koed_core.db import Runs, Sampling, StudyConfig
     from koed_core.dialogues.dataset import load_dataset
     from koed_core.dialogues.sources import resolve_source
     from koed_core.rating.studies import StudyRules
 
     store = _store(args, settings)
     runs = tuple(r.strip() for r in args.runs.split(",") if r.strip())
-    known = {r["id"] for r in store.rows("select id from runs")}
-    missing = [r for r in runs if r not in known]
+    missing = [r for r in runs if not Runs(store).has_run(r)]
     if missing:
         raise CrowdCliError(f"no stored run {missing[0]!r} (`koed runs` lists them)")
     langs = tuple(lang.strip() for lang in args.langs.split(","))

@@ -159,11 +159,11 @@ def cmd_plan(args: argparse.Namespace, settings: Settings) -> int:
     overlap = StudyRules(store).config(study).overlap
     refused = sampling.refusal(StudyRules(store).config(study).sampling)
     for with_ppi, name in ((True, "with PPI++"), (False, "for people alone")):
-        if not ppi_plan.has_batch(table, with_ppi):
+        if not ppi_plan.has_round(table, with_ppi):
             print(f"next batch {name}: none ({refused or 'no gap has a plan'})")
             continue
-        size = ppi_plan.next_batch_size(table, with_ppi)
-        sure = ppi_plan.next_batch_size(table, with_ppi, assured=True)
+        size = ppi_plan.next_round_size(table, with_ppi)
+        sure = ppi_plan.next_round_size(table, with_ppi, assured=True)
         print(
             f"next batch {name}: {size} dialogues ({size * 2 * overlap} ratings); "
             f"{sure} to meet the width in 90% of studies"
@@ -189,18 +189,18 @@ def _build(args: argparse.Namespace, store, study: int, table, refused: str | No
     from koed_core.results import ppi_plan
 
     with_ppi = not args.people_alone
-    if not ppi_plan.has_batch(table, with_ppi):
+    if not ppi_plan.has_round(table, with_ppi):
         reason = refused if with_ppi and refused else "no gap has a plan at this width"
         hint = "; --people-alone sizes it for people alone" if with_ppi else ""
         print(f"no batch added: {reason}{hint}", file=sys.stderr)
         return 1
-    more = ppi_plan.next_batch_size(table, with_ppi, assured=args.assured)
+    more = ppi_plan.next_round_size(table, with_ppi, assured=args.assured)
     if more == 0:
         print("nothing to add: every gap within reach meets the width already")
         return 0
     if args.active:
         return _build_active(args, store, study, more)
-    config, added = growth.add_batch(StudyRules(store), study, more)
+    config, added = growth.add_round(StudyRules(store), study, more)
     print(f"added {len(added)} dialogues; {sampling.describe(config.sampling)}")
     return 0
 

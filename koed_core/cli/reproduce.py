@@ -130,9 +130,9 @@ def cmd_reproduce(args: argparse.Namespace, settings: Settings) -> int:
             write_claims(checked, args.out)  # claims.md, and the claims in the README
         print(f"wrote the table and the export bundle to {args.out}")
         if moved is not None:
-            from koed_core.csv_safe import to_csv
             from koed_core.private_files import write_private
             from koed_core.results.sensitivity import to_markdown
+            from koed_core.text.csv_safe import to_csv
 
             # a variant's name is the plan author's text: a cell starting "=" stays text
             write_private(args.out / "sensitivity.csv", to_csv(moved, bom=False))

@@ -30,7 +30,7 @@ def register(groups: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
 
 
 def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
-    """A resumable batch run with a progress bar; exit 1 if any request failed for good."""
+    """A resumable run with a progress bar; exit 1 if any request failed for good."""
     request = request_from(args, RunRequest)
     if request is None:
         return 2

@@ -159,7 +159,7 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     if plan.domain:  # the address `koed invite create` and the Studies page read
         record_domain(store, plan.domain)
     applied = store.journal_mode()
-    store.db.conn.close()
+    store.close()
     _write_configuration(plan)
     env = {
         **os.environ,

@@ -14,14 +14,18 @@ from __future__ import annotations
 import json
 import os
 import pwd
-import re
 import socket
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from koed_core.errors import KoedError
+from koed_core.cli.serve_ini import (
+    SupervisorIni,
+    Written,
+    command,
+    here,
+)
 from koed_core.paths import PROJECT_ROOT
 
 STICKY_COOKIE = "koed_route"
@@ -155,127 +159,88 @@ def _listen(host: str, port: int) -> str:
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
-class ConfigValueError(KoedError):
-    """A value supervisord's file format cannot hold as it is."""
+def _program(name: str, argv: list[str], priority: int = 999) -> dict[str, str | int | Written]:
+    return {
+        "command": command(argv),
+        "directory": str(PROJECT_ROOT),
+        "autostart": "true",
+        "autorestart": "true",
+        "startsecs": 2,
+        "startretries": 10,
+        "stopsignal": "TERM",
+        "stopwaitsecs": STOP_GRACE_S + 2,
+        "stopasgroup": "true",
+        "killasgroup": "true",
+        "priority": priority,
+        "stdout_logfile": here("stdout_logfile", f"logs/{name}.log"),
+        "redirect_stderr": "true",
+        "stdout_logfile_maxbytes": "10MB",
+        "stdout_logfile_backups": 3,
+    }
 
 
-_INLINE_COMMENT = re.compile(r"\s[;#]")
-
-
-def _value(key: str, value: str) -> str:
-    """One ``key=value`` line of supervisord's ini file, with the value read back exactly.
-
-    supervisord reads its file with :mod:`configparser` (``;`` and ``#`` after a space
-    start a comment, surrounding spaces are dropped, a newline starts a new key or
-    section) and then expands ``%(name)s``, twice for log file names: a value that these
-    rules would change is refused rather than escaped. tests/test_serve_guard.py reads
-    the file back with supervisord's own parser.
-
-    Raises:
-        ConfigValueError: the value holds a control character, ``%``, a comment marker
-            after a space, or surrounding spaces.
-    """
-    if (
-        re.search(r"[\x00-\x1f\x7f%]", value)
-        or _INLINE_COMMENT.search(value)
-        or value != value.strip()
-    ):
-        raise ConfigValueError(
-            f"supervisord's configuration cannot hold {value!r} as {key}: give paths "
-            "without newlines, tabs, '%', surrounding spaces, ' ;' or ' #'"
-        )
-    return f"{key}={value}\n"
-
-
-def _program(name: str, command: list[str], plan: ServePlan, priority: int = 999) -> str:
-    line = " ".join(_quoted(part) for part in command)
-    return (
-        f"[program:{name}]\n"
-        + _value("command", line)
-        + _value("directory", str(PROJECT_ROOT))
-        + "autostart=true\n"
-        "autorestart=true\n"
-        "startsecs=2\n"
-        "startretries=10\n"
-        "stopsignal=TERM\n"
-        f"stopwaitsecs={STOP_GRACE_S + 2}\n"
-        "stopasgroup=true\n"
-        "killasgroup=true\n"
-        f"priority={priority}\n"
-        + _value("stdout_logfile", f"{plan.run_dir}/logs/{name}.log")
-        + "redirect_stderr=true\n"
-        "stdout_logfile_maxbytes=10MB\n"
-        "stdout_logfile_backups=3\n"
-    )
-
-
-def _quoted(part: str) -> str:
-    """supervisord splits a command with shlex: quote what has spaces or quotes."""
-    if part and not any(c in part for c in " \t\"'\\#;"):
-        return part
-    return '"' + part.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
-def _run_as() -> str:
+def _run_as() -> dict[str, str | int | Written]:
     """Under root, say so: supervisord logs a CRIT line at every start otherwise. It
     never switches user: ``user=`` names the user it already runs as."""
-    if os.geteuid() != 0:
-        return ""
-    return _value("user", pwd.getpwuid(0).pw_name)
+    return {"user": pwd.getpwuid(0).pw_name} if os.geteuid() == 0 else {}
 
 
 def supervisord_conf(plan: ServePlan, password: str) -> str:
     """supervisord's configuration: the app processes, the worker, Caddy, the backups.
 
     ``password`` guards the control socket (inside the owner-only run folder already):
-    supervisord logs a CRIT line at every start for a socket without one.
+    supervisord logs a CRIT line at every start for a socket without one. Written by
+    :mod:`koed_core.cli.serve_ini`: the run folder appears as supervisord's ``%(here)s``
+    (the file is written into it), every other value quoted by supervisord's rules.
 
     Raises:
-        ConfigValueError: a path supervisord's file cannot hold (see :func:`_value`).
+        ConfigValueError: the checkout folder holds what supervisord's format cannot
+            (see :func:`koed_core.cli.serve_ini.literal`).
     """
     python = sys.executable
     app = str(PROJECT_ROOT / "app.py")
-    socket_path = f"{plan.run_dir}/supervisor.sock"
-    parts = [
-        "[supervisord]\n"
-        "nodaemon=true\n"
-        + _value("logfile", f"{plan.run_dir}/logs/supervisord.log")
-        + _value("pidfile", f"{plan.run_dir}/supervisord.pid")
-        + _value("childlogdir", f"{plan.run_dir}/logs")
-        + "loglevel=info\n"
-        + "silent=true\n"  # koed serve reads this log and says what matters
-        + _run_as(),
-        "[unix_http_server]\n"
-        + _value("file", socket_path)
-        + "chmod=0700\nusername=koed\n"
-        + _value("password", password),
-        "[rpcinterface:supervisor]\n"
-        "supervisor.rpcinterface_factory = supervisor.rpcinterface:make_main_rpcinterface\n",
-        "[supervisorctl]\n"
-        + _value("serverurl", f"unix://{socket_path}")
-        + "username=koed\n"
-        + _value("password", password),
-    ]
+    ini = SupervisorIni()
+    ini.section(
+        "supervisord",
+        {
+            "nodaemon": "true",
+            "logfile": here("logfile", "logs/supervisord.log"),
+            "pidfile": here("pidfile", "supervisord.pid"),
+            "childlogdir": here("childlogdir", "logs"),
+            "loglevel": "info",
+            "silent": "true",  # koed serve reads this log and says what matters
+            **_run_as(),
+        },
+    )
+    guard = {"username": "koed", "password": password}
+    ini.section(
+        "unix_http_server", {"file": here("file", "supervisor.sock"), "chmod": "0700", **guard}
+    )
+    ini.section(
+        "rpcinterface:supervisor",
+        {"supervisor.rpcinterface_factory": "supervisor.rpcinterface:make_main_rpcinterface"},
+    )
+    ini.section("supervisorctl", {"serverurl": Written("unix://%(here)s/supervisor.sock"), **guard})
     for index, port in enumerate(plan.app_ports):
-        command = [
+        argv = [
             python, "-m", "streamlit", "run", app,
             f"--server.port={port}", "--server.address=127.0.0.1", "--server.headless=true",
         ]  # fmt: skip
-        parts.append(_program(f"app-{index}", command, plan))
+        ini.section(f"program:app-{index}", _program(f"app-{index}", argv))
     # the database comes from KOED_DB in the environment supervisord passes on
-    parts.append(_program("worker", [python, "-m", "koed_core.cli", "worker"], plan))
+    ini.section("program:worker", _program("worker", [python, "-m", "koed_core.cli", "worker"]))
     if plan.hooks_port:  # Prolific's signed events (Streamlit cannot take a POST)
         hooks = [python, "-m", "koed_core.cli", "prolific", "receive",
                  "--port", str(plan.hooks_port)]  # fmt: skip
-        parts.append(_program("hooks", hooks, plan))
+        ini.section("program:hooks", _program("hooks", hooks))
     caddy = [plan.caddy, "run", "--config", str(plan.run_dir / "caddy.json")]
     # started after the apps, stopped before them: a page's reconnects end at once
-    parts.append(_program("caddy", caddy, plan, priority=1000))
+    ini.section("program:caddy", _program("caddy", caddy, priority=1000))
     if plan.backup_every_min and plan.backup_dir:
         backups = [
             python, "-m", "koed_core.cli", "db", "backup",
             "--every", f"{plan.backup_every_min:g}", "--dir", str(plan.backup_dir),
             "--keep", str(plan.backup_keep),
         ]  # fmt: skip
-        parts.append(_program("backup", backups, plan))
-    return "\n".join(parts)
+        ini.section("program:backup", _program("backup", backups))
+    return ini.text()

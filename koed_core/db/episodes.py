@@ -182,6 +182,85 @@ class Episodes:
             params,
         )
 
+    def whole_scores(self, config: JudgeConfig) -> pd.DataFrame:
+        """Whole-episode verdicts under one configuration (judged on the last Listener
+        turn's row): the mean over samples per (response, dimension)."""
+        return self.store.frame(
+            f"""select s.run_id, s.conv_id, s.lang, j.dimension as metric, avg(j.score) as value
+                from judgments j join responses s on s.id = j.response_id
+                where s.turn is not null and j.error is null and j.score is not null
+                  and {_where("j")}
+                group by j.response_id, j.dimension""",
+            _params(config),
+        )
+
+    def speaker_scores(self, config: JudgeConfig) -> pd.DataFrame:
+        """The Speaker checks under one configuration, one row per checked Speaker turn."""
+        return self.store.frame(
+            f"""select t.run_id, t.conv_id, t.lang, j.dimension as metric, j.score as value
+                from judgments j join episode_turns t on t.id = j.response_id
+                where j.error is null and j.score is not null and {_where("j")}""",
+            _params(config),
+        )
+
+    def rated_whole_scores(self, study_id: int) -> pd.DataFrame:
+        """Raters' scores of whole episodes in one study: the mean per (episode, dimension)."""
+        return self.store.frame(
+            """select s.run_id, i.conv_id, i.lang, r.dimension as metric, avg(r.score) as value
+               from ratings r join study_items i on i.id = r.item_id
+               join responses s on s.id = r.response_key
+               where r.study_id = ? and i.kind = 'episode' and r.score is not null
+               group by r.response_key, r.dimension""",
+            [study_id],
+        )
+
+    def run_configs(self) -> list[tuple[str, dict[str, Any]]]:
+        """Every episode run's id and stored configuration, oldest first."""
+        rows = self.store.rows(
+            "select id, config from runs where kind = 'episodes' order by created"
+        )
+        return [(str(r["id"]), json.loads(r["config"])) for r in rows]
+
+    def verdict_configs(self, mode: str) -> list[JudgeConfig]:
+        """The configurations that judged in ``mode`` (``episode``: whole episodes,
+        ``speaker``: Speaker checks), most recent first."""
+        rows = self.store.rows(
+            """select judge_model, mode, prompt_version, coalesce(rubric_version, 'unknown') as
+                      rubric_version, template, parse, replicate, max(created) as last
+               from judgments where mode = ? and error is null
+               group by 1, 2, 3, 4, 5, 6, 7 order by last desc""",
+            [mode],
+        )
+        return [
+            JudgeConfig(
+                r["judge_model"],
+                r["mode"],
+                r["prompt_version"],
+                r["rubric_version"],
+                r["template"],
+                r["parse"],
+                int(r["replicate"] or 0),
+            )
+            for r in rows
+        ]
+
+    def kept_speaker_turns(self, run_id: str) -> list[dict[str, Any]]:
+        """The Speaker turns each episode of a run went on from: id, conv_id, lang, turn."""
+        return self.store.rows(
+            """select id, conv_id, lang, turn from episode_turns
+               where run_id = ? and kept = 1 and error is null order by conv_id, lang, turn""",
+            [run_id],
+        )
+
+    def opening_turns(self, run_id: str, conv_id: str, lang: str) -> int:
+        """How many of the dataset's own turns an episode started from (0 if none stored)."""
+        rows = self.store.rows(
+            """select context from responses where run_id = ? and conv_id = ? and lang = ?
+               and turn = 1 limit 1""",
+            [run_id, conv_id, lang],
+        )
+        return len(json.loads(rows[0]["context"] or "[]")) if rows else 0
+
     def turn_ratings(self, study_id: int) -> pd.DataFrame:
         """Raters' scores of episode Listener turns in one study: their mean per
         (response, dimension), with the turn."""

@@ -110,6 +110,17 @@ class Judgments:
         )
         return {r["id"] for r in rows}
 
+    def answered_pairs(self, config: JudgeConfig) -> set[tuple[str, str]]:
+        """(response or Speaker turn id, dimension) answered without error by a judge of
+        ``config``'s model, mode, prompt version and replicate (episode judging asks the
+        rest again)."""
+        rows = self.store.rows(
+            """select response_id, dimension from judgments where judge_model = ? and mode = ?
+               and prompt_version = ? and replicate = ? and error is null""",
+            [config.model, config.mode, config.prompt_version, config.replicate],
+        )
+        return {(r["response_id"], r["dimension"]) for r in rows}
+
     def configs(self, run_ids: Sequence[str] | None = None) -> list[JudgeConfigUse]:
         """Judge configurations that scored single replies (of these runs), most recent
         first. Whole-episode verdicts and Speaker checks score other things and are read

@@ -121,7 +121,7 @@ def m002_provenance(db: sqlite_utils.Database) -> None:
 def m003_access(db: sqlite_utils.Database) -> None:
     """Studies can be closed (their results are published then), paid model calls are
     counted per account, and server URLs stored by 0.1.0 lose their credentials."""
-    from koed_core.redact import redact_url
+    from koed_core.text.redact import redact_url
 
     _script(
         db,
@@ -496,5 +496,5 @@ def unknown(db: sqlite_utils.Database) -> list[str]:
     return [name for name in applied(db) if name not in known]
 
 
-for _topic in ("prolific", "settings", "active"):  # m024, m025, m027: in the numbers' order
+for _topic in ("prolific", "settings", "words", "active"):  # m024 to m027, in their order
     importlib.import_module(f"koed_core.db.migrations_{_topic}")  # each registers its own

@@ -127,6 +127,16 @@ class Ratings:
         rows = self.store.rows("select * from studies where id = ?", [study_id])
         return {**rows[0], "config": json.loads(rows[0]["config"])} if rows else None
 
+    def items_of_kind(self, study_id: int, kind: str) -> list[dict[str, Any]]:
+        """A study's items of one kind (``response``, ``attention``, ``episode``) in the
+        order they were added, with their texts: context (JSON), response, and an
+        attention check's instruction and instructed score."""
+        return self.store.rows(
+            "select conv_id, lang, context, response, instruction, instructed_score from "
+            "study_items where study_id = ? and kind = ? order by id",
+            [study_id, kind],
+        )
+
     def update_config(self, study_id: int, config: dict[str, Any]) -> None:
         """Store a study's configuration again (inside the caller's transaction): its
         sample grew by a batch."""

@@ -100,7 +100,7 @@ class Runs:
     def save_response(
         self, record: ResponseRecord, score: EmotionScore | None, gold: frozenset[str] | None
     ) -> str:
-        """Store one response and its emotion score, in one transaction, and let its claim
+        """Store one response and its emotion score, in one transaction, and let its lock
         go. A stored answer is never replaced: a failure stored earlier gives way to an
         answer, but an answer already there (another process's) stays as it is."""
         row = asdict(record)
@@ -109,7 +109,7 @@ class Runs:
         row["id"] = record.response_id
         row["created"] = now()
         with self.store.write():
-            self.store.db.execute("delete from response_claims where response_id = ?", [row["id"]])
+            self.store.db.execute("delete from item_locks where response_id = ?", [row["id"]])
             if self.store.rows(
                 "select 1 from responses where id = ? and error is null", [row["id"]]
             ):

@@ -198,3 +198,9 @@ class Store:
     def journal_mode(self) -> str:
         """The database's journal mode (``wal`` once opened here)."""
         return str(self.db.execute("pragma journal_mode").fetchone()[0])
+
+    def close(self) -> None:
+        """Close the connection (a process that hands the file to others, as `koed serve`
+        does after migrating it, holds no handle of its own)."""
+        with self._lock:
+            self.db.conn.close()

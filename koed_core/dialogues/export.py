@@ -12,9 +12,9 @@ from typing import Any
 
 import pandas as pd
 
-from koed_core import csv_safe
 from koed_core.dialogues.dialogue import Dialogue
 from koed_core.dialogues.labels import gloss
+from koed_core.text import csv_safe
 
 CSV_COLUMNS = [
     "conv_id",

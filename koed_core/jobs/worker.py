@@ -27,12 +27,20 @@ from contextlib import suppress
 from pathlib import Path
 from typing import TypeVar
 
+from tenacity import (
+    RetryCallState,
+    Retrying,
+    retry_if_exception_type,
+    stop_after_delay,
+    wait_fixed,
+)
+
 from koed_core.db import Store
 from koed_core.db.jobs import Job, Jobs
 from koed_core.errors import KoedError
 from koed_core.i18n import N_
 from koed_core.jobs.kinds import Environment, Hooks, execute, params_of
-from koed_core.models.batch import BatchReport
+from koed_core.models.passes import PassReport
 
 BEAT_S = 2.0
 RECORD_RETRY_S = 2.0
@@ -186,19 +194,24 @@ class Worker:
         """Write a job's outcome, waiting for the database if it cannot take it now (a full
         disk, a long lock): a job must never stay "running" because its end was lost.
         After ``record_for_s`` it gives up; the next worker then finds the job orphaned."""
-        deadline = time.monotonic() + self.record_for_s
-        waited = False
-        while True:
-            try:
-                return write()
-            except (sqlite3.Error, OSError) as err:
-                if time.monotonic() >= deadline:
-                    log(f"job {job_id}: could not record '{what}' ({err}); giving up")
-                    return None
-                if not waited:
-                    log(f"job {job_id}: could not record '{what}' yet ({err}); trying again")
-                waited = True
-                time.sleep(self.record_retry_s)
+
+        def first_wait(state: RetryCallState) -> None:
+            if state.attempt_number == 1 and state.outcome is not None:
+                err = state.outcome.exception()
+                log(f"job {job_id}: could not record '{what}' yet ({err}); trying again")
+
+        retrying = Retrying(
+            stop=stop_after_delay(self.record_for_s),
+            wait=wait_fixed(self.record_retry_s),
+            retry=retry_if_exception_type((sqlite3.Error, OSError)),
+            before_sleep=first_wait,
+            reraise=True,
+        )
+        try:
+            return retrying(write)
+        except (sqlite3.Error, OSError) as err:
+            log(f"job {job_id}: could not record '{what}' ({err}); giving up")
+            return None
 
 
 def failure_reason(err: BaseException) -> str:
@@ -218,16 +231,16 @@ class _Reporter:
         self.jobs = jobs
         self.job_id = job_id
         self.lock = threading.Lock()
-        self.steps: dict[str, BatchReport] = {}
+        self.steps: dict[str, PassReport] = {}
         self.message: str | None = None
         self.start = time.monotonic()
         self.first_done: int | None = None
         self.last = 0.0
 
-    def watch(self, report: BatchReport) -> None:
+    def watch(self, report: PassReport) -> None:
         self.step("", report)
 
-    def step(self, name: str, report: BatchReport) -> None:
+    def step(self, name: str, report: PassReport) -> None:
         with self.lock:
             self.steps[name] = report
             if time.monotonic() - self.last >= PROGRESS_EVERY_S or report.finished == (

@@ -29,8 +29,8 @@ from koed_core.dialogues.variants import text_lang
 from koed_core.judge.request import JudgeRequest
 from koed_core.judge.rubric import SCALE, codes, dimensions, rubric_version
 from koed_core.judge.verdicts import FENCE_CLOSE, FENCE_OPEN, LANGUAGE, fenced
-from koed_core.models.batch import NO_HOOKS, BatchReport, Outcome, PassHooks, run_batch, workers_for
 from koed_core.models.client import ChatClient, GenerationSettings, ModelError, capped
+from koed_core.models.passes import NO_HOOKS, Outcome, PassHooks, PassReport, run_pass, workers_for
 from koed_core.models.protocol import Message
 from koed_core.models.registry import ModelSpec
 from koed_core.models.speaker import emotion_words
@@ -120,11 +120,9 @@ def episodes_of(store: Store, run_id: str) -> list[EpisodeText]:
 
 def speaker_turns_of(store: Store, run_id: str) -> list[EpisodeText]:
     """Every Speaker turn an episode kept, with the conversation up to and including it."""
-    rows = store.rows(
-        """select id, conv_id, lang, turn from episode_turns
-           where run_id = ? and kept = 1 and error is null order by conv_id, lang, turn""",
-        [run_id],
-    )
+    from koed_core.db.episodes import Episodes
+
+    rows = Episodes(store).kept_speaker_turns(run_id)
     whole = {(e.conv_id, e.lang): e for e in episodes_of(store, run_id)}
     out = []
     for row in rows:
@@ -134,7 +132,7 @@ def speaker_turns_of(store: Store, run_id: str) -> list[EpisodeText]:
         # the n-th kept Speaker turn after the dataset's own turns is the n-th "speaker"
         # line of the episode part; the dataset's turns are the same in every episode
         seen, cut = 0, None
-        start = _dataset_turns(store, run_id, row["conv_id"], row["lang"])
+        start = Episodes(store).opening_turns(run_id, row["conv_id"], row["lang"])
         for n, (role, _text) in enumerate(episode.lines[start:], start=start):
             if role == "speaker":
                 seen += 1
@@ -145,15 +143,6 @@ def speaker_turns_of(store: Store, run_id: str) -> list[EpisodeText]:
             lines = episode.lines[: cut + 1]
             out.append(EpisodeText(row["id"], row["conv_id"], row["lang"], lines))
     return out
-
-
-def _dataset_turns(store: Store, run_id: str, conv_id: str, lang: str) -> int:
-    rows = store.rows(
-        """select context from responses where run_id = ? and conv_id = ? and lang = ?
-           and turn = 1 limit 1""",
-        [run_id, conv_id, lang],
-    )
-    return len(json.loads(rows[0]["context"] or "[]")) if rows else 0
 
 
 def whole_messages(episode: EpisodeText, dimension: str, dialogue: Dialogue) -> list[Message]:
@@ -301,21 +290,14 @@ def _judge(
     calls: Sequence[Call],
     concurrency: int,
     hooks: PassHooks,
-) -> BatchReport:
+) -> PassReport:
     """Every call not answered yet under ``config``; each answer stored as it comes (a
     failed call is stored with its error and asked again next time)."""
     judgments = Judgments(store)
     settings = GenerationSettings(
         temperature=config.temperature, max_tokens=MAX_TOKENS, stop=hooks.stop
     )
-    answered = {
-        (r["response_id"], r["dimension"])
-        for r in store.rows(
-            """select response_id, dimension from judgments where judge_model = ? and mode = ?
-               and prompt_version = ? and replicate = ? and error is null""",
-            [config.model, config.mode, config.prompt_version, config.replicate],
-        )
-    }
+    answered = judgments.answered_pairs(config)
     done = {c.key for c in calls if all((c.response_id, n) in answered for n in c.read)}
 
     def ask(call: Call) -> str | ModelError:
@@ -335,7 +317,7 @@ def _judge(
             return Outcome("unscored", str(rows[0]["unscored_reason"] or "no score"))
         return Outcome("ok")
 
-    return run_batch(
+    return run_pass(
         list(calls),
         done=lambda call: call.key in done,
         work=ask,
@@ -353,7 +335,7 @@ def judge_whole_episodes(
     dialogues: Mapping[str, Dialogue],
     *,
     hooks: PassHooks = NO_HOOKS,
-) -> BatchReport:
+) -> PassReport:
     """Score every episode of the request's run whole: the five dimensions and UND, one
     call each, stored under :func:`whole_config` (its replicate the request's)."""
     run_id = request.run_id
@@ -380,7 +362,7 @@ def check_speakers(
     dialogues: Mapping[str, Dialogue],
     *,
     hooks: PassHooks = NO_HOOKS,
-) -> BatchReport:
+) -> PassReport:
     """Check every Speaker turn the request's run's episodes kept (SIT, HID, NAT in one
     call), stored under :func:`speaker_config`."""
     run_id = request.run_id

@@ -31,8 +31,8 @@ from koed_core.judge.verdicts import (
     parse_verdict,
     rescue_authors,
 )
-from koed_core.models.batch import NO_HOOKS, BatchReport, Outcome, PassHooks, run_batch, workers_for
 from koed_core.models.client import ChatClient, GenerationSettings, ModelError, capped
+from koed_core.models.passes import NO_HOOKS, Outcome, PassHooks, PassReport, run_pass, workers_for
 from koed_core.models.protocol import Message
 from koed_core.models.registry import ModelSpec
 
@@ -275,7 +275,7 @@ def judge_run(
     request: JudgeRequest,
     *,
     hooks: PassHooks = NO_HOOKS,
-) -> BatchReport:
+) -> PassReport:
     """Judge what is not judged yet of the request's run under its configuration; store
     answers as they come.
 
@@ -323,7 +323,7 @@ def judge_run(
         return Outcome("unscored", reason_kind(verdict.unscored_reason if verdict else None))
 
     done = judgments.done(config)
-    return run_batch(
+    return run_pass(
         tasks_for(store, request.run_id, chosen, request.samples_asked()),
         done=lambda task: judgment_key(task, config) in done,
         work=lambda task: _ask(client, task, mode, settings, request.attempts, steps),

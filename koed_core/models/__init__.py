@@ -1,6 +1,6 @@
 """Models answering KoED: the registry, the one chat-client interface and its backends,
 the listener protocol and prompt sets, reading the emotion out of a reply, runs over
-the benchmark and the resumable batch engine they share with judging.
+the benchmark and the resumable pass engine they share with judging.
 """
 
 from __future__ import annotations

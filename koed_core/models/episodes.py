@@ -27,15 +27,6 @@ from koed_core.db.episodes import Episodes, SpeakerRecord
 from koed_core.dialogues.dialogue import Dialogue
 from koed_core.dialogues.variants import text_lang
 from koed_core.errors import KoedError
-from koed_core.models.batch import (
-    NO_HOOKS,
-    BatchReport,
-    Outcome,
-    PassHooks,
-    patiently,
-    run_batch,
-    workers_for,
-)
 from koed_core.models.client import (
     ChatClient,
     GenerationSettings,
@@ -43,6 +34,15 @@ from koed_core.models.client import (
     capped,
 )
 from koed_core.models.oracle import OracleListener, oracle_version
+from koed_core.models.passes import (
+    NO_HOOKS,
+    Outcome,
+    PassHooks,
+    PassReport,
+    patiently,
+    run_pass,
+    workers_for,
+)
 from koed_core.models.pipeline import Steps
 from koed_core.models.prompts import PromptSet
 from koed_core.models.protocol import ContextTurn, ListenerTask, Protocol, build_task
@@ -335,7 +335,7 @@ def run_episodes(
     request: EpisodeRequest,
     *,
     hooks: PassHooks = NO_HOOKS,
-) -> BatchReport:
+) -> PassReport:
     """Play every planned episode not finished yet; the report counts episodes.
 
     ``dialogues`` are the ones chosen (``request.dialogues``); the request resolves the
@@ -385,7 +385,7 @@ def run_episodes(
     workers = min(
         workers_for(listening, request.concurrency), workers_for(speaking, request.concurrency)
     )
-    return run_batch(
+    return run_pass(
         episodes,
         done=lambda episode: episode.key in done,
         work=lambda episode: play(setup, episode, states.get(episode.key, EpisodeState())),

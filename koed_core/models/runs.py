@@ -17,20 +17,11 @@ from functools import cached_property
 from typing import Any
 
 from koed_core.db import ResponseRecord, RunConfig, Runs, Store, short_hash
-from koed_core.db.claims import ItemClaims
+from koed_core.db.item_locks import ItemLocks
 from koed_core.db.owners import this_process
 from koed_core.dialogues.dialogue import Dialogue
 from koed_core.dialogues.variants import VARIANTS, text_lang
 from koed_core.errors import KoedError
-from koed_core.models.batch import (
-    NO_HOOKS,
-    BatchReport,
-    Outcome,
-    PassHooks,
-    patiently,
-    run_batch,
-    workers_for,
-)
 from koed_core.models.client import (
     MAX_REPLY_CHARS,
     ChatClient,
@@ -40,6 +31,15 @@ from koed_core.models.client import (
     capped,
 )
 from koed_core.models.emotions import ParsedReply, parse_reply, parse_two_calls, score_emotions
+from koed_core.models.passes import (
+    NO_HOOKS,
+    Outcome,
+    PassHooks,
+    PassReport,
+    patiently,
+    run_pass,
+    workers_for,
+)
 from koed_core.models.pipeline import EARLIER, Steps, postprocessed, reply_emotion
 from koed_core.models.prompts import (
     PROMPT_SETS,
@@ -58,8 +58,8 @@ from koed_core.models.protocol import (
 from koed_core.models.registry import ModelSpec
 from koed_core.models.request import RunRequest
 from koed_core.models.variant_texts import variants_for
-from koed_core.redact import redact_url
 from koed_core.run_steps import declared
+from koed_core.text.redact import redact_url
 
 Answer = tuple[Completion | ModelError, ParsedReply | None, str | None]
 """The outcome, the parsed reply, and the paper set's emotion answer (else None)."""
@@ -300,7 +300,7 @@ def run_benchmark(
     *,
     hooks: PassHooks = NO_HOOKS,
     reuse: Reuse | None = None,
-) -> BatchReport:
+) -> PassReport:
     """Answer every planned item not already stored; store each answer as it arrives.
 
     ``dialogues`` are the ones chosen (``request.dialogues``); the request's ``limit``
@@ -349,7 +349,7 @@ def run_benchmark(
         }
 
     owner = f"{this_process()}#{uuid.uuid4().hex[:12]}"  # this pass of this process
-    claims = ItemClaims(store)
+    locks = ItemLocks(store)
     finished = Runs(store).finished(run_id)
 
     def key(item: Item) -> tuple[str, str, str]:
@@ -360,7 +360,7 @@ def run_benchmark(
 
     def store_one(item: Item, result: Answer) -> Outcome:
         if isinstance(result[0], ModelError) and result[0].kind == "cancelled":
-            patiently(lambda: claims.release_item(response_id(item), owner))
+            patiently(lambda: locks.unlock_item(response_id(item), owner))
             return Outcome("cancelled")
         record = save(store, run_id, item, result, scored)
         if record.error:
@@ -368,7 +368,7 @@ def run_benchmark(
         return Outcome("ok")
 
     try:
-        return run_batch(
+        return run_pass(
             items,
             done=lambda item: key(item) in finished,
             work=lambda item: (
@@ -380,10 +380,10 @@ def run_benchmark(
             workers=workers_for(client, request.concurrency),
             hooks=hooks,
             run_id=run_id,
-            claim=lambda item: claims.claim_item(run_id, response_id(item), owner),
+            lock=lambda item: locks.lock_item(run_id, response_id(item), owner),
         )
     finally:
-        patiently(lambda: claims.release_claims(owner))  # an ended pass holds nothing
+        patiently(lambda: locks.unlock_all(owner))  # an ended pass holds nothing
 
 
 def timed_stream(

@@ -13,21 +13,21 @@ from koed_core.rating.sampling import next_batch
 from koed_core.rating.studies import StudyRules
 
 
-def add_batch(ratings: StudyRules, study_id: int, more: int) -> tuple[StudyConfig, list[str]]:
+def add_round(rules: StudyRules, study_id: int, more: int) -> tuple[StudyConfig, list[str]]:
     """Add the next ``more`` dialogues of a study's random design to the study: their
     responses become items, and the study's recorded design grows with them.
 
     Returns:
         The new configuration and the conv_ids added.
     """
-    config = ratings.config(study_id)
-    rows = Runs(ratings.store).answered(config.run_ids, config.langs)
+    config = rules.config(study_id)
+    rows = Runs(rules.store).answered(config.run_ids, config.langs)
     grown = next_batch(config.sampling, [r["conv_id"] for r in rows], more)
     added = sorted(set(grown.conv_ids) - set(config.sampling.conv_ids))
     new_config = replace(config, sampling=grown)
-    with ratings.store.write():
+    with rules.store.write():
         for row in rows:
             if row["conv_id"] in added:
-                ratings.add_response_item(study_id, row)
-        ratings.q.update_config(study_id, asdict(new_config))
+                rules.add_response_item(study_id, row)
+        rules.q.update_config(study_id, asdict(new_config))
     return new_config, added

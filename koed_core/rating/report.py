@@ -12,23 +12,23 @@ from typing import Any
 
 import pandas as pd
 
-from koed_core import csv_safe
 from koed_core.i18n import _
 from koed_core.rating.server_key import pseudonym
 from koed_core.rating.studies import StudyRules, check_verdicts
+from koed_core.text import csv_safe
 
 MIN_PAIRS = 5
 
 
-def ratings_frame(ratings: StudyRules, study_id: int) -> pd.DataFrame:
+def ratings_frame(rules: StudyRules, study_id: int) -> pd.DataFrame:
     """One row per (item, rater, dimension) with the item's kind and language."""
-    return ratings.q.ratings_frame(study_id)
+    return rules.q.ratings_frame(study_id)
 
 
-def item_progress(ratings: StudyRules, study_id: int) -> pd.DataFrame:
+def item_progress(rules: StudyRules, study_id: int) -> pd.DataFrame:
     """Per item: raters done and in progress, against the overlap target."""
-    overlap = ratings.config(study_id).overlap
-    frame = ratings.q.item_progress(study_id)
+    overlap = rules.config(study_id).overlap
+    frame = rules.q.item_progress(study_id)
     if not frame.empty:
         frame = frame.fillna(0)
         frame["target"] = [overlap if k != "attention" else None for k in frame["kind"]]
@@ -48,12 +48,12 @@ def study_totals(items: pd.DataFrame, raters: pd.DataFrame) -> dict[str, Any]:
     }
 
 
-def rater_report(ratings: StudyRules, study_id: int) -> pd.DataFrame:
+def rater_report(rules: StudyRules, study_id: int) -> pd.DataFrame:
     """Per rater: items done, median seconds per item, attention pass rate, LOO agreement."""
-    frame = ratings.q.rater_counts(study_id)
+    frame = rules.q.rater_counts(study_id)
     if frame.empty:
         return frame
-    data = ratings_frame(ratings, study_id)
+    data = ratings_frame(rules, study_id)
     rows = []
     for username in frame["username"]:
         own = data[data["username"] == username] if not data.empty else data
@@ -111,10 +111,10 @@ def _leave_one_out(data: pd.DataFrame, username: str) -> dict[str, Any]:
     return {"loo_spearman": round(rho, 3), "loo_pairs": pairs, "loo_note": reading}
 
 
-def export_rows(ratings: StudyRules, study_id: int, key: bytes) -> list[dict[str, Any]]:
+def export_rows(rules: StudyRules, study_id: int, key: bytes) -> list[dict[str, Any]]:
     """Every rating with its provenance; raters pseudonymous, no profile data."""
     out = []
-    for row in ratings.q.export_rows(study_id):
+    for row in rules.q.export_rows(study_id):
         run_config = json.loads(row["run_config"]) if row["run_config"] else {}
         out.append(
             {
@@ -152,9 +152,9 @@ def rows_jsonl(rows: list[dict[str, Any]]) -> str:
     return "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
 
 
-def rater_summary(ratings: StudyRules) -> dict[str, Any]:
+def rater_summary(rules: StudyRules) -> dict[str, Any]:
     """Rater profiles in aggregate only (counts and medians), for exports and papers."""
-    frame = ratings.q.raters()
+    frame = rules.q.raters()
     if frame.empty:
         return {"raters": 0}
     langs = frame["languages"].map(json.loads)

@@ -291,11 +291,7 @@ class StudyRules:
     def ensure_attention(self, study_id: int, per_lang: int) -> None:
         """At least ``per_lang`` attention checks per language (copies of the study's own,
         each a new item): a worker doing several batches meets new ones in each."""
-        rows = self.store.rows(
-            "select conv_id, lang, context, response, instruction, instructed_score from "
-            "study_items where study_id = ? and kind = 'attention' order by id",
-            [study_id],
-        )
+        rows = self.q.items_of_kind(study_id, "attention")
         seed = self.config(study_id).seed
         by_lang: dict[str, list[dict[str, Any]]] = {}
         for row in rows:

@@ -20,12 +20,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from koed_core import plain_text
 from koed_core.bootstrap import bootstrap_means
 from koed_core.db import JudgeConfig, Runs
 from koed_core.errors import KoedError
 from koed_core.paths import DATA_DIR
 from koed_core.results.gaps import MIN_PAIRS_FOR_CI, paired_gap
+from koed_core.text import plain_text
 from koed_core.tomlfile import read_toml
 
 CLAIMS_FILE = DATA_DIR / "paper" / "claims.toml"

@@ -8,11 +8,11 @@ from typing import Any
 
 import pandas as pd
 
-from koed_core import csv_safe
 from koed_core.db import JudgeConfig, Store
 from koed_core.dialogues.variants import CELLS
 from koed_core.results.decompose import decompose
 from koed_core.results.decompose_figure import decompose_figure
+from koed_core.text import csv_safe
 
 DECOMPOSE_FILES = {
     "language_or_culture.csv": "Language or culture? Per run and dimension, over the dialogues "

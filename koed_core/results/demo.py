@@ -15,7 +15,7 @@ import pandas as pd
 from koed_core.db import Runs, Store
 from koed_core.errors import KoedError
 from koed_core.models.registry import ModelSpec
-from koed_core.redact import redact_url
+from koed_core.text.redact import redact_url
 
 WORD = re.compile(r"\S+\s*")
 

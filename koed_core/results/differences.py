@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from koed_core.judge.request import JudgeSteps
 from koed_core.models.prompts import load_prompt_set
 from koed_core.models.registry import ModelSpec
-from koed_core.plain_text import one_line
 from koed_core.results.reproduce import Plan, plan_settings
+from koed_core.text.plain_text import one_line
 
 AUTHORS_JUDGE = "gpt-4o"
 AUTHORS_DECODING: dict[str, str] = {

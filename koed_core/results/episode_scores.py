@@ -17,7 +17,6 @@ import pandas as pd
 
 from koed_core.db import JudgeConfig, Runs, Store
 from koed_core.db.episodes import Episodes
-from koed_core.db.judgments import _params, _where
 from koed_core.models.runs import run_labels
 from koed_core.results.gaps import gap_table
 
@@ -44,39 +43,10 @@ COLUMNS = [
     "dataset_sha256",
 ]
 
-WHOLE_SQL = f"""
-    select s.run_id, s.conv_id, s.lang, j.dimension as metric, avg(j.score) as value
-    from judgments j join responses s on s.id = j.response_id
-    where s.turn is not null and j.error is null and j.score is not null
-      and {_where("j")}
-    group by j.response_id, j.dimension"""
-SPEAKER_SQL = f"""
-    select t.run_id, t.conv_id, t.lang, j.dimension as metric, j.score as value
-    from judgments j join episode_turns t on t.id = j.response_id
-    where j.error is null and j.score is not null
-      and {_where("j")}"""
-
-
-def _oracle_runs(store: Store) -> set[str]:
-    rows = store.rows(
-        """select id from runs where kind = 'episodes'
-           and json_extract(config, '$.oracle') is not null"""
-    )
-    return {r["id"] for r in rows}
-
-
-RATED_SQL = """
-    select s.run_id, i.conv_id, i.lang, r.dimension as metric, avg(r.score) as value
-    from ratings r join study_items i on i.id = r.item_id
-    join responses s on s.id = r.response_key
-    where r.study_id = ? and i.kind = 'episode' and r.score is not null
-    group by r.response_key, r.dimension"""
-
 
 def _table(
-    store: Store, sql: str, config: JudgeConfig | None, study_id: int | None = None
+    store: Store, scores: pd.DataFrame, config: JudgeConfig | None, study_id: int | None = None
 ) -> pd.DataFrame:
-    scores = store.frame(sql, _params(config) if config else [study_id])
     if scores.empty:
         return pd.DataFrame(columns=COLUMNS)
     runs = Episodes(store).runs()
@@ -96,7 +66,7 @@ def _table(
     if table.empty:
         return pd.DataFrame(columns=COLUMNS)
     speakers = runs.set_index("run_id")["speaker"]
-    oracles = _oracle_runs(store)
+    oracles = {run_id for run_id, config in Episodes(store).run_configs() if config.get("oracle")}
     table = table.assign(
         speaker=table["run_id"].map(speakers),
         oracle=table["run_id"].isin(oracles),
@@ -110,18 +80,18 @@ def _table(
 def whole_table(store: Store, config: JudgeConfig) -> pd.DataFrame:
     """Per episode run and metric (EX .. CA, UND): the whole-episode mean in English and
     Korean over the dialogues with both episodes judged, the paired gap and its CI."""
-    return _table(store, WHOLE_SQL, config)
+    return _table(store, Episodes(store).whole_scores(config), config)
 
 
 def speaker_table(store: Store, config: JudgeConfig) -> pd.DataFrame:
     """Per episode run and check (SIT, HID, NAT): the Speaker's mean per dialogue in
     English and Korean, over dialogues checked in both, the paired gap and its CI."""
-    return _table(store, SPEAKER_SQL, config)
+    return _table(store, Episodes(store).speaker_scores(config), config)
 
 
 def rated_whole_table(store: Store, study_id: int) -> pd.DataFrame:
     """The same from a study of whole episodes: each episode's mean over its raters."""
-    return _table(store, RATED_SQL, None, study_id)
+    return _table(store, Episodes(store).rated_whole_scores(study_id), None, study_id)
 
 
 def is_oracle(store: Store, run_id: str) -> bool:
@@ -134,17 +104,14 @@ def is_oracle(store: Store, run_id: str) -> bool:
 def oracle_for(store: Store, run_id: str) -> str | None:
     """The oracle run made beside an episode run (the same Listener, Speaker, turns,
     prompts, decoding and data; only the oracle differs), the most recent; None if none."""
-    import json
-
     stored = Runs(store).run_config(run_id)
     if stored is None or stored[0].get("oracle"):
         return None
     mine = {k: v for k, v in stored[0].items() if k != "oracle"}
     found = None
-    for row in store.rows("select id, config from runs where kind = 'episodes' order by created"):
-        config = json.loads(row["config"])
+    for other, config in Episodes(store).run_configs():
         if config.get("oracle") and {k: v for k, v in config.items() if k != "oracle"} == mine:
-            found = str(row["id"])
+            found = other
     return found
 
 
@@ -152,7 +119,7 @@ def headroom(store: Store, config: JudgeConfig, run_id: str, oracle_id: str) -> 
     """Per dialogue and language: the run's whole-episode mean over the five dimensions,
     the oracle's, and the room between them (oracle minus run): the upper reference per
     dialogue."""
-    scores = store.frame(WHOLE_SQL, _params(config))
+    scores = Episodes(store).whole_scores(config)
     columns = ["conv_id", "lang", "run", "oracle", "headroom"]
     if scores.empty:
         return pd.DataFrame(columns=columns)
@@ -170,22 +137,4 @@ def headroom(store: Store, config: JudgeConfig, run_id: str, oracle_id: str) -> 
 def configs(store: Store, mode: str) -> list[JudgeConfig]:
     """The configurations that judged episodes whole (``episode``) or checked Speakers
     (``speaker``), most recent first."""
-    rows = store.rows(
-        """select judge_model, mode, prompt_version, coalesce(rubric_version, 'unknown') as
-                  rubric_version, template, parse, replicate, max(created) as last
-           from judgments where mode = ? and error is null
-           group by 1, 2, 3, 4, 5, 6, 7 order by last desc""",
-        [mode],
-    )
-    return [
-        JudgeConfig(
-            r["judge_model"],
-            r["mode"],
-            r["prompt_version"],
-            r["rubric_version"],
-            r["template"],
-            r["parse"],
-            int(r["replicate"] or 0),
-        )
-        for r in rows
-    ]
+    return Episodes(store).verdict_configs(mode)

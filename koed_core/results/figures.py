@@ -11,11 +11,11 @@ from __future__ import annotations
 import pandas as pd
 import plotly.graph_objects as go
 
-from koed_core import plain_text
 from koed_core.i18n import N_, _, stored_word
 from koed_core.models.protocol import protocol_name
 from koed_core.models.registry import PROVENANCE
 from koed_core.results.sensitivity import NOISE_FLOOR, NOISE_FLOORS
+from koed_core.text import plain_text
 
 NOISE_GREY = "#6b7280"
 """The noise-floor bar and its band: not a step, the yardstick the steps are read against."""

@@ -16,14 +16,15 @@ from typing import Any
 
 import pandas as pd
 
-from koed_core import __version__, csv_safe
+from koed_core import __version__
 from koed_core.db import JudgeConfig, Judgments, Ratings, Runs, Store
 from koed_core.rating.report import rater_summary
 from koed_core.rating.studies import StudyRules
-from koed_core.redact import redact_url
 from koed_core.results import agreement, gaps, score_sources
 from koed_core.results.figures import gap_figure
 from koed_core.run_steps import stored_steps
+from koed_core.text import csv_safe
+from koed_core.text.redact import redact_url
 
 FILES = {
     "gaps.csv": "Korean minus English per run and score source: one row per run, metric and "

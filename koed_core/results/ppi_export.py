@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from koed_core import csv_safe
 from koed_core.db import Ratings, Store
 from koed_core.results import ppi_table, score_sources
+from koed_core.text import csv_safe
 
 PPI_FILES = {
     "gap_estimates_ppi.csv": "The gap three ways per study, run, dimension and quantity (en, "

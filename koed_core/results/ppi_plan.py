@@ -199,7 +199,7 @@ def plan(store: Store, study_id: int, judge: JudgeConfig, width: float) -> pd.Da
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
-def next_batch_size(table: pd.DataFrame, with_ppi: bool = True, assured: bool = False) -> int:
+def next_round_size(table: pd.DataFrame, with_ppi: bool = True, assured: bool = False) -> int:
     """Dialogues to add so that every gap within reach meets the width (the largest need):
     on average, or (``assured``) in 90% of studies."""
     if assured:
@@ -223,7 +223,7 @@ def unreachable(table: pd.DataFrame) -> int:
     return int((needed > pd.to_numeric(table["judged"], errors="coerce")).sum())
 
 
-def has_batch(table: pd.DataFrame, with_ppi: bool = True) -> bool:
+def has_round(table: pd.DataFrame, with_ppi: bool = True) -> bool:
     """Whether any gap has a batch at all (PPI++ has none where it is refused)."""
     column = "more_ppi" if with_ppi else "more_people"
     return bool(pd.to_numeric(table[column], errors="coerce").notna().any())

@@ -24,7 +24,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from koed_core import plain_text
 from koed_core.bootstrap import bootstrap_means
 from koed_core.db import JudgeConfig, Judgments, Runs, Store
 from koed_core.db.emotion_queries import without_emotion_score
@@ -32,6 +31,7 @@ from koed_core.judge.rubric import codes
 from koed_core.models.prompts import load_prompt_set
 from koed_core.results import gaps
 from koed_core.run_steps import declared, earlier_steps, judged_same, stored_steps
+from koed_core.text import plain_text
 
 BASE = "authors' pipeline"
 NOISE_FLOOR = "base, judged again"

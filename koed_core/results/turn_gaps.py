@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import pandas as pd
 
-from koed_core import plain_text
 from koed_core.db import JudgeConfig, Store
 from koed_core.db.episodes import Episodes
 from koed_core.models.runs import run_labels
 from koed_core.results.gaps import SOURCE_COLUMNS, emotion_parts, gap_table
+from koed_core.text import plain_text
 
 META = ["run_id", "run_label", "model", "provenance", "protocol", "prompt_set", "speaker", "turns"]
 FRAME_COLUMNS = [*META, "dataset_sha256", "source", *SOURCE_COLUMNS, "metric"]

@@ -18,7 +18,7 @@ from koed_core.dialogues import adaptation
 from koed_core.i18n import N_
 from koed_core.jobs.kinds.environment import Environment, Hooks, Result, job_dataset, told
 from koed_core.jobs.kinds.params import SimilarityJob
-from koed_core.models.batch import BatchReport
+from koed_core.models.passes import PassReport
 
 SUMMARY = N_("similarities of {dialogues} dialogues computed in {seconds} s")
 _encoders: dict[str, adaptation.UseEncoder] = {}
@@ -64,6 +64,6 @@ def _progress(hooks: Hooks) -> Callable[[int, int], None]:
 
     def progress(done: int, total: int) -> None:
         if hooks.watch is not None:
-            hooks.watch(BatchReport(planned=total, succeeded=done))
+            hooks.watch(PassReport(planned=total, succeeded=done))
 
     return progress

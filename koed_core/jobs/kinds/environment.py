@@ -12,8 +12,8 @@ from typing import Any
 from koed_core.config import Settings, api_key, merged_env, read_secrets
 from koed_core.db import Store
 from koed_core.db.jobs import JobError, Jobs
-from koed_core.models.batch import BatchReport, PassHooks
 from koed_core.models.client import ChatClient
+from koed_core.models.passes import PassHooks, PassReport
 from koed_core.models.registry import ModelSpec, load_registry, resolve_model
 from koed_core.models.request import DEFAULT_BATCH_SIZE
 
@@ -23,7 +23,7 @@ class Hooks(PassHooks):
     """How a job shows progress and learns it should stop (a terminal's progress bar, or
     a worker writing to the job's row), and says what it is doing."""
 
-    step: Callable[[str, BatchReport], None] | None = None
+    step: Callable[[str, PassReport], None] | None = None
     """A reproduction's per-step reports."""
     say: Callable[[str], None] = field(default=lambda _message: None)
 
@@ -83,10 +83,10 @@ def client_for(
 
     if not batch:
         return make_client(spec, env.key(spec))
-    from koed_core.models.backends.openai_batch import BatchClient, BatchOptions
+    from koed_core.models.backends.openai_batch import ProviderBatchClient, ProviderBatchOptions
 
-    options = BatchOptions(poll_s=env.settings.batch_poll_s, batch_size=batch_size)
-    client = BatchClient(spec, env.key(spec), Jobs(store), options, stop=stop, say=say)
+    options = ProviderBatchOptions(poll_s=env.settings.batch_poll_s, batch_size=batch_size)
+    client = ProviderBatchClient(spec, env.key(spec), Jobs(store), options, stop=stop, say=say)
     client.check()
     return client
 

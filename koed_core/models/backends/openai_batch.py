@@ -1,13 +1,13 @@
 """OpenAI's Batch API (and compatible servers with ``/v1/files`` + ``/v1/batches``) behind
 the ordinary chat-client interface.
 
-The batch engine calls ``complete`` from many threads, as it does for live calls. Here
-each call joins a queue instead of going out; when no new call has arrived for a moment
-(``quiet_s``) the queue is written as JSONL, uploaded and sent as one batch, which is then
-polled until the provider finishes it (within its 24 h window, at half the price at
-OpenAI). Every caller gets its own line's answer and stores it under the same keys as a
-live call. Lines the provider failed are sent again in a new batch (``line_retries``
-times); only then does a caller get an error.
+The pass engine (``koed_core.models.passes``) calls ``complete`` from many threads, as
+it does for live calls. Here each call joins a queue instead of going out; when no new
+call has arrived for a moment (``quiet_s``) the queue is written as JSONL, uploaded and
+sent as one batch, which is then polled until the provider finishes it (within its 24 h
+window, at half the price at OpenAI). Every caller gets its own line's answer and stores
+it under the same keys as a live call. Lines the provider failed are sent again in a new
+batch (``line_retries`` times); only then does a caller get an error.
 
 Resuming: every batch is recorded in the database as soon as the provider accepts it.
 A pass started after a crash first collects the results of the batches it had sent, so
@@ -27,22 +27,27 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from functools import partial
+from typing import Any, Literal, TypeVar
 
 import openai
 
 from koed_core.db.jobs import Jobs, ProviderBatch
 from koed_core.db.types import short_hash
 from koed_core.models.backends.openai_compat import NO_KEY_NEEDED, chat_request
+from koed_core.models.backends.retries import Tried, with_retries
 from koed_core.models.client import Completion, GenerationSettings, ModelError, require_text
 from koed_core.models.protocol import ListenerTask, Message
 from koed_core.models.registry import ModelSpec
-from koed_core.redact import redact_url
+from koed_core.text.redact import redact_url
 
 ENDPOINT: Literal["/v1/chat/completions"] = "/v1/chat/completions"
 MAX_LINES = 50_000
 """OpenAI's limit of requests in one batch."""
 TERMINAL = ("completed", "failed", "expired", "cancelled")
+API_TRIES = 6
+"""Tries of one call to the files or batches API (through tenacity, as every client's)."""
+T = TypeVar("T")
 
 
 @dataclass
@@ -58,7 +63,7 @@ class _Line:
 
 
 @dataclass(frozen=True)
-class BatchOptions:
+class ProviderBatchOptions:
     """How a batch client paces itself: polling, batch sizes and retries."""
 
     poll_s: float = 30.0
@@ -75,7 +80,7 @@ class BatchOptions:
     """Tries at reading a finished batch's output files over a failing connection."""
 
 
-class BatchClient:
+class ProviderBatchClient:
     """A chat client whose ``complete`` calls are answered through provider batches."""
 
     max_concurrency: int | None = None
@@ -85,7 +90,7 @@ class BatchClient:
         spec: ModelSpec,
         api_key: str | None,
         ledger: Jobs,
-        options: BatchOptions | None = None,
+        options: ProviderBatchOptions | None = None,
         *,
         stop: Callable[[], bool] | None = None,
         say: Callable[[str], None] | None = None,
@@ -105,9 +110,9 @@ class BatchClient:
         self._spec = spec
         self._ledger = ledger
         self._sdk = openai.OpenAI(
-            api_key=api_key or NO_KEY_NEEDED, base_url=spec.base_url, timeout=120, max_retries=5
+            api_key=api_key or NO_KEY_NEEDED, base_url=spec.base_url, timeout=120, max_retries=0
         )
-        options = options or BatchOptions()
+        options = options or ProviderBatchOptions()
         self._poll_s = options.poll_s
         self._quiet_s = options.quiet_s
         self._line_retries = options.line_retries
@@ -144,7 +149,7 @@ class BatchClient:
                 cannot be reached.
         """
         try:
-            self._sdk.batches.list(limit=1)
+            self._api(lambda: self._sdk.batches.list(limit=1))
         except openai.OpenAIError as err:
             self.close()
             raise _batch_error(self.name, self.server, err) from None
@@ -266,14 +271,18 @@ class BatchClient:
             for ln in lines
         ).encode("utf-8")
         try:
-            upload = self._sdk.files.create(
-                file=("koed-batch.jsonl", payload, "application/jsonl"), purpose="batch"
+            upload = self._api(
+                lambda: self._sdk.files.create(
+                    file=("koed-batch.jsonl", payload, "application/jsonl"), purpose="batch"
+                )
             )
-            batch = self._sdk.batches.create(
-                input_file_id=upload.id,
-                endpoint=ENDPOINT,
-                completion_window="24h",
-                metadata={"source": "koed-studio", "model": self._spec.name},
+            batch = self._api(
+                lambda: self._sdk.batches.create(
+                    input_file_id=upload.id,
+                    endpoint=ENDPOINT,
+                    completion_window="24h",
+                    metadata={"source": "koed-studio", "model": self._spec.name},
+                )
             )
         except openai.OpenAIError as err:
             self._resolve(lines, _batch_error(self.name, self.server, err))
@@ -304,7 +313,7 @@ class BatchClient:
     def _poll(self, batch_id: str) -> None:
         """Ask about one batch; when it ended, hand out its lines and resend the failed."""
         try:
-            batch = self._sdk.batches.retrieve(batch_id)
+            batch = self._api(lambda: self._sdk.batches.retrieve(batch_id))
         except openai.OpenAIError:
             return  # a hiccup while polling: ask again next time
         self._ledger.update_batch(batch_id, batch.status, batch.output_file_id, batch.error_file_id)
@@ -381,7 +390,7 @@ class BatchClient:
         for file_id in (error_file_id, output_file_id):
             if not file_id:
                 continue
-            text = self._sdk.files.content(file_id).text
+            text = self._api(partial(self._sdk.files.content, file_id)).text
             for raw in text.splitlines():
                 if not raw.strip():
                     continue
@@ -433,6 +442,14 @@ class BatchClient:
             return err
         return Completion(answer, 0.0, usage.get("prompt_tokens"), usage.get("completion_tokens"))
 
+    def _api(self, call: Callable[[], T]) -> T:
+        """One call of the files or batches API, retried through tenacity (``retries``);
+        the last try's SDK error is raised as it is."""
+        try:
+            return with_retries(call, API_TRIES)
+        except Tried as tried:
+            raise tried.err from None
+
     def _note(self, message: str) -> None:
         """What went wrong with the provider's output, in words, for the job's log."""
         with contextlib.suppress(Exception):
@@ -448,7 +465,7 @@ class BatchClient:
         """Cancelled: stop waiting, ask the provider to stop, never reuse these batches."""
         for batch_id in list(self._open):
             with contextlib.suppress(openai.OpenAIError):
-                self._sdk.batches.cancel(batch_id)
+                self._api(partial(self._sdk.batches.cancel, batch_id))
         cancelled = ModelError("cancelled", f"{self.name}: the job was cancelled")
         for line in [*self._queued.values(), *self._sent.values()]:
             line.result = cancelled

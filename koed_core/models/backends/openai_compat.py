@@ -1,8 +1,9 @@
 """OpenAI, and every server that speaks its chat-completions API (vLLM, Ollama,
 llama.cpp server, LM Studio), through the official ``openai`` SDK.
 
-Retries of rate limits, 5xx and time-outs are the SDK's own (exponential backoff with
-jitter, honouring ``Retry-After``); what still fails becomes one :class:`ModelError`.
+Rate limits, 5xx and time-outs are retried through tenacity (``retries``: exponential
+backoff with jitter, honouring ``Retry-After``; the SDK's own loop is off); what still
+fails becomes one :class:`ModelError`.
 The API key is handed to the SDK and nowhere else.
 """
 
@@ -20,6 +21,12 @@ import openai
 from openai.types.chat import ChatCompletion
 
 from koed_core.models.backends.deadline import DeadlineClient, abandonable
+from koed_core.models.backends.retries import (
+    MAX_RETRY_AFTER_S,
+    Tried,
+    retry_after_s,
+    with_retries,
+)
 from koed_core.models.client import (
     ABANDON_GRACE_S,
     Completion,
@@ -29,7 +36,7 @@ from koed_core.models.client import (
 )
 from koed_core.models.protocol import ListenerTask, Message
 from koed_core.models.registry import ModelSpec
-from koed_core.redact import redact_url
+from koed_core.text.redact import redact_url
 
 NO_KEY_NEEDED = "not-needed"
 NOT_AN_API = "not_api"
@@ -128,7 +135,7 @@ class OpenAIClient:
                 api_key=self._key,
                 base_url=self._spec.base_url,
                 timeout=settings.timeout_s,
-                max_retries=settings.max_retries,
+                max_retries=0,  # tenacity retries (koed_core.models.backends.retries)
                 http_client=DeadlineClient(settings.timeout_s, timeout=settings.timeout_s),
             )
         return self._clients[key]
@@ -149,9 +156,12 @@ class OpenAIClient:
         """
         start = time.perf_counter()
         client, request = self._client(settings), self._request(messages, settings)
-        with self._errors(settings):
+        with self._errors():
             raw = abandonable(
-                lambda: client.chat.completions.with_raw_response.create(**request),
+                lambda: with_retries(
+                    lambda: client.chat.completions.with_raw_response.create(**request),
+                    settings.max_retries + 1,
+                ),
                 settings.stop,
                 ABANDON_GRACE_S,
                 self.name,
@@ -189,9 +199,11 @@ class OpenAIClient:
     ) -> Iterator[str]:
         """Yield text deltas as the server sends them."""
         produced = False
-        with self._errors(settings):
-            chunks = self._client(settings).chat.completions.create(
-                **self._request(messages, settings), stream=True
+        with self._errors():
+            client, request = self._client(settings), self._request(messages, settings)
+            chunks = with_retries(  # the request that opens the stream; never a chunk again
+                lambda: client.chat.completions.create(**request, stream=True),
+                settings.max_retries + 1,
             )
             for chunk in chunks:
                 delta = chunk.choices[0].delta.content if chunk.choices else None
@@ -202,12 +214,14 @@ class OpenAIClient:
             require_text("", self.name)
 
     @contextmanager
-    def _errors(self, settings: GenerationSettings) -> Iterator[None]:
+    def _errors(self) -> Iterator[None]:
         """Turn the SDK's exceptions into one user-facing ModelError."""
         try:
             yield
+        except Tried as tried:
+            raise self._model_error(tried.err, tried.tries) from None
         except openai.OpenAIError as err:
-            raise self._model_error(err, settings.max_retries + 1) from None
+            raise self._model_error(err, 1) from None
         except (AttributeError, TypeError, IndexError, KeyError) as err:
             # A JSON reply of another shape (choices of the wrong type, a message without
             # content): one failed item, named, never the end of the run.
@@ -225,10 +239,10 @@ class OpenAIClient:
                 f"({type(err).__name__})",
             ) from None
 
-    def _model_error(self, err: openai.OpenAIError, most: int) -> ModelError:
-        name, where, tries = self.name, self.where, tries_taken(err, most)
+    def _model_error(self, err: openai.OpenAIError, tries: int) -> ModelError:
+        name, where = self.name, self.where
         if isinstance(err, openai.RateLimitError):
-            wait = _retry_after(err.response)
+            wait = retry_after_s(err)
             if wait is not None and wait > MAX_RETRY_AFTER_S:
                 return ModelError(
                     "rate_limit",
@@ -252,30 +266,6 @@ class OpenAIClient:
         if isinstance(err, openai.APIStatusError):
             return ModelError("request", f"{name}: {where} refused the request ({err.status_code})")
         return ModelError("unknown", f"{name}: {type(err).__name__} from {where}")
-
-
-MAX_RETRY_AFTER_S = 120.0
-"""The longest ``Retry-After`` the SDK honours (its ``MAX_RETRY_AFTER_DELAY``): a server
-asking for more is not retried at all, and the message says so."""
-
-
-def tries_taken(err: openai.OpenAIError, most: int) -> int:
-    """How many requests the SDK really sent, from the retry count it puts on each request
-    (``x-stainless-retry-count``); ``most`` where the request is unknown."""
-    request = getattr(err, "request", None)
-    response = getattr(err, "response", None)
-    if request is None and response is not None:
-        request = getattr(response, "request", None)
-    count = request.headers.get("x-stainless-retry-count") if request is not None else None
-    return int(count) + 1 if count and count.isdigit() else most
-
-
-def _retry_after(response: httpx2.Response) -> float | None:
-    value = response.headers.get("retry-after")
-    try:
-        return float(value) if value is not None else None
-    except ValueError:
-        return None  # an HTTP date: the SDK's own rule applies, and so does its count
 
 
 def shown_content_type(content_type: str | None) -> str:

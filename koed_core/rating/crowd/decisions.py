@@ -10,7 +10,6 @@ from typing import Any
 
 import pandas as pd
 
-from koed_core.csv_safe import to_csv
 from koed_core.db import Store, now, utcnow
 from koed_core.db.crowd import Crowd
 from koed_core.i18n import N_, _
@@ -29,6 +28,7 @@ from koed_core.rating.crowd.timing import SCORING_S as SCORING_S
 from koed_core.rating.crowd.timing import SETUP_MIN as SETUP_MIN
 from koed_core.rating.crowd.timing import visit_minutes
 from koed_core.rating.studies import StudyRules
+from koed_core.text.csv_safe import to_csv
 
 
 def decide(store: Store, username: str, decision: str, by: str | None, reason: str = "") -> None:

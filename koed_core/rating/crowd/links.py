@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from koed_core.db import Store, now
+from koed_core.db import Ratings, Store, now
 from koed_core.db.crowd import Crowd
 from koed_core.errors import KoedError
 from koed_core.i18n import _
@@ -423,8 +423,8 @@ def check_invite(
     if joining and moment > invite.expires:
         ended = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(invite.expires))
         raise CrowdError(_("This invite link expired on {moment}.", moment=ended))
-    study = store.rows("select closed from studies where id = ?", [invite.study_id])
-    if not study or study[0]["closed"]:
+    study = Ratings(store).study(invite.study_id)
+    if study is None or study["closed"]:
         raise CrowdError(_("This study has ended; thank you for your interest."))
     return invite
 

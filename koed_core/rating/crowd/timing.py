@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import statistics
 
-from koed_core.db import Store
+from koed_core.db import Ratings, Store
 from koed_core.rating.studies import StudyRules, calibration_items
 
 READING = {"en": 230.0, "ko": 500.0}
@@ -30,10 +30,7 @@ def visit_minutes(store: Store, study_id: int, batch_size: int, batches: int) ->
     """The minutes from joining to the code: consent and screening, the calibration items,
     then every batch at the study's mean item length and a scoring time (None: the study
     has no response to rate)."""
-    rows = store.rows(
-        "select lang, context, response from study_items where study_id = ? and kind = 'response'",
-        [study_id],
-    )
+    rows = Ratings(store).items_of_kind(study_id, "response")
     per_item = [
         _item_minutes(
             r["lang"], [t for _who, t in json.loads(r["context"] or "[]")] + [r["response"]]

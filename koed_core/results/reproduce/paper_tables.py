@@ -8,13 +8,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from koed_core import plain_text
 from koed_core.db import JudgeConfig, Runs, Store
 from koed_core.judge.rubric import codes
 from koed_core.models.pipeline import steps_for
 from koed_core.models.prompts import PROMPT_SETS
 from koed_core.results.gaps import paired_gap
 from koed_core.run_steps import stored_steps
+from koed_core.text import plain_text
 
 
 def paper_table(

@@ -12,9 +12,9 @@ from koed_core.db import JudgeConfig, Store
 from koed_core.dialogues.dialogue import Dialogue
 from koed_core.errors import KoedError
 from koed_core.judge.judging import judge_run, reparse_judgments, reuse_judgments
-from koed_core.models.batch import BatchReport, PassHooks
 from koed_core.models.client import ChatClient
 from koed_core.models.episodes import run_episodes
+from koed_core.models.passes import PassHooks, PassReport
 from koed_core.models.pipeline import same_reply_call
 from koed_core.models.registry import ModelSpec
 from koed_core.models.request import EpisodeRequest
@@ -58,7 +58,7 @@ class StepHooks:
 
     say: Callable[[str], None] = field(default=lambda _message: None)
     stop: Callable[[], bool] | None = None
-    watch: Callable[[str, BatchReport], None] | None = None
+    watch: Callable[[str, PassReport], None] | None = None
 
     def stopped(self) -> bool:
         return bool(self.stop and self.stop())

@@ -1,8 +1,10 @@
-"""The one resumable batch engine behind model runs and judging.
+"""The one resumable engine behind model runs and judging: a pass over a plan of tasks.
 
-A batch is a plan of tasks, each with a deterministic key. The engine skips the keys
-already stored, sends the rest through a bounded pool (:func:`run_bounded`: only ``workers``
-requests in flight, refilled before each result is handled), and hands
+A pass is a plan of tasks, each with a deterministic key (not a "batch": that word is a
+worker's share of items, and the provider's Batch API is a ``ProviderBatchClient``). The
+engine skips the keys already stored, sends the rest through a bounded pool
+(:func:`run_bounded`: only ``workers`` requests in flight, refilled before each result is
+handled), and hands
 each result to ``save`` in the calling thread as it arrives (one SQLite writer; a killed
 process loses only the requests in flight). ``save`` says how the task ended, and the
 engine keeps the one report type both the pages and the CLI show.
@@ -16,6 +18,8 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Literal, TypeVar
+
+from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_fixed
 
 from koed_core.db.store import StoreUnavailable
 from koed_core.errors import KoedError
@@ -32,11 +36,11 @@ def run_bounded(
     work: Callable[[T], R],
     handle: Callable[[T, R], None],
     workers: int,
-    after_batch: Callable[[], None] | None = None,
+    after_wake: Callable[[], None] | None = None,
     stop: Callable[[], bool] | None = None,
 ) -> None:
     """Call ``work`` on every item in a pool of ``workers`` threads; ``handle`` each result
-    in this thread as it completes; ``after_batch`` after each wake-up (progress bars).
+    in this thread as it completes; ``after_wake`` after each wake-up (progress bars).
 
     Once ``stop()`` is true no further item is started; those in flight still finish and
     are handled, so a cancelled job keeps every answer it paid for.
@@ -60,8 +64,8 @@ def run_bounded(
                 item = running.pop(future)
                 submit_next()
                 handle(item, future.result())
-            if after_batch:
-                after_batch()
+            if after_wake:
+                after_wake()
 
 
 @dataclass(frozen=True)
@@ -76,8 +80,8 @@ class Outcome:
 
 
 @dataclass
-class BatchReport:
-    """What one pass of a batch did."""
+class PassReport:
+    """What one pass did."""
 
     planned: int
     skipped: int = 0
@@ -87,12 +91,12 @@ class BatchReport:
     cancelled: int = 0
     """Tasks left unanswered because the job was cancelled (nothing stored for them)."""
     elsewhere: int = 0
-    """Tasks another process had claimed (it asks them; counted among ``skipped``)."""
+    """Tasks another process had locked (it asks them; counted among ``skipped``)."""
     errors: Counter[str] = field(default_factory=Counter)
     unscored_reasons: Counter[str] = field(default_factory=Counter)
     """Why answers got no score, by kind (numbers as "n"): what a person fixes first."""
     run_id: str = ""
-    """The run a model batch wrote to (empty for judging)."""
+    """The run a model pass wrote to (empty for judging)."""
     stopped: bool = False
     """The pass ended early because it was asked to stop (cancelled)."""
 
@@ -192,7 +196,7 @@ class PassHooks:
     """Called with (finished, planned) at the start and as results arrive."""
     stop: Callable[[], bool] | None = None
     """Once true, no further task starts (a cancelled job); see ``run_bounded``."""
-    watch: Callable[[BatchReport], None] | None = None
+    watch: Callable[[PassReport], None] | None = None
     """Given the whole report whenever ``progress`` is called (a job's failures and error
     kinds are shown while it runs)."""
 
@@ -200,7 +204,7 @@ class PassHooks:
 NO_HOOKS = PassHooks()
 
 
-def run_batch(
+def run_pass(
     tasks: Sequence[T],
     done: Callable[[T], bool],
     work: Callable[[T], R],
@@ -209,8 +213,8 @@ def run_batch(
     workers: int,
     hooks: PassHooks = NO_HOOKS,
     run_id: str = "",
-    claim: Callable[[T], bool] | None = None,
-) -> BatchReport:
+    lock: Callable[[T], bool] | None = None,
+) -> PassReport:
     """Do every task not ``done`` already; report what happened.
 
     Args:
@@ -221,7 +225,7 @@ def run_batch(
         workers: at most this many calls in flight.
         hooks: progress, cancel and the running report.
         run_id: copied into the report.
-        claim: called in this thread just before a task is sent; False means another
+        lock: called in this thread just before a task is sent; False means another
             process holds it (or has answered it since ``done`` was read): it is not
             sent, and counts as skipped.
 
@@ -231,7 +235,7 @@ def run_batch(
     """
     progress, stop, watch = hooks.progress, hooks.stop, hooks.watch
     pending = [t for t in tasks if not done(t)]
-    report = BatchReport(planned=len(tasks), skipped=len(tasks) - len(pending), run_id=run_id)
+    report = PassReport(planned=len(tasks), skipped=len(tasks) - len(pending), run_id=run_id)
     if progress:
         progress(report.finished, report.planned)
     if watch:
@@ -253,16 +257,16 @@ def run_batch(
     def halt() -> bool:
         return breaker.reason is not None or bool(stop and stop())
 
-    def claimed() -> Iterator[T]:
+    def locked() -> Iterator[T]:
         for task in pending:
-            if claim is None or patiently(lambda: claim(task)):  # noqa: B023 - called at once
+            if lock is None or patiently(lambda: lock(task)):  # noqa: B023 - called at once
                 yield task
             else:
                 report.skipped += 1
                 report.elsewhere += 1
 
     width = max(1, min(workers, len(pending) or 1))
-    run_bounded(claimed(), work, handle, width, after, halt)
+    run_bounded(locked(), work, handle, width, after, halt)
     report.stopped = bool(stop and stop())
     if breaker.reason is not None and not report.stopped:
         left = report.planned - report.finished
@@ -281,15 +285,15 @@ SAVE_PATIENCE_S = 600.0
 def patiently(write: Callable[[], S], patience_s: float = SAVE_PATIENCE_S) -> S:
     """``write()``, tried again while the database is busy (a backup, a long import in
     another process): an answer already paid for is stored late rather than dropped, and
-    the run goes on. A full disk, or a lock held past ``patience_s``, is raised."""
-    deadline = time.monotonic() + patience_s
-    while True:
-        try:
-            return write()
-        except StoreUnavailable as err:
-            if err.kind != "busy" or time.monotonic() >= deadline:
-                raise
-            time.sleep(1.0)
+    the run goes on. A full disk, or a lock held past ``patience_s``, is raised. The
+    loop is tenacity's, as every retry in the project."""
+    retrying = Retrying(
+        stop=stop_after_delay(patience_s),
+        wait=wait_fixed(1.0),
+        retry=retry_if_exception(lambda e: isinstance(e, StoreUnavailable) and e.kind == "busy"),
+        reraise=True,
+    )
+    return retrying(write)
 
 
 def workers_for(client: object, concurrency: int) -> int:

@@ -20,7 +20,7 @@ from typing import Any
 
 import pandas as pd
 
-from koed_core.plain_text import lines_kept, one_line
+from koed_core.text.plain_text import lines_kept, one_line
 
 TRIGGERS = ("=", "+", "-", "@", "\t", "\r")
 BOM = "\ufeff"
