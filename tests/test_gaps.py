@@ -24,6 +24,7 @@ from koed_core.models.runs import run_benchmark
 from koed_core.paths import SAMPLE_FILE
 from koed_core.results import gaps, score_sources
 from koed_core.results.decompose_export import DECOMPOSE_FILES
+from koed_core.results.eval_card_export import CARD_FILES
 from koed_core.results.paper_export import FILES, export_bundle, listed_files
 from koed_core.results.ppi_export import PPI_FILES
 
@@ -158,7 +159,7 @@ def test_export_folder_holds_what_its_readme_lists(fake_openai: FakeOpenAI, tmp_
     out = tmp_path / "export"
     files = export_bundle(store, out)
     readme = (out / "README.md").read_text()
-    every = sorted([*FILES, *PPI_FILES, *DECOMPOSE_FILES])  # the gap three ways, the split
+    every = sorted([*FILES, *PPI_FILES, *DECOMPOSE_FILES, *CARD_FILES])  # three ways, split, card
     assert sorted(listed_files(readme)) == sorted(p.name for p in out.iterdir()) == every
     assert all(p.stat().st_size > 0 for p in files)
     png = Image.open(io.BytesIO((out / "gap_judge.png").read_bytes()))
@@ -188,7 +189,7 @@ def test_cli_export(fake_openai: FakeOpenAI, tmp_path: Path) -> None:
         timeout=180,
     )
     assert result.returncode == 0, result.stderr
-    every = [*FILES, *PPI_FILES, *DECOMPOSE_FILES]
+    every = [*FILES, *PPI_FILES, *DECOMPOSE_FILES, *CARD_FILES]
     tables = sorted(name for name in every if not name.endswith((".svg", ".png")))
     assert f"wrote {len(tables)} files" in result.stdout
     # --no-images: the README lists what is there and says the charts were not drawn

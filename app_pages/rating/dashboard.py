@@ -107,7 +107,6 @@ if summary.get("raters"):
     )
 else:
     st.caption(_("No rater has finished onboarding yet."))
-
 rows = rating_report.export_rows(rules, study_id, resources.server_key())
 downloads = [(_("Ratings CSV"), rating_report.rows_csv, "csv")]
 downloads.append((_("Ratings JSONL"), rating_report.rows_jsonl, "jsonl"))

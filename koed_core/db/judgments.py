@@ -9,7 +9,7 @@ from typing import Any
 import pandas as pd
 
 from koed_core.db.store import Store
-from koed_core.db.types import JudgeConfig
+from koed_core.db.types import JUDGE_TEMPERATURES, JudgeConfig
 
 CONFIG_COLUMNS = (
     "judge_model",
@@ -64,13 +64,14 @@ class Judgments:
 
     def save(self, row: dict[str, object]) -> None:
         """Insert or replace one judgment."""
-        with self.store.write():
-            self.store.db.table("judgments").upsert(row, pk="id")
+        self.save_all([row])
 
     def save_all(self, rows: list[dict[str, object]]) -> None:
-        """Insert or replace several judgments (the attempts of one task) at once."""
+        """Insert or replace several judgments (the attempts of one task) at once. A row
+        that names no temperature was asked at its mode's (the rule m025 applied to every
+        earlier judgment): stored as that, so it belongs to its configuration."""
         with self.store.write():
-            self.store.db.table("judgments").upsert_all(rows, pk="id")
+            self.store.db.table("judgments").upsert_all([_at_temperature(r) for r in rows], pk="id")
 
     def of_run(self, run_id: str, config: JudgeConfig) -> list[dict[str, Any]]:
         """Every stored attempt of this configuration on a run's responses."""
@@ -224,3 +225,10 @@ class Judgments:
         n = frame["samples"].astype(float)
         var = (frame["square"] - frame["mean"] ** 2).clip(lower=0) * n / (n - 1).where(n > 1)
         return frame.assign(sd=var.fillna(0.0) ** 0.5)[columns]
+
+
+def _at_temperature(row: dict[str, object]) -> dict[str, object]:
+    mode = row.get("mode")
+    if row.get("temperature") is None and isinstance(mode, str) and mode in JUDGE_TEMPERATURES:
+        return {**row, "temperature": JUDGE_TEMPERATURES[mode]}
+    return row

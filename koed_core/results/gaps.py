@@ -28,6 +28,7 @@ SOURCE_COLUMNS = [
     "judge_template",
     "judge_parse",
     "judge_replicate",
+    "judge_temperature",
     "study_id",
 ]
 KEYS = [
