@@ -25,7 +25,8 @@ admin = viewer.sees_all
 judge = judge_picker(store, None, key=state.GAP_JUDGE, where=mid)
 study = study_picker(store, key=state.GAP_STUDY, where=mid, include_open=admin)
 frame = computed.score_frame(store, judge, study, viewer)
-if hidden := viewer.hidden_runs:
+hidden = viewer.hidden_in(study)  # a published study shows its runs, shared or not
+if hidden:
     st.caption(
         _(
             "{n} run(s) in a study still being rated are left out until it closes.",
@@ -33,7 +34,7 @@ if hidden := viewer.hidden_runs:
         )
     )
 if frame.empty:
-    gap_view.no_scores_yet()
+    gap_view.no_scores_yet(len(hidden))  # hidden from you is not missing
     if not talk:  # episodes have their own gap, over turns; annotations their breakdown
         gap_view.gap_over_turns(store, judge, study, viewer)
         adaptation_gap.gap_by_adaptation(store, judge, study, dataset, viewer)

@@ -34,8 +34,19 @@ BREAKDOWN_WORDS = {
 }
 
 
-def no_scores_yet() -> None:
-    """What the Empathy gap page says before any run is judged: how to get a gap."""
+def no_scores_yet(hidden: int = 0) -> None:
+    """What the Empathy gap page says before any run is judged: how to get a gap; and,
+    where ``hidden`` runs are left out for this reader, that nothing is shown to them
+    yet (never "no scores": an admin may see them)."""
+    if hidden:
+        st.info(
+            _(
+                "No scores you may see yet: {n} run(s) belong to a study still being "
+                "rated, and their numbers are published when an admin closes it.",
+                n=i18n.number(hidden),
+            )
+        )
+        return
     st.info(
         _(
             "No single-reply scores yet, so no gap to show here. Run a model in both "

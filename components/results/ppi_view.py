@@ -11,12 +11,15 @@ from components.core import computed, state, tables
 from components.core.literal import md
 from koed_core import csv_safe
 from koed_core.db import JudgeConfig, Store
-from koed_core.i18n import _
+from koed_core.i18n import N_, _
 from koed_core.results import ppi, ppi_table, score_sources
 from koed_core.results.figures import gap_figure
 from koed_core.results.viewer import Viewer
 
 NUMBER = st.column_config.NumberColumn(format="%.3f")
+STILL_OPEN = N_(
+    "This study is still being rated: its numbers are published here once an admin closes it."
+)
 
 
 def _estimates(
@@ -51,6 +54,9 @@ def gap_three_ways(
                 "then the judge's gap is corrected by the people's on the rated sample."
             )
         )
+        return
+    if not viewer.allowed("see-study", study):  # hidden from you is not missing
+        st.caption(_(STILL_OPEN))
         return
     result = _estimates(store, judge, study, viewer)
     if result.estimates.empty:
@@ -124,6 +130,9 @@ def judge_artefact(store: Store, judge: JudgeConfig | None, study: int, viewer: 
     st.subheader(_("Is the gap a judge artefact?"), anchor=False)
     if judge is None:
         st.caption(_("Needs a judge configuration that scored this study's runs."))
+        return
+    if not viewer.allowed("see-study", study):
+        st.caption(_(STILL_OPEN))
         return
     result = _estimates(store, judge, study, viewer)
     table = result.artefact
