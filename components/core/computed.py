@@ -210,7 +210,9 @@ def gap_estimates(
 def perception(store: Store, judge: JudgeConfig, viewer: Viewer | None = None) -> pd.DataFrame:
     """``perception.perception_table`` (the gap where the emotion was recognised and
     where it was missed, bootstrapped: seconds on an admin's database), as the viewer may
-    see it."""
+    see it; its notes in English, the same for every reader (a page draws
+    ``perception.reader_notes``)."""
     from koed_core.results.perception import perception_table
 
-    return _seen_by(viewer, store).shown(perception_table(store, judge))
+    with i18n.speaking("en"):
+        return _seen_by(viewer, store).shown(perception_table(store, judge))

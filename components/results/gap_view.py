@@ -107,6 +107,9 @@ def perception_split(store: Store, judge: JudgeConfig, viewer: Viewer) -> None:
             key="gap.perception.emotion",
         )
         table = table[table["emotion"] == chosen]
+        from koed_core.results.perception import reader_notes  # scipy: when a split is drawn
+
+        table = table.assign(note=reader_notes(table))  # kept in English for every reader
         st.caption(
             _(
                 "Per run and dimension: the judge's score where the model named a gold "

@@ -25,7 +25,8 @@ STILL_OPEN = N_(
 def _estimates(
     store: Store, judge: JudgeConfig, study: int, viewer: Viewer
 ) -> ppi_table.GapEstimates:
-    return computed.gap_estimates(store, study, judge, viewer)
+    """The kept estimates (numbers, and sentences in English), in the reader's words."""
+    return ppi_table.in_reader_words(computed.gap_estimates(store, study, judge, viewer))
 
 
 def _design_caption(store: Store, result: ppi_table.GapEstimates, study: int) -> None:
@@ -115,7 +116,11 @@ def gap_three_ways(
     )
     right.download_button(
         _("Judge only, people only and PPI++ side by side (CSV)"),
-        csv_safe.to_csv(wide.assign(study_id=study, **judge.as_columns())),
+        csv_safe.to_csv(  # a file's notes in English, as exports are (the kept result's)
+            ppi_table.side_by_side(computed.gap_estimates(store, study, judge, viewer)).assign(
+                study_id=study, **judge.as_columns()
+            )
+        ),
         file_name="koed_gap_judge_people_ppi.csv",
         mime="text/csv",
     )

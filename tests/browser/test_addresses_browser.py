@@ -44,3 +44,38 @@ def test_a_mistyped_address_says_so_after_other_pages_were_served(
             assert page.get_by_test_id("stException").count() == 0
 
         steps.settled_and_later(page, 3, check)  # the cookie's rerun came after the page
+
+
+UNREAD_VALUES = [  # (address, the notice in the page's language)
+    ("/overview?lang=xx", "The link's lang=xx was left out: not one of ko, en."),
+    (
+        "/gap?lang=ko&talk=maybe",
+        "링크의 talk=maybe은(는) 제외했습니다: true, false 중 하나가 아님.",
+    ),
+    ("/demo?talk=Maybe", "The link's talk=Maybe was left out: not one of true, false."),
+]
+
+
+@pytest.mark.parametrize("address, notice", UNREAD_VALUES, ids=["lang-en", "talk-ko", "talk-demo"])
+def test_a_link_value_no_page_reads_is_named_not_dropped(
+    site: Visit, browser: Any, address: str, notice: str
+) -> None:
+    from playwright.sync_api import expect
+
+    page = browser.new_context(viewport={"width": 1366, "height": 768}).new_page()
+    page.goto(site.url + "/")  # the server and this tab drew a page before
+    steps.settled(page)
+    page.goto(site.url + address)
+    expect(page.get_by_text(notice)).to_be_visible()
+
+    def check() -> None:  # still said after the reruns that rewrite the address
+        assert page.get_by_text(notice).count() == 1
+        assert page.get_by_test_id("stException").count() == 0
+
+    steps.settled_and_later(page, 3, check)
+    korean = "lang=ko" in address
+    steps.navigate(page, *(("대화", "탐색") if korean else ("Dialogues", "Explorer")))
+    heading = "대화 탐색" if korean else "Dialogue explorer"
+    expect(page.get_by_role("heading", name=heading)).to_be_visible()
+    steps.settled(page)
+    assert page.get_by_text(notice).count() == 0  # said on the page the link opened
