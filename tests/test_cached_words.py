@@ -4,10 +4,13 @@ reader after an English one (and the reverse) reads their own language.
 The Gap page keeps its tables across sessions (``components/core/computed.py``), and a
 sentence translated while computing was kept with them: the PPI++ caption and refusal,
 and the perception table's notes, stayed in the language of whoever computed them first.
+Beside them, on the same page: one chart's files (its own PNG, the PNG and SVG buttons,
+its CSV) share the chart's name.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -56,3 +59,30 @@ def test_each_reader_reads_the_cached_tables_in_their_language(
         for words in WORDS[other]:
             assert words not in read, (lang, words)
         assert NOT_SPLIT[lang] in read and NOT_SPLIT[other] not in read, lang
+
+
+@pytest.mark.slow
+def test_one_charts_png_and_svg_share_its_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The chart's own camera (Plotly's "Download plot as a png") saved "newplot.png"
+    beside the buttons' "koed_gap.svg": now every file of the chart has its name."""
+    from streamlit.delta_generator import DeltaGenerator
+
+    planted = planted_store(tmp_path / "koed.db", dialogues=16, fraction=0.5)  # KOED_DB
+    StudyRules(planted.store).close(planted.study_id)
+    names: dict[str, str] = {}
+    button = DeltaGenerator.download_button
+
+    def recorded(self: DeltaGenerator, label: str, data: object, **kw: object) -> object:
+        names[label] = str(kw.get("file_name"))
+        return button(self, label, data, **kw)
+
+    monkeypatch.setattr(DeltaGenerator, "download_button", recorded)
+    at = _gap_page("en")
+    assert not at.exception, [e.value for e in at.exception]
+    config = json.loads(at.get("plotly_chart")[0].proto.config)
+    stem = config["toImageButtonOptions"]["filename"]
+    assert stem == "koed_gap_judge"  # the first source's chart: the judge's
+    assert names["Chart (PNG)"] == f"{stem}.png" and names["Chart (SVG)"] == f"{stem}.svg"
+    assert names["Table (CSV)"] == f"{stem}.csv"

@@ -78,6 +78,7 @@ if table.empty:
     st.stop()
 
 suffix = ""
+group = None
 if by:
     group = right.selectbox(
         _(gap_view.BREAKDOWN_WORDS[split]).capitalize(),
@@ -100,8 +101,9 @@ figures = [
 if talk:  # the screen's height, whatever the projector; the split beside the gap
     screen_charts(figures + decompose_view.talk_figures(frame, chosen))
 else:
-    for column, fig in zip(st.columns(len(figures)), figures, strict=True):
-        column.plotly_chart(fig, width="stretch", theme=None)  # theme=None: our styling
+    for column, fig, source in zip(st.columns(len(figures)), figures, shown, strict=True):
+        config = gap_view.chart_config(gap_view.chart_name(source, group))  # its PNG's name
+        column.plotly_chart(fig, width="stretch", theme=None, config=config)  # our styling
 if not talk and judge is not None:
     gap_view.paper_table(store, dataset.sha256, judge, viewer)
     gap_view.perception_split(store, judge, viewer)  # perception or response
@@ -112,4 +114,5 @@ if not talk:
     gap_view.gap_over_turns(store, judge, study, viewer)
     adaptation_gap.gap_by_adaptation(store, judge, study, dataset, viewer)
 if not talk:  # PNG and SVG in the talk style, for slides (drawn when asked for)
-    gap_view.downloads(table, shown[0], title, names[shown[0]], admin)
+    name = gap_view.chart_name(shown[0], group)  # the chart's own PNG has it too
+    gap_view.downloads(table, shown[0], title, names[shown[0]], admin, name)
