@@ -55,10 +55,11 @@ def matches(
     return pd.DataFrame(rows, columns=list(_row("", "", None, "", "", "", "")))
 
 
-HANGUL = "\u1100-\u11ff\u3130-\u318f\uac00-\ud7a3"
-"""Hangul syllables and jamo: a space beside one is word spacing, which writers of
-Korean vary ("성 차별", "성차별"), so the search leaves it out."""
-KOREAN_SPACE = re.compile(f"\\s+(?=[{HANGUL}])|(?<=[{HANGUL}])\\s+")
+HANGUL = r"\u1100-\u11ff\u3130-\u318f\uac00-\ud7a3"
+"""Hangul jamo and syllables, as a regular expression's range: a space beside one is
+word spacing, which writers of Korean vary (a compound written as one word or as two),
+so the search leaves it out."""
+KOREAN_SPACE = re.compile(rf"\s+(?=[{HANGUL}])|(?<=[{HANGUL}])\s+")
 
 
 def _plain(text: str) -> str:
