@@ -138,3 +138,18 @@ def test_search_finds_a_comment_and_shows_it() -> None:
         assert list(found["annotator"]) == ["kim"], found
         assert list(found["comment"]) == [COMMENT]
         at.run()
+
+
+@pytest.mark.parametrize(
+    "query", ["성차별", "성 차별", " 성  차 별 ", "편의 점", "편의점 앞"], ids=lambda q: q.strip()
+)
+def test_search_ignores_korean_word_spacing(tmp_path: Path, query: str) -> None:
+    """A search for "성 차별" finds what "성차별" finds (spacing ignored): Korean
+    word spacing varies between writers, and a span's text keeps the dialogue's."""
+    from components.annotation.search import matches
+
+    commented = replace(PLACE, comment="성 차별 아님, 야간 편의점앞 장면")
+    store = _project(tmp_path / "koed.db", [commented])
+    found = matches(store, 1, load_taxonomy(), query)
+    assert list(found["comment"]) == [commented.comment], query
+    assert matches(store, 1, load_taxonomy(), "야간 아님").empty  # words still in order

@@ -25,7 +25,8 @@ admin = viewer.sees_all
 judge = judge_picker(store, None, key=state.GAP_JUDGE, where=mid)
 study = study_picker(store, key=state.GAP_STUDY, where=mid, include_open=admin)
 frame = computed.score_frame(store, judge, study, viewer)
-if hidden := viewer.hidden_runs:
+hidden = viewer.hidden_in(study)  # a published study shows its runs, shared or not
+if hidden:
     st.caption(
         _(
             "{n} run(s) in a study still being rated are left out until it closes.",
@@ -33,7 +34,7 @@ if hidden := viewer.hidden_runs:
         )
     )
 if frame.empty:
-    gap_view.no_scores_yet()
+    gap_view.no_scores_yet(len(hidden))  # hidden from you is not missing
     if not talk:  # episodes have their own gap, over turns; annotations their breakdown
         gap_view.gap_over_turns(store, judge, study, viewer)
         adaptation_gap.gap_by_adaptation(store, judge, study, dataset, viewer)
@@ -77,6 +78,7 @@ if table.empty:
     st.stop()
 
 suffix = ""
+group = None
 if by:
     group = right.selectbox(
         _(gap_view.BREAKDOWN_WORDS[split]).capitalize(),
@@ -99,8 +101,9 @@ figures = [
 if talk:  # the screen's height, whatever the projector; the split beside the gap
     screen_charts(figures + decompose_view.talk_figures(frame, chosen))
 else:
-    for column, fig in zip(st.columns(len(figures)), figures, strict=True):
-        column.plotly_chart(fig, width="stretch", theme=None)  # theme=None: our styling
+    for column, fig, source in zip(st.columns(len(figures)), figures, shown, strict=True):
+        config = gap_view.chart_config(gap_view.chart_name(source, group))  # its PNG's name
+        column.plotly_chart(fig, width="stretch", theme=None, config=config)  # our styling
 if not talk and judge is not None:
     gap_view.paper_table(store, dataset.sha256, judge, viewer)
     gap_view.perception_split(store, judge, viewer)  # perception or response
@@ -111,4 +114,5 @@ if not talk:
     gap_view.gap_over_turns(store, judge, study, viewer)
     adaptation_gap.gap_by_adaptation(store, judge, study, dataset, viewer)
 if not talk:  # PNG and SVG in the talk style, for slides (drawn when asked for)
-    gap_view.downloads(table, shown[0], title, names[shown[0]], admin)
+    name = gap_view.chart_name(shown[0], group)  # the chart's own PNG has it too
+    gap_view.downloads(table, shown[0], title, names[shown[0]], admin, name)

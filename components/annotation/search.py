@@ -5,6 +5,8 @@ Annotation projects page (admins: blindness binds annotators, not the reviewer).
 
 from __future__ import annotations
 
+import re
+import unicodedata
 from typing import Any
 
 import pandas as pd
@@ -24,8 +26,9 @@ def matches(
     annotations: AnnotationRules, project_id: int, taxonomy: Taxonomy, query: str
 ) -> pd.DataFrame:
     """Rows (dialogue, annotator, turn, Korean, English, type, comment, note) of the
-    project's spans, and notes, whose texts hold ``query`` (case and spacing ignored)."""
-    needle = " ".join(query.split()).casefold()
+    project's spans, and notes, whose texts hold ``query`` (case and spacing ignored,
+    Korean word spacing too)."""
+    needle = _plain(query)
     names = {kind.code: type_name(kind) for kind in taxonomy.types}
     rows: list[dict[str, Any]] = []
     for answer in annotations.annotations(project_id):
@@ -52,10 +55,18 @@ def matches(
     return pd.DataFrame(rows, columns=list(_row("", "", None, "", "", "", "")))
 
 
+HANGUL = r"\u1100-\u11ff\u3130-\u318f\uac00-\ud7a3"
+"""Hangul jamo and syllables, as a regular expression's range: a space beside one is
+word spacing, which writers of Korean vary (a compound written as one word or as two),
+so the search leaves it out."""
+KOREAN_SPACE = re.compile(rf"\s+(?=[{HANGUL}])|(?<=[{HANGUL}])\s+")
+
+
 def _plain(text: str) -> str:
-    """A text as the search compares it: runs of spaces and line breaks as one space,
-    case folded."""
-    return " ".join(text.split()).casefold()
+    """A text as the search compares it: composed (NFC), with no space beside a Korean
+    letter, other runs of spaces and line breaks as one space, case folded."""
+    joined = KOREAN_SPACE.sub("", unicodedata.normalize("NFC", text))
+    return " ".join(joined.split()).casefold()
 
 
 def _row(

@@ -66,13 +66,15 @@ CSS = """
 """
 JS = (HERE / "span_select.js").read_text(encoding="utf-8")
 COLOURS = (
-    "#ffdb70", "#d08fff", "#ff8870", "#daff8f", "#e28dbf",
-    "#cbb4f9", "#f3ff70", "#f9b4c5", "#d4e28d", "#f47bd6",
+    "#ffbf99", "#e680ff", "#ffe666", "#66b3b3", "#f28c00",
+    "#00e6cc", "#ccb3e6", "#a6bf66", "#e6ffa6", "#b3a68c",
 )  # fmt: skip
-"""One light colour per type, in the taxonomy's order (a legend names each). Picked to
-stay apart from each other and from the states (a pending selection's green, an English
-counterpart's blue) for normal sight and the three colour blindnesses, no hue near those
-two states, dark text readable on each: tests/test_palette.py measures it."""
+"""One colour per type, in the taxonomy's order (a legend names each). Chosen by a
+farthest-point search over the sRGB colours dark text reads on (WCAG contrast 7.2 or
+more): each as far as it can be, in CIEDE2000, from the others, the two states (a
+pending selection's green, an English counterpart's blue) and the white page, for
+normal sight and the three colour blindnesses (simulated); tests/test_palette.py
+states the distances it keeps."""
 STATES = {"pending": "#b8f0c0", "english": "#cde8ff"}
 """The states' colours, as CSS below draws them (mark.pending, mark.en)."""
 EVENTS = ("selected", "add", "remove", "undo", "comment")

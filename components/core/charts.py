@@ -69,11 +69,16 @@ def cooccurrence_heatmap(matrix: pd.DataFrame) -> go.Figure:
             "Which labels are given together (colours scaled to the pairings; diagonal: "
             "dialogues with the label)"
         ),
-        height=820,
+        height=900,
         font_family=FONT,
         yaxis_autorange="reversed",
         margin={"l": 10, "r": 10, "t": 50, "b": 10},
     )
+    # 34 labels with their gloss ("anticipating 기대하는") side by side overlapped at
+    # Plotly's slant and were cut at the bottom: upright, each is one line's height
+    # wide, and the margins grow to hold the longest (automargin)
+    fig.update_xaxes(tickangle=-90, automargin=True)
+    fig.update_yaxes(automargin=True)
     return fig
 
 

@@ -53,7 +53,7 @@ def score_frame(
     study the viewer may not see."""
     seen = _seen_by(viewer, store)
     study = study_id if study_id is None or seen.allowed("see-study", study_id) else None
-    return seen.shown(gaps.score_frame(store, judge=judge, study_id=study))
+    return seen.shown(gaps.score_frame(store, judge=judge, study_id=study), study=study)
 
 
 @kept
@@ -186,7 +186,8 @@ def turn_gap_table(
     """The gap over turns of every episode run, for this judge configuration and study."""
     seen = _seen_by(viewer, store)
     study = study_id if study_id is None or seen.allowed("see-study", study_id) else None
-    return turn_gaps.turn_gap_table(seen.shown(turn_gaps.turn_frame(store, judge, study)))
+    frame = turn_gaps.turn_frame(store, judge, study)
+    return turn_gaps.turn_gap_table(seen.shown(frame, study=study))
 
 
 @kept
@@ -198,17 +199,20 @@ def gap_estimates(
     mean_intervals: bool = False,
 ) -> ppi_table.GapEstimates:
     """The gap three ways (judge only, people only, PPI++) of one study and judge
-    configuration, without the runs the viewer may not see; the en and ko means'
-    bootstrap intervals only when asked (a download: a third of the cost)."""
-    seen = _seen_by(viewer, store)
-    return ppi_table.gap_estimates(store, study_id, judge, set(seen.hidden_runs), mean_intervals)
+    configuration, without the runs the viewer may not see in this study's numbers (a
+    published study's own runs are shown, whatever open study also holds them); the en
+    and ko means' bootstrap intervals only when asked (a download: a third of the cost)."""
+    hidden = set(_seen_by(viewer, store).hidden_in(study_id))
+    return ppi_table.gap_estimates(store, study_id, judge, hidden, mean_intervals)
 
 
 @kept
 def perception(store: Store, judge: JudgeConfig, viewer: Viewer | None = None) -> pd.DataFrame:
     """``perception.perception_table`` (the gap where the emotion was recognised and
     where it was missed, bootstrapped: seconds on an admin's database), as the viewer may
-    see it."""
+    see it; its notes in English, the same for every reader (a page draws
+    ``perception.reader_notes``)."""
     from koed_core.results.perception import perception_table
 
-    return _seen_by(viewer, store).shown(perception_table(store, judge))
+    with i18n.speaking("en"):
+        return _seen_by(viewer, store).shown(perception_table(store, judge))

@@ -14,6 +14,7 @@ from typing import Any, cast
 
 import streamlit as st
 
+from components.core import link_notice
 from koed_core import i18n
 from koed_core.i18n import N_, _
 
@@ -24,6 +25,7 @@ KEEP_WORDS_WHOLE = """<style>
 """Korean wraps between words (eojeol), never inside one; a run too long for its line still
 breaks rather than overflow. Latin text is unaffected."""
 CHOSEN = "language.chosen"
+UNKNOWN = "language.unknown"  # a ?lang= value that is no language, until the page says so
 SWITCH = "language.switch"
 
 
@@ -43,6 +45,9 @@ def start(default: str | None = None) -> i18n.Language:
     asked = st.query_params.get("lang")
     if asked in i18n.LANGUAGES:
         st.session_state[CHOSEN] = asked
+    elif asked is not None:  # ?lang=xx: said on the page (switch), not dropped silently
+        st.session_state[UNKNOWN] = asked
+        del st.query_params["lang"]
     explicit = st.session_state.get(CHOSEN)
     lang = i18n.set_language(explicit or default or browser_language() or "en")
     if explicit and st.query_params.get("lang") != lang:  # a page switch drops the query
@@ -106,7 +111,10 @@ def switch() -> None:
     """Korean / English, at the top right of the page (not in talk mode: a slide's link
     carries its ?lang, and the projector's height is the chart's)."""
     st.html(KEEP_WORDS_WHOLE)
+    unknown = st.session_state.pop(UNKNOWN, None)
+    found = link_notice.choice_dropped("lang", [unknown], i18n.LANGUAGES) if unknown else []
     if st.query_params.get("talk") == "true":
+        link_notice.page_note("lang", found)
         return
     st.session_state[SWITCH] = i18n.language()  # what this run settled on, shown
     _left, right = st.columns([5, 1])
@@ -118,6 +126,7 @@ def switch() -> None:
         on_change=_switched,
         label_visibility="collapsed",
     )
+    link_notice.page_note("lang", found)
 
 
 VARIANT_WORDS = {

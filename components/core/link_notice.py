@@ -7,11 +7,13 @@ from typing import Any
 
 import streamlit as st
 from streamlit.errors import StreamlitAPIException
+from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
 
 from components.core import state
 from components.core.literal import md
 from koed_core import i18n
 from koed_core.dialogues.links import ALIASES, Dropped, canonical, dropped_values
+from koed_core.i18n import N_
 
 
 def link_params() -> dict[str, list[str]]:
@@ -66,6 +68,22 @@ def note(page: str, found: list[Dropped]) -> None:
     if kept:
         for dropped in kept:  # each value shown literally, one notice line each
             st.warning(md(dropped.sentence()), icon=":material/link_off:")
+
+
+def page_note(name: str, found: list[Dropped]) -> None:
+    """:func:`note` of parameter ``name`` for the page this run draws (named by
+    Streamlit's hash of its address): for a value more than one page reads (``lang``,
+    ``talk``), said on the page the link opened and kept there, not on the next one."""
+    ctx = get_script_run_ctx()
+    note(f"{name}.{ctx.page_script_hash if ctx else ''}", found)
+
+
+def choice_dropped(name: str, values: Sequence[str], options: Sequence[str]) -> list[Dropped]:
+    """The values of ``name`` that are none of ``options``, as :func:`note` names them."""
+    listed = (("options", ", ".join(options)),)
+    return [
+        Dropped(name, v, N_("not one of {options}"), listed) for v in values if v not in options
+    ]
 
 
 def set_param(name: str, value: str | list[str]) -> None:

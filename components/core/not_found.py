@@ -13,18 +13,37 @@ from collections.abc import Collection
 
 import streamlit as st
 from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
+from streamlit.util import calc_hash  # how Streamlit names a page by its address
 
 from components.core.literal import md
 from koed_core.i18n import _
 
+ASKED = "not_found.address"
+"""The address this session was last opened at by URL (kept by this module alone)."""
+
 
 def requested_address() -> str | None:
     """The address (the path after the app's root) this run was opened at by URL, or None
-    when a page was picked in the menu or a link inside the app (named by its id)."""
+    when a page was picked in the menu or a link inside the app (named by its id).
+
+    A URL names its page by address only on the session's first run; every rerun after
+    it (a widget, the login cookie's component answering) names the page by the hash of
+    its address. The not-found page at ``/nope`` is made again on each run, so that rerun
+    asks for a page no longer registered, and Streamlit drew the Explorer without a word
+    (on every request but a fresh server's first, whose cookie came late). The address
+    is kept for the session and recognised again by its hash.
+    """
     ctx = get_script_run_ctx()
-    if ctx is None or ctx.pages_manager.intended_page_script_hash:
+    if ctx is None:
         return None
-    return (ctx.pages_manager.intended_page_name or "").strip("/") or None
+    manager = ctx.pages_manager
+    asked = manager.intended_page_script_hash
+    if not asked:
+        address = (manager.intended_page_name or "").strip("/") or None
+        st.session_state[ASKED] = address
+        return address
+    kept = st.session_state.get(ASKED)
+    return kept if kept and asked == calc_hash(kept) else None
 
 
 def not_found_page(known: Collection[str], explorer: st.Page) -> st.Page | None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pandas as pd
 import streamlit as st
 
@@ -35,8 +37,19 @@ BREAKDOWN_WORDS = {
 }
 
 
-def no_scores_yet() -> None:
-    """What the Empathy gap page says before any run is judged: how to get a gap."""
+def no_scores_yet(hidden: int = 0) -> None:
+    """What the Empathy gap page says before any run is judged: how to get a gap; and,
+    where ``hidden`` runs are left out for this reader, that nothing is shown to them
+    yet (never "no scores": an admin may see them)."""
+    if hidden:
+        st.info(
+            _(
+                "No scores you may see yet: {n} run(s) belong to a study still being "
+                "rated, and their numbers are published when an admin closes it.",
+                n=i18n.number(hidden),
+            )
+        )
+        return
     st.info(
         _(
             "No single-reply scores yet, so no gap to show here. Run a model in both "
@@ -99,6 +112,9 @@ def perception_split(store: Store, judge: JudgeConfig, viewer: Viewer) -> None:
             key="gap.perception.emotion",
         )
         table = table[table["emotion"] == chosen]
+        from koed_core.results.perception import reader_notes  # scipy: when a split is drawn
+
+        table = table.assign(note=reader_notes(table))  # kept in English for every reader
         st.caption(
             _(
                 "Per run and dimension: the judge's score where the model named a gold "
@@ -118,8 +134,25 @@ def perception_split(store: Store, judge: JudgeConfig, viewer: Viewer) -> None:
         )
 
 
-def downloads(table: pd.DataFrame, source: str, title: str, subtitle: str, admin: bool) -> None:
-    """The numbers under the chart, CSV, PNG and SVG; the paper export for admins.
+def chart_name(source: str, group: str | None = None) -> str:
+    """One name for one gap chart's files: the chart's own PNG (its menu's camera), the
+    PNG and SVG buttons and its numbers' CSV (``koed_gap_judge_jeong_han``), so the
+    files of one chart sort together and say which chart they are."""
+    words = ["koed_gap", source, group or ""]
+    return re.sub(r"[^0-9A-Za-z]+", "_", "_".join(w for w in words if w)).strip("_")
+
+
+def chart_config(name: str) -> dict[str, object]:
+    """A gap chart's Plotly config: its camera saves the PNG under the chart's name
+    (Plotly's own is "newplot")."""
+    return {"toImageButtonOptions": {"filename": name}}
+
+
+def downloads(
+    table: pd.DataFrame, source: str, title: str, subtitle: str, admin: bool, name: str
+) -> None:
+    """The numbers under the chart, CSV, PNG and SVG, all under the chart's ``name``;
+    the paper export for admins.
 
     The images use the talk style (a slide's type sizes) and are drawn only when a
     button is pressed: building a second figure on every click cost 0.15 s."""
@@ -134,17 +167,17 @@ def downloads(table: pd.DataFrame, source: str, title: str, subtitle: str, admin
     with st.expander(_("Numbers behind the chart"), expanded=False):
         tables.show(table, hide_index=True)
     cols = st.columns(4 if admin else 3)
-    cols[0].download_button(_("Table (CSV)"), csv_safe.to_csv(table), file_name="koed_gap.csv")
+    cols[0].download_button(_("Table (CSV)"), csv_safe.to_csv(table), file_name=f"{name}.csv")
     cols[1].download_button(
         _("Chart (PNG)"),
         lambda: image("png"),
-        file_name="koed_gap.png",
+        file_name=f"{name}.png",
         mime="image/png",
     )
     cols[2].download_button(
         _("Chart (SVG)"),
         lambda: image("svg"),
-        file_name="koed_gap.svg",
+        file_name=f"{name}.svg",
         mime="image/svg+xml",
     )
     if admin:  # every study's agreement and every run's configuration: admins only

@@ -10,19 +10,23 @@ import streamlit as st
 from components.core import computed, state, tables
 from components.core.literal import md
 from koed_core.db import JudgeConfig, Store
-from koed_core.i18n import _
+from koed_core.i18n import N_, _
 from koed_core.results import ppi, ppi_table, score_sources
 from koed_core.results.figures import gap_figure
 from koed_core.results.viewer import Viewer
 from koed_core.text import csv_safe
 
 NUMBER = st.column_config.NumberColumn(format="%.3f")
+STILL_OPEN = N_(
+    "This study is still being rated: its numbers are published here once an admin closes it."
+)
 
 
 def _estimates(
     store: Store, judge: JudgeConfig, study: int, viewer: Viewer
 ) -> ppi_table.GapEstimates:
-    return computed.gap_estimates(store, study, judge, viewer)
+    """The kept estimates (numbers, and sentences in English), in the reader's words."""
+    return ppi_table.in_reader_words(computed.gap_estimates(store, study, judge, viewer))
 
 
 def _design_caption(store: Store, result: ppi_table.GapEstimates, study: int) -> None:
@@ -51,6 +55,9 @@ def gap_three_ways(
                 "then the judge's gap is corrected by the people's on the rated sample."
             )
         )
+        return
+    if not viewer.allowed("see-study", study):  # hidden from you is not missing
+        st.caption(_(STILL_OPEN))
         return
     result = _estimates(store, judge, study, viewer)
     if result.estimates.empty:
@@ -109,7 +116,11 @@ def gap_three_ways(
     )
     right.download_button(
         _("Judge only, people only and PPI++ side by side (CSV)"),
-        csv_safe.to_csv(wide.assign(study_id=study, **judge.as_columns())),
+        csv_safe.to_csv(  # a file's notes in English, as exports are (the kept result's)
+            ppi_table.side_by_side(computed.gap_estimates(store, study, judge, viewer)).assign(
+                study_id=study, **judge.as_columns()
+            )
+        ),
         file_name="koed_gap_judge_people_ppi.csv",
         mime="text/csv",
     )
@@ -124,6 +135,9 @@ def judge_artefact(store: Store, judge: JudgeConfig | None, study: int, viewer: 
     st.subheader(_("Is the gap a judge artefact?"), anchor=False)
     if judge is None:
         st.caption(_("Needs a judge configuration that scored this study's runs."))
+        return
+    if not viewer.allowed("see-study", study):
+        st.caption(_(STILL_OPEN))
         return
     result = _estimates(store, judge, study, viewer)
     table = result.artefact

@@ -5,7 +5,7 @@ from __future__ import annotations
 import plotly.graph_objects as go
 import streamlit as st
 
-from components.core import state
+from components.core import link_notice, state
 from koed_core.i18n import _
 
 TALK_CSS = """
@@ -26,6 +26,8 @@ TALK_CSS = """
   height: auto !important; overflow: visible !important; }
 </style>
 """
+SWITCH = ("true", "false")
+"""What a bound switch reads in a link (in any case: Streamlit's own reading)."""
 RESIZE_JS = """<script>
 (() => {
   let tries = 0;
@@ -45,7 +47,10 @@ the box has its screen height. A constant of ours, never user or data text."""
 
 
 def talk_toggle(key: str = state.TALK) -> bool:
-    """A "Talk mode" switch bound to the URL (?talk=true), so a slide link opens in it."""
+    """A "Talk mode" switch bound to the URL (?talk=true), so a slide link opens in it;
+    a value it cannot read (``?talk=maybe``) is named on the page, not dropped silently."""
+    unread = [v for v in st.query_params.get_all(key) if v.lower() not in SWITCH]
+    link_notice.page_note(key, link_notice.choice_dropped(key, unread, SWITCH))
     talk = st.toggle(
         _("Talk mode"),
         key=key,

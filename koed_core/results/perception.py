@@ -33,11 +33,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from koed_core import bootstrap
+from koed_core import bootstrap, i18n
 from koed_core.bootstrap import bootstrap_means
 from koed_core.db import JudgeConfig, Runs, Store
 from koed_core.db.emotion_queries import gold_labels
-from koed_core.i18n import _
+from koed_core.i18n import N_, _
 from koed_core.judge.rubric import codes
 from koed_core.models.speaker import other_language
 from koed_core.results import gaps
@@ -128,12 +128,31 @@ def _not_split(part: pd.DataFrame, meta: dict[str, object]) -> dict[str, object]
         "value": None,
         "ci_low": None,
         "ci_high": None,
-        "note": _(
-            "undefined: this run asked for no emotion (protocol {protocol}), so no reply "
-            "is recognised or missed",
-            protocol=meta["protocol"],
-        ),
+        "note": _(NOT_SPLIT, protocol=meta["protocol"]),
     }
+
+
+NOT_SPLIT = N_(
+    "undefined: this run asked for no emotion (protocol {protocol}), so no reply "
+    "is recognised or missed"
+)
+
+
+def reader_notes(table: pd.DataFrame) -> pd.Series:
+    """The ``note`` column of a :func:`perception_table` made in English, in the reader's
+    language: a page keeps the table for every reader and translates where it draws."""
+    with i18n.speaking("en"):
+        english = {_(NOT_SPLIT, protocol=p): p for p in set(table["protocol"].dropna())}
+    return pd.Series(
+        [
+            (_(NOT_SPLIT, protocol=english[n]) if n in english else _(n))
+            if isinstance(n, str) and n
+            else n
+            for n in table["note"]
+        ],
+        index=table.index,
+        dtype=object,
+    )
 
 
 ALL = "all"

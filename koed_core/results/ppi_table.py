@@ -8,11 +8,12 @@ Gap page, the Agreement page and the export show: the estimates of
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 import pandas as pd
 
+from koed_core import i18n
 from koed_core.db import Inclusions, JudgeConfig, Judgments, Ratings, Runs, Sampling, Store
 from koed_core.i18n import N_
 from koed_core.judge.rubric import codes
@@ -99,8 +100,10 @@ def gap_estimates(
     long = Ratings(store).long_scores(study_id)
     long = long[long["run_id"].isin(run_ids)]
     groups = rater_groups(store, long)
-    refused = refusal(config.sampling)
     inclusion = Inclusions(store).probabilities(study_id)  # empty: drawn uniformly
+    with i18n.speaking("en"):  # kept for every reader: words in English, see in_reader_words
+        refused = refusal(config.sampling)
+        about = provenance(store, study_id, judge, config.sampling, run_ids)
     estimates = ppi.estimate_frame(
         judged,
         groups["all raters"],
@@ -117,11 +120,26 @@ def gap_estimates(
         artefact.merge(meta, on="run_id", how="left").assign(**source),
         config.sampling,
         refused,
-        {
-            **provenance(store, study_id, judge, config.sampling, run_ids),
-            "bilingual_design": config.bilingual,
-        },
+        {**about, "bilingual_design": config.bilingual},
     )
+
+
+def in_reader_words(result: GapEstimates) -> GapEstimates:
+    """``result`` with its sentences (the study's design, a refusal of PPI and that
+    refusal as the PPI rows' note) in the reader's language.
+
+    :func:`gap_estimates` is computed once for every reader (a page keeps it), so it
+    holds its sentences in English, as an export wants them; a page draws this instead.
+    """
+    if result.refusal is None:
+        refused = None
+        estimates = result.estimates
+    else:
+        refused = refusal(result.sampling)
+        notes = result.estimates["note"].replace({result.refusal: refused})
+        estimates = result.estimates.assign(note=notes)
+    words = {**result.provenance, "study_sampling": describe(result.sampling)}
+    return replace(result, estimates=estimates, refusal=refused, provenance=words)
 
 
 def _run_meta(store: Store) -> pd.DataFrame:

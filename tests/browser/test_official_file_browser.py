@@ -4,6 +4,7 @@ grid's wrapped situations, the not-found page and the Adaptation page's link."""
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -275,3 +276,44 @@ def test_the_adaptation_page_reads_d_and_names_what_it_left_out(
         expect(notice).to_have_count(2)  # the notice outlives it
     finally:
         server.close()
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_the_label_heatmaps_ticks_are_whole_and_apart(
+    official_server: str, browser: Any, lang: str
+) -> None:
+    """All 34 labels (with their Korean gloss on a Korean page, "anticipating 기대하는"):
+    each tick label of the co-occurrence heatmap drawn inside the chart, none over
+    another (they were cut at the bottom and overlapped)."""
+    from playwright.sync_api import expect
+
+    page = browser.new_context(viewport={"width": 1366, "height": 768}).new_page()
+    page.goto(f"{official_server}/overview?lang={lang}")
+    chart = page.locator(".js-plotly-plot").filter(has=page.locator(".heatmaplayer"))
+    expect(chart.locator(".xtick text")).to_have_count(34)
+    steps.settled(page)
+    steps.next_frames(page)
+    boxes = chart.evaluate(
+        """(plot) => {
+             const outer = plot.getBoundingClientRect();
+             const box = (t) => { const r = t.getBoundingClientRect();
+               return [r.left, r.top, r.right, r.bottom]; };
+             return { outer: [outer.left, outer.top, outer.right, outer.bottom],
+                      x: [...plot.querySelectorAll('.xtick text')].map(box),
+                      y: [...plot.querySelectorAll('.ytick text')].map(box) };
+           }"""
+    )
+    left, top, right, bottom = boxes["outer"]
+    for axis in ("x", "y"):
+        ticks = boxes[axis]
+        cut = [t for t in ticks if t[0] < left - 1 or t[1] < top - 1 or t[2] > right + 1
+               or t[3] > bottom + 1]  # fmt: skip
+        assert not cut, (axis, cut[:3], boxes["outer"])
+        over = [
+            (a, b)
+            for a, b in itertools.combinations(ticks, 2)
+            if min(a[2], b[2]) - max(a[0], b[0]) > 1 and min(a[3], b[3]) - max(a[1], b[1]) > 1
+        ]
+        assert not over, (axis, over[:3])
+    chart.locator(".xtick text").first.scroll_into_view_if_needed()  # the page scrolls
+    page.screenshot(path=str(ARTIFACTS / f"overview_heatmap_{lang}.png"))
