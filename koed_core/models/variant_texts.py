@@ -17,7 +17,14 @@ from koed_core.db import Store
 from koed_core.db.variants import Variants, VariantVersion, VersionMeta
 from koed_core.dialogues.dataset import Dataset
 from koed_core.dialogues.dialogue import Dialogue
-from koed_core.dialogues.variants import VARIANTS, Translation, apply, mismatch, parse_line
+from koed_core.dialogues.variants import (
+    VARIANTS,
+    Translation,
+    apply,
+    mismatch,
+    parse_line,
+    recorded_versions,
+)
 from koed_core.dialogues.variants import source_hash as hash_of
 from koed_core.errors import KoedError
 
@@ -158,11 +165,7 @@ def recorded_dialogues(
     (``en-from-ko v2 <id>, ...``, see :class:`RunVariants`): what a judge of that run
     must show, whatever versions were made since. variant -> conv_id -> dialogue."""
     found: dict[str, dict[str, Dialogue]] = {}
-    for part in (recorded or "").split(","):
-        words = part.split()
-        if len(words) < 2 or words[0] not in VARIANTS or not words[1][1:].isdigit():
-            continue
-        variant, version = words[0], int(words[1][1:])
+    for variant, (version, _id) in recorded_versions(recorded).items():
         stored = Variants(store).read(variant, version)
         found[variant] = {
             conv_id: apply(dialogues[conv_id], row.translation)
