@@ -3,12 +3,16 @@ whole-episode studies of variant episodes, and the four-cell plan's dry run."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
+from fixtures.fake_openai import FakeOpenAI
 from koed_core.db import Runs, Store
 from koed_core.db.variants import Variants
+from koed_core.judge.rubric import codes
 from tests.test_variant_studies import four_cell_run
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -43,3 +47,51 @@ def test_the_runs_page_shows_the_variant_column_when_a_run_read_one(tmp_path: Pa
     assert " v" not in str(named["ko"]) and " v" not in str(named["en"])
 
 
+@pytest.mark.slow
+def test_a_whole_episode_study_holds_the_variant_episodes_for_the_rater_of_their_language(
+    fake_openai: FakeOpenAI, tmp_path: Path
+) -> None:
+    """Episodes played in ko and ko-from-en: a study of whole episodes in Korean holds
+    both (ko-from-en was left out: the study's languages were matched as cells), and the
+    Korean rater reads the ko-from-en episode in the translation's own text."""
+    from fixtures.rating import rater, study
+    from koed_core.dialogues.dataset import load_dataset
+    from koed_core.dialogues.variants import source_texts
+    from koed_core.models.backends import make_client
+    from koed_core.models.episodes import run_episodes
+    from koed_core.models.registry import ModelSpec
+    from koed_core.models.request import EpisodeRequest
+    from koed_core.models.variant_texts import import_lines
+    from koed_core.paths import SAMPLE_FILE
+
+    store = Store(tmp_path / "koed.db")
+    dataset = load_dataset(SAMPLE_FILE)
+    first = dataset.dialogues[0]
+    _situation, turns = source_texts(first, "ko-from-en")
+    line = {"conv_id": first.conv_id, "variant": "ko-from-en", "situation": "번역된 상황"}
+    line["turns"] = [f"번역 {n}" for n in range(len(turns))]
+    import_lines(store, dataset, [json.dumps(line, ensure_ascii=False)], "J. Kim")
+    listener, speaker = (
+        ModelSpec(name=n, backend="openai", model=n, base_url=fake_openai.base_url)
+        for n in ("fake", "fake-speaker")
+    )
+    report = run_episodes(
+        store,
+        (listener, make_client(listener, "k")),
+        (speaker, make_client(speaker, "k")),
+        [first],
+        dataset.sha256,
+        EpisodeRequest("fake", speaker="fake-speaker", langs=("ko", "ko-from-en"), turns=2),
+    )
+    assert report.failed == 0
+    ratings, study_id = study(
+        store, report.run_id, whole_episodes=True, attention_checks=0, langs=("ko",)
+    )
+    rater(ratings, "mina", ("ko",))
+    seen = {}
+    while (item := ratings.next_item(study_id, "mina")) is not None:
+        seen[item.lang] = item
+        ratings.save_rating(item.assignment_id, "mina", dict.fromkeys(codes(), 3), "")
+    assert set(seen) == {"ko", "ko-from-en"} and {i.kind for i in seen.values()} == {"episode"}
+    variant = [text for role, text in seen["ko-from-en"].context]
+    assert variant[0] == "번역 0" and seen["ko"].context[0][1] != "번역 0"
