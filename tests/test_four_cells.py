@@ -95,3 +95,49 @@ def test_a_whole_episode_study_holds_the_variant_episodes_for_the_rater_of_their
     assert set(seen) == {"ko", "ko-from-en"} and {i.kind for i in seen.values()} == {"episode"}
     variant = [text for role, text in seen["ko-from-en"].context]
     assert variant[0] == "번역 0" and seen["ko"].context[0][1] != "번역 0"
+
+
+def _translated(dialogues: list, variant: str) -> list[str]:  # type: ignore[type-arg]
+    from koed_core.dialogues.variants import source_texts
+
+    lines = []
+    for d in dialogues:
+        situation, turns = source_texts(d, variant)
+        line = {"conv_id": d.conv_id, "variant": variant, "situation": "T " + situation}
+        line["turns"] = ["T " + t for t in turns]
+        lines.append(json.dumps(line, ensure_ascii=False))
+    return lines
+
+
+def test_the_four_cell_plan_s_dry_run_says_which_variant_versions_its_runs_would_read(
+    official_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`koed reproduce plans/language-or-culture.toml --dry-run`: before the variants
+    exist it names each missing one with the command (and requests) that makes it, and
+    exits 1; once they exist it names each version, who made it and how many of the
+    plan's 100 dialogues it translates (a thin version makes a thin cell)."""
+    from koed_core.cli import main
+    from koed_core.dialogues.dataset import load_dataset
+    from koed_core.dialogues.subsets import select
+    from koed_core.models.variant_texts import import_lines
+
+    db = tmp_path / "k.db"
+    plan = str(ROOT / "plans" / "language-or-culture.toml")
+    args = ["reproduce", plan, "--dry-run", "--data", str(official_file), "--db", str(db)]
+    assert main(args) == 1
+    out = capsys.readouterr()
+    assert "800 requests" in out.out  # the listener's: 4 cells x 100 dialogues x 2 calls
+    assert (
+        "en-from-ko: no version yet; make it first: koed translate run --variant en-from-ko "
+        "--model MODEL --subset paper-100 (" in out.out
+    )
+    assert "the plan cannot run yet" in out.err
+    dataset = load_dataset(official_file)
+    chosen = list(select(dataset.dialogues, "paper-100"))
+    store = Store(db)
+    import_lines(store, dataset, _translated(chosen, "en-from-ko"), "J. Kim")
+    import_lines(store, dataset, _translated(chosen[:3], "ko-from-en"), "J. Kim")
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "by J. Kim (person): 100 of the 100 dialogues\n" in out
+    assert "by J. Kim (person): 3 of the 100 dialogues; 97 not translated would be left out" in out
