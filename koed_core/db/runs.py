@@ -147,6 +147,8 @@ class Runs:
         · 3f9a...``, empty for ko and en): a variant is versioned, and two runs of the
         same model may have read different versions of it."""
         frame = self._runs()
+        if frame.empty:  # no run yet: no columns to read
+            return frame
         recorded = frame.pop("variants_read")
         frame["variant"] = [
             _version_read(text, lang) for text, lang in zip(recorded, frame["lang"], strict=True)
