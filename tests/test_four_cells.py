@@ -141,3 +141,69 @@ def test_the_four_cell_plan_s_dry_run_says_which_variant_versions_its_runs_would
     out = capsys.readouterr().out
     assert "by J. Kim (person): 100 of the 100 dialogues\n" in out
     assert "by J. Kim (person): 3 of the 100 dialogues; 97 not translated would be left out" in out
+
+
+def _rated_study(store: Store, run_id: str, count: int, size: int) -> int:
+    """A random study of ``size`` of the run's dialogues, its four cells rated at the
+    planted quality (a Korean rater ko and ko-from-en, an English one en and en-from-ko)."""
+    import re
+
+    from fixtures.planted_cells import planted_dialogues
+    from koed_core.db import RaterProfile, Sampling, StudyConfig
+    from koed_core.rating.studies import StudyRules
+
+    ratings = StudyRules(store)
+    design = Sampling(method="random", seed=1, size=size)
+    config = StudyConfig("cells", (run_id,), overlap=1, attention_checks=0, sampling=design)
+    study = ratings.create_study(config, planted_dialogues(count))
+    for lang in ("ko", "en"):
+        ratings.save_profile(RaterProfile(lang, (lang,), lang, 30.0, 30.0))
+        ratings.mark_calibrated(lang)
+        while (item := ratings.next_item(study, lang)) is not None:
+            quality = float(re.findall(r"quality (\d+\.\d+)", item.response)[0])
+            score = int(min(5, max(1, round(quality))))
+            ratings.save_rating(item.assignment_id, lang, dict.fromkeys(codes(), score))
+    return study
+
+
+@pytest.mark.slow
+def test_the_gap_page_splits_the_gap_by_people_and_by_ppi_when_a_study_covers_the_cells(
+    tmp_path: Path, fake_openai: FakeOpenAI
+) -> None:
+    """A study rated 6 of the 12 dialogues in all four cells: the Language or culture?
+    section offers judge only, people only and PPI++ (PPI++ first, as the gap section),
+    says n rated and N judged, and each estimator's table is over its own dialogues."""
+    from streamlit.testing.v1 import AppTest
+
+    from fixtures.planted_cells import planted_cells
+
+    store, run_id = planted_cells(tmp_path / "koed.db", fake_openai, count=12)  # KOED_DB
+    _rated_study(store, run_id, 12, 6)
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=90).run()
+    at.switch_page("app_pages/results/gap.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    picker = at.radio(key="gap.decompose.estimator")
+    assert list(picker.options) == [
+        "judge only",
+        "people only",
+        "PPI++ (judge corrected by people)",
+    ]
+    assert picker.value == "ppi"
+    captions = " ".join(c.value for c in at.caption).replace("\\", "")
+    assert "people rated 6 dialogues of this run in all four cells (n); the judge scored 12" in (
+        captions
+    )
+
+    def effects() -> pd.DataFrame:
+        return next(d.value for d in at.dataframe if "effect" in d.value.columns)
+
+    ppi = effects()
+    assert set(ppi["n"]) == {6} and set(ppi["N_judge"]) == {12}
+    total = ppi[ppi["effect"] == "Total gap (Korean minus English)"]
+    assert total["estimate"].notna().all()
+    assert ((total["ci_low"] <= total["estimate"]) & (total["estimate"] <= total["ci_high"])).all()
+    picker.set_value("human").run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert set(effects()["n"]) == {6} and "N_judge" not in effects().columns
+    at.radio(key="gap.decompose.estimator").set_value("judge").run()
+    assert set(effects()["n"]) == {12}
