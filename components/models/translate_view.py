@@ -9,6 +9,7 @@ import streamlit as st
 from components.core import language, state
 from components.core.literal import md
 from components.models import jobs_panel
+from components.models.runs_view import SUBSET_WORDS
 from components.shared.model_choice import model_label
 from koed_core.dialogues.dataset import Dataset
 from koed_core.dialogues.subsets import SUBSETS
@@ -37,7 +38,14 @@ def translate_panel(registry: dict[str, ModelSpec], dataset: Dataset) -> None:
                 format_func={name: model_label(name) for name in translating}.__getitem__,
                 key=state.RUNS_TRANSLATE_MODEL,
             )
-            subset = right.selectbox(_("Dialogues to translate"), SUBSETS)
+            subset = right.selectbox(
+                _("Dialogues to translate"),
+                SUBSETS,
+                format_func={
+                    name: _(SUBSET_WORDS[name]) if name in SUBSET_WORDS else name
+                    for name in SUBSETS
+                }.__getitem__,
+            )
             limit = right.number_input(
                 _("Translate the first N of them (0 = all)"),
                 0,
