@@ -109,7 +109,7 @@ if not talk and judge is not None:
     gap_view.perception_split(store, judge, viewer)  # perception or response
 if not talk:
     ppi_view.gap_three_ways(store, judge, study, viewer)  # judge, people, PPI++ side by side
-    decompose_view.language_or_culture(store, frame, chosen)  # language or culture?
+    decompose_view.language_or_culture(store, frame, chosen, study)  # language or culture?
     gap_view.what_moves_the_gap(store, viewer)
     gap_view.gap_over_turns(store, judge, study, viewer)
     adaptation_gap.gap_by_adaptation(store, judge, study, dataset, viewer)

@@ -330,7 +330,10 @@ def stored_runs(dataset: Dataset) -> None:
         run=runs["run_id"].map(labels),
         kind=runs["kind"].map(i18n.choices(KINDS)),
     ).drop(columns=["run_id", "name"])
-    first = ["run", "lang"]  # a run has a row per language: side by side, never scrolled
+    if shown["variant"].isna().all():  # no run read a translated variant: no column for it
+        shown = shown.drop(columns=["variant"])
+    # a run has a row per language (and the variant version it read): never scrolled
+    first = [c for c in ("run", "lang", "variant") if c in shown.columns]
     tables.show(
         shown[[*first, *[c for c in shown.columns if c not in first]]],
         hide_index=True,
@@ -342,6 +345,13 @@ def stored_runs(dataset: Dataset) -> None:
             "protocol": _("Protocol"),
             "provenance": _("Provenance"),
             "lang": st.column_config.TextColumn(_("Language"), pinned=True),
+            "variant": st.column_config.TextColumn(
+                _("Variant read"),
+                help=_(
+                    "a translated variant's version and its id, as the run recorded it: "
+                    "translating or importing again makes a new version (koed translate list)"
+                ),
+            ),
             "responses": _("Responses"),
             "errors": _("Errors"),
             **step_columns(),

@@ -94,7 +94,10 @@ def cmd_reproduce(args: argparse.Namespace, settings: Settings) -> int:
         f"{plan.prompts} prompts; judge {judge_spec.name} ({plan.judge_mode})"
     )
     if args.dry_run:
-        return dry_run(plan, specs, judge_spec, dialogues)
+        dry_run(plan, specs, judge_spec, dialogues)
+        if set(plan.langs) <= {"ko", "en"}:  # nothing to read from the database
+            return 0
+        return variants_read(Store(args.db or settings.db_path), plan, dialogues)
     params = ReproduceJob(
         plan=str(args.plan), plan_text=text, data=str(args.data) if args.data else None
     )
@@ -231,3 +234,27 @@ def dry_run(plan: Any, specs: dict[str, ModelSpec], judge: ModelSpec, dialogues:
             "the requests as Batch API jobs: OpenAI charges about half, answers within 24 h"
         )
     return 0
+
+
+def variants_read(store: Any, plan: Any, dialogues: Any) -> int:
+    """The translated variants the plan's runs would read: each one's newest version, who
+    made it and how many of the plan's dialogues it translates; exit 1 when a variant
+    has no version, or translates none of them (its runs would fail)."""
+    from koed_core.models.variant_texts import coverage
+
+    found = coverage(store, dialogues, plan.langs)
+    if not found:
+        return 0
+    subset = f"--subset {plan.subset}" if plan.subset != "full" else ""
+    if plan.sample:
+        subset += f" --sample {plan.sample} --seed {plan.seed}"
+    print(f"  variants the runs would read (from {store.name}):")
+    for cell in found:
+        print(f"    {cell.said(subset)}")
+    if all(cell.runnable for cell in found):
+        return 0
+    print(
+        "  the plan cannot run yet: a variant above has no translation of its dialogues",
+        file=sys.stderr,
+    )
+    return 1

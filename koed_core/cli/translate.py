@@ -58,56 +58,45 @@ def register(groups: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
 
 
 def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
-    """Translate the chosen dialogues; exit 1 if any dialogue failed."""
+    """Translate the chosen dialogues (what a translation job on a page does); exit 1 if
+    any dialogue failed. Interrupted, the same command asks only for what is not kept."""
     from koed_core.cli.common import print_errors, progress_bar
     from koed_core.db import Store
-    from koed_core.dialogues.subsets import select
-    from koed_core.jobs.kinds.environment import Environment, client_for, close_client, job_dataset
-    from koed_core.models.client import GenerationSettings
-    from koed_core.models.translate import (
-        MAX_TOKENS_CAP,
-        TranslateAsk,
-        load_translate_prompt,
-        translate_all,
-    )
+    from koed_core.jobs.kinds import Environment, Hooks, TranslateJob, execute_translate
 
-    env = Environment(settings)
-    spec = env.resolve(args.model)
-    dataset = job_dataset(env, args.data, None)
-    chosen = select(dataset.dialogues, args.subset, sample=args.sample, seed=args.seed)
-    chosen = chosen[: args.limit] if args.limit else chosen
-    prompt = load_translate_prompt(args.prompts or "translate")
-    temperature = None if args.temperature == "default" else args.temperature
-    ask = TranslateAsk(
-        args.variant,
-        prompt,
-        GenerationSettings(temperature=temperature, max_tokens=args.max_tokens or MAX_TOKENS_CAP),
+    params = TranslateJob(
+        variant=args.variant,
+        model=args.model,
+        subset=args.subset,
+        sample=args.sample,
+        seed=args.seed,
+        limit=args.limit,
+        prompts=str(args.prompts) if args.prompts else None,
+        temperature=None if args.temperature == "default" else args.temperature,
+        max_tokens=args.max_tokens,
+        data=str(args.data) if args.data else None,
     )
     store = Store(args.db or settings.db_path)
-    decoding = "model default" if temperature is None else temperature
-    print(
-        f"{args.variant} by {spec.name}: {len(chosen)} dialogues of {Path(dataset.path).name}, "
-        f"prompt {prompt.version}, temperature {decoding}"
-    )
-    client = client_for(env, spec, store)
-    try:
-        with progress_bar("dialogue") as progress:
-            report = translate_all(
-                store, client, spec, chosen, dataset.sha256, ask, progress=progress
-            )
-    finally:
-        close_client(client)
-    if report.version is None:
-        print("nothing translated: every dialogue failed", file=sys.stderr)
+    with progress_bar("dialogue") as progress:
+        result = execute_translate(
+            params, store, Environment(settings), Hooks(progress=progress, say=print)
+        )
+    data = result.data
+    if "version_id" in data:
+        kept = f" ({data['kept']} kept from an interrupted pass)" if data["kept"] else ""
+        print(
+            f"{params.variant} v{data['version']} ({data['version_id']}): "
+            f"{data['said']['values']['translated']} dialogues{kept}"
+        )
     else:
-        print(f"{report.version.label} ({report.version.id}): {report.translated} dialogues")
-    if report.failed:
+        print("nothing translated: every dialogue failed", file=sys.stderr)
+    if data["errors"]:
         kinds: dict[str, int] = {}
-        for error in report.failed.values():
+        for error in data["errors"].values():
             kinds[error] = kinds.get(error, 0) + 1
-        print(f"{len(report.failed)} dialogues failed (left out):", file=sys.stderr)
+        print(f"{len(data['errors'])} dialogues failed (left out):", file=sys.stderr)
         print_errors(kinds)
-    return 1 if report.failed else 0
+    return 1 if data["errors"] else 0
 
 
 def cmd_import(args: argparse.Namespace, settings: Settings) -> int:

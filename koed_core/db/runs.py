@@ -16,6 +16,7 @@ import pandas as pd
 
 from koed_core.db.store import Store
 from koed_core.db.types import EmotionScore, ResponseRecord, RunConfig, now
+from koed_core.dialogues.variants import recorded_versions
 from koed_core.run_steps import declared
 
 
@@ -31,6 +32,16 @@ def step_columns() -> str:
 def step_defaults() -> list[str]:
     """The parameters of :func:`step_columns`: each step's earlier value."""
     return [s.before for s in declared()]
+
+
+def _version_read(recorded: str | None, lang: str | None) -> str | None:
+    """The version of ``lang`` a run recorded, as the Runs table shows it (None: ko, en,
+    or a variant the run did not record)."""
+    found = recorded_versions(recorded).get(lang or "")
+    if found is None:
+        return None
+    version, version_id = found
+    return f"{lang} v{version}" + (f" · {version_id}" if version_id else "")
 
 
 class Runs:
@@ -131,7 +142,20 @@ class Runs:
         return str(row["id"])
 
     def runs(self) -> pd.DataFrame:
-        """One row per run and language: counts, errors, emotion-recognition figures."""
+        """One row per run and language: counts, errors, emotion-recognition figures, and
+        for a translated variant the version the run read (``variant``: ``en-from-ko v2
+        · 3f9a...``, empty for ko and en): a variant is versioned, and two runs of the
+        same model may have read different versions of it."""
+        frame = self._runs()
+        if frame.empty:  # no run yet: no columns to read
+            return frame
+        recorded = frame.pop("variants_read")
+        frame["variant"] = [
+            _version_read(text, lang) for text, lang in zip(recorded, frame["lang"], strict=True)
+        ]
+        return frame
+
+    def _runs(self) -> pd.DataFrame:
         return self.store.frame(
             f"""
             select r.id as run_id, r.name, r.kind, json_extract(r.config, '$.protocol') as protocol,
@@ -144,7 +168,8 @@ class Runs:
                    avg(case when e.given then e.hit end) as accuracy_answered,
                    avg(case when e.given then e.f1 end) as f1_answered,
                    avg(case when e.given then e.jaccard end) as jaccard,
-                   avg(s.latency_s) as mean_latency_s, r.dataset_sha256, r.updated
+                   avg(s.latency_s) as mean_latency_s, r.dataset_sha256, r.updated,
+                   json_extract(r.config, '$.variants') as variants_read
             from runs r left join responses s on s.run_id = r.id
             left join emotion_scores e on e.response_id = s.id
             group by r.id, s.lang order by r.updated desc, s.lang

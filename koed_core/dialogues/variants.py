@@ -55,6 +55,19 @@ CELLS: tuple[str, ...] = ("en", "en-from-ko", "ko-from-en", "ko")
 """Every language a run can be asked in: the two of the file and the two variants."""
 
 
+def recorded_versions(recorded: str | None) -> dict[str, tuple[int, str]]:
+    """The variant versions a run recorded (its configuration's ``variants``:
+    ``en-from-ko v2 3f9a..., ko-from-en v1 0c1d...``) as variant -> (version, id); parts
+    that do not read as one are left out (a run from before the id was kept: id "")."""
+    found: dict[str, tuple[int, str]] = {}
+    for part in (recorded or "").split(","):
+        words = part.split()
+        if len(words) < 2 or words[0] not in VARIANTS or not words[1][1:].isdigit():
+            continue
+        found[words[0]] = (int(words[1][1:]), words[2] if len(words) > 2 else "")
+    return found
+
+
 def text_lang(lang: str) -> Lang:
     """The language a cell's text is written in (``en-from-ko`` is English)."""
     if lang in VARIANTS:

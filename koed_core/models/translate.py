@@ -5,7 +5,9 @@ per text. Asking text by text keeps the variant's speaker structure and turn cou
 construction (a model asked for a whole dialogue at once can merge, drop or add turns);
 the cost is more calls, which a batch of a hundred dialogues bears easily. The prompt is
 data (``data/prompts/translate.toml``), versioned by a hash of its content and stored
-with the version it made, as a run's prompts are.
+with the version it made, as a run's prompts are. A pass keeps each dialogue as it comes
+back (``koed_core.db.translation_drafts``) and makes its version at the end: killed
+halfway, the same pass run again asks only for what it had not kept.
 """
 
 from __future__ import annotations
@@ -19,10 +21,12 @@ from pathlib import Path
 from typing import Any
 
 from koed_core.db import Store
+from koed_core.db.translation_drafts import TranslationDrafts
 from koed_core.db.variants import Variants, VariantVersion, VersionMeta
 from koed_core.dialogues.dialogue import Dialogue
 from koed_core.dialogues.variants import VARIANTS, Translation, source_hash, source_texts
 from koed_core.errors import KoedError
+from koed_core.models.batch import NO_HOOKS, BatchReport, PassHooks
 from koed_core.models.client import ChatClient, GenerationSettings, ModelError, require_text
 from koed_core.models.prompts import LANGUAGE, PROMPTS_DIR
 from koed_core.models.protocol import Message
@@ -159,12 +163,28 @@ def translate_dialogue(
 
 @dataclass
 class TranslateReport:
-    """What a translation pass made: the version (None when nothing was translated) and
-    the dialogues that failed, each with its error."""
+    """What a translation pass made: the version (None when nothing was translated, or
+    the pass was stopped before its end), how many dialogues it holds (stopped: how many
+    this pass translated and kept) and the dialogues that failed, each with its error;
+    ``kept`` counts the dialogues an earlier, interrupted pass had translated (taken as
+    they were, not asked again)."""
 
     version: VariantVersion | None
     translated: int
     failed: dict[str, str] = field(default_factory=dict)
+    kept: int = 0
+    stopped: bool = False
+
+
+def pass_key(spec: ModelSpec, ask: TranslateAsk, dataset_sha256: str) -> str:
+    """What a pass translates with, as a key: the same command or job started again
+    after a kill finds what it had translated under it (``TranslationDrafts``)."""
+    blob = json.dumps(
+        [ask.variant, spec.name, spec.backend, spec.model, spec.base_url, ask.prompt.version]
+        + [ask.settings.temperature, ask.settings.max_tokens, dataset_sha256],
+        sort_keys=True,
+    )
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
 def translate_all(
@@ -174,23 +194,48 @@ def translate_all(
     dialogues: Sequence[Dialogue],
     dataset_sha256: str,
     ask: TranslateAsk,
-    progress: Callable[[int, int], None] = lambda done, total: None,
+    hooks: PassHooks = NO_HOOKS,
 ) -> TranslateReport:
     """Translate every dialogue and store the ones that came back whole as the variant's
-    next version (a dialogue with a failed call is left out of it, and said)."""
-    done: list[tuple[Translation, str]] = []
+    next version (a dialogue with a failed call is left out of it, and said).
+
+    Each dialogue is kept as it comes back; the same pass run again after a kill takes
+    the kept ones as they are and asks only for the rest. ``hooks.stop`` ends the pass
+    before the next dialogue, with no version made (what is kept waits for the next
+    run); ``hooks.progress`` and ``hooks.watch`` are told after every dialogue."""
+    key = pass_key(spec, ask, dataset_sha256)
+    drafts = TranslationDrafts(store)
+    earlier = drafts.kept(key)
+    done: dict[str, tuple[Translation, str]] = {}
+    report = BatchReport(planned=len(dialogues))
     failed: dict[str, str] = {}
-    for n, dialogue in enumerate(dialogues, start=1):
+    tell = _teller(hooks, report)
+    tell()
+    for dialogue in dialogues:
+        hashed = source_hash(dialogue, ask.variant)
+        found = earlier.get(dialogue.conv_id)
+        if found is not None and found[1] == hashed:
+            done[dialogue.conv_id] = found
+            report.skipped += 1
+            tell()
+            continue
+        if hooks.stop is not None and hooks.stop():
+            report.stopped = True
+            report.cancelled = len(dialogues) - report.finished
+            break
         try:
-            done.append(
-                (
-                    translate_dialogue(client, dialogue, ask),
-                    source_hash(dialogue, ask.variant),
-                )
-            )
+            translation = translate_dialogue(client, dialogue, ask)
         except ModelError as err:
             failed[dialogue.conv_id] = str(err)
-        progress(n, len(dialogues))
+            report.failed += 1
+            report.errors[str(err)] += 1
+        else:
+            drafts.keep(key, translation, hashed)
+            done[dialogue.conv_id] = (translation, hashed)
+            report.succeeded += 1
+        tell()
+    if report.stopped:  # what came back is kept for the next run; no version yet
+        return TranslateReport(None, report.succeeded, failed, report.skipped, stopped=True)
     if not done:
         return TranslateReport(None, 0, failed)
     meta = VersionMeta(
@@ -202,4 +247,18 @@ def translate_all(
         prompt=ask.prompt.text,
         note=f"temperature {ask.settings.temperature}",
     )
-    return TranslateReport(Variants(store).add_version(meta, done), len(done), failed)
+    version = Variants(store).add_version(meta, list(done.values()))
+    drafts.drop(key, done)
+    return TranslateReport(version, len(done), failed, report.skipped)
+
+
+def _teller(hooks: PassHooks, report: BatchReport) -> Callable[[], None]:
+    """Tell the hooks how far the pass is (a terminal's bar, a job's row)."""
+
+    def tell() -> None:
+        if hooks.progress is not None:
+            hooks.progress(report.finished, report.planned)
+        if hooks.watch is not None:
+            hooks.watch(report)
+
+    return tell

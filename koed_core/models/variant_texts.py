@@ -17,7 +17,15 @@ from koed_core.db import Store
 from koed_core.db.variants import Variants, VariantVersion, VersionMeta
 from koed_core.dialogues.dataset import Dataset
 from koed_core.dialogues.dialogue import Dialogue
-from koed_core.dialogues.variants import VARIANTS, Translation, apply, mismatch, parse_line
+from koed_core.dialogues.variants import (
+    VARIANTS,
+    Translation,
+    apply,
+    mismatch,
+    parse_line,
+    recorded_versions,
+    source_texts,
+)
 from koed_core.dialogues.variants import source_hash as hash_of
 from koed_core.errors import KoedError
 
@@ -158,11 +166,7 @@ def recorded_dialogues(
     (``en-from-ko v2 <id>, ...``, see :class:`RunVariants`): what a judge of that run
     must show, whatever versions were made since. variant -> conv_id -> dialogue."""
     found: dict[str, dict[str, Dialogue]] = {}
-    for part in (recorded or "").split(","):
-        words = part.split()
-        if len(words) < 2 or words[0] not in VARIANTS or not words[1][1:].isdigit():
-            continue
-        variant, version = words[0], int(words[1][1:])
+    for variant, (version, _id) in recorded_versions(recorded).items():
         stored = Variants(store).read(variant, version)
         found[variant] = {
             conv_id: apply(dialogues[conv_id], row.translation)
@@ -170,3 +174,79 @@ def recorded_dialogues(
             if conv_id in dialogues and mismatch(dialogues[conv_id], row.translation) is None
         }
     return found
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """What a plan's runs would read of one variant before anything is sent: the newest
+    version (None: none yet) and how many of the chosen dialogues it translates."""
+
+    variant: str
+    version: VariantVersion | None
+    translated: int
+    chosen: int
+    stale: int = 0
+    requests: int = 0
+    """The translation calls the dialogues not translated would take (one per text)."""
+
+    @property
+    def runnable(self) -> bool:
+        """Whether a run in this variant would answer anything at all."""
+        return self.translated > 0
+
+    def said(self, subset_args: str) -> str:
+        """One line for the dry run (English, as the command line speaks): the version
+        and who made it, the dialogues it leaves out, and the command that fills the gap."""
+        make = f"koed translate run --variant {self.variant} --model MODEL {subset_args}".strip()
+        make += f" ({self.requests:,} translation requests)"
+        if self.version is None:
+            return f"{self.variant}: no version yet; make it first: {make}"
+        v = self.version
+        by = (
+            f"{v.model} (model, prompt {v.prompt_version})"
+            if v.made_by == "model"
+            else (f"{v.translator} (person)")
+        )
+        line = f"{v.label} ({v.id}) by {by}: {self.translated} of the {self.chosen} dialogues"
+        missing = self.chosen - self.translated
+        if missing:
+            stale = f", {self.stale} of them translated from text changed since"
+            stale = stale if self.stale else ""
+            line += f"; {missing} not translated would be left out of this cell{stale}: {make}"
+        return line
+
+
+def coverage(store: Store, dialogues: Sequence[Dialogue], langs: Sequence[str]) -> list[Coverage]:
+    """Each variant among ``langs``: its newest version's reach over ``dialogues`` (a run
+    in a variant skips a dialogue it does not translate, so a thin version makes a thin
+    cell, and a missing one fails the run)."""
+    found = []
+    for lang in langs:
+        if not is_variant(lang):
+            continue
+        try:
+            read = read_variant(store, dialogues, lang)
+        except VariantError:
+            found.append(Coverage(lang, None, 0, len(dialogues), 0, _texts(dialogues, lang)))
+            continue
+        left = [d for d in dialogues if d.conv_id not in read.dialogues]
+        found.append(
+            Coverage(
+                lang,
+                read.version,
+                len(read.dialogues),
+                len(dialogues),
+                len(read.stale),
+                _texts(left, lang),
+            )
+        )
+    return found
+
+
+def _texts(dialogues: Sequence[Dialogue], variant: str) -> int:
+    """How many texts (situation and turns) translating ``dialogues`` asks for."""
+    total = 0
+    for dialogue in dialogues:
+        situation, turns = source_texts(dialogue, variant)
+        total += len(turns) + (1 if situation else 0)
+    return total

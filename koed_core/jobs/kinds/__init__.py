@@ -9,8 +9,9 @@ a crash resumes where its results stop.
 
 One module per concern: ``params`` (each kind's parameters, checked before queueing),
 ``environment`` (hooks, result, clients, dataset), one module per kind (``run_job``,
-``episode_job``, ``judge_job``, ``reproduce_job``), ``compute_job`` (a computation every
-visitor shares: the Adaptation page's) and ``dispatch`` (which runs which).
+``episode_job``, ``judge_job``, ``reproduce_job``, ``translate_job``), ``compute_job`` (a
+computation every visitor shares: the Adaptation page's) and ``dispatch`` (which runs
+which).
 """
 
 from koed_core.jobs.kinds.dispatch import execute, outcome_of
@@ -36,6 +37,7 @@ from koed_core.jobs.kinds.params import (
 )
 from koed_core.jobs.kinds.reproduce_job import execute_reproduce
 from koed_core.jobs.kinds.run_job import execute_run
+from koed_core.jobs.kinds.translate_job import TranslateJob, execute_translate
 
 __all__ = [
     "Environment",
@@ -45,6 +47,7 @@ __all__ = [
     "ReproduceJob",
     "Result",
     "SimilarityJob",
+    "TranslateJob",
     "check",
     "client_for",
     "close_client",
@@ -55,6 +58,7 @@ __all__ = [
     "execute_judge",
     "execute_reproduce",
     "execute_run",
+    "execute_translate",
     "job_dataset",
     "outcome_of",
     "params_of",

@@ -1,5 +1,5 @@
-"""What a job asks for: the parameters of each kind (run, judge, reproduce, episodes), read
-back from the queue, checked before anything is queued."""
+"""What a job asks for: the parameters of each kind (run, judge, reproduce, episodes,
+similarities, translate), read back from the queue, checked before anything is queued."""
 
 from __future__ import annotations
 
@@ -12,10 +12,11 @@ from koed_core.db import Store
 from koed_core.db.jobs import Job, JobError, Jobs
 from koed_core.errors import KoedError
 from koed_core.i18n import _
+from koed_core.jobs.kinds.translate_job import TranslateJob
 from koed_core.judge.request import JudgeRequest
 from koed_core.models.request import EpisodeRequest, RunRequest
 
-KINDS = ("run", "judge", "reproduce", "episodes", "similarities")
+KINDS = ("run", "judge", "reproduce", "episodes", "similarities", "translate")
 
 
 @dataclass(frozen=True)
@@ -62,17 +63,23 @@ class SimilarityJob:
         return self.kind, (("dataset_sha256", self.dataset_sha256),)
 
 
-JobParams = RunRequest | JudgeRequest | ReproduceJob | EpisodeRequest | SimilarityJob
+JobParams = RunRequest | JudgeRequest | ReproduceJob | EpisodeRequest | SimilarityJob | TranslateJob
 
 
 _TYPES: dict[
-    str, type[RunRequest] | type[JudgeRequest] | type[ReproduceJob] | type[SimilarityJob]
+    str,
+    type[RunRequest]
+    | type[JudgeRequest]
+    | type[ReproduceJob]
+    | type[SimilarityJob]
+    | type[TranslateJob],
 ] = {
     "run": RunRequest,
     "judge": JudgeRequest,
     "reproduce": ReproduceJob,
     "episodes": EpisodeRequest,
     "similarities": SimilarityJob,
+    "translate": TranslateJob,
 }
 
 
