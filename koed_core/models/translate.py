@@ -26,8 +26,8 @@ from koed_core.db.variants import Variants, VariantVersion, VersionMeta
 from koed_core.dialogues.dialogue import Dialogue
 from koed_core.dialogues.variants import VARIANTS, Translation, source_hash, source_texts
 from koed_core.errors import KoedError
-from koed_core.models.batch import NO_HOOKS, BatchReport, PassHooks
 from koed_core.models.client import ChatClient, GenerationSettings, ModelError, require_text
+from koed_core.models.passes import NO_HOOKS, PassHooks, PassReport
 from koed_core.models.prompts import LANGUAGE, PROMPTS_DIR
 from koed_core.models.protocol import Message
 from koed_core.models.registry import ModelSpec
@@ -207,7 +207,7 @@ def translate_all(
     drafts = TranslationDrafts(store)
     earlier = drafts.kept(key)
     done: dict[str, tuple[Translation, str]] = {}
-    report = BatchReport(planned=len(dialogues))
+    report = PassReport(planned=len(dialogues))
     failed: dict[str, str] = {}
     tell = _teller(hooks, report)
     tell()
@@ -252,7 +252,7 @@ def translate_all(
     return TranslateReport(version, len(done), failed, report.skipped)
 
 
-def _teller(hooks: PassHooks, report: BatchReport) -> Callable[[], None]:
+def _teller(hooks: PassHooks, report: PassReport) -> Callable[[], None]:
     """Tell the hooks how far the pass is (a terminal's bar, a job's row)."""
 
     def tell() -> None:
