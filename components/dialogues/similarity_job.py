@@ -73,13 +73,15 @@ def _offer(dataset: Dataset) -> None:
             icon=":material/error:",
         )
     st.info(
-        _(
-            "Similarities for this dataset are not computed yet ({n} dialogues; {estimate}). "
-            "The server computes them once for every visitor and keeps them on disk. The "
-            "linguists' annotations (similarity against their category, the gap by "
-            "adaptation) appear below them.",
-            n=i18n.number(len(dataset)),
-            estimate=_estimate(len(dataset)),
+        md(
+            _(
+                "Similarities for this dataset are not computed yet ({n} dialogues; {estimate}). "
+                "The server computes them once for every visitor and keeps them on disk. The "
+                "linguists' annotations (similarity against their category, the gap by "
+                "adaptation) appear below them.",
+                n=i18n.number(len(dataset)),
+                estimate=_estimate(len(dataset)),
+            )
         )
     )
     if not st.button(_("Compute similarities"), type="primary", key=state.ADAPT_COMPUTE):
@@ -100,10 +102,12 @@ def _progress(job_id: int, dialogues: int) -> None:
         st.rerun(scope="app")  # the scores are kept (or the failure is said) by then
     st.progress(_fraction(job, dialogues), text=_said(job, dialogues))
     st.caption(
-        _(
-            "Computed once by the server for every visitor (job {id}): another visitor "
-            "sees this same bar, and leaving the page does not stop it.",
-            id=job.id,
+        md(
+            _(
+                "Computed once by the server for every visitor (job {id}): another visitor "
+                "sees this same bar, and leaving the page does not stop it.",
+                id=job.id,
+            )
         )
     )
 
