@@ -98,6 +98,7 @@ def _ended_on_prolific(store, worker, status: str, event: str) -> None:  # type:
     prolific_hooks.apply(store, event, json.dumps(body).encode())
 
 
+@pytest.mark.slow
 def test_the_card_counts_each_kind_of_exclusion_apart_with_its_reason(tmp_path: Path) -> None:
     """A Prolific study whose workers went every way the crowd flow has: accepted,
     rejected, two told attention checks failed, screened out, calibration failed,
