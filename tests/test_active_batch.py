@@ -131,3 +131,58 @@ def test_an_old_database_takes_the_inclusion_table(tmp_path: Path) -> None:
     with store.write():
         Inclusions(store).save(1, [{"conv_id": "x", "probability": 0.5, "batches": 1}])
     assert Inclusions(Store(path)).probabilities(1) == {"x": 0.5}
+
+
+def _second_judge(store: Store, seed: int = 5) -> str:
+    """A second judge configuration on every judged response: the planted judge's score,
+    moved by up to two points on about a third of the responses."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for r in store.rows("select * from judgments"):
+        shift = int(rng.integers(-2, 3)) if rng.random() < 0.35 else 0
+        score = float(np.clip(r["score"] + shift, 1, 5))
+        rows.append(
+            {
+                **r,
+                "id": short_hash(r["id"], "second"),
+                "judge_model": "second-judge",
+                "score": score,
+            }
+        )
+    Judgments(store).save_all(rows)
+    return "second-judge"
+
+
+@pytest.mark.slow
+def test_koed_study_plan_build_active_and_against(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``koed study plan --build --active [--against JUDGE]`` from the command line: a
+    judge with one score per response is refused in one sentence and nothing is stored;
+    an --against model that scored nothing is refused with the models that did; with a second judge the batch is
+    drawn from the two configurations' disagreement and every probability is stored."""
+    from koed_core.cli import main
+
+    planted = planted_store(tmp_path / "koed.db", dialogues=60, fraction=0.4)
+    store, study = planted.store, planted.study_id
+    plan = ["study", "plan", "--study", str(study), "--judge", planted.judge.model]
+    plan += ["--width", "0.8", "--build", "--active", "--db", str(store.path)]
+    assert main(plan) == 1
+    said = capsys.readouterr()
+    assert said.err.count("\n") == 1 and "one score per response" in said.err, said.err
+    assert Inclusions(store).probabilities(study) == {}
+    assert main([*plan, "--against", "nobody"]) == 1
+    said = capsys.readouterr()
+    assert "no judge configuration with judge nobody; available:" in said.err
+    assert "added" not in said.out and Inclusions(store).probabilities(study) == {}
+    second = _second_judge(store)
+    assert main([*plan, "--against", second]) == 0
+    said = capsys.readouterr().out
+    expected = int(said.split("next batch with PPI++: ")[1].split()[0])
+    added = int(said.split("added ")[-1].split()[0])
+    assert f"(expected {expected}), drawn with known probabilities from disagreement" in said
+    config = StudyRules(store).config(study)
+    assert config.sampling.method == "active" and len(config.sampling.conv_ids) == 24 + added
+    stored = Inclusions(store).of_study(study)
+    assert len(stored) == 60 and stored["probability"].nunique() > 1
+    assert (stored["chosen_in"] == 1).sum() == added

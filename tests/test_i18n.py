@@ -32,7 +32,7 @@ from koed_core.dialogues.labels import label_names
 from koed_core.judge.rubric import codes, dimensions
 from koed_core.paths import LOCALE_DIR
 from koed_core.rating import crowd
-from koed_core.rating.studies import attention_instruction, calibration_items
+from koed_core.rating.studies import StudyRules, attention_instruction, calibration_items
 
 ROOT = Path(__file__).resolve().parents[1]
 KEYWORDS = {"_": None, "N_": None, "ngettext": (1, 2)}
@@ -625,3 +625,56 @@ def test_a_korean_chart_or_label_says_stored_values_in_korean() -> None:
     assert judge.spoken == "gpt-4o, paper mode"
     assert run_label("qwen2-7b", "other", "single") == "qwen2-7b (other, single)"
     assert spec.label == "smollm2 (embedded, western)"
+
+
+def _korean_card(db: str, study_id: int) -> None:
+    from unittest import mock
+
+    from components.rating import eval_card_view
+    from koed_core import i18n
+    from koed_core.db import Store
+
+    i18n.set_language("ko")
+    with mock.patch("components.core.resources.store", return_value=Store(db)):
+        eval_card_view.render_card(study_id)
+
+
+CARD_CODES = {"ARR", "HEDS", "GBP", "Krippendorff", "id", "studies", "config", "invites"}
+CARD_CODES |= {"reward", "ratings", "raters", "judgments"}
+"""What the card may show as it is on a Korean page: the checklists' codes, a currency's
+code, a statistic's author and the tables and columns a value was read from (ids,
+versions and numbers are left out by ``_english_words`` already; a column named in
+parentheses after its Korean words by ``GLOSS``)."""
+
+
+@pytest.mark.slow
+def test_the_human_evaluation_card_reads_in_korean(tmp_path: Path) -> None:
+    """Issue 64: on a Korean dashboard the card's "from" and "checklist" cells were
+    English, and so were the keys inside its values (native_korean, pass_rate) and its
+    exclusions' reasons. Every cell is read now, a study with a judge, ratings, a
+    Prolific link and workers who were screened out or returned."""
+    from dataclasses import asdict, replace
+
+    from fixtures.planted import planted_store
+    from tests.test_crowd import _invite
+    from tests.test_eval_card import _ended_on_prolific, _worker
+
+    planted = planted_store(tmp_path / "koed.db", dialogues=30, fraction=0.3)
+    rules = StudyRules(planted.store)
+    more = replace(rules.config(planted.study_id), overlap=4)  # room for crowd workers
+    with planted.store.write():
+        rules.q.update_config(planted.study_id, asdict(more))
+    invite, _ = _invite(planted.store, planted.study_id, cap=10, batch_size=2)
+    _worker(planted.store, invite, 1, native="fr")
+    _ended_on_prolific(planted.store, _worker(planted.store, invite, 2), "RETURNED", "e-2")
+    at = AppTest.from_function(
+        _korean_card, kwargs={"db": str(tmp_path / "koed.db"), "study_id": planted.study_id}
+    ).run(timeout=60)
+    assert not at.exception, [e.value for e in at.exception]
+    frame = at.dataframe[0].value
+    cells = [str(v) for v in frame.to_numpy().ravel()] + [str(c) for c in frame.columns]
+    cells = [GLOSS.sub(" ", cell) for cell in cells]
+    judge = {w for w in LATIN.findall(planted.judge.label)} | {"fenced", "json", "planted"}
+    left = _english_words(cells, CARD_CODES | judge)
+    assert not left, "English in the Korean card:\n" + "\n".join(left)
+    assert any("ARR D4" in c for c in cells) and "ARR D2; HEDS 항목: 평가자" in cells

@@ -106,3 +106,54 @@ def test_the_gap_page_says_why_ppi_is_refused(tmp_path: Path) -> None:
     assert not any(t.startswith("PPI++") for t in _titles(at))  # no chart of a refused PPI
     next(r for r in at.radio if r.label == "Estimate").set_value("human").run()
     assert any(t.startswith("people only: Korean minus") for t in _titles(at))
+
+
+@pytest.mark.slow
+def test_the_studies_page_offers_an_active_batch_beside_the_uniform_one(
+    planted,
+    accounts: Path,  # noqa: F811
+) -> None:
+    """Issue 64 item 4: "koed study plan --build --active (and the Studies page)". Beside
+    the uniform batch's button the planner says in words what an active batch does and
+    its planned size; a judge with one score per response is refused in one sentence; with
+    strict-mode samples the batch is added and every probability stored."""
+    from koed_core.db import Inclusions
+    from tests.test_active_batch import _add_samples
+
+    at = _as("boss")
+    at.switch_page("app_pages/rating/studies.py").run()
+    next(n for n in at.number_input if n.label.startswith("Interval width")).set_value(0.8).run()
+    assert not at.exception, [e.value for e in at.exception]
+    uniform = next(b for b in at.button if b.label.startswith("Add the next"))
+    size = int(uniform.label.split()[3])
+    assert size > 0
+    active = next(b for b in at.button if b.label.startswith("Add an active batch"))
+    assert active.label == f"Add an active batch of about {size} dialogues"
+    assert not active.disabled
+    said = " ".join(c.value for c in at.caption)
+    assert f"Or an active batch: about {size} dialogues" in said
+    assert "least sure of" in said and "probability is stored" in said
+    unsure = next(s for s in at.selectbox if s.label == "Where the judge is unsure")
+    assert unsure.options[0] == "the judge's own strict-mode samples"
+    active.click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert [e.value for e in at.error] == [
+        md(
+            "the judge gave one score per response, so nothing says where it is unsure: judge "
+            "the runs in strict mode with two or more samples, or name a second judge "
+            "configuration to compare with"
+        )
+    ]
+    assert Inclusions(planted.store).probabilities(planted.study_id) == {}
+    _add_samples(planted.store, planted.judge)  # the judge's means move: so may the size
+    at.run()
+    active = next(b for b in at.button if b.label.startswith("Add an active batch"))
+    size = int(active.label.split()[-2])
+    active.click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+    assert at.success[0].value.startswith("Added ")
+    assert f"(about {size} planned), drawn with known probabilities" in at.success[0].value
+    stored = Inclusions(planted.store).probabilities(planted.study_id)
+    assert len(stored) == 60 and len(set(stored.values())) > 1
+    assert StudyRules(planted.store).config(planted.study_id).sampling.method == "active"

@@ -12,7 +12,8 @@ from koed_core.results import eval_card
 
 
 def render_card(study_id: int) -> None:
-    """The card as a table in an expander; "not recorded" where the database has nothing."""
+    """The card as a table in an expander, every word in the page's language; "not
+    recorded" where the database has nothing."""
     items = eval_card.card(resources.store(), study_id)
     with st.expander(_("Human-evaluation card (for the paper)")):
         st.caption(
@@ -21,15 +22,11 @@ def render_card(study_id: int) -> None:
                 "this database; the same card is in the paper export."
             )
         )
-        rows = [
-            {
-                _("Item"): _(item.label),
-                _("Value"): eval_card.show_value(item.value)
-                if item.recorded
-                else _(eval_card.NOT_RECORDED),
-                _("From"): item.source,
-                _("Checklist"): item.checklist,
-            }
-            for item in items
-        ]
-        st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+        headers = {
+            "item": _("Item"),
+            "value": _("Value"),
+            "from": _("From"),
+            "checklist": _("Checklist"),
+        }
+        frame = pd.DataFrame(eval_card.rows(items), columns=list(headers))
+        st.dataframe(frame.rename(columns=headers), hide_index=True, width="stretch")

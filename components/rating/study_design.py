@@ -9,12 +9,14 @@ import streamlit as st
 
 from components.core import computed, resources, state, tables
 from components.core.literal import md
+from components.rating.active_batch_form import render_active_batch
 from koed_core import i18n
 from koed_core.db import Sampling, Store
 from koed_core.errors import KoedError
 from koed_core.i18n import N_, _
 from koed_core.models.runs import run_labels
 from koed_core.rating import growth, sampling
+from koed_core.rating.bilingual import DESIGN_WORDS
 from koed_core.results import ppi_plan
 
 METHOD_WORDS = {
@@ -54,11 +56,7 @@ def sampling_inputs(where: Any, seed: int) -> Sampling:
     return Sampling("all", seed=seed)
 
 
-BILINGUAL_WORDS = {
-    "separate": N_("no rater sees both language versions of a dialogue"),
-    "counterbalanced": N_("a rater may see both: half Korean first, half English first"),
-    "free": N_("no rule"),
-}
+BILINGUAL_WORDS = DESIGN_WORDS
 
 
 def bilingual_input(where: Any) -> str:
@@ -147,3 +145,4 @@ def render_planner(store: Store, studies: dict[int, str]) -> None:
             st.error(md(str(err)))
         else:
             st.success(_("Added {n} dialogues.", n=len(added)))
+    render_active_batch(int(study), config, uses, int(picked or 0), with_ppi)

@@ -16,8 +16,15 @@ from collections.abc import Mapping, Sequence
 from koed_core.db import StudyConfig
 from koed_core.db.types import CandidateItem
 from koed_core.dialogues.variants import text_lang
+from koed_core.i18n import N_
 
 DESIGNS = ("separate", "counterbalanced", "free")
+DESIGN_WORDS = {
+    "separate": N_("no rater sees both language versions of a dialogue"),
+    "counterbalanced": N_("a rater may see both: half Korean first, half English first"),
+    "free": N_("no rule"),
+}
+"""Each design as the Studies page and the human-evaluation card say it."""
 
 
 def first_language(seed: int, username: str, conv_id: str) -> str:

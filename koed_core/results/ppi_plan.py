@@ -29,6 +29,14 @@ Gain (issue 64 item 3): ``gain_planned`` is what PPI++ is planned to be worth, n
 judge of this correlation could be worth at most, 1 / (1 - rho^2), with the judge on
 unboundedly many dialogues (PPI++'s variance at the best lambda is the people's times
 1 - rho^2 N / (N + n)); a better judge (rho) or more judged dialogues (N) move them.
+
+A study that grew by an active batch rated dialogues chosen with unequal, stored
+probabilities pi (:mod:`koed_core.results.ppi_active`): its rated dialogues over-represent
+those the judge was unsure of, so the pilot's sd and the PPI correlation are read with
+weights 1 / pi (numpy's reliability-weighted variance; ppi-python's power analysis takes
+the same weights as ``w``), which estimate the population's as a uniform sample's plain
+ones do, and the pilot's sd interval uses Kish's effective size (sum w)^2 / sum w^2. The
+sizes are then those of a uniform batch, the design the formulas assume.
 """
 
 from __future__ import annotations
@@ -39,11 +47,11 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from koed_core.db import JudgeConfig, Ratings, Store
+from koed_core.db import Inclusions, JudgeConfig, Ratings, Store
 from koed_core.i18n import _
 from koed_core.rating.sampling import refusal
 from koed_core.rating.studies import StudyRules
-from koed_core.results import ppi
+from koed_core.results import ppi, ppi_active
 from koed_core.results.ppi_table import human_scores, judged_scores
 
 JUDGE_COST = 1e-6
@@ -102,31 +110,51 @@ def pilot_range(sd: float, n_pilot: int, width: float) -> tuple[int, int]:
     return people_needed(low, width), people_needed(high, width)
 
 
-def ppi_needed(y: np.ndarray, yhat: np.ndarray, n0: int, judged: int) -> tuple[int, float]:
+def ppi_needed(
+    y: np.ndarray, yhat: np.ndarray, n0: int, judged: int, weights: np.ndarray | None = None
+) -> tuple[int, float]:
     """Rated dialogues PPI++ needs for people-alone's ``n0``, and the PPI correlation,
-    from ppi-python's power analysis with the judge on at most ``judged`` dialogues."""
+    from ppi-python's power analysis with the judge on at most ``judged`` dialogues
+    (``weights``: 1 / pi of an active design, ppi-python's ``w``)."""
     import ppi_py
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # n0 > judged: it says n = judged
         found = ppi_py.ppi_mean_power(
-            y, yhat, cost_Y=1.0, cost_Yhat=JUDGE_COST, effective_n=n0, n_max=judged
+            y, yhat, cost_Y=1.0, cost_Yhat=JUDGE_COST, effective_n=n0, n_max=judged, w=weights
         )
     return int(found["n"]), float(found["ppi_corr"])
 
 
+def pilot_sd(y: np.ndarray, weights: np.ndarray | None = None) -> tuple[float, int]:
+    """The pilot's sd of the per-dialogue gap and the size its uncertainty counts: the
+    plain sd and n, or under an active design's weights 1 / pi the reliability-weighted
+    sd (``numpy.cov`` with ``aweights``) and Kish's effective size (module docstring)."""
+    if weights is None:
+        return float(np.std(y, ddof=1)), len(y)
+    kish = int(np.floor(weights.sum() ** 2 / (weights**2).sum()))
+    return float(np.sqrt(np.cov(y, aweights=weights, ddof=1))), max(2, kish)
+
+
 def plan_cell(
-    y: np.ndarray, yhat: np.ndarray, judged: int, width: float, overlap: int, refused: bool
+    y: np.ndarray,
+    yhat: np.ndarray,
+    judged: int,
+    width: float,
+    overlap: int,
+    refused: bool,
+    weights: np.ndarray | None = None,
 ) -> dict[str, object]:
     """One gap's plan from its pilot: people's and judge's per-dialogue gaps on the
-    rated dialogues, and how many dialogues the judge scored."""
+    rated dialogues, and how many dialogues the judge scored (``weights``: 1 / pi of
+    each rated dialogue under an active design, None for a uniform one)."""
     n_now = len(y)
     if n_now < 3:
         return {"rated_now": n_now, "judged": judged, "note": _("pilot too small: rate 3 or more")}
-    sd = float(np.std(y, ddof=1))
+    sd, n_pilot = pilot_sd(y, weights)
     n0 = people_needed(sd, width)
     n90 = people_needed_assured(sd, width) if sd > 0 else n0
-    low, high = pilot_range(sd, n_now, width)
+    low, high = pilot_range(sd, n_pilot, width)
     reachable = 2 * ppi.Z * sd / math.sqrt(judged) if judged else None
     row: dict[str, object] = {
         "rated_now": n_now,
@@ -161,8 +189,8 @@ def plan_cell(
         return {**row, "note": _("PPI refused: the study's dialogues were not chosen at random")}
     if np.std(yhat) == 0 or sd == 0:
         return {**row, "note": _("no PPI plan: the pilot's scores do not vary")}
-    n, corr = ppi_needed(y, yhat, n0, judged)
-    n_90 = ppi_needed(y, yhat, n90, judged)[0] if n90 <= judged else None
+    n, corr = ppi_needed(y, yhat, n0, judged, weights)
+    n_90 = ppi_needed(y, yhat, n90, judged, weights)[0] if n90 <= judged else None
     return {
         **row,
         "ppi_corr": corr,
@@ -186,15 +214,26 @@ def plan(store: Store, study_id: int, judge: JudgeConfig, width: float) -> pd.Da
     judged = judged_scores(store, judge, list(config.run_ids), config.langs)
     human = human_scores(Ratings(store).long_scores(study_id))
     refused = refusal(config.sampling) is not None
+    inclusion = Inclusions(store).probabilities(study_id)
+    active = ppi_active.is_active(inclusion)
     rows = []
     for (run_id, metric), j in judged.groupby(["run_id", "metric"], sort=True):
         h = human[(human["run_id"] == run_id) & (human["metric"] == metric)]
         u = ppi.units(j, h, "gap", {})
         both = u.judge.index.intersection(u.human.index)
         y, yhat = u.human[both].to_numpy(float), u.judge[both].to_numpy(float)
-        cell = plan_cell(y, yhat, len(u.judge), width, config.overlap, refused)
+        if active and not set(both) <= set(inclusion):
+            note = _("no plan: a rated dialogue has no stored inclusion probability")
+            rows.append({"run_id": run_id, "metric": metric, "rated_now": len(y), "note": note})
+            continue
+        weights = np.array([1 / inclusion[c] for c in both]) if active else None
+        cell = plan_cell(y, yhat, len(u.judge), width, config.overlap, refused, weights)
         if config.sampling.method == "stratified" and not cell.get("note"):
             cell["note"] = _("planned as one stratum (a stratified sample's weights left out)")
+        if active and not cell.get("note"):
+            cell["note"] = _(
+                "weighted by the stored inclusion probabilities; sizes as for a uniform batch"
+            )
         rows.append({"run_id": run_id, "metric": metric, **cell})
     return pd.DataFrame(rows, columns=COLUMNS)
 

@@ -112,7 +112,7 @@ def gap_estimates(
         mean_intervals=mean_intervals,
         inclusion=inclusion or None,
     )
-    artefact = artefact_frame(judged, groups, config.sampling)
+    artefact = artefact_frame(judged, groups, config.sampling, inclusion=inclusion or None)
     source = {"study_id": study_id, **judge.as_columns()}
     meta = _run_meta(store)
     return GapEstimates(
