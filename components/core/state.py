@@ -61,6 +61,7 @@ RUNS_PLAN = "runs.plan"
 RUNS_REPRODUCE = "runs.reproduce"
 JUDGE_TEMPLATE = "judge.template"
 JUDGE_PARSE = "judge.parse"
+JUDGE_TEMPERATURE = "judge.temperature"
 
 # Results pages.
 GAP_JUDGE = "gap.judge"
