@@ -200,7 +200,9 @@ def test_a_second_study_never_overwrites_the_first(old: Path) -> None:
     ratings = StudyRules(store)
     before = store.rows("select * from ratings where study_id = 1 order by id")
     second = ratings.create_study(
-        StudyConfig("again", (LISTENER_RUN, "aaf4aab98055d3fe0f7d"), attention_checks=0),
+        StudyConfig(
+            name="again", run_ids=(LISTENER_RUN, "aaf4aab98055d3fe0f7d"), attention_checks=0
+        ),
         load_dataset(SAMPLE_FILE),
     )
     for _ in range(20):
@@ -218,7 +220,9 @@ def test_n_of_m_counts_only_what_the_rater_can_get(old: Path) -> None:
     store = Store(old)
     ratings = StudyRules(store)
     study = ratings.create_study(
-        StudyConfig("k1", (LISTENER_RUN,), langs=("ko",), overlap=1, attention_checks=0),
+        StudyConfig(
+            name="k1", run_ids=(LISTENER_RUN,), langs=("ko",), overlap=1, attention_checks=0
+        ),
         load_dataset(SAMPLE_FILE),
     )
     for name in ("first", "second"):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import MISSING, asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -308,9 +308,12 @@ class Sampling:
         )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class StudyConfig:
-    """What an admin decides when building a study."""
+    """What an admin decides when building a study: built by name only (eleven values in
+    a row were read by position, and one moved meant another setting), each default here
+    and nowhere else (the Studies page and ``koed study create`` read them with
+    :meth:`default`)."""
 
     name: str
     run_ids: tuple[str, ...]
@@ -332,6 +335,18 @@ class StudyConfig:
     choose for a ko+en study unless told otherwise); counterbalanced: a rater may, half
     their dialogues Korean first and half English first, the order recorded per rating
     (``ratings.lang_position``); free: no rule (a study from before the choice)."""
+
+    @classmethod
+    def default(cls, name: str) -> Any:
+        """A setting's default (a form's first value, a flag's default).
+
+        Raises:
+            KeyError: no such setting, or one without a default.
+        """
+        found = cls.__dataclass_fields__[name].default
+        if found is MISSING:
+            raise KeyError(name)
+        return found
 
     @classmethod
     def from_json(cls, raw: dict[str, Any]) -> StudyConfig:
