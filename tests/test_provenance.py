@@ -168,6 +168,7 @@ def test_provenance_comes_from_the_runs(tmp_path: Path, fake_openai: FakeOpenAI)
         "raw",
     )
     assert steps["emotion_reader"] == "authors" and steps["family"] == "open"
+    assert steps["max_tokens"] == 256  # the decoding whole, one value stored flat
     from koed_core.models.prompts import prompt_set_version
 
     assert steps["prompt_version"] == prompt_set_version("paper")  # which wording, exactly

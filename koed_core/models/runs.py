@@ -111,16 +111,12 @@ def run_config(
         provenance=spec.provenance,
         protocol=protocol,
         prompt_version=prompts.version,
-        temperature=settings.temperature,
-        max_tokens=settings.max_tokens,
+        decoding=settings.decoding,
         dataset_sha256=dataset_sha256,
         kind=kind,
         prompt_set=prompts.name,
         steps=tuple(steps.chosen().items()),  # every step is part of a run's identity
         family=steps.family,
-        top_p=settings.top_p,
-        top_k=settings.top_k,
-        repetition_penalty=settings.repetition_penalty,
         replicate=replicate,
     )
 
