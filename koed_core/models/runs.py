@@ -121,6 +121,25 @@ def run_config(
     )
 
 
+def request_config(
+    request: RunRequest, spec: ModelSpec, dataset_sha256: str, kind: str = "batch"
+) -> RunConfig:
+    """The configuration of ``request``'s run of ``spec``: its prompt set, steps and
+    decoding as the request resolves them, and nowhere else (``koed run``, a plan's run,
+    an episode run and the chat's saved answers all go through here). ``kind``: batch, or
+    live for answers saved from the chat page."""
+    return run_config(
+        spec,
+        request.protocol,  # type: ignore[arg-type]
+        request.settings(spec),
+        dataset_sha256,
+        kind,
+        prompt_set=request.prompt_set(),
+        steps=request.steps(spec),
+        replicate=request.replicate,
+    )
+
+
 def public_spec(spec: ModelSpec) -> dict[str, Any]:
     """The model spec as stored with a run: everything but the notes. The key's *name*
     (``api_key_env``) is kept so a replayed model asks the right provider; the key never."""
@@ -310,15 +329,7 @@ def run_benchmark(
     steps = request.steps(spec)
     protocol: Protocol = request.protocol  # type: ignore[assignment]
     settings = request.settings(spec)
-    config = run_config(
-        spec,
-        protocol,
-        settings,
-        dataset_sha256,
-        prompt_set=prompts,
-        steps=steps,
-        replicate=request.replicate,
-    )
+    config = request_config(request, spec, dataset_sha256)
     translated = variants_for(store, dialogues, request.langs)  # raises before anything is stored
     config = replace(config, variants=translated.recorded)
     settings = replace(settings, stop=hooks.stop)  # a request in flight is given up on cancel
