@@ -89,15 +89,9 @@ with st.expander(_("What the Listener sees (no labels, no situation)")):
             shown = variants[lang].dialogue if lang in variants else dialogue
             render_context(live_task(shown, lang, [], []))
 
+asked = {"protocol": protocol, "temperature": temperature, "max_tokens": int(max_tokens)}
 panes = [
-    Pane(
-        chat,
-        dialogue,
-        spec,
-        live_request(spec.name, lang, protocol, temperature, int(max_tokens)),
-        dataset.sha256,
-        variants.get(lang),
-    )
+    Pane(chat, dialogue, spec, live_request(spec.name, lang, **asked), dataset.sha256, variants)
     for spec in specs
     for lang in langs
 ]

@@ -45,18 +45,11 @@ with st.form("studies.create"):
         both = study_design.bilingual_input(st)
     if st.form_submit_button(_("Create study"), type="primary"):
         config = StudyConfig(
-            name=name.strip() or "study",
-            run_ids=tuple(picked),
-            langs=tuple(langs),
-            overlap=int(overlap),
-            attention_checks=int(checks),
-            quota=int(quota) or None,
-            timeout_minutes=int(timeout),
-            seed=int(seed),
-            whole_episodes=whole,
-            sampling=design,
+            name=name.strip() or "study", run_ids=tuple(picked), langs=tuple(langs),
+            overlap=int(overlap), attention_checks=int(checks), quota=int(quota) or None,
+            timeout_minutes=int(timeout), seed=int(seed), whole_episodes=whole, sampling=design,
             bilingual=both if len(langs) > 1 else "free",
-        )
+        )  # fmt: skip
         try:
             study_id = ratings.create_study(config, dataset)
         except KoedError as err:

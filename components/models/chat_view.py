@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import queue
 import threading
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -94,12 +95,14 @@ class Pane:
         spec: ModelSpec,
         request: RunRequest,
         dataset_sha256: str,
-        variant: ChatVariant | None = None,
+        variants: Mapping[str, ChatVariant],
     ) -> None:
         # in a translated variant the pane reads the variant's dialogue and records its
         # version with a saved answer; typed turns go to every pane of that language
+        self.lang = request.langs[0]
+        self.variant = variant = variants.get(self.lang)
         self.dialogue = variant.dialogue if variant else dialogue
-        self.spec, self.lang, self.variant = spec, request.langs[0], variant
+        self.spec = spec
         self.dataset_sha256 = dataset_sha256
         # asked, and saved, as the request resolves it: one default for each setting
         self.request = request
