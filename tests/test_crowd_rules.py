@@ -21,7 +21,7 @@ from koed_core.db import Runs, Store
 from koed_core.db.crowd import Crowd
 from koed_core.judge.rubric import codes
 from koed_core.rating import crowd
-from koed_core.rating.studies import StudyRules
+from koed_core.rating.studies import StudyConfig, StudyRules
 from tests.test_crowd import KEY, PROLIFIC, _invite, _rate_batch
 
 CODES = codes()
@@ -231,7 +231,10 @@ def test_a_crowd_study_from_the_command_line(
         capsys.readouterr().err
     )
     study_id = json.loads(capsys.readouterr().out)["study"]
-    assert StudyRules(store).config(study_id).name == "cli"
+    made_config = StudyRules(store).config(study_id)
+    assert made_config.name == "cli"
+    for name in ("overlap", "attention_checks", "timeout_minutes", "seed"):  # one default each
+        assert getattr(made_config, name) == StudyConfig.default(name), name
     assert main(["study", "create", "--name", "x", "--runs", "nope", *db]) == 1
     assert "no stored run 'nope'" in capsys.readouterr().err
     made = [
@@ -418,3 +421,15 @@ def test_a_batch_larger_than_the_study_ends_with_what_there_is(
     crowd.finish(store, worker)
     ended = crowd.worker_of(store, worker.username)
     assert crowd.give_code(store, ended, invite) == ("completed", invite.completion_code)  # type: ignore[arg-type]
+
+
+def test_a_study_is_built_by_name_never_by_position() -> None:
+    """Eleven values in a row were read by position: one moved (the seed before the
+    timeout) made another setting, silently. Only names are taken now."""
+    with pytest.raises(TypeError):
+        StudyConfig("pilot", ("run",), ("ko", "en"), 3, 2)  # type: ignore[misc]
+    made = StudyConfig(name="pilot", run_ids=("run",))
+    assert (made.overlap, made.attention_checks) == (3, 2)
+    assert StudyConfig.default("timeout_minutes") == 30
+    with pytest.raises(KeyError):
+        StudyConfig.default("run_ids")  # no default: it must be given

@@ -308,7 +308,9 @@ def test_koed_gap_decompose_by_people_and_by_ppi_from_a_study_of_the_four_cells(
     store, run_id = planted_cells(db, fake_openai, count=12)
     ratings = StudyRules(store)
     design = Sampling(method="random", seed=1, size=6)
-    config = StudyConfig("cells", (run_id,), overlap=1, attention_checks=0, sampling=design)
+    config = StudyConfig(
+        name="cells", run_ids=(run_id,), overlap=1, attention_checks=0, sampling=design
+    )
     study = ratings.create_study(config, planted_dialogues(12))
     for lang in ("ko", "en"):
         ratings.save_profile(RaterProfile(lang, (lang,), lang, 30.0, 30.0))

@@ -154,7 +154,9 @@ def _rated_study(store: Store, run_id: str, count: int, size: int) -> int:
 
     ratings = StudyRules(store)
     design = Sampling(method="random", seed=1, size=size)
-    config = StudyConfig("cells", (run_id,), overlap=1, attention_checks=0, sampling=design)
+    config = StudyConfig(
+        name="cells", run_ids=(run_id,), overlap=1, attention_checks=0, sampling=design
+    )
     study = ratings.create_study(config, planted_dialogues(count))
     for lang in ("ko", "en"):
         ratings.save_profile(RaterProfile(lang, (lang,), lang, 30.0, 30.0))

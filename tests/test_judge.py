@@ -398,3 +398,54 @@ def test_a_parser_variant_reads_the_stored_replies_again_without_a_call(
         JudgeRequest(run_id, judge=spec.name, mode="paper", dims=["ER"], parse="lenient"),
     )
     assert again.skipped == again.planned and len(fake_openai.requests) == asked
+
+
+def test_a_parser_variant_of_a_judge_at_a_temperature_of_its_own_keeps_it(
+    fake_openai: FakeOpenAI, tmp_path: Path
+) -> None:
+    """Verdicts asked at T=0.3 and read again with another parser stay T=0.3's: filed
+    under the mode's 0.7 they would join a configuration that never asked them."""
+    from dataclasses import replace
+
+    from fixtures.rating import sample
+    from koed_core.judge.judging import reparse_judgments, reuse_judgments
+    from koed_core.models.request import RunRequest
+    from koed_core.models.runs import run_benchmark
+
+    store, run_id = seeded_store(tmp_path / "j.db", dialogues=1)
+    spec = _judge(fake_openai)
+    asked = JudgeRequest(
+        run_id, judge=spec.name, dims=["ER"], concurrency=1, parse="authors", temperature=0.3
+    )
+    judge_run(store, make_client(spec), spec, asked)
+    calls = len(fake_openai.requests)
+    read = reparse_judgments(
+        store,
+        run_id,
+        spec,
+        "paper",
+        template=None,
+        base_parse="authors",
+        parse="lenient",
+        temperature=0.3,
+    )
+    assert read > 0 and len(fake_openai.requests) == calls
+    temps = "select distinct temperature from judgments where parse = ?"
+    assert [r[0] for r in store.db.execute(temps, ["lenient"])] == [0.3]
+    again = judge_run(store, make_client(spec), spec, replace(asked, parse="lenient"))
+    assert again.skipped == again.planned and len(fake_openai.requests) == calls
+    # the same replies copied onto another run's byte-identical answers: still T=0.3's
+    human = ModelSpec(name="human", backend="human")
+    other = run_benchmark(
+        store,
+        make_client(human),
+        human,
+        sample().dialogues[:1],
+        sample().sha256,
+        RunRequest("human", protocol="direct", replicate=1),
+    ).run_id
+    kept = reuse_judgments(store, run_id, other, spec, "paper", parse="authors", temperature=0.3)
+    assert kept > 0
+    copied = "select distinct temperature from judgments j join responses r "
+    copied += "on r.id = j.response_id where r.run_id = ?"
+    assert [r[0] for r in store.db.execute(copied, [other])] == [0.3]

@@ -200,8 +200,7 @@ def test_an_old_database_takes_episodes(old_db: Path) -> None:
     config, _ = Runs(store).run_config(run_id)  # type: ignore[misc]
     from koed_core.db import RunConfig
 
-    fields = {k: v for k, v in config.items() if k in RunConfig.__dataclass_fields__}
-    assert RunConfig(**fields).run_id == run_id
+    assert RunConfig.from_stored(config).run_id == run_id
 
 
 def test_a_crowd_study_from_0_3_upgrades_with_its_places_and_checks(tmp_path: Path) -> None:

@@ -202,3 +202,37 @@ def test_chat_in_a_translated_variant(
     [row] = store.rows("select r.lang, u.config from responses r join runs u on u.id = r.run_id")
     assert row["lang"] == "ko-from-en"
     assert json.loads(row["config"])["variants"] == f"ko-from-en v1 {version.id}"
+
+
+@pytest.mark.slow
+def test_a_chat_answer_is_asked_and_saved_as_the_run_request_resolves_it(
+    fake_registry: Path, fake_openai: FakeOpenAI, tmp_path: Path
+) -> None:
+    """The chat built its own settings: the model's own top_p from models.toml was never
+    sent and its saved run said none. A pane is a run request now, asked and saved as
+    ``koed run`` resolves the same request (one default each)."""
+    import json
+
+    from koed_core.dialogues.dataset import load_dataset
+    from koed_core.models.chat import live_request
+    from koed_core.models.registry import load_registry
+    from koed_core.models.runs import request_config
+    from koed_core.paths import SAMPLE_FILE
+
+    text = fake_registry.read_text()
+    fake_registry.write_text(text.replace('"korean-centric"\n', '"korean-centric"\ntop_p = 0.9\n'))
+    at = _page("app_pages/models/chat.py")
+    at.selectbox(key="chat.dialogue").set_value("sample:1_conv:33").run()
+    at.segmented_control(key="chat.langs").set_value(["en"]).run()
+    at.multiselect(key="chat.models").set_value(["fake-listener"]).run()
+    at.button(key="chat.ask").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    [asked] = fake_openai.requests
+    assert asked["top_p"] == 0.9 and asked["temperature"] == 0.7
+    next(b for b in at.button if b.label == "Save for rating").click().run()
+    [row] = Store(tmp_path / "koed.db").rows("select id, config from runs")
+    spec = load_registry(fake_registry)["fake-listener"]
+    sha = load_dataset(SAMPLE_FILE).sha256
+    made = request_config(live_request(spec.name, "en", "single", 0.7, 160), spec, sha, "live")
+    assert row["id"] == made.run_id
+    assert json.loads(row["config"])["top_p"] == 0.9

@@ -168,6 +168,7 @@ def test_provenance_comes_from_the_runs(tmp_path: Path, fake_openai: FakeOpenAI)
         "raw",
     )
     assert steps["emotion_reader"] == "authors" and steps["family"] == "open"
+    assert steps["max_tokens"] == 256  # the decoding whole, one value stored flat
     from koed_core.models.prompts import prompt_set_version
 
     assert steps["prompt_version"] == prompt_set_version("paper")  # which wording, exactly
@@ -200,7 +201,9 @@ def test_a_second_study_never_overwrites_the_first(old: Path) -> None:
     rules = StudyRules(store)
     before = store.rows("select * from ratings where study_id = 1 order by id")
     second = rules.create_study(
-        StudyConfig("again", (LISTENER_RUN, "aaf4aab98055d3fe0f7d"), attention_checks=0),
+        StudyConfig(
+            name="again", run_ids=(LISTENER_RUN, "aaf4aab98055d3fe0f7d"), attention_checks=0
+        ),
         load_dataset(SAMPLE_FILE),
     )
     for _ in range(20):
@@ -218,7 +221,9 @@ def test_n_of_m_counts_only_what_the_rater_can_get(old: Path) -> None:
     store = Store(old)
     rules = StudyRules(store)
     study = rules.create_study(
-        StudyConfig("k1", (LISTENER_RUN,), langs=("ko",), overlap=1, attention_checks=0),
+        StudyConfig(
+            name="k1", run_ids=(LISTENER_RUN,), langs=("ko",), overlap=1, attention_checks=0
+        ),
         load_dataset(SAMPLE_FILE),
     )
     for name in ("first", "second"):

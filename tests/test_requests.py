@@ -15,6 +15,7 @@ from koed_core.cli import build_parser
 from koed_core.cli.common import request_from
 from koed_core.db import Store
 from koed_core.db.jobs import Jobs
+from koed_core.errors import KoedError
 from koed_core.jobs.kinds import params_of
 from koed_core.judge.request import JudgeRequest
 from koed_core.models.request import EpisodeRequest, RunRequest
@@ -128,6 +129,36 @@ def test_a_plan_takes_every_pipeline_step_as_a_key_and_a_variant() -> None:
     varied = plan.varied({"commas": "decoded", "temperature": 0.0})
     assert varied.pipeline["commas"] == "decoded" and varied.temperature == 0.0
     assert json.dumps(sorted(plan.pipeline))  # a plain table, as the file has it
+
+
+def test_a_plan_key_is_a_request_field_with_the_requests_default_and_kind() -> None:
+    """Plan re-declared about 17 settings with defaults of its own and no max_tokens.
+    Each key that is a request field now takes the request's default (a reproduction's
+    own said once, ``REPRODUCTION``) and kind; max_tokens and the judge's temperature
+    are plan keys because they are request fields."""
+    from koed_core.results.reproduce.plan import (
+        PLAN_KINDS,
+        REPRODUCTION,
+        Plan,
+        request_for,
+    )
+
+    keyed = {f.name: f for f in fields(Plan) if "request" in f.metadata}
+    assert {"max_tokens", "judge_temperature", "temperature", "subset"} <= set(keyed)
+    for key, f in keyed.items():
+        cls, name = request_for(key)
+        theirs = {g.name: g for g in fields(cls)}[name]
+        assert f.default == REPRODUCTION.get(key, theirs.default), key
+        assert str(f.type) == PLAN_KINDS.get(key, str(theirs.type)), key
+    plan = parse_plan('name = "p"\nmodels = ["m"]\njudge = "j"\nmax_tokens = 512\n'
+                      "judge_temperature = 0.3\n")  # fmt: skip
+    assert plan.run_request("m", "single").max_tokens == 512
+    assert plan.judge_request("r").temperature == 0.3
+    assert plan.judge_config("j").temperature == 0.3
+    with pytest.raises(KoedError, match=r"wrong kind of value for max_tokens \(a whole number\)"):
+        parse_plan('name = "p"\nmodels = ["m"]\njudge = "j"\nmax_tokens = "512"\n')
+    with pytest.raises(KoedError, match="judge_temperature must be a number from 0 to 2"):
+        parse_plan('name = "p"\nmodels = ["m"]\njudge = "j"\njudge_temperature = 3\n')
 
 
 @pytest.mark.slow

@@ -140,3 +140,26 @@ def test_a_run_with_no_answer_yet_names_the_languages_it_asked_for(tmp_path: Pat
     config = run_config(spec, "direct", GenerationSettings(), "sha")
     run_id = Runs(store).ensure_run(config, spec.name, ["ko", "en"])
     assert "waiting · direct · native prompts · en+ko · 0 dialogues" in run_labels(store)[run_id]
+
+
+@pytest.mark.slow
+def test_the_judge_form_asks_at_the_temperature_given_or_the_modes(
+    four_runs: tuple[Store, list[str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The judge's temperature is a setting of its configuration: the form takes one
+    (0.3 here) and, left empty, says the mode's and asks at it (stored as None)."""
+    from components.core import state
+
+    store, run_ids = four_runs
+    monkeypatch.setattr("components.models.jobs_panel.ensure_worker", lambda store: False)
+    for position, temperature in enumerate((0.3, None)):
+        at = _judge_page()
+        at.selectbox[0].set_value(run_ids[position])
+        at.selectbox[1].set_value("human")
+        box = at.number_input(key=state.JUDGE_TEMPERATURE)
+        assert box.value is None and "paper mode" in (box.placeholder or "")
+        box.set_value(temperature)
+        next(b for b in at.button if b.label == "Start as a background job").click().run()
+        assert not at.exception and not at.error, [e.value for e in at.error]
+        assert Jobs(store).get(position + 1).params["temperature"] == temperature
+    assert "T=0.3" in Jobs(store).get(1).label

@@ -66,7 +66,9 @@ def test_a_study_on_a_run_with_variants_gives_each_rater_the_variant_of_their_la
     run_id = four_cell_run(store)
     ratings = StudyRules(store)
     study = ratings.create_study(
-        StudyConfig("four cells", (run_id,), ("ko", "en"), overlap=1, attention_checks=0),
+        StudyConfig(
+            name="four cells", run_ids=(run_id,), langs=("ko", "en"), overlap=1, attention_checks=0
+        ),
         SAMPLE,
     )
     items = store.rows("select lang, context from study_items where study_id = ?", [study])

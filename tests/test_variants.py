@@ -170,9 +170,11 @@ def test_a_run_in_a_variant_is_judged_on_what_the_model_saw_and_records_the_vers
 
 
 def test_the_run_id_of_a_run_without_variants_is_unchanged() -> None:
-    from koed_core.db import RunConfig
+    from koed_core.db import Decoding, RunConfig
 
-    config = RunConfig("m", "openai", "x", None, "western", "direct", "v", 0.7, 256, "sha")
+    config = RunConfig(
+        "m", "openai", "x", None, "western", "direct", "v", Decoding(0.7, 256), "sha"
+    )
     # the id a run had before variants existed (the field at None is left out)
     assert config.run_id == RunConfig(**{**config.__dict__, "variants": None}).run_id
     assert config.run_id != RunConfig(**{**config.__dict__, "variants": "en-from-ko v1 x"}).run_id

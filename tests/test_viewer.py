@@ -109,8 +109,12 @@ def shared_runs(tmp_path: Path) -> tuple[Store, dict[str, int], tuple[str, str]]
     sample = Sampling(method="random", seed=3, size=8)
     studies = {
         "shared": planted.study_id,
-        "open": rate_another(store, StudyConfig("open", (west,), overlap=1, sampling=sample)),
-        "closed": rate_another(store, StudyConfig("closed", (korean,), overlap=1, sampling=sample)),
+        "open": rate_another(
+            store, StudyConfig(name="open", run_ids=(west,), overlap=1, sampling=sample)
+        ),
+        "closed": rate_another(
+            store, StudyConfig(name="closed", run_ids=(korean,), overlap=1, sampling=sample)
+        ),
     }
     rules.close(studies["shared"])
     rules.close(studies["closed"])
@@ -171,7 +175,7 @@ def test_a_visitor_reads_a_closed_studys_gap_though_an_open_study_shares_its_run
     monkeypatch.setenv("KOED_COOKIE_KEY", "k" * 40)
     planted = planted_store(tmp_path / "koed.db", dialogues=24, fraction=0.5)  # KOED_DB
     sample = Sampling(method="random", seed=3, size=8)
-    config = StudyConfig("open", planted.run_ids[:1], overlap=1, sampling=sample)
+    config = StudyConfig(name="open", run_ids=planted.run_ids[:1], overlap=1, sampling=sample)
     rate_another(planted.store, config)  # still being rated, west's responses in it
     StudyRules(planted.store).close(planted.study_id)
     root = Path(__file__).resolve().parents[1]

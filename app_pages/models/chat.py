@@ -23,8 +23,7 @@ from koed_core import i18n
 from koed_core.dialogues.links import DIALOGUE
 from koed_core.errors import KoedError
 from koed_core.i18n import _
-from koed_core.models.chat import chat_variants, detect_lang, live_task
-from koed_core.models.client import GenerationSettings
+from koed_core.models.chat import chat_variants, detect_lang, live_request, live_task
 
 st.title(_("Chat with models on KoED"))
 source, dataset = load_or_stop()
@@ -83,7 +82,6 @@ chat = state.chat_session()
 if chat.get("conv_id") != conv_id or chat.get("protocol") != protocol:
     chat.clear()
     chat.update(conv_id=conv_id, protocol=protocol, speaker={"ko": [], "en": []}, answers={})
-settings = GenerationSettings(temperature=temperature, max_tokens=int(max_tokens))
 
 with st.expander(_("What the Listener sees (no labels, no situation)")):
     for column, lang in zip(st.columns(len(langs)), langs, strict=True):
@@ -91,8 +89,9 @@ with st.expander(_("What the Listener sees (no labels, no situation)")):
             shown = variants[lang].dialogue if lang in variants else dialogue
             render_context(live_task(shown, lang, [], []))
 
+asked = {"protocol": protocol, "temperature": temperature, "max_tokens": int(max_tokens)}
 panes = [
-    Pane(chat, dialogue, spec, lang, protocol, settings, dataset.sha256, variants.get(lang))
+    Pane(chat, dialogue, spec, live_request(spec.name, lang, **asked), dataset.sha256, variants)
     for spec in specs
     for lang in langs
 ]

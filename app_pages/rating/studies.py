@@ -29,29 +29,27 @@ with st.form("studies.create"):
     )
     left, right = st.columns(2)
     langs = language.languages_picker(left, _("Languages"))
-    overlap = left.number_input(_("Raters per item (overlap k)"), 1, 20, 3)
-    checks = left.number_input(_("Attention checks per language"), 0, 10, 2)
+    default = StudyConfig.default
+    overlap = left.number_input(_("Raters per item (overlap k)"), 1, 20, default("overlap"))
+    checks = left.number_input(
+        _("Attention checks per language"), 0, 10, default("attention_checks")
+    )
     quota = right.number_input(_("Quota per rater (0 = none)"), 0, 10_000, 0)
-    timeout = right.number_input(_("Give abandoned items back after (minutes)"), 1, 1440, 30)
-    seed = right.number_input(_("Order seed"), 0, 1_000_000, 0)
+    timeout = right.number_input(
+        _("Give abandoned items back after (minutes)"), 1, 1440, default("timeout_minutes")
+    )
+    seed = right.number_input(_("Order seed"), 0, 1_000_000, default("seed"))
     whole = st.checkbox(_("Episode runs: rate whole episodes (one item is one episode)"))
     with st.expander(_("Which dialogues (a random sample lets PPI++ use the judge)")):
         design = study_design.sampling_inputs(st, int(seed))
         both = study_design.bilingual_input(st)
     if st.form_submit_button(_("Create study"), type="primary"):
         config = StudyConfig(
-            name.strip() or "study",
-            tuple(picked),
-            tuple(langs),
-            int(overlap),
-            int(checks),
-            int(quota) or None,
-            int(timeout),
-            int(seed),
-            whole,
-            design,
-            both if len(langs) > 1 else "free",
-        )
+            name=name.strip() or "study", run_ids=tuple(picked), langs=tuple(langs),
+            overlap=int(overlap), attention_checks=int(checks), quota=int(quota) or None,
+            timeout_minutes=int(timeout), seed=int(seed), whole_episodes=whole, sampling=design,
+            bilingual=both if len(langs) > 1 else "free",
+        )  # fmt: skip
         try:
             study_id = rules.create_study(config, dataset)
         except KoedError as err:

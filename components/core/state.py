@@ -64,6 +64,7 @@ RUNS_TRANSLATE_MODEL = "runs.translate.model"
 RUNS_TRANSLATE_LIMIT = "runs.translate.limit"
 JUDGE_TEMPLATE = "judge.template"
 JUDGE_PARSE = "judge.parse"
+JUDGE_TEMPERATURE = "judge.temperature"
 
 # Results pages.
 GAP_JUDGE = "gap.judge"

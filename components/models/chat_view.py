@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import queue
 import threading
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -27,10 +28,11 @@ from koed_core.models.chat import (
     timeline,
     to_answer,
 )
-from koed_core.models.client import GenerationSettings, ModelError
+from koed_core.models.client import ModelError
 from koed_core.models.protocol import PROTOCOLS, ROLE_NAMES, ListenerTask, Protocol, protocol_name
 from koed_core.models.registry import ModelSpec
-from koed_core.models.runs import Item, public_spec, run_config, save, timed_stream
+from koed_core.models.request import RunRequest
+from koed_core.models.runs import Item, public_spec, request_config, save, timed_stream
 
 
 def render_context(task: ListenerTask) -> None:
@@ -91,30 +93,33 @@ class Pane:
         chat: dict[str, Any],
         dialogue: Dialogue,
         spec: ModelSpec,
-        lang: str,
-        protocol: Protocol,
-        settings: GenerationSettings,
+        request: RunRequest,
         dataset_sha256: str,
-        variant: ChatVariant | None = None,
+        variants: Mapping[str, ChatVariant],
     ) -> None:
         # in a translated variant the pane reads the variant's dialogue and records its
         # version with a saved answer; typed turns go to every pane of that language
+        self.lang = request.langs[0]
+        self.variant = variant = variants.get(self.lang)
         self.dialogue = variant.dialogue if variant else dialogue
-        self.spec, self.lang, self.variant = spec, lang, variant
+        self.spec = spec
         self.dataset_sha256 = dataset_sha256
-        self.protocol, self.settings = protocol, settings
-        self.key = pane_key(spec.name, lang)
+        # asked, and saved, as the request resolves it: one default for each setting
+        self.request = request
+        self.protocol: Protocol = request.protocol  # type: ignore[assignment]
+        self.settings = request.settings(spec)
+        self.prompts, self.steps = request.prompt_set(), request.steps(spec)
+        self.key = pane_key(spec.name, self.lang)
         self.answers: list[dict[str, Any]] = chat["answers"].setdefault(self.key, [])
-        self.speaker: list[str] = chat["speaker"][text_lang(lang)]
+        self.speaker: list[str] = chat["speaker"][text_lang(self.lang)]
 
     def item(self, upto: int | None = None) -> Item:
         """The request for the next answer, or for answer ``upto`` when saving it."""
         answers = self.answers if upto is None else self.answers[:upto]
         good = len([a for a in answers if not a.get("error")])
         speaker = self.speaker if upto is None else self.speaker[:good]
-        return Item(
-            self.dialogue, live_task(self.dialogue, self.lang, speaker, answers), self.protocol
-        )
+        task = live_task(self.dialogue, self.lang, speaker, answers)
+        return Item(self.dialogue, task, self.protocol, self.prompts, self.steps)
 
     def render(self, run_now: bool) -> Any:
         """History and save buttons; returns a placeholder when a new answer is owed."""
@@ -141,9 +146,7 @@ class Pane:
             if not auth.is_admin():
                 st.error(_("Only an admin can save answers for rating."))
                 return
-            config = run_config(
-                self.spec, self.protocol, self.settings, self.dataset_sha256, "live"
-            )
+            config = request_config(self.request, self.spec, self.dataset_sha256, "live")
             if self.variant is not None:  # the version the answer was given in
                 config = replace(config, variants=self.variant.recorded)
             store = resources.store()

@@ -12,6 +12,7 @@ from components.core.terms import MODE_DEFAULT
 from components.models import jobs_panel
 from components.shared.model_choice import model_label
 from koed_core import i18n
+from koed_core.db.types import JUDGE_TEMPERATURES
 from koed_core.errors import KoedError
 from koed_core.i18n import _
 from koed_core.judge.request import JudgeRequest
@@ -20,8 +21,14 @@ from koed_core.judge.verdicts import MODES, PARSES, TEMPLATES
 from koed_core.models.registry import ModelSpec
 
 
+def mode_temps() -> dict[str, str]:
+    """Each mode's temperature as the page writes numbers (the default the input says)."""
+    return {mode: i18n.number(JUDGE_TEMPERATURES[mode], 1) for mode in MODES}
+
+
 def start_judge_form(registry: dict[str, ModelSpec], names: dict[str, str]) -> None:
-    """Run, judge model, mode, template, parser, dimensions, samples; queued as a job."""
+    """Run, judge model, mode, template, parser, temperature (empty: the mode's),
+    dimensions, samples; queued as a job."""
     with st.form("judge.start"):
         run_id = st.selectbox(
             _("Run"), list(reversed(names)), format_func=names.get
@@ -68,6 +75,21 @@ def start_judge_form(registry: dict[str, ModelSpec], names: dict[str, str]) -> N
                 "form."
             ),
         )
+        temperature = st.number_input(
+            _("Judge temperature"),
+            min_value=0.0,
+            max_value=2.0,
+            value=None,
+            step=0.1,
+            key=state.JUDGE_TEMPERATURE,
+            placeholder=_("the mode's: {paper} in paper mode, {strict} in strict", **mode_temps()),
+            help=_(
+                "Empty: the mode's own temperature (paper {paper}, as the KoED authors; strict "
+                "{strict}). Another value is part of the judge configuration: its scores are a "
+                "source of their own.",
+                **mode_temps(),
+            ),
+        )
         named = {d.code: f"{d.code} · {d.name(i18n.language())}" for d in dimensions()}
         dims = st.multiselect(
             _("Dimensions"),
@@ -101,6 +123,7 @@ def start_judge_form(registry: dict[str, ModelSpec], names: dict[str, str]) -> N
         batch=batch,
         template=None if template == MODE_DEFAULT else template,
         parse=None if parse == MODE_DEFAULT else parse,
+        temperature=None if temperature is None else float(temperature),
     )
     try:
         params.steps()  # the request's rule: which template and reader fit the mode

@@ -15,6 +15,7 @@ from typing import Any
 from koed_core.cli import ppi
 from koed_core.cli.common import positive_int
 from koed_core.config import Settings
+from koed_core.db.types import StudyConfig
 from koed_core.errors import KoedError
 
 
@@ -31,12 +32,17 @@ def register(groups: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     create.add_argument("--name", required=True)
     create.add_argument("--runs", required=True, help="RUN_ID[,RUN_ID...]")
     create.add_argument("--langs", default="ko,en")
-    create.add_argument("--overlap", type=positive_int, default=3)
-    create.add_argument("--attention", type=int, default=2, help="attention checks per language")
+    create.add_argument("--overlap", type=positive_int, default=StudyConfig.default("overlap"))
+    create.add_argument(
+        "--attention",
+        type=int,
+        default=StudyConfig.default("attention_checks"),
+        help="attention checks per language",
+    )
     create.add_argument(
         "--timeout-minutes",
         type=positive_int,
-        default=30,
+        default=StudyConfig.default("timeout_minutes"),
         help="inactivity after which an item goes back and a crowd worker's place comes back",
     )
     create.add_argument(
@@ -49,7 +55,9 @@ def register(groups: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         type=positive_int,
         help="a uniform random sample of N dialogues, both languages each (PPI++ can use it)",
     )
-    create.add_argument("--seed", type=int, default=0, help="the order and sample seed")
+    create.add_argument(
+        "--seed", type=int, default=StudyConfig.default("seed"), help="the order and sample seed"
+    )
     create.add_argument(
         "--bilingual",
         choices=["separate", "counterbalanced", "free"],

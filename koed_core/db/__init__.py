@@ -15,6 +15,7 @@ from koed_core.db.ratings import Ratings
 from koed_core.db.runs import Runs
 from koed_core.db.store import Store, StoreError
 from koed_core.db.types import (
+    Decoding,
     JudgeConfig,
     RaterProfile,
     RatingItem,
@@ -29,6 +30,7 @@ from koed_core.db.types import (
 )
 
 __all__ = [
+    "Decoding",
     "Inclusions",
     "JudgeConfig",
     "JudgeConfigUse",

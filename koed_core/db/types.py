@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import MISSING, asdict, dataclass, fields
 from datetime import UTC, datetime
 from typing import Any
 
 from koed_core.i18n import N_, _, stored_word
-from koed_core.run_steps import earlier_steps
+from koed_core.run_steps import earlier_steps, step_names
 
 MODE_WORDS = {"paper": N_("as in the paper"), "strict": N_("strict")}
 """The judge's modes as a Korean chart subtitle says them (an English one: the mode)."""
@@ -71,6 +71,37 @@ class EmotionScore:
     "wrong label", and left out of the recognition figures."""
 
 
+DECODING_KEYS = ("temperature", "max_tokens", "top_p", "top_k", "repetition_penalty")
+"""A run's decoding as its stored config names it (flat, beside the other keys)."""
+
+
+@dataclass(frozen=True)
+class Decoding:
+    """How a run's model was asked to decode, as one value: what was sent (None: not
+    sent, the server's or the model's own). A run's config stores it flat, under the keys
+    every release stored (``DECODING_KEYS``), so a run's id and an old database's rows
+    read as they did."""
+
+    temperature: float | None
+    """None: the server's or model's own default decoding."""
+    max_tokens: int
+    top_p: float | None = None
+    top_k: int | None = None
+    repetition_penalty: float | None = None
+    """Decoding beside the temperature (None: not sent)."""
+
+    @classmethod
+    def from_stored(cls, config: Mapping[str, Any]) -> Decoding:
+        """The decoding of a stored run config (its flat keys)."""
+        return cls(
+            temperature=config.get("temperature"),
+            max_tokens=int(config.get("max_tokens") or 0),
+            top_p=config.get("top_p"),
+            top_k=config.get("top_k"),
+            repetition_penalty=config.get("repetition_penalty"),
+        )
+
+
 @dataclass(frozen=True)
 class RunConfig:
     """What makes two runs the same run: model, protocol, prompts, decoding, data."""
@@ -82,9 +113,8 @@ class RunConfig:
     provenance: str
     protocol: str
     prompt_version: str
-    temperature: float | None
-    """None: the server's or model's own default decoding."""
-    max_tokens: int
+    decoding: Decoding
+    """Temperature, token limit and the generation config beside them, as sent."""
     dataset_sha256: str
     kind: str = "batch"
     """batch (koed run, the Runs page) or live (answers saved from the chat page)."""
@@ -97,10 +127,6 @@ class RunConfig:
     stored them."""
     family: str = "open"
     """The model family whose post-processing rule applies (open, claude)."""
-    top_p: float | None = None
-    top_k: int | None = None
-    repetition_penalty: float | None = None
-    """Decoding beside the temperature (None: not sent)."""
     turns: int | None = None
     """Episodes: the most Listener turns an episode has (None: a single reply)."""
     speaker: str | None = None
@@ -121,11 +147,25 @@ class RunConfig:
     read (``en-from-ko v2 3f9a...``, comma-separated); None: ko and en only."""
 
     def stored(self) -> dict[str, Any]:
-        """The configuration as a run's row keeps it: every field, each pipeline step
-        under its own key (its earlier value when not set)."""
+        """The configuration as a run's row keeps it: every field, the decoding's and
+        each pipeline step's under its own key (a step's earlier value when not set)."""
         flat = asdict(self)
         del flat["steps"]
-        return {**flat, **earlier_steps(), **dict(self.steps)}
+        decoding = flat.pop("decoding")
+        return {**flat, **decoding, **earlier_steps(), **dict(self.steps)}
+
+    @classmethod
+    def from_stored(cls, config: Mapping[str, Any]) -> RunConfig:
+        """A run's configuration from its stored row (:meth:`stored`'s flat keys; keys
+        it does not know, a later release's, are left out): the same id as it was made
+        with."""
+        known = {f.name for f in fields(cls)} - {"decoding", "steps"}
+        steps = tuple((n, str(config[n])) for n in step_names() if config.get(n) is not None)
+        return cls(
+            **{k: v for k, v in config.items() if k in known},
+            decoding=Decoding.from_stored(config),
+            steps=steps,
+        )
 
     @property
     def run_id(self) -> str:
@@ -308,9 +348,12 @@ class Sampling:
         )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class StudyConfig:
-    """What an admin decides when building a study."""
+    """What an admin decides when building a study: built by name only (eleven values in
+    a row were read by position, and one moved meant another setting), each default here
+    and nowhere else (the Studies page and ``koed study create`` read them with
+    :meth:`default`)."""
 
     name: str
     run_ids: tuple[str, ...]
@@ -332,6 +375,18 @@ class StudyConfig:
     choose for a ko+en study unless told otherwise); counterbalanced: a rater may, half
     their dialogues Korean first and half English first, the order recorded per rating
     (``ratings.lang_position``); free: no rule (a study from before the choice)."""
+
+    @classmethod
+    def default(cls, name: str) -> Any:
+        """A setting's default (a form's first value, a flag's default).
+
+        Raises:
+            KeyError: no such setting, or one without a default.
+        """
+        found = cls.__dataclass_fields__[name].default
+        if found is MISSING:
+            raise KeyError(name)
+        return found
 
     @classmethod
     def from_json(cls, raw: dict[str, Any]) -> StudyConfig:

@@ -148,6 +148,7 @@ def reuse_judgments(
     *,
     template: str | None = None,
     parse: str | None = None,
+    temperature: float | None = None,
 ) -> int:
     """Copy the base run's verdicts onto this run's responses whose judged input is
     byte-identical (the same language, context and response text), under the same judge
@@ -157,9 +158,10 @@ def reuse_judgments(
     reader) judges the very same texts: asking the judge again would only resample it
     (at temperature 0.7) and call that noise the variant's effect. Every attempt is
     copied, its id recomputed for the new response, so the copy is what judging it would
-    have stored had the judge answered the same."""
+    have stored had the judge answered the same. ``temperature`` is the judge
+    configuration's (None: the mode's): verdicts given at T=0.3 are copied as T=0.3's."""
     steps = JudgeSteps.choose(mode, template, parse)
-    config = config_of(judge.name, mode, steps)
+    config = config_of(judge.name, mode, steps, temperature=temperature)
     judgments = Judgments(store)
     by_input = {
         (r["lang"], r["context"] or "[]", r["text"]): r["id"]
@@ -202,6 +204,7 @@ def reparse_judgments(
     template: str | None,
     base_parse: str | None,
     parse: str,
+    temperature: float | None = None,
 ) -> int:
     """Read the verdicts the judge already gave under the base's parser again with
     ``parse``, storing them as that configuration's, and return how many tasks need no
@@ -213,11 +216,13 @@ def reparse_judgments(
     attempt is unreadable under the new parser too is stored unscored, as judging would
     have left it after the same replies, and so is a task the new parser would have asked
     again after its last stored reply (``REREAD_ONLY``): the variant changes the reading,
-    never the retry rule, and makes no call."""
+    never the retry rule, and makes no call. ``temperature`` is the judge configuration's
+    (None: the mode's): replies given at T=0.3 are read again as T=0.3's, never filed
+    under the mode's temperature."""
     steps = JudgeSteps.choose(mode, template, base_parse)
-    base = config_of(judge.name, mode, steps)
+    base = config_of(judge.name, mode, steps, temperature=temperature)
     new_steps = JudgeSteps.choose(mode, template, parse)
-    config = config_of(judge.name, mode, new_steps)
+    config = config_of(judge.name, mode, new_steps, temperature=temperature)
     if config == base:
         return 0
     judgments = Judgments(store)

@@ -18,9 +18,30 @@ from koed_core.errors import KoedError
 from koed_core.models.client import Completion
 from koed_core.models.emotions import ParsedReply
 from koed_core.models.protocol import ContextTurn, ListenerTask, build_task, with_live_turns
+from koed_core.models.request import RunRequest
 from koed_core.models.variant_texts import read_variant
 
 HANGUL = re.compile(r"[\uac00-\ud7a3\u3131-\u318e]")
+
+
+CHAT_PROMPTS = "native"
+"""The chat asks in one call with the native wording, whatever the protocol."""
+
+
+def live_request(
+    model: str, lang: str, protocol: str, temperature: float, max_tokens: int
+) -> RunRequest:
+    """What one chat pane asks, as the run request a saved answer's run is made of: its
+    decoding, prompt set and steps resolve as a ``koed run`` of the same model would (the
+    model's own top_p and the like from models.toml; the native profile's steps)."""
+    return RunRequest(
+        model=model,
+        langs=(lang,),
+        protocol=protocol,
+        prompts=CHAT_PROMPTS,
+        temperature=temperature,
+        max_tokens=max_tokens,
+    )
 
 
 def pane_key(model: str, lang: str) -> str:

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
+from koed_core.db.types import Decoding
 from koed_core.errors import KoedError
 from koed_core.models.protocol import ListenerTask, Message
 
@@ -36,6 +37,18 @@ class GenerationSettings:
     """The run's cancel signal (a cancelled job, a worker stopping), never stored: once it
     is true, a request still in flight gets ``ABANDON_GRACE_S`` to land, then is given up
     as a ``cancelled`` failure (nothing stored; a rerun asks it again)."""
+
+    @property
+    def decoding(self) -> Decoding:
+        """What these settings ask the model to decode with, as a run stores it (the
+        transport, time-out and retries, is how it is asked, not what)."""
+        return Decoding(
+            temperature=self.temperature,
+            max_tokens=self.max_tokens,
+            top_p=self.top_p,
+            top_k=self.top_k,
+            repetition_penalty=self.repetition_penalty,
+        )
 
 
 ABANDON_GRACE_S = 3.0

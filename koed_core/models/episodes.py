@@ -48,7 +48,7 @@ from koed_core.models.prompts import PromptSet
 from koed_core.models.protocol import ContextTurn, ListenerTask, Protocol, build_task
 from koed_core.models.registry import ModelSpec
 from koed_core.models.request import MAX_TURNS, EpisodeRequest
-from koed_core.models.runs import Answer, Item, answer, public_spec, run_config, save
+from koed_core.models.runs import Answer, Item, answer, public_spec, request_config, save
 from koed_core.models.speaker import SpeakerPrompt, check_turn, load_speaker_prompt
 from koed_core.models.variant_texts import is_variant, variants_for
 
@@ -305,15 +305,7 @@ def episode_config(
     model, wording and temperature, the number of turns and whether the Listener was
     told the situation (an oracle run)."""
     speaker_settings = request.speaker_settings(speaker)
-    base = run_config(
-        spec,
-        request.protocol,  # type: ignore[arg-type]
-        request.settings(spec),
-        dataset_sha256,
-        "episodes",
-        prompt_set=request.prompt_set(),
-        steps=request.steps(spec),
-    )
+    base = request_config(request, spec, dataset_sha256, "episodes")
     return replace(
         base,
         turns=request.turns,

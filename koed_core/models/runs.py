@@ -111,17 +111,32 @@ def run_config(
         provenance=spec.provenance,
         protocol=protocol,
         prompt_version=prompts.version,
-        temperature=settings.temperature,
-        max_tokens=settings.max_tokens,
+        decoding=settings.decoding,
         dataset_sha256=dataset_sha256,
         kind=kind,
         prompt_set=prompts.name,
         steps=tuple(steps.chosen().items()),  # every step is part of a run's identity
         family=steps.family,
-        top_p=settings.top_p,
-        top_k=settings.top_k,
-        repetition_penalty=settings.repetition_penalty,
         replicate=replicate,
+    )
+
+
+def request_config(
+    request: RunRequest, spec: ModelSpec, dataset_sha256: str, kind: str = "batch"
+) -> RunConfig:
+    """The configuration of ``request``'s run of ``spec``: its prompt set, steps and
+    decoding as the request resolves them, and nowhere else (``koed run``, a plan's run,
+    an episode run and the chat's saved answers all go through here). ``kind``: batch, or
+    live for answers saved from the chat page."""
+    return run_config(
+        spec,
+        request.protocol,  # type: ignore[arg-type]
+        request.settings(spec),
+        dataset_sha256,
+        kind,
+        prompt_set=request.prompt_set(),
+        steps=request.steps(spec),
+        replicate=request.replicate,
     )
 
 
@@ -314,15 +329,7 @@ def run_benchmark(
     steps = request.steps(spec)
     protocol: Protocol = request.protocol  # type: ignore[assignment]
     settings = request.settings(spec)
-    config = run_config(
-        spec,
-        protocol,
-        settings,
-        dataset_sha256,
-        prompt_set=prompts,
-        steps=steps,
-        replicate=request.replicate,
-    )
+    config = request_config(request, spec, dataset_sha256)
     translated = variants_for(store, dialogues, request.langs)  # raises before anything is stored
     config = replace(config, variants=translated.recorded)
     settings = replace(settings, stop=hooks.stop)  # a request in flight is given up on cancel

@@ -20,17 +20,9 @@ from koed_core.db import JudgeConfig, Judgments, Ratings, Runs, Store
 from koed_core.dialogues.dialogue import Dialogue
 from koed_core.models.runs import run_labels
 
-SOURCE_COLUMNS = [
-    "judge_model",
-    "judge_mode",
-    "judge_prompt_version",
-    "judge_rubric_version",
-    "judge_template",
-    "judge_parse",
-    "judge_replicate",
-    "judge_temperature",
-    "study_id",
-]
+SOURCE_COLUMNS = [*JudgeConfig("", "", "", "").as_columns(), "study_id"]
+"""A score's source: the judge configuration's columns, as it names them (its temperature
+too), or the study."""
 KEYS = [
     "run_id",
     "run_label",

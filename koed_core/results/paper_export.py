@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,7 @@ from typing import Any
 import pandas as pd
 
 from koed_core import __version__
-from koed_core.db import JudgeConfig, Judgments, Ratings, Runs, Store
+from koed_core.db import Decoding, JudgeConfig, Judgments, Ratings, Runs, Store
 from koed_core.rating.report import rater_summary
 from koed_core.rating.studies import StudyRules
 from koed_core.results import agreement, gaps, score_sources
@@ -160,10 +161,7 @@ def provenance(store: Store, gap_table: pd.DataFrame) -> dict[str, Any]:
                 "prompt_version": c.get("prompt_version"),
                 **stored_steps(c),
                 "family": c.get("family", "open"),
-                "temperature": c.get("temperature"),
-                "top_p": c.get("top_p"),
-                "top_k": c.get("top_k"),
-                "repetition_penalty": c.get("repetition_penalty"),
+                **asdict(Decoding.from_stored(c)),  # every decoding key, max_tokens too
             }
             for run_id, c in sorted(zip(runs.get("run_id", []), configs, strict=False))
         ],

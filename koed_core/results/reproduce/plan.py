@@ -30,48 +30,111 @@ class PlanError(KoedError):
     """A plan file that cannot be used; names the file and the key."""
 
 
+RUN_KEYS: dict[str, str] = {
+    "subset": "subset",
+    "langs": "langs",
+    "prompts": "prompts",
+    "sample": "sample",
+    "seed": "seed",
+    "sample_design": "sample_design",
+    "concurrency": "concurrency",
+    "batch": "batch",
+    "temperature": "temperature",
+    "max_tokens": "max_tokens",
+    "run_replicate": "replicate",
+}
+"""Plan keys that are a run request's fields (plan key -> ``RunRequest`` field): each
+one's default and kind are the request's."""
+EPISODE_KEYS: dict[str, str] = {"speaker": "speaker", "turns": "turns"}
+"""Plan keys that are an episodes request's fields (``EpisodeRequest``)."""
+JUDGE_KEYS: dict[str, str] = {
+    "judge": "judge",
+    "judge_mode": "mode",
+    "judge_concurrency": "concurrency",
+    "judge_template": "template",
+    "judge_parse": "parse",
+    "judge_replicate": "replicate",
+    "judge_temperature": "temperature",
+}
+"""Plan keys that are a judge request's fields (``JudgeRequest``)."""
+REPRODUCTION: dict[str, Any] = {
+    "subset": "paper-100",
+    "prompts": "paper",
+    "sample_design": "uniform",
+    "speaker": None,
+}
+"""Where a plan, a reproduction of the paper, asks otherwise than a request's default:
+the authors' sample and prompts; a sample drawn uniformly, so its means estimate the
+subset's (issue 64 #8); an episodes plan names its Speaker (the offline default is for
+trying the pipeline, not for results)."""
+PLAN_KINDS: dict[str, str] = {"prompts": "str", "speaker": "str | None"}
+"""A request key whose kind differs in a plan: a plan names its prompt set (the request's
+None, the protocol's, is not a TOML value), and its Speaker only when it has episodes."""
+
+
+def request_for(key: str) -> tuple[type[Any], str]:
+    """The request class and field a plan key is (``KeyError``: a plan's own key)."""
+    for cls, keys in ((RunRequest, RUN_KEYS), (EpisodeRequest, EPISODE_KEYS)):
+        if key in keys:
+            return cls, keys[key]
+    return JudgeRequest, JUDGE_KEYS[key]
+
+
+def from_request(key: str) -> Any:
+    """A plan field that is a request field: its default is the request's, unless a
+    reproduction asks otherwise (``REPRODUCTION``); its kind is checked against the
+    request's in tests/test_requests.py."""
+    cls, name = request_for(key)
+    found = {f.name: f for f in fields(cls)}[name]
+    return field(default=REPRODUCTION.get(key, found.default), metadata={"request": name})
+
+
 @dataclass(frozen=True)
 class Plan:
-    """What to reproduce."""
+    """What to reproduce: the plan's own keys (its models, protocols, judge, kind and
+    variants) and request fields, each named as a plan file names it (``RUN_KEYS``,
+    ``EPISODE_KEYS``, ``JUDGE_KEYS``) with the request's default."""
 
     name: str
     models: tuple[str, ...]
     judge: str
-    subset: str = "paper-100"
-    langs: tuple[str, ...] = ("ko", "en")
+    subset: str = from_request("subset")
+    langs: tuple[str, ...] = from_request("langs")
     protocols: tuple[str, ...] = ("single", "multi")
-    prompts: str = "paper"
-    judge_mode: str = "paper"
-    concurrency: int = 8
-    judge_concurrency: int = 8
-    sample: int | None = None
-    seed: int = 0
-    sample_design: str = "uniform"
-    """How ``sample`` draws (``koed_core.dialogues.subsets``): uniform, every dialogue
-    equally likely, so the sample's means estimate the subset's (issue 64 #8)."""
-    batch: bool = False
+    prompts: str = from_request("prompts")
+    judge_mode: str = from_request("judge_mode")
+    concurrency: int = from_request("concurrency")
+    judge_concurrency: int = from_request("judge_concurrency")
+    sample: int | None = from_request("sample")
+    seed: int = from_request("seed")
+    sample_design: str = from_request("sample_design")
+    batch: bool = from_request("batch")
     """Send the requests of OpenAI-compatible models through the provider's Batch API."""
     pipeline: Mapping[str, str] = field(default_factory=dict)
     """The pipeline steps chosen, each under its own key in the file (``commas = "raw"``;
     see ``koed_core.run_steps``); a step left out takes the prompt set's profile (the authors'
     for paper)."""
-    temperature: float | str | None = None
+    temperature: float | str | None = from_request("temperature")
     """Every model's temperature, or "default" (the server's own); None: each model's."""
-    judge_template: str | None = None
-    judge_parse: str | None = None
+    max_tokens: int | None = from_request("max_tokens")
+    """Every model's token limit; None: each model's (models.toml, else 256)."""
+    judge_template: str | None = from_request("judge_template")
+    judge_parse: str | None = from_request("judge_parse")
     """None: the judge mode's (paper: the authors' template and parser)."""
-    judge_replicate: int = 0
+    judge_replicate: int = from_request("judge_replicate")
     """n > 0: the judge asked again about the same texts, a source of its own (the
     sensitivity table's "base, judged again" noise floor)."""
-    run_replicate: int = 0
+    judge_temperature: float | None = from_request("judge_temperature")
+    """The judge's temperature; None: its mode's (paper 0.7, as the authors)."""
+    run_replicate: int = from_request("run_replicate")
     """n > 0: every run made again, nothing changed, and judged (the sensitivity table's
     "base, run again": the listener and the judge re-sampled)."""
     kind: str = "runs"
     """runs (one reply after each KoED context) or episodes (``koed episodes``: the
     models listen to a simulated Speaker for ``turns`` Listener turns)."""
-    speaker: str | None = None
+    speaker: str | None = from_request("speaker")
     """Episodes: who plays the Speaker (a registry name)."""
-    turns: int = 3
+    turns: int = from_request("turns")
     variants: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     """Named variants of the plan, each changing one step (a sensitivity plan): every
     variant is run and judged beside the plan itself, the base."""
@@ -79,34 +142,19 @@ class Plan:
     def run_request(self, model: str, protocol: str) -> RunRequest:
         """What the plan asks of one model under one protocol: a run, or (an episodes
         plan) episodes with the plan's Speaker."""
-        asked: dict[str, Any] = {
-            "model": model,
-            "langs": self.langs,
-            "protocol": protocol,
-            "prompts": self.prompts,
-            "subset": self.subset,
-            "sample": self.sample,
-            "seed": self.seed,
-            # only with a sample: a plan without one asks what it always asked
-            **({"sample_design": self.sample_design} if self.sample else {}),
-            "concurrency": self.concurrency,
-            "temperature": self.temperature,
-            **self.pipeline,
-        }
-        if self.kind == "episodes":
+        asked: dict[str, Any] = {name: getattr(self, key) for key, name in RUN_KEYS.items()}
+        if not self.sample:  # only with a sample: a plan without one asks what it always asked
+            del asked["sample_design"]
+        asked.update(model=model, protocol=protocol, **self.pipeline)
+        if self.kind == "episodes":  # asked live, and made once
+            del asked["batch"], asked["replicate"]
             return EpisodeRequest(**asked, speaker=self.speaker or "", turns=self.turns)
-        return RunRequest(**asked, batch=self.batch, replicate=self.run_replicate)
+        return RunRequest(**asked)
 
     def judge_request(self, run_id: str) -> JudgeRequest:
         """What the plan asks of its judge about one run."""
         return JudgeRequest(
-            run_id,
-            judge=self.judge,
-            mode=self.judge_mode,
-            concurrency=self.judge_concurrency,
-            template=self.judge_template,
-            parse=self.judge_parse,
-            replicate=self.judge_replicate,
+            run_id, **{name: getattr(self, key) for key, name in JUDGE_KEYS.items()}
         )
 
     def steps(self, family: str, model: str = "") -> Steps:
@@ -230,6 +278,16 @@ def _check(plan: Plan, path: str) -> None:
         ),
         (plan.kind != "episodes" or not plan.variants, "an episodes plan has no variants"),
     ]
+    checks += [
+        (
+            plan.max_tokens is None or plan.max_tokens >= 1,
+            "max_tokens must be a whole number from 1",
+        ),
+        (
+            plan.judge_temperature is None or 0 <= plan.judge_temperature <= 2,
+            "judge_temperature must be a number from 0 to 2",
+        ),
+    ]
     temp = plan.temperature
     checks.append(
         (
@@ -250,49 +308,51 @@ def _check(plan: Plan, path: str) -> None:
         raise PlanError(f"{path}: {err}") from None
 
 
-TEXTS = ("name", "judge", "subset", "prompts", "judge_mode", "kind", "sample_design")
-WHOLE_NUMBERS = (
-    "concurrency",
-    "judge_concurrency",
-    "seed",
-    "turns",
-    "judge_replicate",
-    "run_replicate",
-)
-LISTS = ("models", "langs", "protocols")
-MAYBE_TEXTS = ("judge_template", "judge_parse")
+LISTS = tuple(f.name for f in fields(Plan) if str(f.type).startswith("tuple["))
+"""Keys a plan file writes as a TOML list (``tuple(...)`` of a string: its letters)."""
+KIND_WORDS = {
+    "int": " (a whole number)",
+    "tuple[str, ...]": " (a list of names)",
+    "bool": " (true or false)",
+}
+
+
+def _fits(value: object, kind: str) -> bool:
+    """Whether ``value`` (read from TOML) is of the kind a field's annotation names."""
+    for one in kind.split(" | "):
+        if (
+            (one == "None" and value is None)
+            or (one == "str" and isinstance(value, str))
+            or (one == "bool" and isinstance(value, bool))
+            or (one == "int" and isinstance(value, int) and not isinstance(value, bool))
+            or (one == "float" and isinstance(value, int | float) and not isinstance(value, bool))
+            or (
+                one == "tuple[str, ...]"
+                and isinstance(value, tuple)
+                and all(isinstance(v, str) for v in value)
+            )
+        ):
+            return True
+    return False
 
 
 def _check_types(plan: Plan, path: str) -> None:
-    """Each key of the kind it must be, before any value is compared: ``sample = "3"`` or
-    ``models = "a"`` is named here, not a TypeError later (or a run begun and left).
+    """Each key of the kind its field says (a request key: the request's), before any
+    value is compared: ``sample = "3"`` or ``models = "a"`` is named here, not a
+    TypeError later (or a run begun and left).
 
     Raises:
         PlanError: naming the file and the key.
     """
-
-    def whole(value: object) -> bool:
-        return isinstance(value, int) and not isinstance(value, bool)
-
-    wrong = [k for k in TEXTS if not isinstance(getattr(plan, k), str)]
-    wrong += [f"{k} (a whole number)" for k in WHOLE_NUMBERS if not whole(getattr(plan, k))]
-    wrong += [
-        f"{k} (a list of names)"
-        for k in LISTS
-        if not all(isinstance(v, str) for v in getattr(plan, k))
-    ]
-    wrong += [
-        k
-        for k in MAYBE_TEXTS
-        if getattr(plan, k) is not None and not isinstance(getattr(plan, k), str)
-    ]
+    wrong = []
+    for f in fields(plan):
+        kind = str(f.type)
+        if kind.startswith("Mapping"):
+            continue  # the pipeline's values are checked below, the variants as plans
+        if not _fits(getattr(plan, f.name), kind):
+            first = next(k for k in kind.split(" | ") if k != "None")
+            wrong.append(f.name + KIND_WORDS.get(first, ""))
     wrong += [k for k, v in plan.pipeline.items() if not isinstance(v, str)]
-    if plan.sample is not None and not whole(plan.sample):
-        wrong.append("sample (a whole number)")
-    if plan.speaker is not None and not isinstance(plan.speaker, str):
-        wrong.append("speaker")
-    if not isinstance(plan.batch, bool):
-        wrong.append("batch (true or false)")
     if wrong:
         raise PlanError(f"{path}: wrong kind of value for {', '.join(wrong)}")
 

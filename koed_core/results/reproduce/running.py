@@ -213,6 +213,7 @@ def _reproduce_one(
                         plan.judge_mode,  # type: ignore[arg-type]
                         template=plan.judge_template,
                         parse=plan.judge_parse,
+                        temperature=plan.judge_temperature,
                     )
                     say(
                         f"{name} {protocol}: {kept} verdicts taken from the base (the judged "
@@ -227,6 +228,7 @@ def _reproduce_one(
                         template=plan.judge_template,
                         base_parse=reparse_from or None,
                         parse=plan.judge_parse or "",
+                        temperature=plan.judge_temperature,
                     )
                     say(
                         f"{name} {protocol}: {read} verdicts read again with the "
