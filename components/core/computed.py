@@ -20,10 +20,19 @@ from collections.abc import Sequence
 import pandas as pd
 import streamlit as st
 
+from components.core import shared_compute
 from koed_core import i18n
 from koed_core.db import JudgeConfig, JudgeConfigUse, Judgments, Store
 from koed_core.dialogues.dataset import Dataset
-from koed_core.results import agreement, gaps, ppi_table, reproduce, sensitivity, turn_gaps
+from koed_core.results import (
+    agreement,
+    gaps,
+    ppi_table,
+    reproduce,
+    sensitivity,
+    shared_tables,
+    turn_gaps,
+)
 from koed_core.results.viewer import Viewer, blind_viewer
 
 ENTRIES = 32
@@ -56,7 +65,6 @@ def score_frame(
     return seen.shown(gaps.score_frame(store, judge=judge, study_id=study))
 
 
-@kept
 def gap_table(
     store: Store,
     judge: JudgeConfig | None,
@@ -66,18 +74,41 @@ def gap_table(
     by: str | None,
     dataset: Dataset,
     viewer: Viewer | None = None,
-) -> pd.DataFrame:
+) -> pd.DataFrame | None:
     """The paired gap table of these sources (one dataset's scores when it is named),
-    broken down ``by`` label or jeong/han group of ``dataset``'s dialogues."""
+    broken down ``by`` label or jeong/han group of ``dataset``'s dialogues.
+
+    A breakdown (seconds: a bootstrap per group) is computed once for every visitor and
+    server process (``shared_compute``): None after drawing its progress."""
+    if by is None:
+        return _gap_table(store, judge, study_id, sources, dataset_sha256, viewer)
+    seen = _seen_by(viewer, store)
+    study = study_id if study_id is None or seen.allowed("see-study", study_id) else None
+    runs = score_frame(store, judge, study_id, viewer)["run_id"].dropna().astype(str)
+    inputs = {
+        "judge": shared_tables.judge_inputs(judge),
+        "study": study,
+        "runs": sorted(set(runs)),  # the runs this viewer may see: the page's rules decide
+        "sources": list(sources),
+        "dataset_sha256": dataset_sha256,
+        "by": by,
+    }
+    return shared_compute.kept_table("gap_breakdown", inputs, dataset)
+
+
+@kept
+def _gap_table(
+    store: Store,
+    judge: JudgeConfig | None,
+    study_id: int | None,
+    sources: Sequence[str],
+    dataset_sha256: str | None,
+    viewer: Viewer | None,
+) -> pd.DataFrame:
     frame = score_frame(store, judge, study_id, viewer)
     if dataset_sha256 is not None:
         frame = frame[frame["dataset_sha256"] == dataset_sha256]
-    groups = None
-    if by == "label":
-        groups = gaps.label_groups(dataset.dialogues)
-    elif by == "group":
-        groups = gaps.korean_groups(dataset.dialogues)
-    return gaps.gap_table(frame[frame["source"].isin(sources)], groups, by)
+    return gaps.gap_table(frame[frame["source"].isin(sources)], None, None)
 
 
 @kept
@@ -204,11 +235,12 @@ def gap_estimates(
     return ppi_table.gap_estimates(store, study_id, judge, set(seen.hidden_runs), mean_intervals)
 
 
-@kept
-def perception(store: Store, judge: JudgeConfig, viewer: Viewer | None = None) -> pd.DataFrame:
+def perception(
+    store: Store, judge: JudgeConfig, viewer: Viewer | None = None
+) -> pd.DataFrame | None:
     """``perception.perception_table`` (the gap where the emotion was recognised and
-    where it was missed, bootstrapped: seconds on an admin's database), as the viewer may
-    see it."""
-    from koed_core.results.perception import perception_table
-
-    return _seen_by(viewer, store).shown(perception_table(store, judge))
+    where it was missed, bootstrapped: seconds on an admin's database), computed once for
+    every visitor and server process (``shared_compute``), as the viewer may see it; None
+    after drawing the computation's progress."""
+    table = shared_compute.kept_table("perception", {"judge": shared_tables.judge_inputs(judge)})
+    return None if table is None else _seen_by(viewer, store).shown(table)

@@ -496,5 +496,5 @@ def unknown(db: sqlite_utils.Database) -> list[str]:
     return [name for name in applied(db) if name not in known]
 
 
-for _topic in ("prolific", "settings", "active"):  # m024, m025, m027: in the numbers' order
+for _topic in ("prolific", "settings", "active", "computes"):  # m024, m025, m027, m030
     importlib.import_module(f"koed_core.db.migrations_{_topic}")  # each registers its own
