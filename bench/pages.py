@@ -1,6 +1,6 @@
 """How long each page takes, warm, on the official KoED: in Chromium, as a person sees it.
 
-    python bench/pages.py [PATH_TO_KoED.json] [--script-only] [--smoke]
+    python bench/pages.py [PATH_TO_KoED.json] [--script-only] [--smoke] [--cold]
 
 An admin's database is built first, as a study's admin would have it: two listener runs
 (a Western and a Korean-centric one, served by the scripted OpenAI-compatible server)
@@ -61,6 +61,9 @@ SIMILARITIES: int | None = None
 PAGES: tuple[str, ...] | None = None
 """The titles timed (None: every page an admin's navigation holds)."""
 SMOKE_PAGES = ("Explorer", "Chat")
+LAUNCHER = ("components.core.warm_start",)
+"""How the server starts: as ``koed serve`` starts it, its imports and dataset warmed
+while it waits for the first browser (``--cold``: plain ``streamlit``, for comparison)."""
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-sync"]
 
 
@@ -194,7 +197,7 @@ def browser_times(env: dict[str, str], work: Path) -> dict[str, float]:
     port = free_port()
     log = (work / "streamlit.log").open("w")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless=true",
+        [sys.executable, "-m", *LAUNCHER, "run", "app.py", "--server.headless=true",
          f"--server.port={port}", "--browser.gatherUsageStats=false",
          "--server.fileWatcherType=none"],
         cwd=ROOT, env={**os.environ, **env}, stdout=log, stderr=subprocess.STDOUT,
@@ -405,9 +408,12 @@ def _name(kind: str, title: str) -> str:
 
 
 def main() -> None:
-    global ROUNDS, WARM_UP, DIALOGUES, PAGES, SIMILARITIES
+    global ROUNDS, WARM_UP, DIALOGUES, PAGES, SIMILARITIES, LAUNCHER
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
     smoke = "--smoke" in sys.argv[1:]
+    if "--cold" in sys.argv[1:]:
+        LAUNCHER = ("streamlit",)
+        print("# --cold: plain `streamlit run`, nothing warmed before the first browser")
     data = Path(args[0]) if args else SAMPLE_FILE if smoke else OFFICIAL
     if smoke:
         ROUNDS, WARM_UP, DIALOGUES, PAGES, SIMILARITIES = 1, False, 2, SMOKE_PAGES, 4

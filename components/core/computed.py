@@ -192,6 +192,24 @@ def disagreements(
     return agreement.disagreements(store, inputs, shown)
 
 
+def ppi_plan(store: Store, study_id: int, judge: JudgeConfig, width: float) -> pd.DataFrame:
+    """The next-batch plan of one study (``ppi_plan.plan``: a power analysis per run and
+    dimension, the Studies page's slowest part at 1.2 s), kept until the stamp moves: a
+    full reload of the page no longer pays it. Admins only see it (the page requires it)."""
+    return _ppi_plan(store, study_id, judge, width, i18n.language())
+
+
+@kept
+def _ppi_plan(
+    store: Store, study_id: int, judge: JudgeConfig, width: float, lang: str
+) -> pd.DataFrame:
+    # the language is part of the key: the plan's notes are sentences in the reader's words
+    from koed_core.results import ppi_plan as planner
+
+    with i18n.speaking(lang):
+        return planner.plan(store, study_id, judge, width)
+
+
 @kept
 def sensitivity_bases(store: Store, viewer: Viewer | None = None) -> list[tuple[str, JudgeConfig]]:
     """Runs with the authors' steps that have variants stored ("what moves the gap")."""

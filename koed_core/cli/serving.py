@@ -187,6 +187,11 @@ def _value(key: str, value: str) -> str:
     return f"{key}={value}\n"
 
 
+WARM_START = "components.core.warm_start"
+"""Streamlit's command with the app's imports and dataset warmed before the first browser
+(run from the project's folder, the programs' directory)."""
+
+
 def _program(name: str, command: list[str], plan: ServePlan, priority: int = 999) -> str:
     line = " ".join(_quoted(part) for part in command)
     return (
@@ -258,7 +263,7 @@ def supervisord_conf(plan: ServePlan, password: str) -> str:
     ]
     for index, port in enumerate(plan.app_ports):
         command = [
-            python, "-m", "streamlit", "run", app,
+            python, "-m", WARM_START, "run", app,
             f"--server.port={port}", "--server.address=127.0.0.1", "--server.headless=true",
         ]  # fmt: skip
         parts.append(_program(f"app-{index}", command, plan))
