@@ -4,6 +4,7 @@ its result kept in the database."""
 
 from __future__ import annotations
 
+import json
 import threading
 from pathlib import Path
 
@@ -106,3 +107,29 @@ def test_a_breakdown_is_kept_once_and_equals_the_direct_computation(
     pd.testing.assert_frame_equal(shared_tables.decode(kept), expected)
     at.run()  # read back, not computed again
     assert len([j for j in Jobs(store).recent() if j.params.get("name") == "gap_breakdown"]) == 1
+
+
+def test_the_gap_three_ways_comes_back_as_it_was_kept(tmp_path: Path) -> None:
+    """What a page reads back from the database is what was computed: both frames, the
+    study's design, the refusal (a sentence) and the provenance, none of it pickled."""
+    from fixtures.planted import planted_store
+    from koed_core.results import ppi_table, shared_tables
+
+    planted = planted_store(tmp_path / "koed.db", dialogues=30, fraction=0.5)
+    inputs = {
+        "study": planted.study_id,
+        "judge": shared_tables.judge_inputs(planted.judge),
+        "hidden": [],
+        "lang": "en",
+    }
+    computed = shared_tables.compute("gap_estimates", planted.store, inputs)
+    assert isinstance(computed, ppi_table.GapEstimates)
+    payload = shared_tables.encode(computed)
+    assert b"pickle" not in payload and not payload.startswith(b"\x80")
+    back = shared_tables.decode(payload)
+    assert isinstance(back, ppi_table.GapEstimates)
+    pd.testing.assert_frame_equal(back.estimates, computed.estimates)
+    pd.testing.assert_frame_equal(back.artefact, computed.artefact)
+    assert (back.sampling, back.refusal) == (computed.sampling, computed.refusal)
+    # the provenance is JSON for the export: equal as JSON (a tuple reads back as a list)
+    assert json.dumps(back.provenance) == json.dumps(computed.provenance)

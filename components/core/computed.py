@@ -238,19 +238,35 @@ def turn_gap_table(
     return turn_gaps.turn_gap_table(seen.shown(turn_gaps.turn_frame(store, judge, study)))
 
 
-@kept
 def gap_estimates(
     store: Store,
     study_id: int,
     judge: JudgeConfig,
     viewer: Viewer | None = None,
     mean_intervals: bool = False,
-) -> ppi_table.GapEstimates:
+) -> ppi_table.GapEstimates | None:
     """The gap three ways (judge only, people only, PPI++) of one study and judge
-    configuration, without the runs the viewer may not see; the en and ko means'
-    bootstrap intervals only when asked (a download: a third of the cost)."""
+    configuration, without the runs the viewer may not see. What a page charts (seconds)
+    is computed once for every visitor and server process (``shared_compute``): None
+    after drawing its progress. The en and ko means' bootstrap intervals only when asked
+    (a download, computed then: a third of the cost)."""
     seen = _seen_by(viewer, store)
-    return ppi_table.gap_estimates(store, study_id, judge, set(seen.hidden_runs), mean_intervals)
+    if mean_intervals:
+        return _all_intervals(store, study_id, judge, seen)
+    inputs = {
+        "study": study_id,
+        "judge": shared_tables.judge_inputs(judge),
+        "hidden": sorted(seen.hidden_runs),
+        "lang": i18n.language(),  # a refusal and the design are sentences
+    }
+    return shared_compute.kept_estimates(inputs)
+
+
+@kept
+def _all_intervals(
+    store: Store, study_id: int, judge: JudgeConfig, seen: Viewer
+) -> ppi_table.GapEstimates:
+    return ppi_table.gap_estimates(store, study_id, judge, set(seen.hidden_runs), True)
 
 
 def perception(
@@ -260,5 +276,6 @@ def perception(
     where it was missed, bootstrapped: seconds on an admin's database), computed once for
     every visitor and server process (``shared_compute``), as the viewer may see it; None
     after drawing the computation's progress."""
-    table = shared_compute.kept_table("perception", {"judge": shared_tables.judge_inputs(judge)})
+    inputs = {"judge": shared_tables.judge_inputs(judge), "lang": i18n.language()}  # notes
+    table = shared_compute.kept_table("perception", inputs)
     return None if table is None else _seen_by(viewer, store).shown(table)

@@ -37,6 +37,7 @@ from koed_core.i18n import _
 from koed_core.jobs.kinds import Environment, TableJob, enqueue
 from koed_core.jobs.worker import Worker, ensure_worker
 from koed_core.results import shared_tables
+from koed_core.results.ppi_table import GapEstimates
 
 WAIT_S = 1.5
 """How long the asker's page waits for the computation it started before it draws the
@@ -60,6 +61,24 @@ def kept_table(
 ) -> pd.DataFrame | None:
     """The table ``name`` for ``inputs`` at the database's current stamp; None after
     drawing the computation's progress (the page reruns by itself when it is kept)."""
+    result = _kept(name, inputs, dataset)
+    if result is None or isinstance(result, pd.DataFrame):
+        return result
+    raise TypeError(f"{name} is not a table")
+
+
+def kept_estimates(inputs: Mapping[str, Any]) -> GapEstimates | None:
+    """The gap three ways (``shared_tables``' ``gap_estimates``) for ``inputs``; None
+    after drawing the computation's progress."""
+    result = _kept("gap_estimates", inputs, None)
+    if result is None or isinstance(result, GapEstimates):
+        return result
+    raise TypeError("gap_estimates is not a GapEstimates")
+
+
+def _kept(
+    name: str, inputs: Mapping[str, Any], dataset: Dataset | None
+) -> shared_tables.Result | None:
     store = resources.store()
     stamp = store.stamp()
     key = shared_tables.key(name, stamp, inputs)
@@ -92,7 +111,7 @@ def kept_table(
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
-def _read(path: str, key: str) -> pd.DataFrame:
+def _read(path: str, key: str) -> shared_tables.Result:
     payload = ComputedResults(resources.store_at(path)).get(key)
     if payload is None:
         raise _NotKept(key)

@@ -21,7 +21,8 @@ NUMBER = st.column_config.NumberColumn(format="%.3f")
 
 def _estimates(
     store: Store, judge: JudgeConfig, study: int, viewer: Viewer
-) -> ppi_table.GapEstimates:
+) -> ppi_table.GapEstimates | None:
+    """None: computed once for every visitor, and its bar is drawn meanwhile."""
     return computed.gap_estimates(store, study, judge, viewer)
 
 
@@ -53,6 +54,8 @@ def gap_three_ways(
         )
         return
     result = _estimates(store, judge, study, viewer)
+    if result is None:
+        return
     if result.estimates.empty:
         st.caption(_("No run of this study has both judge scores and ratings yet."))
         return
@@ -98,6 +101,7 @@ def gap_three_ways(
 
     def whole() -> str:  # every interval, the means' too: computed when asked for
         full = computed.gap_estimates(store, study, judge, viewer, mean_intervals=True)
+        assert full is not None  # computed here, never shared: a download waits for it
         return csv_safe.to_csv(ppi_table.for_estimator(full, estimator))
 
     left, right = st.columns(2)
@@ -126,6 +130,8 @@ def judge_artefact(store: Store, judge: JudgeConfig | None, study: int, viewer: 
         st.caption(_("Needs a judge configuration that scored this study's runs."))
         return
     result = _estimates(store, judge, study, viewer)
+    if result is None:
+        return
     table = result.artefact
     if table.empty:
         st.caption(_("No dialogue has both judge scores and ratings in both languages yet."))

@@ -69,7 +69,7 @@ def _progress(hooks: Hooks) -> Callable[[int, int], None]:
     return progress
 
 
-TABLE_SUMMARY = N_("{table} computed in {seconds} s")
+TABLE_SUMMARY = N_("a shared result table computed in {seconds} s")
 
 
 def execute_table(params: TableJob, store: Store, env: Environment, hooks: Hooks) -> Result:
@@ -100,5 +100,5 @@ def execute_table(params: TableJob, store: Store, env: Environment, hooks: Hooks
         seconds = 0.0
     if hooks.watch is not None:
         hooks.watch(BatchReport(planned=1, succeeded=1))
-    summary, said = told(TABLE_SUMMARY, table=params.name, seconds=f"{seconds:.1f}")
+    summary, said = told(TABLE_SUMMARY, seconds=f"{seconds:.1f}")
     return Result(summary, said)
