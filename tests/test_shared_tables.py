@@ -133,3 +133,39 @@ def test_the_gap_three_ways_comes_back_as_it_was_kept(tmp_path: Path) -> None:
     assert (back.sampling, back.refusal) == (computed.sampling, computed.refusal)
     # the provenance is JSON for the export: equal as JSON (a tuple reads back as a list)
     assert json.dumps(back.provenance) == json.dumps(computed.provenance)
+
+
+@pytest.mark.slow
+def test_a_failed_computation_is_said_and_asked_again_by_a_press(
+    fake_openai: FakeOpenAI, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A computation that fails is said with its reason and a button; the next visitor
+    meets the same sentence, not a second computation (no retry loop); the button asks
+    again."""
+    from koed_core.results import perception
+
+    _rated_and_judged(tmp_path / "koed.db", fake_openai)
+    real = perception.perception_table
+    broken = {"on": True}
+
+    def flaky(*args: object, **kwargs: object) -> pd.DataFrame:
+        if broken["on"]:
+            raise RuntimeError("the bootstrap ran out of memory")
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(perception, "perception_table", flaky)
+    first = _visitor()
+    assert not first.exception, [e.value for e in first.exception]
+    said = [e.value for e in first.main.error]  # the sidebar's jobs panel lists it too
+    assert any("ran out of memory" in text for text in said), said
+    second = _visitor()
+    assert any("ran out of memory" in e.value for e in second.main.error)
+    store = Store(tmp_path / "koed.db")
+    tables = [j for j in Jobs(store).recent() if j.params.get("name") == "perception"]
+    assert [j.state for j in tables] == ["failed"]  # one try, not one per visitor
+    broken["on"] = False
+    again = next(b for b in second.button if b.label == "Compute it again")
+    again.click().run()
+    assert not second.exception, [e.value for e in second.exception]
+    assert PERCEPTION in [e.label for e in second.expander]
+    assert not [e.value for e in second.main.error if "ran out of memory" in e.value]

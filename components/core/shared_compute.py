@@ -87,6 +87,9 @@ def _kept(
     jobs = Jobs(store)
     job = _job_for(jobs, key)
     if job is None:
+        failed = _failed_before(jobs, key)
+        if failed is not None and not _failed(failed, key):
+            return None  # said, with the button that asks again: never a retry loop
         params = TableJob(
             name,
             dict(inputs),
@@ -101,9 +104,10 @@ def _kept(
             with suppress(_NotKept):
                 return _read(store.path, key)
             job = jobs.get(job.id)
-    if job is None or not job.active:
-        _failed(job)
-        return None
+    if job is None or not job.active:  # ended already: kept, or failed (said on the rerun)
+        with suppress(_NotKept):
+            return _read(store.path, key)
+        st.rerun()
     if job.state == "queued" or job.orphaned:
         ensure_worker(store)  # nobody runs it here (another process queued it and died)
     _progress(job.id, name)
@@ -121,13 +125,17 @@ def _read(path: str, key: str) -> shared_tables.Result:
 def _job_for(jobs: Jobs, key: str) -> Job | None:
     """The queued or running job computing the result kept under ``key``, if any."""
     for job in jobs.active_of(TableJob.kind):
-        inputs = job.params.get("inputs") or {}
-        if (
-            shared_tables.key(job.params.get("name", ""), job.params.get("stamp", -1), inputs)
-            == key
-        ):
+        if _key_of(job) == key:
             return job
     return None
+
+
+def _key_of(job: Job) -> str:
+    """The key a table job's result is kept under."""
+    params = job.params
+    return shared_tables.key(
+        params.get("name", ""), params.get("stamp", -1), params.get("inputs") or {}
+    )
 
 
 def _run_here(job: Job) -> bool:
@@ -160,17 +168,27 @@ def elapsed_s(job: Job) -> float:
     return max((datetime.now(UTC) - started).total_seconds(), 0.0)
 
 
-def _failed(job: Job | None) -> None:
-    """The computation ended without a kept result: its reason, and that the next visit
-    tries again."""
-    reason = job.reason if job is not None and job.reason else _("no reason was recorded")
+def _failed_before(jobs: Jobs, key: str) -> Job | None:
+    """The last job for ``key`` when it failed (None: none, or it did not fail)."""
+    for job in jobs.recent(50):
+        if job.kind == TableJob.kind and not job.active and _key_of(job) == key:
+            return job if job.state == "failed" else None
+    return None
+
+
+def _failed(job: Job, key: str) -> bool:
+    """Say why the last computation failed, with a button; True in the run its press
+    starts (then nothing is said: the computation's bar or table follows)."""
+    again = f"shared.again.{key[:16]}"
+    if st.session_state.get(again):
+        return True
+    reason = job.reason or _("no reason was recorded")
     st.error(
-        _(
-            "This table could not be computed: {reason}. Reload the page to try again.",
-            reason=reason,
-        ),
+        _("This table could not be computed: {reason}", reason=reason),
         icon=":material/error:",
     )
+    st.button(_("Compute it again"), key=again)
+    return False
 
 
 @st.fragment(run_every=REFRESH_S)
