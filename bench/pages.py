@@ -1,6 +1,6 @@
 """How long each page takes, warm, on the official KoED: in Chromium, as a person sees it.
 
-    python bench/pages.py [PATH_TO_KoED.json] [--script-only] [--smoke]
+    python bench/pages.py [PATH_TO_KoED.json] [--script-only] [--smoke] [--cold]
 
 An admin's database is built first, as a study's admin would have it: two listener runs
 (a Western and a Korean-centric one, served by the scripted OpenAI-compatible server)
@@ -15,7 +15,8 @@ printed. Goal on the 2-core machine: every page under 1 s.
 Cold: ``page_first_load_s`` is the first page after the server's start,
 ``first_<name>_s`` each page's first visit after it (its imports, caches and first run;
 goal under 3 s), ``page_full_reload_s`` the median of a full reload (F5, a new session)
-of each page, ``page_full_reload_max_s`` the slowest (goal under 1.5 s).
+of each page, ``page_full_reload_max_s`` the slowest (goal under 1.5 s), ``reload_<name>_s``
+each page's.
 ``page_clicks_retried`` counts the clicks a busy browser took before the page was live
 (nothing changed in 30 s), made again and named; a third lost click stops the bench.
 
@@ -61,6 +62,9 @@ SIMILARITIES: int | None = None
 PAGES: tuple[str, ...] | None = None
 """The titles timed (None: every page an admin's navigation holds)."""
 SMOKE_PAGES = ("Explorer", "Chat")
+LAUNCHER = ("components.core.warm_start",)
+"""How the server starts: as ``koed serve`` starts it, its imports and dataset warmed
+while it waits for the first browser (``--cold``: plain ``streamlit``, for comparison)."""
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-sync"]
 
 
@@ -194,7 +198,7 @@ def browser_times(env: dict[str, str], work: Path) -> dict[str, float]:
     port = free_port()
     log = (work / "streamlit.log").open("w")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless=true",
+        [sys.executable, "-m", *LAUNCHER, "run", "app.py", "--server.headless=true",
          f"--server.port={port}", "--browser.gatherUsageStats=false",
          "--server.fileWatcherType=none"],
         cwd=ROOT, env={**os.environ, **env}, stdout=log, stderr=subprocess.STDOUT,
@@ -240,6 +244,7 @@ def browser_times(env: dict[str, str], work: Path) -> dict[str, float]:
                 page.reload()
                 _settled(page)
                 reloads.append(time.perf_counter() - start)
+                seen[f"{title} (reload)"] = [reloads[-1]]  # which page is the slowest
             seen["full reload"] = reloads
             seen["full reload max"] = [max(reloads)]
             korean = i18n.catalog("ko").gettext
@@ -399,15 +404,20 @@ def _name(kind: str, title: str) -> str:
         return f"{kind}_{title.replace(' ', '_')}_s"
     if title.endswith(" (first)"):  # first_gap_s: the page's first load after a start
         return f"first_{Path(page_titles()[title.removesuffix(' (first)')]).stem}_s"
+    if title.endswith(" (reload)"):  # reload_gap_s: a full reload (F5) of that page
+        return f"reload_{Path(page_titles()[title.removesuffix(' (reload)')]).stem}_s"
     korean = title.endswith(" (ko)")
     stem = Path(page_titles()[title.removesuffix(" (ko)")]).stem
     return f"{kind}_{stem}{'_ko' if korean else ''}_s"
 
 
 def main() -> None:
-    global ROUNDS, WARM_UP, DIALOGUES, PAGES, SIMILARITIES
+    global ROUNDS, WARM_UP, DIALOGUES, PAGES, SIMILARITIES, LAUNCHER
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
     smoke = "--smoke" in sys.argv[1:]
+    if "--cold" in sys.argv[1:]:
+        LAUNCHER = ("streamlit",)
+        print("# --cold: plain `streamlit run`, nothing warmed before the first browser")
     data = Path(args[0]) if args else SAMPLE_FILE if smoke else OFFICIAL
     if smoke:
         ROUNDS, WARM_UP, DIALOGUES, PAGES, SIMILARITIES = 1, False, 2, SMOKE_PAGES, 4

@@ -64,6 +64,9 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.delenv("KOED_DATA", raising=False)
     monkeypatch.delenv("KOED_DATA_URL", raising=False)
     monkeypatch.setenv("KOED_DB", str(tmp_path / "koed.db"))
+    # a shared table (components/core/shared_compute.py) is drawn in the run that asked
+    # for it, however loaded the machine: a test of its progress bar sets 0
+    monkeypatch.setenv("KOED_SHARED_WAIT_S", "120")
     for name in ("KOED_MODELS", "OPENAI_API_KEY", "OPENAI_BASE_URL"):
         monkeypatch.delenv(name, raising=False)
     return cache

@@ -283,6 +283,8 @@ def test_supervisord_runs_the_apps_the_worker_caddy_and_backups(tmp_path: Path) 
     assert programs == ["app-0", "app-1", "worker", "caddy", "backup"]
     assert text.count("autorestart=true") == 5
     assert "--server.port=9001" in text and "--server.address=127.0.0.1" in text
+    # each app process imports its pages and reads the dataset before its first browser
+    assert text.count("-m components.core.warm_start run ") == 2
 
 
 # The whole thing, running --------------------------------------------------------------------

@@ -66,6 +66,8 @@ split = right.selectbox(
 by = breakdowns[split]
 shown = ["judge", "raters"] if chosen == "judge + raters" else [chosen]
 table = computed.gap_table(store, judge, study, shown, sha, by, dataset, viewer)
+if table is None:  # a breakdown computed once for every visitor: its bar is drawn
+    st.stop()
 if table.empty:
     st.info(
         _(

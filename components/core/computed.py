@@ -20,10 +20,19 @@ from collections.abc import Sequence
 import pandas as pd
 import streamlit as st
 
+from components.core import shared_compute
 from koed_core import i18n
 from koed_core.db import JudgeConfig, JudgeConfigUse, Judgments, Store
 from koed_core.dialogues.dataset import Dataset
-from koed_core.results import agreement, gaps, ppi_table, reproduce, sensitivity, turn_gaps
+from koed_core.results import (
+    agreement,
+    gaps,
+    ppi_table,
+    reproduce,
+    sensitivity,
+    shared_tables,
+    turn_gaps,
+)
 from koed_core.results.viewer import Viewer, blind_viewer
 
 ENTRIES = 32
@@ -56,7 +65,6 @@ def score_frame(
     return seen.shown(gaps.score_frame(store, judge=judge, study_id=study), study=study)
 
 
-@kept
 def gap_table(
     store: Store,
     judge: JudgeConfig | None,
@@ -66,18 +74,41 @@ def gap_table(
     by: str | None,
     dataset: Dataset,
     viewer: Viewer | None = None,
-) -> pd.DataFrame:
+) -> pd.DataFrame | None:
     """The paired gap table of these sources (one dataset's scores when it is named),
-    broken down ``by`` label or jeong/han group of ``dataset``'s dialogues."""
+    broken down ``by`` label or jeong/han group of ``dataset``'s dialogues.
+
+    A breakdown (seconds: a bootstrap per group) is computed once for every visitor and
+    server process (``shared_compute``): None after drawing its progress."""
+    if by is None:
+        return _gap_table(store, judge, study_id, sources, dataset_sha256, viewer)
+    seen = _seen_by(viewer, store)
+    study = study_id if study_id is None or seen.allowed("see-study", study_id) else None
+    runs = score_frame(store, judge, study_id, viewer)["run_id"].dropna().astype(str)
+    inputs = {
+        "judge": shared_tables.judge_inputs(judge),
+        "study": study,
+        "runs": sorted(set(runs)),  # the runs this viewer may see: the page's rules decide
+        "sources": list(sources),
+        "dataset_sha256": dataset_sha256,
+        "by": by,
+    }
+    return shared_compute.kept_table("gap_breakdown", inputs, dataset)
+
+
+@kept
+def _gap_table(
+    store: Store,
+    judge: JudgeConfig | None,
+    study_id: int | None,
+    sources: Sequence[str],
+    dataset_sha256: str | None,
+    viewer: Viewer | None,
+) -> pd.DataFrame:
     frame = score_frame(store, judge, study_id, viewer)
     if dataset_sha256 is not None:
         frame = frame[frame["dataset_sha256"] == dataset_sha256]
-    groups = None
-    if by == "label":
-        groups = gaps.label_groups(dataset.dialogues)
-    elif by == "group":
-        groups = gaps.korean_groups(dataset.dialogues)
-    return gaps.gap_table(frame[frame["source"].isin(sources)], groups, by)
+    return gaps.gap_table(frame[frame["source"].isin(sources)], None, None)
 
 
 @kept
@@ -161,6 +192,24 @@ def disagreements(
     return agreement.disagreements(store, inputs, shown)
 
 
+def ppi_plan(store: Store, study_id: int, judge: JudgeConfig, width: float) -> pd.DataFrame:
+    """The next-batch plan of one study (``ppi_plan.plan``: a power analysis per run and
+    dimension, the Studies page's slowest part at 1.2 s), kept until the stamp moves: a
+    full reload of the page no longer pays it. Admins only see it (the page requires it)."""
+    return _ppi_plan(store, study_id, judge, width, i18n.language())
+
+
+@kept
+def _ppi_plan(
+    store: Store, study_id: int, judge: JudgeConfig, width: float, lang: str
+) -> pd.DataFrame:
+    # the language is part of the key: the plan's notes are sentences in the reader's words
+    from koed_core.results import ppi_plan as planner
+
+    with i18n.speaking(lang):
+        return planner.plan(store, study_id, judge, width)
+
+
 @kept
 def sensitivity_bases(store: Store, viewer: Viewer | None = None) -> list[tuple[str, JudgeConfig]]:
     """Runs with the authors' steps that have variants stored ("what moves the gap")."""
@@ -190,29 +239,46 @@ def turn_gap_table(
     return turn_gaps.turn_gap_table(seen.shown(frame, study=study))
 
 
-@kept
 def gap_estimates(
     store: Store,
     study_id: int,
     judge: JudgeConfig,
     viewer: Viewer | None = None,
     mean_intervals: bool = False,
-) -> ppi_table.GapEstimates:
+) -> ppi_table.GapEstimates | None:
     """The gap three ways (judge only, people only, PPI++) of one study and judge
     configuration, without the runs the viewer may not see in this study's numbers (a
-    published study's own runs are shown, whatever open study also holds them); the en
-    and ko means' bootstrap intervals only when asked (a download: a third of the cost)."""
-    hidden = set(_seen_by(viewer, store).hidden_in(study_id))
-    return ppi_table.gap_estimates(store, study_id, judge, hidden, mean_intervals)
+    published study's own runs are shown, whatever open study also holds them). What a
+    page charts (seconds)
+    is computed once for every visitor and server process (``shared_compute``): None
+    after drawing its progress. The en and ko means' bootstrap intervals only when asked
+    (a download, computed then: a third of the cost)."""
+    seen = _seen_by(viewer, store)
+    if mean_intervals:
+        return _all_intervals(store, study_id, judge, seen)
+    inputs = {
+        "study": study_id,
+        "judge": shared_tables.judge_inputs(judge),
+        "hidden": sorted(seen.hidden_in(study_id)),
+    }  # no language: its sentences are kept in English, said in the reader's by the page
+    return shared_compute.kept_estimates(inputs)
 
 
 @kept
-def perception(store: Store, judge: JudgeConfig, viewer: Viewer | None = None) -> pd.DataFrame:
-    """``perception.perception_table`` (the gap where the emotion was recognised and
-    where it was missed, bootstrapped: seconds on an admin's database), as the viewer may
-    see it; its notes in English, the same for every reader (a page draws
-    ``perception.reader_notes``)."""
-    from koed_core.results.perception import perception_table
+def _all_intervals(
+    store: Store, study_id: int, judge: JudgeConfig, seen: Viewer
+) -> ppi_table.GapEstimates:
+    return ppi_table.gap_estimates(store, study_id, judge, set(seen.hidden_in(study_id)), True)
 
-    with i18n.speaking("en"):
-        return _seen_by(viewer, store).shown(perception_table(store, judge))
+
+def perception(
+    store: Store, judge: JudgeConfig, viewer: Viewer | None = None
+) -> pd.DataFrame | None:
+    """``perception.perception_table`` (the gap where the emotion was recognised and
+    where it was missed, bootstrapped: seconds on an admin's database), computed once for
+    every visitor and server process (``shared_compute``), as the viewer may see it; None
+    after drawing the computation's progress. Its notes in English, the same for every
+    reader (a page draws ``perception.reader_notes``)."""
+    inputs = {"judge": shared_tables.judge_inputs(judge)}
+    table = shared_compute.kept_table("perception", inputs)
+    return None if table is None else _seen_by(viewer, store).shown(table)

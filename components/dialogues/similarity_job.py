@@ -11,13 +11,13 @@ and every page open on them shows the same bar until they are there.
 from __future__ import annotations
 
 from contextlib import suppress
-from datetime import UTC, datetime
 
 import pandas as pd
 import streamlit as st
 
 from components.core import auth, language, resources, state
 from components.core.literal import md
+from components.core.shared_compute import elapsed_s
 from koed_core import i18n
 from koed_core.db.jobs import Job, JobError, Jobs
 from koed_core.dialogues import adaptation
@@ -112,23 +112,13 @@ def _progress(job_id: int, dialogues: int) -> None:
     )
 
 
-def _elapsed(job: Job) -> float:
-    """Seconds since the worker took the job (0 while it waits)."""
-    if not job.started:
-        return 0.0
-    started = datetime.fromisoformat(job.started)
-    if started.tzinfo is None:
-        started = started.replace(tzinfo=UTC)
-    return max((datetime.now(UTC) - started).total_seconds(), 0.0)
-
-
 def _fraction(job: Job, dialogues: int) -> float:
     if job.total:
         return min(job.done / job.total, 0.99)
     timing = adaptation.timing(resources.settings().cache_dir)
     if timing is None or job.state != "running":
         return 0.0
-    return min(_elapsed(job) / max(timing.total_s(dialogues), 1.0), 0.99)
+    return min(elapsed_s(job) / max(timing.total_s(dialogues), 1.0), 0.99)
 
 
 def _said(job: Job, dialogues: int) -> str:
@@ -151,6 +141,6 @@ def _said(job: Job, dialogues: int) -> str:
         )
     return _(
         "Loading the sentence encoder: {elapsed} s ({estimate})",
-        elapsed=i18n.number(_elapsed(job)),
+        elapsed=i18n.number(elapsed_s(job)),
         estimate=_estimate(dialogues),
     )

@@ -105,7 +105,7 @@ def render_planner(store: Store, studies: dict[int, str]) -> None:
     )
     width = right.number_input(_("Interval width wanted (95%)"), 0.05, 4.0, 0.3, step=0.05)
     st.caption(md(sampling.describe(config.sampling)))
-    table = ppi_plan.plan(store, int(study), uses[int(picked or 0)].config, float(width))
+    table = computed.ppi_plan(store, int(study), uses[int(picked or 0)].config, float(width))
     labels = run_labels(store)
     shown = table.assign(run_id=table["run_id"].map(labels)).rename(columns={"run_id": "run"})
     tables.show(shown.drop(columns=["width_goal"]), hide_index=True)

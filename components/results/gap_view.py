@@ -99,7 +99,7 @@ def perception_split(store: Store, judge: JudgeConfig, viewer: Viewer) -> None:
     """The gap split into perception and response: the rubric where the emotion was
     recognised and where it was missed, and the gap with perception held right."""
     table = computed.perception(store, judge, viewer)
-    if table.empty:
+    if table is None or table.empty:  # None: its computation's bar is drawn
         return
     with st.expander(_("Perception or response: the gap where the emotion was recognised")):
         emotions = list(dict.fromkeys(["all", *sorted(set(table["emotion"]) - {"all"})]))

@@ -24,9 +24,20 @@ STILL_OPEN = N_(
 
 def _estimates(
     store: Store, judge: JudgeConfig, study: int, viewer: Viewer
+) -> ppi_table.GapEstimates | None:
+    """The kept estimates (numbers, and sentences in English), in the reader's words;
+    None: computed once for every visitor, and its bar is drawn meanwhile."""
+    kept = computed.gap_estimates(store, study, judge, viewer)
+    return None if kept is None else ppi_table.in_reader_words(kept)
+
+
+def _kept_english(
+    store: Store, study: int, judge: JudgeConfig, viewer: Viewer
 ) -> ppi_table.GapEstimates:
-    """The kept estimates (numbers, and sentences in English), in the reader's words."""
-    return ppi_table.in_reader_words(computed.gap_estimates(store, study, judge, viewer))
+    """The kept result as stored (English, as a file is): read after the page drew it."""
+    kept = computed.gap_estimates(store, study, judge, viewer)
+    assert kept is not None  # the page showed it this run: kept under the same stamp
+    return kept
 
 
 def _design_caption(store: Store, result: ppi_table.GapEstimates, study: int) -> None:
@@ -60,6 +71,8 @@ def gap_three_ways(
         st.caption(_(STILL_OPEN))
         return
     result = _estimates(store, judge, study, viewer)
+    if result is None:
+        return
     if result.estimates.empty:
         st.caption(_("No run of this study has both judge scores and ratings yet."))
         return
@@ -105,6 +118,7 @@ def gap_three_ways(
 
     def whole() -> str:  # every interval, the means' too: computed when asked for
         full = computed.gap_estimates(store, study, judge, viewer, mean_intervals=True)
+        assert full is not None  # computed here, never shared: a download waits for it
         return csv_safe.to_csv(ppi_table.for_estimator(full, estimator))
 
     left, right = st.columns(2)
@@ -117,7 +131,7 @@ def gap_three_ways(
     right.download_button(
         _("Judge only, people only and PPI++ side by side (CSV)"),
         csv_safe.to_csv(  # a file's notes in English, as exports are (the kept result's)
-            ppi_table.side_by_side(computed.gap_estimates(store, study, judge, viewer)).assign(
+            ppi_table.side_by_side(_kept_english(store, study, judge, viewer)).assign(
                 study_id=study, **judge.as_columns()
             )
         ),
@@ -140,6 +154,8 @@ def judge_artefact(store: Store, judge: JudgeConfig | None, study: int, viewer: 
         st.caption(_(STILL_OPEN))
         return
     result = _estimates(store, judge, study, viewer)
+    if result is None:
+        return
     table = result.artefact
     if table.empty:
         st.caption(_("No dialogue has both judge scores and ratings in both languages yet."))

@@ -179,6 +179,11 @@ def _program(name: str, argv: list[str], priority: int = 999) -> dict[str, str |
     }
 
 
+WARM_START = "components.core.warm_start"
+"""Streamlit's command with the app's imports and dataset warmed before the first browser
+(run from the project's folder, the programs' directory)."""
+
+
 def _run_as() -> dict[str, str | int | Written]:
     """Under root, say so: supervisord logs a CRIT line at every start otherwise. It
     never switches user: ``user=`` names the user it already runs as."""
@@ -223,7 +228,7 @@ def supervisord_conf(plan: ServePlan, password: str) -> str:
     ini.section("supervisorctl", {"serverurl": Written("unix://%(here)s/supervisor.sock"), **guard})
     for index, port in enumerate(plan.app_ports):
         argv = [
-            python, "-m", "streamlit", "run", app,
+            python, "-m", WARM_START, "run", app,
             f"--server.port={port}", "--server.address=127.0.0.1", "--server.headless=true",
         ]  # fmt: skip
         ini.section(f"program:app-{index}", _program(f"app-{index}", argv))

@@ -236,6 +236,20 @@ class Jobs:
             )
         return self.get(job_id)
 
+    def claim_queued(self, job_id: int, worker: str) -> Job | None:
+        """Take one queued job by its id (the page process that queued a shared
+        computation runs it at once, warm); None when a worker took it first."""
+        with self.store.write():
+            cursor = self.store.db.execute(
+                "update jobs set state = 'running', worker = ?, heartbeat = ?, "
+                "started = coalesce(started, ?) where id = ? and state = 'queued' "
+                "and cancel_requested = 0",
+                [worker, _clock(), now(), job_id],
+            )
+            if cursor.rowcount != 1:
+                return None
+        return self.get(job_id)
+
     def progress(
         self,
         job_id: int,

@@ -496,5 +496,5 @@ def unknown(db: sqlite_utils.Database) -> list[str]:
     return [name for name in applied(db) if name not in known]
 
 
-for _topic in ("prolific", "settings", "words", "active", "cells"):  # m024 to m034, in order
+for _topic in ("prolific", "settings", "words", "active", "computes", "cells"):  # m024-m034
     importlib.import_module(f"koed_core.db.migrations_{_topic}")  # each registers its own

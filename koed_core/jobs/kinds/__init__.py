@@ -9,9 +9,9 @@ a crash resumes where its results stop.
 
 One module per concern: ``params`` (each kind's parameters, checked before queueing),
 ``environment`` (hooks, result, clients, dataset), one module per kind (``run_job``,
-``episode_job``, ``judge_job``, ``reproduce_job``, ``translate_job``), ``compute_job`` (a
-computation every visitor shares: the Adaptation page's) and ``dispatch`` (which runs
-which).
+``episode_job``, ``judge_job``, ``reproduce_job``, ``translate_job``), ``compute_job``
+(computations every visitor shares: the Adaptation page's, the heavy result tables) and
+``dispatch`` (which runs which).
 """
 
 from koed_core.jobs.kinds.dispatch import execute, outcome_of
@@ -30,6 +30,7 @@ from koed_core.jobs.kinds.params import (
     JobParams,
     ReproduceJob,
     SimilarityJob,
+    TableJob,
     check,
     describe,
     enqueue,
@@ -47,6 +48,7 @@ __all__ = [
     "ReproduceJob",
     "Result",
     "SimilarityJob",
+    "TableJob",
     "TranslateJob",
     "check",
     "client_for",

@@ -17,7 +17,7 @@ from koed_core.db import Store
 from koed_core.dialogues import adaptation
 from koed_core.i18n import N_
 from koed_core.jobs.kinds.environment import Environment, Hooks, Result, job_dataset, told
-from koed_core.jobs.kinds.params import SimilarityJob
+from koed_core.jobs.kinds.params import SimilarityJob, TableJob
 from koed_core.models.passes import PassReport
 
 SUMMARY = N_("similarities of {dialogues} dialogues computed in {seconds} s")
@@ -67,3 +67,38 @@ def _progress(hooks: Hooks) -> Callable[[int, int], None]:
             hooks.watch(PassReport(planned=total, succeeded=done))
 
     return progress
+
+
+TABLE_SUMMARY = N_("a shared result table computed in {seconds} s")
+
+
+def execute_table(params: TableJob, store: Store, env: Environment, hooks: Hooks) -> Result:
+    """Compute one shared result table and keep it under its stamp and inputs (unless
+    someone kept it already), with the seconds it took for the next visitor's estimate."""
+    from koed_core.db.computed_results import ComputedResults
+    from koed_core.results import shared_tables
+
+    kept = ComputedResults(store)
+    key = shared_tables.key(params.name, params.stamp, params.inputs)
+    if kept.get(key) is None:
+        dataset = None
+        if shared_tables.needs_dataset(params.inputs):
+            dataset = job_dataset(env, params.data, params.dataset_sha256)
+        hooks.say(f"computing {params.name}")
+        started = time.perf_counter()
+        frame = shared_tables.compute(params.name, store, params.inputs, dataset)
+        seconds = time.perf_counter() - started
+        kept.keep(
+            key,
+            params.name,
+            params.stamp,
+            shared_tables.canonical(params.inputs),
+            shared_tables.encode(frame),
+            seconds,
+        )
+    else:
+        seconds = 0.0
+    if hooks.watch is not None:
+        hooks.watch(PassReport(planned=1, succeeded=1))
+    summary, said = told(TABLE_SUMMARY, seconds=f"{seconds:.1f}")
+    return Result(summary, said)

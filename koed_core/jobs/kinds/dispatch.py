@@ -16,11 +16,11 @@ from koed_core.jobs.kinds import (
     run_job,
     translate_job,
 )
-from koed_core.jobs.kinds.compute_job import execute_similarities
+from koed_core.jobs.kinds.compute_job import execute_similarities, execute_table
 from koed_core.jobs.kinds.environment import Environment, Hooks, Result
 from koed_core.jobs.kinds.episode_job import execute_episodes
 from koed_core.jobs.kinds.judge_job import execute_judge
-from koed_core.jobs.kinds.params import JobParams, SimilarityJob
+from koed_core.jobs.kinds.params import JobParams, SimilarityJob, TableJob
 from koed_core.jobs.kinds.reproduce_job import execute_reproduce
 from koed_core.jobs.kinds.run_job import execute_run
 from koed_core.jobs.kinds.translate_job import TranslateJob, execute_translate
@@ -44,6 +44,8 @@ def execute(params: JobParams, store: Store, env: Environment, hooks: Hooks) -> 
         return execute_similarities(params, store, env, hooks)
     if isinstance(params, TranslateJob):
         return execute_translate(params, store, env, hooks)
+    if isinstance(params, TableJob):
+        return execute_table(params, store, env, hooks)
     return execute_reproduce(params, store, env, hooks)
 
 
@@ -53,6 +55,7 @@ SUMMARIES = frozenset(
         episode_job.SUMMARY,
         judge_job.SUMMARY,
         compute_job.SUMMARY,
+        compute_job.TABLE_SUMMARY,
         *reproduce_job.SUMMARIES,
         *translate_job.SUMMARIES,
     }

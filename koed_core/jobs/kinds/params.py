@@ -16,7 +16,7 @@ from koed_core.jobs.kinds.translate_job import TranslateJob
 from koed_core.judge.request import JudgeRequest
 from koed_core.models.request import EpisodeRequest, RunRequest
 
-KINDS = ("run", "judge", "reproduce", "episodes", "similarities", "translate")
+KINDS = ("run", "judge", "reproduce", "episodes", "similarities", "translate", "table")
 
 
 @dataclass(frozen=True)
@@ -63,7 +63,54 @@ class SimilarityJob:
         return self.kind, (("dataset_sha256", self.dataset_sha256),)
 
 
-JobParams = RunRequest | JudgeRequest | ReproduceJob | EpisodeRequest | SimilarityJob | TranslateJob
+@dataclass(frozen=True)
+class TableJob:
+    """A heavy result table (``koed_core.results.shared_tables``) computed once for every
+    visitor and server process at one change stamp, kept in the database."""
+
+    kind: ClassVar[str] = "table"
+    name: str
+    """Which table (a key of ``shared_tables.TABLES``)."""
+    inputs: dict[str, Any]
+    """What it is computed from (JSON: a judge configuration, a study, runs...)."""
+    stamp: int
+    """The database's change stamp it was asked at: its result is kept under it."""
+    data: str | None = None
+    """The dialogues' file, for a table that reads them (a breakdown by label)."""
+    dataset_sha256: str | None = None
+
+    def label(self) -> str:
+        """The job as people read it, in the page's language (English in a worker)."""
+        from koed_core.results.shared_tables import TABLES
+
+        return _("{table} (shared by every visitor)", table=_(TABLES.get(self.name, self.name)))
+
+    def problems(self) -> list[str]:
+        """An unknown table is refused before it is queued."""
+        from koed_core.results.shared_tables import TABLES
+
+        return [] if self.name in TABLES else [f"no shared table named {self.name!r}"]
+
+    def stored(self) -> dict[str, Any]:
+        """The parameters as the job's row keeps them."""
+        return asdict(self)
+
+    def identity(self) -> tuple[str, tuple[tuple[str, Any], ...]]:
+        """Two jobs on the same table, inputs and stamp do the same work, whoever asked."""
+        from koed_core.results.shared_tables import key
+
+        return self.kind, (("key", key(self.name, self.stamp, self.inputs)),)
+
+
+JobParams = (
+    RunRequest
+    | JudgeRequest
+    | ReproduceJob
+    | EpisodeRequest
+    | SimilarityJob
+    | TranslateJob
+    | TableJob
+)
 
 
 _TYPES: dict[
@@ -72,7 +119,8 @@ _TYPES: dict[
     | type[JudgeRequest]
     | type[ReproduceJob]
     | type[SimilarityJob]
-    | type[TranslateJob],
+    | type[TranslateJob]
+    | type[TableJob],
 ] = {
     "run": RunRequest,
     "judge": JudgeRequest,
@@ -80,6 +128,7 @@ _TYPES: dict[
     "episodes": EpisodeRequest,
     "similarities": SimilarityJob,
     "translate": TranslateJob,
+    "table": TableJob,
 }
 
 
