@@ -26,13 +26,7 @@ judge = judge_picker(store, None, key=state.GAP_JUDGE, where=mid)
 study = study_picker(store, key=state.GAP_STUDY, where=mid, include_open=admin)
 frame = computed.score_frame(store, judge, study, viewer)
 hidden = viewer.hidden_in(study)  # a published study shows its runs, shared or not
-if hidden:
-    st.caption(
-        _(
-            "{n} run(s) in a study still being rated are left out until it closes.",
-            n=len(hidden),
-        )
-    )
+gap_view.hidden_caption(len(hidden))
 if frame.empty:
     gap_view.no_scores_yet(len(hidden))  # hidden from you is not missing
     if not talk:  # episodes have their own gap, over turns; annotations their breakdown

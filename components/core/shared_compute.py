@@ -28,6 +28,7 @@ import pandas as pd
 import streamlit as st
 
 from components.core import auth, language, resources
+from components.core.literal import md
 from koed_core import i18n
 from koed_core.db.computed_results import ComputedResults
 from koed_core.db.jobs import Job, JobError, Jobs
@@ -184,7 +185,7 @@ def _failed(job: Job, key: str) -> bool:
         return True
     reason = job.reason or _("no reason was recorded")
     st.error(
-        _("This table could not be computed: {reason}", reason=reason),
+        md(_("This table could not be computed: {reason}", reason=reason)),
         icon=":material/error:",
     )
     st.button(_("Compute it again"), key=again)
@@ -219,9 +220,11 @@ def _progress(job_id: int, name: str) -> None:
     fraction = 0.0 if took is None else min(elapsed / max(took, 0.1), 0.99)
     st.progress(fraction, text=text)
     st.caption(
-        _(
-            "Computed once by the server for every visitor (job {id}): another visitor "
-            "sees this same bar, and leaving the page does not stop it.",
-            id=job.id,
+        md(
+            _(
+                "Computed once by the server for every visitor (job {id}): another visitor "
+                "sees this same bar, and leaving the page does not stop it.",
+                id=job.id,
+            )
         )
     )

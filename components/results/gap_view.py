@@ -95,6 +95,14 @@ def paper_table(store: Store, dataset_sha256: str, judge: JudgeConfig, viewer: V
         )
 
 
+def hidden_caption(hidden: int) -> None:
+    """How many runs are left out because a study holding them is still being rated."""
+    if hidden:
+        st.caption(
+            md(_("{n} run(s) in a study still being rated are left out until it closes.", n=hidden))
+        )
+
+
 def perception_split(store: Store, judge: JudgeConfig, viewer: Viewer) -> None:
     """The gap split into perception and response: the rubric where the emotion was
     recognised and where it was missed, and the gap with perception held right."""
