@@ -28,5 +28,5 @@ def render_card(study_id: int) -> None:
             "from": _("From"),
             "checklist": _("Checklist"),
         }
-        frame = pd.DataFrame(eval_card.rows(items), columns=list(headers))
+        frame = pd.DataFrame(eval_card.card_rows(items), columns=list(headers))
         st.dataframe(frame.rename(columns=headers), hide_index=True, width="stretch")

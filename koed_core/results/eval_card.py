@@ -357,7 +357,7 @@ def as_json(items: list[CardItem]) -> list[dict[str, Any]]:
         ]
 
 
-def rows(items: list[CardItem]) -> list[dict[str, str]]:
+def card_rows(items: list[CardItem]) -> list[dict[str, str]]:
     """Each item's cells (item, value, from, checklist) in the reader's language."""
     return [
         {
@@ -379,7 +379,7 @@ def as_markdown(study_id: int, items: list[CardItem]) -> str:
             "| item | value | from | checklist |",
             "| --- | --- | --- | --- |",
         ]
-        for row in rows(items):
+        for row in card_rows(items):
             cells = [row[k].replace("|", "/") for k in ("item", "value", "from", "checklist")]
             lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"

@@ -41,7 +41,7 @@ def test_a_job_started_in_the_browser_outlives_the_page_and_the_server(
         page = browser.new_page(viewport={"width": 1400, "height": 1200})
         page.goto(url + "/runs")
         expect(page.get_by_role("heading", name="Runs", exact=True)).to_be_visible()
-        page.get_by_label("First N of them (0 = all)").fill("0")
+        page.get_by_label("First N of them (0 = all)", exact=True).fill("0")
         page.get_by_label("Concurrent requests").fill("1")
         page.get_by_role("button", name="Start as a background job").click()
         expect(page.get_by_text("Job #1 queued")).to_be_visible()

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 LINE = re.compile(r"^(?P<name>[a-zA-Z][a-zA-Z0-9_]*): (?P<value>\S+)(?:\s+#.*)?$")
 
 SMOKE_PAGES = ("explorer", "chat")
@@ -141,8 +141,25 @@ def _number(text: str) -> float:
         return math.nan
 
 
-@pytest.mark.parametrize("name", [pytest.param(name, marks=_mark(name)) for name in BENCHES])
-def test_the_bench_runs_small_and_prints_its_lines(name: str) -> None:
+GROUPS = {
+    "pages": ("pages", "ppi", "reproduce"),
+    "serve": ("serve", "jobs"),
+    "study": ("study", "annotation"),
+}
+"""Which file of tests/bench_smoke/ runs which bench: the suite runs whole files on each
+worker, so the slow benches are spread over files that start first (the folder sorts
+before tests/browser/). Every bench not named here runs in test_other_benches.py."""
+
+
+def cases(group: str | None) -> list[object]:
+    """The benches of ``group`` (None: every bench no group names), as marked params."""
+    grouped = {name for names in GROUPS.values() for name in names}
+    names = GROUPS[group] if group else [n for n in BENCHES if n not in grouped]
+    return [pytest.param(name, marks=_mark(name)) for name in names if name in BENCHES]
+
+
+def check(name: str) -> None:
+    """Run the bench small, and check what its lines promise beyond timings."""
     values = smoke(name)
     if name == "study":  # not timings: what the study's rules promise its workers
         assert values["crashes"] == 0
