@@ -333,7 +333,8 @@ def test_a_study_being_rated_keeps_its_models_from_visitors(
     assert not visitor.exception, [e.value for e in visitor.exception]
     shown = visitor.dataframe[-1].value
     assert set(shown["model"]) == {"human"}
-    assert "1 run(s) in a study still being rated are left out" in visitor.caption[0].value
+    shown = visitor.caption[0].value.replace("\\", "")  # drawn through md(): escaped
+    assert "1 run(s) in a study still being rated are left out" in shown
     paper = " ".join(str(d.value.to_dict()) for d in visitor.dataframe)
     assert "fake-west" not in paper
     admin = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
