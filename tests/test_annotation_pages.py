@@ -333,6 +333,7 @@ def test_a_long_lock_on_add_span_is_one_sentence_and_the_span_is_kept_for_later(
     assert own is not None and [s.ko.text for s in own.spans] == ["편의점"]
 
 
+@pytest.mark.slow
 def test_the_reviewer_keeps_the_second_of_two_spans_with_the_same_words() -> None:
     """Finding 31.10: the reviewer's pool was keyed by a span's words, so of the same text
     marked at two places only the first could be kept. Each place is its own choice now,
@@ -528,6 +529,7 @@ def test_a_notice_waiting_beside_the_pending_sides_is_not_read_as_a_side() -> No
     assert _marks([], pending, 1, "selected") == {"ko": [], "en": []}
 
 
+@pytest.mark.slow
 def test_the_agreement_table_speaks_korean_on_the_page_and_english_in_the_csv(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -357,6 +357,7 @@ def test_an_account_link_creates_a_rater_for_that_study_alone(
         crowd.join_with_account(store, platform_link, users_file, "x1", "x1-password")
 
 
+@pytest.mark.slow
 def test_an_account_rater_sees_only_the_rating_page_for_their_study(
     crowd_study: tuple[Store, int], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

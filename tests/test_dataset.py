@@ -32,6 +32,7 @@ def test_official_file_figures(official_file: Path) -> None:
     assert stats.warnings["ko_missing"] == 2
 
 
+@pytest.mark.slow
 def test_official_quirks_are_normalised(official_file: Path) -> None:
     ds = load_dataset(official_file)
     handcrafted = ds.get("hit:100000_conv:80")

@@ -109,6 +109,7 @@ def _translated(dialogues: list, variant: str) -> list[str]:  # type: ignore[typ
     return lines
 
 
+@pytest.mark.slow
 def test_the_four_cell_plan_s_dry_run_says_which_variant_versions_its_runs_would_read(
     official_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

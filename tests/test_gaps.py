@@ -288,6 +288,7 @@ def test_one_pair_has_no_confidence_interval() -> None:
     assert row["pairs"] == 1 and pd.isna(row["ci_low"]) and "no CI: 1 pair" in row["ci_note"]
 
 
+@pytest.mark.slow
 def test_a_zero_gap_is_drawn_and_the_talk_style_fits_a_slide() -> None:
     from koed_core.db import JudgeConfig
     from koed_core.results.figures import gap_figure

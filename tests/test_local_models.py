@@ -186,6 +186,7 @@ def test_a_converted_copy_is_whole_or_absent(tiny_gpt2: Path, tmp_path: Path) ->
     assert blocked.read_text() == "not a folder"
 
 
+@pytest.mark.slow
 def test_the_converted_copy_is_named_by_the_file_and_follows_the_setting(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

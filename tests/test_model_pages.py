@@ -161,6 +161,7 @@ def test_an_admin_picks_from_the_servers_own_list(
     assert "could not reach http://127.0.0.1" in at.warning[0].value.replace("\\", "")
 
 
+@pytest.mark.slow
 def test_a_visitor_cannot_add_a_model(site: Path) -> None:
     at = _page("app_pages/models/chat.py")
     assert not [t for t in at.text_input if t.key == "models.adhoc_input"]

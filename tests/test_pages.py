@@ -81,6 +81,7 @@ def test_filter_list_dialogue_flow() -> None:
     assert not at.exception
 
 
+@pytest.mark.slow
 def test_mode_and_more_filters_narrow_the_list() -> None:
     at = _app().run()
     at.multiselect(key="labels").set_value(["sad", "lonely"]).run()

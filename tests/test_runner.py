@@ -50,6 +50,7 @@ def _run(server: FakeOpenAI, store: Store, progress=None, stop=None, **kwargs): 
     )
 
 
+@pytest.mark.slow
 def test_a_run_stores_every_answer_with_its_score(fake_openai: FakeOpenAI, tmp_path: Path) -> None:
     store = Store(tmp_path / "runs.db")
     seen: list[tuple[int, int]] = []
@@ -111,6 +112,7 @@ def test_failures_are_recorded_never_faked_and_retried_on_rerun(
     )
 
 
+@pytest.mark.slow
 def test_rerun_skips_done_and_extends(fake_openai: FakeOpenAI, tmp_path: Path) -> None:
     store = Store(tmp_path / "runs.db")
     first = _run(fake_openai, store, limit=2, langs=["ko"])

@@ -144,6 +144,7 @@ def test_a_judge_on_an_html_server_stops_early(fake_openai: FakeOpenAI, tmp_path
     assert len(fake_openai.requests) - asked <= passes.NOT_AN_API_IN_A_ROW + 1
 
 
+@pytest.mark.slow
 def test_a_run_job_on_an_html_server_ends_failed_with_the_sentence(
     fake_openai: FakeOpenAI, tmp_path: Path
 ) -> None:

@@ -109,6 +109,7 @@ def test_a_breakdown_is_kept_once_and_equals_the_direct_computation(
     assert len([j for j in Jobs(store).recent() if j.params.get("name") == "gap_breakdown"]) == 1
 
 
+@pytest.mark.slow
 def test_the_gap_three_ways_comes_back_as_it_was_kept(tmp_path: Path) -> None:
     """What a page reads back from the database is what was computed: both frames, the
     study's design, the refusal (a sentence) and the provenance, none of it pickled."""

@@ -242,6 +242,7 @@ def test_the_variant_tables_come_to_an_old_database(tmp_path: Path) -> None:
     assert migrations.applied(store.db)[-1] == "m023_variants"
 
 
+@pytest.mark.slow
 def test_the_runs_form_offers_the_variants_that_exist(tmp_path: Path) -> None:
     from streamlit.testing.v1 import AppTest
 
