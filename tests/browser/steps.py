@@ -76,7 +76,7 @@ def click_until(page, target, result, count: int, tries: int = 3) -> None:  # ty
         settled(page)
         if attempt > 1 and (result.count() == count or target.count() == 0):
             break  # the earlier click was answered late, or is being answered
-        target.click()
+        target.click(timeout=60_000)  # a page busy redrawing on a loaded machine
         try:  # the answer itself, not the script's state: the rerun may not have begun yet
             expect(result).to_have_count(count, timeout=15_000)
             settled(page)
