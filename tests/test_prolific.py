@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from fixtures.fake_prolific import FILTERS, FakeProlific
-from fixtures.rating import crowd_work, seeded_store, study
+from fixtures.rating import crowd_work, prolific_link
 from koed_core.cli import main
 from koed_core.db import Store, set_clock
 from koed_core.db.crowd import Crowd
@@ -60,23 +60,7 @@ def fake(clock: Clock) -> Iterator[FakeProlific]:
 @pytest.fixture
 def world(tmp_path: Path, fake: FakeProlific, clock: Clock) -> tuple[Store, crowd.Invite]:
     """A Korean-only study with a Prolific link of 2 places at 2.00 GBP."""
-    store, run_id = seeded_store(tmp_path / "koed.db")
-    _, study_id = study(store, run_id, overlap=1, attention_checks=0, langs=("ko",))
-    invite, _token = crowd.create_invite(
-        store,
-        KEY,
-        study_id,
-        crowd.InviteRequest(
-            platform="prolific",
-            days=7.0,
-            cap=2,
-            batch_size=2,
-            consent_ko="동의합니다.",
-            consent_en="I agree.",
-            contact="researcher@example.org",
-            reward=2.0,
-        ),
-    )
+    store, invite = prolific_link(tmp_path / "koed.db", KEY, ("ko",), cap=2, batch_size=2)
     return store, invite
 
 

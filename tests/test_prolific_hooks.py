@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from fixtures.fake_prolific import FakeProlific
-from fixtures.rating import seeded_store, study
+from fixtures.rating import prolific_link, seeded_store
 from koed_core.cli.prolific_receiver import Receiver, server
 from koed_core.db import Store
 from koed_core.db.prolific import ProlificLog
@@ -42,23 +42,7 @@ def hooked(
     tmp_path: Path, fake: FakeProlific, clock: Clock
 ) -> Iterator[tuple[Store, crowd.Invite, str]]:
     """A published one-place link, the receiver listening, the events subscribed."""
-    store, run_id = seeded_store(tmp_path / "koed.db")
-    _, study_id = study(store, run_id, overlap=1, attention_checks=0, langs=("ko",))
-    invite, _token = crowd.create_invite(
-        store,
-        KEY,
-        study_id,
-        crowd.InviteRequest(
-            platform="prolific",
-            days=7.0,
-            cap=1,
-            batch_size=1,
-            consent_ko="동의합니다.",
-            consent_en="I agree.",
-            contact="researcher@example.org",
-            reward=2.0,
-        ),
-    )
+    store, invite = prolific_link(tmp_path / "koed.db", KEY, ("ko",), cap=1, batch_size=1)
     client = _client(store, fake)
     prolific.publish(store, client, invite, KEY, "https://koed.example", go_live=True)
     receiver = Receiver(

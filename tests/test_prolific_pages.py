@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from fixtures.fake_prolific import FakeProlific
-from fixtures.rating import seeded_store, study
+from fixtures.rating import prolific_link
 from koed_core.db.crowd import Crowd
 from koed_core.db.prolific import ProlificLog
 from koed_core.rating import crowd
@@ -20,23 +20,7 @@ from tests.test_rating_pages import _as, accounts  # noqa: F401
 
 
 def _bilingual(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fake: FakeProlific) -> tuple:  # type: ignore[type-arg]
-    store, run_id = seeded_store(tmp_path / "koed.db")
-    _, study_id = study(store, run_id, overlap=1, attention_checks=0, langs=("ko", "en"))
-    invite, _token = crowd.create_invite(
-        store,
-        KEY,
-        study_id,
-        crowd.InviteRequest(
-            platform="prolific",
-            days=7.0,
-            cap=40,
-            batch_size=2,
-            consent_ko="동의합니다.",
-            consent_en="I agree.",
-            contact="researcher@example.org",
-            reward=2.0,
-        ),
-    )
+    store, invite = prolific_link(tmp_path / "koed.db", KEY, ("ko", "en"), cap=40, batch_size=2)
     monkeypatch.setenv("KOED_SECRET_KEY", KEY.decode() * 2)
     monkeypatch.setenv("PROLIFIC_API_TOKEN", TOKEN)
     monkeypatch.setenv("PROLIFIC_API_URL", fake.base_url)

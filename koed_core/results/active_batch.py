@@ -48,7 +48,7 @@ def uncertainty(
     runs = list(config.run_ids)
     if second is not None:
         gaps = [_judge_gaps(store, c, runs, config.langs) for c in (judge, second)]
-        both = gaps[0].join(gaps[1], lsuffix="_a", rsuffix="_b", how="inner")
+        both = gaps[0].merge(gaps[1], left_index=True, right_index=True, suffixes=("_a", "_b"))
         if both.empty:
             raise SamplingError(
                 _("the two judge configurations scored no dialogue of this study in common")
