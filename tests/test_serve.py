@@ -325,10 +325,12 @@ def served(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], int, Path, l
             lines.append(line)
 
     threading.Thread(target=read, daemon=True).start()
-    deadline = time.monotonic() + 120
-    while not any(line.startswith("ready:") for line in lines):
-        assert serve.poll() is None and time.monotonic() < deadline, "".join(lines)
-        time.sleep(0.2)
+    wait_until(
+        lambda: serve.poll() is not None or any(line.startswith("ready:") for line in lines),
+        "koed serve saying it is ready",
+        timeout=120,
+    )
+    assert serve.poll() is None, "".join(lines)
     try:
         yield serve, port, run_dir, lines
     finally:
@@ -354,14 +356,15 @@ def test_serve_runs_everything_restarts_a_dead_process_refuses_a_second_and_stop
     }, status  # fmt: skip
     # two browsers with no cookie are spread over the two processes, each kept on one
     routes: set[str] = set()
-    for _ in range(40):  # Caddy's own health check may see the second process a second later
-        if len(routes) == 2:
-            break
-        time.sleep(0.1)
+
+    def both_routes() -> bool:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=10) as r:
             assert r.status == 200
-            routes |= {c for c in r.headers.get_all("Set-Cookie") or [] if "koed_route=" in c}
-    assert len(routes) == 2, routes
+            routes.update(c for c in r.headers.get_all("Set-Cookie") or [] if "koed_route=" in c)
+        return len(routes) == 2
+
+    # Caddy's own health check may see the second process a second later
+    wait_until(both_routes, "new browsers spread over both processes", timeout=30)
     # the database was migrated once, before the apps, and is shared in WAL mode
     with sqlite3.connect(run_dir.parent / "koed.db") as conn:
         assert conn.execute("pragma journal_mode").fetchone()[0] == "wal"
@@ -370,14 +373,15 @@ def test_serve_runs_everything_restarts_a_dead_process_refuses_a_second_and_stop
     assert killed
     os.kill(killed, signal.SIGKILL)
     answered = 0
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
+
+    def started_again() -> bool:
+        nonlocal answered
         answered += _get(f"http://127.0.0.1:{port}/_stcore/health")[0] == 200
         state, pid = _status(run_dir).get("app-0", ("", None))
-        if state == "RUNNING" and pid != killed:
-            break
-        time.sleep(0.3)
-    assert state == "RUNNING" and pid != killed and answered
+        return state == "RUNNING" and pid != killed
+
+    wait_until(started_again, "supervisord starting the killed app process again")
+    assert answered  # the proxy answered all along
     # backups are taken while it runs, the newest kept
     wait_until(
         lambda: len(list((run_dir.parent / "backups").glob("koed-*.db"))) >= 2,

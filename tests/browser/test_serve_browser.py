@@ -13,7 +13,6 @@ import sqlite3
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -95,10 +94,12 @@ def test_a_crowd_worker_finishes_after_the_process_serving_them_is_killed(
     lines: list[str] = []
     threading.Thread(target=lambda: lines.extend(serve.stdout or []), daemon=True).start()
     try:
-        deadline = time.monotonic() + 120
-        while not any(line.startswith("ready:") for line in lines):
-            assert serve.poll() is None and time.monotonic() < deadline, "".join(lines)
-            time.sleep(0.2)
+        wait_until(
+            lambda: serve.poll() is not None or any(line.startswith("ready:") for line in lines),
+            "koed serve saying it is ready",
+            timeout=120,
+        )
+        assert serve.poll() is None, "".join(lines)
         url = f"http://127.0.0.1:{port}"
         pid = "5f1a2b3c4d5e6f7a8b9c0d1e"
         link = f"/join?invite={token}&PROLIFIC_PID={pid}&STUDY_ID={'60' * 12}"
