@@ -115,6 +115,8 @@ def decompose(frame: pd.DataFrame, seed: int = 0) -> Decomposition:
         raise ValueError(f"unknown cell(s) {', '.join(unknown)}; expected {', '.join(CELLS)}")
     cells, effects, incomplete = [], [], []
     for (model, metric), part in frame.groupby(GROUP, sort=True):
+        if not set(CELLS) <= set(part["lang"]):  # a cell no dialogue has: no row, and no
+            continue  # pivot (most stores hold ko and en only: the Gap page runs this)
         wide = part.pivot_table(index="conv_id", columns="lang", values="value", aggfunc="mean")
         if any(c not in wide for c in CELLS):
             continue
