@@ -316,7 +316,7 @@ def gap_over_turns(
         )
         st.download_button(
             _("Download the table (CSV)"),
-            csv_safe.to_csv(table),
+            lambda: csv_safe.to_csv(table),  # made when asked for: the section is folded
             file_name="turn_gaps.csv",
             mime="text/csv",
             key=state.GAP_TURN_CSV,
