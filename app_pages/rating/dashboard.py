@@ -1,5 +1,7 @@
 """Admin: progress of a study, per rater and per item, and the ratings export."""
 
+import functools
+
 import streamlit as st
 
 from components.core import auth, resources, tables
@@ -112,7 +114,8 @@ downloads = [(_("Ratings CSV"), rating_report.rows_csv, "csv")]
 downloads.append((_("Ratings JSONL"), rating_report.rows_jsonl, "jsonl"))
 for column, (label, write, ext) in zip(st.columns([1, 1, 3]), downloads, strict=False):
     name = f"koed_ratings_study{study_id}.{ext}"
-    column.download_button(label, write(rows), file_name=name, disabled=not rows)
+    made = functools.partial(write, rows)  # written when asked for, not on every run
+    column.download_button(label, made, file_name=name, disabled=not rows)
 
 eval_card_view.render_card(study_id)
 crowd_admin.render_crowd_dashboard(study_id)
