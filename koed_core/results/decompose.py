@@ -113,7 +113,9 @@ def decompose(frame: pd.DataFrame, seed: int = 0) -> Decomposition:
     unknown = sorted(set(frame["lang"]) - set(CELLS))
     if unknown:
         raise ValueError(f"unknown cell(s) {', '.join(unknown)}; expected {', '.join(CELLS)}")
-    cells, effects, incomplete = [], [], []
+    cells: list[dict[str, Any]] = []
+    effects: list[dict[str, Any]] = []
+    incomplete: list[dict[str, Any]] = []
     if not set(CELLS) <= set(frame["lang"]):  # no model can have all four: no rows at all
         return Decomposition(
             pd.DataFrame(cells, columns=CELL_COLUMNS),
