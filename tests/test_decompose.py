@@ -80,6 +80,30 @@ def test_one_dialogue_has_no_interval_and_a_missing_cell_no_row() -> None:
         decompose(_frame({"d1": {"en": 4, "fr": 3}}))
 
 
+def test_a_model_lacking_a_cell_is_left_out_before_any_pivot(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Most stores hold ko and en only, and the Gap page splits on every run: a pivot per
+    run and metric there (48 on the bench's database, 0.2 s) only to find a cell missing."""
+    ko_en = pd.concat(
+        _frame({f"d{i}": {"en": 4, "ko": 2} for i in range(5)}, model, metric)
+        for model in ("a", "b")
+        for metric in ("EX", "CA")
+    )
+    whole = _frame({"d1": {"en": 4, "en-from-ko": 3, "ko-from-en": 4, "ko": 2}}, "c")
+    pivots: list[int] = []
+    real = pd.DataFrame.pivot_table
+
+    def counted(self: pd.DataFrame, *args: object, **kwargs: object) -> pd.DataFrame:
+        pivots.append(len(self))
+        return real(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(pd.DataFrame, "pivot_table", counted)
+    result = decompose(pd.concat([ko_en, whole]))
+    assert pivots == [4]  # model c's four cells only
+    assert set(result.effects["model"]) == {"c"} and set(result.incomplete["model"]) == {"c"}
+
+
 def test_runs_of_one_model_pool_their_cells_but_never_answer_one_twice() -> None:
     base = {"model": "m", "metric": "EX", "source": "judge", "protocol": "direct"}
     base["prompt_set"] = "native"

@@ -18,6 +18,7 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from components.core import state
 from fixtures.fake_openai import AUTHORS_REPLY, SPEAKER_REPLY, FakeOpenAI, is_speaker
 from koed_core.db import Store
 from koed_core.db.episodes import Episodes
@@ -444,6 +445,24 @@ def test_episode_pages(fake_openai: FakeOpenAI, fake_registry: Path, tmp_path: P
     gap = _page("app_pages/results/gap.py")
     assert not gap.exception, [e.value for e in gap.exception]
     assert any("gap over turns" in e.label for e in gap.expander)
+
+
+@pytest.mark.slow
+def test_the_gap_over_turns_is_drawn_when_its_section_is_opened(
+    fake_openai: FakeOpenAI, tmp_path: Path
+) -> None:
+    """Folded, the section still built its chart and table on every run of the Gap page
+    (a full reload included): now they are drawn when a reader opens it."""
+    _episode_db(fake_openai, tmp_path / "koed.db")  # KOED_DB points here (conftest)
+    gap = _page("app_pages/results/gap.py")
+    assert not gap.exception, [e.value for e in gap.exception]
+    [folded] = [e for e in gap.expander if "gap over turns" in e.label]
+    assert not folded.children and not gap.get("plotly_chart")  # nothing built yet
+    gap.session_state[state.GAP_TURN_OPEN] = True  # the reader opens it
+    gap.run()
+    charts = [c.proto.spec for c in gap.get("plotly_chart")]
+    assert len(charts) == 1 and "The gap over turns" in charts[0]
+    assert any("pairs" in d.value.columns for d in gap.dataframe)
 
 
 def test_raters_rate_episode_turns_blind_with_the_episode_so_far(

@@ -65,6 +65,24 @@ def test_login_right_and_wrong(accounts: Path) -> None:
     assert users.load(accounts)["usernames"]["mina"]["failed_login_attempts"] == 0
 
 
+@pytest.mark.slow
+def test_the_cookie_component_is_drawn_only_beside_the_login_form(accounts: Path) -> None:
+    """Drawn on every run, the login cookie's component answered once in every new session
+    and so ran every page a second time on each full reload (bench/pages.py): now a page
+    without the login form draws none, and the form's page has it before a login sets the
+    cookie through it."""
+    visitor = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60).run()
+    admin = _as("boss")
+    for at in (visitor, admin):
+        assert not at.exception and at.title
+        assert not at.get("component_instance"), [t.value for t in at.title]
+    visitor.switch_page("app_pages/account/login.py").run()
+    assert len(visitor.get("component_instance")) == 1  # before the form: in the browser
+    at = _submit(visitor, "boss", PASSWORDS["boss"])
+    assert at.success[0].value == "Logged in."
+    assert len(at.get("component_instance")) == 2  # and the cookie's "set" beside it
+
+
 def auth_component():  # imported late: components need a Streamlit runtime in scope
     from components.account import login_form
 

@@ -111,8 +111,8 @@ rows = rating_report.export_rows(rules, study_id, resources.server_key())
 downloads = [(_("Ratings CSV"), rating_report.rows_csv, "csv")]
 downloads.append((_("Ratings JSONL"), rating_report.rows_jsonl, "jsonl"))
 for column, (label, write, ext) in zip(st.columns([1, 1, 3]), downloads, strict=False):
-    name = f"koed_ratings_study{study_id}.{ext}"
-    column.download_button(label, write(rows), file_name=name, disabled=not rows)
+    name = f"koed_ratings_study{study_id}.{ext}"  # each file written when asked for:
+    column.download_button(label, lambda w=write: w(rows), file_name=name, disabled=not rows)
 
 eval_card_view.render_card(study_id)
 crowd_admin.render_crowd_dashboard(study_id)

@@ -26,6 +26,7 @@ def failed_message() -> str:
 
 def login_form() -> None:
     """Username and password; every failure gets the same answer."""
+    auth.draw_cookie_component()
     with st.form("login"):
         st.subheader(_("Log in"), anchor=False)
         username = st.text_input(_("Username"))

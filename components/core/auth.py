@@ -7,8 +7,10 @@ failure) or by the login cookie (an HS256 token signed with the cookie key, deco
 any other token is just "logged out"). Either way the server checks on every run that
 the account still exists, is not locked or waiting out a back-off, and that no logout
 since then revoked its sessions, so a copied cookie dies with the logout. The library's
-cookie component sets and deletes the cookie; it is created once per run and reused by
-the Login page and the sidebar through a thread-local.
+cookie component sets and deletes the cookie; it is created only in a run that does one
+of those (a login, a logout, a revoked session), through a thread-local. Drawn on every
+run, as it was, its first answer in each new session (every full reload) ran the whole
+page a second time, often while the first run was still drawing (bench/pages.py).
 """
 
 from __future__ import annotations
@@ -141,6 +143,7 @@ def username() -> str | None:
 def _start() -> AuthState:
     config = resources.settings()
     _run.auth = None
+    _run.credentials = None
     try:
         credentials = accounts.load(config.users_path, required=config.users_configured)
     except accounts.AccountsError as err:
@@ -148,17 +151,40 @@ def _start() -> AuthState:
     problem = key_problem(config.cookie_key)
     if not credentials["usernames"] or problem:
         return AuthState(bool(credentials["usernames"]), problem, None)
-    # Imported here: visitors of the public pages never pay for the login library.
+    _run.credentials = (credentials, str(config.cookie_key))  # for the cookie component
+    return AuthState(True, None, _session_account(credentials, str(config.cookie_key)))
+
+
+def draw_cookie_component() -> None:
+    """Draw the cookie component on a page that holds the login form, before the form:
+    when the form logs someone in, the component is in the browser already and only its
+    "set" part is new, so the answer that reruns the page comes after the cookie is set
+    (drawn for the first time in that run, its first answer could rerun the page and take
+    the "set" part away before it reached the browser)."""
+    _cookie_component()
+
+
+def _cookie_component() -> Any:
+    """The login library's cookie controller for this run, created on first use: only a
+    page with the login form, or a run that sets or deletes the cookie, draws its
+    component (None: no usable accounts or cookie key, so no cookie either)."""
+    found = getattr(_run, "auth", None)
+    made_for = getattr(_run, "credentials", None)
+    if found is not None or made_for is None:
+        return found
+    # Imported here: visitors, and every run that neither logs in nor out, never pay for
+    # the login library or its component.
     import streamlit_authenticator as stauth
 
+    credentials, key = made_for
     _run.auth = stauth.Authenticate(
         credentials,
         cookie_name=COOKIE_NAME,
-        cookie_key=config.cookie_key,
+        cookie_key=key,
         cookie_expiry_days=COOKIE_DAYS,
         auto_hash=False,
     )
-    return AuthState(True, None, _session_account(credentials, str(config.cookie_key)))
+    return _run.auth
 
 
 def _session_account(credentials: dict[str, Any], key: str) -> Account | None:
@@ -197,14 +223,15 @@ def _cookie_token(key: str) -> dict[str, Any] | None:
 def end_session() -> None:
     """Forget the login in this session and ask the browser to drop the cookie."""
     state.clear_login()
-    auth: Any = getattr(_run, "auth", None)
-    if auth is not None and COOKIE_NAME in st.context.cookies:
-        auth.cookie_controller.delete_cookie()
+    if COOKIE_NAME in st.context.cookies:
+        auth = _cookie_component()
+        if auth is not None:
+            auth.cookie_controller.delete_cookie()
 
 
 def set_login_cookie() -> None:
     """Ask the browser to keep the login cookie (the component's answer reruns the app;
     no st.rerun() after this, or the component never reaches the browser)."""
-    controller: Any = getattr(_run, "auth", None)
+    controller = _cookie_component()
     if controller is not None:
         controller.cookie_controller.set_cookie()

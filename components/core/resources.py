@@ -3,28 +3,34 @@ index and adaptation scores (the cached result tables are in ``computed``).
 
 Objects cached here are shared by every session, so they hold only data that is the same
 for everybody (the dataset is immutable) and never anything about one user.
+
+The study and annotation rules and the sentence encoder are imported where they are first
+made: app.py imports this module, and a fresh server's first page (the Explorer, for a
+visitor) needs none of them (koed_core.annotation.projects alone took 0.18 s to import).
 """
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import pandas as pd
 import streamlit as st
 
-from koed_core.annotation.projects import AnnotationRules
 from koed_core.config import Settings
 from koed_core.db import Store
-from koed_core.dialogues import adaptation
 from koed_core.dialogues.dataset import Dataset, load_dataset
 from koed_core.dialogues.filters import FilterIndex
 from koed_core.dialogues.sources import DataSource, resolve_source
 from koed_core.i18n import _
 from koed_core.models.registry import ModelSpec, load_registry
 from koed_core.rating.server_key import server_key as server_key_of
-from koed_core.rating.studies import StudyRules
+
+if TYPE_CHECKING:
+    from koed_core.annotation.projects import AnnotationRules
+    from koed_core.dialogues import adaptation
+    from koed_core.rating.studies import StudyRules
 
 
 def secrets() -> dict[str, Any]:
@@ -72,6 +78,8 @@ def store_at(path: str) -> Store:
 
 @st.cache_resource(max_entries=2)
 def _rules(path: str) -> StudyRules:
+    from koed_core.rating.studies import StudyRules
+
     return StudyRules(_store(path))
 
 
@@ -82,6 +90,8 @@ def rules() -> StudyRules:
 
 @st.cache_resource(max_entries=2)
 def _annotations(path: str, users: str, required: bool) -> AnnotationRules:
+    from koed_core.annotation.projects import AnnotationRules
+
     return AnnotationRules(_store(path), Path(users), required)
 
 
@@ -128,11 +138,15 @@ def filter_index(_dataset: Dataset, sha256: str) -> FilterIndex:
 @st.cache_resource
 def encoder() -> adaptation.UseEncoder:
     """The multilingual sentence encoder, loaded once per process."""
+    from koed_core.dialogues import adaptation
+
     return adaptation.UseEncoder()
 
 
 def cached_similarities(dataset: Dataset) -> pd.DataFrame | None:
     """Adaptation scores if already on disk, else None (computing is the page's choice)."""
+    from koed_core.dialogues import adaptation
+
     path = adaptation.cache_file(dataset, encoder(), settings().cache_dir)
     if not path.is_file():
         return None
@@ -141,6 +155,8 @@ def cached_similarities(dataset: Dataset) -> pd.DataFrame | None:
 
 @st.cache_data(max_entries=4)
 def _read_similarities(_dataset: Dataset, path: str) -> pd.DataFrame:
+    from koed_core.dialogues import adaptation
+
     return adaptation.pair_similarities(_dataset, encoder(), settings().cache_dir)
 
 

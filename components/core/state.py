@@ -100,6 +100,7 @@ RUNS_EPISODE_SUBSET = "runs.episode_subset"
 GAP_TURN_METRIC = "gap.turn_metric"
 GAP_TURN_SOURCE = "gap.turn_source"
 GAP_TURN_CSV = "gap.turn_csv"
+GAP_TURN_OPEN = "gap.turn_open"
 
 # Rating pages.
 RATE_STUDY = "rate.study"

@@ -262,11 +262,21 @@ def gap_over_turns(
     store: Store, judge: JudgeConfig | None, study: int | None, viewer: Viewer
 ) -> None:
     """The gap at each Listener turn of the episode runs, per model: does it close as
-    the Speaker reveals more, or widen? (Only when episodes are stored.)"""
+    the Speaker reveals more, or widen? (Only when episodes are stored.) Folded, and drawn
+    when opened: its chart and table cost every run of the page, a full reload included,
+    for a section a reader opens now and then."""
     table = computed.turn_gap_table(store, judge, study, viewer)
     if table.empty:
         return
-    with st.expander(_("The gap over turns (multi-turn episodes)"), expanded=False):
+    folded = st.expander(
+        _("The gap over turns (multi-turn episodes)"),
+        expanded=False,
+        key=state.GAP_TURN_OPEN,
+        on_change="rerun",
+    )
+    if not folded.open:
+        return
+    with folded:
         sources = [s for s in ("judge", "raters", "emotion") if s in set(table["source"])]
         source = (
             st.segmented_control(
@@ -316,7 +326,7 @@ def gap_over_turns(
         )
         st.download_button(
             _("Download the table (CSV)"),
-            csv_safe.to_csv(table),
+            lambda: csv_safe.to_csv(table),  # made when asked for: the section is folded
             file_name="turn_gaps.csv",
             mime="text/csv",
             key=state.GAP_TURN_CSV,

@@ -128,13 +128,15 @@ def gap_three_ways(
         file_name=f"koed_gap_{file}.csv",
         mime="text/csv",
     )
+    english = _kept_english(store, study, judge, viewer)  # the file as drawn: made when asked
+
+    def side_by_side() -> str:  # a file's notes in English, as exports are (the kept result's)
+        wide = ppi_table.side_by_side(english)
+        return csv_safe.to_csv(wide.assign(study_id=study, **judge.as_columns()))
+
     right.download_button(
         _("Judge only, people only and PPI++ side by side (CSV)"),
-        csv_safe.to_csv(  # a file's notes in English, as exports are (the kept result's)
-            ppi_table.side_by_side(_kept_english(store, study, judge, viewer)).assign(
-                study_id=study, **judge.as_columns()
-            )
-        ),
+        side_by_side,
         file_name="koed_gap_judge_people_ppi.csv",
         mime="text/csv",
     )

@@ -113,8 +113,18 @@ def decompose(frame: pd.DataFrame, seed: int = 0) -> Decomposition:
     unknown = sorted(set(frame["lang"]) - set(CELLS))
     if unknown:
         raise ValueError(f"unknown cell(s) {', '.join(unknown)}; expected {', '.join(CELLS)}")
-    cells, effects, incomplete = [], [], []
+    cells: list[dict[str, Any]] = []
+    effects: list[dict[str, Any]] = []
+    incomplete: list[dict[str, Any]] = []
+    if not set(CELLS) <= set(frame["lang"]):  # no model can have all four: no rows at all
+        return Decomposition(
+            pd.DataFrame(cells, columns=CELL_COLUMNS),
+            pd.DataFrame(effects, columns=EFFECT_COLUMNS),
+            pd.DataFrame(incomplete, columns=[*GROUP, "left_out"]),
+        )
     for (model, metric), part in frame.groupby(GROUP, sort=True):
+        if not set(CELLS) <= set(part["lang"]):  # a cell no dialogue has: no row, and no
+            continue  # pivot (most stores hold ko and en only: the Gap page runs this)
         wide = part.pivot_table(index="conv_id", columns="lang", values="value", aggfunc="mean")
         if any(c not in wide for c in CELLS):
             continue
