@@ -8,6 +8,8 @@ one sentence naming the file as any other unreadable file.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import tomllib
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -44,3 +46,11 @@ def read_toml(
     except (OSError, UnicodeDecodeError) as err:
         raise error(f"{path}: not readable ({err})") from None
     return parse_toml(text, str(path), error)
+
+
+def content_version(content: Any) -> str:
+    """A short hash of a data file's tables (with anything else its use depends on): the
+    version stored with what the file's wording made, the same for the same content
+    whatever the order of its keys."""
+    blob = json.dumps(content, ensure_ascii=False, sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:12]
