@@ -12,10 +12,13 @@ import hashlib
 import json
 import tomllib
 from collections.abc import Callable, Sequence
+from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from koed_core.i18n import _
+
+Read = TypeVar("Read")
 
 
 def parse_toml(text: str, where: str, error: Callable[[str], Exception]) -> dict[str, Any]:
@@ -54,3 +57,19 @@ def content_version(content: Any) -> str:
     whatever the order of its keys."""
     blob = json.dumps(content, ensure_ascii=False, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+
+def shipped_or_path(
+    source: str | Path, folder: Path, shipped: Sequence[str], read: Callable[[Path], Read]
+) -> Read:
+    """A data file the project ships, by name (``folder/NAME.toml``, read once a
+    process), or a person's own file by path, each read by ``read`` (which checks it):
+    how prompt sets, judge templates, the Speaker's and the translator's prompts load."""
+    if isinstance(source, str) and source in shipped:
+        return cast(Read, _read_once(folder / f"{source}.toml", read))
+    return read(Path(source))
+
+
+@cache
+def _read_once(path: Path, read: Callable[[Path], object]) -> object:
+    return read(path)

@@ -21,7 +21,6 @@ from __future__ import annotations
 import string
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
 from typing import Any, Literal
 
@@ -29,7 +28,7 @@ from koed_core.dialogues.labels import all_labels
 from koed_core.errors import KoedError
 from koed_core.models.protocol import ListenerTask, Message, Protocol
 from koed_core.paths import DATA_DIR
-from koed_core.tomlfile import content_version, read_toml
+from koed_core.tomlfile import content_version, read_toml, shipped_or_path
 
 PromptSetName = Literal["paper", "native", "paper-ko"]
 PROMPT_SETS: tuple[PromptSetName, ...] = ("paper", "native", "paper-ko")
@@ -119,14 +118,7 @@ def load_prompt_set(source: str | Path) -> PromptSet:
     Raises:
         PromptSetError: no such set, not TOML, a key missing, a template that does not fill.
     """
-    if isinstance(source, str) and source in PROMPT_SETS:
-        return _shipped(source)
-    return _read(Path(source))
-
-
-@cache
-def _shipped(name: str) -> PromptSet:
-    return _read(PROMPTS_DIR / f"{name}.toml")
+    return shipped_or_path(source, PROMPTS_DIR, PROMPT_SETS, _read)
 
 
 def _read(path: Path) -> PromptSet:
@@ -138,7 +130,7 @@ def _read(path: Path) -> PromptSet:
                 f"{path}: extends must name a shipped set ({', '.join(PROMPT_SETS)}), "
                 f"not {parent!r}"
             )
-        raw = _extend(_shipped(str(parent)).raw, raw)
+        raw = _extend(load_prompt_set(str(parent)).raw, raw)
     if not isinstance(raw.get("name"), str) or not raw["name"]:
         raise PromptSetError(f"{path}: needs a name")
     found = PromptSet(

@@ -13,7 +13,6 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
 
 from koed_core.dialogues.dialogue import Dialogue
@@ -22,7 +21,7 @@ from koed_core.errors import KoedError
 from koed_core.models.prompt_file import PromptFile, check_template
 from koed_core.models.protocol import ContextTurn, Message
 from koed_core.paths import DATA_DIR
-from koed_core.tomlfile import read_toml
+from koed_core.tomlfile import read_toml, shipped_or_path
 
 SPEAKER_SETS = ("speaker",)
 SPEAKER_FILE = DATA_DIR / "prompts" / "speaker.toml"
@@ -88,14 +87,7 @@ def load_speaker_prompt(source: str | Path = "speaker") -> SpeakerPrompt:
         SpeakerPromptError: no such file, not TOML, a language missing, a template that
             does not fill.
     """
-    if isinstance(source, str) and source in SPEAKER_SETS:
-        return _shipped()
-    return _read(Path(source))
-
-
-@cache
-def _shipped() -> SpeakerPrompt:
-    return _read(SPEAKER_FILE)
+    return shipped_or_path(source, SPEAKER_FILE.parent, SPEAKER_SETS, _read)
 
 
 def _read(path: Path) -> SpeakerPrompt:

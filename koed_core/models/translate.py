@@ -16,7 +16,6 @@ import hashlib
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cache
 from pathlib import Path
 
 from koed_core.db import Store
@@ -31,7 +30,7 @@ from koed_core.models.prompt_file import PromptFile, check_template
 from koed_core.models.prompts import LANGUAGE, PROMPTS_DIR
 from koed_core.models.protocol import Message
 from koed_core.models.registry import ModelSpec
-from koed_core.tomlfile import read_toml
+from koed_core.tomlfile import read_toml, shipped_or_path
 
 TRANSLATE_SETS = ("translate",)
 KINDS = ("situation", "speaker", "listener")
@@ -73,14 +72,7 @@ def load_translate_prompt(source: str | Path = "translate") -> TranslatePrompt:
         TranslatePromptError: no such file, not TOML, a part missing, a template that
             does not fill.
     """
-    if isinstance(source, str) and source in TRANSLATE_SETS:
-        return _shipped()
-    return _read(Path(source))
-
-
-@cache
-def _shipped() -> TranslatePrompt:
-    return _read(PROMPTS_DIR / "translate.toml")
+    return shipped_or_path(source, PROMPTS_DIR, TRANSLATE_SETS, _read)
 
 
 def _read(path: Path) -> TranslatePrompt:
