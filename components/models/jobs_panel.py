@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import asdict
 
@@ -96,6 +97,22 @@ def label_of(job_id: int) -> str:
     """A queued job as people read it (runs named by their label, not their id), in the
     reader's language."""
     return describe(Jobs(resources.store()).get(job_id))
+
+
+def start(params: JobParams, *models: ModelSpec, check: Callable[[], object] | None = None) -> None:
+    """Queue ``params`` from a form and say so: first ``check`` (what the engine would
+    refuse) and whether each of ``models`` may be called from the worker; a refusal is one
+    sentence on the page, never a traceback. Every page that starts a job does it so."""
+    try:
+        if check is not None:
+            check()
+        for spec in models:
+            check_may_queue(spec)
+        job_id = queue(params)
+    except KoedError as err:
+        st.error(md(str(err)))
+    else:
+        say_queued(job_id)
 
 
 def say_queued(job_id: int) -> None:
