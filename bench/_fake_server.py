@@ -29,13 +29,15 @@ def start(latency_s: float) -> tuple[subprocess.Popen[bytes], str]:
     server = subprocess.Popen(
         [
             sys.executable,
-            str(ROOT / "fixtures" / "fake_openai.py"),
+            "-m",
+            "fixtures.fake_openai",
             "--port",
             str(port),
             "--latency",
             str(latency_s),
         ],
         stdout=subprocess.DEVNULL,
+        cwd=ROOT,
     )
     return server, f"http://127.0.0.1:{port}/v1"
 
