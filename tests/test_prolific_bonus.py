@@ -7,8 +7,6 @@ lost, refused, late and delayed answers at random and checks those rules after e
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -18,13 +16,12 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from fixtures.fake_prolific import FakeProlific
-from fixtures.rating import crowd_work, seeded_store, study
+from fixtures.rating import ExampleStore, crowd_work, live_prolific_link, template_db
 from koed_core.cli import main
-from koed_core.db import Store, set_clock
-from koed_core.db.crowd import Crowd
+from koed_core.db import Store
 from koed_core.db.prolific import BonusMove, ProlificLog
 from koed_core.rating import crowd
-from koed_core.rating.crowd import prolific, prolific_bonus
+from koed_core.rating.crowd import prolific_bonus
 from koed_core.rating.crowd.prolific_client import ProlificClient
 from koed_core.rating.studies import StudyRules
 from tests.test_prolific import (  # noqa: F401 - the fixtures are used by name
@@ -267,22 +264,9 @@ def test_a_bonus_left_paying_by_an_earlier_version_is_never_sent_again(
 
 START = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
 PEOPLE = 3
-_TEMPLATE: list[Path] = []
 
 
-def _template() -> Path:
-    """A published link with three finished visits, built once and copied per example."""
-    if not _TEMPLATE:
-        folder = Path(tempfile.mkdtemp(prefix="koed-bonus-machine-"))
-        store, run_id = seeded_store(folder / "template.db", dialogues=4)
-        study(store, run_id, overlap=1, attention_checks=0, langs=("ko",))
-        store.db.conn.commit()
-        store.db.close()
-        _TEMPLATE.append(folder / "template.db")
-    return _TEMPLATE[0]
-
-
-class Bonuses(RuleBasedStateMachine):
+class Bonuses(ExampleStore, RuleBasedStateMachine):
     """Rounds of bonuses to three people; every pay call may be refused, answered late,
     lost after paying, or carried out minutes later. After every step: no line of a bulk
     payment is paid twice, no round pays anyone twice, a "paid" bonus was paid by
@@ -290,37 +274,15 @@ class Bonuses(RuleBasedStateMachine):
 
     def __init__(self) -> None:
         super().__init__()
-        self.folder = Path(tempfile.mkdtemp(prefix="koed-bonus-example-"))
-        shutil.copy(_template(), self.folder / "koed.db")
-        self.store = Store(self.folder / "koed.db")
-        self.now = START
-        set_clock(lambda: self.now)
+        self.open_store(template_db(overlap=1, attention_checks=0, langs=("ko",)), START)
         self.fake = FakeProlific(token=TOKEN, page_size=5).start()
-        invite, _ = crowd.create_invite(
-            self.store,
-            KEY,
-            1,
-            crowd.InviteRequest(
-                platform="prolific",
-                days=30.0,
-                cap=PEOPLE,
-                batch_size=2,
-                consent_ko="동의합니다.",
-                consent_en="I agree.",
-                contact="researcher@example.org",
-                reward=3.0,
-            ),
-        )
-        prolific.publish(self.store, self.client(), invite, KEY, "https://x.example", go_live=True)
-        self.invite = crowd.Invite.from_row(Crowd(self.store).invite(invite.id) or {})
+        self.invite = live_prolific_link(self.store, KEY, self.client(), PEOPLE)
         self.people = [self._visit() for _ in range(PEOPLE)]
         self.rounds: dict[str, dict[str, str]] = {}
 
     def teardown(self) -> None:
-        set_clock(None)
         self.fake.stop()
-        self.store.db.close()
-        shutil.rmtree(self.folder, ignore_errors=True)
+        self.close_store()
 
     def client(self, timeout_s: float = 5.0) -> ProlificClient:
         env = {"PROLIFIC_API_TOKEN": TOKEN, "PROLIFIC_API_URL": self.fake.base_url}
