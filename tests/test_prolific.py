@@ -3,22 +3,25 @@ fixtures/fake_prolific.py (built from Prolific's public reference): the client's
 call log, the draft and its publishing, a burst with returns, a leaked code, review and a
 bonus whose first pay answer is lost, and no token anywhere it could leak."""
 
+# ruff: noqa: F811 - the clock fixture comes from fixtures/clock.py, as pytest finds it
+
 from __future__ import annotations
 
 import math
 import shutil
 import sqlite3
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import pytest
 
+from fixtures.clock import START, Clock, clock  # noqa: F401 - the fixture is used by name
 from fixtures.fake_prolific import FILTERS, FakeProlific
 from fixtures.rating import crowd_work, prolific_link
 from koed_core.cli import main
-from koed_core.db import Store, set_clock
+from koed_core.db import Store
 from koed_core.db.crowd import Crowd
 from koed_core.db.prolific import ProlificLog
 from koed_core.rating import crowd
@@ -29,25 +32,6 @@ from koed_core.rating.studies import StudyRules
 
 KEY = b"k" * 32
 TOKEN = "pk-SECRET-7f3a9c1e55d04b2a"
-START = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
-
-
-class Clock:
-    """The app's injected clock: a visit takes minutes without sleeping."""
-
-    def __init__(self) -> None:
-        self.now = START
-
-    def __call__(self) -> datetime:
-        return self.now
-
-
-@pytest.fixture
-def clock() -> Iterator[Clock]:
-    ticking = Clock()
-    set_clock(ticking)
-    yield ticking
-    set_clock(None)
 
 
 @pytest.fixture
