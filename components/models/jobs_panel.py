@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import asdict
+from typing import Any
 
 import streamlit as st
 
@@ -113,6 +114,20 @@ def start(params: JobParams, *models: ModelSpec, check: Callable[[], object] | N
         st.error(md(str(err)))
     else:
         say_queued(job_id)
+
+
+def batch_checkbox(where: Any) -> bool:
+    """Whether a run's or a judging pass's requests go through the provider's Batch API
+    (``where``: ``st`` or a column of the form)."""
+    return bool(
+        where.checkbox(
+            _("Through the provider's Batch API"),
+            help=_(
+                "OpenAI and compatible servers with /v1/files and /v1/batches: the requests "
+                "go out as batch jobs (OpenAI: about half the price, answers within 24 h)."
+            ),
+        )
+    )
 
 
 def say_queued(job_id: int) -> None:

@@ -118,13 +118,7 @@ def start_judge_form(registry: dict[str, ModelSpec], names: dict[str, str]) -> N
         )
         samples = st.number_input(_("Samples averaged (strict mode)"), 1, 10, 1)
         concurrency = st.number_input(_("Concurrent requests"), 1, 64, 8)
-        batch = st.checkbox(
-            _("Through the provider's Batch API"),
-            help=_(
-                "OpenAI and compatible servers with /v1/files and /v1/batches (OpenAI: about half "
-                "the price, answers within 24 h)."
-            ),
-        )
+        batch = jobs_panel.batch_checkbox(st)
         started = st.form_submit_button(_("Start as a background job"), type="primary")
     if not started:
         return

@@ -154,13 +154,7 @@ def start_run_form(registry: dict[str, ModelSpec], dataset: Dataset) -> None:
         own = right.checkbox(_("The model's decoding from models.toml"), value=True)
         temperature = right.slider(_("Temperature (if not)"), 0.0, 1.5, 0.7, 0.1)
         max_tokens = right.number_input(_("Max new tokens (if not)"), 16, 2048, 256, 16)
-        batch = right.checkbox(
-            _("Through the provider's Batch API"),
-            help=_(
-                "OpenAI and compatible servers with /v1/files and /v1/batches: the requests "
-                "go out as batch jobs (OpenAI: about half the price, answers within 24 h)."
-            ),
-        )
+        batch = jobs_panel.batch_checkbox(right)
         started = st.form_submit_button(_("Start as a background job"), type="primary")
     st.caption(
         _(
