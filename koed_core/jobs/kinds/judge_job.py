@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from koed_core.db import Runs, Store
 from koed_core.db.jobs import JobError
 from koed_core.i18n import N_
@@ -14,6 +16,8 @@ from koed_core.jobs.kinds.environment import (
     pass_result,
 )
 from koed_core.judge.request import JudgeRequest
+from koed_core.models.passes import PassReport
+from koed_core.models.registry import ModelSpec
 
 SUMMARY = N_(
     "judged run {run} with {judge} ({mode}): {scored} scored, {unscored} unscored, "
@@ -52,20 +56,28 @@ def execute_judge(params: JudgeRequest, store: Store, env: Environment, hooks: H
         env, spec, store, hooks, batch=params.batch, batch_size=params.batch_size
     ) as client:
         report = judge_run(store, client, spec, params, hooks=hooks)
+    data, counts = _told(params, spec, report)
+    if report.unscored_reasons:
+        reason, count = report.unscored_reasons.most_common(1)[0]
+        return pass_result(
+            report, UNSCORED, data, **counts, mode=params.mode, reason=reason, count=count
+        )
+    return pass_result(report, SUMMARY, data, **counts, mode=params.mode)
+
+
+def _told(
+    params: JudgeRequest, spec: ModelSpec, report: PassReport
+) -> tuple[dict[str, Any], dict[str, str | int]]:
+    """What every judging pass keeps and says: its run and judge, and its counts."""
     counts: dict[str, str | int] = {
         "run": params.run_id,
         "judge": spec.name,
-        "mode": params.mode,
         "scored": report.scored,
         "unscored": report.unscored,
         "skipped": report.skipped,
         "failed": report.failed,
     }
-    data = {"run_id": params.run_id, "judge": spec.name}
-    if report.unscored_reasons:
-        reason, count = report.unscored_reasons.most_common(1)[0]
-        return pass_result(report, UNSCORED, data, **counts, reason=reason, count=count)
-    return pass_result(report, SUMMARY, data, **counts)
+    return {"run_id": params.run_id, "judge": spec.name}, counts
 
 
 def _judge_episodes(params: JudgeRequest, store: Store, env: Environment, hooks: Hooks) -> Result:
@@ -87,14 +99,7 @@ def _judge_episodes(params: JudgeRequest, store: Store, env: Environment, hooks:
             report = judge_whole_episodes(store, client, spec, params, dialogues, hooks=hooks)
         else:
             report = check_speakers(store, client, spec, params, dialogues, hooks=hooks)
+    data, counts = _told(params, spec, report)
     return pass_result(
-        report,
-        WHOLE_EPISODES if params.whole_episode else SPEAKER_TURNS,
-        {"run_id": params.run_id, "judge": spec.name},
-        run=params.run_id,
-        judge=spec.name,
-        scored=report.scored,
-        unscored=report.unscored,
-        skipped=report.skipped,
-        failed=report.failed,
+        report, WHOLE_EPISODES if params.whole_episode else SPEAKER_TURNS, data, **counts
     )
