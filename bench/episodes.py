@@ -15,17 +15,15 @@ benchmark's.
 
 from __future__ import annotations
 
-import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from fixtures.serve import free_port  # noqa: E402
+from bench._fake_server import fake_openai  # noqa: E402
 from koed_core.db import Store  # noqa: E402
 from koed_core.dialogues.dataset import load_dataset  # noqa: E402
 from koed_core.models.backends import make_client  # noqa: E402
@@ -46,27 +44,7 @@ def main() -> None:
     if "--smoke" in sys.argv[1:]:
         LATENCY_S, DIALOGUES, CONCURRENCY = 0.05, 4, 8
         print("# smoke: a small size; the figures are not the benchmark's")
-    port = free_port()
-    server = subprocess.Popen(
-        [
-            sys.executable,
-            str(ROOT / "fixtures" / "fake_openai.py"),
-            "--port",
-            str(port),
-            "--latency",
-            str(LATENCY_S),
-        ],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        base = f"http://127.0.0.1:{port}/v1"
-        for _ in range(100):
-            try:
-                urllib.request.urlopen(f"{base}/models", timeout=1)
-                break
-            except OSError:
-                time.sleep(0.1)
+    with fake_openai(LATENCY_S) as base:
         dataset = load_dataset(SAMPLE_FILE)
         dialogues = list(dataset.dialogues[:DIALOGUES])
         listener = ModelSpec(name="bench", backend="openai", model="fake", base_url=base)
@@ -105,9 +83,6 @@ def main() -> None:
         print(f"episodes_per_s: {rate:.2f}")
         print(f"ideal_episodes_per_s: {ideal:.2f}")
         print(f"ratio_to_ideal: {rate / ideal:.3f}")
-    finally:
-        server.terminate()
-        server.wait(timeout=10)
 
 
 if __name__ == "__main__":

@@ -20,13 +20,12 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from fixtures.serve import free_port  # noqa: E402
+from bench._fake_server import fake_openai  # noqa: E402
 from koed_core.db import Store  # noqa: E402
 from koed_core.db.jobs import Jobs  # noqa: E402
 from koed_core.jobs.kinds import enqueue  # noqa: E402
@@ -44,74 +43,50 @@ def main() -> None:
     if "--smoke" in sys.argv[1:]:
         LATENCY_S, DIALOGUES = 0.02, 8
         print("# smoke: a small size; the figures are not the benchmark's")
-    port = free_port()
-    server = subprocess.Popen(
-        [sys.executable, str(ROOT / "fixtures" / "fake_openai.py"), "--port", str(port),
-         "--latency", str(LATENCY_S)],
-        stdout=subprocess.DEVNULL,
-    )  # fmt: skip
-    base_url = f"http://127.0.0.1:{port}/v1"
-    try:
-        _wait_for(base_url + "/models")
-        with tempfile.TemporaryDirectory() as work:
-            env = {**os.environ, "OPENAI_BASE_URL": base_url, "KOED_CACHE_DIR": work}
-            os.environ.update(env)
-            start = time.perf_counter()
-            subprocess.run(
-                [sys.executable, "-m", "koed_core.cli", "run", "--model", "openai:fake",
-                 "--data", str(SAMPLE_FILE), "--concurrency", str(CONCURRENCY),
-                 "--limit", str(DIALOGUES), "--db", str(Path(work) / "foreground.db")],
-                env=env, cwd=ROOT, check=True, stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-            )  # fmt: skip
-            foreground = time.perf_counter() - start
+    with fake_openai(LATENCY_S) as base_url, tempfile.TemporaryDirectory() as work:
+        env = {**os.environ, "OPENAI_BASE_URL": base_url, "KOED_CACHE_DIR": work}
+        os.environ.update(env)
+        start = time.perf_counter()
+        subprocess.run(
+            [sys.executable, "-m", "koed_core.cli", "run", "--model", "openai:fake",
+             "--data", str(SAMPLE_FILE), "--concurrency", str(CONCURRENCY),
+             "--limit", str(DIALOGUES), "--db", str(Path(work) / "foreground.db")],
+            env=env, cwd=ROOT, check=True, stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        foreground = time.perf_counter() - start
 
-            store = Store(Path(work) / "background.db")
-            start = time.perf_counter()
-            job_id = enqueue(
-                store,
-                RunRequest(
-                    model="openai:fake",
-                    data=str(SAMPLE_FILE),
-                    concurrency=CONCURRENCY,
-                    limit=DIALOGUES,
-                ),
-                "bench",
-            )
-            ensure_worker(store, cwd=ROOT)
-            jobs = Jobs(store)
-            started = None
-            while jobs.get(job_id).active:
-                if started is None and jobs.get(job_id).state == "running":
-                    started = time.perf_counter() - start
-                time.sleep(0.02)
-            background = time.perf_counter() - start
-            job = jobs.get(job_id)
-            answers = 2 * DIALOGUES  # Korean and English
-            assert job.state == "finished" and job.done == answers, (job.state, job.reason)
-            assert Store(Path(work) / "foreground.db").count("responses") == answers
-            for worker in jobs.live_workers():
-                os.kill(worker["pid"], 15)
-    finally:
-        server.terminate()
-        server.wait()
+        store = Store(Path(work) / "background.db")
+        start = time.perf_counter()
+        job_id = enqueue(
+            store,
+            RunRequest(
+                model="openai:fake",
+                data=str(SAMPLE_FILE),
+                concurrency=CONCURRENCY,
+                limit=DIALOGUES,
+            ),
+            "bench",
+        )
+        ensure_worker(store, cwd=ROOT)
+        jobs = Jobs(store)
+        started = None
+        while jobs.get(job_id).active:
+            if started is None and jobs.get(job_id).state == "running":
+                started = time.perf_counter() - start
+            time.sleep(0.02)
+        background = time.perf_counter() - start
+        job = jobs.get(job_id)
+        answers = 2 * DIALOGUES  # Korean and English
+        assert job.state == "finished" and job.done == answers, (job.state, job.reason)
+        assert Store(Path(work) / "foreground.db").count("responses") == answers
+        for worker in jobs.live_workers():
+            os.kill(worker["pid"], 15)
     print(f"answers: {job.done}")
     print(f"foreground_s: {foreground:.2f}")
     print(f"background_s: {background:.2f}")
     print(f"queued_to_running_s: {started or 0:.2f}")
     print(f"overhead_ratio: {background / foreground:.3f}")
-
-
-def _wait_for(url: str) -> None:
-    deadline = time.monotonic() + 20
-    while True:
-        try:
-            with urllib.request.urlopen(url, timeout=1):
-                return
-        except OSError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.1)
 
 
 if __name__ == "__main__":

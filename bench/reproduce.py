@@ -16,17 +16,15 @@ the benchmark's.
 
 from __future__ import annotations
 
-import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from fixtures.serve import free_port  # noqa: E402
+from bench import _fake_server as fake  # noqa: E402
 from koed_core.db import Store  # noqa: E402
 from koed_core.dialogues.dataset import load_dataset  # noqa: E402
 from koed_core.dialogues.subsets import select  # noqa: E402
@@ -40,32 +38,7 @@ JUDGE_LATENCY = 0.15
 SAMPLE = 6
 
 
-def start(port: int, latency: float) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [
-            sys.executable,
-            str(ROOT / "fixtures" / "fake_openai.py"),
-            "--port",
-            str(port),
-            "--latency",
-            str(latency),
-        ],
-        stdout=subprocess.DEVNULL,
-        text=True,
-    )
-
-
-def wait_up(port: int) -> None:
-    for _ in range(200):
-        try:
-            urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/models", timeout=1)
-            return
-        except OSError:
-            time.sleep(0.1)
-    raise SystemExit(f"fake server on {port} did not start")
-
-
-def timed(models: list[str], ports: dict[str, int], db: Path) -> float:
+def timed(models: list[str], urls: dict[str, str], db: Path) -> float:
     dataset = load_dataset(SAMPLE_FILE)
     dialogues = select(dataset.dialogues, "full", sample=SAMPLE, seed=3)
     plan = Plan(name="bench", models=tuple(models), judge="judge", subset="full")
@@ -75,7 +48,7 @@ def timed(models: list[str], ports: dict[str, int], db: Path) -> float:
             name=name,
             backend="openai",
             model=name,
-            base_url=f"http://127.0.0.1:{ports[name]}/v1",
+            base_url=urls[name],
         )
 
     listeners = {name: (spec(name), make_client(spec(name))) for name in models}
@@ -90,23 +63,23 @@ def main() -> None:
     if "--smoke" in sys.argv[1:]:
         LATENCIES, JUDGE_LATENCY, SAMPLE = {"m-200": 0.02, "m-800": 0.08}, 0.015, 2
         print("# smoke: a small size; the figures are not the benchmark's")
-    ports = {name: free_port() for name in [*LATENCIES, "judge"]}
-    servers = [start(ports[name], LATENCIES.get(name, JUDGE_LATENCY)) for name in ports]
+    started = {
+        name: fake.start(LATENCIES.get(name, JUDGE_LATENCY)) for name in [*LATENCIES, "judge"]
+    }
+    urls = {name: url for name, (_server, url) in started.items()}
     try:
-        for port in ports.values():  # started together, then each waited for
-            wait_up(port)
+        for url in urls.values():  # started together, then each waited for
+            fake.wait_up(url)
         with tempfile.TemporaryDirectory() as work:
-            everything = timed(list(LATENCIES), ports, Path(work) / "all.db")
+            everything = timed(list(LATENCIES), urls, Path(work) / "all.db")
             slowest = max(LATENCIES, key=LATENCIES.__getitem__)
-            alone = timed([slowest], ports, Path(work) / "alone.db")
+            alone = timed([slowest], urls, Path(work) / "alone.db")
         print(f"reproduce_s: {everything:.2f}")
         print(f"slowest_alone_s: {alone:.2f}")
         print(f"ratio_to_slowest: {everything / alone:.2f}")
     finally:
-        for server in servers:
-            server.terminate()
-        for server in servers:
-            server.wait(timeout=10)
+        for server, _url in started.values():
+            fake.stop(server)
 
 
 if __name__ == "__main__":

@@ -17,17 +17,15 @@ the benchmark's.
 from __future__ import annotations
 
 import resource
-import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from fixtures.serve import free_port  # noqa: E402
+from bench._fake_server import fake_openai  # noqa: E402
 from koed_core.db import Store  # noqa: E402
 from koed_core.dialogues.dataset import load_dataset  # noqa: E402
 from koed_core.models.backends import make_client  # noqa: E402
@@ -81,27 +79,7 @@ def main() -> None:
     if smoke:
         LATENCY_S, ITEMS, CONCURRENCY, SEQUENTIAL_ITEMS = 0.05, 32, 8, 4
         print("# smoke: a small size; the figures are not the benchmark's")
-    port = free_port()
-    server = subprocess.Popen(
-        [
-            sys.executable,
-            str(ROOT / "fixtures" / "fake_openai.py"),
-            "--port",
-            str(port),
-            "--latency",
-            str(LATENCY_S),
-        ],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        base = f"http://127.0.0.1:{port}/v1"
-        for _ in range(100):
-            try:
-                urllib.request.urlopen(f"{base}/models", timeout=1)
-                break
-            except OSError:
-                time.sleep(0.1)
+    with fake_openai(LATENCY_S) as base:
         dataset = load_dataset(SAMPLE_FILE if smoke else OFFICIAL)
         dialogues = list(dataset.dialogues[:ITEMS])
         spec = ModelSpec(name="bench", backend="openai", model="fake", base_url=base)
@@ -127,9 +105,6 @@ def main() -> None:
         print(f"ratio_to_ideal: {rate / ideal:.3f}")
         print(f"speedup_vs_sequential: {sequential / per_item:.2f}")
         print(f"peak_rss_mb: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f}")
-    finally:
-        server.terminate()
-        server.wait(timeout=10)
 
 
 if __name__ == "__main__":

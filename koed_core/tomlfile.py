@@ -8,12 +8,17 @@ one sentence naming the file as any other unreadable file.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import tomllib
 from collections.abc import Callable, Sequence
+from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from koed_core.i18n import _
+
+Read = TypeVar("Read")
 
 
 def parse_toml(text: str, where: str, error: Callable[[str], Exception]) -> dict[str, Any]:
@@ -44,3 +49,27 @@ def read_toml(
     except (OSError, UnicodeDecodeError) as err:
         raise error(f"{path}: not readable ({err})") from None
     return parse_toml(text, str(path), error)
+
+
+def content_version(content: Any) -> str:
+    """A short hash of a data file's tables (with anything else its use depends on): the
+    version stored with what the file's wording made, the same for the same content
+    whatever the order of its keys."""
+    blob = json.dumps(content, ensure_ascii=False, sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+
+def shipped_or_path(
+    source: str | Path, folder: Path, shipped: Sequence[str], read: Callable[[Path], Read]
+) -> Read:
+    """A data file the project ships, by name (``folder/NAME.toml``, read once a
+    process), or a person's own file by path, each read by ``read`` (which checks it):
+    how prompt sets, judge templates, the Speaker's and the translator's prompts load."""
+    if isinstance(source, str) and source in shipped:
+        return cast(Read, _read_once(folder / f"{source}.toml", read))
+    return read(Path(source))
+
+
+@cache
+def _read_once(path: Path, read: Callable[[Path], object]) -> object:
+    return read(path)

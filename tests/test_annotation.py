@@ -53,10 +53,15 @@ def dataset() -> Dataset:
 
 @pytest.fixture
 def annotations(tmp_path: Path) -> AnnotationRules:
+    """The annotation rules over a fresh database (test_annotation_formats takes it too)."""
     return AnnotationRules(Store(tmp_path / "koed.db"))
 
 
-def _span(dataset: Dataset, conv_id: str, needle: str, kind: str, en: str | None = None) -> Span:
+def first_turn_span(
+    dataset: Dataset, conv_id: str, needle: str, kind: str, en: str | None = None
+) -> Span:
+    """A span of type ``kind`` over ``needle`` in the first turn's Korean, with ``en`` its
+    English counterpart in the same turn (None: no counterpart)."""
     dialogue = dataset.get(conv_id)
     assert dialogue is not None
     start, end = find(dialogue.turns[0].ko, needle)
@@ -79,9 +84,9 @@ def test_spans_round_trip_in_code_points_on_hangul_jamo_and_emoji(
     assert dialogue is not None and dialogue.turns[0].ko == EMOJI_KO  # never normalised
     project = annotations.create_project("p", dataset, ["t:1"], per_item=1)
     spans = [
-        _span(dataset, "t:1", "김치찌개🍲", "food", en="pizza 🍕"),
-        _span(dataset, "t:1", "👩‍👩‍👧", "hierarchy", en="family"),
-        _span(dataset, "t:1", unicodedata.normalize("NFD", "눈치"), "values"),  # as jamo
+        first_turn_span(dataset, "t:1", "김치찌개🍲", "food", en="pizza 🍕"),
+        first_turn_span(dataset, "t:1", "👩‍👩‍👧", "hierarchy", en="family"),
+        first_turn_span(dataset, "t:1", unicodedata.normalize("NFD", "눈치"), "values"),  # as jamo
     ]
     assert spans[0].ko.start == 3 and spans[0].ko.end == 8  # the emoji is one code point
     annotations.save(project, dialogue, "ann1", CONTEXT_MODIFIED, "메모 📝", spans)
@@ -165,7 +170,7 @@ def test_adjudication_becomes_the_final_answer(
     project = annotations.create_project("p", dataset, ["t:1", "t:2", "t:3"])
     one = dataset.get("t:1")
     assert one is not None
-    food = _span(dataset, "t:1", "김치찌개", "food", en="pizza")
+    food = first_turn_span(dataset, "t:1", "김치찌개", "food", en="pizza")
     with pytest.raises(AnnotationError, match="complete"):
         annotations.adjudicate(project, one, "boss", CONTEXT_MODIFIED, "", [food])
     annotations.save(project, one, "a", CONTEXT_MODIFIED, "", [food], submit=True)
@@ -325,7 +330,7 @@ def test_jsonl_round_trip_names_pseudonyms_and_refuses_a_bad_file_whole(
     project = annotations.create_project("p", dataset, ["t:1", "t:2"])
     one = dataset.get("t:1")
     assert one is not None
-    food = _span(dataset, "t:1", "김치찌개🍲", "food", en="pizza 🍕")
+    food = first_turn_span(dataset, "t:1", "김치찌개🍲", "food", en="pizza 🍕")
     annotations.save(project, one, "alice", CONTEXT_MODIFIED, "", [food], submit=True)
     annotations.save(project, one, "bob", CONTEXT_MODIFIED, "", [food], submit=True)
     lines = exchange.export_lines(annotations, project, dataset, b"k" * 32)

@@ -2,6 +2,8 @@
 JSON: identical annotations after a round trip, the formats as their documentation shows
 them, and bad files refused whole with a sentence."""
 
+# ruff: noqa: F811 - the annotations fixture comes from tests/test_annotation.py
+
 from __future__ import annotations
 
 import csv
@@ -16,7 +18,7 @@ import pytest
 from koed_core.annotation import exchange, formats
 from koed_core.annotation.formats import layout, webanno
 from koed_core.annotation.projects import Annotation, AnnotationRules
-from koed_core.annotation.spans import Side, Span, find, side_at
+from koed_core.annotation.spans import Side, Span, side_at
 from koed_core.annotation.taxonomy import (
     CONTEXT_MODIFIED,
     SIMPLY_TRANSFERRED,
@@ -27,6 +29,7 @@ from koed_core.db import Store
 from koed_core.dialogues.dataset import Dataset, load_dataset, parse_dataset
 from koed_core.paths import SAMPLE_FILE
 from tests.conftest import place_span
+from tests.test_annotation import annotations, first_turn_span  # noqa: F401 - a fixture
 
 KEY = b"k" * 32
 KO = "오늘 김치찌개🍲를 먹었어요. 👩‍👩‍👧 가족이랑 정을 느꼈어"  # emoji outside the BMP
@@ -55,23 +58,6 @@ def dataset() -> Dataset:
     return parse_dataset(json.dumps(records, ensure_ascii=False).encode())
 
 
-@pytest.fixture
-def annotations(tmp_path: Path) -> AnnotationRules:
-    return AnnotationRules(Store(tmp_path / "koed.db"))
-
-
-def _span(dataset: Dataset, conv_id: str, needle: str, kind: str, en: str | None = None) -> Span:
-    dialogue = dataset.get(conv_id)
-    assert dialogue is not None
-    start, end = find(dialogue.turns[0].ko, needle)
-    en_side = None
-    if en is not None:
-        es, ee = find(dialogue.turns[0].en, en)
-        en_side = side_at(dialogue, "en", 1, es, ee)
-    ko = side_at(dialogue, "ko", 1, start, end)
-    return Span(ko=ko, type=kind, en=en_side, no_counterpart=en is None)
-
-
 def _annotated(dataset: Dataset, annotations: AnnotationRules) -> int:
     """A project with two annotators on each dialogue and a final answer on the first:
     spans ending inside a word, stacked on the same words, across two words, after an
@@ -79,10 +65,10 @@ def _annotated(dataset: Dataset, annotations: AnnotationRules) -> int:
     one, two = dataset.get("hit:1_conv:1"), dataset.get("hit:2_conv:2")
     assert one is not None and two is not None
     project = annotations.create_project("p", dataset, [one.conv_id, two.conv_id])
-    food = _span(dataset, one.conv_id, "김치찌개🍲", "food", en="pizza 🍕")
-    stacked = _span(dataset, one.conv_id, "김치찌개🍲", "places")
-    across = _span(dataset, one.conv_id, "찌개🍲를 먹었", "idioms", en="had pizza")
-    family = _span(dataset, one.conv_id, "가족", "hierarchy", en="family")
+    food = first_turn_span(dataset, one.conv_id, "김치찌개🍲", "food", en="pizza 🍕")
+    stacked = first_turn_span(dataset, one.conv_id, "김치찌개🍲", "places")
+    across = first_turn_span(dataset, one.conv_id, "찌개🍲를 먹었", "idioms", en="had pizza")
+    family = first_turn_span(dataset, one.conv_id, "가족", "hierarchy", en="family")
     situation = Span(Side(0, 0, 2, "상황"), "places", Side(0, 0, 9, "Situation"))
     commented = dataclasses.replace(food, comment=COMMENT)
     across = dataclasses.replace(across, comment="한 줄 comment")
@@ -92,7 +78,7 @@ def _annotated(dataset: Dataset, annotations: AnnotationRules) -> int:
     annotations.save(project, one, "bob", CONTEXT_MODIFIED, "", [food, family], submit=True)
     annotations.adjudicate(project, one, "rev", CONTEXT_MODIFIED, "final", [food, family])
     annotations.save(project, two, "alice", SIMPLY_TRANSFERRED, "", [], submit=True)
-    fries = _span(dataset, two.conv_id, "떡볶이", "food", en="fries")
+    fries = first_turn_span(dataset, two.conv_id, "떡볶이", "food", en="fries")
     annotations.save(project, two, "bob", SIMPLY_TRANSFERRED, "", [fries], submit=True)
     return project
 

@@ -142,10 +142,7 @@ def test_a_substitution_is_said_only_when_the_stored_run_says_one_ran(
 ) -> None:
     """An entry that merely *has* substitutes ran as the paper's id, so no
     claim may say it was substituted; the same entry run as its substitute is said."""
-    import subprocess
-    import sys
-
-    from tests.test_reproduce import _setup
+    from tests.test_reproduce import _setup, koed_reproduce, run
 
     plan, env = _setup(tmp_path, fake_openai)
     fake_openai.served = ["m-one", "m-two", "m-two-2025", "judge-x"]
@@ -161,26 +158,13 @@ def test_a_substitution_is_said_only_when_the_stored_run_says_one_ran(
         )
     )
     out = tmp_path / "out"
-    command = [
-        sys.executable,
-        "-m",
-        "koed_core.cli",
-        "reproduce",
-        str(plan),
-        "--out",
-        str(out),
-        "--no-images",
-    ]
-    done = subprocess.run(
-        [*command, "--claims"], env=env, capture_output=True, text=True, timeout=300
-    )
+    command = koed_reproduce(plan, out)
+    done = run([*command, "--claims"], env)
     assert done.returncode == 0, done.stderr
     said = (out / "claims.md").read_text()
     assert "substitut" not in said and "retired" not in said
     registry.write_text(registry.read_text().replace('model = "m-two"\n', 'model = "m-two-2025"\n'))
-    again = subprocess.run(
-        [*command, "--claims"], env=env, capture_output=True, text=True, timeout=300
-    )
+    again = run([*command, "--claims"], env)
     assert again.returncode == 0, again.stderr
     said = (out / "claims.md").read_text()
     assert "m-two: substituted: ran m-two-2025" in said

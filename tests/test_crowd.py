@@ -1,22 +1,24 @@
 """Crowd studies: invite links, platform ids, consent, screening, batches, pay, exports."""
 
+# ruff: noqa: F811 - the clock fixture comes from fixtures/clock.py, as pytest finds it
+
 from __future__ import annotations
 
 import io
 import json
 import re
 import time
-from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 
 import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from fixtures.clock import Clock, clock  # noqa: F401 - the fixture is used by name
 from fixtures.rating import crowd_work, seeded_store, study
 from koed_core.cli import main
-from koed_core.db import Runs, Store, set_clock
+from koed_core.db import Runs, Store
 from koed_core.db.crowd import Crowd
 from koed_core.errors import KoedError
 from koed_core.judge.rubric import codes
@@ -559,22 +561,6 @@ def test_join_without_an_invite_says_where_it_opens_from(korean: Store) -> None:
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     assert "opens from a study's invite link" in " ".join(i.value for i in at.info)
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
-
-    def __call__(self) -> datetime:
-        return self.now
-
-
-@pytest.fixture
-def clock() -> Iterator[Clock]:
-    ticking = Clock()
-    set_clock(ticking)
-    yield ticking
-    set_clock(None)
 
 
 def test_invite_list_names_timed_out_workers_as_timed_out(

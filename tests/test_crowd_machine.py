@@ -18,10 +18,7 @@ Prolific's rules the invariants hold us to (researcher help, as of 2026):
 from __future__ import annotations
 
 import io
-import shutil
-import tempfile
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -36,8 +33,7 @@ from hypothesis.stateful import (
     rule,
 )
 
-from fixtures.rating import seeded_store, study
-from koed_core.db import Store, set_clock
+from fixtures.rating import ExampleStore, prolific_request, template_db
 from koed_core.db.crowd import Crowd
 from koed_core.judge.rubric import codes
 from koed_core.rating import crowd
@@ -51,21 +47,6 @@ START = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
 BEHAVIOURS = ("careful", "careful", "straight", "careless", "unskilled")
 """How a person rates: as told and reading each reply; one score everywhere; 5 everywhere
 (fails the checks); far from the calibration references."""
-
-_TEMPLATE: list[Path] = []
-
-
-def template_db() -> Path:
-    """One seeded study for the whole module, copied for each example (seeding runs a
-    benchmark; copying a file does not)."""
-    if not _TEMPLATE:
-        folder = Path(tempfile.mkdtemp(prefix="koed-machine-"))
-        store, run_id = seeded_store(folder / "template.db", dialogues=4)
-        study(store, run_id, overlap=2, attention_checks=1, timeout_minutes=TIMEOUT)
-        store.db.conn.commit()
-        store.db.close()
-        _TEMPLATE.append(folder / "template.db")
-    return _TEMPLATE[0]
 
 
 class Person:
@@ -87,42 +68,26 @@ class Person:
         return f"Person({self.ids['PROLIFIC_PID'][:8]}, {self.behaviour})"
 
 
-class CrowdStudy(RuleBasedStateMachine):
+class CrowdStudy(ExampleStore, RuleBasedStateMachine):
     """Workers arrive, work, leave and come back in any order; the rules hold throughout."""
 
     people = Bundle("people")
 
     def __init__(self) -> None:
         super().__init__()
-        self.folder = Path(tempfile.mkdtemp(prefix="koed-example-"))
-        shutil.copy(template_db(), self.folder / "koed.db")
-        self.store = Store(self.folder / "koed.db")
-        self.now = START
-        set_clock(lambda: self.now)
+        options = {"overlap": 2, "attention_checks": 1, "timeout_minutes": TIMEOUT}
+        self.open_store(template_db(**options), START)
         self.invite, _ = crowd.create_invite(
             self.store,
             KEY,
             1,
-            crowd.InviteRequest(
-                platform="prolific",
-                days=30.0,
-                cap=CAP,
-                batch_size=2,
-                batches=2,
-                consent_ko="동의합니다.",
-                consent_en="I agree.",
-                contact="researcher@example.org",
-                reward=2.0,
-                prolific_study_id=STUDY_ID,
-            ),
+            prolific_request(CAP, 2, days=30.0, batches=2, reward=2.0, prolific_study_id=STUDY_ID),
         )
         self.rules = StudyRules(self.store)
         self.count = 0
 
     def teardown(self) -> None:
-        set_clock(None)
-        self.store.db.close()
-        shutil.rmtree(self.folder, ignore_errors=True)
+        self.close_store()
 
     # Helpers --------------------------------------------------------------------------
 

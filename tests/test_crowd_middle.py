@@ -3,20 +3,22 @@ replays what broke while workers were under way, and fails on the code before th
 The state machine in test_crowd_machine.py walks the same rules at random; what it found
 is kept here as plain tests."""
 
+# ruff: noqa: F811 - the clock fixture comes from fixtures/clock.py, as pytest finds it
+
 from __future__ import annotations
 
 import io
 import json
-from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
+from fixtures.clock import START, Clock, clock  # noqa: F401 - the fixture is used by name
 from fixtures.rating import crowd_work, seeded_store, study
 from koed_core.cli import main
-from koed_core.db import Store, set_clock
+from koed_core.db import Store
 from koed_core.db.crowd import Crowd
 from koed_core.judge.rubric import codes
 from koed_core.rating import crowd
@@ -24,32 +26,12 @@ from koed_core.rating.report import rater_report
 from koed_core.rating.studies import StudyRules
 from tests.test_crowd import KEY, PROLIFIC, _invite
 
-START = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
-
 
 @pytest.fixture
 def crowd_study(tmp_path: Path) -> tuple[Store, int]:
     store, run_id = seeded_store(tmp_path / "koed.db")
     _, study_id = study(store, run_id, overlap=1, attention_checks=1, timeout_minutes=30)
     return store, study_id
-
-
-class Clock:
-    """The injected clock: time moves when the test says so."""
-
-    def __init__(self) -> None:
-        self.now = START
-
-    def __call__(self) -> datetime:
-        return self.now
-
-
-@pytest.fixture
-def clock() -> Iterator[Clock]:
-    ticking = Clock()
-    set_clock(ticking)
-    yield ticking
-    set_clock(None)
 
 
 def _pid(n: int) -> dict[str, str]:

@@ -3,21 +3,25 @@ fixtures/fake_prolific.py (built from Prolific's public reference): the client's
 call log, the draft and its publishing, a burst with returns, a leaked code, review and a
 bonus whose first pay answer is lost, and no token anywhere it could leak."""
 
+# ruff: noqa: F811 - the clock fixture comes from fixtures/clock.py, as pytest finds it
+
 from __future__ import annotations
 
 import math
 import shutil
 import sqlite3
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
+from typing import Any, NamedTuple
 
 import pytest
 
+from fixtures.clock import START, Clock, clock  # noqa: F401 - the fixture is used by name
 from fixtures.fake_prolific import FILTERS, FakeProlific
 from fixtures.rating import crowd_work, prolific_link
 from koed_core.cli import main
-from koed_core.db import Store, set_clock
+from koed_core.db import Store
 from koed_core.db.crowd import Crowd
 from koed_core.db.prolific import ProlificLog
 from koed_core.rating import crowd
@@ -28,25 +32,6 @@ from koed_core.rating.studies import StudyRules
 
 KEY = b"k" * 32
 TOKEN = "pk-SECRET-7f3a9c1e55d04b2a"
-START = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
-
-
-class Clock:
-    """The app's injected clock: a visit takes minutes without sleeping."""
-
-    def __init__(self) -> None:
-        self.now = START
-
-    def __call__(self) -> datetime:
-        return self.now
-
-
-@pytest.fixture
-def clock() -> Iterator[Clock]:
-    ticking = Clock()
-    set_clock(ticking)
-    yield ticking
-    set_clock(None)
 
 
 @pytest.fixture
@@ -115,6 +100,32 @@ def _finish(
     assert outcome is not None
     fake.submit(sub["id"], outcome[1], minutes=minutes)
     return sub, worker
+
+
+class Visit(NamedTuple):
+    """The link published and live, and one whole visit back on Prolific with its code."""
+
+    store: Store
+    invite: crowd.Invite
+    sub: dict[str, Any]
+    worker: crowd.Worker
+
+
+@pytest.fixture
+def visit(world: tuple[Store, crowd.Invite], fake: FakeProlific, clock: Clock) -> Visit:
+    """The bonus and review tests' start: a published link and one finished visit."""
+    store, invite = world
+    invite = _published(store, fake, invite)
+    sub, worker = _finish(store, fake, invite, clock)
+    return Visit(store, invite, sub, worker)
+
+
+def _bonus(
+    visit: Visit, fake: FakeProlific, path: Path, **kw: Any
+) -> list[prolific_bonus.BonusLine]:
+    """``koed prolific bonus --apply`` on ``path``: a new client, as each run makes one."""
+    client = _client(visit.store, fake, visit.invite)
+    return prolific_bonus.bonus(visit.store, client, visit.invite, path, **kw)
 
 
 def test_the_client_waits_as_a_429_asks_and_records_each_call(
@@ -357,23 +368,21 @@ def test_review_is_a_dry_run_until_applied_and_each_action_happens_once(
 
 @pytest.mark.slow
 def test_a_bonus_whose_pay_answer_is_lost_is_paid_once(
-    world: tuple[Store, crowd.Invite], fake: FakeProlific, clock: Clock, tmp_path: Path
+    visit: Visit, fake: FakeProlific, tmp_path: Path
 ) -> None:
-    store, invite = world
-    invite = _published(store, fake, invite)
-    sub, _worker = _finish(store, fake, invite, clock)
+    store, invite, sub, _ = visit
     bonus_file = tmp_path / "bonus.csv"
     bonus_file.write_text(f"participant_id,amount\n{sub['participant_id']},0.50\n")
     plan = prolific_bonus.bonus(store, None, invite, bonus_file)
     assert [(b.amount, b.state) for b in plan] == [("0.50", "to pay")] and fake.pay_calls == []
     fake.lose_pay_answers = 1
-    first = prolific_bonus.bonus(store, _client(store, fake, invite), invite, bonus_file)
+    first = _bonus(visit, fake, bonus_file)
     assert [b.state for b in first] == ["paying"] and "answer lost" in first[0].note
     assert len(fake.pay_calls) == 1
-    second = prolific_bonus.bonus(store, _client(store, fake, invite), invite, bonus_file)
+    second = _bonus(visit, fake, bonus_file)
     assert [b.state for b in second] == ["paid"]
     assert "Prolific now shows this bonus on the submission" in second[0].note
-    third = prolific_bonus.bonus(store, _client(store, fake, invite), invite, bonus_file)
+    third = _bonus(visit, fake, bonus_file)
     assert [b.state for b in third] == ["paid"]
     assert len(fake.pay_calls) == 1  # one pay call in all
     assert fake.submissions[sub["id"]]["bonus_payments"] == [50]
@@ -381,15 +390,9 @@ def test_a_bonus_whose_pay_answer_is_lost_is_paid_once(
 
 @pytest.mark.slow
 def test_a_crash_between_paying_and_the_pay_call_never_pays_twice(
-    world: tuple[Store, crowd.Invite],
-    fake: FakeProlific,
-    clock: Clock,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
+    visit: Visit, fake: FakeProlific, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    store, invite = world
-    invite = _published(store, fake, invite)
-    sub, _worker = _finish(store, fake, invite, clock)
+    store, invite, sub, _ = visit
     bonus_file = tmp_path / "bonus.csv"
     bonus_file.write_text(f"{sub['participant_id']},1.25\n")
     client = _client(store, fake, invite)
@@ -404,7 +407,7 @@ def test_a_crash_between_paying_and_the_pay_call_never_pays_twice(
     with pytest.raises(KeyboardInterrupt):
         prolific_bonus.bonus(store, client, invite, bonus_file)
     assert [b["state"] for b in ProlificLog(store).bonuses(invite.id)] == ["paying"]
-    after = prolific_bonus.bonus(store, _client(store, fake, invite), invite, bonus_file)
+    after = _bonus(visit, fake, bonus_file)
     assert after[0].state == "paying" and "not sent again" in after[0].note
     assert fake.pay_calls == []  # never sent, and never sent blindly afterwards
 
@@ -530,15 +533,12 @@ def test_the_hourly_pay_is_the_one_prolific_computes_on_whole_minutes(
 
 @pytest.mark.slow
 def test_review_names_what_it_will_not_do_and_a_decision_can_be_recorded_from_the_command_line(
-    world: tuple[Store, crowd.Invite],
+    visit: Visit,
     fake: FakeProlific,
-    clock: Clock,
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    store, invite = world
-    invite = _published(store, fake, invite)
-    sub, worker = _finish(store, fake, invite, clock)
+    store, invite, sub, worker = visit
     leaked = fake.arrive(str(invite.prolific_study_id))
     fake.submit(leaked["id"], invite.completion_code, minutes=1)
     monkeypatch.setenv("PROLIFIC_API_TOKEN", TOKEN)

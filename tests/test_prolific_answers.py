@@ -20,18 +20,19 @@ from koed_core.cli import main
 from koed_core.db import Store
 from koed_core.db.prolific import ProlificLog
 from koed_core.rating import crowd
-from koed_core.rating.crowd import prolific, prolific_bonus
+from koed_core.rating.crowd import prolific
 from koed_core.rating.crowd.prolific_client import ProlificClient, ProlificError
 from tests.test_prolific import (  # noqa: F401
     KEY,
     TOKEN,
-    Clock,
+    Visit,
+    _bonus,
     _client,
-    _finish,
     _fresh,
     _published,
     clock,
     fake,
+    visit,
     world,
 )
 from tests.test_rating_pages import _as, accounts  # noqa: F401
@@ -101,15 +102,13 @@ def test_a_json_list_where_a_page_is_due_is_one_line_on_the_command_line(
 
 @pytest.mark.slow
 def test_an_answer_without_its_id_pays_nothing(
-    world: tuple[Store, crowd.Invite], fake: FakeProlific, clock: Clock, tmp_path: Path
+    visit: Visit, fake: FakeProlific, tmp_path: Path
 ) -> None:
-    store, invite = world
-    invite = _published(store, fake, invite)
-    sub, _worker = _finish(store, fake, invite, clock)
+    store, invite, sub, _ = visit
     bonus_file = tmp_path / "bonus.csv"
     bonus_file.write_text(f"{sub['participant_id']},0.50\n")
     fake.plant("empty_object", "POST", "/api/v1/submissions/bonus-payments/")
-    lines = prolific_bonus.bonus(store, _client(store, fake, invite), invite, bonus_file)
+    lines = _bonus(visit, fake, bonus_file)
     assert "bonus-payments/ has no id (HTTP 201" in lines[0].note
     assert "may hold an unpaid set-up" in lines[0].note
     assert fake.pay_calls == []

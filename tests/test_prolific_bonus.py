@@ -7,8 +7,6 @@ lost, refused, late and delayed answers at random and checks those rules after e
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -18,24 +16,25 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from fixtures.fake_prolific import FakeProlific
-from fixtures.rating import crowd_work, seeded_store, study
+from fixtures.rating import ExampleStore, crowd_work, live_prolific_link, template_db
 from koed_core.cli import main
-from koed_core.db import Store, set_clock
-from koed_core.db.crowd import Crowd
+from koed_core.db import Store
 from koed_core.db.prolific import BonusMove, ProlificLog
 from koed_core.rating import crowd
-from koed_core.rating.crowd import prolific, prolific_bonus
+from koed_core.rating.crowd import prolific_bonus
 from koed_core.rating.crowd.prolific_client import ProlificClient
 from koed_core.rating.studies import StudyRules
 from tests.test_prolific import (  # noqa: F401 - the fixtures are used by name
     KEY,
     TOKEN,
     Clock,
+    Visit,
+    _bonus,
     _client,
     _finish,
-    _published,
     clock,
     fake,
+    visit,
     world,
 )
 
@@ -53,15 +52,9 @@ def _states(store: Store, invite: crowd.Invite, round_: str = "1") -> list[str]:
 @pytest.mark.slow
 @pytest.mark.parametrize("status", [400, 401, 429])
 def test_a_refused_pay_call_is_unpaid_with_its_reason_and_the_next_apply_pays_it(
-    world: tuple[Store, crowd.Invite],
-    fake: FakeProlific,
-    clock: Clock,
-    tmp_path: Path,
-    status: int,
+    visit: Visit, fake: FakeProlific, tmp_path: Path, status: int
 ) -> None:
-    store, invite = world
-    invite = _published(store, fake, invite)
-    sub, _worker = _finish(store, fake, invite, clock)
+    store, invite, sub, _ = visit
     path = _bonus_file(tmp_path, {sub["participant_id"]: "0.50"})
     client = _client(store, fake, invite)
     # a 429 is retried (Prolific did nothing) until the tries run out; a 400 or 401 is not
@@ -74,7 +67,7 @@ def test_a_refused_pay_call_is_unpaid_with_its_reason_and_the_next_apply_pays_it
     # the reason is kept for the next look (a dry run reads it from the database)
     dry = prolific_bonus.bonus(store, None, invite, path)
     assert dry[0].state == "set_up" and dry[0].note == first[0].note
-    second = prolific_bonus.bonus(store, _client(store, fake, invite), invite, path)
+    second = _bonus(visit, fake, path)
     assert [(b.state, b.sent_now) for b in second] == [("paid", True)]
     assert "paid now" in second[0].note
     assert fake.submissions[sub["id"]]["bonus_payments"] == [50]
@@ -83,24 +76,22 @@ def test_a_refused_pay_call_is_unpaid_with_its_reason_and_the_next_apply_pays_it
 
 @pytest.mark.slow
 def test_an_earlier_bonus_of_the_same_amount_never_confirms_a_later_one(
-    world: tuple[Store, crowd.Invite], fake: FakeProlific, clock: Clock, tmp_path: Path
+    visit: Visit, fake: FakeProlific, tmp_path: Path
 ) -> None:
-    store, invite = world
-    invite = _published(store, fake, invite)
-    sub, _worker = _finish(store, fake, invite, clock)
+    store, invite, sub, _ = visit
     path = _bonus_file(tmp_path, {sub["participant_id"]: "0.50"})
     assert _states(store, invite) == []
-    prolific_bonus.bonus(store, _client(store, fake, invite), invite, path)
+    _bonus(visit, fake, path)
     assert _states(store, invite) == ["paid"]
     fake.pay_later, fake.lose_pay_answers = True, 1  # round 2: sent, answer lost, not yet shown
-    lost = prolific_bonus.bonus(store, _client(store, fake, invite), invite, path, round_="2")
+    lost = _bonus(visit, fake, path, round_="2")
     assert [b.state for b in lost] == ["paying"] and "answer lost" in lost[0].note
-    again = prolific_bonus.bonus(store, _client(store, fake, invite), invite, path, round_="2")
+    again = _bonus(visit, fake, path, round_="2")
     assert [b.state for b in again] == ["paying"]  # round 1's 0.50 proves nothing
     assert "does not show the bonus" in again[0].note and "not sent again" in again[0].note
     assert len(fake.pay_calls) == 2
     fake.settle_payments()  # Prolific carries it out, minutes later
-    done = prolific_bonus.bonus(store, _client(store, fake, invite), invite, path, round_="2")
+    done = _bonus(visit, fake, path, round_="2")
     assert [(b.state, b.sent_now) for b in done] == [("paid", False)]
     assert fake.submissions[sub["id"]]["bonus_payments"] == [50, 50]
     assert len(fake.pay_calls) == 2  # one pay call per round, never a third
@@ -108,66 +99,58 @@ def test_an_earlier_bonus_of_the_same_amount_never_confirms_a_later_one(
 
 @pytest.mark.slow
 def test_a_pay_call_that_paid_and_then_answered_500_is_never_paid_again(
-    world: tuple[Store, crowd.Invite], fake: FakeProlific, clock: Clock, tmp_path: Path
+    visit: Visit, fake: FakeProlific, clock: Clock, tmp_path: Path
 ) -> None:
     """The state machine's find: a 500 taken as a refusal, and Prolific paying minutes
     later, paid everyone in the bulk payment twice."""
-    store, invite = world
-    invite = _published(store, fake, invite)
-    first_sub, _w1 = _finish(store, fake, invite, clock)
+    store, invite, first_sub, _ = visit
     second_sub, _w2 = _finish(store, fake, invite, clock)
     path = _bonus_file(
         tmp_path, {first_sub["participant_id"]: "1.00", second_sub["participant_id"]: "1.00"}
     )
     fake.pay_then_fail, fake.pay_later = 1, True
-    first = prolific_bonus.bonus(store, _client(store, fake, invite), invite, path)
+    first = _bonus(visit, fake, path)
     assert {b.state for b in first} == {"paying"}
     assert all("server error" in b.note and "not sent again" in b.note for b in first)
-    rerun = prolific_bonus.bonus(store, _client(store, fake, invite), invite, path)
+    rerun = _bonus(visit, fake, path)
     assert {b.state for b in rerun} == {"paying"} and len(fake.pay_calls) == 1
     fake.settle_payments()
-    settled = prolific_bonus.bonus(store, _client(store, fake, invite), invite, path)
+    settled = _bonus(visit, fake, path)
     assert {b.state for b in settled} == {"paid"}
     assert len(fake.pay_calls) == 1 and set(fake.paid_per_person().values()) == {1}
 
 
 @pytest.mark.slow
 def test_a_500_that_paid_nothing_is_paid_once_the_researcher_releases_it(
-    world: tuple[Store, crowd.Invite], fake: FakeProlific, clock: Clock, tmp_path: Path
+    visit: Visit, fake: FakeProlific, tmp_path: Path
 ) -> None:
-    store, invite = world
-    invite = _published(store, fake, invite)
-    sub, _worker = _finish(store, fake, invite, clock)
+    store, invite, sub, _ = visit
     who = sub["participant_id"]
     path = _bonus_file(tmp_path, {who: "0.50"})
     fake.pay_refusals.append(500)
-    first = prolific_bonus.bonus(store, _client(store, fake, invite), invite, path)
+    first = _bonus(visit, fake, path)
     assert [b.state for b in first] == ["paying"] and fake.pay_calls == []
     assert "--release" in first[0].note
     with pytest.raises(crowd.CrowdError, match="not in the bonus file"):
         prolific_bonus.bonus(store, None, invite, path, release=frozenset({"f" * 24}))
-    released = prolific_bonus.bonus(
-        store, _client(store, fake, invite), invite, path, release=frozenset({who})
-    )
+    released = _bonus(visit, fake, path, release=frozenset({who}))
     assert [b.state for b in released] == ["paid"] and len(fake.pay_calls) == 1
     assert fake.submissions[sub["id"]]["bonus_payments"] == [50]
 
 
 @pytest.mark.slow
 def test_a_lost_set_up_is_said_and_the_next_apply_pays_a_new_one_once(
-    world: tuple[Store, crowd.Invite], fake: FakeProlific, clock: Clock, tmp_path: Path
+    visit: Visit, fake: FakeProlific, tmp_path: Path
 ) -> None:
-    store, invite = world
-    invite = _published(store, fake, invite)
-    sub, _worker = _finish(store, fake, invite, clock)
+    store, invite, sub, _ = visit
     path = _bonus_file(tmp_path, {sub["participant_id"]: "0.75"})
     fake.lose_setup_answers = 1
-    lost = prolific_bonus.bonus(store, _client(store, fake, invite), invite, path)
+    lost = _bonus(visit, fake, path)
     assert [b.state for b in lost] == ["planned"]
     assert "may hold an unpaid set-up" in lost[0].note and "pays nothing" in lost[0].note
     set_ups = [r for r in fake.requests if r[1] == "/api/v1/submissions/bonus-payments/"]
     assert len(set_ups) == 1  # not sent again in the same run
-    again = prolific_bonus.bonus(store, _client(store, fake, invite), invite, path)
+    again = _bonus(visit, fake, path)
     assert [b.state for b in again] == ["paid"]
     assert len(fake.bulk_bonuses) == 2 and len(fake.pay_calls) == 1
     assert fake.submissions[sub["id"]]["bonus_payments"] == [75]
@@ -175,11 +158,9 @@ def test_a_lost_set_up_is_said_and_the_next_apply_pays_a_new_one_once(
 
 @pytest.mark.slow
 def test_a_refused_set_up_stays_planned_with_its_reason_and_the_next_apply_sets_it_up(
-    world: tuple[Store, crowd.Invite], fake: FakeProlific, clock: Clock, tmp_path: Path
+    visit: Visit, fake: FakeProlific, tmp_path: Path
 ) -> None:
-    store, invite = world
-    invite = _published(store, fake, invite)
-    sub, _worker = _finish(store, fake, invite, clock)
+    store, invite, sub, _ = visit
     path = _bonus_file(tmp_path, {sub["participant_id"]: "0.30"})
     client = _client(store, fake, invite)
     for _ in range(client.tries):  # still limited after every wait: a definite refusal
@@ -187,17 +168,15 @@ def test_a_refused_set_up_stays_planned_with_its_reason_and_the_next_apply_sets_
     refused = prolific_bonus.bonus(store, client, invite, path)
     assert [b.state for b in refused] == ["planned"] and fake.bulk_bonuses == {}
     assert "refused the set-up" in refused[0].note and "not paid" in refused[0].note
-    again = prolific_bonus.bonus(store, _client(store, fake, invite), invite, path)
+    again = _bonus(visit, fake, path)
     assert [b.state for b in again] == ["paid"] and len(fake.pay_calls) == 1
 
 
 @pytest.mark.slow
 def test_a_submission_that_cannot_be_read_before_paying_leaves_the_bonus_unpaid(
-    world: tuple[Store, crowd.Invite], fake: FakeProlific, clock: Clock, tmp_path: Path
+    visit: Visit, fake: FakeProlific, tmp_path: Path
 ) -> None:
-    store, invite = world
-    invite = _published(store, fake, invite)
-    sub, _worker = _finish(store, fake, invite, clock)
+    store, invite, sub, _ = visit
     path = _bonus_file(tmp_path, {sub["participant_id"]: "0.30"})
     client = _client(store, fake, invite)
     for _ in range(client.tries):
@@ -206,58 +185,46 @@ def test_a_submission_that_cannot_be_read_before_paying_leaves_the_bonus_unpaid(
     assert [b.state for b in unread] == ["set_up"] and fake.pay_calls == []
     assert "could not read the submission" in unread[0].note
     assert "could not be checked afterwards" in unread[0].note
-    again = prolific_bonus.bonus(store, _client(store, fake, invite), invite, path)
+    again = _bonus(visit, fake, path)
     assert [b.state for b in again] == ["paid"] and len(fake.pay_calls) == 1
 
 
 @pytest.mark.slow
 def test_a_late_pay_answer_stays_paying_and_the_next_run_settles_it_from_the_submission(
-    world: tuple[Store, crowd.Invite], fake: FakeProlific, clock: Clock, tmp_path: Path
+    visit: Visit, fake: FakeProlific, tmp_path: Path
 ) -> None:
-    store, invite = world
-    invite = _published(store, fake, invite)
-    sub, _worker = _finish(store, fake, invite, clock)
+    store, invite, sub, _ = visit
     path = _bonus_file(tmp_path, {sub["participant_id"]: "0.50"})
     fake.slow_pay_s = 0.6
     slow = prolific_bonus.bonus(store, _client(store, fake, invite, timeout_s=0.2), invite, path)
     assert [b.state for b in slow] == ["paying"]
     fake.slow_pay_s = 0.0
-    settled = prolific_bonus.bonus(store, _client(store, fake, invite), invite, path)
+    settled = _bonus(visit, fake, path)
     assert [b.state for b in settled] == ["paid"] and len(fake.pay_calls) == 1
 
 
 @pytest.mark.slow
 def test_a_second_amount_for_the_same_round_is_refused_before_anything_is_sent(
-    world: tuple[Store, crowd.Invite], fake: FakeProlific, clock: Clock, tmp_path: Path
+    visit: Visit, fake: FakeProlific, tmp_path: Path
 ) -> None:
-    store, invite = world
-    invite = _published(store, fake, invite)
-    sub, _worker = _finish(store, fake, invite, clock)
-    prolific_bonus.bonus(
-        store,
-        _client(store, fake, invite),
-        invite,
-        _bonus_file(tmp_path, {sub["participant_id"]: "0.50"}),
-    )
+    store, invite, sub, _ = visit
+    _bonus(visit, fake, _bonus_file(tmp_path, {sub["participant_id"]: "0.50"}))
     sent = len(fake.requests)
     other = _bonus_file(tmp_path, {sub["participant_id"]: "0.80"}, "other.csv")
     with pytest.raises(crowd.CrowdError, match="another round"):
-        prolific_bonus.bonus(store, _client(store, fake, invite), invite, other)
+        _bonus(visit, fake, other)
     assert len(fake.requests) == sent
 
 
 @pytest.mark.slow
 def test_a_rerun_from_the_command_line_says_it_sent_nothing(
-    world: tuple[Store, crowd.Invite],
+    visit: Visit,
     fake: FakeProlific,
-    clock: Clock,
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    store, invite = world
-    invite = _published(store, fake, invite)
-    sub, _worker = _finish(store, fake, invite, clock)
+    store, invite, sub, _ = visit
     monkeypatch.setenv("PROLIFIC_API_TOKEN", TOKEN)
     monkeypatch.setenv("PROLIFIC_API_URL", fake.base_url)
     path = _bonus_file(tmp_path, {sub["participant_id"]: "0.40"})
@@ -279,18 +246,16 @@ def test_a_rerun_from_the_command_line_says_it_sent_nothing(
 
 @pytest.mark.slow
 def test_a_bonus_left_paying_by_an_earlier_version_is_never_sent_again(
-    world: tuple[Store, crowd.Invite], fake: FakeProlific, clock: Clock, tmp_path: Path
+    visit: Visit, fake: FakeProlific, tmp_path: Path
 ) -> None:
-    store, invite = world
-    invite = _published(store, fake, invite)
-    sub, _worker = _finish(store, fake, invite, clock)
+    store, invite, sub, _ = visit
     path = _bonus_file(tmp_path, {sub["participant_id"]: "0.50"})
     log = ProlificLog(store)
     log.plan_bonuses(invite.id, "1", {sub["participant_id"]: "0.50"})
     log.set_bonus_state(
         invite.id, "1", [sub["participant_id"]], "paying", move=BonusMove(bulk_id="b" * 24)
     )
-    lines = prolific_bonus.bonus(store, _client(store, fake, invite), invite, path)
+    lines = _bonus(visit, fake, path)
     assert [b.state for b in lines] == ["paying"] and "earlier version" in lines[0].note
     assert fake.pay_calls == []
 
@@ -299,22 +264,9 @@ def test_a_bonus_left_paying_by_an_earlier_version_is_never_sent_again(
 
 START = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
 PEOPLE = 3
-_TEMPLATE: list[Path] = []
 
 
-def _template() -> Path:
-    """A published link with three finished visits, built once and copied per example."""
-    if not _TEMPLATE:
-        folder = Path(tempfile.mkdtemp(prefix="koed-bonus-machine-"))
-        store, run_id = seeded_store(folder / "template.db", dialogues=4)
-        study(store, run_id, overlap=1, attention_checks=0, langs=("ko",))
-        store.db.conn.commit()
-        store.db.close()
-        _TEMPLATE.append(folder / "template.db")
-    return _TEMPLATE[0]
-
-
-class Bonuses(RuleBasedStateMachine):
+class Bonuses(ExampleStore, RuleBasedStateMachine):
     """Rounds of bonuses to three people; every pay call may be refused, answered late,
     lost after paying, or carried out minutes later. After every step: no line of a bulk
     payment is paid twice, no round pays anyone twice, a "paid" bonus was paid by
@@ -322,37 +274,15 @@ class Bonuses(RuleBasedStateMachine):
 
     def __init__(self) -> None:
         super().__init__()
-        self.folder = Path(tempfile.mkdtemp(prefix="koed-bonus-example-"))
-        shutil.copy(_template(), self.folder / "koed.db")
-        self.store = Store(self.folder / "koed.db")
-        self.now = START
-        set_clock(lambda: self.now)
+        self.open_store(template_db(overlap=1, attention_checks=0, langs=("ko",)), START)
         self.fake = FakeProlific(token=TOKEN, page_size=5).start()
-        invite, _ = crowd.create_invite(
-            self.store,
-            KEY,
-            1,
-            crowd.InviteRequest(
-                platform="prolific",
-                days=30.0,
-                cap=PEOPLE,
-                batch_size=2,
-                consent_ko="동의합니다.",
-                consent_en="I agree.",
-                contact="researcher@example.org",
-                reward=3.0,
-            ),
-        )
-        prolific.publish(self.store, self.client(), invite, KEY, "https://x.example", go_live=True)
-        self.invite = crowd.Invite.from_row(Crowd(self.store).invite(invite.id) or {})
+        self.invite = live_prolific_link(self.store, KEY, self.client(), PEOPLE)
         self.people = [self._visit() for _ in range(PEOPLE)]
         self.rounds: dict[str, dict[str, str]] = {}
 
     def teardown(self) -> None:
-        set_clock(None)
         self.fake.stop()
-        self.store.db.close()
-        shutil.rmtree(self.folder, ignore_errors=True)
+        self.close_store()
 
     def client(self, timeout_s: float = 5.0) -> ProlificClient:
         env = {"PROLIFIC_API_TOKEN": TOKEN, "PROLIFIC_API_URL": self.fake.base_url}

@@ -7,10 +7,7 @@ no visit behind it is flagged, while no real visit is flagged as having none."""
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, event, settings
@@ -18,8 +15,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, initialize, invariant, rule
 
 from fixtures.fake_prolific import FakeProlific
-from fixtures.rating import crowd_work, seeded_store, study
-from koed_core.db import Store, set_clock
+from fixtures.rating import ExampleStore, crowd_work, live_prolific_link, template_db
 from koed_core.db.crowd import Crowd
 from koed_core.db.prolific import ProlificLog
 from koed_core.rating import crowd
@@ -31,19 +27,6 @@ KEY = b"p" * 32
 TOKEN = "machine-token"
 CAP = 3
 START = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
-_TEMPLATE: list[Path] = []
-
-
-def template_db() -> Path:
-    if not _TEMPLATE:
-        folder = Path(tempfile.mkdtemp(prefix="koed-prolific-machine-"))
-        store, run_id = seeded_store(folder / "template.db", dialogues=4)
-        # one Prolific study: a one-language link (ko+en is a study per arm: test_prolific_arms)
-        study(store, run_id, overlap=2, attention_checks=0, timeout_minutes=30, langs=("ko",))
-        store.db.conn.commit()
-        store.db.close()
-        _TEMPLATE.append(folder / "template.db")
-    return _TEMPLATE[0]
 
 
 class Person:
@@ -56,43 +39,23 @@ class Person:
         return f"Person({self.sub['participant_id'][:6]})"
 
 
-class ProlificStudy(RuleBasedStateMachine):
+class ProlificStudy(ExampleStore, RuleBasedStateMachine):
     people = Bundle("people")
 
     def __init__(self) -> None:
         super().__init__()
-        self.folder = Path(tempfile.mkdtemp(prefix="koed-prolific-example-"))
-        shutil.copy(template_db(), self.folder / "koed.db")
-        self.store = Store(self.folder / "koed.db")
-        self.now = START
-        set_clock(lambda: self.now)
+        # one Prolific study: a one-language link (ko+en is a study per arm: test_prolific_arms)
+        options = {"overlap": 2, "attention_checks": 0, "timeout_minutes": 30, "langs": ("ko",)}
+        self.open_store(template_db(**options), START)
         self.fake = FakeProlific(token=TOKEN, page_size=3).start()
         self.fake.clock = lambda: self.now  # Prolific's time is the app's injected time
-        invite, _ = crowd.create_invite(
-            self.store,
-            KEY,
-            1,
-            crowd.InviteRequest(
-                platform="prolific",
-                days=30.0,
-                cap=CAP,
-                batch_size=2,
-                consent_ko="동의합니다.",
-                consent_en="I agree.",
-                contact="researcher@example.org",
-                reward=3.0,
-            ),
-        )
-        prolific.publish(self.store, self.client(), invite, KEY, "https://x.example", go_live=True)
-        self.invite = crowd.Invite.from_row(Crowd(self.store).invite(invite.id) or {})
+        self.invite = live_prolific_link(self.store, KEY, self.client(), CAP)
         self.leaked: set[str] = set()
         self.places = CAP
 
     def teardown(self) -> None:
-        set_clock(None)
         self.fake.stop()
-        self.store.db.close()
-        shutil.rmtree(self.folder, ignore_errors=True)
+        self.close_store()
 
     def client(self) -> ProlificClient:
         env = {"PROLIFIC_API_TOKEN": TOKEN, "PROLIFIC_API_URL": self.fake.base_url}

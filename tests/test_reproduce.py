@@ -8,6 +8,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -23,29 +24,54 @@ ROOT = Path(__file__).resolve().parents[1]
 MODELS = ["m-one", "m-two", "m-three", "m-four", "m-five"]
 
 
+def scripted_models(
+    path: Path, base_url: str, names: Iterable[str], provenance: Mapping[str, str] | None = None
+) -> Path:
+    """A models.toml whose every model is served by the scripted server at ``base_url``."""
+    path.write_text(
+        "".join(
+            f'[models.{name}]\nbackend = "openai"\nmodel = "{name}"\nbase_url = "{base_url}"\n'
+            + (f'provenance = "{provenance[name]}"\n' if provenance else "")
+            for name in names
+        )
+    )
+    return path
+
+
+def reproduce_env(registry: Path, db: Path) -> dict[str, str]:
+    """What a ``koed`` process is started with: the registry, the sample, its database."""
+    return {
+        **os.environ,
+        "KOED_MODELS": str(registry),
+        "KOED_DATA": str(SAMPLE_FILE),
+        "KOED_DB": str(db),
+        "PYTHONPATH": str(ROOT),
+    }
+
+
+def koed_reproduce(plan: Path, out: Path | None = None) -> list[str]:
+    """``koed reproduce PLAN`` as a terminal starts it; with ``out``, writing its tables
+    there without figures."""
+    command = [sys.executable, "-m", "koed_core.cli", "reproduce", str(plan)]
+    return [*command, "--out", str(out), "--no-images"] if out else command
+
+
+def run(command: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """Run a command to its end, its output kept for the assertions."""
+    return subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+
+
 def _setup(tmp_path: Path, server: FakeOpenAI) -> tuple[Path, dict[str, str]]:
     server.served = [*MODELS, "judge-x"]  # the preflight finds every id in the list
-    registry = tmp_path / "models.toml"
-    entries = [
-        f'[models.{name}]\nbackend = "openai"\nmodel = "{name}"\nbase_url = "{server.base_url}"\n'
-        f'provenance = "{"korean-centric" if name == "m-three" else "western"}"\n'
-        for name in [*MODELS, "judge-x"]
-    ]
-    registry.write_text("\n".join(entries))
+    provenance = {n: "korean-centric" if n == "m-three" else "western" for n in server.served}
+    registry = scripted_models(tmp_path / "models.toml", server.base_url, server.served, provenance)
     plan = tmp_path / "plan.toml"
     plan.write_text(
         'name = "test table"\nsubset = "full"\nsample = 3\nseed = 1\n'
         f"models = {MODELS!r}\n".replace("'", '"')
         + 'judge = "judge-x"\nconcurrency = 2\njudge_concurrency = 2\n'
     )
-    env = {
-        **os.environ,
-        "KOED_MODELS": str(registry),
-        "KOED_DATA": str(SAMPLE_FILE),
-        "KOED_DB": str(tmp_path / "k.db"),
-        "PYTHONPATH": str(ROOT),
-    }
-    return plan, env
+    return plan, reproduce_env(registry, tmp_path / "k.db")
 
 
 def test_the_shipped_plan_is_the_papers() -> None:
@@ -74,13 +100,7 @@ def test_a_bad_plan_names_the_problem(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_dry_run_counts_requests_per_server(tmp_path: Path, fake_openai: FakeOpenAI) -> None:
     plan, env = _setup(tmp_path, fake_openai)
-    done = subprocess.run(
-        [sys.executable, "-m", "koed_core.cli", "reproduce", str(plan), "--dry-run"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = run([*koed_reproduce(plan), "--dry-run"], env)
     assert done.returncode == 0, done.stderr
     # 5 models x 2 protocols x 2 languages x 3 dialogues, two calls each (paper prompts);
     # the judge: 60 responses x 5 dimensions; all on one server here
@@ -100,13 +120,7 @@ def test_a_retired_model_stops_the_plan_before_anything_is_sent(
     registry.write_text(text)
     fake_openai.served = ["m-one", "m-three", "m-four", "m-five", "judge-x"]  # m-two unlisted
     fake_openai.retired = {"m-two"}
-    done = subprocess.run(
-        [sys.executable, "-m", "koed_core.cli", "reproduce", str(plan), "--out", str(tmp_path)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = run([*koed_reproduce(plan), "--out", str(tmp_path)], env)
     assert done.returncode != 0
     assert "stopped before sending anything" in done.stderr
     assert "m-two" in done.stderr and "m-two-2025" in done.stderr  # the substitute, named
@@ -121,16 +135,7 @@ def test_reproduce_killed_and_resumed(tmp_path: Path, fake_openai: FakeOpenAI) -
     fake_openai.latency_s = 0.05
     plan, env = _setup(tmp_path, fake_openai)
     out = tmp_path / "out"
-    command = [
-        sys.executable,
-        "-m",
-        "koed_core.cli",
-        "reproduce",
-        str(plan),
-        "--out",
-        str(out),
-        "--no-images",
-    ]
+    command = koed_reproduce(plan, out)
     proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     db = tmp_path / "k.db"
     wait_until(lambda: stored_responses(db) >= 15, "fifteen answers stored before the kill")
@@ -139,7 +144,7 @@ def test_reproduce_killed_and_resumed(tmp_path: Path, fake_openai: FakeOpenAI) -
     stored = stored_responses(db)
     assert 15 <= stored < 60, "the reproduction should have been killed mid-way"
     sent_before = len(fake_openai.requests)
-    again = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+    again = run(command, env)
     assert again.returncode == 0, again.stderr
     table = pd.read_csv(out / "paper_table.csv")
     assert len(table) == 10 and set(table["model"]) == set(MODELS)
@@ -163,9 +168,7 @@ def test_reproduce_killed_and_resumed(tmp_path: Path, fake_openai: FakeOpenAI) -
     assert "paper_table.csv" in (out / "README.md").read_text()
     # the paper's claims, checked on what is stored: no call, each claim decided or not
     sent = len(fake_openai.requests)
-    claimed = subprocess.run(
-        [*command, "--claims"], env=env, capture_output=True, text=True, timeout=300
-    )
+    claimed = run([*command, "--claims"], env)
     assert claimed.returncode == 0, claimed.stderr
     assert len(fake_openai.requests) == sent
     said = (out / "claims.md").read_text()
@@ -194,22 +197,7 @@ def test_an_unreachable_model_is_left_out_and_the_others_go_on(
         .replace('models = ["m-one", ', 'models = ["gone", "m-one", ')
         .replace("sample = 3", "sample = 1")
     )
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "koed_core.cli",
-            "reproduce",
-            str(plan),
-            "--out",
-            str(tmp_path / "o"),
-            "--no-images",
-        ],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    done = run(koed_reproduce(plan, tmp_path / "o"), env)
     assert done.returncode == 1  # something was left out: said, and the exit says it too
     assert "left out: gone: server not reachable" in done.stderr
     table = pd.read_csv(tmp_path / "o" / "paper_table.csv")
@@ -243,22 +231,7 @@ def test_the_tables_gap_pairs_by_dialogue_and_dimension(
     )
     fake_openai.reply_fn = _by_dimension
     out = tmp_path / "out"
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "koed_core.cli",
-            "reproduce",
-            str(plan),
-            "--out",
-            str(out),
-            "--no-images",
-        ],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    done = run(koed_reproduce(plan, out), env)
     assert done.returncode == 0, done.stderr
     table = pd.read_csv(out / "paper_table.csv")
     assert table["gap"].tolist() == [-1.0]

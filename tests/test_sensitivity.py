@@ -3,9 +3,6 @@ planted in one step, and finds none where nothing changed."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +15,7 @@ from koed_core.db import Store
 from koed_core.judge import judging
 from koed_core.paths import SAMPLE_FILE
 from koed_core.results import sensitivity
+from tests.test_reproduce import koed_reproduce, reproduce_env, run, scripted_models
 
 ROOT = Path(__file__).resolve().parents[1]
 SHORT = "That sounds really hard. Do you want to tell me more about it?"
@@ -37,13 +35,7 @@ def test_a_planted_post_processing_effect_is_recovered(
     # their English scores differ from the whole reply's; Korean replies have none.
     fake_openai.extra = {"en": EXTRA}
     fake_openai.served = ["m-one", "judge-x"]
-    registry = tmp_path / "models.toml"
-    registry.write_text(
-        "".join(
-            f'[models.{n}]\nbackend = "openai"\nmodel = "{n}"\nbase_url = "{fake_openai.base_url}"\n'
-            for n in ("m-one", "judge-x")
-        )
-    )
+    registry = scripted_models(tmp_path / "models.toml", fake_openai.base_url, fake_openai.served)
     plan = tmp_path / "moved.toml"
     plan.write_text(
         'name = "moved"\nsubset = "full"\nsample = 4\nseed = 2\nprotocols = ["single"]\n'
@@ -54,30 +46,9 @@ def test_a_planted_post_processing_effect_is_recovered(
         '[variants."=HYPERLINK(lenient)"]\njudge_parse = "lenient"\n'
         f'[variants."{sensitivity.NOISE_FLOOR}"]\njudge_replicate = 1\n'
     )  # a variant's name is the plan author's text: it must reach a sheet as text
-    env = {
-        **os.environ,
-        "KOED_MODELS": str(registry),
-        "KOED_DATA": str(SAMPLE_FILE),
-        "KOED_DB": str(tmp_path / "koed.db"),  # the app's too (conftest)
-        "PYTHONPATH": str(ROOT),
-    }
+    env = reproduce_env(registry, tmp_path / "koed.db")  # the app's too (conftest)
     out = tmp_path / "out"
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "koed_core.cli",
-            "reproduce",
-            str(plan),
-            "--out",
-            str(out),
-            "--no-images",
-        ],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    done = run(koed_reproduce(plan, out), env)
     assert done.returncode == 0, done.stderr
     table = pd.read_csv(out / "sensitivity.csv")
     assert set(table["variant"]) == {
@@ -188,30 +159,13 @@ def _plan(
 ) -> tuple[list[str], dict[str, str]]:
     """A one-model sensitivity plan on the scripted server: the command and environment."""
     server.served = ["m-one", "judge-x"]
-    registry = tmp_path / "models.toml"
-    registry.write_text(
-        "".join(
-            f'[models.{n}]\nbackend = "openai"\nmodel = "{n}"\nbase_url = "{server.base_url}"\n'
-            for n in ("m-one", "judge-x")
-        )
-    )
+    registry = scripted_models(tmp_path / "models.toml", server.base_url, server.served)
     plan = tmp_path / "moved.toml"
     plan.write_text(
         f'name = "moved"\nsubset = "full"\nsample = {sample}\nseed = 2\n'
         'protocols = ["single"]\nmodels = ["m-one"]\njudge = "judge-x"\n' + variants
     )
-    env = {
-        **os.environ,
-        "KOED_MODELS": str(registry),
-        "KOED_DATA": str(SAMPLE_FILE),
-        "KOED_DB": str(tmp_path / "k.db"),
-        "PYTHONPATH": str(ROOT),
-    }
-    return [sys.executable, "-m", "koed_core.cli", "reproduce", str(plan)], env
-
-
-def _run(command: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+    return koed_reproduce(plan), reproduce_env(registry, tmp_path / "k.db")
 
 
 @pytest.mark.slow
@@ -228,7 +182,7 @@ def test_a_variant_with_every_verdict_unscored_keeps_its_rows(
         tmp_path, fake_openai, '[variants."judge template: fenced"]\njudge_template = "fenced"\n'
     )
     out = tmp_path / "out"
-    done = _run([*command, "--out", str(out)], env)
+    done = run([*command, "--out", str(out)], env)
     assert done.returncode == 0, done.stderr
     table = pd.read_csv(out / "sensitivity.csv")
     fenced = table[table["variant"] == "judge template: fenced"]
@@ -261,9 +215,9 @@ def test_the_parser_variant_reads_again_and_never_asks(
     command, env = _plan(
         tmp_path, fake_openai, '[variants."judge parse: lenient"]\njudge_parse = "lenient"\n'
     )
-    dry = _run([*command, "--dry-run"], env)
+    dry = run([*command, "--dry-run"], env)
     assert "judge parse: lenient: 0 listener, 0 judge" in dry.stdout
-    done = _run(command, env)
+    done = run(command, env)
     assert done.returncode == 0, done.stderr
     store = Store(tmp_path / "k.db")
     answered = store.db.execute("select count(*) from responses").fetchone()[0]
@@ -311,9 +265,9 @@ def test_byte_identical_requests_are_not_asked_again_and_the_base_runs_again(
         '[variants."emotion reader: extended"]\nemotion_reader = "extended"\n'
         f'[variants."{sensitivity.NOISE_FLOOR_RUN}"]\nrun_replicate = 1\n',
     )
-    dry = _run([*command, "--dry-run"], env)
+    dry = run([*command, "--dry-run"], env)
     out = tmp_path / "out"
-    done = _run([*command, "--out", str(out)], env)
+    done = run([*command, "--out", str(out)], env)
     assert done.returncode == 0, done.stderr
     store = Store(tmp_path / "k.db")
     per_lang = dict(

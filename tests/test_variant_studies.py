@@ -5,12 +5,11 @@ text, under the rating form of the language it is written in."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from koed_core.db import RaterProfile, Store, StudyConfig
 from koed_core.dialogues.dataset import load_dataset
-from koed_core.dialogues.variants import CELLS, source_texts
+from koed_core.dialogues.variants import CELLS
 from koed_core.models.backends import make_client
 from koed_core.models.registry import ModelSpec
 from koed_core.models.request import RunRequest
@@ -18,30 +17,17 @@ from koed_core.models.runs import run_benchmark
 from koed_core.models.variant_texts import import_lines
 from koed_core.paths import SAMPLE_FILE
 from koed_core.rating.studies import StudyRules
+from tests.test_variants import translation_lines
 
 SAMPLE = load_dataset(SAMPLE_FILE)
 CHOSEN = SAMPLE.dialogues[:3]
 
 
-def _lines(variant: str, tag: str) -> list[str]:
-    out = []
-    for d in CHOSEN:
-        situation, turns = source_texts(d, variant)
-        line = {
-            "conv_id": d.conv_id,
-            "variant": variant,
-            "situation": f"{tag}:{situation}",
-            "turns": [f"{tag}:{t}" for t in turns],
-        }
-        out.append(json.dumps(line, ensure_ascii=False))
-    return out
-
-
 def four_cell_run(store: Store) -> str:
     """The human reference answering the three dialogues in all four cells; the
     variants' texts start with KT: (ko-from-en) and ET: (en-from-ko)."""
-    import_lines(store, SAMPLE, _lines("ko-from-en", "KT"), "J. Kim")
-    import_lines(store, SAMPLE, _lines("en-from-ko", "ET"), "J. Kim")
+    import_lines(store, SAMPLE, translation_lines("ko-from-en", CHOSEN, "KT"), "J. Kim")
+    import_lines(store, SAMPLE, translation_lines("en-from-ko", CHOSEN, "ET"), "J. Kim")
     spec = ModelSpec(name="human", backend="human")
     request = RunRequest("human", langs=CELLS, protocol="direct")
     report = run_benchmark(store, make_client(spec), spec, CHOSEN, SAMPLE.sha256, request)

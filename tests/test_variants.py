@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ from koed_core.cli import main
 from koed_core.db import Runs, Store
 from koed_core.db.variants import Variants
 from koed_core.dialogues.dataset import load_dataset
+from koed_core.dialogues.dialogue import Dialogue
 from koed_core.dialogues.variants import Translation, apply, source_hash, source_texts
 from koed_core.models.backends import make_client
 from koed_core.models.client import GenerationSettings
@@ -33,7 +35,9 @@ def _with_ko_only_turn():  # type: ignore[no-untyped-def]
     return next(d for d in SAMPLE.dialogues if d.ko_only_turns)
 
 
-def _lines(variant: str, dialogues, tag: str = "T") -> list[str]:  # type: ignore[no-untyped-def]
+def translation_lines(variant: str, dialogues: Iterable[Dialogue], tag: str = "T") -> list[str]:
+    """A translations file of ``variant`` as ``koed translate import`` reads it, one JSON
+    line a dialogue: each source text prefixed ``tag:`` (so a test can tell it apart)."""
     out = []
     for d in dialogues:
         situation, turns = source_texts(d, variant)
@@ -70,7 +74,7 @@ def test_import_is_versioned_with_provenance_and_a_new_version_changes_only_its_
 ) -> None:
     store = Store(tmp_path / "k.db")
     first, second = SAMPLE.dialogues[0], SAMPLE.dialogues[1]
-    [v1] = import_lines(store, SAMPLE, _lines("ko-from-en", [first, second]), "J. Kim")
+    [v1] = import_lines(store, SAMPLE, translation_lines("ko-from-en", [first, second]), "J. Kim")
     assert (v1.variant, v1.version, v1.made_by, v1.translator) == (
         "ko-from-en",
         1,
@@ -78,7 +82,7 @@ def test_import_is_versioned_with_provenance_and_a_new_version_changes_only_its_
         "J. Kim",
     )
     assert v1.source_sha256 == SAMPLE.sha256 and v1.dialogues == 2
-    [v2] = import_lines(store, SAMPLE, _lines("ko-from-en", [first], tag="U"), "H. Lee")
+    [v2] = import_lines(store, SAMPLE, translation_lines("ko-from-en", [first], tag="U"), "H. Lee")
     assert v2.version == 2 and v2.dialogues == 1
     now = read_variant(store, SAMPLE.dialogues, "ko-from-en")
     assert now.version.id == v2.id
@@ -90,7 +94,7 @@ def test_import_is_versioned_with_provenance_and_a_new_version_changes_only_its_
 
 def test_a_bad_file_is_refused_whole_naming_the_line(tmp_path: Path) -> None:
     store = Store(tmp_path / "k.db")
-    good = _lines("en-from-ko", SAMPLE.dialogues[:2])
+    good = translation_lines("en-from-ko", SAMPLE.dialogues[:2])
     short = json.loads(good[1])
     short["turns"] = short["turns"][:-1]
     cases = {
@@ -117,7 +121,7 @@ def test_a_translation_of_changed_source_text_is_left_out(tmp_path: Path) -> Non
     import dataclasses
 
     store = Store(tmp_path / "k.db")
-    import_lines(store, SAMPLE, _lines("en-from-ko", SAMPLE.dialogues[:2]), "J. Kim")
+    import_lines(store, SAMPLE, translation_lines("en-from-ko", SAMPLE.dialogues[:2]), "J. Kim")
     first = SAMPLE.dialogues[0]
     changed = dataclasses.replace(
         first, turns=(dataclasses.replace(first.turns[0], ko="바뀐 말"), *first.turns[1:])
@@ -138,7 +142,7 @@ def test_a_run_in_a_variant_is_judged_on_what_the_model_saw_and_records_the_vers
     with pytest.raises(VariantError, match="en-from-ko has no translation yet"):
         run_benchmark(store, make_client(spec, None), spec, chosen, SAMPLE.sha256, request)
     assert Runs(store).run_table().empty  # refused before anything was stored
-    [version] = import_lines(store, SAMPLE, _lines("en-from-ko", chosen[:2]), "J. Kim")
+    [version] = import_lines(store, SAMPLE, translation_lines("en-from-ko", chosen[:2]), "J. Kim")
     report = run_benchmark(store, make_client(spec, None), spec, chosen, SAMPLE.sha256, request)
     rows = store.rows("select conv_id, lang, context from responses order by conv_id, lang")
     variant_rows = [r for r in rows if r["lang"] == "en-from-ko"]
@@ -164,7 +168,7 @@ def test_a_run_in_a_variant_is_judged_on_what_the_model_saw_and_records_the_vers
     in_variant = [p for p in prompts if "T:" in p]
     assert len(in_variant) == 2 and all("English" in p for p in in_variant)
     # a new version makes a new run: the old one keeps the texts it was asked with
-    import_lines(store, SAMPLE, _lines("en-from-ko", chosen[:2], tag="V"), "H. Lee")
+    import_lines(store, SAMPLE, translation_lines("en-from-ko", chosen[:2], tag="V"), "H. Lee")
     again = run_benchmark(store, make_client(spec, None), spec, chosen, SAMPLE.sha256, request)
     assert again.run_id != report.run_id
 
@@ -212,7 +216,9 @@ def test_a_model_translates_turn_by_turn_with_the_prompt_stored(
 def test_koed_translate_import_and_list(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     db = tmp_path / "k.db"
     good = tmp_path / "t.jsonl"
-    good.write_text("\n".join(_lines("en-from-ko", SAMPLE.dialogues[:2])) + "\n", encoding="utf-8")
+    good.write_text(
+        "\n".join(translation_lines("en-from-ko", SAMPLE.dialogues[:2])) + "\n", encoding="utf-8"
+    )
     args = ["--data", str(SAMPLE_FILE), "--db", str(db)]
     assert main(["translate", "import", str(good), "--translator", "J. Kim", *args]) == 0
     assert "en-from-ko v1" in capsys.readouterr().out
@@ -256,7 +262,7 @@ def test_the_runs_form_offers_the_variants_that_exist(tmp_path: Path) -> None:
 
     assert len(languages()) == 2  # Korean and English only: no variant yet
     store = Store(tmp_path / "koed.db")  # KOED_DB (conftest)
-    import_lines(store, SAMPLE, _lines("ko-from-en", SAMPLE.dialogues[:1]), "J. Kim")
+    import_lines(store, SAMPLE, translation_lines("ko-from-en", SAMPLE.dialogues[:1]), "J. Kim")
     offered = languages()
     assert len(offered) == 3 and "Korean, translated from the English (ko-from-en)" in offered
 
@@ -354,7 +360,7 @@ def test_the_annotate_page_checks_a_variant_turn_by_turn(tmp_path: Path) -> None
     from koed_core.annotation.variant_review import review_report
 
     store = Store(tmp_path / "koed.db")  # KOED_DB (conftest): one person's app, no accounts
-    import_lines(store, SAMPLE, _lines("ko-from-en", SAMPLE.dialogues[:3]), "J. Kim")
+    import_lines(store, SAMPLE, translation_lines("ko-from-en", SAMPLE.dialogues[:3]), "J. Kim")
     root = Path(__file__).resolve().parents[1]
     at = AppTest.from_file(str(root / "app.py"), default_timeout=60).run()
     at.switch_page("app_pages/annotation/annotate.py").run()
@@ -377,7 +383,7 @@ def test_the_explorer_shows_a_variant_column_beside_ko_and_en(tmp_path: Path) ->
 
     store = Store(tmp_path / "koed.db")  # KOED_DB (conftest)
     first = SAMPLE.dialogues[0]
-    import_lines(store, SAMPLE, _lines("en-from-ko", [first]), "J. Kim")
+    import_lines(store, SAMPLE, translation_lines("en-from-ko", [first]), "J. Kim")
     root = Path(__file__).resolve().parents[1]
     at = AppTest.from_file(str(root / "app.py"), default_timeout=60).run()
     at.selectbox(key="d").set_value(first.conv_id).run()

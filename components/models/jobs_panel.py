@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import asdict
+from typing import Any
 
 import streamlit as st
 
@@ -96,6 +98,36 @@ def label_of(job_id: int) -> str:
     """A queued job as people read it (runs named by their label, not their id), in the
     reader's language."""
     return describe(Jobs(resources.store()).get(job_id))
+
+
+def start(params: JobParams, *models: ModelSpec, check: Callable[[], object] | None = None) -> None:
+    """Queue ``params`` from a form and say so: first ``check`` (what the engine would
+    refuse) and whether each of ``models`` may be called from the worker; a refusal is one
+    sentence on the page, never a traceback. Every page that starts a job does it so."""
+    try:
+        if check is not None:
+            check()
+        for spec in models:
+            check_may_queue(spec)
+        job_id = queue(params)
+    except KoedError as err:
+        st.error(md(str(err)))
+    else:
+        say_queued(job_id)
+
+
+def batch_checkbox(where: Any) -> bool:
+    """Whether a run's or a judging pass's requests go through the provider's Batch API
+    (``where``: ``st`` or a column of the form)."""
+    return bool(
+        where.checkbox(
+            _("Through the provider's Batch API"),
+            help=_(
+                "OpenAI and compatible servers with /v1/files and /v1/batches: the requests "
+                "go out as batch jobs (OpenAI: about half the price, answers within 24 h)."
+            ),
+        )
+    )
 
 
 def say_queued(job_id: int) -> None:

@@ -4,7 +4,10 @@ and reader are the request's rule, said here in the reader's words before it is 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import streamlit as st
+from streamlit.delta_generator import DeltaGenerator
 
 from components.core import state, terms
 from components.core.literal import md
@@ -24,6 +27,21 @@ from koed_core.models.registry import ModelSpec
 def mode_temps() -> dict[str, str]:
     """Each mode's temperature as the page writes numbers (the default the input says)."""
     return {mode: i18n.number(JUDGE_TEMPERATURES[mode], 1) for mode in MODES}
+
+
+def _mode_or(
+    column: DeltaGenerator, label: str, choices: Sequence[str], key: str, explained: str
+) -> str | None:
+    """A choice whose first option is the mode's own (None, the request's default), then
+    each of ``choices`` by its term."""
+    chosen = column.selectbox(
+        label,
+        [MODE_DEFAULT, *choices],
+        key=key,
+        format_func=terms.term_or(MODE_DEFAULT, choices),
+        help=explained,
+    )
+    return None if chosen == MODE_DEFAULT else chosen
 
 
 def start_judge_form(registry: dict[str, ModelSpec], names: dict[str, str]) -> None:
@@ -51,12 +69,12 @@ def start_judge_form(registry: dict[str, ModelSpec], names: dict[str, str]) -> N
             ),
         )
         left, right = st.columns(2)
-        template = left.selectbox(
+        template = _mode_or(
+            left,
             _("Template (paper mode)"),
-            [MODE_DEFAULT, *TEMPLATES],
-            key=state.JUDGE_TEMPLATE,
-            format_func=terms.term_or(MODE_DEFAULT, TEMPLATES),
-            help=_(
+            TEMPLATES,
+            state.JUDGE_TEMPLATE,
+            _(
                 "authors: the KoED authors' structure (criterion in the system message, the "
                 "response prefixed 'Listener: ', not fenced). fenced: the dialogue and reply "
                 "quoted between markers the judged text cannot forge (use it for adversarial "
@@ -64,12 +82,12 @@ def start_judge_form(registry: dict[str, ModelSpec], names: dict[str, str]) -> N
                 "Strict mode always uses fenced."
             ),
         )
-        parse = right.selectbox(
+        parse = _mode_or(
+            right,
             _("Verdict parser (paper mode)"),
-            [MODE_DEFAULT, *PARSES],
-            key=state.JUDGE_PARSE,
-            format_func=terms.term_or(MODE_DEFAULT, PARSES),
-            help=_(
+            PARSES,
+            state.JUDGE_PARSE,
+            _(
                 "authors: theirs (split on 'Score:', then a bare integer; anything else is asked "
                 "again, up to 5 times, API errors too). lenient: a final Score line in any usual "
                 "form."
@@ -100,13 +118,7 @@ def start_judge_form(registry: dict[str, ModelSpec], names: dict[str, str]) -> N
         )
         samples = st.number_input(_("Samples averaged (strict mode)"), 1, 10, 1)
         concurrency = st.number_input(_("Concurrent requests"), 1, 64, 8)
-        batch = st.checkbox(
-            _("Through the provider's Batch API"),
-            help=_(
-                "OpenAI and compatible servers with /v1/files and /v1/batches (OpenAI: about half "
-                "the price, answers within 24 h)."
-            ),
-        )
+        batch = jobs_panel.batch_checkbox(st)
         started = st.form_submit_button(_("Start as a background job"), type="primary")
     if not started:
         return
@@ -121,8 +133,8 @@ def start_judge_form(registry: dict[str, ModelSpec], names: dict[str, str]) -> N
         samples=int(samples),
         concurrency=int(concurrency),
         batch=batch,
-        template=None if template == MODE_DEFAULT else template,
-        parse=None if parse == MODE_DEFAULT else parse,
+        template=template,
+        parse=parse,
         temperature=None if temperature is None else float(temperature),
     )
     try:
@@ -137,10 +149,4 @@ def start_judge_form(registry: dict[str, ModelSpec], names: dict[str, str]) -> N
             else md(str(err))
         )
         return
-    try:
-        jobs_panel.check_may_queue(registry[judge_name])
-        job_id = jobs_panel.queue(params)
-    except KoedError as err:
-        st.error(md(str(err)))
-    else:
-        jobs_panel.say_queued(job_id)
+    jobs_panel.start(params, registry[judge_name])

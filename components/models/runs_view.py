@@ -4,6 +4,7 @@ reproduction, and the stored runs with their responses."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -153,13 +154,7 @@ def start_run_form(registry: dict[str, ModelSpec], dataset: Dataset) -> None:
         own = right.checkbox(_("The model's decoding from models.toml"), value=True)
         temperature = right.slider(_("Temperature (if not)"), 0.0, 1.5, 0.7, 0.1)
         max_tokens = right.number_input(_("Max new tokens (if not)"), 16, 2048, 256, 16)
-        batch = right.checkbox(
-            _("Through the provider's Batch API"),
-            help=_(
-                "OpenAI and compatible servers with /v1/files and /v1/batches: the requests "
-                "go out as batch jobs (OpenAI: about half the price, answers within 24 h)."
-            ),
-        )
+        batch = jobs_panel.batch_checkbox(right)
         started = st.form_submit_button(_("Start as a background job"), type="primary")
     st.caption(
         _(
@@ -190,14 +185,7 @@ def start_run_form(registry: dict[str, ModelSpec], dataset: Dataset) -> None:
                 dataset_sha256=dataset.sha256,
                 **steps,
             )
-            try:
-                params.dialogues(dataset.dialogues)
-                jobs_panel.check_may_queue(spec)
-                job_id = jobs_panel.queue(params)
-            except KoedError as err:
-                st.error(md(str(err)))
-            else:
-                jobs_panel.say_queued(job_id)
+            jobs_panel.start(params, spec, check=partial(params.dialogues, dataset.dialogues))
 
 
 def episodes_panel(registry: dict[str, ModelSpec], dataset: Dataset) -> None:
@@ -264,15 +252,12 @@ def episodes_panel(registry: dict[str, ModelSpec], dataset: Dataset) -> None:
                 limit=int(limit) or None,
                 dataset_sha256=dataset.sha256,
             )
-            try:
-                params.dialogues(dataset.dialogues)
-                jobs_panel.check_may_queue(registry[listener])
-                jobs_panel.check_may_queue(registry[speaker])
-                job_id = jobs_panel.queue(params)
-            except KoedError as err:
-                st.error(md(str(err)))
-            else:
-                jobs_panel.say_queued(job_id)
+            jobs_panel.start(
+                params,
+                registry[listener],
+                registry[speaker],
+                check=partial(params.dialogues, dataset.dialogues),
+            )
 
 
 def reproduce_panel(registry: dict[str, ModelSpec], dataset: Dataset) -> None:
@@ -296,20 +281,17 @@ def reproduce_panel(registry: dict[str, ModelSpec], dataset: Dataset) -> None:
             if st.button(_("Start the reproduction as a job"), key=state.RUNS_REPRODUCE):
                 try:
                     plan = parse_plan(text, chosen.name)
-                    for model in (*plan.models, plan.judge):
-                        if model in registry:
-                            jobs_panel.check_may_queue(registry[model])
-                    job_id = jobs_panel.queue(
+                except KoedError as err:
+                    st.error(md(str(err)))
+                else:
+                    jobs_panel.start(
                         ReproduceJob(
                             plan=f"plans/{chosen.name}",
                             plan_text=text,
                             dataset_sha256=dataset.sha256,
-                        )
+                        ),
+                        *(registry[m] for m in (*plan.models, plan.judge) if m in registry),
                     )
-                except KoedError as err:
-                    st.error(md(str(err)))
-                else:
-                    jobs_panel.say_queued(job_id)
 
 
 def stored_runs(dataset: Dataset) -> None:

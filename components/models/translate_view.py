@@ -7,14 +7,12 @@ from __future__ import annotations
 import streamlit as st
 
 from components.core import language, state
-from components.core.literal import md
 from components.models import jobs_panel
 from components.models.runs_view import SUBSET_WORDS
 from components.shared.model_choice import model_label
 from koed_core.dialogues.dataset import Dataset
 from koed_core.dialogues.subsets import SUBSETS
 from koed_core.dialogues.variants import VARIANTS
-from koed_core.errors import KoedError
 from koed_core.i18n import _
 from koed_core.jobs.kinds import TranslateJob
 from koed_core.models.registry import ModelSpec
@@ -74,10 +72,4 @@ def translate_panel(registry: dict[str, ModelSpec], dataset: Dataset) -> None:
             temperature=0.0 if greedy else None,
             dataset_sha256=dataset.sha256,
         )
-        try:
-            jobs_panel.check_may_queue(registry[model])
-            job_id = jobs_panel.queue(params)
-        except KoedError as err:
-            st.error(md(str(err)))
-        else:
-            jobs_panel.say_queued(job_id)
+        jobs_panel.start(params, registry[model])

@@ -16,7 +16,6 @@ Listener turn; a Speaker verdict on its ``episode_turns`` row. Resumable, like a
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -36,7 +35,7 @@ from koed_core.models.registry import ModelSpec
 from koed_core.models.speaker import emotion_words
 from koed_core.models.variant_texts import recorded_dialogues
 from koed_core.paths import DATA_DIR
-from koed_core.tomlfile import read_toml
+from koed_core.tomlfile import content_version, read_toml
 
 EPISODE_FILE = DATA_DIR / "judge" / "episode.toml"
 WHOLE = "episode"
@@ -65,8 +64,7 @@ def _template() -> Mapping[str, Any]:
 
 def template_version() -> str:
     """A hash of the wording and the rubric it quotes: part of both configurations."""
-    blob = json.dumps([_template(), rubric_version()], ensure_ascii=False, sort_keys=True)
-    return hashlib.sha256(blob.encode()).hexdigest()[:12]
+    return content_version([_template(), rubric_version()])
 
 
 def whole_config(judge: str, replicate: int = 0) -> JudgeConfig:

@@ -20,7 +20,6 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
 from typing import Literal
 
@@ -29,7 +28,7 @@ from koed_core.errors import KoedError
 from koed_core.judge.rubric import SCALE, Dimension, rubric_version
 from koed_core.models.protocol import ROLE_NAMES, Message
 from koed_core.paths import DATA_DIR
-from koed_core.tomlfile import read_toml
+from koed_core.tomlfile import read_toml, shipped_or_path
 
 JudgeMode = Literal["paper", "strict"]
 MODES: tuple[JudgeMode, ...] = ("paper", "strict")
@@ -141,14 +140,7 @@ def load_template(source: str | Path) -> JudgeTemplate:
     Raises:
         TemplateError: no such template, not TOML, a key missing, an unknown placeholder.
     """
-    if isinstance(source, str) and source in TEMPLATES:
-        return _shipped(source)
-    return _read_template(Path(source))
-
-
-@cache
-def _shipped(name: str) -> JudgeTemplate:
-    return _read_template(JUDGE_DIR / f"{name}.toml")
+    return shipped_or_path(source, JUDGE_DIR, TEMPLATES, _read_template)
 
 
 def _read_template(path: Path) -> JudgeTemplate:

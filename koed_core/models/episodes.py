@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Literal
 
-from koed_core.db import ResponseRecord, RunConfig, Runs, Store
+from koed_core.db import ResponseRecord, RunConfig, Store
 from koed_core.db.episodes import Episodes, SpeakerRecord
 from koed_core.dialogues.dialogue import Dialogue
 from koed_core.dialogues.variants import text_lang
@@ -48,9 +48,9 @@ from koed_core.models.prompts import PromptSet
 from koed_core.models.protocol import ContextTurn, ListenerTask, Protocol, build_task
 from koed_core.models.registry import ModelSpec
 from koed_core.models.request import MAX_TURNS, EpisodeRequest
-from koed_core.models.runs import Answer, Item, answer, public_spec, request_config, save
+from koed_core.models.runs import Answer, Item, answer, open_run, request_config, save
 from koed_core.models.speaker import SpeakerPrompt, check_turn, load_speaker_prompt
-from koed_core.models.variant_texts import is_variant, variants_for
+from koed_core.models.variant_texts import cells_asked, is_variant
 
 SPEAKER_ATTEMPTS = 2
 """A Speaker turn that breaks character is asked once more, then the episode ends."""
@@ -278,23 +278,14 @@ def plan_episodes(
     language has no episode in it. A translated variant in ``langs`` plays each
     dialogue's translation from ``variants`` (variant -> conv_id -> the variant
     dialogue); a dialogue not translated has no episode in it."""
-    chosen = dialogues[:limit] if limit else dialogues
     episodes = []
-    for dialogue in chosen:
-        for lang in langs:
-            source = (
-                (variants or {}).get(lang, {}).get(dialogue.conv_id)
-                if is_variant(lang)
-                else dialogue
-            )
-            if source is None:
-                continue
-            written = text_lang(lang)
-            base = build_task(source, written, commas)
-            variant = lang if is_variant(lang) else None
-            if base.turns:
-                task = ListenerTask(base.conv_id, written, base.turns, variant=variant)
-                episodes.append(Episode(source, task))
+    for lang, source in cells_asked(dialogues, langs, limit, variants):
+        written = text_lang(lang)
+        base = build_task(source, written, commas)
+        variant = lang if is_variant(lang) else None
+        if base.turns:
+            task = ListenerTask(base.conv_id, written, base.turns, variant=variant)
+            episodes.append(Episode(source, task))
     return episodes
 
 
@@ -349,13 +340,11 @@ def run_episodes(
             )
     steps = request.steps(spec)
     config = episode_config(spec, speaker_spec, request, dataset_sha256)
-    translated = variants_for(store, dialogues, request.langs)  # raises before anything is stored
-    config = replace(config, variants=translated.recorded)
+    run_id, translated = open_run(store, config, spec, dialogues, request.langs)
     if request.oracle:
         by_id = {d.conv_id: d for d in dialogues}
         listening = OracleListener(listening, by_id, translated.dialogues)
     langs = list(request.langs)
-    run_id = Runs(store).ensure_run(config, spec.name, langs, public_spec(spec))
     stop = hooks.stop
     episodes = plan_episodes(dialogues, langs, request.limit, steps.commas, translated.dialogues)
     states = read_states(store, run_id, request.turns)

@@ -4,8 +4,6 @@ do, knowing what it was meant to find out?)."""
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Mapping, Sequence
 from functools import cache
 from typing import Any
@@ -15,7 +13,7 @@ from koed_core.models.client import ChatClient, Completion, GenerationSettings
 from koed_core.models.protocol import Message
 from koed_core.models.speaker import emotion_words
 from koed_core.paths import DATA_DIR
-from koed_core.tomlfile import read_toml
+from koed_core.tomlfile import content_version, read_toml
 
 ORACLE_FILE = DATA_DIR / "prompts" / "oracle.toml"
 
@@ -27,8 +25,7 @@ def _note() -> Mapping[str, Any]:
 
 def oracle_version() -> str:
     """A hash of the note's wording: stored with an oracle run (part of its id)."""
-    blob = json.dumps(_note(), ensure_ascii=False, sort_keys=True)
-    return hashlib.sha256(blob.encode()).hexdigest()[:12]
+    return content_version(_note())
 
 
 def oracle_note(dialogue: Dialogue, lang: str) -> str:

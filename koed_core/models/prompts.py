@@ -18,12 +18,9 @@ factor a researcher can study, never the paper's setup.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import string
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
 from typing import Any, Literal
 
@@ -31,7 +28,7 @@ from koed_core.dialogues.labels import all_labels
 from koed_core.errors import KoedError
 from koed_core.models.protocol import ListenerTask, Message, Protocol
 from koed_core.paths import DATA_DIR
-from koed_core.tomlfile import read_toml
+from koed_core.tomlfile import content_version, read_toml, shipped_or_path
 
 PromptSetName = Literal["paper", "native", "paper-ko"]
 PROMPT_SETS: tuple[PromptSetName, ...] = ("paper", "native", "paper-ko")
@@ -67,8 +64,7 @@ class PromptSet:
         """A short hash of the set's content (``native`` hashes as release 0.1 did)."""
         if self.raw.get("version_scheme") == "0.1":
             return _version_0_1(self.raw)
-        blob = json.dumps(self.raw, ensure_ascii=False, sort_keys=True)
-        return hashlib.sha256(blob.encode()).hexdigest()[:12]
+        return content_version(self.raw)
 
     def roles(self, lang: str) -> tuple[str, str]:
         """The names the transcript gives the two parts."""
@@ -102,7 +98,7 @@ def _version_0_1(raw: Mapping[str, Any]) -> str:
     """How release 0.1 hashed its one prompt set: instructions per protocol/language, the
     role names, and the user message around the transcript."""
     users = {lang: str(raw["user"][lang]).split("{transcript}") for lang in ("en", "ko")}
-    blob = json.dumps(
+    return content_version(
         {
             "instructions": {
                 f"{p}/{lang}": raw["system"][lang][p]
@@ -112,11 +108,8 @@ def _version_0_1(raw: Mapping[str, Any]) -> str:
             "roles": {lang: list(raw["roles"][lang]) for lang in ("en", "ko")},
             "header": {lang: users[lang][0].rstrip("\n") for lang in ("en", "ko")},
             "footer": {lang: users[lang][1].lstrip("\n") for lang in ("en", "ko")},
-        },
-        ensure_ascii=False,
-        sort_keys=True,
+        }
     )
-    return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
 
 def load_prompt_set(source: str | Path) -> PromptSet:
@@ -125,14 +118,7 @@ def load_prompt_set(source: str | Path) -> PromptSet:
     Raises:
         PromptSetError: no such set, not TOML, a key missing, a template that does not fill.
     """
-    if isinstance(source, str) and source in PROMPT_SETS:
-        return _shipped(source)
-    return _read(Path(source))
-
-
-@cache
-def _shipped(name: str) -> PromptSet:
-    return _read(PROMPTS_DIR / f"{name}.toml")
+    return shipped_or_path(source, PROMPTS_DIR, PROMPT_SETS, _read)
 
 
 def _read(path: Path) -> PromptSet:
@@ -144,7 +130,7 @@ def _read(path: Path) -> PromptSet:
                 f"{path}: extends must name a shipped set ({', '.join(PROMPT_SETS)}), "
                 f"not {parent!r}"
             )
-        raw = _extend(_shipped(str(parent)).raw, raw)
+        raw = _extend(load_prompt_set(str(parent)).raw, raw)
     if not isinstance(raw.get("name"), str) or not raw["name"]:
         raise PromptSetError(f"{path}: needs a name")
     found = PromptSet(

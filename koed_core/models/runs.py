@@ -57,7 +57,7 @@ from koed_core.models.protocol import (
 )
 from koed_core.models.registry import ModelSpec
 from koed_core.models.request import RunRequest
-from koed_core.models.variant_texts import variants_for
+from koed_core.models.variant_texts import RunVariants, cells_asked, variants_for
 from koed_core.run_steps import declared
 from koed_core.text.redact import redact_url
 
@@ -149,6 +149,25 @@ def public_spec(spec: ModelSpec) -> dict[str, Any]:
     return data
 
 
+def open_run(
+    store: Store,
+    config: RunConfig,
+    spec: ModelSpec,
+    dialogues: Sequence[Dialogue],
+    langs: Sequence[str],
+) -> tuple[str, RunVariants]:
+    """The run ``config`` names, made or found again, with the versions of the variants in
+    ``langs`` it reads recorded in its identity; and those variants' dialogues. A run and
+    an episode run start the same way.
+
+    Raises:
+        VariantError: a variant in ``langs`` that cannot be read (nothing is stored).
+    """
+    translated = variants_for(store, dialogues, langs)
+    recorded = replace(config, variants=translated.recorded)
+    return Runs(store).ensure_run(recorded, spec.name, list(langs), public_spec(spec)), translated
+
+
 def plan(
     dialogues: Sequence[Dialogue],
     langs: Iterable[str],
@@ -166,22 +185,13 @@ def plan(
     in ``langs`` reads each dialogue's translation from ``variants`` (variant -> conv_id
     -> the variant dialogue); a dialogue not translated skips it.
     """
-    chosen = dialogues[:limit] if limit else dialogues
     items = []
-    for dialogue in chosen:
-        for lang in langs:
-            source = (
-                (variants or {}).get(lang, {}).get(dialogue.conv_id)
-                if lang in VARIANTS
-                else dialogue
-            )
-            if source is None:
-                continue
-            task = build_task(source, text_lang(lang), steps.commas)
-            if lang in VARIANTS:
-                task = replace(task, variant=lang)
-            if task.turns and (task.reference or not needs_reference):
-                items.append(Item(source, task, protocol, prompt_set, steps))
+    for lang, source in cells_asked(dialogues, langs, limit, variants):
+        task = build_task(source, text_lang(lang), steps.commas)
+        if lang in VARIANTS:
+            task = replace(task, variant=lang)
+        if task.turns and (task.reference or not needs_reference):
+            items.append(Item(source, task, protocol, prompt_set, steps))
     return items
 
 
@@ -330,11 +340,9 @@ def run_benchmark(
     protocol: Protocol = request.protocol  # type: ignore[assignment]
     settings = request.settings(spec)
     config = request_config(request, spec, dataset_sha256)
-    translated = variants_for(store, dialogues, request.langs)  # raises before anything is stored
-    config = replace(config, variants=translated.recorded)
+    run_id, translated = open_run(store, config, spec, dialogues, request.langs)
     settings = replace(settings, stop=hooks.stop)  # a request in flight is given up on cancel
     langs = list(request.langs)
-    run_id = Runs(store).ensure_run(config, spec.name, langs, public_spec(spec))
     items = plan(
         dialogues,
         langs,

@@ -10,21 +10,18 @@ in the other language, or write the Listener's part. Such a turn is never silent
 
 from __future__ import annotations
 
-import hashlib
-import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
-from typing import Any
 
 from koed_core.dialogues.dialogue import Dialogue
 from koed_core.dialogues.labels import by_name
 from koed_core.errors import KoedError
+from koed_core.models.prompt_file import PromptFile, check_template
 from koed_core.models.protocol import ContextTurn, Message
 from koed_core.paths import DATA_DIR
-from koed_core.tomlfile import read_toml
+from koed_core.tomlfile import read_toml, shipped_or_path
 
 SPEAKER_SETS = ("speaker",)
 SPEAKER_FILE = DATA_DIR / "prompts" / "speaker.toml"
@@ -39,18 +36,11 @@ class SpeakerPromptError(KoedError, ValueError):
 
 
 @dataclass(frozen=True)
-class SpeakerPrompt:
-    """The Speaker's instructions, per language, loaded from a TOML file."""
+class SpeakerPrompt(PromptFile):
+    """The Speaker's instructions, per language, loaded from a TOML file (its version is
+    stored with every episode run)."""
 
     name: str
-    raw: Mapping[str, Any]
-    source: str
-
-    @property
-    def version(self) -> str:
-        """A short hash of the file's content: stored with every episode run."""
-        blob = json.dumps(self.raw, ensure_ascii=False, sort_keys=True)
-        return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
     @property
     def end(self) -> str:
@@ -71,17 +61,14 @@ class SpeakerPrompt:
         lines = "\n".join(
             f"{speaker if turn.role == 'speaker' else listener}: {turn.text}" for turn in transcript
         )
-        system = (
-            str(self.raw["system"][lang])
-            .strip()
-            .format(
-                situation=dialogue.situation(lang),  # type: ignore[arg-type]
-                emotions=emotion_words(dialogue.labels, lang),
-                end=self.end,
-            )
+        system = self.fill(
+            "system",
+            lang,
+            situation=dialogue.situation(lang),  # type: ignore[arg-type]
+            emotions=emotion_words(dialogue.labels, lang),
+            end=self.end,
         )
-        user = str(self.raw["user"][lang]).strip().format(transcript=lines, end=self.end)
-        return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+        return self.ask(system, self.fill("user", lang, transcript=lines, end=self.end))
 
 
 def emotion_words(labels: Sequence[str], lang: str) -> str:
@@ -100,14 +87,7 @@ def load_speaker_prompt(source: str | Path = "speaker") -> SpeakerPrompt:
         SpeakerPromptError: no such file, not TOML, a language missing, a template that
             does not fill.
     """
-    if isinstance(source, str) and source in SPEAKER_SETS:
-        return _shipped()
-    return _read(Path(source))
-
-
-@cache
-def _shipped() -> SpeakerPrompt:
-    return _read(SPEAKER_FILE)
+    return shipped_or_path(source, SPEAKER_FILE.parent, SPEAKER_SETS, _read)
 
 
 def _read(path: Path) -> SpeakerPrompt:
@@ -122,20 +102,16 @@ def _read(path: Path) -> SpeakerPrompt:
         for lang in ("ko", "en"):
             if not isinstance(table, Mapping) or not isinstance(table.get(lang), str):
                 raise SpeakerPromptError(f"{path}: needs [{part}] {lang} = '''...'''")
-            text = table[lang]
-            try:
-                text.format(situation="s", emotions="e", end="[END]", transcript="t")
-            except (KeyError, IndexError, ValueError) as err:
-                raise SpeakerPromptError(
-                    f"{path}: [{part}] {lang} does not fill ({err}); placeholders: "
-                    "{situation} {emotions} {end} in system, {transcript} {end} in user"
-                ) from None
-            missing = [f for f in fields if "{" + f + "}" not in text]
-            if missing:
-                raise SpeakerPromptError(
-                    f"{path}: [{part}] {lang} must hold {', '.join('{' + m + '}' for m in missing)}"
-                )
-    return SpeakerPrompt(name, raw, str(path))
+            check_template(
+                table[lang],
+                f"{path}: [{part}] {lang}",
+                fields,
+                SpeakerPromptError,
+                trial={"situation": "s", "emotions": "e", "end": "[END]", "transcript": "t"},
+                hint="; placeholders: {situation} {emotions} {end} in system, {transcript} {end} "
+                "in user",
+            )
+    return SpeakerPrompt(raw, str(path), name)
 
 
 @dataclass(frozen=True)

@@ -16,9 +16,7 @@ import hashlib
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cache
 from pathlib import Path
-from typing import Any
 
 from koed_core.db import Store
 from koed_core.db.translation_drafts import TranslationDrafts
@@ -28,10 +26,11 @@ from koed_core.dialogues.variants import VARIANTS, Translation, source_hash, sou
 from koed_core.errors import KoedError
 from koed_core.models.client import ChatClient, GenerationSettings, ModelError, require_text
 from koed_core.models.passes import NO_HOOKS, PassHooks, PassReport
+from koed_core.models.prompt_file import PromptFile, check_template
 from koed_core.models.prompts import LANGUAGE, PROMPTS_DIR
 from koed_core.models.protocol import Message
 from koed_core.models.registry import ModelSpec
-from koed_core.tomlfile import read_toml
+from koed_core.tomlfile import read_toml, shipped_or_path
 
 TRANSLATE_SETS = ("translate",)
 KINDS = ("situation", "speaker", "listener")
@@ -43,17 +42,9 @@ class TranslatePromptError(KoedError, ValueError):
 
 
 @dataclass(frozen=True)
-class TranslatePrompt:
-    """The translator's instructions, loaded from a TOML file."""
-
-    raw: Mapping[str, Any]
-    source: str
-
-    @property
-    def version(self) -> str:
-        """A short hash of the file's content: stored with every version it makes."""
-        blob = json.dumps(self.raw, ensure_ascii=False, sort_keys=True)
-        return hashlib.sha256(blob.encode()).hexdigest()[:12]
+class TranslatePrompt(PromptFile):
+    """The translator's instructions, loaded from a TOML file (its version is stored with
+    every variant version it makes)."""
 
     @property
     def text(self) -> str:
@@ -64,17 +55,14 @@ class TranslatePrompt:
         """The request for one text of one dialogue (``kind``: situation, speaker or
         listener)."""
         spec = VARIANTS[variant]
-        system = (
-            str(self.raw["system"]["text"])
-            .strip()
-            .format(
-                source=LANGUAGE[spec.source],
-                target=LANGUAGE[spec.target],
-                kind=self.raw["kinds"][kind],
-            )
+        system = self.fill(
+            "system",
+            "text",
+            source=LANGUAGE[spec.source],
+            target=LANGUAGE[spec.target],
+            kind=self.raw["kinds"][kind],
         )
-        user = str(self.raw["user"]["text"]).strip().format(text=text)
-        return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+        return self.ask(system, self.fill("user", "text", text=text))
 
 
 def load_translate_prompt(source: str | Path = "translate") -> TranslatePrompt:
@@ -84,14 +72,7 @@ def load_translate_prompt(source: str | Path = "translate") -> TranslatePrompt:
         TranslatePromptError: no such file, not TOML, a part missing, a template that
             does not fill.
     """
-    if isinstance(source, str) and source in TRANSLATE_SETS:
-        return _shipped()
-    return _read(Path(source))
-
-
-@cache
-def _shipped() -> TranslatePrompt:
-    return _read(PROMPTS_DIR / "translate.toml")
+    return shipped_or_path(source, PROMPTS_DIR, TRANSLATE_SETS, _read)
 
 
 def _read(path: Path) -> TranslatePrompt:
@@ -103,13 +84,13 @@ def _read(path: Path) -> TranslatePrompt:
         table = raw.get(part)
         if not isinstance(table, Mapping) or not isinstance(table.get("text"), str):
             raise TranslatePromptError(f"{path}: needs [{part}] text = '''...'''")
-        try:
-            table["text"].format(source="s", target="t", kind="k", text="x")
-        except (KeyError, IndexError, ValueError) as err:
-            raise TranslatePromptError(f"{path}: [{part}] does not fill ({err})") from None
-        missing = [f for f in fills if "{" + f + "}" not in table["text"]]
-        if missing:
-            raise TranslatePromptError(f"{path}: [{part}] must hold {{{missing[0]}}}")
+        check_template(
+            table["text"],
+            f"{path}: [{part}]",
+            fills,
+            TranslatePromptError,
+            trial={"source": "s", "target": "t", "kind": "k", "text": "x"},
+        )
     return TranslatePrompt(raw, str(path))
 
 

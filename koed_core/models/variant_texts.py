@@ -10,7 +10,7 @@ a stale translation.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from koed_core.db import Store
@@ -123,6 +123,29 @@ def import_lines(
 def is_variant(lang: str) -> bool:
     """Whether a run's language is a translated variant."""
     return lang in VARIANTS
+
+
+def cells_asked(
+    dialogues: Sequence[Dialogue],
+    langs: Iterable[str],
+    limit: int | None,
+    variants: Mapping[str, Mapping[str, Dialogue]] | None,
+) -> Iterator[tuple[str, Dialogue]]:
+    """Each of the first ``limit`` dialogues (all without one) in each of ``langs``, in
+    dataset order, with the dialogue asked in that cell: the dialogue itself, or in a
+    translated variant its translation from ``variants`` (variant -> conv_id -> the
+    variant dialogue); a dialogue not translated into a variant is left out of it. A run
+    and an episode run plan their requests from the same cells this way."""
+    chosen = dialogues[:limit] if limit else dialogues
+    for dialogue in chosen:
+        for lang in langs:
+            source = (
+                (variants or {}).get(lang, {}).get(dialogue.conv_id)
+                if is_variant(lang)
+                else dialogue
+            )
+            if source is not None:
+                yield lang, source
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from koed_core.jobs.kinds.environment import (
     Result,
     client_for,
     close_client,
+    job_client,
     job_dataset,
 )
 from koed_core.jobs.kinds.episode_job import execute_episodes
@@ -61,6 +62,7 @@ __all__ = [
     "execute_reproduce",
     "execute_run",
     "execute_translate",
+    "job_client",
     "job_dataset",
     "outcome_of",
     "params_of",

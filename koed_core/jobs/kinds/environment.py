@@ -4,7 +4,8 @@ and clients it may use, and the dataset it was queued on."""
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -95,6 +96,40 @@ def close_client(client: ChatClient) -> None:
     close = getattr(client, "close", None)
     if close is not None:
         close()
+
+
+@contextmanager
+def job_client(
+    env: Environment,
+    spec: ModelSpec,
+    store: Store,
+    hooks: Hooks,
+    *,
+    batch: bool = False,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+) -> Iterator[ChatClient]:
+    """A job's client for ``spec`` (see ``client_for``), stopped and heard through the job's
+    hooks, and closed when the job's work with it ends, also when that work fails: every
+    job kind holds its clients this way, so none can leave one open."""
+    client = client_for(
+        env, spec, store, batch=batch, batch_size=batch_size, stop=hooks.stop, say=hooks.say
+    )
+    try:
+        yield client
+    finally:
+        close_client(client)
+
+
+def pass_result(
+    report: PassReport, message: str, data: Mapping[str, Any], **values: str | int
+) -> Result:
+    """A model pass's job result (a run, episodes, a judging pass): its sentence (``told``),
+    ``data`` with the pass's errors by kind, its failures and whether it was stopped, the
+    same for every kind so that the jobs panel reads them alike."""
+    summary, said = told(message, **values)
+    return Result(
+        summary, {**data, "errors": dict(report.errors), **said}, report.failed, report.stopped
+    )
 
 
 def job_dataset(env: Environment, data: str | None, expected: str | None) -> Any:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from pathlib import Path
 
 from koed_core.db import Store
@@ -12,10 +13,9 @@ from koed_core.jobs.kinds.environment import (
     Environment,
     Hooks,
     Result,
-    client_for,
-    close_client,
+    job_client,
     job_dataset,
-    told,
+    pass_result,
 )
 from koed_core.models.request import EpisodeRequest
 
@@ -45,9 +45,12 @@ def execute_episodes(
         f"{params.protocol}, {params.prompt_name()} prompts, "
         f"{','.join(params.langs)}"
     )
-    listener = client_for(env, spec, store, stop=hooks.stop)
-    voice = listener if speaker == spec else client_for(env, speaker, store, stop=hooks.stop)
-    try:
+    with (
+        job_client(env, spec, store, hooks) as listener,
+        (
+            nullcontext(listener) if speaker == spec else job_client(env, speaker, store, hooks)
+        ) as voice,  # one model plays both: one client
+    ):
         report = run_episodes(
             store,
             (spec, listener),
@@ -57,20 +60,12 @@ def execute_episodes(
             params,
             hooks=hooks,
         )
-    finally:
-        close_client(listener)
-        if voice is not listener:
-            close_client(voice)
-    summary, said = told(
+    return pass_result(
+        report,
         SUMMARY,
+        {"run_id": report.run_id},
         run=report.run_id,
         played=report.succeeded,
         skipped=report.skipped,
         failed=report.failed,
-    )
-    return Result(
-        summary,
-        {"run_id": report.run_id, "errors": dict(report.errors), **said},
-        report.failed,
-        report.stopped,
     )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from koed_core.db import Runs, Store
 from koed_core.db.jobs import JobError
 from koed_core.i18n import N_
@@ -9,12 +11,13 @@ from koed_core.jobs.kinds.environment import (
     Environment,
     Hooks,
     Result,
-    client_for,
-    close_client,
+    job_client,
     job_dataset,
-    told,
+    pass_result,
 )
 from koed_core.judge.request import JudgeRequest
+from koed_core.models.passes import PassReport
+from koed_core.models.registry import ModelSpec
 
 SUMMARY = N_(
     "judged run {run} with {judge} ({mode}): {scored} scored, {unscored} unscored, "
@@ -49,39 +52,32 @@ def execute_judge(params: JudgeRequest, store: Store, env: Environment, hooks: H
     if params.whole_episode or params.speaker_check:
         return _judge_episodes(params, store, env, hooks)
     spec = env.resolve(params.judge)
-    client = client_for(
-        env,
-        spec,
-        store,
-        batch=params.batch,
-        batch_size=params.batch_size,
-        stop=hooks.stop,
-        say=hooks.say,
-    )
-    try:
+    with job_client(
+        env, spec, store, hooks, batch=params.batch, batch_size=params.batch_size
+    ) as client:
         report = judge_run(store, client, spec, params, hooks=hooks)
-    finally:
-        close_client(client)
+    data, counts = _told(params, spec, report)
+    if report.unscored_reasons:
+        reason, count = report.unscored_reasons.most_common(1)[0]
+        return pass_result(
+            report, UNSCORED, data, **counts, mode=params.mode, reason=reason, count=count
+        )
+    return pass_result(report, SUMMARY, data, **counts, mode=params.mode)
+
+
+def _told(
+    params: JudgeRequest, spec: ModelSpec, report: PassReport
+) -> tuple[dict[str, Any], dict[str, str | int]]:
+    """What every judging pass keeps and says: its run and judge, and its counts."""
     counts: dict[str, str | int] = {
         "run": params.run_id,
         "judge": spec.name,
-        "mode": params.mode,
         "scored": report.scored,
         "unscored": report.unscored,
         "skipped": report.skipped,
         "failed": report.failed,
     }
-    if report.unscored_reasons:
-        reason, count = report.unscored_reasons.most_common(1)[0]
-        summary, said = told(UNSCORED, **counts, reason=reason, count=count)
-    else:
-        summary, said = told(SUMMARY, **counts)
-    return Result(
-        summary,
-        {"run_id": params.run_id, "judge": spec.name, "errors": dict(report.errors), **said},
-        report.failed,
-        report.stopped,
-    )
+    return {"run_id": params.run_id, "judge": spec.name}, counts
 
 
 def _judge_episodes(params: JudgeRequest, store: Store, env: Environment, hooks: Hooks) -> Result:
@@ -98,26 +94,12 @@ def _judge_episodes(params: JudgeRequest, store: Store, env: Environment, hooks:
     dataset = job_dataset(env, None, str(config.get("dataset_sha256") or "") or None)
     dialogues = {d.conv_id: d for d in dataset.dialogues}
     spec = env.resolve(params.judge)
-    client = client_for(env, spec, store, stop=hooks.stop, say=hooks.say)
-    try:
+    with job_client(env, spec, store, hooks) as client:
         if params.whole_episode:
             report = judge_whole_episodes(store, client, spec, params, dialogues, hooks=hooks)
         else:
             report = check_speakers(store, client, spec, params, dialogues, hooks=hooks)
-    finally:
-        close_client(client)
-    summary, said = told(
-        WHOLE_EPISODES if params.whole_episode else SPEAKER_TURNS,
-        run=params.run_id,
-        judge=spec.name,
-        scored=report.scored,
-        unscored=report.unscored,
-        skipped=report.skipped,
-        failed=report.failed,
-    )
-    return Result(
-        summary,
-        {"run_id": params.run_id, "judge": spec.name, "errors": dict(report.errors), **said},
-        report.failed,
-        report.stopped,
+    data, counts = _told(params, spec, report)
+    return pass_result(
+        report, WHOLE_EPISODES if params.whole_episode else SPEAKER_TURNS, data, **counts
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
 from dataclasses import asdict
 
 from koed_core.db import Store
@@ -12,8 +13,7 @@ from koed_core.jobs.kinds.environment import (
     Environment,
     Hooks,
     Result,
-    client_for,
-    close_client,
+    job_client,
     job_dataset,
     told,
 )
@@ -69,24 +69,19 @@ def execute_reproduce(params: ReproduceJob, store: Store, env: Environment, hook
             "stopped before sending anything: "
             + "; ".join(f"{name}: {reason}" for name, reason in retired.items())
         )
-    clients: list[ChatClient] = []
+    held = ExitStack()  # every client made below, closed when the plan ends
 
     def client(spec: ModelSpec) -> ChatClient:
-        batch = plan.batch and spec.backend == "openai"
-        if batch:
+        if plan.batch and spec.backend == "openai":
             try:
-                made = client_for(env, spec, store, batch=True, stop=hooks.stop, say=hooks.say)
+                return held.enter_context(job_client(env, spec, store, hooks, batch=True))
             except ModelError as err:
                 if err.kind != "not_found":
                     raise
                 hooks.say(f"{spec.name}: no Batch API at its server, so live calls")
-                made = client_for(env, spec, store, stop=hooks.stop)
-        else:
-            made = client_for(env, spec, store, stop=hooks.stop)
-        clients.append(made)
-        return made
+        return held.enter_context(job_client(env, spec, store, hooks))
 
-    try:
+    with held:
         listeners = {
             name: (spec, client(spec)) for name, spec in specs.items() if name not in problems
         }
@@ -103,9 +98,6 @@ def execute_reproduce(params: ReproduceJob, store: Store, env: Environment, hook
             reproduce.Reached(listeners, judge, voice),
             reproduce.StepHooks(hooks.say, hooks.stop, hooks.step),
         )
-    finally:
-        for made in clients:
-            close_client(made)
     problems.update(outcome.failures)
     runs = {f"{model} {protocol}": run for (model, protocol), run in outcome.runs.items()}
     left_out = ", ".join(sorted(problems))

@@ -10,10 +10,9 @@ from koed_core.jobs.kinds.environment import (
     Environment,
     Hooks,
     Result,
-    client_for,
-    close_client,
+    job_client,
     job_dataset,
-    told,
+    pass_result,
 )
 from koed_core.models.request import RunRequest
 from koed_core.run_steps import steps_said
@@ -42,30 +41,17 @@ def execute_run(params: RunRequest, store: Store, env: Environment, hooks: Hooks
         f"tokens; {steps_said(steps.chosen())} ({steps.family} family)"
         + (", through the Batch API" if params.batch else "")
     )
-    client = client_for(
-        env,
-        spec,
-        store,
-        batch=params.batch,
-        batch_size=params.batch_size,
-        stop=hooks.stop,
-        say=hooks.say,
-    )
-    try:
+    with job_client(
+        env, spec, store, hooks, batch=params.batch, batch_size=params.batch_size
+    ) as client:
         report = run_benchmark(store, client, spec, dialogues, dataset.sha256, params, hooks=hooks)
-    finally:
-        close_client(client)
-    summary, said = told(
+    return pass_result(
+        report,
         SUMMARY_SHARED if report.elsewhere else SUMMARY,
+        {"run_id": report.run_id},
         run=report.run_id,
         answered=report.succeeded,
         skipped=report.skipped,
         failed=report.failed,
         **({"elsewhere": report.elsewhere} if report.elsewhere else {}),
-    )
-    return Result(
-        summary,
-        {"run_id": report.run_id, "errors": dict(report.errors), **said},
-        report.failed,
-        report.stopped,
     )

@@ -18,8 +18,7 @@ from koed_core.jobs.kinds.environment import (
     Environment,
     Hooks,
     Result,
-    client_for,
-    close_client,
+    job_client,
     job_dataset,
     told,
 )
@@ -120,8 +119,7 @@ def execute_translate(params: TranslateJob, store: Store, env: Environment, hook
         f"{params.variant} by {spec.name}: {len(chosen)} dialogues of "
         f"{Path(dataset.path).name}, prompt {prompt.version}, temperature {decoding}"
     )
-    client = client_for(env, spec, store)
-    try:
+    with job_client(env, spec, store, hooks) as client:
         report = translate_all(
             store,
             client,
@@ -131,8 +129,6 @@ def execute_translate(params: TranslateJob, store: Store, env: Environment, hook
             TranslateAsk(params.variant, prompt, settings),
             hooks=hooks,
         )
-    finally:
-        close_client(client)
     data: dict[str, Any] = {"errors": dict(report.failed), "kept": report.kept}
     if report.stopped:
         kept = report.kept + report.translated  # this pass's too: kept, no version yet
