@@ -199,6 +199,7 @@ def main() -> None:
     if crowd_visit():
         return
     state = auth.start()
+    auth.write_pending_cookie()
     allowed = pages_for(state)
     menu = {_(section): pages for section, pages in allowed.items()}
     last = list(menu)[-1]

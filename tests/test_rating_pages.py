@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -61,26 +62,39 @@ def test_login_right_and_wrong(accounts: Path) -> None:
     assert PASSWORDS["mina"] not in str(at) and "$2b$" not in str(at)
     at = _submit(at, "mina", PASSWORDS["mina"])
     assert not at.exception
-    assert at.success[0].value == "Logged in."
+    assert at.success[0].value == "Logged in as Mina (rater)."
     assert users.load(accounts)["usernames"]["mina"]["failed_login_attempts"] == 0
 
 
+def _cookie_scripts(at: AppTest) -> list[str]:
+    return [b for b in (str(e.proto.body) for e in at.get("html")) if "document.cookie" in b]
+
+
 @pytest.mark.slow
-def test_the_cookie_component_is_drawn_only_beside_the_login_form(accounts: Path) -> None:
-    """Drawn on every run, the login cookie's component answered once in every new session
-    and so ran every page a second time on each full reload (bench/pages.py): now a page
-    without the login form draws none, and the form's page has it before a login sets the
-    cookie through it."""
+def test_the_login_cookie_is_written_once_and_nothing_answers_back(accounts: Path) -> None:
+    """No page draws a component that answers: an answer starts a new run of the page,
+    which ran every full reload twice when the cookie's component was drawn on every run,
+    and, drawn beside the login form, stopped the run that was checking a password (the
+    login was lost). A login's cookie is written once, by a one-way script, in the run
+    after the login: a token signed with the cookie key, for the account that logged in."""
+    import jwt
+
     visitor = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60).run()
     admin = _as("boss")
     for at in (visitor, admin):
         assert not at.exception and at.title
-        assert not at.get("component_instance"), [t.value for t in at.title]
+        assert not at.get("component_instance") and not _cookie_scripts(at)
     visitor.switch_page("app_pages/account/login.py").run()
-    assert len(visitor.get("component_instance")) == 1  # before the form: in the browser
+    assert not visitor.get("component_instance") and not _cookie_scripts(visitor)
     at = _submit(visitor, "boss", PASSWORDS["boss"])
-    assert at.success[0].value == "Logged in."
-    assert len(at.get("component_instance")) == 2  # and the cookie's "set" beside it
+    assert at.success[0].value == "Logged in as Boss (admin)."
+    assert not at.get("component_instance")
+    [script] = _cookie_scripts(at)
+    token = re.search(r"koed_studio_auth=([\w.-]+);", script)
+    assert token and "SameSite=Strict" in script and "Max-Age=86400" in script, script
+    claims = jwt.decode(token.group(1), COOKIE_KEY, algorithms=["HS256"])
+    assert claims["username"] == "boss"
+    assert not _cookie_scripts(at.run())  # written once, not on every run
 
 
 def auth_component():  # imported late: components need a Streamlit runtime in scope
@@ -103,7 +117,7 @@ def test_back_off_after_repeated_failures_and_unlock(accounts: Path) -> None:
     assert [e.value for e in unknown.error] == [auth_component().failed_message()]
     assert not at.success
     users.unlock(accounts, "mina")
-    assert _login("mina").success[0].value == "Logged in."
+    assert _login("mina").success[0].value == "Logged in as Mina (rater)."
 
 
 @pytest.mark.slow
@@ -278,9 +292,9 @@ def test_logout(accounts: Path) -> None:
     assert [b.label for b in at.sidebar.button] == ["Log out"]
     at.switch_page("app_pages/account/login.py").run()
     next(b for b in at.button if b.label == "Log out").click().run()
-    assert at.session_state["authentication_status"] is None
+    assert "authentication_status" not in at.session_state  # the login forgotten
+    assert at.title[0].value == "Log in" and not at.sidebar.button
     fresh_run = AppTest.from_file(str(ROOT / "app_pages/rating/rate.py"), default_timeout=60)
-    fresh_run.session_state["authentication_status"] = at.session_state["authentication_status"]
     assert fresh_run.run().info[0].value.startswith("Log in first")
 
 

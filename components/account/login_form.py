@@ -26,7 +26,6 @@ def failed_message() -> str:
 
 def login_form() -> None:
     """Username and password; every failure gets the same answer."""
-    auth.draw_cookie_component()
     with st.form("login"):
         st.subheader(_("Log in"), anchor=False)
         username = st.text_input(_("Username"))
@@ -40,8 +39,8 @@ def login_form() -> None:
         st.error(_(FAILED, minutes=accounts.BACKOFF_S // 60))
         return
     state.set_login(account.username, account.name, time.time())
-    auth.set_login_cookie()
-    st.success(_("Logged in."))
+    auth.set_login_cookie(account.username)
+    st.rerun()  # the menu and this page as the account sees them; the cookie written
 
 
 def logout_button(location: Literal["main", "sidebar"] = "sidebar") -> None:

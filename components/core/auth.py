@@ -1,20 +1,25 @@
-"""Login (our own form and server-side session checks, streamlit-authenticator's cookie)
-and the results viewer built from it once per run.
+"""Login (our own form, server-side session checks and a signed login cookie) and the
+results viewer built from it once per run.
 
 app.py calls :func:`start` once per run. A session is logged in by the form (password
 checked and failures counted atomically in the accounts file, the same answer for every
 failure) or by the login cookie (an HS256 token signed with the cookie key, decoded here:
 any other token is just "logged out"). Either way the server checks on every run that
 the account still exists, is not locked or waiting out a back-off, and that no logout
-since then revoked its sessions, so a copied cookie dies with the logout. The library's
-cookie component sets and deletes the cookie; it is created only in a run that does one
-of those (a login, a logout, a revoked session), through a thread-local. Drawn on every
-run, as it was, its first answer in each new session (every full reload) ran the whole
-page a second time, often while the first run was still drawing (bench/pages.py).
+since then revoked its sessions, so a copied cookie dies with the logout.
+
+The cookie is written by a one-way script in the browser (``st.html``), in the run after
+the login or logout that asked for it; nothing answers back. streamlit-authenticator's
+cookie component, which did this before, answered once in every session it was drawn in,
+and its answer started a new run of the page: drawn on every run, it ran each full reload
+twice (bench/pages.py); drawn beside the login form only, its answer could stop the very
+run that was checking the password, and the login was lost (a login click "did nothing"
+in the browser tests under load). Writing a cookie needs no answer, so no component.
 """
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from dataclasses import dataclass
@@ -39,6 +44,8 @@ SET_KEY_HELP = N_(
     'Make one with `python -c "import secrets; print(secrets.token_urlsafe(32))"`.'
 )
 _run = threading.local()
+_COOKIE_WRITE = "_koed_cookie_write"
+"""Session-state key of the cookie the next run writes in the browser."""
 
 
 @dataclass(frozen=True)
@@ -142,8 +149,6 @@ def username() -> str | None:
 
 def _start() -> AuthState:
     config = resources.settings()
-    _run.auth = None
-    _run.credentials = None
     try:
         credentials = accounts.load(config.users_path, required=config.users_configured)
     except accounts.AccountsError as err:
@@ -151,40 +156,7 @@ def _start() -> AuthState:
     problem = key_problem(config.cookie_key)
     if not credentials["usernames"] or problem:
         return AuthState(bool(credentials["usernames"]), problem, None)
-    _run.credentials = (credentials, str(config.cookie_key))  # for the cookie component
     return AuthState(True, None, _session_account(credentials, str(config.cookie_key)))
-
-
-def draw_cookie_component() -> None:
-    """Draw the cookie component on a page that holds the login form, before the form:
-    when the form logs someone in, the component is in the browser already and only its
-    "set" part is new, so the answer that reruns the page comes after the cookie is set
-    (drawn for the first time in that run, its first answer could rerun the page and take
-    the "set" part away before it reached the browser)."""
-    _cookie_component()
-
-
-def _cookie_component() -> Any:
-    """The login library's cookie controller for this run, created on first use: only a
-    page with the login form, or a run that sets or deletes the cookie, draws its
-    component (None: no usable accounts or cookie key, so no cookie either)."""
-    found = getattr(_run, "auth", None)
-    made_for = getattr(_run, "credentials", None)
-    if found is not None or made_for is None:
-        return found
-    # Imported here: visitors, and every run that neither logs in nor out, never pay for
-    # the login library or its component.
-    import streamlit_authenticator as stauth
-
-    credentials, key = made_for
-    _run.auth = stauth.Authenticate(
-        credentials,
-        cookie_name=COOKIE_NAME,
-        cookie_key=key,
-        cookie_expiry_days=COOKIE_DAYS,
-        auto_hash=False,
-    )
-    return _run.auth
 
 
 def _session_account(credentials: dict[str, Any], key: str) -> Account | None:
@@ -224,14 +196,35 @@ def end_session() -> None:
     """Forget the login in this session and ask the browser to drop the cookie."""
     state.clear_login()
     if COOKIE_NAME in st.context.cookies:
-        auth = _cookie_component()
-        if auth is not None:
-            auth.cookie_controller.delete_cookie()
+        st.session_state[_COOKIE_WRITE] = f"{COOKIE_NAME}=; Max-Age=0"
 
 
-def set_login_cookie() -> None:
-    """Ask the browser to keep the login cookie (the component's answer reruns the app;
-    no st.rerun() after this, or the component never reaches the browser)."""
-    controller = _cookie_component()
-    if controller is not None:
-        controller.cookie_controller.set_cookie()
+def set_login_cookie(username: str) -> None:
+    """Ask the browser to keep the login cookie: an HS256 token (PyJWT) with the username
+    and its expiry, signed with the cookie key, written by the next run (st.rerun() after
+    this, so the menu follows the login too)."""
+    import jwt
+
+    key = resources.settings().cookie_key
+    if not key or key_problem(key):
+        return
+    seconds = COOKIE_DAYS * 86400
+    token = jwt.encode(
+        {"username": username, "exp_date": time.time() + seconds}, str(key), algorithm="HS256"
+    )
+    st.session_state[_COOKIE_WRITE] = f"{COOKIE_NAME}={token}; Max-Age={seconds}"
+
+
+def write_pending_cookie() -> None:
+    """Write (or drop) the cookie a login or logout asked for, once: app.py calls this
+    after :func:`start` on every run. A one-way script in the sidebar; the token holds
+    only base64url characters and dots, and the line is JSON-quoted as a whole."""
+    cookie = st.session_state.pop(_COOKIE_WRITE, None)
+    if not cookie:
+        return
+    line = json.dumps(f"{cookie}; Path=/; SameSite=Strict")
+    st.sidebar.html(
+        f"<script>document.cookie = {line} + "
+        "(location.protocol === 'https:' ? '; Secure' : '');</script>",
+        unsafe_allow_javascript=True,
+    )

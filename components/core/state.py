@@ -112,7 +112,7 @@ ADHOC_MODELS = "models.adhoc"  # [openai:MODEL_ID, ...] an admin added this sess
 ADHOC_INPUT = "models.adhoc_input"
 SERVED_MODELS = "models.served"  # the ids OPENAI_BASE_URL listed when the admin asked
 SERVED_PICK = "models.served_pick"
-# streamlit-authenticator's own keys (the library writes them).
+# A session's login (the names streamlit-authenticator used, kept for open sessions).
 AUTH_STATUS = "authentication_status"
 AUTH_USERNAME = "username"
 AUTH_NAME = "name"
@@ -188,7 +188,7 @@ def auth_since() -> float | None:
 
 
 def set_login(username: str, name: str, since: float) -> None:
-    """Record a login in this session (the keys streamlit-authenticator also reads)."""
+    """Record a login in this session."""
     st.session_state[AUTH_STATUS] = True
     st.session_state[AUTH_USERNAME] = username
     st.session_state[AUTH_NAME] = name

@@ -56,7 +56,7 @@ def test_doors_hold_in_a_real_browser(site: Visit, browser: Any) -> None:
     expect(page.get_by_text("Logged in as Mina (rater).")).to_be_visible()
     steps.settled(page)
     expect(page).to_have_title("Account · KoED Studio")  # the tab follows the login
-    page.wait_for_function(  # the cookie component has reached the browser and set it
+    page.wait_for_function(  # the run after the login has written the cookie
         "() => document.cookie.split('; ').some(c => c.startsWith('koed_studio_auth='))"
     )
     page.goto(server + "/agreement")
