@@ -226,23 +226,13 @@ class Episodes:
         ``speaker``: Speaker checks), most recent first."""
         rows = self.store.rows(
             """select judge_model, mode, prompt_version, coalesce(rubric_version, 'unknown') as
-                      rubric_version, template, parse, replicate, max(created) as last
+                      rubric_version, template, parse, replicate, temperature,
+                      max(created) as last
                from judgments where mode = ? and error is null
-               group by 1, 2, 3, 4, 5, 6, 7 order by last desc""",
+               group by 1, 2, 3, 4, 5, 6, 7, 8 order by last desc""",
             [mode],
         )
-        return [
-            JudgeConfig(
-                r["judge_model"],
-                r["mode"],
-                r["prompt_version"],
-                r["rubric_version"],
-                r["template"],
-                r["parse"],
-                int(r["replicate"] or 0),
-            )
-            for r in rows
-        ]
+        return [JudgeConfig.from_row(r) for r in rows]
 
     def kept_speaker_turns(self, run_id: str) -> list[dict[str, Any]]:
         """The Speaker turns each episode of a run went on from: id, conv_id, lang, turn."""

@@ -145,16 +145,7 @@ class Judgments:
         )
         return [
             JudgeConfigUse(
-                JudgeConfig(
-                    r["judge_model"],
-                    r["mode"],
-                    r["prompt_version"],
-                    r["rubric_version"],
-                    r["template"],
-                    r["parse"],
-                    int(r["replicate"] or 0),
-                    r["temperature"],
-                ),
+                JudgeConfig.from_row(r),
                 int(r["judgments"]),
                 int(r["unscored"] or 0),
                 int(r["responses"]),

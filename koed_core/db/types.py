@@ -293,6 +293,22 @@ class JudgeConfig:
         Korean chart subtitle says the mode in Korean); the export keeps the stored names."""
         return _("{model}, {mode} mode", model=self.model, mode=stored_word(self.mode, MODE_WORDS))
 
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> JudgeConfig:
+        """The configuration a judgments query selected (judge_model, mode, prompt_version,
+        rubric_version, template, parse, replicate, temperature): one reading for every
+        query, so none leaves a field out."""
+        return cls(
+            row["judge_model"],
+            row["mode"],
+            row["prompt_version"],
+            row["rubric_version"],
+            row["template"],
+            row["parse"],
+            int(row["replicate"] or 0),
+            row["temperature"],
+        )
+
     def as_columns(self) -> dict[str, str]:
         """The configuration as the columns of an exported table."""
         return {
