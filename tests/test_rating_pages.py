@@ -293,6 +293,8 @@ def test_logout(accounts: Path) -> None:
     at.switch_page("app_pages/account/login.py").run()
     next(b for b in at.button if b.label == "Log out").click().run()
     assert "authentication_status" not in at.session_state  # the login forgotten
+    [dropped] = _cookie_scripts(at)  # and the browser told to drop the cookie
+    assert "koed_studio_auth=; Max-Age=0" in dropped
     assert at.title[0].value == "Log in" and not at.sidebar.button
     fresh_run = AppTest.from_file(str(ROOT / "app_pages/rating/rate.py"), default_timeout=60)
     assert fresh_run.run().info[0].value.startswith("Log in first")

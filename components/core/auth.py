@@ -193,10 +193,11 @@ def _cookie_token(key: str) -> dict[str, Any] | None:
 
 
 def end_session() -> None:
-    """Forget the login in this session and ask the browser to drop the cookie."""
+    """Forget the login in this session and ask the browser to drop the cookie (always:
+    ``st.context.cookies`` holds the cookies the session started with, not one a login in
+    this same session wrote since)."""
     state.clear_login()
-    if COOKIE_NAME in st.context.cookies:
-        st.session_state[_COOKIE_WRITE] = f"{COOKIE_NAME}=; Max-Age=0"
+    st.session_state[_COOKIE_WRITE] = f"{COOKIE_NAME}=; Max-Age=0"
 
 
 def set_login_cookie(username: str) -> None:
